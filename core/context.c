@@ -1,0 +1,119 @@
+/* txattn_context: creation, lifetime, and the kernel and rejected-plugin lists. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "context.h"
+#include "error.h"
+#include "log.h"
+
+static void destroy(txattn_context *ctx) {
+  txattn__plan_cache_destroy(&ctx->cache);
+  txattn__registry_free(&ctx->reg);
+  free(ctx->table_path);
+  free(ctx);
+}
+
+void txattn__context_retain(txattn_context *ctx) {
+  atomic_fetch_add_explicit(&ctx->refs, 1, memory_order_relaxed);
+}
+
+void txattn__context_release(txattn_context *ctx) {
+  if (atomic_fetch_sub_explicit(&ctx->refs, 1, memory_order_acq_rel) == 1) destroy(ctx);
+}
+
+static txattn_status init(txattn_context *ctx, const txattn_options *o) {
+  ctx->n_threads = o->n_threads > 0 ? o->n_threads : txattn__online_cpus();
+  txattn__machine_get(&ctx->machine);
+  if (o->table_path != NULL && (ctx->table_path = strdup(o->table_path)) == NULL)
+    return txattn__fail(TXATTN_E_NOMEM, "txattn_context_create: out of memory");
+  TXATTN_FORWARD_IF_ERROR(txattn__registry_load(&ctx->reg, o->plugin_path));
+  txattn__log("context: %d threads, %zu kernels loaded, %zu entries skipped", ctx->n_threads,
+              ctx->reg.n_kernels, ctx->reg.n_rejected);
+  return TXATTN_OK;
+}
+
+txattn_status txattn_context_create(const txattn_options *opts, txattn_context **out) {
+  static const txattn_options defaults = {NULL, NULL, 0};
+  TXATTN_RETURN_IF(out == NULL, TXATTN_E_INVALID, "txattn_context_create: out is NULL");
+  *out = NULL;
+  const txattn_options *o = opts ? opts : &defaults;
+  TXATTN_RETURN_IF(
+      o->n_threads < 0, TXATTN_E_INVALID,
+      "txattn_options.n_threads = %d must be >= 0 (0: every CPU this process may run on)",
+      o->n_threads);
+  txattn_context *ctx = calloc(1, sizeof *ctx);
+  TXATTN_RETURN_IF(ctx == NULL, TXATTN_E_NOMEM, "txattn_context_create: out of memory");
+  if (!txattn__plan_cache_init(&ctx->cache)) {
+    free(ctx);
+    return txattn__fail(TXATTN_E_INTERNAL, "txattn_context_create: pthread_mutex_init failed");
+  }
+  atomic_init(&ctx->refs, 1);
+  txattn_status s = init(ctx, o);
+  if (s != TXATTN_OK) {
+    destroy(ctx);
+    return s;
+  }
+  *out = ctx;
+  return txattn__ok();
+}
+
+void txattn_context_free(txattn_context *ctx) {
+  if (ctx == NULL) return;
+  txattn__plan_cache_clear(&ctx->cache);
+  txattn__context_release(ctx);
+}
+
+/* 1 when ctx is there; else records that fn was given a NULL ctx. */
+static int have_ctx(const txattn_context *ctx, const char *fn) {
+  if (ctx == NULL) txattn__fail(TXATTN_E_INVALID, "%s: ctx is NULL", fn);
+  return ctx != NULL;
+}
+
+int txattn_context_threads(const txattn_context *ctx) {
+  return have_ctx(ctx, "txattn_context_threads") ? ctx->n_threads : 0;
+}
+
+size_t txattn_kernel_count(const txattn_context *ctx) {
+  return have_ctx(ctx, "txattn_kernel_count") ? ctx->reg.n_kernels : 0;
+}
+
+size_t txattn_rejected_count(const txattn_context *ctx) {
+  return have_ctx(ctx, "txattn_rejected_count") ? ctx->reg.n_rejected : 0;
+}
+
+/* The arguments of a list getter: ctx and out given, i below the list's length n. */
+static txattn_status get_args(const char *fn, const txattn_context *ctx, const void *out, size_t i,
+                              const size_t *n, const char *what) {
+  TXATTN_RETURN_IF(ctx == NULL || out == NULL, TXATTN_E_INVALID, "%s: %s is NULL", fn,
+                   ctx == NULL ? "ctx" : "out");
+  TXATTN_RETURN_IF(i >= *n, TXATTN_E_INVALID,
+                   "%s: index %zu is out of range (the context has %zu %s)", fn, i, *n, what);
+  return TXATTN_OK;
+}
+
+txattn_status txattn_kernel_get(const txattn_context *ctx, size_t i, txattn_kernel_info *out) {
+  TXATTN_FORWARD_IF_ERROR(
+      get_args("txattn_kernel_get", ctx, out, i, ctx ? &ctx->reg.n_kernels : NULL, "kernels"));
+  const txattn__kernel *k = &ctx->reg.kernels[i];
+  const txattn__plugin *pl = txattn__kernel_plugin(ctx, k);
+  *out = (txattn_kernel_info){
+      .name = k->desc->name,
+      .summary = k->desc->summary,
+      .plugin = pl->desc->name,
+      .path = pl->path,
+      .usable = k->usable,
+      .why_unusable = k->why_unusable,
+      .isa = txattn__isa_name(k->desc->isa),
+      .flags = k->desc->flags,
+      .plugin_version = pl->desc->version,
+  };
+  return txattn__ok();
+}
+
+txattn_status txattn_rejected_get(const txattn_context *ctx, size_t i, txattn_rejected_info *out) {
+  TXATTN_FORWARD_IF_ERROR(get_args("txattn_rejected_get", ctx, out, i,
+                                   ctx ? &ctx->reg.n_rejected : NULL, "skipped entries"));
+  out->path = ctx->reg.rejected[i].path;
+  out->reason = ctx->reg.rejected[i].reason;
+  return txattn__ok();
+}

@@ -1,0 +1,156 @@
+/* The dispatcher: a named kernel, else the table's choice, else the cheapest by a documented
+ * estimate. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dispatch.h"
+#include "error.h"
+#include "problem.h"
+
+static const txattn__kernel *find(const txattn_context *ctx, const char *name) {
+  for (size_t i = 0; i < ctx->reg.n_kernels; i++)
+    if (strcmp(ctx->reg.kernels[i].desc->name, name) == 0) return &ctx->reg.kernels[i];
+  return NULL;
+}
+
+/* "a.b, c.d, ..." into buf, cut short with "..." when it does not fit. */
+static void kernel_names(const txattn_context *ctx, char *buf, size_t size) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < ctx->reg.n_kernels && used < size; i++) {
+    int n =
+        snprintf(buf + used, size - used, "%s%s", i ? ", " : "", ctx->reg.kernels[i].desc->name);
+    used += n > 0 ? (size_t)n : 0;
+  }
+  if (used >= size && size > 4) strcpy(buf + size - 4, "...");
+}
+
+static txattn_status none_loaded(const txattn_context *ctx) {
+  return txattn__fail(TXATTN_E_NOT_FOUND,
+                      "no kernel was loaded from the plugin path \"%s\" (txattn_rejected_get, or "
+                      "`txtune list`, shows what was skipped and why)",
+                      ctx->reg.search_path);
+}
+
+static txattn_status named(const txattn_context *ctx, const txattn_problem *r, const char *name,
+                           const char *source, const txattn__kernel **out) {
+  char names[512];
+  if (ctx->reg.n_kernels == 0) return none_loaded(ctx);
+  const txattn__kernel *k = find(ctx, name);
+  if (k == NULL) {
+    kernel_names(ctx, names, sizeof names);
+    return txattn__fail(TXATTN_E_NOT_FOUND, "no kernel named \"%.63s\" (%s); loaded: %s", name,
+                        source, names);
+  }
+  TXATTN_RETURN_IF(!k->usable, TXATTN_E_UNSUPPORTED, "kernel %s (%s) cannot run here: %s", name,
+                   source, k->why_unusable);
+  const char *why = NULL;
+  TXATTN_RETURN_IF(!k->desc->applicable(r, &why), TXATTN_E_UNSUPPORTED,
+                   "kernel %s (%s) does not handle this problem: %s", name, source,
+                   why ? why : "(the kernel gave no reason)");
+  *out = k;
+  return TXATTN_OK;
+}
+
+/* >>> Issue 4 (the tuner) hooks in here: its dispatch table maps a problem's region and the thread
+   count to a measured winner, consulted before the estimate. No table is read yet, so there is
+   never an entry and the estimate decides. */
+static const txattn__kernel *table_choice(const txattn_context *ctx, const txattn_problem *r) {
+  (void)ctx;
+  (void)r;
+  return NULL;
+}
+
+static double estimate(const txattn__kernel *k, const txattn_problem *r, double pairs,
+                       int threads) {
+  double work = (k->desc->flags & TXATTN_KERNEL_SPARSE)
+                    ? pairs
+                    : (double)r->batch * (double)r->heads_q * (double)r->n_q * (double)r->n_kv;
+  double flops = 2.0 * (double)(r->d_qk + r->d_v) * work;
+  int used = (k->desc->flags & TXATTN_KERNEL_THREADED) ? threads : 1;
+  return flops / ((double)k->desc->speed_hint * 1e9 * used);
+}
+
+static const char *fmt_time(double s, char *buf, size_t size) {
+  if (s < 1e-3)
+    snprintf(buf, size, "%.3g us", s * 1e6);
+  else if (s < 1.0)
+    snprintf(buf, size, "%.3g ms", s * 1e3);
+  else
+    snprintf(buf, size, "%.3g s", s);
+  return buf;
+}
+
+/* Lists why each kernel was not a candidate, for the "nothing can do this" message. */
+static txattn_status no_candidate(const txattn_context *ctx, const txattn_problem *r) {
+  char list[768];
+  size_t used = 0;
+  list[0] = '\0';
+  for (size_t i = 0; i < ctx->reg.n_kernels && used < sizeof list; i++) {
+    const txattn__kernel *k = &ctx->reg.kernels[i];
+    const char *why = NULL;
+    if (k->usable && !k->desc->applicable(r, &why) && why == NULL) why = "(no reason given)";
+    int n = snprintf(list + used, sizeof list - used, "%s%s: %s", i ? "; " : "", k->desc->name,
+                     k->usable ? why : k->why_unusable);
+    used += n > 0 ? (size_t)n : 0;
+  }
+  return txattn__fail(TXATTN_E_UNSUPPORTED, "no usable kernel handles this problem: %s", list);
+}
+
+typedef struct ranked {
+  const txattn__kernel *k;
+  double t;
+} ranked;
+
+static int better(ranked a, ranked b) {
+  return b.k == NULL || a.t < b.t || (a.t == b.t && strcmp(a.k->desc->name, b.k->desc->name) < 0);
+}
+
+static txattn_status by_estimate(const txattn_context *ctx, const txattn_problem *r,
+                                 const txattn__kernel **out, char *why, size_t size) {
+  double pairs = txattn__visible_pairs(r);
+  ranked best = {NULL, 0}, second = {NULL, 0};
+  for (size_t i = 0; i < ctx->reg.n_kernels; i++) {
+    const txattn__kernel *k = &ctx->reg.kernels[i];
+    const char *ignored = NULL;
+    if (!k->usable || !k->desc->applicable(r, &ignored)) continue;
+    ranked c = {k, estimate(k, r, pairs, ctx->n_threads)};
+    if (better(c, best)) {
+      second = best;
+      best = c;
+    } else if (better(c, second))
+      second = c;
+  }
+  if (best.k == NULL) return no_candidate(ctx, r);
+  char t1[32], t2[32];
+  if (second.k == NULL)
+    snprintf(why, size, "estimate: %s %s (the only usable kernel that handles this problem)",
+             best.k->desc->name, fmt_time(best.t, t1, sizeof t1));
+  else
+    snprintf(why, size, "estimate: %s %s < %s %s (runner-up)", best.k->desc->name,
+             fmt_time(best.t, t1, sizeof t1), second.k->desc->name,
+             fmt_time(second.t, t2, sizeof t2));
+  *out = best.k;
+  return TXATTN_OK;
+}
+
+txattn_status txattn__dispatch(const txattn_context *ctx, const txattn_problem *r,
+                               const char *explicit_name, const txattn__kernel **out, char *why,
+                               size_t size) {
+  const char *forced = getenv("TXATTN_FORCE_KERNEL");
+  if (explicit_name != NULL) {
+    snprintf(why, size, "requested by the caller");
+    return named(ctx, r, explicit_name, "requested by the caller", out);
+  }
+  if (forced != NULL && forced[0] != '\0') {
+    snprintf(why, size, "forced by TXATTN_FORCE_KERNEL");
+    return named(ctx, r, forced, "forced by TXATTN_FORCE_KERNEL", out);
+  }
+  if (ctx->reg.n_kernels == 0) return none_loaded(ctx);
+  if ((*out = table_choice(ctx, r)) != NULL) {
+    snprintf(why, size, "dispatch table");
+    return TXATTN_OK;
+  }
+  return by_estimate(ctx, r, out, why, size);
+}

@@ -1,0 +1,53 @@
+/* Internal: the plugins and kernels a context loaded, and the files it skipped. */
+#ifndef TXATTN_CORE_LOADER_H
+#define TXATTN_CORE_LOADER_H
+
+#include <sys/types.h>
+
+#include "cpu.h"
+#include "txattn/plugin.h"
+
+typedef struct txattn__plugin {
+  void *handle;
+  char *path;
+  const txattn_plugin_desc *desc;
+  dev_t dev; /* file identity, so that one file reached twice loads once */
+  ino_t ino;
+} txattn__plugin;
+
+typedef struct txattn__kernel {
+  const txattn_kernel_desc *desc;
+  size_t plugin; /* index in txattn__registry.plugins */
+  int usable;
+  const char *why_unusable; /* "" when usable; points into the registry's isa state */
+} txattn__kernel;
+
+typedef struct txattn__rejected {
+  char *path;
+  char *reason;
+} txattn__rejected;
+
+/* Filled once by txattn__registry_load and immutable afterwards, so readers need no lock. */
+typedef struct txattn__registry {
+  txattn__plugin *plugins;
+  size_t n_plugins, cap_plugins;
+  txattn__kernel *kernels;
+  size_t n_kernels, cap_kernels;
+  txattn__rejected *rejected;
+  size_t n_rejected, cap_rejected;
+  char *search_path; /* the directories searched, for messages */
+  txattn__isa_state isa;
+} txattn__registry;
+
+/* The plugin search path: explicit if non-NULL, else $TXATTN_PLUGIN_PATH (read with secure_getenv;
+   set but empty counts as unset), else the directory "txattn/plugins" beside libtxattn.so if it
+   exists (the build tree and any install prefix), else the compiled-in install directory. malloc'd;
+   NULL if out of memory. */
+char *txattn__plugin_path(const char *explicit_path);
+
+/* Loads every acceptable plugin of the path; skipped files and directories are recorded with a
+   reason. Fails only when out of memory (reg is then still safe to free). */
+txattn_status txattn__registry_load(txattn__registry *reg, const char *plugin_path);
+void txattn__registry_free(txattn__registry *reg);
+
+#endif

@@ -1,0 +1,141 @@
+/* txattn_plan: the chosen kernel with its tunables, thread count and workspaces; describing and
+ * running it. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "dispatch.h"
+#include "error.h"
+#include "log.h"
+#include "plan.h"
+#include "plugin_check.h"
+#include "problem.h"
+#include "tensors.h"
+
+void txattn__plan_retain(txattn_plan *plan) {
+  atomic_fetch_add_explicit(&plan->refs, 1, memory_order_relaxed);
+}
+
+void txattn__plan_release(txattn_plan *plan) {
+  if (atomic_fetch_sub_explicit(&plan->refs, 1, memory_order_acq_rel) != 1) return;
+  txattn__workspace_pool_free(plan->pool);
+  free(plan->tunables);
+  txattn__context_release(plan->ctx);
+  free(plan);
+}
+
+void txattn_plan_free(txattn_plan *plan) {
+  if (plan != NULL) txattn__plan_release(plan);
+}
+
+static const char *kernel_file(const txattn_plan *plan) {
+  return txattn__kernel_plugin(plan->ctx, plan->kernel)->path;
+}
+
+/* The kernel's defaults for this problem and machine, checked against its declared ranges. */
+static txattn_status default_tunables(txattn_plan *plan) {
+  const txattn_kernel_desc *d = plan->kernel->desc;
+  if (d->n_tunables == 0) return TXATTN_OK;
+  plan->tunables = calloc(d->n_tunables, sizeof *plan->tunables);
+  TXATTN_RETURN_IF(plan->tunables == NULL, TXATTN_E_NOMEM, "txattn_plan_create: out of memory");
+  d->default_tunables(&plan->problem, &plan->ctx->machine, plan->tunables);
+  for (size_t i = 0; i < d->n_tunables; i++) {
+    const txattn_tunable *t = &d->tunables[i];
+    TXATTN_RETURN_IF(!txattn__tunable_value_ok(t, plan->tunables[i]), TXATTN_E_PLUGIN,
+                     "kernel %s (%s): default_tunables gave %s = %" PRId64 ", outside [%" PRId64
+                     ", %" PRId64 "] in steps of %" PRId64,
+                     d->name, kernel_file(plan), t->name, plan->tunables[i], t->min, t->max,
+                     t->multiple_of);
+  }
+  return TXATTN_OK;
+}
+
+static txattn_status prepare(txattn_plan *plan) {
+  const txattn_kernel_desc *d = plan->kernel->desc;
+  plan->n_threads = (d->flags & TXATTN_KERNEL_THREADED) ? plan->ctx->n_threads : 1;
+  TXATTN_FORWARD_IF_ERROR(default_tunables(plan));
+  plan->workspace_size = d->workspace_size(&plan->problem, plan->n_threads, plan->tunables);
+  if (plan->workspace_size == 0) return TXATTN_OK;
+  plan->pool = txattn__workspace_pool_create(plan->workspace_size);
+  TXATTN_RETURN_IF(plan->pool == NULL, TXATTN_E_NOMEM,
+                   "txattn_plan_create: out of memory for the workspace pool of %s (%zu bytes)",
+                   d->name, plan->workspace_size);
+  return TXATTN_OK;
+}
+
+static void log_plan(const txattn_plan *plan) {
+  char line[512];
+  txattn_plan_describe(plan, line, sizeof line);
+  txattn__log("plan %s: %s", line, plan->why);
+}
+
+txattn_status txattn_plan_create(txattn_context *ctx, const txattn_problem *p, const char *kernel,
+                                 txattn_plan **out) {
+  TXATTN_RETURN_IF(out == NULL, TXATTN_E_INVALID, "txattn_plan_create: out is NULL");
+  *out = NULL;
+  TXATTN_RETURN_IF(ctx == NULL, TXATTN_E_INVALID, "txattn_plan_create: ctx is NULL");
+  txattn_problem r;
+  TXATTN_FORWARD_IF_ERROR(txattn__problem_resolve(p, &r));
+  txattn_plan *plan = calloc(1, sizeof *plan);
+  TXATTN_RETURN_IF(plan == NULL, TXATTN_E_NOMEM, "txattn_plan_create: out of memory");
+  atomic_init(&plan->refs, 1);
+  txattn__context_retain(ctx);
+  plan->ctx = ctx;
+  plan->problem = r;
+  txattn_status s = txattn__dispatch(ctx, &r, kernel, &plan->kernel, plan->why, sizeof plan->why);
+  if (s == TXATTN_OK) s = prepare(plan);
+  if (s != TXATTN_OK) {
+    txattn__plan_release(plan);
+    return s;
+  }
+  log_plan(plan);
+  *out = plan;
+  return txattn__ok();
+}
+
+static txattn_status run(const txattn_plan *plan, const txattn_tensors *t, void *ws) {
+  txattn_kernel_call call = {
+      .struct_size = sizeof call,
+      .problem = &plan->problem,
+      .tensors = t,
+      .workspace = ws,
+      .workspace_size = plan->workspace_size,
+      .n_threads = plan->n_threads,
+      .tunables = plan->tunables,
+  };
+  txattn_status s = plan->kernel->desc->run(&call);
+  if (s == TXATTN_OK) return txattn__ok();
+  txattn_status reported = (unsigned)s <= TXATTN_E_INTERNAL ? s : TXATTN_E_PLUGIN;
+  return txattn__fail(reported, "kernel %s (%s) failed with %s (%d)", plan->kernel->desc->name,
+                      kernel_file(plan), txattn_status_name(s), (int)s);
+}
+
+txattn_status txattn_plan_execute(const txattn_plan *plan, const txattn_tensors *t) {
+  TXATTN_RETURN_IF(plan == NULL, TXATTN_E_INVALID, "txattn_plan_execute: plan is NULL");
+  txattn_tensors x;
+  TXATTN_FORWARD_IF_ERROR(txattn__tensors_check(&plan->problem, t, &x));
+  if (plan->pool == NULL) return run(plan, &x, NULL);
+  void *ws = txattn__workspace_take(plan->pool);
+  TXATTN_RETURN_IF(ws == NULL, TXATTN_E_NOMEM,
+                   "txattn_plan_execute: cannot allocate the %zu-byte workspace of kernel %s",
+                   plan->workspace_size, plan->kernel->desc->name);
+  txattn_status s = run(plan, &x, ws);
+  txattn__workspace_give(plan->pool, ws);
+  return s;
+}
+
+const char *txattn_plan_kernel(const txattn_plan *plan) {
+  if (plan == NULL) {
+    txattn__fail(TXATTN_E_INVALID, "txattn_plan_kernel: plan is NULL");
+    return NULL;
+  }
+  return plan->kernel->desc->name;
+}
+
+const char *txattn_plan_why(const txattn_plan *plan) {
+  if (plan == NULL) {
+    txattn__fail(TXATTN_E_INVALID, "txattn_plan_why: plan is NULL");
+    return NULL;
+  }
+  return plan->why;
+}

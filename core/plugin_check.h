@@ -1,0 +1,19 @@
+/* Internal: validation of what a plugin hands us, before anything in it is called. */
+#ifndef TXATTN_CORE_PLUGIN_CHECK_H
+#define TXATTN_CORE_PLUGIN_CHECK_H
+
+#include <stddef.h>
+
+#include "txattn/plugin.h"
+
+#define TXATTN_MAX_KERNELS_PER_PLUGIN 1024
+#define TXATTN_MAX_TUNABLES           64
+
+/* 1 if every field of d (and of its kernels and tunables) is well-formed; else 0 and why says which
+   field is wrong. Kernel names must match [a-z0-9_.-]{1,63} and contain a '.'; plugin and tunable
+   names must match [a-z0-9_.-]{1,63}; names are unique within the plugin. */
+int txattn__plugin_desc_ok(const txattn_plugin_desc *d, char *why, size_t size);
+/* 1 if v is an allowed value of t. */
+int txattn__tunable_value_ok(const txattn_tunable *t, int64_t v);
+
+#endif

@@ -1,0 +1,158 @@
+/* txattn_problem: validation, defaults, and counting the visible pairs. */
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "error.h"
+#include "problem.h"
+#include "txattn/plugin.h"
+
+/* A field where 0 takes a default and any other value must be positive. */
+static txattn_status count_or_default(const char *field, int64_t v, int64_t def, int64_t *out) {
+  TXATTN_RETURN_IF(v < 0, TXATTN_E_INVALID,
+                   "txattn_problem.%s = %" PRId64 " must be >= 1 (0 takes the default, %" PRId64
+                   ")",
+                   field, v, def);
+  *out = v == 0 ? def : v;
+  return TXATTN_OK;
+}
+
+static txattn_status required_count(const char *field, int64_t v) {
+  TXATTN_RETURN_IF(v < 1, TXATTN_E_INVALID,
+                   "txattn_problem.%s = %" PRId64 " must be >= 1 (it has no default)", field, v);
+  return TXATTN_OK;
+}
+
+static txattn_status resolve_sizes(const txattn_problem *p, txattn_problem *r) {
+  TXATTN_FORWARD_IF_ERROR(count_or_default("batch", p->batch, 1, &r->batch));
+  TXATTN_FORWARD_IF_ERROR(count_or_default("heads_q", p->heads_q, 1, &r->heads_q));
+  TXATTN_FORWARD_IF_ERROR(count_or_default("heads_kv", p->heads_kv, r->heads_q, &r->heads_kv));
+  TXATTN_FORWARD_IF_ERROR(required_count("n_q", p->n_q));
+  TXATTN_FORWARD_IF_ERROR(count_or_default("n_kv", p->n_kv, p->n_q, &r->n_kv));
+  TXATTN_FORWARD_IF_ERROR(required_count("d_qk", p->d_qk));
+  TXATTN_FORWARD_IF_ERROR(count_or_default("d_v", p->d_v, p->d_qk, &r->d_v));
+  r->n_q = p->n_q;
+  r->d_qk = p->d_qk;
+  TXATTN_RETURN_IF(r->heads_q % r->heads_kv != 0, TXATTN_E_INVALID,
+                   "txattn_problem.heads_kv = %" PRId64 " does not divide heads_q = %" PRId64,
+                   r->heads_kv, r->heads_q);
+  return TXATTN_OK;
+}
+
+static txattn_status window_side(const char *field, int64_t w) {
+  TXATTN_RETURN_IF(w < 0 && w != TXATTN_UNBOUNDED, TXATTN_E_INVALID,
+                   "txattn_problem.%s = %" PRId64 " must be >= 0 or TXATTN_UNBOUNDED (-1)", field,
+                   w);
+  return TXATTN_OK;
+}
+
+static txattn_status resolve_mask(const txattn_problem *p, txattn_problem *r) {
+  int m = (int)p->mask;
+  TXATTN_RETURN_IF(m < TXATTN_MASK_NONE || m > TXATTN_MASK_WINDOW, TXATTN_E_INVALID,
+                   "txattn_problem.mask = %d is not a txattn_mask (NONE 0, CAUSAL 1, WINDOW 2)", m);
+  r->mask = p->mask;
+  r->window_left = r->window_right = 0;
+  if (p->mask != TXATTN_MASK_WINDOW) return TXATTN_OK;
+  TXATTN_FORWARD_IF_ERROR(window_side("window_left", p->window_left));
+  TXATTN_FORWARD_IF_ERROR(window_side("window_right", p->window_right));
+  r->window_left = p->window_left;
+  r->window_right = p->window_right;
+  return TXATTN_OK;
+}
+
+static txattn_status resolve_scale(const txattn_problem *p, txattn_problem *r) {
+  TXATTN_RETURN_IF(!isfinite(p->scale), TXATTN_E_INVALID,
+                   "txattn_problem.scale = %g must be finite (0 takes the default 1/sqrt(d_qk))",
+                   (double)p->scale);
+  r->scale = p->scale != 0.0f ? p->scale : (float)(1.0 / sqrt((double)r->d_qk));
+  return TXATTN_OK;
+}
+
+/* Every tensor's size in bytes must be representable, so that no kernel's index arithmetic can
+ * overflow. */
+static txattn_status tensor_size(const char *tensor, const char *names, int64_t a, int64_t b,
+                                 int64_t c, int64_t d) {
+  int64_t n;
+  int over = __builtin_mul_overflow(a, b, &n) || __builtin_mul_overflow(n, c, &n) ||
+             __builtin_mul_overflow(n, d, &n) ||
+             __builtin_mul_overflow(n, (int64_t)sizeof(float), &n);
+  TXATTN_RETURN_IF(over, TXATTN_E_INVALID,
+                   "txattn_problem: %s has %s = %" PRId64 " * %" PRId64 " * %" PRId64 " * %" PRId64
+                   " elements: its size in bytes overflows int64",
+                   tensor, names, a, b, c, d);
+  return TXATTN_OK;
+}
+
+static txattn_status check_sizes(const txattn_problem *r) {
+  TXATTN_FORWARD_IF_ERROR(
+      tensor_size("q", "batch*heads_q*n_q*d_qk", r->batch, r->heads_q, r->n_q, r->d_qk));
+  TXATTN_FORWARD_IF_ERROR(
+      tensor_size("k", "batch*heads_kv*n_kv*d_qk", r->batch, r->heads_kv, r->n_kv, r->d_qk));
+  TXATTN_FORWARD_IF_ERROR(
+      tensor_size("v", "batch*heads_kv*n_kv*d_v", r->batch, r->heads_kv, r->n_kv, r->d_v));
+  TXATTN_FORWARD_IF_ERROR(
+      tensor_size("o", "batch*heads_q*n_q*d_v", r->batch, r->heads_q, r->n_q, r->d_v));
+  return TXATTN_OK;
+}
+
+txattn_status txattn__problem_resolve(const txattn_problem *p, txattn_problem *out) {
+  TXATTN_RETURN_IF(p == NULL, TXATTN_E_INVALID, "txattn_problem is NULL");
+  txattn_problem r;
+  memset(&r, 0, sizeof r); /* padding too: callers may memcmp resolved problems */
+  TXATTN_FORWARD_IF_ERROR(resolve_sizes(p, &r));
+  TXATTN_FORWARD_IF_ERROR(resolve_mask(p, &r));
+  TXATTN_FORWARD_IF_ERROR(resolve_scale(p, &r));
+  TXATTN_FORWARD_IF_ERROR(check_sizes(&r));
+  *out = r;
+  return TXATTN_OK;
+}
+
+txattn_status txattn_problem_resolve(const txattn_problem *p, txattn_problem *out) {
+  TXATTN_RETURN_IF(out == NULL, TXATTN_E_INVALID, "txattn_problem_resolve: out is NULL");
+  TXATTN_FORWARD_IF_ERROR(txattn__problem_resolve(p, out));
+  return txattn__ok();
+}
+
+/* Sum over integers x in [a, b) of max(0, c + s*x), for a slope s in {-1, 0, 1}. */
+static double ramp_sum(int64_t a, int64_t b, int64_t c, int s) {
+  if (s > 0 && a < 1 - c) a = 1 - c;
+  if (s < 0 && b > c) b = c;
+  if (a >= b || (s == 0 && c <= 0)) return 0.0;
+  double first = (double)c + s * (double)a, last = (double)c + s * (double)(b - 1);
+  return (double)(b - a) * (first + last) / 2.0;
+}
+
+/* Row at position pos sees keys [max(0, pos - L), min(n_kv, pos + R + 1)). Every mask is such a
+   window once an unbounded side is replaced by one wide enough to reach past every key (L = n_kv, R
+   = n_q), and that count is piecewise linear in pos with kinks at pos = n_kv - R - 1 and pos = L.
+ */
+double txattn__visible_pairs(const txattn_problem *r) {
+  int64_t L = r->n_kv, R = r->n_q;
+  if (r->mask == TXATTN_MASK_CAUSAL) R = 0;
+  if (r->mask == TXATTN_MASK_WINDOW) {
+    if (r->window_left != TXATTN_UNBOUNDED && r->window_left < L) L = r->window_left;
+    if (r->window_right != TXATTN_UNBOUNDED && r->window_right < R) R = r->window_right;
+  }
+  int64_t cut[4] = {r->n_kv - r->n_q, r->n_kv - R - 1, L, r->n_kv};
+  for (int i = 1; i < 3; i++) /* keep the kinks inside [first, last] and in order */
+    cut[i] = cut[i] < cut[0] ? cut[0] : cut[i] > cut[3] ? cut[3] : cut[i];
+  if (cut[1] > cut[2]) {
+    int64_t t = cut[1];
+    cut[1] = cut[2];
+    cut[2] = t;
+  }
+  double per_head = 0.0;
+  for (int i = 0; i < 3; i++) {
+    int64_t a = cut[i];
+    int hi_slope = a < r->n_kv - R - 1, lo_slope = a >= L;
+    int64_t c = (hi_slope ? R + 1 : r->n_kv) - (lo_slope ? -L : 0);
+    per_head += ramp_sum(a, cut[i + 1], c, hi_slope - lo_slope);
+  }
+  return per_head * (double)r->batch * (double)r->heads_q;
+}
+
+double txattn_problem_visible_pairs(const txattn_problem *p) {
+  txattn_problem r;
+  if (txattn__problem_resolve(p, &r) != TXATTN_OK) return -1.0;
+  return txattn__visible_pairs(&r);
+}

@@ -1,0 +1,68 @@
+/* txattn_reference: the oracle. Plain loops in double, one row at a time, no cleverness: every
+ * kernel is measured against this. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "error.h"
+#include "problem.h"
+#include "tensors.h"
+#include "txattn/plugin.h"
+
+/* Scores of row q against keys [lo, hi) into s[lo..hi); returns their maximum, or NaN if any is NaN
+   (fmax would drop it, and the contract says NaN must reach the output). */
+static double scores(const txattn_problem *p, const float *q, const float *k,
+                     const txattn_layout *kl, int64_t b, int64_t hk, int64_t lo, int64_t hi,
+                     double *s) {
+  double m = -INFINITY;
+  for (int64_t j = lo; j < hi; j++) {
+    const float *kj = txattn_row(k, kl, b, hk, j);
+    double dot = 0.0;
+    for (int64_t c = 0; c < p->d_qk; c++) dot += (double)q[c] * (double)kj[c];
+    s[j] = (double)p->scale * dot;
+    if (isnan(s[j]) || isnan(m))
+      m = NAN;
+    else if (s[j] > m)
+      m = s[j];
+  }
+  return m;
+}
+
+static void reference_row(const txattn_problem *p, const txattn_tensors *t, int64_t b, int64_t h,
+                          int64_t i, double *s, double *acc) {
+  int64_t hk = h / (p->heads_q / p->heads_kv), lo, hi;
+  float *o = txattn_row_mut(t->o, &t->o_layout, b, h, i);
+  txattn_visible_range(p, i, &lo, &hi);
+  if (lo >= hi) {
+    for (int64_t c = 0; c < p->d_v; c++) o[c] = 0.0f;
+    return;
+  }
+  double m =
+      scores(p, txattn_row(t->q, &t->q_layout, b, h, i), t->k, &t->k_layout, b, hk, lo, hi, s);
+  double sum = 0.0;
+  for (int64_t c = 0; c < p->d_v; c++) acc[c] = 0.0;
+  for (int64_t j = lo; j < hi; j++) { /* no skipping of zero weights: 0 * NaN must stay NaN */
+    double w = exp(s[j] - m);
+    const float *vj = txattn_row(t->v, &t->v_layout, b, hk, j);
+    sum += w;
+    for (int64_t c = 0; c < p->d_v; c++) acc[c] += w * (double)vj[c];
+  }
+  for (int64_t c = 0; c < p->d_v; c++) o[c] = (float)(acc[c] / sum);
+}
+
+txattn_status txattn_reference(const txattn_problem *p, const txattn_tensors *t) {
+  txattn_problem r;
+  txattn_tensors x;
+  TXATTN_FORWARD_IF_ERROR(txattn__problem_resolve(p, &r));
+  TXATTN_FORWARD_IF_ERROR(txattn__tensors_check(&r, t, &x));
+  size_t n = (size_t)r.n_kv + (size_t)r.d_v, bytes;
+  TXATTN_RETURN_IF(__builtin_mul_overflow(n, sizeof(double), &bytes), TXATTN_E_NOMEM,
+                   "txattn_reference: n_kv + d_v = %zu doubles of scratch do not fit in memory", n);
+  double *s = malloc(bytes);
+  TXATTN_RETURN_IF(s == NULL, TXATTN_E_NOMEM,
+                   "txattn_reference: cannot allocate %zu bytes for one row's scores", bytes);
+  for (int64_t b = 0; b < r.batch; b++)
+    for (int64_t h = 0; h < r.heads_q; h++)
+      for (int64_t i = 0; i < r.n_q; i++) reference_row(&r, &x, b, h, i, s, s + r.n_kv);
+  free(s);
+  return txattn__ok();
+}

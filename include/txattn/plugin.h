@@ -1,0 +1,154 @@
+/* txattn plugin ABI, version 1: how a shared object adds attention kernels to libtxattn.
+ *
+ * A plugin is a shared object that exports one symbol, `txattn_plugin_entry` (TXATTN_PLUGIN_ENTRY_SYMBOL):
+ *
+ *     const txattn_plugin_desc *txattn_plugin_entry(uint32_t host_abi_version);
+ *
+ * The host passes the ABI version it speaks; the plugin returns its descriptor, or NULL if it cannot
+ * serve that host. The host then checks desc->abi_version == TXATTN_PLUGIN_ABI_VERSION (both ways: a
+ * plugin from another ABI is skipped with a reason, never fatal), validates every field, refuses duplicate
+ * kernel names and checks each kernel's ISA against cpuid and the OS-enabled register state before it
+ * calls anything in the kernel. Descriptors are const data that must live as long as the plugin is
+ * loaded; every struct starts with struct_size so later ABI minor additions can append fields: the host
+ * reads only the fields the plugin's struct_size covers.
+ *
+ * Writing a plugin (see plugins/naive for a complete one):
+ *   - build it with -fvisibility=hidden and export only the entry, e.g. with TXATTN_PLUGIN_DEFINE(desc);
+ *   - name each kernel "<algorithm>.<isa>" ("tiled.avx2"); names are unique across all plugins;
+ *   - run() gets a validated problem with every default resolved and explicit strides, and must honour
+ *     the semantics of txattn/txattn.h exactly (see txattn_visible_range below);
+ *   - run() must not print, abort or exit, must not keep pointers to the tensors after returning, and
+ *     must never use more than call->n_threads busy threads (BLAS and OpenMP included);
+ *   - install the .so into a plugin directory (`txtune list` shows whether it loaded and why not); the
+ *     file and its directory must not be writable by group or others.
+ */
+#ifndef TXATTN_PLUGIN_H
+#define TXATTN_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "txattn/txattn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TXATTN_PLUGIN_ABI_VERSION 1u
+#define TXATTN_PLUGIN_ENTRY_SYMBOL "txattn_plugin_entry"
+
+/* The instruction set a kernel needs. The host checks cpuid and XGETBV (x86) or HWCAP (arm64). */
+typedef enum txattn_isa {
+  TXATTN_ISA_SCALAR = 0, /* portable C, any CPU */
+  TXATTN_ISA_AVX2 = 1,   /* x86-64: AVX2 + FMA (+ F16C), YMM state enabled by the OS */
+  TXATTN_ISA_AVX512 = 2, /* x86-64: AVX-512 F/CD/BW/DQ/VL + AVX2 + FMA, ZMM and opmask state enabled */
+  TXATTN_ISA_NEON = 3,   /* arm64: Advanced SIMD (ASIMD) */
+  TXATTN_ISA_COUNT_ = 4
+} txattn_isa;
+
+/* Kernel capability flags */
+#define TXATTN_KERNEL_THREADED (1u << 0) /* uses up to call->n_threads threads */
+#define TXATTN_KERNEL_SPARSE   (1u << 1) /* cost grows with visible pairs, not n_q x n_kv */
+#define TXATTN_KERNEL_FLAGS_ALL_ (TXATTN_KERNEL_THREADED | TXATTN_KERNEL_SPARSE)
+
+/* What the host knows of the machine, for cache-derived tunable defaults. */
+typedef struct txattn_machine {
+  size_t struct_size;
+  int64_t l1d_bytes, l2_bytes, l3_bytes; /* per core, plausibility-checked; 0 if unknown */
+  int n_cores;
+} txattn_machine;
+
+/* A parameter the tuner may set (block sizes). Values v satisfy min <= v <= max, v % multiple_of == 0. */
+typedef struct txattn_tunable {
+  size_t struct_size;
+  const char *name;    /* "block_q" */
+  const char *summary; /* "query rows per block" */
+  int64_t min, max, multiple_of;
+} txattn_tunable;
+
+/* One call of a kernel. Everything here has been validated by the host. */
+typedef struct txattn_kernel_call {
+  size_t struct_size;
+  const txattn_problem *problem; /* every default filled in: batch, heads, n_kv, d_v, scale ... */
+  const txattn_tensors *tensors; /* every layout explicit (never all-zero); element stride is 1 */
+  void *workspace;               /* workspace_size() bytes, 64-byte aligned, reused across calls, not zeroed */
+  size_t workspace_size;
+  int n_threads;           /* >= 1; at most this many busy threads (1 unless TXATTN_KERNEL_THREADED) */
+  const int64_t *tunables; /* n_tunables values within their declared ranges; NULL if none */
+} txattn_kernel_call;
+
+typedef struct txattn_kernel_desc {
+  size_t struct_size;  /* sizeof(txattn_kernel_desc) as the plugin was built */
+  const char *name;    /* "<algorithm>.<isa>", [a-z0-9_.-], at most 63 characters */
+  const char *summary; /* one line */
+  txattn_isa isa;
+  unsigned flags;    /* TXATTN_KERNEL_* */
+  float speed_hint;  /* rough GFLOP/s per thread on a current core; used only by the fallback estimate */
+  /* 1 if the kernel computes p (validated, defaults resolved) exactly; else 0 and *why says why. */
+  int (*applicable)(const txattn_problem *p, const char **why);
+  /* Bytes of scratch one call needs (0 for none). */
+  size_t (*workspace_size)(const txattn_problem *p, int n_threads, const int64_t *tunables);
+  /* Computes the attention. Returns TXATTN_OK or a status (e.g. TXATTN_E_INTERNAL); must not print. */
+  txattn_status (*run)(const txattn_kernel_call *call);
+  /* Optional: tunable parameters, and their defaults for a problem on a machine. */
+  size_t n_tunables;
+  const txattn_tunable *tunables;
+  void (*default_tunables)(const txattn_problem *p, const txattn_machine *m, int64_t *values);
+} txattn_kernel_desc;
+
+typedef struct txattn_plugin_desc {
+  size_t struct_size;    /* sizeof(txattn_plugin_desc) as the plugin was built */
+  uint32_t abi_version;  /* TXATTN_PLUGIN_ABI_VERSION the plugin was built for */
+  const char *name;      /* "tiled" */
+  const char *version;   /* the plugin's own version, "1.0.0" */
+  const char *summary;   /* one line */
+  size_t n_kernels;
+  const txattn_kernel_desc *const *kernels;
+} txattn_plugin_desc;
+
+typedef const txattn_plugin_desc *(*txattn_plugin_entry_fn)(uint32_t host_abi_version);
+
+#if defined(__GNUC__)
+#define TXATTN_PLUGIN_EXPORT __attribute__((visibility("default")))
+#else
+#define TXATTN_PLUGIN_EXPORT
+#endif
+
+/* Defines the entry point for a plugin whose descriptor is the variable `desc`. */
+#define TXATTN_PLUGIN_DEFINE(desc)                                                                 \
+  TXATTN_PLUGIN_EXPORT const txattn_plugin_desc *txattn_plugin_entry(uint32_t host_abi_version);   \
+  TXATTN_PLUGIN_EXPORT const txattn_plugin_desc *txattn_plugin_entry(uint32_t host_abi_version) {  \
+    return host_abi_version == TXATTN_PLUGIN_ABI_VERSION ? &(desc) : NULL;                         \
+  }
+
+/* ---- helpers every kernel needs (header-only, so plugins link nothing of the host) ---- */
+
+/* The visible keys of query row i are [*lo, *hi) (empty when *lo >= *hi). p must be resolved. */
+static inline void txattn_visible_range(const txattn_problem *p, int64_t i, int64_t *lo, int64_t *hi) {
+  int64_t pos = i + (p->n_kv - p->n_q); /* may be negative when n_q > n_kv */
+  int64_t a = 0, b = p->n_kv;
+  if (p->mask == TXATTN_MASK_CAUSAL) {
+    if (pos + 1 < b) b = pos + 1;
+  } else if (p->mask == TXATTN_MASK_WINDOW) { /* written so that huge windows cannot overflow */
+    if (p->window_left != TXATTN_UNBOUNDED && p->window_left < pos) a = pos - p->window_left;
+    if (p->window_right != TXATTN_UNBOUNDED && p->window_right < p->n_kv - 1 - pos)
+      b = pos + p->window_right + 1;
+  }
+  if (b < a) b = a;
+  *lo = a;
+  *hi = b;
+}
+
+/* Row i of head h in batch b of a tensor with layout l. */
+static inline const float *txattn_row(const float *base, const txattn_layout *l, int64_t b, int64_t h,
+                                      int64_t i) {
+  return base + b * l->batch + h * l->head + i * l->row;
+}
+static inline float *txattn_row_mut(float *base, const txattn_layout *l, int64_t b, int64_t h, int64_t i) {
+  return base + b * l->batch + h * l->head + i * l->row;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TXATTN_PLUGIN_H */

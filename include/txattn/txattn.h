@@ -1,0 +1,159 @@
+/* txattn: exact scaled-dot-product attention, dispatched to the fastest exact kernel.
+ *
+ *   O = softmax(scale * Q K^T + mask) V, fp32 in and out, for every batch b and query head h.
+ *
+ * Semantics (the contract every kernel follows):
+ *  - GQA/MQA: query head h reads key/value head h / (heads_q / heads_kv).
+ *  - Query row i sits at position pos(i) = i + (n_kv - n_q) (bottom-right alignment, as when decoding
+ *    against a KV cache). Key j is visible to query i when
+ *      TXATTN_MASK_NONE:   always;
+ *      TXATTN_MASK_CAUSAL: j <= pos(i);
+ *      TXATTN_MASK_WINDOW: pos(i) - window_left <= j <= pos(i) + window_right (either side may be
+ *                          TXATTN_UNBOUNDED).
+ *  - A row with no visible key gets an output row of exact zeros. A NaN in any value a row reads through
+ *    a visible key makes that output row NaN.
+ *  - "Exact": max|O - O_ref| <= TXATTN_EXACT_TOLERANCE * max|V| against txattn_reference().
+ *
+ * Errors: every function returns a status; txattn_last_error() gives this thread's last failure in words.
+ * The library never prints unless TXATTN_VERBOSE is set, and never aborts or exits.
+ */
+#ifndef TXATTN_TXATTN_H
+#define TXATTN_TXATTN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define TXATTN_API __attribute__((visibility("default")))
+#else
+#define TXATTN_API
+#endif
+
+#define TXATTN_VERSION_MAJOR 0
+#define TXATTN_VERSION_MINOR 1
+#define TXATTN_VERSION_PATCH 0
+#define TXATTN_VERSION_STRING "0.1.0"
+/* MAJOR * 10000 + MINOR * 100 + PATCH, as txattn_version() returns it */
+#define TXATTN_VERSION                                                                             \
+  (TXATTN_VERSION_MAJOR * 10000 + TXATTN_VERSION_MINOR * 100 + TXATTN_VERSION_PATCH)
+
+TXATTN_API int txattn_version(void);                /* of the library linked at run time */
+TXATTN_API const char *txattn_version_string(void); /* "0.1.0" */
+
+/* The one definition of "exact": max|O - O_ref| <= TXATTN_EXACT_TOLERANCE * max|V|. */
+#define TXATTN_EXACT_TOLERANCE 1e-5
+
+typedef enum txattn_status {
+  TXATTN_OK = 0,
+  TXATTN_E_INVALID = 1,     /* a malformed argument; the message names it */
+  TXATTN_E_UNSUPPORTED = 2, /* the kernel cannot run here or cannot do this problem */
+  TXATTN_E_NOT_FOUND = 3,   /* no such kernel */
+  TXATTN_E_NOMEM = 4,
+  TXATTN_E_PLUGIN = 5,   /* a plugin failed */
+  TXATTN_E_TABLE = 6,    /* the dispatch table is malformed or stale */
+  TXATTN_E_IO = 7,       /* a file could not be read or written */
+  TXATTN_E_INTERNAL = 8, /* a bug: please report it with txattn_last_error() */
+} txattn_status;
+
+TXATTN_API const char *txattn_status_name(txattn_status s); /* "TXATTN_E_INVALID" */
+/* This thread's last failure in words, naming the field or file; "" if none. Valid until this thread's
+   next call into the library. */
+TXATTN_API const char *txattn_last_error(void);
+
+typedef enum txattn_mask {
+  TXATTN_MASK_NONE = 0,
+  TXATTN_MASK_CAUSAL = 1,
+  TXATTN_MASK_WINDOW = 2,
+} txattn_mask;
+#define TXATTN_UNBOUNDED INT64_C(-1)
+
+typedef struct txattn_problem {      /* zero-initialised fields take the defaults in brackets */
+  int64_t batch, heads_q, heads_kv;  /* [1], [1], [heads_q]; heads_q % heads_kv == 0 */
+  int64_t n_q, n_kv;                 /* n_q >= 1; n_kv [n_q] */
+  int64_t d_qk, d_v;                 /* d_qk >= 1; d_v [d_qk] */
+  txattn_mask mask;                  /* [NONE] */
+  int64_t window_left, window_right; /* for WINDOW: >= 0 or TXATTN_UNBOUNDED */
+  float scale;                       /* [1/sqrt(d_qk)]; must be finite */
+} txattn_problem;
+
+/* Element (b, h, i, c) of a tensor is at data[b*batch + h*head + i*row + c] (strides in floats, >= 0).
+   All-zero strides mean contiguous [batch][heads][rows][dim]. */
+typedef struct txattn_layout {
+  int64_t batch, head, row;
+} txattn_layout;
+
+typedef struct txattn_tensors {
+  const float *q, *k, *v; /* [batch][heads_q][n_q][d_qk], [batch][heads_kv][n_kv][d_qk], [..][n_kv][d_v] */
+  float *o;               /* [batch][heads_q][n_q][d_v]; must not overlap q, k or v */
+  txattn_layout q_layout, k_layout, v_layout, o_layout;
+} txattn_tensors;
+
+typedef struct txattn_options {
+  const char *plugin_path; /* directories separated by ':'; NULL: $TXATTN_PLUGIN_PATH, else the installed ones */
+  const char *table_path;  /* dispatch table; NULL: $TXATTN_TABLE, else the default; "": none */
+  int n_threads;           /* 0: every CPU this process may run on */
+} txattn_options;
+
+typedef struct txattn_context txattn_context;
+typedef struct txattn_plan txattn_plan;
+
+/* A context loads the plugins once; it is safe to share between threads. opts may be NULL. */
+TXATTN_API txattn_status txattn_context_create(const txattn_options *opts, txattn_context **out);
+TXATTN_API void txattn_context_free(txattn_context *ctx); /* NULL is fine; free its plans first */
+TXATTN_API int txattn_context_threads(const txattn_context *ctx); /* the resolved thread count */
+
+typedef struct txattn_kernel_info {
+  const char *name; /* unique, "<algorithm>.<isa>": "banded.scalar", "tiled.avx512" */
+  const char *summary, *plugin, *path;
+  int usable; /* 0 when this CPU/OS lacks what it needs */
+  const char *why_unusable;
+  /* additions */
+  const char *isa;            /* "scalar", "avx2", "avx512", "neon" */
+  unsigned flags;             /* TXATTN_KERNEL_* of txattn/plugin.h */
+  const char *plugin_version; /* the plugin's own version string */
+} txattn_kernel_info;
+
+TXATTN_API size_t txattn_kernel_count(const txattn_context *ctx);
+TXATTN_API txattn_status txattn_kernel_get(const txattn_context *ctx, size_t i, txattn_kernel_info *out);
+
+/* A plugin file the loader skipped, and why. */
+typedef struct txattn_rejected_info {
+  const char *path;
+  const char *reason;
+} txattn_rejected_info;
+TXATTN_API size_t txattn_rejected_count(const txattn_context *ctx);
+TXATTN_API txattn_status txattn_rejected_get(const txattn_context *ctx, size_t i, txattn_rejected_info *out);
+
+/* kernel == NULL: the dispatcher chooses; else that kernel, or E_NOT_FOUND / E_UNSUPPORTED with the
+   reason. TXATTN_FORCE_KERNEL=name in the environment forces the dispatcher's choice. */
+TXATTN_API txattn_status txattn_plan_create(txattn_context *ctx, const txattn_problem *p, const char *kernel,
+                                            txattn_plan **out);
+/* Callable from many threads at once on one plan. */
+TXATTN_API txattn_status txattn_plan_execute(const txattn_plan *plan, const txattn_tensors *t);
+TXATTN_API const char *txattn_plan_kernel(const txattn_plan *plan);
+/* Why the dispatcher chose this kernel, in one line ("forced by TXATTN_FORCE_KERNEL", "estimate: ...") */
+TXATTN_API const char *txattn_plan_why(const txattn_plan *plan);
+/* The plan in one line: kernel, tunables, threads, problem. Returns what snprintf would. */
+TXATTN_API int txattn_plan_describe(const txattn_plan *plan, char *buf, size_t size);
+TXATTN_API void txattn_plan_free(txattn_plan *plan); /* NULL is fine */
+
+/* plan + execute, with a small per-context cache of plans */
+TXATTN_API txattn_status txattn_attention(txattn_context *ctx, const txattn_problem *p, const txattn_tensors *t);
+/* fp64 accumulation, single-threaded: the oracle */
+TXATTN_API txattn_status txattn_reference(const txattn_problem *p, const txattn_tensors *t);
+
+/* Helpers for callers and tools */
+/* Validates p and writes it to *out with every default filled in. */
+TXATTN_API txattn_status txattn_problem_resolve(const txattn_problem *p, txattn_problem *out);
+/* The number of (query row, key) pairs visible over the whole problem (batch and heads included);
+   -1 if p is invalid. FLOPs are 2 * (d_qk + d_v) per visible pair. */
+TXATTN_API double txattn_problem_visible_pairs(const txattn_problem *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TXATTN_TXATTN_H */

@@ -1,0 +1,158 @@
+/* One task of the masked kernel, written the dense way numpy/PyTorch users write attention:
+ *
+ *   S = scale * Q_blk K^T   over ALL n_kv keys (cblas_sgemm; no block skipping, deliberately),
+ *   the mask applied to S, row softmax,
+ *   O_blk = P V             (cblas_sgemm).
+ *
+ * Q_blk stacks the task's query heads (all reading one K/V head) head-major, then rows. BLAS reads
+ * and writes the tensors in place when their rows are a constant distance >= the row length apart;
+ * other layouts (stride 0, rows that overlap, heads that do not continue the rows) go through
+ * scratch.
+ */
+#include <math.h>
+#include <string.h>
+
+#include <cblas.h>
+
+#include "masked.h"
+
+/* The distance between consecutive rows of the stacked matrix (heads h.., then rows i..) when one
+   constant describes it and BLAS takes it as leading dimension; 0 when the rows must be packed. */
+static blasint stacked_ld(const txattn_layout *l, int64_t heads, int64_t rows, int64_t dim) {
+  int64_t ld, span;
+  if (heads * rows == 1) return (blasint)dim; /* one row: any ld >= dim is right */
+  if (heads == 1) {
+    ld = l->row;
+  } else if (rows == 1) {
+    ld = l->head;
+  } else {
+    /* the next head's first row must follow the last row as the rows follow each other */
+    if (__builtin_mul_overflow(rows, l->row, &span) || span != l->head) return 0;
+    ld = l->row;
+  }
+  return ld >= dim && (int64_t)(blasint)ld == ld ? (blasint)ld : 0;
+}
+
+static void pack_rows(const float *base, const txattn_layout *l, int64_t b, int64_t h0,
+                      int64_t heads, int64_t i0, int64_t rows, int64_t dim, float *dst) {
+  for (int64_t h = 0; h < heads; h++)
+    for (int64_t i = 0; i < rows; i++)
+      memcpy(dst + (h * rows + i) * dim, txattn_row(base, l, b, h0 + h, i0 + i),
+             (size_t)dim * sizeof(float));
+}
+
+/* A tensor's stacked rows as a BLAS operand: in place, or packed into `scratch`. */
+static const float *operand(const float *base, const txattn_layout *l, int64_t b, int64_t h0,
+                            int64_t heads, int64_t i0, int64_t rows, int64_t dim, float *scratch,
+                            blasint *ld) {
+  *ld = stacked_ld(l, heads, rows, dim);
+  if (*ld) return txattn_row(base, l, b, h0, i0);
+  pack_rows(base, l, b, h0, heads, i0, rows, dim, scratch);
+  *ld = (blasint)dim;
+  return scratch;
+}
+
+static int all_finite(const float *v, blasint ld, int64_t rows, int64_t dim) {
+  for (int64_t j = 0; j < rows; j++) {
+    int bad = 0;
+    for (int64_t c = 0; c < dim; c++) bad |= !isfinite(v[j * ld + c]);
+    if (bad) return 0;
+  }
+  return 1;
+}
+
+/* out = sum over the visible keys only of p_j v_j. Used when V holds an Inf or NaN: in the dense
+   product a masked key's 0 * NaN would make a row NaN that never sees that key. Summed in double
+   for the reason given in masked_softmax. */
+static void visible_weighted_sum(const float *p, const float *v, blasint ld, int64_t lo, int64_t hi,
+                                 int64_t dim, float *out) {
+  for (int64_t c = 0; c < dim; c++) {
+    double acc = 0.0;
+    for (int64_t j = lo; j < hi; j++) acc += (double)p[j] * v[j * ld + c];
+    out[c] = (float)acc;
+  }
+}
+
+/* One task: batch b, kv head h_kv, query heads [h0, h0 + heads), rows [i0, i0 + rows). */
+typedef struct masked_task {
+  int64_t b, h_kv, h0, heads, i0, rows;
+} masked_task;
+
+/* Row blocks vary fastest, so tasks taken one after another share the same K and V. */
+static masked_task task_at(const txattn_problem *p, const masked_geometry *g, int64_t index) {
+  masked_task t;
+  int64_t row_block = index % g->row_blocks;
+  index /= g->row_blocks;
+  int64_t head_block = index % g->head_blocks;
+  index /= g->head_blocks;
+  t.h_kv = index % p->heads_kv;
+  t.b = index / p->heads_kv;
+  t.i0 = row_block * g->block_rows;
+  t.rows = p->n_q - t.i0 < g->block_rows ? p->n_q - t.i0 : g->block_rows;
+  t.h0 = t.h_kv * g->group + head_block * g->block_heads;
+  t.heads = g->group - head_block * g->block_heads;
+  if (t.heads > g->block_heads) t.heads = g->block_heads;
+  return t;
+}
+
+static float *out_row(const txattn_kernel_call *call, const masked_task *t, int64_t r) {
+  return txattn_row_mut(call->tensors->o, &call->tensors->o_layout, t->b, t->h0 + r / t->rows,
+                        t->i0 + r % t->rows);
+}
+
+/* O rows = P V: one dense sgemm when V is finite, else per row over its visible keys only. */
+static void weighted_values(const txattn_kernel_call *call, const masked_geometry *g,
+                            const masked_task *t, const float *s, float *scratch) {
+  const txattn_problem *p = call->problem;
+  const txattn_tensors *x = call->tensors;
+  int64_t m = t->heads * t->rows, lo, hi;
+  blasint ldv, ldo;
+  const float *v =
+      operand(x->v, &x->v_layout, t->b, t->h_kv, 1, 0, p->n_kv, p->d_v, scratch + g->off_v, &ldv);
+  if (p->mask != TXATTN_MASK_NONE && !all_finite(v, ldv, p->n_kv, p->d_v)) {
+    for (int64_t r = 0; r < m; r++) {
+      txattn_visible_range(p, t->i0 + r % t->rows, &lo, &hi);
+      visible_weighted_sum(s + r * p->n_kv, v, ldv, lo, hi, p->d_v, out_row(call, t, r));
+    }
+    return;
+  }
+  ldo = stacked_ld(&x->o_layout, t->heads, t->rows, p->d_v);
+  float *o = ldo ? out_row(call, t, 0) : scratch + g->off_o;
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)m, (blasint)p->d_v,
+              (blasint)p->n_kv, 1.0f, s, (blasint)p->n_kv, v, ldv, 0.0f, o,
+              ldo ? ldo : (blasint)p->d_v);
+  if (!ldo)
+    for (int64_t r = 0; r < m; r++)
+      memcpy(out_row(call, t, r), o + r * p->d_v, (size_t)p->d_v * sizeof(float));
+}
+
+void masked_block(const txattn_kernel_call *call, const masked_geometry *g, int64_t index,
+                  float *scratch) {
+  const txattn_problem *p = call->problem;
+  const txattn_tensors *x = call->tensors;
+  masked_task t = task_at(p, g, index);
+  int64_t m = t.heads * t.rows, lo, hi;
+  float *s = scratch + g->off_s;
+  blasint ldq, ldk;
+  const float *q =
+      operand(x->q, &x->q_layout, t.b, t.h0, t.heads, t.i0, t.rows, p->d_qk, scratch, &ldq);
+  const float *k =
+      operand(x->k, &x->k_layout, t.b, t.h_kv, 1, 0, p->n_kv, p->d_qk, scratch + g->off_k, &ldk);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)m, (blasint)p->n_kv,
+              (blasint)p->d_qk, p->scale, q, ldq, k, ldk, 0.0f, s, (blasint)p->n_kv);
+
+  for (int64_t r = 0; r < m; r++) {
+    txattn_visible_range(p, t.i0 + r % t.rows, &lo, &hi);
+    if (lo < hi)
+      masked_softmax(s + r * p->n_kv, p->n_kv, lo, hi);
+    else
+      memset(s + r * p->n_kv, 0, (size_t)p->n_kv * sizeof(float));
+  }
+  weighted_values(call, g, &t, s, scratch);
+
+  /* Rows with no visible key: exact zeros (the product would give -0.0 for negative values). */
+  for (int64_t r = 0; r < m; r++) {
+    txattn_visible_range(p, t.i0 + r % t.rows, &lo, &hi);
+    if (lo >= hi) memset(out_row(call, &t, r), 0, (size_t)p->d_v * sizeof(float));
+  }
+}

@@ -1,0 +1,491 @@
+/* The tiled online-softmax algorithm (FlashAttention-2 style), written once over the vector layer.
+ *
+ * Included by each tiled_<isa>.c after its vec_<isa>.h; defines the ISA's tiled_ops table. See
+ * tiled_internal.h for the row stacking and packing, and tiled_vexp2.h for the exp.
+ *
+ * Per query block (br stacked rows), for each key block that some row sees:
+ *
+ * 1. Scores S = Q K^T with the MR x (NRS * W) micro-kernel, K panel by K panel, for each group of
+ *    MR rows that sees part of the panel: causal and window skipping come from the rows' visible
+ *    ranges, never from scanning a mask.
+ *
+ * 2. Per row, in base 2 (c = |scale| log2(e), so the exp is an exp2): the block max over its
+ *    visible keys (edge lanes of a vector are set to -inf only in a block the row does not fully
+ *    see), m' = max(m, c * block max), alpha = 2^(m - m'), P = 2^(c S - m') fused with the row
+ *    sum, l' = l * alpha + sum.
+ *
+ * 3. acc = acc * alpha + P V with the MR x (NRV * W) micro-kernel over the keys every row of a
+ *    group sees, then row by row over the ragged rest: a key a row cannot see is never multiplied
+ *    into it, so an Inf or NaN there cannot leak in as 0 * Inf.
+ *
+ * Finally O = acc / l, or exact zeros when l == 0 (no visible key). The max only ever grows, so acc
+ * is rescaled in the same pass that adds P V (alpha == 1 when the max does not grow) and divided
+ * once at the end. A row whose max is still -inf after a block (nothing seen yet) uses 0 as its
+ * reference, so -inf - -inf never makes a NaN; a NaN score becomes a NaN probability (vf_exp2 keeps
+ * NaN) and reaches l and acc from there, so a NaN in a visible q, k or v makes the row NaN.
+ */
+#ifndef TILED_ALGO_H
+#define TILED_ALGO_H
+
+#include <math.h>
+#include <string.h>
+
+#include "tiled_internal.h"
+#include "tiled_vexp2.h"
+
+#define TILED_CAT2(a, b) a##_##b
+#define TILED_CAT(a, b)  TILED_CAT2(a, b)
+#define TILED_OPS        TILED_CAT(tiled_ops, TILED_ISA)
+#define TILED_KW         (TILED_NRS * TILED_W)
+#define TILED_MRP        ((TILED_MR + TILED_W - 1) / TILED_W * TILED_W) /* MR padded to vectors */
+#define TILED_INLINE     static inline __attribute__((always_inline))
+
+static inline int64_t tl_min(int64_t a, int64_t b) {
+  return a < b ? a : b;
+}
+static inline int64_t tl_max(int64_t a, int64_t b) {
+  return a > b ? a : b;
+}
+static inline int64_t tl_clamp(int64_t x, int64_t lo, int64_t hi) {
+  return tl_min(tl_max(x, lo), hi);
+}
+
+/* ---- packing ---- */
+
+/* Keys [key, key + W) of a K panel, all present: W x W transposes, then the columns past the last
+   full vector one by one. */
+static void tl_pack_k_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t key, float *dst) {
+  const txattn_tensors *t = g->t;
+  const float *rows[TILED_W];
+  int64_t c = 0;
+  for (int r = 0; r < TILED_W; r++) rows[r] = txattn_row(t->k, &t->k_layout, b, kvh, key + r);
+  for (; c + TILED_W <= g->dqk; c += TILED_W) vf_transpose(rows, c, dst + c * TILED_KW, TILED_KW);
+  for (; c < g->dqk; c++)
+    for (int r = 0; r < TILED_W; r++) dst[c * TILED_KW + r] = rows[r][c];
+}
+
+/* K of keys [k0, k0 + nk) as panels of KW keys, each [dqk][KW], zero beyond nk so that padded
+   scores are finite. */
+static void tl_pack_k(const tiled_geom *g, int64_t b, int64_t kvh, int64_t k0, int64_t nk,
+                      float *dst) {
+  const txattn_tensors *t = g->t;
+  const int64_t dqk = g->dqk, npanels = (nk + TILED_KW - 1) / TILED_KW;
+  for (int64_t pn = 0; pn < npanels; pn++) {
+    float *panel = dst + pn * TILED_KW * dqk;
+    for (int64_t jj = 0; jj < TILED_KW; jj += TILED_W) {
+      const int64_t j = pn * TILED_KW + jj;
+      if (j + TILED_W <= nk) {
+        tl_pack_k_rows(g, b, kvh, k0 + j, panel + jj);
+        continue;
+      }
+      for (int64_t r = 0; r < TILED_W; r++) {
+        const float *row = j + r < nk ? txattn_row(t->k, &t->k_layout, b, kvh, k0 + j + r) : NULL;
+        for (int64_t c = 0; c < dqk; c++) panel[c * TILED_KW + jj + r] = row ? row[c] : 0.0f;
+      }
+    }
+  }
+}
+
+/* V of the same keys as panels of NRV vectors of columns, each [bc][NRV * W] (the last one
+   narrower), zero beyond d_v. */
+static void tl_pack_v(const tiled_geom *g, int64_t b, int64_t kvh, int64_t k0, int64_t nk,
+                      float *dst) {
+  const txattn_tensors *t = g->t;
+  for (int64_t j = 0; j < nk; j++) {
+    const float *row = txattn_row(t->v, &t->v_layout, b, kvh, k0 + j);
+    for (int64_t col = 0; col < g->dvp; col += TILED_NRV * TILED_W) {
+      const int64_t wt = tl_min(TILED_NRV * TILED_W, g->dvp - col), nv = tl_min(wt, g->dv - col);
+      float *dv = dst + col * g->bc + j * wt;
+      int64_t c = 0;
+      for (; c + TILED_W <= nv; c += TILED_W) vf_store(dv + c, vf_loadu(row + col + c));
+      for (; c < nv; c++) dv[c] = row[col + c];
+      for (; c < wt; c++) dv[c] = 0.0f;
+    }
+  }
+}
+
+/* One packed key block: both micro-kernels then stream contiguous, aligned panels. Strides (0
+   included) and interleaved layouts are only ever read here. */
+static void tl_pack_block(const tiled_geom *g, int64_t b, int64_t kvh, int64_t k0, int64_t nk,
+                          float *dst) {
+  tl_pack_k(g, b, kvh, k0, nk, dst);
+  tl_pack_v(g, b, kvh, k0, nk, dst + g->bc * g->dqk);
+}
+
+static void tl_pack_kv(const tiled_geom *g, int64_t b, int64_t kvh, int64_t kb0, int64_t kb1,
+                       float *head) {
+  for (int64_t kb = kb0; kb < kb1; kb++) {
+    int64_t k0 = kb * g->bc;
+    tl_pack_block(g, b, kvh, k0, tl_min(g->bc, g->p->n_kv - k0), head + kb * g->kv_block);
+  }
+}
+
+/* Query rows [t0, t1) (negated if the scale is negative: exact) into s->qp, their visible ranges
+   clipped to [kr0, kr1) into s->lo/hi, and m, l, acc reset. Rows up to the next multiple of MR are
+   padding: zero queries with the last row's range, so they never narrow a group's common range;
+   their results are discarded. */
+static void tl_load_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int64_t t1,
+                         int64_t kr0, int64_t kr1, const tiled_scratch *s) {
+  const txattn_tensors *t = g->t;
+  const int64_t dqk = g->dqk, nr = t1 - t0, nrp = (nr + TILED_MR - 1) / TILED_MR * TILED_MR;
+  for (int64_t r = 0; r < nrp; r++) {
+    float *qg = s->qp + (r / TILED_MR) * TILED_MR * dqk + r % TILED_MR;
+    if (r < nr) {
+      int64_t row = t0 + r, i = row / g->group, h = kvh * g->group + row % g->group, lo, hi;
+      const float *q = txattn_row(t->q, &t->q_layout, b, h, i);
+      for (int64_t c = 0; c < dqk; c++) qg[c * TILED_MR] = q[c] * g->qsign;
+      txattn_visible_range(g->p, i, &lo, &hi);
+      s->lo[r] = tl_clamp(lo, kr0, kr1);
+      s->hi[r] = tl_clamp(hi, kr0, kr1);
+    } else {
+      for (int64_t c = 0; c < dqk; c++) qg[c * TILED_MR] = 0.0f;
+      s->lo[r] = s->lo[nr - 1];
+      s->hi[r] = s->hi[nr - 1];
+    }
+    s->m[r] = -INFINITY;
+    s->l[r] = 0.0f;
+  }
+  memset(s->acc, 0, (size_t)(nrp * g->dvp) * sizeof(float));
+}
+
+/* ---- micro-kernels ---- */
+
+/* S[r][0 .. KW) = sum_c q[c][r] * panel[c][0 .. KW) for the MR rows of a group. */
+static void tl_scores_panel(const float *qg, const float *panel, int64_t dqk, float *srow,
+                            int64_t sld) {
+  vf acc[TILED_MR][TILED_NRS];
+#pragma GCC unroll 8
+  for (int r = 0; r < TILED_MR; r++)
+#pragma GCC unroll 4
+    for (int n = 0; n < TILED_NRS; n++) acc[r][n] = vf_zero();
+  for (int64_t c = 0; c < dqk; c++) {
+    vf kv[TILED_NRS];
+#pragma GCC unroll 4
+    for (int n = 0; n < TILED_NRS; n++) kv[n] = vf_load(panel + c * TILED_KW + n * TILED_W);
+#pragma GCC unroll 8
+    for (int r = 0; r < TILED_MR; r++) {
+      vf qb = vf_bcast(qg + c * TILED_MR + r);
+#pragma GCC unroll 4
+      for (int n = 0; n < TILED_NRS; n++) acc[r][n] = vf_fma(qb, kv[n], acc[r][n]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < TILED_MR; r++)
+#pragma GCC unroll 4
+    for (int n = 0; n < TILED_NRS; n++) vf_store(srow + r * sld + n * TILED_W, acc[r][n]);
+}
+
+/* acc[r][0 .. nrv W) = acc * alpha[r] (if alpha) + sum_{j in [j0, j1)} p[r][j] v[j][0 .. nrv W) for
+   mr rows; mr and nrv are constants at every call, so the accumulators live in registers. */
+TILED_INLINE void tl_pv_tile(float *acc, int64_t ald, const float *alpha, const float *p,
+                             int64_t pld, const float *v, int64_t vld, int64_t j0, int64_t j1,
+                             const int mr, const int nrv) {
+  vf o[TILED_MR][TILED_NRV];
+#pragma GCC unroll 8
+  for (int r = 0; r < mr; r++) {
+    vf a = alpha ? vf_bcast(alpha + r) : vf_set1(1.0f);
+#pragma GCC unroll 4
+    for (int n = 0; n < nrv; n++) {
+      o[r][n] = vf_load(acc + r * ald + n * TILED_W);
+      if (alpha) o[r][n] = vf_mul(o[r][n], a);
+    }
+  }
+  for (int64_t j = j0; j < j1; j++) {
+    vf vv[TILED_NRV];
+#pragma GCC unroll 4
+    for (int n = 0; n < nrv; n++) vv[n] = vf_load(v + j * vld + n * TILED_W);
+#pragma GCC unroll 8
+    for (int r = 0; r < mr; r++) {
+      vf pb = vf_bcast(p + r * pld + j);
+#pragma GCC unroll 4
+      for (int n = 0; n < nrv; n++) o[r][n] = vf_fma(pb, vv[n], o[r][n]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < mr; r++)
+#pragma GCC unroll 4
+    for (int n = 0; n < nrv; n++) vf_store(acc + r * ald + n * TILED_W, o[r][n]);
+}
+
+/* tl_pv_tile on the V panel of columns [col, col + NRV W) (narrower for the last panel). */
+TILED_INLINE void tl_pv_panel(const tiled_geom *g, float *acc, const float *alpha, const float *p,
+                              const float *vblk, int64_t col, int64_t j0, int64_t j1,
+                              const int mr) {
+  const int64_t dvp = g->dvp, bc = g->bc;
+  const float *v = vblk + col * bc;
+  switch (tl_min(TILED_NRV, (dvp - col) / TILED_W)) {
+  case TILED_NRV:
+    tl_pv_tile(acc + col, dvp, alpha, p, bc, v, TILED_NRV * TILED_W, j0, j1, mr, TILED_NRV);
+    break;
+#if TILED_NRV > 3
+  case 3:
+    tl_pv_tile(acc + col, dvp, alpha, p, bc, v, 3 * TILED_W, j0, j1, mr, 3);
+    break;
+#endif
+#if TILED_NRV > 2
+  case 2:
+    tl_pv_tile(acc + col, dvp, alpha, p, bc, v, 2 * TILED_W, j0, j1, mr, 2);
+    break;
+#endif
+#if TILED_NRV > 1
+  case 1:
+    tl_pv_tile(acc + col, dvp, alpha, p, bc, v, TILED_W, j0, j1, mr, 1);
+    break;
+#endif
+  default:
+    break;
+  }
+}
+
+/* One row's keys [j0, j1) across all columns (the ragged edges of a group's common range). */
+static void tl_pv_row(const tiled_geom *g, float *acc, const float *p, const float *vblk,
+                      int64_t j0, int64_t j1) {
+  if (j0 >= j1) return;
+  for (int64_t col = 0; col < g->dvp; col += TILED_NRV * TILED_W)
+    tl_pv_panel(g, acc, NULL, p, vblk, col, j0, j1, 1);
+}
+
+/* ---- online softmax of one row over its visible keys [a, b) of the block ---- */
+
+/* The max over [a, b); the lanes of the edge vectors outside [a, b) are set to -inf first, so the
+   exp pass below may run over whole vectors. */
+static float tl_row_max(float *srow, int64_t a, int64_t b) {
+  const int64_t av = a / TILED_W * TILED_W, bv = (b + TILED_W - 1) / TILED_W * TILED_W;
+  for (int64_t c = av; c < a; c++) srow[c] = -INFINITY;
+  for (int64_t c = b; c < bv; c++) srow[c] = -INFINITY;
+  vf mx = vf_set1(-INFINITY);
+  for (int64_t c = av; c < bv; c += TILED_W) mx = vf_max(mx, vf_load(srow + c));
+  return vf_hmax(mx);
+}
+
+/* srow[c] = 2^(srow[c] * scale2 - ref) over the vectors covering [a, b); returns their sum. Scaling
+   here, in one FMA with the subtraction, rounds once where pre-scaled queries would round every
+   q[c] * scale2 into the dot product: that halves the score error with large logits, at no cost (an
+   FMA for a sub). */
+static float tl_row_exp(float *srow, int64_t a, int64_t b, float scale2, float ref) {
+  const int64_t av = a / TILED_W * TILED_W, bv = (b + TILED_W - 1) / TILED_W * TILED_W;
+  const vf r = vf_set1(-ref), sc = vf_set1(scale2);
+  vf sum0 = vf_zero(), sum1 = vf_zero();
+  int64_t c = av;
+  for (; c + 2 * TILED_W <= bv; c += 2 * TILED_W) {
+    vf p0 = vf_exp2(vf_fma(vf_load(srow + c), sc, r));
+    vf p1 = vf_exp2(vf_fma(vf_load(srow + c + TILED_W), sc, r));
+    vf_store(srow + c, p0);
+    vf_store(srow + c + TILED_W, p1);
+    sum0 = vf_add(sum0, p0);
+    sum1 = vf_add(sum1, p1);
+  }
+  if (c < bv) {
+    vf p0 = vf_exp2(vf_fma(vf_load(srow + c), sc, r));
+    vf_store(srow + c, p0);
+    sum0 = vf_add(sum0, p0);
+  }
+  return vf_hsum(vf_add(sum0, sum1));
+}
+
+/* Row r's visible keys within the block [k0, k0 + nk), relative to k0 (empty: *a >= *b). */
+static void tl_row_keys(const tiled_scratch *s, int64_t r, int64_t k0, int64_t nk, int64_t *a,
+                        int64_t *b) {
+  *a = tl_clamp(s->lo[r] - k0, 0, nk);
+  *b = tl_clamp(s->hi[r] - k0, 0, nk);
+}
+
+/* What the MR rows of group gi see of the block: the union [ga, gb) (empty if no row sees anything)
+   and the common part [ca, cb) every row sees (empty if some row's range differs too much). */
+static tiled_span tl_group_span(const tiled_scratch *s, int64_t gi, int64_t k0, int64_t nk) {
+  tiled_span sp = {nk, 0, 0, nk};
+  for (int64_t r = gi * TILED_MR; r < (gi + 1) * TILED_MR; r++) {
+    int64_t a, b;
+    tl_row_keys(s, r, k0, nk, &a, &b);
+    if (a < b) {
+      sp.ga = tl_min(sp.ga, a);
+      sp.gb = tl_max(sp.gb, b);
+    }
+    sp.ca = tl_max(sp.ca, a);
+    sp.cb = tl_min(sp.cb, b);
+  }
+  return sp;
+}
+
+/* Step 2 for the MR rows of group gi: updates m and l, turns S into P, writes alpha per row. */
+static void tl_softmax_group(const tiled_geom *g, const tiled_scratch *s, int64_t gi, int64_t k0,
+                             int64_t nk) {
+  _Alignas(64) float mold[TILED_MRP], ref[TILED_MRP], alpha[TILED_MRP];
+  int64_t a[TILED_MR], b[TILED_MR];
+  const int64_t r0 = gi * TILED_MR;
+  float *srows = s->s + r0 * g->bc;
+  for (int r = 0; r < TILED_MRP; r++) mold[r] = ref[r] = 0.0f;
+  for (int r = 0; r < TILED_MR; r++) {
+    float m = s->m[r0 + r], mnew = m;
+    tl_row_keys(s, r0 + r, k0, nk, &a[r], &b[r]);
+    if (a[r] < b[r]) {
+      float bm = tl_row_max(srows + r * g->bc, a[r], b[r]) * g->scale2; /* scale2 >= 0 */
+      if (bm > mnew) mnew = bm; /* a NaN bm is left out: its NaN scores reach l through P */
+    }
+    mold[r] = m;
+    ref[r] = mnew == -INFINITY ? 0.0f : mnew;
+    s->m[r0 + r] = mnew;
+  }
+  for (int r = 0; r < TILED_MRP; r += TILED_W)
+    vf_store(alpha + r, vf_exp2(vf_sub(vf_load(mold + r), vf_load(ref + r))));
+  for (int r = 0; r < TILED_MR; r++) {
+    float sum = a[r] < b[r] ? tl_row_exp(srows + r * g->bc, a[r], b[r], g->scale2, ref[r]) : 0.0f;
+    s->l[r0 + r] = s->l[r0 + r] * alpha[r] + sum;
+    s->alpha[r0 + r] = alpha[r];
+  }
+}
+
+/* ---- the query block against one key block ---- */
+
+/* Step 1: each K panel is used by every row group that sees part of it before the next is touched,
+   so the panel stays in L1 and only the queries (one broadcast per row and k step) come from L2. */
+static void tl_block_scores(const tiled_geom *g, const tiled_scratch *s, const float *kblk,
+                            int64_t ngr, int64_t ua, int64_t ub) {
+  const int64_t dqk = g->dqk, bc = g->bc;
+  for (int64_t pn = ua / TILED_KW; pn * TILED_KW < ub; pn++) {
+    for (int64_t gi = 0; gi < ngr; gi++) {
+      const tiled_span *sp = &s->spans[gi];
+      if (sp->ga >= sp->gb || sp->gb <= pn * TILED_KW || sp->ga >= (pn + 1) * TILED_KW) continue;
+      tl_scores_panel(s->qp + gi * TILED_MR * dqk, kblk + pn * TILED_KW * dqk, dqk,
+                      s->s + gi * TILED_MR * bc + pn * TILED_KW, bc);
+    }
+  }
+}
+
+/* Step 3: acc = acc * alpha + P V over each group's common keys, V panel by V panel (the panel
+   stays in L1 while P streams from L2); then the ragged keys row by row, after their row has been
+   rescaled. */
+static void tl_block_pv(const tiled_geom *g, const tiled_scratch *s, const float *vblk, int64_t k0,
+                        int64_t nk, int64_t ngr) {
+  const int64_t dvp = g->dvp, bc = g->bc;
+  for (int64_t col = 0; col < dvp; col += TILED_NRV * TILED_W) {
+    for (int64_t gi = 0; gi < ngr; gi++) {
+      const tiled_span *sp = &s->spans[gi];
+      if (sp->ga >= sp->gb) continue;
+      const int64_t r0 = gi * TILED_MR, j0 = sp->ca < sp->cb ? sp->ca : 0;
+      tl_pv_panel(g, s->acc + r0 * dvp, s->alpha + r0, s->s + r0 * bc, vblk, col, j0,
+                  sp->ca < sp->cb ? sp->cb : 0, TILED_MR);
+    }
+  }
+  for (int64_t gi = 0; gi < ngr; gi++) {
+    const tiled_span *sp = &s->spans[gi];
+    if (sp->ga >= sp->gb || (sp->ga == sp->ca && sp->gb == sp->cb)) continue;
+    for (int64_t r = gi * TILED_MR; r < (gi + 1) * TILED_MR; r++) {
+      int64_t a, b;
+      float *acc = s->acc + r * dvp;
+      const float *p = s->s + r * bc;
+      tl_row_keys(s, r, k0, nk, &a, &b);
+      if (sp->ca < sp->cb) {
+        tl_pv_row(g, acc, p, vblk, a, sp->ca);
+        tl_pv_row(g, acc, p, vblk, sp->cb, b);
+      } else {
+        tl_pv_row(g, acc, p, vblk, a, b);
+      }
+    }
+  }
+}
+
+static void tl_block(const tiled_geom *g, const tiled_scratch *s, const float *kvblk, int64_t k0,
+                     int64_t nk, int64_t ngr) {
+  int64_t ua = nk, ub = 0;
+  for (int64_t gi = 0; gi < ngr; gi++) {
+    s->spans[gi] = tl_group_span(s, gi, k0, nk);
+    if (s->spans[gi].ga < s->spans[gi].gb) {
+      ua = tl_min(ua, s->spans[gi].ga);
+      ub = tl_max(ub, s->spans[gi].gb);
+    }
+  }
+  if (ua >= ub) return; /* no row sees this block */
+  tl_block_scores(g, s, kvblk, ngr, ua, ub);
+  for (int64_t gi = 0; gi < ngr; gi++)
+    if (s->spans[gi].ga < s->spans[gi].gb) tl_softmax_group(g, s, gi, k0, nk);
+  tl_block_pv(g, s, kvblk + g->bc * g->dqk, k0, nk, ngr);
+}
+
+/* Rows [t0, t1) (loaded by tl_load_rows) against every key block they see. */
+static void tl_process_rows(const tiled_geom *g, const float *kv, int64_t b, int64_t kvh,
+                            int64_t nr, const tiled_scratch *s) {
+  const int64_t ngr = (nr + TILED_MR - 1) / TILED_MR;
+  int64_t ja = g->p->n_kv, jb = 0;
+  for (int64_t r = 0; r < nr; r++) {
+    if (s->lo[r] < s->hi[r]) {
+      ja = tl_min(ja, s->lo[r]);
+      jb = tl_max(jb, s->hi[r]);
+    }
+  }
+  for (int64_t kb = ja / g->bc; kb * g->bc < jb; kb++) {
+    const int64_t k0 = kb * g->bc, nk = tl_min(g->bc, g->p->n_kv - k0);
+    const float *kvblk = kv ? kv + kb * g->kv_block : s->kv;
+    if (!kv) tl_pack_block(g, b, kvh, k0, nk, s->kv);
+    tl_block(g, s, kvblk, k0, nk, ngr);
+  }
+}
+
+/* ---- drivers ---- */
+
+static void tl_write_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int64_t t1,
+                          const tiled_scratch *s) {
+  const txattn_tensors *t = g->t;
+  for (int64_t row = t0; row < t1; row++) {
+    const int64_t r = row - t0, i = row / g->group, h = kvh * g->group + row % g->group;
+    float *o = txattn_row_mut(t->o, &t->o_layout, b, h, i);
+    const float *acc = s->acc + r * g->dvp, l = s->l[r];
+    if (l == 0.0f) { /* no visible key: exact zeros, never 0/0 */
+      for (int64_t c = 0; c < g->dv; c++) o[c] = 0.0f;
+    } else {
+      const float inv = 1.0f / l;
+      for (int64_t c = 0; c < g->dv; c++) o[c] = acc[c] * inv;
+    }
+  }
+}
+
+static void tl_run_qblocks(const tiled_geom *g, const float *kv, int64_t b, int64_t kvh,
+                           int64_t qb0, int64_t qb1, const tiled_scratch *s) {
+  for (int64_t qb = qb0; qb < qb1; qb++) {
+    const int64_t t0 = qb * g->br, t1 = tl_min(t0 + g->br, g->rows);
+    tl_load_rows(g, b, kvh, t0, t1, 0, g->p->n_kv, s);
+    tl_process_rows(g, kv, b, kvh, t1 - t0, s);
+    tl_write_rows(g, b, kvh, t0, t1, s);
+  }
+}
+
+static void tl_run_krange(const tiled_geom *g, const float *kv, int64_t b, int64_t kvh, int64_t t0,
+                          int64_t t1, int64_t k0, int64_t k1, const tiled_partial *out,
+                          const tiled_scratch *s) {
+  tl_load_rows(g, b, kvh, t0, t1, k0, k1, s);
+  tl_process_rows(g, kv, b, kvh, t1 - t0, s);
+  for (int64_t r = 0; r < t1 - t0; r++) {
+    out->m[r] = s->m[r];
+    out->l[r] = s->l[r];
+    memcpy(out->acc + r * out->ld, s->acc + r * g->dvp, (size_t)g->dv * sizeof(float));
+  }
+}
+
+static void tl_exp2_array(const float *x, float *y, size_t n) {
+  size_t i = 0;
+  for (; i + TILED_W <= n; i += TILED_W) {
+    _Alignas(64) float buf[TILED_W];
+    memcpy(buf, x + i, sizeof buf);
+    vf_store(buf, vf_exp2(vf_load(buf)));
+    memcpy(y + i, buf, sizeof buf);
+  }
+  if (i < n) {
+    _Alignas(64) float buf[TILED_W] = {0};
+    memcpy(buf, x + i, (n - i) * sizeof(float));
+    vf_store(buf, vf_exp2(vf_load(buf)));
+    memcpy(y + i, buf, (n - i) * sizeof(float));
+  }
+}
+
+const tiled_ops TILED_OPS = {
+    .isa = TILED_ISA_ENUM,
+    .w = TILED_W,
+    .mr = TILED_MR,
+    .kw = TILED_KW,
+    .pack_kv = tl_pack_kv,
+    .run_qblocks = tl_run_qblocks,
+    .run_krange = tl_run_krange,
+    .exp2_array = tl_exp2_array,
+};
+
+#endif /* TILED_ALGO_H */

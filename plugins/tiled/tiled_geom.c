@@ -1,0 +1,121 @@
+/* Geometry of a tiled call: block counts, packed sizes, scratch layout, key span and default block
+ * sizes. Compiled without ISA flags; shared with plugins that drive the tiled algorithm themselves.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "tiled_internal.h"
+
+#define TILED_ALIGN 64
+
+static int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+static int64_t round_up(int64_t a, int64_t b) {
+  return ceil_div(a, b) * b;
+}
+static size_t align_up(size_t n) {
+  return (n + TILED_ALIGN - 1) / TILED_ALIGN * TILED_ALIGN;
+}
+
+/* Sizes are kept below 2^56 bytes so that no later product of them overflows. */
+static int fits(int64_t n) {
+  return n >= 0 && n < (INT64_C(1) << 56);
+}
+
+int tiled_geom_init(tiled_geom *g, const txattn_problem *p, const txattn_tensors *t,
+                    const tiled_ops *ops, int64_t br, int64_t bc) {
+  memset(g, 0, sizeof *g);
+  g->p = p;
+  g->t = t;
+  g->group = p->heads_q / p->heads_kv;
+  g->rows = p->n_q * g->group;
+  g->br = round_up(br < ops->mr ? ops->mr : br, ops->mr);
+  g->bc = round_up(bc < ops->kw ? ops->kw : bc, ops->kw);
+  g->n_qblocks = ceil_div(g->rows, g->br);
+  g->n_kblocks = ceil_div(p->n_kv, g->bc);
+  g->dqk = p->d_qk;
+  g->dv = p->d_v;
+  g->dvp = round_up(p->d_v, ops->w);
+  g->scale2 = (float)(fabs((double)p->scale) * 1.4426950408889634); /* log2(e) */
+  g->qsign = p->scale < 0 ? -1.0f : 1.0f;
+  if (!fits(g->rows) || !fits(g->dqk + g->dvp) || g->bc > (INT64_C(1) << 24)) return 0;
+  g->kv_block = g->bc * (g->dqk + g->dvp);
+  if (!fits(g->kv_block) || (g->kv_block > 0 && g->n_kblocks > (INT64_C(1) << 54) / g->kv_block))
+    return 0;
+  return fits(g->br * (g->dqk + g->dvp) * 4) && fits(g->kv_block * 4);
+}
+
+size_t tiled_scratch_bytes(const tiled_geom *g, const tiled_ops *ops, int streaming) {
+  const size_t f = sizeof(float), br = (size_t)g->br;
+  size_t n = align_up(br * (size_t)g->dqk * f) + align_up(br * (size_t)g->dvp * f);
+  n += 3 * align_up(br * f) + align_up(br * (size_t)g->bc * f);
+  n += align_up(br / (size_t)ops->mr * sizeof(tiled_span));
+  n += 2 * align_up(br * sizeof(int64_t));
+  if (streaming) n += align_up((size_t)g->kv_block * f);
+  return n;
+}
+
+static void *take(char **cur, size_t bytes) {
+  void *p = *cur;
+  *cur += align_up(bytes);
+  return p;
+}
+
+void tiled_scratch_carve(const tiled_geom *g, const tiled_ops *ops, int streaming, void *mem,
+                         tiled_scratch *s) {
+  const size_t f = sizeof(float), br = (size_t)g->br;
+  char *cur = mem;
+  s->qp = take(&cur, br * (size_t)g->dqk * f);
+  s->acc = take(&cur, br * (size_t)g->dvp * f);
+  s->m = take(&cur, br * f);
+  s->l = take(&cur, br * f);
+  s->alpha = take(&cur, br * f);
+  s->s = take(&cur, br * (size_t)g->bc * f);
+  s->spans = take(&cur, br / (size_t)ops->mr * sizeof(tiled_span));
+  s->lo = take(&cur, br * sizeof(int64_t));
+  s->hi = take(&cur, br * sizeof(int64_t));
+  s->kv = streaming ? take(&cur, (size_t)g->kv_block * f) : NULL;
+}
+
+/* Rounded up to 64 bytes, so that what follows it in a workspace stays aligned. */
+size_t tiled_packed_head_bytes(const tiled_geom *g) {
+  return align_up((size_t)g->n_kblocks * (size_t)g->kv_block * sizeof(float));
+}
+
+/* Visible ranges only move forward with the query position (txattn_visible_range), so the keys any
+   row sees run from the first non-empty row's start to the last non-empty row's end. */
+void tiled_key_span(const tiled_geom *g, int64_t *kb0, int64_t *kb1) {
+  int64_t first = -1, last = -1;
+  for (int64_t i = 0; i < g->p->n_q; i++) {
+    int64_t lo, hi;
+    txattn_visible_range(g->p, i, &lo, &hi);
+    if (lo < hi) {
+      if (first < 0) first = lo;
+      last = hi;
+    }
+  }
+  *kb0 = first < 0 ? 0 : first / g->bc;
+  *kb1 = first < 0 ? 0 : ceil_div(last, g->bc);
+}
+
+/* The rule (to be refined by the tuner's measurements):
+ *  - block_k: one packed key block (K and V, bc * (d_qk + d_v) floats) takes at most a quarter of
+ * L2, because the loop over row groups re-reads it from L2 once per group, and the packed head
+ * streaming through from L3 must not evict it; at most 256 keys (larger blocks only waste work on
+ * the masks' ragged edges), at least one panel.
+ *  - block_q: the query block and its accumulators (br * (d_qk + d_v) floats) fill half of L1, at
+ * least 16 rows' worth (each query block re-reads the packed head from L3, so fewer rows per block
+ * would be bound by L3 bandwidth), at most 256 rows. Unknown caches count as 32 KiB L1 and 512 KiB
+ * L2. */
+void tiled_default_blocks(const txattn_problem *p, const txattn_machine *m, int mr, int kw,
+                          int64_t *br, int64_t *bc) {
+  int64_t l1 = m && m->l1d_bytes > 0 ? m->l1d_bytes : 32 * 1024;
+  int64_t l2 = m && m->l2_bytes > 0 ? m->l2_bytes : 512 * 1024;
+  int64_t width = (p->d_qk + p->d_v) * (int64_t)sizeof(float);
+  int64_t k = l2 / 4 / width, q = l1 / 2 / width;
+  k = k > 256 ? 256 : k;
+  q = q < 16 ? 16 : q > 256 ? 256 : q;
+  *bc = k < kw ? kw : k / kw * kw;
+  *br = q < mr ? mr : q / mr * mr;
+}

@@ -1,0 +1,125 @@
+/* Internal interface of the tiled algorithm (hidden symbols), shared by the tiled plugin and by
+ * plugins that reuse it (the OpenMP variant links the txattn_tiled_algo static library).
+ *
+ * Per (batch b, kv head kvh), the query rows of every query head of the GQA group are stacked
+ * position-major: row t is query head kvh * group + t % group at position i = t / group. Heads that
+ * share K/V thus share one pass over each key block, and the rows of a block have close visible
+ * ranges. Query blocks are block_q consecutive rows; key blocks are block_k consecutive keys on a
+ * grid aligned to key 0. K and V are packed block by block (tiled_ops.pack_kv) either once for the
+ * whole kv head (several query blocks) or into the scratch block buffer as they are needed (a
+ * single query block: decode).
+ *
+ * A caller that drives threads itself:
+ *  - tiled_geom_init(); per thread, tiled_scratch_carve() over tiled_scratch_bytes();
+ *  - per (b, kvh): ops->pack_kv() of the key blocks in tiled_key_span() into a buffer of
+ *    tiled_packed_head_bytes() (or pass kv = NULL to stream);
+ *  - then ops->run_qblocks() on any split of [0, n_qblocks) across threads; or, with too few query
+ *    blocks (decode), ops->run_krange() on a split of the keys (each thread its own partials),
+ *    followed by tiled_merge_partials().
+ */
+#ifndef TILED_INTERNAL_H
+#define TILED_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "txattn/plugin.h"
+
+/* Per-call geometry, derived once from the problem and the block sizes. */
+typedef struct tiled_geom {
+  const txattn_problem *p; /* resolved */
+  const txattn_tensors *t; /* NULL when only sizing the workspace */
+  int64_t group;           /* query heads per kv head */
+  int64_t rows;            /* stacked query rows per (b, kv head): n_q * group */
+  int64_t br, bc;          /* block_q (multiple of mr), block_k (multiple of kw) */
+  int64_t n_qblocks, n_kblocks;
+  int64_t dqk, dv, dvp; /* dvp: d_v rounded up to the vector width */
+  int64_t kv_block;     /* floats of one packed key block: bc * (dqk + dvp) */
+  float scale2;         /* |scale| * log2(e): scores times scale2 are in base 2 */
+  float qsign;          /* -1 if scale < 0: queries are negated when packed, so scale2 >= 0 */
+} tiled_geom;
+
+/* What a group of mr rows sees of a key block: the union [ga, gb) and the common part [ca, cb). */
+typedef struct tiled_span {
+  int64_t ga, gb, ca, cb;
+} tiled_span;
+
+/* One thread's scratch, carved by tiled_scratch_carve(); every array is 64-byte aligned. */
+typedef struct tiled_scratch {
+  float *qp;         /* br * dqk: the query block (times qsign) as [br / mr][dqk][mr] */
+  float *acc;        /* br * dvp: unnormalised outputs */
+  float *m;          /* br: running max (base-2 units) */
+  float *l;          /* br: running sum of exp2(score - m) */
+  float *s;          /* br * bc: the block's scores, then its probabilities */
+  float *alpha;      /* br: this key block's rescale factor of each row */
+  tiled_span *spans; /* br / mr: each row group's view of the current key block */
+  float *kv; /* kv_block, or NULL: the key block being streamed when no packed head is given */
+  int64_t *lo, *hi; /* br: each row's visible keys, clipped to the key range being processed */
+} tiled_scratch;
+
+/* Partial results of rows [t0, t1) over a key range, for the split-KV merge: row r (= t - t0) has
+   max m[r] (base 2), sum l[r] and unnormalised output acc[r * ld + c], c < d_v. */
+typedef struct tiled_partial {
+  float *m, *l, *acc;
+  int64_t ld;
+} tiled_partial;
+
+/* What an ISA build of the algorithm provides (tiled_<isa>.c). */
+typedef struct tiled_ops {
+  txattn_isa isa;
+  int w, mr, kw; /* vector width, rows per register block, keys per packed K panel */
+  /* Packs key blocks [kb0, kb1) of (b, kvh) into head + kb * kv_block for each kb. */
+  void (*pack_kv)(const tiled_geom *g, int64_t b, int64_t kvh, int64_t kb0, int64_t kb1,
+                  float *head);
+  /* Computes and writes the output rows of query blocks [qb0, qb1) of (b, kvh); kv is the packed
+     head (covering tiled_key_span()) or NULL to pack each key block into s->kv as it is needed. */
+  void (*run_qblocks)(const tiled_geom *g, const float *kv, int64_t b, int64_t kvh, int64_t qb0,
+                      int64_t qb1, const tiled_scratch *s);
+  /* Rows [t0, t1) (at most br of them) against keys [k0, k1) only: writes partials, not the output.
+   */
+  void (*run_krange)(const tiled_geom *g, const float *kv, int64_t b, int64_t kvh, int64_t t0,
+                     int64_t t1, int64_t k0, int64_t k1, const tiled_partial *out,
+                     const tiled_scratch *s);
+  /* y[i] = 2^x[i] with the vectorised exp2 of the softmax (for tests and measurements). */
+  void (*exp2_array)(const float *x, float *y, size_t n);
+} tiled_ops;
+
+/* Max error of exp2_array (the softmax's vf_exp2) on [-126, 0], in ulp of the correctly rounded
+   result, measured against exp2() in double on every float of the range (1.12e9 inputs): 1.0145
+   where the vector layer has a fused multiply-add (AVX2, AVX-512, NEON), 1.2915 in tiled.scalar,
+   whose a * b + c rounds twice. tests/test_vexp.c asserts these bounds. */
+#define TILED_EXP2_MAX_ULP_FMA    1.02
+#define TILED_EXP2_MAX_ULP_NO_FMA 1.30
+
+extern const tiled_ops tiled_ops_scalar;
+#if defined(__x86_64__)
+extern const tiled_ops tiled_ops_avx2;
+extern const tiled_ops tiled_ops_avx512;
+#endif
+#if defined(__aarch64__)
+extern const tiled_ops tiled_ops_neon;
+#endif
+
+/* tiled_geom.c */
+/* Fills g for problem p (resolved) and block sizes br, bc; t may be NULL. Returns 0 if the sizes
+   overflow what the workspace can address. */
+int tiled_geom_init(tiled_geom *g, const txattn_problem *p, const txattn_tensors *t,
+                    const tiled_ops *ops, int64_t br, int64_t bc);
+size_t tiled_scratch_bytes(const tiled_geom *g, const tiled_ops *ops, int streaming);
+/* Carves s out of mem (64-byte aligned, tiled_scratch_bytes() long); s->kv is NULL unless
+ * streaming. */
+void tiled_scratch_carve(const tiled_geom *g, const tiled_ops *ops, int streaming, void *mem,
+                         tiled_scratch *s);
+size_t tiled_packed_head_bytes(const tiled_geom *g);
+/* The key blocks [*kb0, *kb1) that some query row can see (the same for every (b, kv head)). */
+void tiled_key_span(const tiled_geom *g, int64_t *kb0, int64_t *kb1);
+/* Cache-derived default block sizes (see the rule in tiled_geom.c); m may be NULL. */
+void tiled_default_blocks(const txattn_problem *p, const txattn_machine *m, int mr, int kw,
+                          int64_t *br, int64_t *bc);
+
+/* tiled_merge.c */
+/* Combines n_parts partial results of rows [t0, t1) of (b, kvh) and writes their output rows. */
+void tiled_merge_partials(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int64_t t1,
+                          const tiled_partial *parts, int n_parts);
+
+#endif /* TILED_INTERNAL_H */

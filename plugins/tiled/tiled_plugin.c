@@ -1,0 +1,140 @@
+/* The tiled plugin's descriptors and single-threaded driver: tiled.scalar, tiled.avx2, tiled.avx512
+ * (x86-64) and tiled.neon (arm64). Compiled without ISA flags: it only reads the per-ISA tiled_ops
+ * tables and calls through them after the host has checked the kernel's ISA. */
+#include "tiled_blocks.h"
+#include "tiled_internal.h"
+
+static void blocks_of(const tiled_ops *ops, const txattn_problem *p, const int64_t *tunables,
+                      int64_t *br, int64_t *bc) {
+  if (tunables) {
+    *br = tunables[0];
+    *bc = tunables[1];
+  } else {
+    tiled_default_blocks(p, NULL, ops->mr, ops->kw, br, bc);
+  }
+}
+
+/* One query block per (b, kv head) -- decode, short prompts -- streams K/V block by block through
+   the scratch; otherwise the head is packed once and re-read by every query block. */
+static int streams(const tiled_geom *g) {
+  return g->n_qblocks == 1;
+}
+
+static size_t tiled_workspace(const tiled_ops *ops, const txattn_problem *p,
+                              const int64_t *tunables) {
+  int64_t br, bc;
+  tiled_geom g;
+  blocks_of(ops, p, tunables, &br, &bc);
+  if (!tiled_geom_init(&g, p, NULL, ops, br, bc)) return SIZE_MAX;
+  return (streams(&g) ? 0 : tiled_packed_head_bytes(&g)) +
+         tiled_scratch_bytes(&g, ops, streams(&g));
+}
+
+static txattn_status tiled_run(const tiled_ops *ops, const txattn_kernel_call *call) {
+  const txattn_problem *p = call->problem;
+  int64_t br, bc, kb0, kb1;
+  tiled_geom g;
+  tiled_scratch s;
+  blocks_of(ops, p, call->tunables, &br, &bc);
+  if (!tiled_geom_init(&g, p, call->tensors, ops, br, bc)) return TXATTN_E_INTERNAL;
+  const int stream = streams(&g);
+  const size_t head = stream ? 0 : tiled_packed_head_bytes(&g);
+  if (!call->workspace || call->workspace_size < head + tiled_scratch_bytes(&g, ops, stream))
+    return TXATTN_E_INTERNAL;
+  float *kv = stream ? NULL : call->workspace;
+  tiled_scratch_carve(&g, ops, stream, (char *)call->workspace + head, &s);
+  tiled_key_span(&g, &kb0, &kb1);
+  for (int64_t b = 0; b < p->batch; b++) {
+    for (int64_t kvh = 0; kvh < p->heads_kv; kvh++) {
+      if (kv) ops->pack_kv(&g, b, kvh, kb0, kb1, kv);
+      ops->run_qblocks(&g, kv, b, kvh, 0, g.n_qblocks, &s);
+    }
+  }
+  return TXATTN_OK;
+}
+
+static int tiled_applicable(const txattn_problem *p, const char **why) {
+  tiled_geom g;
+  int64_t br, bc;
+  tiled_default_blocks(p, NULL, TILED_SCALAR_MR, TILED_SCALAR_NRS * TILED_SCALAR_W, &br, &bc);
+  if (tiled_geom_init(&g, p, NULL, &tiled_ops_scalar, br, bc)) return 1;
+  *why = "the packed K/V of one head (n_kv x (d_qk + d_v) floats) would not fit in memory";
+  return 0;
+}
+
+/* The descriptor pieces of one ISA: tunables (block_q a multiple of the register block's rows,
+   block_k of the packed K panel's keys) and wrappers binding the ISA's ops table. */
+#define TILED_KERNEL(id, OPS, MR, KW)                                                              \
+  static const txattn_tunable tiled_tunables_##id[] = {                                            \
+      {sizeof(txattn_tunable), "block_q",                                                          \
+       "stacked query rows (all heads of a GQA group) per block", MR, 1024 / (MR) * (MR), MR},     \
+      {sizeof(txattn_tunable), "block_k", "keys per packed K/V block", KW, 2048 / (KW) * (KW),     \
+       KW},                                                                                        \
+  };                                                                                               \
+  static size_t tiled_workspace_##id(const txattn_problem *p, int n_threads,                       \
+                                     const int64_t *tunables) {                                    \
+    (void)n_threads;                                                                               \
+    return tiled_workspace(&OPS, p, tunables);                                                     \
+  }                                                                                                \
+  static txattn_status tiled_run_##id(const txattn_kernel_call *call) {                            \
+    return tiled_run(&OPS, call);                                                                  \
+  }                                                                                                \
+  static void tiled_defaults_##id(const txattn_problem *p, const txattn_machine *m,                \
+                                  int64_t *values) {                                               \
+    tiled_default_blocks(p, m, MR, KW, &values[0], &values[1]);                                    \
+  }
+
+#define TILED_DESC(id, ISA_ENUM, SUMMARY, SPEED)                                                   \
+  static const txattn_kernel_desc tiled_##id = {                                                   \
+      .struct_size = sizeof(txattn_kernel_desc),                                                   \
+      .name = "tiled." #id,                                                                        \
+      .summary = SUMMARY,                                                                          \
+      .isa = ISA_ENUM,                                                                             \
+      .flags = TXATTN_KERNEL_SPARSE,                                                               \
+      .speed_hint = SPEED,                                                                         \
+      .applicable = tiled_applicable,                                                              \
+      .workspace_size = tiled_workspace_##id,                                                      \
+      .run = tiled_run_##id,                                                                       \
+      .n_tunables = 2,                                                                             \
+      .tunables = tiled_tunables_##id,                                                             \
+      .default_tunables = tiled_defaults_##id,                                                     \
+  };
+
+TILED_KERNEL(scalar, tiled_ops_scalar, TILED_SCALAR_MR, TILED_SCALAR_NRS *TILED_SCALAR_W)
+TILED_DESC(scalar, TXATTN_ISA_SCALAR,
+           "online-softmax tiles, register-blocked, portable C (1 thread)", 6.0f)
+#if defined(__x86_64__)
+TILED_KERNEL(avx2, tiled_ops_avx2, TILED_AVX2_MR, TILED_AVX2_NRS *TILED_AVX2_W)
+TILED_DESC(avx2, TXATTN_ISA_AVX2, "online-softmax tiles, 6x16 AVX2+FMA micro-kernels (1 thread)",
+           70.0f)
+TILED_KERNEL(avx512, tiled_ops_avx512, TILED_AVX512_MR, TILED_AVX512_NRS *TILED_AVX512_W)
+TILED_DESC(avx512, TXATTN_ISA_AVX512, "online-softmax tiles, 6x64 AVX-512 micro-kernels (1 thread)",
+           140.0f)
+#endif
+#if defined(__aarch64__)
+TILED_KERNEL(neon, tiled_ops_neon, TILED_NEON_MR, TILED_NEON_NRS *TILED_NEON_W)
+TILED_DESC(neon, TXATTN_ISA_NEON, "online-softmax tiles, 6x12 NEON micro-kernels (1 thread)", 20.0f)
+#endif
+
+static const txattn_kernel_desc *const tiled_kernels[] = {
+    &tiled_scalar,
+#if defined(__x86_64__)
+    &tiled_avx2,
+    &tiled_avx512,
+#endif
+#if defined(__aarch64__)
+    &tiled_neon,
+#endif
+};
+
+static const txattn_plugin_desc tiled_plugin = {
+    .struct_size = sizeof(txattn_plugin_desc),
+    .abi_version = TXATTN_PLUGIN_ABI_VERSION,
+    .name = "tiled",
+    .version = "1.0.0",
+    .summary = "exact attention in online-softmax tiles with register-blocked SIMD micro-kernels",
+    .n_kernels = sizeof tiled_kernels / sizeof tiled_kernels[0],
+    .kernels = tiled_kernels,
+};
+
+TXATTN_PLUGIN_DEFINE(tiled_plugin)

@@ -1,0 +1,105 @@
+/* Vector layer for tiled.avx2: 8 floats per vector (AVX2 + FMA), 16 ymm registers.
+ *
+ * The algorithm (tiled_algo.h) is written once over these names; an ISA differs only here. Every
+ * function must keep the semantics documented in vec_scalar.h, which is the reference mapping. */
+#ifndef TILED_VEC_AVX2_H
+#define TILED_VEC_AVX2_H
+
+#include "tiled_blocks.h"
+
+#include <immintrin.h>
+#include <stdint.h>
+
+#define TILED_ISA      avx2
+#define TILED_ISA_ENUM TXATTN_ISA_AVX2
+#define TILED_W        TILED_AVX2_W
+/* Register blocks, 16 ymm: the score tile is MR rows x NR_S vectors of keys (12 accumulators, 2 key
+   vectors, 1 broadcast); P V is MR rows x NR_V vectors of d_v. Zen 2 and Haswell issue 2 FMAs per
+   cycle with latency 4-5, so 12 independent accumulators keep both pipes busy, and each k step
+   loads 2 vectors plus 6 broadcasts for 12 FMAs: below the 2 loads per cycle the core sustains. */
+#define TILED_MR  TILED_AVX2_MR
+#define TILED_NRS TILED_AVX2_NRS
+#define TILED_NRV TILED_AVX2_NRV
+
+typedef __m256 vf;
+
+static inline vf vf_zero(void) {
+  return _mm256_setzero_ps();
+}
+static inline vf vf_set1(float x) {
+  return _mm256_set1_ps(x);
+}
+static inline vf vf_load(const float *p) {
+  return _mm256_load_ps(p);
+}
+static inline vf vf_loadu(const float *p) {
+  return _mm256_loadu_ps(p);
+}
+static inline void vf_store(float *p, vf x) {
+  _mm256_store_ps(p, x);
+}
+static inline vf vf_bcast(const float *p) {
+  return _mm256_broadcast_ss(p);
+}
+static inline vf vf_add(vf a, vf b) {
+  return _mm256_add_ps(a, b);
+}
+static inline vf vf_sub(vf a, vf b) {
+  return _mm256_sub_ps(a, b);
+}
+static inline vf vf_mul(vf a, vf b) {
+  return _mm256_mul_ps(a, b);
+}
+static inline vf vf_fma(vf a, vf b, vf c) {
+  return _mm256_fmadd_ps(a, b, c);
+}
+/* maxps/minps return the second operand when either is NaN: a NaN in x survives. */
+static inline vf vf_max(vf c, vf x) {
+  return _mm256_max_ps(c, x);
+}
+static inline vf vf_min(vf c, vf x) {
+  return _mm256_min_ps(c, x);
+}
+/* 2^k from t = k + TILED_EXP2_MAGIC: the low bits of t's significand hold k + 127, shift them into
+   the exponent field. */
+static inline vf vf_exp2_scale(vf t) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(t), 23));
+}
+static inline float vf_hmax(vf x) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+static inline float vf_hsum(vf x) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+/* 8 x 8 transpose: unpack pairs of rows, shuffle pairs of pairs, then swap 128-bit halves (24
+   shuffles for 64 floats). */
+static inline void vf_transpose(const float *const *src, int64_t c, float *dst, int64_t ld) {
+  __m256 t0 = _mm256_unpacklo_ps(_mm256_loadu_ps(src[0] + c), _mm256_loadu_ps(src[1] + c));
+  __m256 t1 = _mm256_unpackhi_ps(_mm256_loadu_ps(src[0] + c), _mm256_loadu_ps(src[1] + c));
+  __m256 t2 = _mm256_unpacklo_ps(_mm256_loadu_ps(src[2] + c), _mm256_loadu_ps(src[3] + c));
+  __m256 t3 = _mm256_unpackhi_ps(_mm256_loadu_ps(src[2] + c), _mm256_loadu_ps(src[3] + c));
+  __m256 t4 = _mm256_unpacklo_ps(_mm256_loadu_ps(src[4] + c), _mm256_loadu_ps(src[5] + c));
+  __m256 t5 = _mm256_unpackhi_ps(_mm256_loadu_ps(src[4] + c), _mm256_loadu_ps(src[5] + c));
+  __m256 t6 = _mm256_unpacklo_ps(_mm256_loadu_ps(src[6] + c), _mm256_loadu_ps(src[7] + c));
+  __m256 t7 = _mm256_unpackhi_ps(_mm256_loadu_ps(src[6] + c), _mm256_loadu_ps(src[7] + c));
+  __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  _mm256_storeu_ps(dst + 0 * ld, _mm256_permute2f128_ps(s0, s4, 0x20));
+  _mm256_storeu_ps(dst + 1 * ld, _mm256_permute2f128_ps(s1, s5, 0x20));
+  _mm256_storeu_ps(dst + 2 * ld, _mm256_permute2f128_ps(s2, s6, 0x20));
+  _mm256_storeu_ps(dst + 3 * ld, _mm256_permute2f128_ps(s3, s7, 0x20));
+  _mm256_storeu_ps(dst + 4 * ld, _mm256_permute2f128_ps(s0, s4, 0x31));
+  _mm256_storeu_ps(dst + 5 * ld, _mm256_permute2f128_ps(s1, s5, 0x31));
+  _mm256_storeu_ps(dst + 6 * ld, _mm256_permute2f128_ps(s2, s6, 0x31));
+  _mm256_storeu_ps(dst + 7 * ld, _mm256_permute2f128_ps(s3, s7, 0x31));
+}
+
+#endif /* TILED_VEC_AVX2_H */

@@ -1,0 +1,113 @@
+/* Vector layer for tiled.avx512: 16 floats per vector (AVX-512 F), 32 zmm registers.
+ *
+ * Differs from vec_avx2.h only in the intrinsics and the register block; the semantics of each
+ * function are those of vec_scalar.h. This mapping cannot run on the development VM (no AVX-512):
+ * it is kept one-to-one with the AVX2 layer, which the tests exercise. */
+#ifndef TILED_VEC_AVX512_H
+#define TILED_VEC_AVX512_H
+
+#include "tiled_blocks.h"
+
+#include <immintrin.h>
+#include <stdint.h>
+
+#define TILED_ISA      avx512
+#define TILED_ISA_ENUM TXATTN_ISA_AVX512
+#define TILED_W        TILED_AVX512_W
+/* 32 zmm: 6 rows x 4 vectors = 24 accumulators + 4 key vectors + 1 broadcast. Each k step loads 4
+   vectors and 6 broadcasts for 24 FMAs (two FMA ports on server cores), so loads never bound it. */
+#define TILED_MR  TILED_AVX512_MR
+#define TILED_NRS TILED_AVX512_NRS
+#define TILED_NRV TILED_AVX512_NRV
+
+typedef __m512 vf;
+
+static inline vf vf_zero(void) {
+  return _mm512_setzero_ps();
+}
+static inline vf vf_set1(float x) {
+  return _mm512_set1_ps(x);
+}
+static inline vf vf_load(const float *p) {
+  return _mm512_load_ps(p);
+}
+static inline vf vf_loadu(const float *p) {
+  return _mm512_loadu_ps(p);
+}
+static inline void vf_store(float *p, vf x) {
+  _mm512_store_ps(p, x);
+}
+static inline vf vf_bcast(const float *p) {
+  return _mm512_set1_ps(*p);
+}
+static inline vf vf_add(vf a, vf b) {
+  return _mm512_add_ps(a, b);
+}
+static inline vf vf_sub(vf a, vf b) {
+  return _mm512_sub_ps(a, b);
+}
+static inline vf vf_mul(vf a, vf b) {
+  return _mm512_mul_ps(a, b);
+}
+static inline vf vf_fma(vf a, vf b, vf c) {
+  return _mm512_fmadd_ps(a, b, c);
+}
+/* vmaxps/vminps (zmm) return the second operand when either is NaN, as the AVX2 forms do. */
+static inline vf vf_max(vf c, vf x) {
+  return _mm512_max_ps(c, x);
+}
+static inline vf vf_min(vf c, vf x) {
+  return _mm512_min_ps(c, x);
+}
+static inline vf vf_exp2_scale(vf t) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_castps_si512(t), 23));
+}
+static inline float vf_hmax(vf x) {
+  __m256 h = _mm256_max_ps(_mm512_castps512_ps256(x),
+                           _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)));
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+static inline float vf_hsum(vf x) {
+  __m256 h = _mm256_add_ps(_mm512_castps512_ps256(x),
+                           _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)));
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+/* The 8 x 8 ymm transpose of vec_avx2.h, verbatim (that one is tested on this machine). */
+static inline void vf_transpose8(const float *const *src, int64_t c, float *dst, int64_t ld) {
+  __m256 t0 = _mm256_unpacklo_ps(_mm256_loadu_ps(src[0] + c), _mm256_loadu_ps(src[1] + c));
+  __m256 t1 = _mm256_unpackhi_ps(_mm256_loadu_ps(src[0] + c), _mm256_loadu_ps(src[1] + c));
+  __m256 t2 = _mm256_unpacklo_ps(_mm256_loadu_ps(src[2] + c), _mm256_loadu_ps(src[3] + c));
+  __m256 t3 = _mm256_unpackhi_ps(_mm256_loadu_ps(src[2] + c), _mm256_loadu_ps(src[3] + c));
+  __m256 t4 = _mm256_unpacklo_ps(_mm256_loadu_ps(src[4] + c), _mm256_loadu_ps(src[5] + c));
+  __m256 t5 = _mm256_unpackhi_ps(_mm256_loadu_ps(src[4] + c), _mm256_loadu_ps(src[5] + c));
+  __m256 t6 = _mm256_unpacklo_ps(_mm256_loadu_ps(src[6] + c), _mm256_loadu_ps(src[7] + c));
+  __m256 t7 = _mm256_unpackhi_ps(_mm256_loadu_ps(src[6] + c), _mm256_loadu_ps(src[7] + c));
+  __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  _mm256_storeu_ps(dst + 0 * ld, _mm256_permute2f128_ps(s0, s4, 0x20));
+  _mm256_storeu_ps(dst + 1 * ld, _mm256_permute2f128_ps(s1, s5, 0x20));
+  _mm256_storeu_ps(dst + 2 * ld, _mm256_permute2f128_ps(s2, s6, 0x20));
+  _mm256_storeu_ps(dst + 3 * ld, _mm256_permute2f128_ps(s3, s7, 0x20));
+  _mm256_storeu_ps(dst + 4 * ld, _mm256_permute2f128_ps(s0, s4, 0x31));
+  _mm256_storeu_ps(dst + 5 * ld, _mm256_permute2f128_ps(s1, s5, 0x31));
+  _mm256_storeu_ps(dst + 6 * ld, _mm256_permute2f128_ps(s2, s6, 0x31));
+  _mm256_storeu_ps(dst + 7 * ld, _mm256_permute2f128_ps(s3, s7, 0x31));
+}
+/* 16 x 16 as four 8 x 8 blocks: the block of rows rb, columns cb lands at dst rows cb, columns rb.
+ */
+static inline void vf_transpose(const float *const *src, int64_t c, float *dst, int64_t ld) {
+  vf_transpose8(src, c, dst, ld);
+  vf_transpose8(src, c + 8, dst + 8 * ld, ld);
+  vf_transpose8(src + 8, c, dst + 8, ld);
+  vf_transpose8(src + 8, c + 8, dst + 8 * ld + 8, ld);
+}
+
+#endif /* TILED_VEC_AVX512_H */

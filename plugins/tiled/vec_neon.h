@@ -1,0 +1,80 @@
+/* Vector layer for tiled.neon: 4 floats per vector (arm64 Advanced SIMD), 32 q registers.
+ *
+ * Semantics of each function: see vec_scalar.h. */
+#ifndef TILED_VEC_NEON_H
+#define TILED_VEC_NEON_H
+
+#include "tiled_blocks.h"
+
+#include <arm_neon.h>
+#include <stdint.h>
+
+#define TILED_ISA      neon
+#define TILED_ISA_ENUM TXATTN_ISA_NEON
+#define TILED_W        TILED_NEON_W
+/* 32 q registers: 6 rows x 3 vectors = 18 accumulators + 3 key vectors + 6 query values (GCC turns
+   the broadcasts into scalar loads feeding by-element FMLAs, one register each). 6 x 4 would need
+   34 and spills two accumulators. */
+#define TILED_MR  TILED_NEON_MR
+#define TILED_NRS TILED_NEON_NRS
+#define TILED_NRV TILED_NEON_NRV
+
+typedef float32x4_t vf;
+
+static inline vf vf_zero(void) {
+  return vdupq_n_f32(0.0f);
+}
+static inline vf vf_set1(float x) {
+  return vdupq_n_f32(x);
+}
+static inline vf vf_load(const float *p) {
+  return vld1q_f32(p);
+}
+static inline vf vf_loadu(const float *p) {
+  return vld1q_f32(p);
+}
+static inline void vf_store(float *p, vf x) {
+  vst1q_f32(p, x);
+}
+static inline vf vf_bcast(const float *p) {
+  return vld1q_dup_f32(p);
+}
+static inline vf vf_add(vf a, vf b) {
+  return vaddq_f32(a, b);
+}
+static inline vf vf_sub(vf a, vf b) {
+  return vsubq_f32(a, b);
+}
+static inline vf vf_mul(vf a, vf b) {
+  return vmulq_f32(a, b);
+}
+static inline vf vf_fma(vf a, vf b, vf c) {
+  return vfmaq_f32(c, a, b);
+}
+/* FMAX/FMIN return NaN when either operand is NaN. */
+static inline vf vf_max(vf c, vf x) {
+  return vmaxq_f32(c, x);
+}
+static inline vf vf_min(vf c, vf x) {
+  return vminq_f32(c, x);
+}
+static inline vf vf_exp2_scale(vf t) {
+  return vreinterpretq_f32_u32(vshlq_n_u32(vreinterpretq_u32_f32(t), 23));
+}
+static inline float vf_hmax(vf x) {
+  return vmaxvq_f32(x);
+}
+static inline float vf_hsum(vf x) {
+  return vaddvq_f32(x);
+}
+/* 4 x 4 transpose: TRN1/TRN2 on row pairs, then combine their halves. */
+static inline void vf_transpose(const float *const *src, int64_t c, float *dst, int64_t ld) {
+  float32x4x2_t t01 = vtrnq_f32(vld1q_f32(src[0] + c), vld1q_f32(src[1] + c));
+  float32x4x2_t t23 = vtrnq_f32(vld1q_f32(src[2] + c), vld1q_f32(src[3] + c));
+  vst1q_f32(dst + 0 * ld, vcombine_f32(vget_low_f32(t01.val[0]), vget_low_f32(t23.val[0])));
+  vst1q_f32(dst + 1 * ld, vcombine_f32(vget_low_f32(t01.val[1]), vget_low_f32(t23.val[1])));
+  vst1q_f32(dst + 2 * ld, vcombine_f32(vget_high_f32(t01.val[0]), vget_high_f32(t23.val[0])));
+  vst1q_f32(dst + 3 * ld, vcombine_f32(vget_high_f32(t01.val[1]), vget_high_f32(t23.val[1])));
+}
+
+#endif /* TILED_VEC_NEON_H */

@@ -1,0 +1,55 @@
+/* A well-formed plugin with one exact kernel. CMake builds it several times with different
+ * TEST_PLUGIN_NAME / TEST_KERNEL_NAME / TEST_KERNEL_ISA / TEST_APPLICABLE / TEST_SPEED_HINT, giving
+ * the good plugin, its spare copy, the kernel for an ISA this CPU lacks, the picky kernel and the
+ * duplicate. */
+#include "exact_kernel.h"
+#include "test_plugin_names.h"
+
+#if defined(TEST_FOREIGN_ISA)
+#define TEST_KERNEL_NAME TEST_FOREIGN_KERNEL
+#define TEST_KERNEL_ISA  TEST_FOREIGN_ISA_ENUM
+#endif
+
+#ifndef TEST_PLUGIN_NAME
+#error "TEST_PLUGIN_NAME must be defined"
+#endif
+#ifndef TEST_KERNEL_NAME
+#error "TEST_KERNEL_NAME must be defined"
+#endif
+#ifndef TEST_KERNEL_ISA
+#define TEST_KERNEL_ISA TXATTN_ISA_SCALAR
+#endif
+#ifndef TEST_APPLICABLE
+#define TEST_APPLICABLE test_exact_applicable
+#endif
+#ifndef TEST_SPEED_HINT
+#define TEST_SPEED_HINT 0.1f
+#endif
+
+static const txattn_kernel_desc kernel = {
+    .struct_size = sizeof(txattn_kernel_desc),
+    .name = TEST_KERNEL_NAME,
+    .summary = "test kernel: exact attention by the test oracle",
+    .isa = TEST_KERNEL_ISA,
+    /* claims both flags so that a cost estimate finds it attractive: the tests check that being
+       attractive is not enough when the kernel is unusable or not applicable */
+    .flags = TXATTN_KERNEL_THREADED | TXATTN_KERNEL_SPARSE,
+    .speed_hint = TEST_SPEED_HINT,
+    .applicable = TEST_APPLICABLE,
+    .workspace_size = test_exact_workspace,
+    .run = test_exact_run,
+};
+
+static const txattn_kernel_desc *const kernels[] = {&kernel};
+
+static const txattn_plugin_desc plugin = {
+    .struct_size = sizeof(txattn_plugin_desc),
+    .abi_version = TXATTN_PLUGIN_ABI_VERSION,
+    .name = TEST_PLUGIN_NAME,
+    .version = "1.0.0",
+    .summary = "txattn test plugin",
+    .n_kernels = 1,
+    .kernels = kernels,
+};
+
+TXATTN_PLUGIN_DEFINE(plugin)

@@ -1,0 +1,26 @@
+/* Names shared by the test plugins and the tests that load them. */
+#ifndef TXATTN_TEST_PLUGIN_NAMES_H
+#define TXATTN_TEST_PLUGIN_NAMES_H
+
+#define TEST_GOOD_KERNEL      "testgood.scalar"
+#define TEST_SPARE_KERNEL     "testspare.scalar"
+#define TEST_PICKY_KERNEL     "picky.scalar"
+#define TEST_DUPLICATE_KERNEL "naive.scalar" /* the name of a real plugin's kernel */
+
+/* A kernel for an ISA of the other architecture, so this CPU surely lacks it. */
+#if defined(__aarch64__)
+#define TEST_FOREIGN_KERNEL   "foreign.avx2"
+#define TEST_FOREIGN_ISA_ENUM TXATTN_ISA_AVX2
+#else
+#define TEST_FOREIGN_KERNEL   "foreign.neon"
+#define TEST_FOREIGN_ISA_ENUM TXATTN_ISA_NEON
+#endif
+
+/* File names as tests/CMakeLists.txt builds them (txattn_add_plugin makes txattn_<name>.so). */
+#define TEST_GOOD_FILE      "txattn_test_good.so"
+#define TEST_SPARE_FILE     "txattn_test_spare.so"
+#define TEST_PICKY_FILE     "txattn_test_picky.so"
+#define TEST_FOREIGN_FILE   "txattn_test_foreign.so"
+#define TEST_DUPLICATE_FILE "txattn_test_duplicate.so"
+
+#endif

@@ -1,0 +1,286 @@
+#include "attn_case.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "oracle.h"
+
+static txattn_problem shape_problem(const struct shape *s) {
+  txattn_problem p = {.batch = s->batch,
+                      .heads_q = s->heads_q,
+                      .heads_kv = s->heads_kv,
+                      .n_q = s->n_q,
+                      .n_kv = s->n_kv,
+                      .d_qk = s->d_qk,
+                      .d_v = s->d_v,
+                      .mask = s->mask,
+                      .window_left = s->left,
+                      .window_right = s->right,
+                      .scale = s->scale};
+  return p;
+}
+
+/* The defaults as txattn.h states them, worked out here rather than asked of the library. */
+static txattn_problem fill_defaults(txattn_problem p) {
+  if (p.batch == 0) p.batch = 1;
+  if (p.heads_q == 0) p.heads_q = 1;
+  if (p.heads_kv == 0) p.heads_kv = p.heads_q;
+  if (p.n_kv == 0) p.n_kv = p.n_q;
+  if (p.d_v == 0) p.d_v = p.d_qk;
+  if (p.scale == 0.0f) p.scale = (float)(1.0 / sqrt((double)p.d_qk));
+  return p;
+}
+
+static const char *mask_name(const struct shape *s) {
+  static const char *names[] = {"none", "causal", "window"};
+  return (unsigned)s->mask < 3 ? names[s->mask] : "bad-mask";
+}
+
+static const char *layout_name(enum layout_kind k) {
+  static const char *names[] = {"contiguous", "interleaved", "padded",
+                                "seq-major",  "explicit",    "mixed"};
+  return names[k];
+}
+
+static void window_side(char *buf, size_t size, int64_t w) {
+  if (w == TXATTN_UNBOUNDED)
+    snprintf(buf, size, "inf");
+  else
+    snprintf(buf, size, "%lld", (long long)w);
+}
+
+void shape_describe(const struct shape *s, char *buf, size_t size) {
+  static const char *poisons[] = {"", " nan-in-q", " nan-in-k", " nan-in-v", " nan-in-empty-q"};
+  txattn_problem p = fill_defaults(shape_problem(s));
+  char window[64] = "", l[24], r[24], scale[32] = "default";
+  if (s->mask == TXATTN_MASK_WINDOW) {
+    window_side(l, sizeof l, s->left);
+    window_side(r, sizeof r, s->right);
+    snprintf(window, sizeof window, "(%s,%s)", l, r);
+  }
+  if (s->scale != 0.0f) snprintf(scale, sizeof scale, "%g", (double)s->scale);
+  snprintf(buf, size, "b%lld h%lld/%lld n%lldx%lld d%lld/%lld %s%s scale=%s x%g %s%s",
+           (long long)p.batch, (long long)p.heads_q, (long long)p.heads_kv, (long long)p.n_q,
+           (long long)p.n_kv, (long long)p.d_qk, (long long)p.d_v, mask_name(s), window, scale,
+           (double)(s->amplitude != 0.0f ? s->amplitude : 1.0f), layout_name(s->layout),
+           poisons[s->poison]);
+}
+
+static void tensor_layout(struct tensor *t, enum layout_kind kind) {
+  int64_t B = t->batch, H = t->heads, N = t->rows, D = t->dim;
+  txattn_layout dense = {H * N * D, N * D, D};
+  t->passed = (txattn_layout){0, 0, 0};
+  t->layout = dense;
+  t->len = (size_t)(B * H * N * D);
+  switch (kind) {
+  case LAYOUT_CONTIGUOUS:
+    return;
+  case LAYOUT_INTERLEAVED:
+    t->layout = (txattn_layout){N * H * D, D, H * D};
+    break;
+  case LAYOUT_PADDED:
+    t->layout.row = D + 3;
+    t->layout.head = N * t->layout.row + 5;
+    t->layout.batch = H * t->layout.head + 7;
+    t->len = (size_t)(B * t->layout.batch);
+    break;
+  case LAYOUT_SEQ_MAJOR:
+    t->layout = (txattn_layout){H * D, D, B * H * D};
+    break;
+  case LAYOUT_EXPLICIT:
+  case LAYOUT_MIXED: /* case_init picks one of the others per tensor */
+    break;
+  }
+  t->passed = t->layout;
+}
+
+static void tensor_alloc(struct tensor *t, int64_t batch, int64_t heads, int64_t rows, int64_t dim,
+                         enum layout_kind kind, uint32_t gap_bits) {
+  t->batch = batch;
+  t->heads = heads;
+  t->rows = rows;
+  t->dim = dim;
+  tensor_layout(t, kind);
+  t->data = malloc(t->len * sizeof *t->data);
+  cr_assert(t->data != NULL, "out of memory for a test tensor");
+  for (size_t x = 0; x < t->len; x++) memcpy(&t->data[x], &gap_bits, sizeof gap_bits);
+}
+
+static size_t offset(const struct tensor *t, int64_t b, int64_t h, int64_t i, int64_t c) {
+  return (size_t)(b * t->layout.batch + h * t->layout.head + i * t->layout.row + c);
+}
+
+static uint64_t next_random(uint64_t *state) { /* splitmix64 */
+  uint64_t z = (*state += 0x9e3779b97f4a7c15u);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+  return z ^ (z >> 31);
+}
+
+/* Fills the strided tensor and its contiguous copy with the same values. */
+static float *fill_input(struct tensor *t, float amplitude, uint64_t *state) {
+  float *dense = malloc((size_t)(t->batch * t->heads * t->rows * t->dim) * sizeof *dense);
+  cr_assert(dense != NULL, "out of memory for a test tensor");
+  size_t x = 0;
+  for (int64_t b = 0; b < t->batch; b++)
+    for (int64_t h = 0; h < t->heads; h++)
+      for (int64_t i = 0; i < t->rows; i++)
+        for (int64_t c = 0; c < t->dim; c++) {
+          double u = (double)(next_random(state) >> 40) / (double)(1u << 24); /* [0, 1) */
+          float value = (float)((2.0 * u - 1.0) * amplitude);
+          if (amplitude > 1.0f) value = rintf(value);
+          t->data[offset(t, b, h, i, c)] = value;
+          dense[x++] = value;
+        }
+  return dense;
+}
+
+static void poison(struct tensor *t, float *dense, int64_t b, int64_t h, int64_t i, int64_t c) {
+  size_t x = (size_t)(((b * t->heads + h) * t->rows + i) * t->dim + c);
+  t->data[offset(t, b, h, i, c)] = NAN;
+  dense[x] = NAN;
+}
+
+/* A query row that sees keys (want_empty = 0) or none (1), searched from the middle out. */
+static int64_t find_row(const txattn_problem *p, int want_empty) {
+  for (int64_t step = 0; step < p->n_q; step++) {
+    int64_t i = (p->n_q / 2 + step) % p->n_q;
+    if ((oracle_visible_count(p, i) == 0) == want_empty) return i;
+  }
+  cr_assert_fail("the shape has no query row that %s", want_empty ? "sees no key" : "sees a key");
+  return -1;
+}
+
+static void plant_poison(struct attn_case *c) {
+  const txattn_problem *p = &c->full;
+  c->poison_b = c->poison_h = c->poison_i = c->poison_c = -1;
+  switch (c->shape.poison) {
+  case POISON_NONE:
+    return;
+  case POISON_Q:
+  case POISON_Q_EMPTY_ROW:
+    c->poison_b = p->batch - 1;
+    c->poison_h = p->heads_q - 1;
+    c->poison_i = find_row(p, c->shape.poison == POISON_Q_EMPTY_ROW);
+    c->poison_c = 0;
+    for (int64_t x = 0; x < (c->shape.poison == POISON_Q ? 1 : p->d_qk); x++)
+      poison(&c->q, c->q_dense, c->poison_b, c->poison_h, c->poison_i, x);
+    return;
+  case POISON_K:
+    c->poison_b = 0, c->poison_h = p->heads_kv - 1, c->poison_i = p->n_kv / 2;
+    c->poison_c = p->d_qk - 1;
+    poison(&c->k, c->k_dense, c->poison_b, c->poison_h, c->poison_i, c->poison_c);
+    return;
+  case POISON_V:
+    c->poison_b = p->batch - 1, c->poison_h = 0, c->poison_i = p->n_kv / 2;
+    c->poison_c = p->d_v / 2;
+    poison(&c->v, c->v_dense, c->poison_b, c->poison_h, c->poison_i, c->poison_c);
+    return;
+  }
+}
+
+static double finite_max_abs(const float *x, size_t n) {
+  double m = 0.0;
+  for (size_t i = 0; i < n; i++)
+    if (isfinite(x[i]) && fabs((double)x[i]) > m) m = fabs((double)x[i]);
+  return m;
+}
+
+void case_init(struct attn_case *c, const struct shape *s, uint64_t seed) {
+  const txattn_problem *p = &c->full;
+  int mixed = s->layout == LAYOUT_MIXED;
+  memset(c, 0, sizeof *c);
+  c->shape = *s;
+  c->problem = shape_problem(s);
+  c->full = fill_defaults(c->problem);
+  tensor_alloc(&c->q, p->batch, p->heads_q, p->n_q, p->d_qk, mixed ? LAYOUT_INTERLEAVED : s->layout,
+               CASE_INPUT_GAP);
+  tensor_alloc(&c->k, p->batch, p->heads_kv, p->n_kv, p->d_qk, mixed ? LAYOUT_PADDED : s->layout,
+               CASE_INPUT_GAP);
+  tensor_alloc(&c->v, p->batch, p->heads_kv, p->n_kv, p->d_v, mixed ? LAYOUT_EXPLICIT : s->layout,
+               CASE_INPUT_GAP);
+  tensor_alloc(&c->o, p->batch, p->heads_q, p->n_q, p->d_v, mixed ? LAYOUT_SEQ_MAJOR : s->layout,
+               CASE_OUTPUT_SENTINEL);
+  uint64_t state = seed;
+  float amplitude = s->amplitude != 0.0f ? s->amplitude : 1.0f;
+  c->q_dense = fill_input(&c->q, amplitude, &state);
+  c->k_dense = fill_input(&c->k, amplitude, &state);
+  c->v_dense = fill_input(&c->v, amplitude, &state);
+  c->o_ref = malloc((size_t)(p->batch * p->heads_q * p->n_q * p->d_v) * sizeof *c->o_ref);
+  cr_assert(c->o_ref != NULL, "out of memory for a test tensor");
+  plant_poison(c);
+  c->tolerance = TXATTN_EXACT_TOLERANCE *
+                 finite_max_abs(c->v_dense, (size_t)(p->batch * p->heads_kv * p->n_kv * p->d_v));
+}
+
+void case_free(struct attn_case *c) {
+  free(c->q.data);
+  free(c->k.data);
+  free(c->v.data);
+  free(c->o.data);
+  free(c->q_dense);
+  free(c->k_dense);
+  free(c->v_dense);
+  free(c->o_ref);
+  memset(c, 0, sizeof *c);
+}
+
+txattn_tensors case_tensors(const struct attn_case *c) {
+  txattn_tensors t = {.q = c->q.data,
+                      .k = c->k.data,
+                      .v = c->v.data,
+                      .o = c->o.data,
+                      .q_layout = c->q.passed,
+                      .k_layout = c->k.passed,
+                      .v_layout = c->v.passed,
+                      .o_layout = c->o.passed};
+  return t;
+}
+
+txattn_tensors case_dense_tensors(const struct attn_case *c) {
+  txattn_tensors t = {.q = c->q_dense, .k = c->k_dense, .v = c->v_dense, .o = c->o_ref};
+  return t;
+}
+
+void case_clear_output(struct attn_case *c) {
+  uint32_t bits = CASE_OUTPUT_SENTINEL;
+  for (size_t x = 0; x < c->o.len; x++) memcpy(&c->o.data[x], &bits, sizeof bits);
+}
+
+void case_run_reference(struct attn_case *c) {
+  txattn_tensors t = case_dense_tensors(c);
+  txattn_status s = txattn_reference(&c->problem, &t);
+  cr_assert_eq(s, TXATTN_OK, "txattn_reference failed: %s: %s", txattn_status_name(s),
+               txattn_last_error());
+}
+
+int case_row_poisoned(const struct attn_case *c, int64_t b, int64_t h, int64_t i) {
+  const txattn_problem *p = &c->full;
+  if (b != c->poison_b) return 0;
+  switch (c->shape.poison) {
+  case POISON_Q:
+    return h == c->poison_h && i == c->poison_i;
+  case POISON_K:
+  case POISON_V:
+    return h / (p->heads_q / p->heads_kv) == c->poison_h && oracle_visible(p, i, c->poison_i);
+  default:
+    return 0;
+  }
+}
+
+static uint64_t hash_bytes(uint64_t h, const void *data, size_t len) { /* FNV-1a */
+  const unsigned char *p = data;
+  for (size_t i = 0; i < len; i++) h = (h ^ p[i]) * 0x100000001b3u;
+  return h;
+}
+
+uint64_t case_input_hash(const struct attn_case *c) {
+  uint64_t h = 0xcbf29ce484222325u;
+  h = hash_bytes(h, c->q.data, c->q.len * sizeof(float));
+  h = hash_bytes(h, c->k.data, c->k.len * sizeof(float));
+  return hash_bytes(h, c->v.data, c->v.len * sizeof(float));
+}

@@ -1,0 +1,82 @@
+/* One attention problem with its inputs, laid out as a test shape says, plus contiguous copies of
+ * the inputs and the fp64 reference output computed from those copies. Kernels run on the strided
+ * tensors and are compared with the reference, so a kernel that mishandles a stride cannot agree by
+ * accident. */
+#ifndef TXATTN_TEST_ATTN_CASE_H
+#define TXATTN_TEST_ATTN_CASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "txattn/txattn.h"
+
+enum layout_kind {
+  LAYOUT_CONTIGUOUS,  /* all-zero layouts: the library's default [b][h][n][d] */
+  LAYOUT_INTERLEAVED, /* [b][n][h][d], as a projection's output usually is */
+  LAYOUT_PADDED,      /* [b][h][n][d] with gaps after every row, head and batch */
+  LAYOUT_SEQ_MAJOR,   /* [n][b][h][d]: the batch stride is smaller than the row stride */
+  LAYOUT_EXPLICIT,    /* [b][h][n][d], its strides given rather than left all-zero */
+  LAYOUT_MIXED,       /* q interleaved, k padded, v explicit, o sequence-major */
+};
+
+enum poison_kind {
+  POISON_NONE,
+  POISON_Q,           /* one NaN in the q row of a query that sees keys */
+  POISON_K,           /* one NaN in one k row */
+  POISON_V,           /* one NaN in one v row */
+  POISON_Q_EMPTY_ROW, /* a whole q row of NaN for a query that sees no key */
+};
+
+/* Zero in batch, heads_kv, n_kv, d_v or scale means the library's default. No pointers: Criterion
+   copies parameters into another process. */
+struct shape {
+  int64_t batch, heads_q, heads_kv, n_q, n_kv, d_qk, d_v;
+  txattn_mask mask;
+  int64_t left, right;
+  float scale;
+  /* inputs uniform in [-amplitude, amplitude); 0 means 1. Amplitudes above 1 give whole numbers, so
+     that every fp32 dot product is exact: with a power-of-two scale the kernels' scores are then
+     exact too, and large logits test overflow rather than the float rounding no fp32 kernel can
+     avoid. */
+  float amplitude;
+  enum layout_kind layout;
+  enum poison_kind poison;
+};
+
+struct tensor {
+  float *data;
+  size_t len;           /* floats in data, gaps included */
+  txattn_layout passed; /* as the library gets it (all-zero for LAYOUT_CONTIGUOUS) */
+  txattn_layout layout; /* always explicit */
+  int64_t batch, heads, rows, dim;
+};
+
+struct attn_case {
+  struct shape shape;
+  txattn_problem problem; /* as the library gets it */
+  txattn_problem full;    /* every default filled in, by the test's own reading of txattn.h */
+  struct tensor q, k, v, o;
+  float *q_dense, *k_dense, *v_dense, *o_ref;
+  double tolerance; /* TXATTN_EXACT_TOLERANCE * max|V| over the finite values of V */
+  int64_t poison_b, poison_h, poison_i, poison_c; /* h is a kv head for POISON_K and POISON_V */
+};
+
+/* The bits the output buffer is filled with before a kernel runs, and the input gaps' bits. */
+#define CASE_OUTPUT_SENTINEL 0x7fc0deadu
+#define CASE_INPUT_GAP       0x7fc0beefu
+
+void shape_describe(const struct shape *s, char *buf, size_t size);
+/* Builds the case (asserts on failure). The same shape and seed always give the same inputs. */
+void case_init(struct attn_case *c, const struct shape *s, uint64_t seed);
+void case_free(struct attn_case *c);
+txattn_tensors case_tensors(const struct attn_case *c);       /* strided inputs, output o */
+txattn_tensors case_dense_tensors(const struct attn_case *c); /* contiguous copies, output o_ref */
+void case_clear_output(struct attn_case *c);                  /* o := CASE_OUTPUT_SENTINEL */
+/* Runs txattn_reference on the contiguous copies into o_ref (asserts it succeeds). */
+void case_run_reference(struct attn_case *c);
+/* A hash of every input buffer, gaps included: a kernel must not write to its inputs. */
+uint64_t case_input_hash(const struct attn_case *c);
+/* Row (b, h, i) of the output must be NaN because of the planted poison. */
+int case_row_poisoned(const struct attn_case *c, int64_t b, int64_t h, int64_t i);
+
+#endif

@@ -1,0 +1,20 @@
+/* Running a kernel on a case the way a user would (plan, execute) and judging the result. */
+#ifndef TXATTN_TEST_CASE_RUN_H
+#define TXATTN_TEST_CASE_RUN_H
+
+#include "attn_case.h"
+#include "txattn/txattn.h"
+
+/* Plans `kernel` (NULL: the dispatcher's choice) for c, executes it on c's strided tensors and
+   checks the output against c->o_ref (run case_run_reference first). Asserts on every failure,
+   naming the kernel and desc. Returns 1 if the kernel ran, 0 if it declined the problem with
+   E_UNSUPPORTED and a reason, which only kernels other than those of
+   test_kernel_takes_every_problem may do. */
+int case_run_kernel(txattn_context *ctx, struct attn_case *c, const char *kernel, const char *desc);
+/* case_run_kernel for every kernel of ctx that is usable here (the others are logged), then for the
+   dispatcher's choice. Returns how many kernels ran. */
+int case_run_every_kernel(txattn_context *ctx, struct attn_case *c, const char *desc);
+/* The same through txattn_attention. */
+void case_run_attention(txattn_context *ctx, struct attn_case *c, const char *desc);
+
+#endif

@@ -1,0 +1,61 @@
+#include "test_context.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#endif
+
+void test_env_clean(void) {
+  static const char *vars[] = {"TXATTN_PLUGIN_PATH", "TXATTN_FORCE_KERNEL", "TXATTN_MAX_ISA",
+                               "TXATTN_TABLE", "TXATTN_VERBOSE"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
+}
+
+void test_check_leaks(void) {
+#if defined(__SANITIZE_ADDRESS__)
+  if (__lsan_do_recoverable_leak_check()) {
+    fprintf(stderr, "memory leaked: see the LeakSanitizer report above\n");
+    abort();
+  }
+#endif
+}
+
+txattn_context *test_context_at(const char *plugin_path, int n_threads) {
+  txattn_options opts = {.plugin_path = plugin_path, .table_path = "", .n_threads = n_threads};
+  txattn_context *ctx = NULL;
+  txattn_status s = txattn_context_create(&opts, &ctx);
+  cr_assert_eq(s, TXATTN_OK, "txattn_context_create(plugin_path=%s): %s: %s",
+               plugin_path ? plugin_path : "NULL", txattn_status_name(s), txattn_last_error());
+  cr_assert(ctx != NULL, "txattn_context_create returned OK and no context");
+  return ctx;
+}
+
+txattn_context *test_context(int n_threads) {
+  return test_context_at(NULL, n_threads);
+}
+
+void test_kernel_list(const txattn_context *ctx, struct kernel_list *out) {
+  out->n = txattn_kernel_count(ctx);
+  cr_assert(out->n <= TEST_MAX_KERNELS, "%zu kernels: raise TEST_MAX_KERNELS", out->n);
+  for (size_t i = 0; i < out->n; i++) {
+    txattn_status s = txattn_kernel_get(ctx, i, &out->k[i]);
+    cr_assert_eq(s, TXATTN_OK, "txattn_kernel_get(%zu): %s", i, txattn_last_error());
+    cr_assert(out->k[i].name != NULL && out->k[i].name[0] != '\0', "kernel %zu has no name", i);
+  }
+}
+
+const txattn_kernel_info *test_kernel_find(const struct kernel_list *l, const char *name) {
+  for (size_t i = 0; i < l->n; i++)
+    if (strcmp(l->k[i].name, name) == 0) return &l->k[i];
+  return NULL;
+}
+
+int test_kernel_takes_every_problem(const char *name) {
+  return strcmp(name, "naive.scalar") == 0 || strcmp(name, "masked.scalar") == 0 ||
+         strcmp(name, "banded.scalar") == 0;
+}

@@ -1,0 +1,34 @@
+/* Contexts and kernel lists as the tests need them, from a clean environment. */
+#ifndef TXATTN_TEST_CONTEXT_H
+#define TXATTN_TEST_CONTEXT_H
+
+#include <stddef.h>
+
+#include "txattn/txattn.h"
+
+#define TEST_MAX_KERNELS 64
+
+/* Criterion suite .init: clears every TXATTN_* variable a developer's shell might export, so each
+   test starts from the defaults and sets only what it tests. */
+void test_env_clean(void);
+/* Criterion suite .fini: in sanitizer builds, a leak in the test's process aborts it in teardown,
+   since Criterion would otherwise count the test as passed and the leak report would scroll by
+   unseen. */
+void test_check_leaks(void);
+
+/* A context over the default plugin directories (asserts on failure). No dispatch table, so a table
+   on this machine cannot change which kernel runs. */
+txattn_context *test_context(int n_threads);
+/* The same over the given plugin path. */
+txattn_context *test_context_at(const char *plugin_path, int n_threads);
+
+struct kernel_list {
+  size_t n;
+  txattn_kernel_info k[TEST_MAX_KERNELS];
+};
+void test_kernel_list(const txattn_context *ctx, struct kernel_list *out);
+const txattn_kernel_info *test_kernel_find(const struct kernel_list *l, const char *name);
+/* The kernels of issue 2 must compute every valid problem; later kernels may decline some. */
+int test_kernel_takes_every_problem(const char *name);
+
+#endif

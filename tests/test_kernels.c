@@ -1,0 +1,165 @@
+/* Every kernel, the dispatcher's choice and txattn_attention against txattn_reference over a
+ * curated battery of shapes: sizes around powers of two, n_q != n_kv both ways, d_v != d_qk, every
+ * mask with narrow, one-sided, unbounded and huge windows, batches, GQA/MQA, strided layouts,
+ * explicit scales, large inputs, rows with no visible key and NaN inputs. */
+#include <stdint.h>
+
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <criterion/parameterized.h>
+
+#include "attn_case.h"
+#include "case_check.h"
+#include "case_run.h"
+#include "test_context.h"
+#include "txattn/txattn.h"
+
+TestSuite(kernels, .init = test_env_clean, .fini = test_check_leaks, .timeout = 300);
+
+#define DIMS(B, HQ, HKV, NQ, NKV, DQK, DV)                                                         \
+  .batch = B, .heads_q = HQ, .heads_kv = HKV, .n_q = NQ, .n_kv = NKV, .d_qk = DQK, .d_v = DV
+#define SQUARE(N, D) DIMS(1, 1, 1, N, N, D, D)
+#define NONE         .mask = TXATTN_MASK_NONE
+#define CAUSAL       .mask = TXATTN_MASK_CAUSAL
+#define WINDOW(L, R) .mask = TXATTN_MASK_WINDOW, .left = (L), .right = (R)
+#define INF          TXATTN_UNBOUNDED
+
+static struct shape battery[] = {
+    /* dense, square, n and d over their ranges */
+    {SQUARE(1, 1), NONE},
+    {SQUARE(2, 3), NONE},
+    {SQUARE(3, 16), NONE},
+    {SQUARE(7, 64), NONE},
+    {SQUARE(17, 80), NONE},
+    {SQUARE(64, 128), NONE},
+    {SQUARE(65, 16), NONE},
+    {SQUARE(257, 64), NONE},
+    {SQUARE(1, 3), CAUSAL},
+    {SQUARE(2, 1), CAUSAL},
+    {SQUARE(3, 80), CAUSAL},
+    {SQUARE(7, 16), CAUSAL},
+    {SQUARE(17, 64), CAUSAL},
+    {SQUARE(64, 80), CAUSAL},
+    {SQUARE(65, 128), CAUSAL},
+    {SQUARE(257, 16), CAUSAL},
+    /* d_v != d_qk */
+    {DIMS(1, 1, 1, 17, 17, 64, 16), NONE},
+    {DIMS(1, 1, 1, 65, 65, 16, 128), CAUSAL},
+    {DIMS(1, 1, 1, 7, 7, 1, 80), NONE},
+    {DIMS(1, 1, 1, 64, 64, 3, 1), CAUSAL},
+    {DIMS(1, 1, 1, 65, 65, 128, 64), WINDOW(8, 8)},
+    {DIMS(1, 1, 1, 257, 257, 80, 3), WINDOW(1, 1)},
+    /* n_q < n_kv (decoding against a cache) and n_q > n_kv (rows with no visible key) */
+    {DIMS(1, 1, 1, 1, 257, 64, 64), NONE},
+    {DIMS(1, 1, 1, 1, 257, 64, 64), CAUSAL},
+    {DIMS(1, 1, 1, 1, 257, 128, 128), WINDOW(8, 0)},
+    {DIMS(1, 1, 1, 1, 65, 16, 64), WINDOW(0, 0)},
+    {DIMS(1, 1, 1, 1, 1, 80, 80), CAUSAL},
+    {DIMS(1, 1, 1, 7, 65, 16, 16), CAUSAL},
+    {DIMS(1, 1, 1, 3, 2, 1, 1), NONE},
+    {DIMS(1, 1, 1, 64, 17, 3, 3), CAUSAL},
+    {DIMS(1, 1, 1, 17, 1, 64, 64), NONE},
+    {DIMS(1, 1, 1, 17, 1, 16, 16), CAUSAL},
+    {DIMS(1, 1, 1, 65, 7, 16, 16), WINDOW(1, 1)},
+    {DIMS(1, 1, 1, 257, 64, 80, 80), CAUSAL},
+    {DIMS(1, 1, 1, 65, 7, 64, 64), WINDOW(0, 0)},
+    {DIMS(1, 1, 1, 2, 257, 16, 16), WINDOW(8, 8)},
+    /* windows: 0, 1, 8, one-sided, unbounded sides, wider than n, up to INT64_MAX */
+    {SQUARE(17, 16), WINDOW(0, 0)},
+    {SQUARE(65, 64), WINDOW(1, 1)},
+    {SQUARE(257, 64), WINDOW(8, 8)},
+    {SQUARE(257, 16), WINDOW(8, 0)},
+    {SQUARE(64, 3), WINDOW(0, 8)},
+    {SQUARE(65, 16), WINDOW(INF, 0)},
+    {SQUARE(64, 80), WINDOW(0, INF)},
+    {SQUARE(17, 16), WINDOW(INF, INF)},
+    {SQUARE(65, 64), WINDOW(8, INF)},
+    {SQUARE(64, 16), WINDOW(INF, 1)},
+    {SQUARE(257, 16), WINDOW(300, 300)},
+    {SQUARE(64, 1), WINDOW(1000, 0)},
+    {SQUARE(17, 3), WINDOW(INT64_MAX, INT64_MAX)},
+    {SQUARE(7, 16), WINDOW(INT64_MAX, 0)},
+    {DIMS(1, 1, 1, 3, 7, 16, 16), WINDOW(1, INT64_MAX)},
+    {SQUARE(3, 128), WINDOW(1, 0)},
+    /* batches, GQA 4/2 and MQA 4/1 */
+    {DIMS(2, 4, 4, 17, 17, 16, 16), NONE},
+    {DIMS(2, 4, 2, 65, 65, 64, 64), CAUSAL},
+    {DIMS(1, 4, 1, 64, 64, 80, 80), WINDOW(8, 8)},
+    {DIMS(2, 4, 1, 1, 257, 128, 128), CAUSAL},
+    {DIMS(1, 4, 2, 17, 7, 3, 3), CAUSAL},
+    {DIMS(2, 2, 1, 7, 7, 1, 1), NONE},
+    /* strided layouts */
+    {DIMS(2, 4, 2, 65, 65, 64, 64), CAUSAL, .layout = LAYOUT_INTERLEAVED},
+    {DIMS(1, 4, 1, 64, 64, 80, 80), WINDOW(8, 8), .layout = LAYOUT_INTERLEAVED},
+    {DIMS(2, 2, 2, 7, 17, 16, 3), NONE, .layout = LAYOUT_INTERLEAVED},
+    {DIMS(2, 4, 2, 17, 17, 3, 16), CAUSAL, .layout = LAYOUT_PADDED},
+    {DIMS(1, 1, 1, 65, 65, 128, 128), NONE, .layout = LAYOUT_PADDED},
+    {DIMS(2, 4, 1, 1, 64, 64, 64), WINDOW(8, 0), .layout = LAYOUT_PADDED},
+    {DIMS(2, 2, 1, 17, 17, 16, 16), CAUSAL, .layout = LAYOUT_SEQ_MAJOR},
+    {DIMS(2, 4, 1, 7, 9, 3, 5), WINDOW(2, 0), .layout = LAYOUT_EXPLICIT},
+    {DIMS(2, 4, 2, 17, 65, 80, 16), WINDOW(1, 8), .layout = LAYOUT_MIXED},
+    {DIMS(1, 2, 2, 257, 257, 16, 16), NONE, .layout = LAYOUT_MIXED},
+    /* explicit scales, negative included */
+    {SQUARE(17, 16), NONE, .scale = 0.01f},
+    {SQUARE(17, 64), CAUSAL, .scale = 1.0f},
+    {SQUARE(65, 16), WINDOW(8, 8), .scale = -0.5f},
+    {SQUARE(7, 3), NONE, .scale = 3.0f},
+    /* inputs x 100: scores far beyond exp()'s float range (88) unless the max is subtracted. Either
+       the softmax is decisive (default scales) or the scale is a power of two, keeping the scores
+       exact: a float score near 800 is already off by 3e-5, which no fp32 kernel could meet 1e-5
+       with */
+    {SQUARE(64, 1), NONE, .amplitude = 100.0f},
+    {SQUARE(17, 3), CAUSAL, .amplitude = 100.0f},
+    {SQUARE(65, 64), NONE, .scale = 0x1p-10f, .amplitude = 100.0f},
+    {SQUARE(257, 16), WINDOW(8, 8), .scale = 0x1p-8f, .amplitude = 100.0f},
+    {SQUARE(7, 128), CAUSAL, .amplitude = 100.0f},
+    /* NaN: the rows that read it are NaN, the others finite; a row with no key stays exact zero */
+    {SQUARE(17, 16), NONE, .poison = POISON_Q},
+    {SQUARE(65, 64), CAUSAL, .poison = POISON_K},
+    {SQUARE(65, 16), WINDOW(8, 8), .poison = POISON_V},
+    {DIMS(2, 4, 2, 17, 17, 16, 16), CAUSAL, .poison = POISON_K},
+    {DIMS(2, 4, 1, 64, 64, 80, 80), WINDOW(1, 1), .poison = POISON_V, .layout = LAYOUT_INTERLEAVED},
+    {DIMS(1, 1, 1, 17, 7, 16, 16), CAUSAL, .poison = POISON_Q_EMPTY_ROW},
+    {SQUARE(65, 64), NONE, .poison = POISON_V},
+    {DIMS(1, 1, 1, 64, 17, 3, 3), CAUSAL, .poison = POISON_V},
+    {DIMS(1, 1, 1, 65, 7, 16, 16), WINDOW(0, 0), .poison = POISON_K},
+    /* past the usual tile sizes: windows and the causal edge straddle tiles; a long decode */
+    {SQUARE(513, 64), CAUSAL},
+    {DIMS(1, 1, 1, 511, 513, 64, 64), WINDOW(8, 8)},
+    {DIMS(2, 4, 2, 1, 1025, 64, 64), CAUSAL},
+    /* every default taken: batch, heads_kv, n_kv, d_v and scale zero */
+    {DIMS(0, 2, 0, 17, 0, 16, 0), CAUSAL},
+};
+
+ParameterizedTestParameters(kernels, agree_with_the_reference) {
+  return cr_make_param_array(struct shape, battery, sizeof battery / sizeof battery[0]);
+}
+
+ParameterizedTest(struct shape *s, kernels, agree_with_the_reference) {
+  char desc[256], msg[512];
+  struct attn_case c;
+  shape_describe(s, desc, sizeof desc);
+  case_init(&c, s, (uint64_t)(s->n_q * 1000003 + s->n_kv * 1009 + s->d_qk * 31 + s->d_v));
+  case_run_reference(&c);
+  cr_assert(case_check_reference(&c, msg, sizeof msg), "%s: %s", desc, msg);
+
+  txattn_context *ctx = test_context(0);
+  cr_assert(case_run_every_kernel(ctx, &c, desc) > 0, "%s: no kernel ran", desc);
+  case_run_attention(ctx, &c, desc);
+  txattn_context_free(ctx);
+  case_free(&c);
+}
+
+/* The kernels every build must have; case_run_kernel holds them to every problem of the battery. */
+Test(kernels, the_issue_2_kernels_are_present_and_usable) {
+  static const char *required[] = {"naive.scalar", "masked.scalar", "banded.scalar"};
+  txattn_context *ctx = test_context(0);
+  struct kernel_list kernels;
+  test_kernel_list(ctx, &kernels);
+  for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
+    const txattn_kernel_info *k = test_kernel_find(&kernels, required[i]);
+    cr_assert(k != NULL, "kernel %s is missing from the build tree's plugins", required[i]);
+    cr_expect(k->usable, "%s is not usable: %s", k->name, k->why_unusable ? k->why_unusable : "?");
+  }
+  txattn_context_free(ctx);
+}

@@ -1,0 +1,173 @@
+/* Inputs that are unusual but legal by txattn.h: q, k and v in one buffer, a packed QKV projection,
+ * K and V broadcast with zero strides, zero strides that multiply nothing. The validator must
+ * accept them, and the reference, every kernel and the dispatcher must compute them right (by the
+ * test oracle, since the reference is among those checked). */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <criterion/criterion.h>
+
+#include "oracle.h"
+#include "test_context.h"
+#include "txattn/txattn.h"
+
+TestSuite(legal_inputs, .init = test_env_clean, .fini = test_check_leaks, .timeout = 60);
+
+/* ---- legal but unusual: accepted, and right for the reference, every kernel and the dispatcher
+ * ---- */
+
+static int64_t o_offset(const txattn_tensors *t, int64_t b, int64_t h, int64_t i, int64_t c) {
+  return b * t->o_layout.batch + h * t->o_layout.head + i * t->o_layout.row + c;
+}
+
+static void expect_output(const txattn_problem *p, const txattn_tensors *t, const float *want,
+                          double tol, const char *who, const char *what) {
+  for (int64_t b = 0; b < p->batch; b++)
+    for (int64_t h = 0; h < p->heads_q; h++)
+      for (int64_t i = 0; i < p->n_q; i++)
+        for (int64_t c = 0; c < p->d_v; c++) {
+          int64_t x = o_offset(t, b, h, i, c);
+          cr_assert(fabs((double)t->o[x] - (double)want[x]) <= tol,
+                    "%s with %s: o(b%lld h%lld i%lld)[%lld] = %g, want %g", who, what, (long long)b,
+                    (long long)h, (long long)i, (long long)c, (double)t->o[x], (double)want[x]);
+        }
+}
+
+/* p must be fully explicit and t's layouts explicit, since the test oracle computes the answer. */
+static void expect_accepted(const txattn_problem *p, txattn_tensors t, size_t o_len, double max_v,
+                            const char *what) {
+  float *want = calloc(o_len, sizeof *want);
+  cr_assert(want != NULL);
+  txattn_tensors oracle_t = t;
+  oracle_t.o = want;
+  cr_assert(oracle_attention(p, &oracle_t) == 0);
+  double tol = TXATTN_EXACT_TOLERANCE * max_v;
+  txattn_context *ctx = test_context(0);
+  struct kernel_list kernels;
+  test_kernel_list(ctx, &kernels);
+  for (size_t k = 0; k <= kernels.n + 1; k++) { /* the reference, each kernel, the dispatcher */
+    const char *name = k == 0 ? "txattn_reference" : k <= kernels.n ? kernels.k[k - 1].name : NULL;
+    if (k >= 1 && k <= kernels.n && !kernels.k[k - 1].usable) continue;
+    for (size_t x = 0; x < o_len; x++) t.o[x] = -777.0f;
+    txattn_status s;
+    if (k == 0) {
+      s = txattn_reference(p, &t);
+    } else {
+      txattn_plan *plan = NULL;
+      s = txattn_plan_create(ctx, p, name, &plan);
+      if (s == TXATTN_OK) s = txattn_plan_execute(plan, &t);
+      txattn_plan_free(plan);
+    }
+    cr_assert_eq(s, TXATTN_OK, "%s refuses %s: %s: %s", name ? name : "the dispatcher", what,
+                 txattn_status_name(s), txattn_last_error());
+    expect_output(p, &t, want, tol, name ? name : "the dispatcher", what);
+  }
+  txattn_context_free(ctx);
+  free(want);
+}
+
+static void fill(float *x, size_t n, float phase) {
+  for (size_t i = 0; i < n; i++) x[i] = sinf((float)i * 0.7f + phase);
+}
+
+Test(legal_inputs, q_k_and_v_may_be_one_buffer) {
+  enum { H = 2, N = 9, D = 8 };
+  static float x[H * N * D], o[H * N * D];
+  fill(x, H * N * D, 0.3f);
+  txattn_problem p = {.batch = 1,
+                      .heads_q = H,
+                      .heads_kv = H,
+                      .n_q = N,
+                      .n_kv = N,
+                      .d_qk = D,
+                      .d_v = D,
+                      .mask = TXATTN_MASK_CAUSAL,
+                      .scale = 0.35f};
+  txattn_layout l = {H * N * D, N * D, D};
+  txattn_tensors t = {
+      .q = x, .k = x, .v = x, .o = o, .q_layout = l, .k_layout = l, .v_layout = l, .o_layout = l};
+  expect_accepted(&p, t, H * N * D, 1.0, "q = k = v");
+}
+
+Test(legal_inputs, packed_qkv_projection_output) {
+  enum {
+    PB = 2,
+    PN = 7,
+    PH = 2,
+    PD = 4
+  }; /* [b][n][3][h][d], as a fused QKV projection writes it */
+  static float qkv[PB * PN * 3 * PH * PD], o[PB * PN * PH * PD];
+  fill(qkv, PB * PN * 3 * PH * PD, 1.1f);
+  txattn_problem p = {.batch = PB,
+                      .heads_q = PH,
+                      .heads_kv = PH,
+                      .n_q = PN,
+                      .n_kv = PN,
+                      .d_qk = PD,
+                      .d_v = PD,
+                      .mask = TXATTN_MASK_WINDOW,
+                      .window_left = 2,
+                      .window_right = 1,
+                      .scale = 0.5f};
+  txattn_layout in = {PN * 3 * PH * PD, PD, 3 * PH * PD}, out = {PN * PH * PD, PD, PH * PD};
+  txattn_tensors t = {.q = qkv,
+                      .k = qkv + PH * PD,
+                      .v = qkv + 2 * PH * PD,
+                      .o = o,
+                      .q_layout = in,
+                      .k_layout = in,
+                      .v_layout = in,
+                      .o_layout = out};
+  expect_accepted(&p, t, PB * PN * PH * PD, 1.0, "packed [b][n][3][h][d] q/k/v");
+}
+
+Test(legal_inputs, inputs_may_broadcast_with_zero_strides) {
+  enum { XB = 2, XHQ = 4, XHKV = 2, XNQ = 3, XNKV = 6, XD = 5 };
+  static float q[XB * XHQ * XNQ * XD], k[XNKV * XD], v[XNKV * XD], o[XB * XHQ * XNQ * XD];
+  fill(q, XB * XHQ * XNQ * XD, 0.0f);
+  fill(k, XNKV * XD, 2.0f);
+  fill(v, XNKV * XD, 4.0f);
+  /* one K and V for every batch and kv head: reads may alias, only o must not */
+  txattn_problem p = {.batch = XB,
+                      .heads_q = XHQ,
+                      .heads_kv = XHKV,
+                      .n_q = XNQ,
+                      .n_kv = XNKV,
+                      .d_qk = XD,
+                      .d_v = XD,
+                      .mask = TXATTN_MASK_CAUSAL,
+                      .scale = 0.4f};
+  txattn_layout ql = {XHQ * XNQ * XD, XNQ * XD, XD}, kvl = {0, 0, XD};
+  txattn_tensors t = {.q = q,
+                      .k = k,
+                      .v = v,
+                      .o = o,
+                      .q_layout = ql,
+                      .k_layout = kvl,
+                      .v_layout = kvl,
+                      .o_layout = ql};
+  expect_accepted(&p, t, XB * XHQ * XNQ * XD, 1.0,
+                  "k and v broadcast by zero batch and head strides");
+}
+
+Test(legal_inputs, unused_strides_may_be_zero) {
+  enum { N = 5, D = 3 };
+  static float q[N * D], k[N * D], v[N * D], o[N * D];
+  fill(q, N * D, 0.0f);
+  fill(k, N * D, 1.0f);
+  fill(v, N * D, 2.0f);
+  /* batch = heads = 1: the batch and head strides multiply only zero, o aliases nothing */
+  txattn_problem p = {.batch = 1,
+                      .heads_q = 1,
+                      .heads_kv = 1,
+                      .n_q = N,
+                      .n_kv = N,
+                      .d_qk = D,
+                      .d_v = D,
+                      .scale = 0.6f};
+  txattn_layout l = {0, 0, D};
+  txattn_tensors t = {
+      .q = q, .k = k, .v = v, .o = o, .q_layout = l, .k_layout = l, .v_layout = l, .o_layout = l};
+  expect_accepted(&p, t, N * D, 1.0, "batch and head strides 0 with batch = heads = 1");
+}

@@ -1,0 +1,252 @@
+#include "args.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "txattn/txattn.h"
+
+typedef enum tx_args_result { TX_ARGS_OK, TX_ARGS_HELP, TX_ARGS_ERROR } tx_args_result;
+
+void tx_strlist_free(tx_strlist *l) {
+  for (size_t i = 0; i < l->n; i++) free(l->items[i]);
+  l->n = 0;
+}
+
+static tx_opt make(const char *name, tx_opt_kind kind, void *dest, const char *metavar,
+                   const char *help) {
+  return (tx_opt){.name = name, .kind = kind, .dest = dest, .metavar = metavar, .help = help};
+}
+
+tx_opt tx_opt_flag(const char *name, int *dest, const char *help) {
+  return make(name, TX_OPT_FLAG, dest, NULL, help);
+}
+
+tx_opt tx_opt_int(const char *name, int64_t *dest, const char *metavar, const char *help,
+                  int64_t min, int64_t max) {
+  tx_opt o = make(name, TX_OPT_INT, dest, metavar, help);
+  o.min = min;
+  o.max = max;
+  return o;
+}
+
+tx_opt tx_opt_bound(const char *name, int64_t *dest, const char *metavar, const char *help,
+                    int64_t min, int64_t max) {
+  tx_opt o = tx_opt_int(name, dest, metavar, help, min, max);
+  o.kind = TX_OPT_BOUND;
+  return o;
+}
+
+tx_opt tx_opt_double(const char *name, double *dest, const char *metavar, const char *help,
+                     double min, double max) {
+  tx_opt o = make(name, TX_OPT_DOUBLE, dest, metavar, help);
+  o.dmin = min;
+  o.dmax = max;
+  return o;
+}
+
+tx_opt tx_opt_string(const char *name, const char **dest, const char *metavar, const char *help) {
+  return make(name, TX_OPT_STRING, (void *)dest, metavar, help);
+}
+
+tx_opt tx_opt_list(const char *name, tx_strlist *dest, const char *metavar, const char *help) {
+  return make(name, TX_OPT_LIST, dest, metavar, help);
+}
+
+tx_opt tx_opt_choice(const char *name, int *dest, const char *metavar, const char *help,
+                     const char *const *choices) {
+  tx_opt o = make(name, TX_OPT_CHOICE, dest, metavar, help);
+  o.choices = choices;
+  return o;
+}
+
+static void print_usage_line(const tx_cmd_spec *spec, FILE *f) {
+  fprintf(f, "Usage: txtune %s %s\n", spec->name, spec->usage);
+}
+
+static void verror(const tx_cmd_spec *spec, const char *fmt, va_list ap) {
+  fprintf(stderr, "txtune %s: ", spec->name);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  print_usage_line(spec, stderr);
+  fprintf(stderr, "Try 'txtune %s --help' for the options.\n", spec->name);
+}
+
+int tx_args_usage_error(const tx_cmd_spec *spec, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  verror(spec, fmt, ap);
+  va_end(ap);
+  return TX_EXIT_USAGE;
+}
+
+static tx_args_result fail(const tx_cmd_spec *spec, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static tx_args_result fail(const tx_cmd_spec *spec, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  verror(spec, fmt, ap);
+  va_end(ap);
+  return TX_ARGS_ERROR;
+}
+
+static const tx_opt *find_opt(const tx_cmd_spec *spec, const char *name, size_t len) {
+  for (size_t g = 0; g < spec->n_groups; g++)
+    for (size_t i = 0; i < spec->groups[g].n_opts; i++) {
+      const tx_opt *o = &spec->groups[g].opts[i];
+      if (strlen(o->name) == len && strncmp(o->name, name, len) == 0) return o;
+    }
+  return NULL;
+}
+
+/* strtoll without its traps: no empty string, no trailing junk, no silent saturation. */
+static int parse_int(const char *s, int64_t *out) {
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (end == s || *end != '\0' || errno == ERANGE) return 0;
+  *out = (int64_t)v;
+  return 1;
+}
+
+static tx_args_result range_error(const tx_cmd_spec *spec, const tx_opt *o, const char *v) {
+  const char *inf = o->kind == TX_OPT_BOUND ? " (or inf)" : "";
+  if (o->max >= (INT64_C(1) << 40)) /* "no real limit": the library names the field if too big */
+    return fail(spec, "--%s expects an integer >= %" PRId64 "%s, got '%s'", o->name, o->min, inf,
+                v);
+  return fail(spec, "--%s expects an integer from %" PRId64 " to %" PRId64 "%s, got '%s'", o->name,
+              o->min, o->max, inf, v);
+}
+
+static tx_args_result set_int(const tx_cmd_spec *spec, const tx_opt *o, const char *v) {
+  int64_t x;
+  if (o->kind == TX_OPT_BOUND && (strcasecmp(v, "inf") == 0 || strcasecmp(v, "unbounded") == 0)) {
+    *(int64_t *)o->dest = TXATTN_UNBOUNDED;
+    return TX_ARGS_OK;
+  }
+  if (!parse_int(v, &x) || x < o->min || x > o->max) return range_error(spec, o, v);
+  *(int64_t *)o->dest = x;
+  return TX_ARGS_OK;
+}
+
+static tx_args_result set_double(const tx_cmd_spec *spec, const tx_opt *o, const char *v) {
+  char *end;
+  errno = 0;
+  double x = strtod(v, &end);
+  if (end == v || *end != '\0' || errno == ERANGE || !(x >= o->dmin && x <= o->dmax))
+    return fail(spec, "--%s expects a number from %g to %g, got '%s'", o->name, o->dmin, o->dmax,
+                v);
+  *(double *)o->dest = x;
+  return TX_ARGS_OK;
+}
+
+static tx_args_result set_choice(const tx_cmd_spec *spec, const tx_opt *o, const char *v) {
+  char all[256] = "";
+  for (int i = 0; o->choices[i]; i++) {
+    if (strcmp(o->choices[i], v) == 0) {
+      *(int *)o->dest = i;
+      return TX_ARGS_OK;
+    }
+    size_t len = strlen(all);
+    snprintf(all + len, sizeof all - len, "%s%s", i ? ", " : "", o->choices[i]);
+  }
+  return fail(spec, "--%s expects one of %s, got '%s'", o->name, all, v);
+}
+
+static tx_args_result add_list(const tx_cmd_spec *spec, const tx_opt *o, const char *v) {
+  tx_strlist *l = o->dest;
+  const char *s = v;
+  for (;;) {
+    size_t len = strcspn(s, ",");
+    if (len == 0) return fail(spec, "--%s: empty item in '%s'", o->name, v);
+    if (l->n == TX_LIST_MAX) return fail(spec, "--%s: more than %d items", o->name, TX_LIST_MAX);
+    char *item = malloc(len + 1);
+    if (!item) return fail(spec, "out of memory");
+    memcpy(item, s, len);
+    item[len] = '\0';
+    l->items[l->n++] = item;
+    if (s[len] == '\0') return TX_ARGS_OK;
+    s += len + 1;
+  }
+}
+
+static tx_args_result set_value(const tx_cmd_spec *spec, const tx_opt *o, const char *v) {
+  switch (o->kind) {
+  case TX_OPT_INT:
+  case TX_OPT_BOUND:
+    return set_int(spec, o, v);
+  case TX_OPT_DOUBLE:
+    return set_double(spec, o, v);
+  case TX_OPT_STRING:
+    *(const char **)o->dest = v;
+    return TX_ARGS_OK;
+  case TX_OPT_LIST:
+    return add_list(spec, o, v);
+  case TX_OPT_CHOICE:
+    return set_choice(spec, o, v);
+  case TX_OPT_FLAG:
+    break;
+  }
+  return fail(spec, "--%s takes no value", o->name);
+}
+
+static void print_opt(const char *left, const char *help, FILE *f) {
+  enum { COL = 30 };
+  if (strlen(left) + 2 < COL)
+    fprintf(f, "  %-*s%s\n", COL - 2, left, help);
+  else
+    fprintf(f, "  %s\n  %-*s%s\n", left, COL - 2, "", help);
+}
+
+static void print_help(const tx_cmd_spec *spec, FILE *f) {
+  print_usage_line(spec, f);
+  fprintf(f, "\n%s\n", spec->about);
+  for (size_t g = 0; g < spec->n_groups; g++) {
+    fprintf(f, "\n%s:\n", spec->groups[g].title);
+    for (size_t i = 0; i < spec->groups[g].n_opts; i++) {
+      const tx_opt *o = &spec->groups[g].opts[i];
+      char left[96];
+      if (o->kind == TX_OPT_FLAG)
+        snprintf(left, sizeof left, "--%s", o->name);
+      else
+        snprintf(left, sizeof left, "--%s %s", o->name, o->metavar);
+      print_opt(left, o->help, f);
+    }
+  }
+  fprintf(f, "\n");
+  print_opt("-h, --help", "show this help and exit", f);
+}
+
+static tx_args_result parse(const tx_cmd_spec *spec, int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+      print_help(spec, stdout);
+      return TX_ARGS_HELP;
+    }
+    if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0')
+      return fail(spec, "unexpected argument '%s'", arg);
+    const char *name = arg + 2, *eq = strchr(name, '=');
+    size_t len = eq ? (size_t)(eq - name) : strlen(name);
+    const tx_opt *o = find_opt(spec, name, len);
+    if (!o) return fail(spec, "unknown option '--%.*s'", (int)len, name);
+    if (o->kind == TX_OPT_FLAG) {
+      if (eq) return fail(spec, "--%s takes no value", o->name);
+      *(int *)o->dest = 1;
+      continue;
+    }
+    const char *value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+    if (!value) return fail(spec, "--%s needs a value (%s)", o->name, o->metavar);
+    tx_args_result r = set_value(spec, o, value);
+    if (r != TX_ARGS_OK) return r;
+  }
+  return TX_ARGS_OK;
+}
+
+int tx_args_parse_cmd(const tx_cmd_spec *spec, int argc, char **argv) {
+  tx_args_result r = parse(spec, argc, argv);
+  return r == TX_ARGS_OK ? -1 : r == TX_ARGS_HELP ? TX_EXIT_OK : TX_EXIT_USAGE;
+}

@@ -1,0 +1,47 @@
+#include "kernels.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "txattn/plugin.h"
+
+static int find_kernel(const txattn_context *ctx, const char *name, txattn_kernel_info *out) {
+  size_t n = txattn_kernel_count(ctx);
+  for (size_t i = 0; i < n; i++)
+    if (txattn_kernel_get(ctx, i, out) == TXATTN_OK && strcmp(out->name, name) == 0) return 1;
+  return 0;
+}
+
+int tx_kernels_select(const tx_cmd_spec *spec, const txattn_context *ctx, const tx_strlist *names,
+                      tx_kernel_sel **out, size_t *n_out) {
+  size_t n = names && names->n ? names->n : txattn_kernel_count(ctx);
+  tx_kernel_sel *sel = calloc(n ? n : 1, sizeof *sel);
+  if (!sel) return tx_args_usage_error(spec, "out of memory");
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!(names && names->n)) {
+      if (txattn_kernel_get(ctx, i, &sel[k].info) == TXATTN_OK) k++;
+      continue;
+    }
+    size_t j = 0; /* a name given twice is checked or timed once */
+    while (j < k && strcmp(sel[j].info.name, names->items[i]) != 0) j++;
+    if (j < k) continue;
+    if (!find_kernel(ctx, names->items[i], &sel[k].info)) {
+      free(sel);
+      return tx_args_usage_error(spec, "no kernel named '%s' ('txtune list' shows them)",
+                                 names->items[i]);
+    }
+    sel[k++].requested = 1;
+  }
+  *out = sel;
+  *n_out = k;
+  return 0;
+}
+
+void tx_kernel_flags_text(unsigned flags, char *buf, size_t size) {
+  snprintf(buf, size, "%s%s%s", flags & TXATTN_KERNEL_THREADED ? "threaded" : "",
+           (flags & TXATTN_KERNEL_THREADED) && (flags & TXATTN_KERNEL_SPARSE) ? "," : "",
+           flags & TXATTN_KERNEL_SPARSE ? "sparse" : "");
+  if (!*buf) snprintf(buf, size, "-");
+}

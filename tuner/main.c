@@ -1,0 +1,71 @@
+/* txtune: the command-line face of libtxattn. main() only dispatches; each subcommand lives in its
+   own cmd_<name>.c and parses its own options. */
+#include <stdio.h>
+#include <string.h>
+
+#include "args.h"
+#include "commands.h"
+#include "txattn/plugin.h"
+#include "txattn/txattn.h"
+
+typedef struct tx_command {
+  const char *name, *summary;
+  int (*run)(int argc, char **argv);
+} tx_command;
+
+static const tx_command commands[] = {
+    {"list", "kernels and plugins found, and why any cannot be used", tx_cmd_list},
+    {"check", "every usable kernel against the fp64 reference on a battery of shapes",
+     tx_cmd_check},
+    {"bench", "time every applicable kernel on one shape", tx_cmd_bench},
+};
+enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
+
+static void usage(FILE *f) {
+  fprintf(f, "Usage: txtune <command> [options]\n"
+             "       txtune <command> --help\n"
+             "       txtune --version\n"
+             "\nExact scaled-dot-product attention: inspect, verify and time the kernels of "
+             "libtxattn.\n\nCommands:\n");
+  for (int i = 0; i < N_COMMANDS; i++)
+    fprintf(f, "  %-8s%s\n", commands[i].name, commands[i].summary);
+  fprintf(f, "\nExit status: 0 ok, 1 a check or run failed, 2 usage error.\n");
+}
+
+static void version(void) {
+  printf("txtune %s (libtxattn %s at run time, plugin ABI %u)\n", TXATTN_VERSION_STRING,
+         txattn_version_string(), TXATTN_PLUGIN_ABI_VERSION);
+}
+
+static const tx_command *find_command(const char *name) {
+  for (int i = 0; i < N_COMMANDS; i++)
+    if (strcmp(commands[i].name, name) == 0) return &commands[i];
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return TX_EXIT_USAGE;
+  }
+  const char *cmd = argv[1];
+  if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0) {
+    usage(stdout);
+    return TX_EXIT_OK;
+  }
+  if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0) {
+    version();
+    return TX_EXIT_OK;
+  }
+  if (strcmp(cmd, "help") == 0 && argc == 3 && find_command(argv[2])) { /* txtune help bench */
+    char *help_argv[] = {argv[2], "--help", NULL};
+    return find_command(argv[2])->run(2, help_argv);
+  }
+  const tx_command *c = find_command(cmd);
+  if (!c) {
+    fprintf(stderr, "txtune: unknown %s '%s'\n", cmd[0] == '-' ? "option" : "command", cmd);
+    usage(stderr);
+    return TX_EXIT_USAGE;
+  }
+  return c->run(argc - 1, argv + 1);
+}

@@ -1,0 +1,115 @@
+#include "problem_cli.h"
+
+#include <math.h>
+#include <stdio.h>
+
+static const char *const mask_names[] = {"none", "causal", "window", NULL};
+
+const char *tx_mask_name(txattn_mask m) {
+  return m >= TXATTN_MASK_NONE && m <= TXATTN_MASK_WINDOW ? mask_names[m] : "?";
+}
+
+void tx_problem_args_init(tx_problem_args *a) {
+  a->n = a->n_kv = a->d = a->dv = a->batch = a->heads = a->heads_kv = TX_UNSET;
+  a->left = a->right = a->window = TX_UNSET;
+  a->mask = -1;
+  a->scale = NAN;
+}
+
+/* Upper limits are loose on purpose: the library's validation names the field that is too large. */
+void tx_problem_opts(tx_problem_args *a, tx_opt *o) {
+  const int64_t big = INT64_C(1) << 40;
+  int i = 0;
+  o[i++] = tx_opt_int("n", &a->n, "N", "query rows (sequence length)", 1, big);
+  o[i++] = tx_opt_int("n-kv", &a->n_kv, "M", "key/value rows [N]", 1, big);
+  o[i++] = tx_opt_int("d", &a->d, "D", "head size of queries and keys", 1, big);
+  o[i++] = tx_opt_int("dv", &a->dv, "DV", "head size of values [D]", 1, big);
+  o[i++] = tx_opt_choice("mask", &a->mask, "none|causal|window", "mask kind [none]", mask_names);
+  o[i++] = tx_opt_bound("left", &a->left, "L", "window: keys visible before the query (or inf)", 0,
+                        INT64_MAX);
+  o[i++] = tx_opt_bound("right", &a->right, "R", "window: keys visible after the query (or inf)", 0,
+                        INT64_MAX);
+  o[i++] = tx_opt_int("window", &a->window, "W", "centred window of W keys: left = right = W/2", 0,
+                      INT64_MAX);
+  o[i++] = tx_opt_int("batch", &a->batch, "B", "batch size [1]", 1, big);
+  o[i++] = tx_opt_int("heads", &a->heads, "H", "query heads [1]", 1, big);
+  o[i++] =
+      tx_opt_int("heads-kv", &a->heads_kv, "G", "key/value heads, dividing H (GQA) [H]", 1, big);
+  o[i++] = tx_opt_double("scale", &a->scale, "S", "score scale, nonzero [1/sqrt(D)]", -3e38, 3e38);
+}
+
+static int window_from_args(const tx_cmd_spec *spec, const tx_problem_args *a, txattn_problem *p) {
+  int sides = (a->left != TX_UNSET) + (a->right != TX_UNSET), centred = a->window != TX_UNSET;
+  if (!sides && !centred) {
+    if (p->mask == TXATTN_MASK_WINDOW)
+      return tx_args_usage_error(spec,
+                                 "--mask window needs --left L and --right R (or --window W)");
+    return 0;
+  }
+  if (a->mask >= 0 && p->mask != TXATTN_MASK_WINDOW)
+    return tx_args_usage_error(spec, "--left, --right and --window need --mask window, not %s",
+                               mask_names[a->mask]);
+  if (centred && sides)
+    return tx_args_usage_error(spec, "give either --window or --left/--right, not both");
+  if (sides == 1)
+    return tx_args_usage_error(spec, "a window needs both --left and --right (either may be inf)");
+  p->mask = TXATTN_MASK_WINDOW;
+  p->window_left = centred ? a->window / 2 : a->left;
+  p->window_right = centred ? a->window / 2 : a->right;
+  return 0;
+}
+
+int tx_problem_from_args(const tx_cmd_spec *spec, const tx_problem_args *a, txattn_problem *out) {
+  if (a->n == TX_UNSET) return tx_args_usage_error(spec, "--n is required");
+  if (a->d == TX_UNSET) return tx_args_usage_error(spec, "--d is required");
+  if ((float)a->scale == 0.0f) /* the problem struct reads 0 as "use the default" */
+    return tx_args_usage_error(spec, "--scale must be nonzero (leave it out for 1/sqrt(D))");
+  txattn_problem p = {0};
+  p.n_q = a->n;
+  p.d_qk = a->d;
+  p.n_kv = a->n_kv == TX_UNSET ? 0 : a->n_kv;
+  p.d_v = a->dv == TX_UNSET ? 0 : a->dv;
+  p.batch = a->batch == TX_UNSET ? 0 : a->batch;
+  p.heads_q = a->heads == TX_UNSET ? 0 : a->heads;
+  p.heads_kv = a->heads_kv == TX_UNSET ? 0 : a->heads_kv;
+  p.mask = a->mask < 0 ? TXATTN_MASK_NONE : (txattn_mask)a->mask;
+  p.scale = isnan(a->scale) ? 0.0f : (float)a->scale;
+  int rc = window_from_args(spec, a, &p);
+  if (rc) return rc;
+  if (txattn_problem_resolve(&p, out) != TXATTN_OK)
+    return tx_args_usage_error(spec, "invalid problem: %s", txattn_last_error());
+  return 0;
+}
+
+static void format_bound(int64_t v, char *buf, size_t size) {
+  if (v == TXATTN_UNBOUNDED)
+    snprintf(buf, size, "inf");
+  else
+    snprintf(buf, size, "%lld", (long long)v);
+}
+
+int tx_problem_format(const txattn_problem *p, char *buf, size_t size) {
+  char bv[32] = "", hv[48] = "", nv[64], dv[64], mv[64], sv[32] = "", l[24], r[24];
+  int64_t heads = p->heads_q ? p->heads_q : 1, kv = p->heads_kv ? p->heads_kv : heads;
+  if (p->batch > 1) snprintf(bv, sizeof bv, "b=%lld ", (long long)p->batch);
+  if (heads != 1 || kv != heads)
+    snprintf(hv, sizeof hv, kv == heads ? "h=%lld " : "h=%lld/%lld ", (long long)heads,
+             (long long)kv);
+  if (p->n_kv && p->n_kv != p->n_q)
+    snprintf(nv, sizeof nv, "n_q=%lld n_kv=%lld", (long long)p->n_q, (long long)p->n_kv);
+  else
+    snprintf(nv, sizeof nv, "n=%lld", (long long)p->n_q);
+  if (p->d_v && p->d_v != p->d_qk)
+    snprintf(dv, sizeof dv, "d_qk=%lld d_v=%lld", (long long)p->d_qk, (long long)p->d_v);
+  else
+    snprintf(dv, sizeof dv, "d=%lld", (long long)p->d_qk);
+  format_bound(p->window_left, l, sizeof l);
+  format_bound(p->window_right, r, sizeof r);
+  if (p->mask == TXATTN_MASK_WINDOW)
+    snprintf(mv, sizeof mv, "window(%s,%s)", l, r);
+  else
+    snprintf(mv, sizeof mv, "%s", tx_mask_name(p->mask));
+  if (p->scale != 0 && p->scale != (float)(1.0 / sqrt((double)p->d_qk)))
+    snprintf(sv, sizeof sv, " scale=%g", (double)p->scale);
+  return snprintf(buf, size, "%s%s%s %s %s%s", bv, hv, nv, dv, mv, sv);
+}

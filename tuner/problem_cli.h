@@ -1,0 +1,33 @@
+/* An attention problem on the command line: the options that describe one (shared by every
+   subcommand that takes a shape) and the one-line text that names one in tables and reports. */
+#ifndef TXTUNE_PROBLEM_CLI_H
+#define TXTUNE_PROBLEM_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "args.h"
+#include "txattn/txattn.h"
+
+typedef struct tx_problem_args {
+  int64_t n, n_kv, d, dv, batch, heads, heads_kv, left, right, window; /* TX_UNSET if not given */
+  int mask;                                                            /* -1 if not given */
+  double scale;                                                        /* NaN if not given */
+} tx_problem_args;
+
+#define TX_UNSET          INT64_MIN
+#define TX_PROBLEM_N_OPTS 12
+
+void tx_problem_args_init(tx_problem_args *a);
+/* Writes the TX_PROBLEM_N_OPTS options that fill a into opts. */
+void tx_problem_opts(tx_problem_args *a, tx_opt *opts);
+/* Checks the combination (e.g. --left needs a window) and resolves the problem. Returns 0, or
+   prints a usage error and returns TX_EXIT_USAGE. */
+int tx_problem_from_args(const tx_cmd_spec *spec, const tx_problem_args *a, txattn_problem *out);
+
+const char *tx_mask_name(txattn_mask m);
+/* "b=2 h=4/2 n=65 d=64 window(8,inf)": only what differs from the defaults. Returns what snprintf
+ * does. */
+int tx_problem_format(const txattn_problem *p, char *buf, size_t size);
+
+#endif
