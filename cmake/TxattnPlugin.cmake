@@ -17,6 +17,10 @@ function(txattn_add_plugin name)
     C_VISIBILITY_PRESET hidden
     LIBRARY_OUTPUT_DIRECTORY "${ARG_OUTPUT_DIR}")
   target_link_options(${target} PRIVATE "LINKER:--no-undefined")
+  # The loader refuses plugin files and directories that group or others can write; a umask of 002
+  # would make them so in the build tree.
+  add_custom_command(TARGET ${target} POST_BUILD
+    COMMAND chmod go-w "$<TARGET_FILE:${target}>" "$<TARGET_FILE_DIR:${target}>" VERBATIM)
   if(NOT ARG_NO_INSTALL)
     install(TARGETS ${target} LIBRARY DESTINATION "${TXATTN_PLUGIN_INSTALL_DIR}")
   endif()

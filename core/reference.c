@@ -47,6 +47,7 @@ static void reference_row(const txattn_problem *p, const txattn_tensors *t, int6
     for (int64_t c = 0; c < p->d_v; c++) acc[c] += w * (double)vj[c];
   }
   for (int64_t c = 0; c < p->d_v; c++) o[c] = (float)(acc[c] / sum);
+  txattn_row_spread_nan(o, p->d_v);
 }
 
 txattn_status txattn_reference(const txattn_problem *p, const txattn_tensors *t) {

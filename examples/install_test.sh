@@ -67,7 +67,9 @@ done
 
 step "a third-party plugin built with pkg-config and installed into plugindir"
 cp -R "$examples/plugin" "$tmp/plugin"
-make -s -C "$tmp/plugin" install || fail "building and installing examples/plugin"
+{ cmake -S "$tmp/plugin" -B "$tmp/plugin/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null &&
+  cmake --build "$tmp/plugin/build" >/dev/null && cmake --install "$tmp/plugin/build" >/dev/null; } ||
+  fail "building and installing examples/plugin"
 "$prefix/bin/txtune" list | tee "$tmp/list.txt" || fail "txtune list"
 grep -q 'example_online\.scalar  *yes' "$tmp/list.txt" || fail "example_online.scalar is not usable"
 "$prefix/bin/txtune" check --quick --kernel example_online.scalar || fail "example_online.scalar is not exact"

@@ -28,6 +28,10 @@ static void online_row(const txattn_problem *p, const float *q, const float *k_h
                        const float *v_head, const txattn_tensors *t, int64_t lo, int64_t hi,
                        double *acc, float *o) {
   const int64_t d_qk = p->d_qk, d_v = p->d_v;
+  if (lo >= hi) { /* no visible key: exact zeros */
+    memset(o, 0, (size_t)d_v * sizeof *o);
+    return;
+  }
   double m = -INFINITY, sum = 0;
   memset(acc, 0, (size_t)d_v * sizeof *acc);
   for (int64_t j = lo; j < hi; j++) {
@@ -45,8 +49,8 @@ static void online_row(const txattn_problem *p, const float *q, const float *k_h
     sum += w;
     for (int64_t c = 0; c < d_v; c++) acc[c] += w * v[c];
   }
-  /* No visible key: exact zeros. A NaN score made sum (so the row) NaN, a NaN in V its column */
-  for (int64_t c = 0; c < d_v; c++) o[c] = lo >= hi ? 0.0f : (float)(acc[c] / sum);
+  for (int64_t c = 0; c < d_v; c++) o[c] = (float)(acc[c] / sum);
+  txattn_row_spread_nan(o, d_v); /* a NaN in one V element reached only its column */
 }
 
 static txattn_status online_run(const txattn_kernel_call *call) {

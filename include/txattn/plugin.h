@@ -25,6 +25,7 @@
 #ifndef TXATTN_PLUGIN_H
 #define TXATTN_PLUGIN_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -137,6 +138,17 @@ static inline void txattn_visible_range(const txattn_problem *p, int64_t i, int6
   if (b < a) b = a;
   *lo = a;
   *hi = b;
+}
+
+/* The contract makes a whole output row NaN when the row reads a NaN through a visible key. A NaN in
+   q or k already spreads through the scores; one in a single V element would, by plain arithmetic,
+   reach only its own column, so every kernel ends each row with this (d_v comparisons: free next to
+   the row's n_kv * d work). */
+static inline void txattn_row_spread_nan(float *o, int64_t d_v) {
+  int nan = 0;
+  for (int64_t c = 0; c < d_v; c++) nan |= o[c] != o[c];
+  if (nan)
+    for (int64_t c = 0; c < d_v; c++) o[c] = NAN;
 }
 
 /* Row i of head h in batch b of a tensor with layout l. */

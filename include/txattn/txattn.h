@@ -10,8 +10,9 @@
  *      TXATTN_MASK_CAUSAL: j <= pos(i);
  *      TXATTN_MASK_WINDOW: pos(i) - window_left <= j <= pos(i) + window_right (either side may be
  *                          TXATTN_UNBOUNDED).
- *  - A row with no visible key gets an output row of exact zeros. A NaN in any value a row reads through
- *    a visible key makes that output row NaN.
+ *  - A row with no visible key gets an output row of exact zeros (+0.0f). A NaN in any value a row reads
+ *    through a visible key (its q row, or any element of a visible key's k or v row) makes every element
+ *    of that output row NaN.
  *  - "Exact": max|O - O_ref| <= TXATTN_EXACT_TOLERANCE * max|V| against txattn_reference().
  *
  * Errors: every function returns a status; txattn_last_error() gives this thread's last failure in words.

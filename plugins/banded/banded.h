@@ -1,16 +1,37 @@
-/* Internal to the banded plugin: the split between the row loop and the per-ISA inner loops.
+/* Internal to the banded plugin: the split between the ISA-free row loop and the per-ISA kernels.
  *
- * banded_rows.c walks the rows and their visible key ranges and is compiled without ISA flags; the
- * vector work of one row (scores, max, exponentials, weighted sum) goes through a banded_ops table,
- * one per ISA file, so an AVX2/AVX-512/NEON variant is one new file plus one kernel descriptor.
+ * banded_rows.c walks batches and heads and is compiled without ISA flags; everything inside one
+ * head (the rows, their visible key ranges, scores, max, exponentials, weighted sums) is a
+ * banded_head_fn, one per ISA file, so that a vector kernel keeps its rows, registers and loops to
+ * itself. banded.scalar builds its head from the banded_ops inner loops of banded_scalar.c; the
+ * vector kernels come from banded_algo.h compiled once per ISA.
  */
 #ifndef TXATTN_BANDED_H
 #define TXATTN_BANDED_H
 
 #include "txattn/plugin.h"
 
-/* Keys per float partial sum (see banded_rows.c). */
+/* Keys per float partial sum (see banded_rows.c). A multiple of every vector width. */
 #define BANDED_CHUNK 64
+/* Floats of slack after the scores of a row: a vector kernel may write one whole block of keys
+   (at most 16) past the last visible key, and pads the scores to a whole vector. */
+#define BANDED_PAD 32
+/* Query rows the vector kernels process together (banded_algo.h). */
+#define BANDED_MR 4
+/* The widest vector of any ISA, in floats (AVX-512): bounds the workspace of every vector kernel. */
+#define BANDED_MAX_W 16
+
+/* One (batch, query head) of a call: its rows start at q and o, those of its kv head at k and v. */
+typedef struct banded_head {
+  const txattn_problem *p;
+  const float *q, *k, *v;
+  float *o;
+  int64_t q_row, k_row, v_row, o_row;
+  void *workspace; /* banded_workspace_bytes(p) bytes, 64-byte aligned */
+} banded_head;
+
+/* Computes every query row of one head. */
+typedef void (*banded_head_fn)(const banded_head *hd);
 
 typedef struct banded_ops {
   /* s[j] = scale * (q . k_j) for j < n, where key row k_j = k + j * k_row holds d floats. */
@@ -26,13 +47,55 @@ typedef struct banded_ops {
                        float *o);
 } banded_ops;
 
-extern const banded_ops banded_scalar_ops;
+/* One head through an ops table (the scalar kernel's structure). */
+void banded_ops_head(const banded_head *hd, const banded_ops *ops);
+
+void banded_head_scalar(const banded_head *hd);
+#if defined(__x86_64__)
+void banded_head_avx2(const banded_head *hd);
+void banded_head_avx512(const banded_head *hd);
+#endif
+#if defined(__aarch64__)
+void banded_head_neon(const banded_head *hd);
+#endif
 
 /* The widest visible range of any row, in keys. */
 int64_t banded_max_range(const txattn_problem *p);
-/* The scratch one row needs: scores of the widest range and the partial sums of one output row. */
+/* The scratch one head needs: see the layout below. */
 size_t banded_workspace_bytes(const txattn_problem *p);
-/* Runs the whole problem on one thread with the given inner loops. */
-txattn_status banded_run(const txattn_kernel_call *call, const banded_ops *ops);
+/* Runs the whole problem on one thread, one head at a time. */
+txattn_status banded_run(const txattn_kernel_call *call, banded_head_fn head);
+
+/* Workspace layout, each part on its own cache lines, room for BANDED_MR rows of each:
+   double acc[MR][d_v] | float part[MR][d_v] | float scores[MR][banded_score_stride] |
+   float panels[banded_panel_floats] (the vector kernels' transposed keys, see banded_algo.h). */
+static inline size_t banded_round64(size_t bytes) {
+  return (bytes + 63) & ~(size_t)63;
+}
+/* Floats per row of scores: a row's keys, or a group's union rounded out to whole vectors. */
+static inline int64_t banded_score_stride(const txattn_problem *p) {
+  return (banded_max_range(p) + BANDED_MR + BANDED_PAD + 15) / 16 * 16;
+}
+/* Keys (times d_qk floats) of transposed K the vector kernels keep: a group's union rounded out to
+   whole panels of up to BANDED_MAX_W keys, plus one panel. */
+static inline int64_t banded_panel_keys(const txattn_problem *p) {
+  return (banded_max_range(p) + BANDED_MR + 3 * BANDED_MAX_W - 1) / BANDED_MAX_W * BANDED_MAX_W;
+}
+static inline double *banded_ws_acc(const banded_head *hd) {
+  return (double *)hd->workspace;
+}
+static inline float *banded_ws_part(const banded_head *hd) {
+  return (float *)((char *)hd->workspace +
+                   banded_round64((size_t)BANDED_MR * (size_t)hd->p->d_v * sizeof(double)));
+}
+static inline float *banded_ws_scores(const banded_head *hd) {
+  return (float *)((char *)banded_ws_part(hd) +
+                   banded_round64((size_t)BANDED_MR * (size_t)hd->p->d_v * sizeof(float)));
+}
+static inline float *banded_ws_panels(const banded_head *hd) {
+  return (float *)((char *)banded_ws_scores(hd) +
+                   banded_round64((size_t)BANDED_MR * (size_t)banded_score_stride(hd->p) *
+                                  sizeof(float)));
+}
 
 #endif

@@ -70,9 +70,13 @@ static void scalar_weighted_sum(const float *w, const float *v, int64_t v_row, i
   }
 }
 
-const banded_ops banded_scalar_ops = {
+static const banded_ops scalar_ops = {
     .scores = scalar_scores,
     .max = scalar_max,
     .exp_sum = scalar_exp_sum,
     .weighted_sum = scalar_weighted_sum,
 };
+
+void banded_head_scalar(const banded_head *hd) {
+  banded_ops_head(hd, &scalar_ops);
+}

@@ -153,6 +153,9 @@ void masked_block(const txattn_kernel_call *call, const masked_geometry *g, int6
   /* Rows with no visible key: exact zeros (the product would give -0.0 for negative values). */
   for (int64_t r = 0; r < m; r++) {
     txattn_visible_range(p, t.i0 + r % t.rows, &lo, &hi);
-    if (lo >= hi) memset(out_row(call, &t, r), 0, (size_t)p->d_v * sizeof(float));
+    if (lo >= hi)
+      memset(out_row(call, &t, r), 0, (size_t)p->d_v * sizeof(float));
+    else
+      txattn_row_spread_nan(out_row(call, &t, r), p->d_v);
   }
 }

@@ -51,6 +51,7 @@ static void attend_row(const txattn_kernel_call *call, int64_t b, int64_t h_kv, 
       acc += (double)scores[j] * txattn_row(t->v, &t->v_layout, b, h_kv, lo + j)[c];
     out[c] = (float)(acc / sum);
   }
+  txattn_row_spread_nan(out, p->d_v);
 }
 
 size_t naive_workspace_size(const txattn_problem *p, int n_threads, const int64_t *tunables) {

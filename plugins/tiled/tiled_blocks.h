@@ -1,9 +1,13 @@
 /* Register-block shapes of each ISA, in one place: the vector layers (vec_<isa>.h) build their
- * micro-kernels from them and the descriptors (tiled_plugin.c, compiled without ISA flags) derive
- * the tunables' multiple_of constraints from them. W   floats per vector; MR  query rows per
- * register block (block_q is a multiple of it); NRS vectors of keys per score tile, so a packed K
- * panel holds NRS * W keys (block_k is a multiple); NRV vectors of d_v per P V tile. Why each
- * shape: see the vector layer that uses it. */
+ * micro-kernels from them, and the descriptors (tiled_plugin.c, compiled without ISA flags) derive
+ * the tunables' multiple_of constraints from them.
+ *
+ *   W    floats per vector
+ *   MR   query rows per register block (block_q is a multiple of it)
+ *   NRS  vectors of keys per score tile: a packed K panel holds NRS * W keys (block_k is a multiple)
+ *   NRV  vectors of d_v per P V tile
+ *
+ * Why each shape: see the vector layer that uses it. */
 #ifndef TILED_BLOCKS_H
 #define TILED_BLOCKS_H
 

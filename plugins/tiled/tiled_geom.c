@@ -99,23 +99,33 @@ void tiled_key_span(const tiled_geom *g, int64_t *kb0, int64_t *kb1) {
   *kb1 = first < 0 ? 0 : ceil_div(last, g->bc);
 }
 
-/* The rule (to be refined by the tuner's measurements):
- *  - block_k: one packed key block (K and V, bc * (d_qk + d_v) floats) takes at most a quarter of
- * L2, because the loop over row groups re-reads it from L2 once per group, and the packed head
- * streaming through from L3 must not evict it; at most 256 keys (larger blocks only waste work on
- * the masks' ragged edges), at least one panel.
- *  - block_q: the query block and its accumulators (br * (d_qk + d_v) floats) fill half of L1, at
- * least 16 rows' worth (each query block re-reads the packed head from L3, so fewer rows per block
- * would be bound by L3 bandwidth), at most 256 rows. Unknown caches count as 32 KiB L1 and 512 KiB
- * L2. */
+/* The rule, fitted to measurements of tiled.avx2 on Zen 2 (32 KiB L1d, 512 KiB L2, 8 MiB L3 share;
+ * no mask; the tuner refines it per machine):
+ *  - block_k: the packed K and V block (bc * (d_qk + d_v) floats) takes half of L2, at most 512 keys;
+ *    if that leaves fewer than 256 keys, up to 256 as long as the block fits in L2. Large blocks
+ *    amortise each row's per-block softmax work and each accumulator tile's load and store: at
+ *    n = 4096, d = 64 ran at 80.7 / 83.3 / 85.2 GFLOP/s with 128 / 256 / 512 keys (1024: 82.9),
+ *    d = 128 at 88.6 / 90.6 / 90.7, and d = 256 at 90.7 with 128 keys against 94.7 with 256.
+ *  - block_q: the query block's scores, queries and accumulators (br * (bc + d_qk + d_v) floats)
+ *    take a quarter of L2 beside the K/V block (n = 4096, d = 128: 90.6 / 91.7 / 91.4 / 87.9
+ *    GFLOP/s with 30 / 60 / 90 / 120 rows; d = 64 flat from 30 to 180 rows), or half of L2 when the
+ *    packed K/V of a head exceeds half the L3 share: each query block streams it from memory
+ *    again, so more rows per block pay off (n = 16384, d = 128: 75.7 with 60 rows, 83.6 with 126;
+ *    d = 64: 72.8 with 48 rows, 76.6 with 102).
+ * Neither exceeds what the problem has. Unknown caches count as 512 KiB L2 and 8 MiB L3. */
 void tiled_default_blocks(const txattn_problem *p, const txattn_machine *m, int mr, int kw,
                           int64_t *br, int64_t *bc) {
-  int64_t l1 = m && m->l1d_bytes > 0 ? m->l1d_bytes : 32 * 1024;
-  int64_t l2 = m && m->l2_bytes > 0 ? m->l2_bytes : 512 * 1024;
-  int64_t width = (p->d_qk + p->d_v) * (int64_t)sizeof(float);
-  int64_t k = l2 / 4 / width, q = l1 / 2 / width;
-  k = k > 256 ? 256 : k;
-  q = q < 16 ? 16 : q > 256 ? 256 : q;
-  *bc = k < kw ? kw : k / kw * kw;
-  *br = q < mr ? mr : q / mr * mr;
+  const int64_t l2 = m && m->l2_bytes > 0 ? m->l2_bytes : 512 * 1024;
+  const int64_t l3 = m && m->l3_bytes > 0 ? m->l3_bytes : 8 * 1024 * 1024;
+  const int64_t width = (p->d_qk + p->d_v) * (int64_t)sizeof(float);
+  const int64_t rows = p->n_q * (p->heads_q / p->heads_kv);
+  int64_t k = l2 / 2 / width, q;
+  if (k > 512) k = 512;
+  if (k < 256) k = l2 / width < 256 ? l2 / width : 256;
+  k = k < kw ? kw : k / kw * kw;
+  q = (p->n_kv * width > l3 / 2 ? l2 / 2 : l2 / 4) / ((k + p->d_qk + p->d_v) * 4);
+  q = q > 256 ? 256 : q < mr ? mr : q / mr * mr;
+  /* never more than the problem has: small problems keep a small workspace */
+  *bc = k < round_up(p->n_kv, kw) ? k : round_up(p->n_kv, kw);
+  *br = q < round_up(rows, mr) ? q : round_up(rows, mr);
 }

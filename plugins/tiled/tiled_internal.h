@@ -80,7 +80,7 @@ typedef struct tiled_ops {
   void (*run_krange)(const tiled_geom *g, const float *kv, int64_t b, int64_t kvh, int64_t t0,
                      int64_t t1, int64_t k0, int64_t k1, const tiled_partial *out,
                      const tiled_scratch *s);
-  /* y[i] = 2^x[i] with the vectorised exp2 of the softmax (for tests and measurements). */
+  /* y[i] = 2^x[i] for x[i] <= 127 with the softmax's vectorised exp2 (for tests and measurements). */
   void (*exp2_array)(const float *x, float *y, size_t n);
 } tiled_ops;
 

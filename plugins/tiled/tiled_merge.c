@@ -4,8 +4,7 @@
  * With M = max_k m_k and w_k = 2^(m_k - M) (maxima are in base 2, as the scores are), the row's
  * output is sum_k w_k acc_k / sum_k w_k l_k -- the online-softmax update applied once per partial.
  * A partial that saw no key has m = -inf, l = 0, acc = 0 and weighs 0; a row no partial saw gets
- * exact zeros; a NaN max, sum or output in any partial makes the row NaN (exp2f and the products
- * keep it). */
+ * exact zeros; a NaN max, sum or output in any partial makes the whole row NaN. */
 #include <math.h>
 
 #include "tiled_internal.h"
@@ -38,5 +37,6 @@ void tiled_merge_partials(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t
     }
     const float inv = 1.0f / l;
     for (int64_t c = 0; c < g->dv; c++) o[c] *= inv;
+    txattn_row_spread_nan(o, g->dv);
   }
 }

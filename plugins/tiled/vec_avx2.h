@@ -53,12 +53,9 @@ static inline vf vf_mul(vf a, vf b) {
 static inline vf vf_fma(vf a, vf b, vf c) {
   return _mm256_fmadd_ps(a, b, c);
 }
-/* maxps/minps return the second operand when either is NaN: a NaN in x survives. */
+/* maxps returns the second operand when either is NaN: a NaN in x survives. */
 static inline vf vf_max(vf c, vf x) {
   return _mm256_max_ps(c, x);
-}
-static inline vf vf_min(vf c, vf x) {
-  return _mm256_min_ps(c, x);
 }
 /* 2^k from t = k + TILED_EXP2_MAGIC: the low bits of t's significand hold k + 127, shift them into
    the exponent field. */

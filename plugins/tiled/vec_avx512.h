@@ -52,12 +52,9 @@ static inline vf vf_mul(vf a, vf b) {
 static inline vf vf_fma(vf a, vf b, vf c) {
   return _mm512_fmadd_ps(a, b, c);
 }
-/* vmaxps/vminps (zmm) return the second operand when either is NaN, as the AVX2 forms do. */
+/* vmaxps (zmm) returns the second operand when either is NaN, as the AVX2 form does. */
 static inline vf vf_max(vf c, vf x) {
   return _mm512_max_ps(c, x);
-}
-static inline vf vf_min(vf c, vf x) {
-  return _mm512_min_ps(c, x);
 }
 static inline vf vf_exp2_scale(vf t) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_castps_si512(t), 23));
@@ -101,8 +98,7 @@ static inline void vf_transpose8(const float *const *src, int64_t c, float *dst,
   _mm256_storeu_ps(dst + 6 * ld, _mm256_permute2f128_ps(s2, s6, 0x31));
   _mm256_storeu_ps(dst + 7 * ld, _mm256_permute2f128_ps(s3, s7, 0x31));
 }
-/* 16 x 16 as four 8 x 8 blocks: the block of rows rb, columns cb lands at dst rows cb, columns rb.
- */
+/* 16 x 16 as four 8 x 8 blocks: block (rows rb, columns cb) lands at dst rows cb, columns rb. */
 static inline void vf_transpose(const float *const *src, int64_t c, float *dst, int64_t ld) {
   vf_transpose8(src, c, dst, ld);
   vf_transpose8(src, c + 8, dst + 8 * ld, ld);

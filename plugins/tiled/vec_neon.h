@@ -51,12 +51,9 @@ static inline vf vf_mul(vf a, vf b) {
 static inline vf vf_fma(vf a, vf b, vf c) {
   return vfmaq_f32(c, a, b);
 }
-/* FMAX/FMIN return NaN when either operand is NaN. */
+/* FMAX returns NaN when either operand is NaN. */
 static inline vf vf_max(vf c, vf x) {
   return vmaxq_f32(c, x);
-}
-static inline vf vf_min(vf c, vf x) {
-  return vminq_f32(c, x);
 }
 static inline vf vf_exp2_scale(vf t) {
   return vreinterpretq_f32_u32(vshlq_n_u32(vreinterpretq_u32_f32(t), 23));

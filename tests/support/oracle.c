@@ -29,8 +29,8 @@ static const float *at(const float *base, const txattn_layout *l, int64_t b, int
   return base + b * l->batch + h * l->head + i * l->row;
 }
 
-/* One output row. NaN needs no special case: a NaN score or value poisons the sums it enters, and
-   `s > m` skips NaN scores, so the max stays finite whenever one visible score is. */
+/* One output row. A NaN score or value poisons the sums it enters (`s > m` skips NaN scores, so the
+   max stays finite whenever one visible score is); a NaN in one V column is then spread to the row. */
 static void oracle_row(const txattn_problem *p, const txattn_tensors *t, int64_t b, int64_t h,
                        int64_t i, double *scores, double *acc) {
   int64_t g = h / (p->heads_q / p->heads_kv);
@@ -59,7 +59,10 @@ static void oracle_row(const txattn_problem *p, const txattn_tensors *t, int64_t
     sum += w;
     for (int64_t c = 0; c < p->d_v; c++) acc[c] += w * (double)v[c];
   }
-  for (int64_t c = 0; c < p->d_v; c++) o[c] = (float)(acc[c] / sum);
+  int nan = 0;
+  for (int64_t c = 0; c < p->d_v; c++) nan |= isnan(o[c] = (float)(acc[c] / sum));
+  if (nan) /* the contract: a NaN read through a visible key makes the whole row NaN */
+    for (int64_t c = 0; c < p->d_v; c++) o[c] = NAN;
 }
 
 int oracle_attention(const txattn_problem *p, const txattn_tensors *t) {

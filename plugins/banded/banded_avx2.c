@@ -1,0 +1,26 @@
+/* banded.avx2: the banded vector kernel (banded_algo.h) over the tiled plugin's AVX2 vector layer,
+ * built with -mavx2 -mfma. 16 ymm registers: 8 score accumulators + one vector of q (+ the loads'
+ * memory operands), and 8 vectors = 64 output columns in the weighted sum. */
+#include "../tiled/vec_avx2.h"
+#include "../tiled/tiled_vexp2.h"
+
+static inline void vf_storeu(float *p, vf x) {
+  _mm256_storeu_ps(p, x);
+}
+
+/* Lane j = the sum of a[j]'s lanes: two rounds of horizontal adds leave, in each 128-bit half, the
+   half-sums of four accumulators; adding the low halves to the high halves finishes them. */
+static inline vf vf_sum_lanes(const vf *a) {
+  __m256 t0 = _mm256_hadd_ps(a[0], a[1]), t1 = _mm256_hadd_ps(a[2], a[3]);
+  __m256 t2 = _mm256_hadd_ps(a[4], a[5]), t3 = _mm256_hadd_ps(a[6], a[7]);
+  __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
+  return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+}
+
+#define BANDED_NP      3
+#define BANDED_WSUM_MR 3
+#define BANDED_WSUM_CB 4
+#define BANDED_ROW_KB  8
+#define BANDED_ROW_CB  8
+#define BANDED_HEAD_FN banded_head_avx2
+#include "banded_algo.h"

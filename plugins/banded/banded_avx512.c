@@ -1,0 +1,39 @@
+/* banded.avx512: the banded vector kernel (banded_algo.h) over the tiled plugin's AVX-512 vector
+ * layer, built with -mavx512f -mavx512dq -mavx512bw -mavx512vl -mfma. The same blocking as
+ * banded.avx2 on vectors twice as wide (16 keys per score block, 128 output columns in registers),
+ * 32 zmm registers. The development VM has no AVX-512: this file is compile-checked only, and so
+ * kept to the same code as banded.avx2 but for the lane reduction below. */
+#include "../tiled/vec_avx512.h"
+#include "../tiled/tiled_vexp2.h"
+
+static inline void vf_storeu(float *p, vf x) {
+  _mm512_storeu_ps(p, x);
+}
+
+/* Adds pairs of vectors' halves, then quarters, then pairs and single lanes inside 128-bit lanes
+   (a transpose folded into the additions): after the four rounds lane 4k + m holds the sum of
+   a[k + 4m], which one permutation puts at lane k + 4m. */
+static inline vf vf_sum_lanes(const vf *a) {
+  vf h[8], q[4], p[2];
+  for (int i = 0; i < 8; i++) /* [x q0+q2, x q1+q3, y q0+q2, y q1+q3] in 128-bit lanes */
+    h[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  for (int i = 0; i < 4; i++) /* 128-bit lane k: 4 partial sums of a[4i + k] */
+    q[i] = _mm512_add_ps(_mm512_shuffle_f32x4(h[2 * i], h[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(h[2 * i], h[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+  for (int i = 0; i < 2; i++) /* lane k: 2 partial sums of a[8i + k], then of a[8i + 4 + k] */
+    p[i] = _mm512_add_ps(_mm512_shuffle_ps(q[2 * i], q[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_ps(q[2 * i], q[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+  vf s = _mm512_add_ps(_mm512_shuffle_ps(p[0], p[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_ps(p[0], p[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512i to_key = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  return _mm512_permutexvar_ps(to_key, s);
+}
+
+#define BANDED_NP      3
+#define BANDED_WSUM_MR 3
+#define BANDED_WSUM_CB 4
+#define BANDED_ROW_KB  16
+#define BANDED_ROW_CB  8
+#define BANDED_HEAD_FN banded_head_avx512
+#include "banded_algo.h"

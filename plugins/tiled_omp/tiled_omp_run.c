@@ -1,0 +1,179 @@
+/* Executes a tiled_omp plan (tiled_omp_plan.h): the only place that starts OpenMP threads, and only
+ * from inside the kernel's run(). Every thread's scratch, every packed head and every partial is a
+ * slice of the host's workspace: nothing is allocated here. */
+#include <omp.h>
+
+#include "tiled_omp_plan.h"
+
+static int64_t min64(int64_t a, int64_t b) {
+  return a < b ? a : b;
+}
+
+static void thread_scratch(const tomp_plan *pl, char *ws, int tid, tiled_scratch *s) {
+  tiled_scratch_carve(&pl->g, pl->ops, pl->stream,
+                      ws + pl->off_scratch + (size_t)tid * pl->scratch_bytes, s);
+}
+
+static float *head_buffer(const tomp_plan *pl, char *ws, int64_t slot) {
+  return (float *)(ws + (size_t)slot * pl->head_bytes);
+}
+
+/* The single-thread kernel's loop: each head packed once, then all its query blocks. */
+static void run_serial(const tomp_plan *pl, char *ws) {
+  const tiled_geom *g = &pl->g;
+  const int64_t hkv = g->p->heads_kv;
+  float *kv = pl->stream ? NULL : head_buffer(pl, ws, 0);
+  tiled_scratch s;
+  thread_scratch(pl, ws, 0, &s);
+  for (int64_t hd = 0; hd < pl->heads; hd++) {
+    if (kv) pl->ops->pack_kv(g, hd / hkv, hd % hkv, pl->kb0, pl->kb1, kv);
+    pl->ops->run_qblocks(g, kv, hd / hkv, hd % hkv, 0, g->n_qblocks, &s);
+  }
+}
+
+/* One query block per head: every task streams its own head, nothing is shared. */
+static void run_streamed_heads(const tomp_plan *pl, char *ws) {
+  const tiled_geom *g = &pl->g;
+  const int64_t hkv = g->p->heads_kv;
+#pragma omp parallel num_threads(pl->threads)
+  {
+    tiled_scratch s;
+    thread_scratch(pl, ws, omp_get_thread_num(), &s);
+#pragma omp for schedule(dynamic)
+    for (int64_t hd = 0; hd < pl->heads; hd++)
+      pl->ops->run_qblocks(g, NULL, hd / hkv, hd % hkv, 0, g->n_qblocks, &s);
+  }
+}
+
+/* Visible keys of the query block's first and last positions: a rough cost of the block. */
+static int64_t qblock_width(const tiled_geom *g, int64_t qb) {
+  const int64_t t0 = qb * g->br, t1 = min64(t0 + g->br, g->rows);
+  int64_t lo, hi, lo2, hi2;
+  txattn_visible_range(g->p, t0 / g->group, &lo, &hi);
+  txattn_visible_range(g->p, (t1 - 1) / g->group, &lo2, &hi2);
+  return hi2 - lo;
+}
+
+/* The packed head of phase-local head j: two phases' sets of buffers alternate. */
+static float *phase_head(const tomp_plan *pl, char *ws, int64_t phase, int64_t j) {
+  return head_buffer(pl, ws, (phase & 1) * pl->phase_heads + j);
+}
+
+static int64_t phase_size(const tomp_plan *pl, int64_t phase) {
+  return min64(pl->phase_heads, pl->heads - phase * pl->phase_heads);
+}
+
+/* Task k of a phase's packing: one key block of one head. */
+static void pack_task(const tomp_plan *pl, char *ws, int64_t phase, int64_t k) {
+  const int64_t nkb = pl->kb1 - pl->kb0, j = k / nkb, kb = pl->kb0 + k % nkb;
+  const int64_t hd = phase * pl->phase_heads + j, hkv = pl->g.p->heads_kv;
+  pl->ops->pack_kv(&pl->g, hd / hkv, hd % hkv, kb, kb + 1, phase_head(pl, ws, phase, j));
+}
+
+/* Task k of a phase's compute: query blocks in decreasing rough cost (rev: from the last one), so
+   that the cheap ones fill the end; the heads of the phase are interleaved. */
+static void qblock_task(const tomp_plan *pl, char *ws, int64_t phase, int64_t k, int rev,
+                        const tiled_scratch *s) {
+  const int64_t np = phase_size(pl, phase), j = k % np, qi = k / np;
+  const int64_t qb = rev ? pl->g.n_qblocks - 1 - qi : qi;
+  const int64_t hd = phase * pl->phase_heads + j, hkv = pl->g.p->heads_kv;
+  pl->ops->run_qblocks(&pl->g, phase_head(pl, ws, phase, j), hd / hkv, hd % hkv, qb, qb + 1, s);
+}
+
+/* Several query blocks per head: the phase's heads are packed by all threads, then shared. A
+   thread done with this phase's query blocks goes on to pack the next phase into the other set of
+   buffers (nowait); the barrier closing that packing is the only one per phase, and it also
+   guarantees that nobody still reads the buffers the phase after will overwrite. */
+static void run_packed_heads(const tomp_plan *pl, char *ws) {
+  const tiled_geom *g = &pl->g;
+  const int64_t phases = (pl->heads + pl->phase_heads - 1) / pl->phase_heads;
+  const int64_t nkb = pl->kb1 - pl->kb0;
+  const int rev = qblock_width(g, g->n_qblocks - 1) >= qblock_width(g, 0);
+#pragma omp parallel num_threads(pl->threads)
+  {
+    tiled_scratch s;
+    thread_scratch(pl, ws, omp_get_thread_num(), &s);
+#pragma omp for schedule(dynamic)
+    for (int64_t k = 0; k < phase_size(pl, 0) * nkb; k++) pack_task(pl, ws, 0, k);
+    for (int64_t f = 0; f < phases; f++) {
+#pragma omp for schedule(dynamic) nowait
+      for (int64_t k = 0; k < phase_size(pl, f) * g->n_qblocks; k++)
+        qblock_task(pl, ws, f, k, rev, &s);
+      if (f + 1 < phases) {
+#pragma omp for schedule(dynamic)
+        for (int64_t k = 0; k < phase_size(pl, f + 1) * nkb; k++) pack_task(pl, ws, f + 1, k);
+      }
+    }
+  }
+}
+
+/* The key blocks that rows [t0, t1) of a query block see: [*a, *e). */
+static void unit_key_blocks(const tiled_geom *g, int64_t t0, int64_t t1, int64_t *a, int64_t *e) {
+  int64_t first = -1, last = -1;
+  for (int64_t i = t0 / g->group; i <= (t1 - 1) / g->group; i++) {
+    int64_t lo, hi;
+    txattn_visible_range(g->p, i, &lo, &hi);
+    if (lo < hi) {
+      if (first < 0) first = lo;
+      last = hi;
+    }
+  }
+  *a = first < 0 ? 0 : first / g->bc;
+  *e = first < 0 ? 0 : (last + g->bc - 1) / g->bc;
+}
+
+static tiled_partial *part_descs(const tomp_plan *pl, char *ws) {
+  return (tiled_partial *)(ws + pl->off_descs);
+}
+
+/* Task k of the key split: chunk c of query block u's key blocks, into partial k. */
+static void krange_task(const tomp_plan *pl, char *ws, int64_t k, const tiled_scratch *s) {
+  const tiled_geom *g = &pl->g;
+  const int64_t u = k / pl->chunks, c = k % pl->chunks, hd = u / g->n_qblocks;
+  const int64_t hkv = g->p->heads_kv, t0 = (u % g->n_qblocks) * g->br;
+  const int64_t t1 = min64(t0 + g->br, g->rows);
+  int64_t a, e;
+  unit_key_blocks(g, t0, t1, &a, &e);
+  const int64_t k0 = (a + (e - a) * c / pl->chunks) * g->bc;
+  const int64_t k1 = min64((a + (e - a) * (c + 1) / pl->chunks) * g->bc, g->p->n_kv);
+  char *mem = ws + pl->off_parts + (size_t)k * pl->part_bytes;
+  const size_t vec = ((size_t)g->br * sizeof(float) + 63) / 64 * 64;
+  tiled_partial *part = &part_descs(pl, ws)[k];
+  part->m = (float *)mem;
+  part->l = (float *)(mem + vec);
+  part->acc = (float *)(mem + 2 * vec);
+  part->ld = g->dv;
+  pl->ops->run_krange(g, NULL, hd / hkv, hd % hkv, t0, t1, k0, k1, part, s);
+}
+
+/* Few query blocks: each one's keys are cut into chunks run by different threads, then each
+   query block's partials are merged into its output rows (the merge spreads NaN over a row). */
+static void run_key_split(const tomp_plan *pl, char *ws) {
+  const tiled_geom *g = &pl->g;
+  const int64_t hkv = g->p->heads_kv;
+#pragma omp parallel num_threads(pl->threads)
+  {
+    tiled_scratch s;
+    thread_scratch(pl, ws, omp_get_thread_num(), &s);
+#pragma omp for schedule(dynamic)
+    for (int64_t k = 0; k < pl->units * pl->chunks; k++) krange_task(pl, ws, k, &s);
+#pragma omp for schedule(dynamic)
+    for (int64_t u = 0; u < pl->units; u++) {
+      const int64_t hd = u / g->n_qblocks, t0 = (u % g->n_qblocks) * g->br;
+      tiled_merge_partials(g, hd / hkv, hd % hkv, t0, min64(t0 + g->br, g->rows),
+                           part_descs(pl, ws) + u * pl->chunks, (int)pl->chunks);
+    }
+  }
+}
+
+void tomp_run(const tomp_plan *pl, void *workspace) {
+  char *ws = workspace;
+  if (pl->mode == TOMP_SERIAL)
+    run_serial(pl, ws);
+  else if (pl->mode == TOMP_KSPLIT)
+    run_key_split(pl, ws);
+  else if (pl->stream)
+    run_streamed_heads(pl, ws);
+  else
+    run_packed_heads(pl, ws);
+}
