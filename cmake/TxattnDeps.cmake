@@ -3,6 +3,9 @@ find_package(Threads REQUIRED)
 find_package(OpenMP REQUIRED COMPONENTS C)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc)
+# jansson parses and writes the dispatch table (core/dispatch_table.md): strict JSON with line:column
+# in its errors. libjansson-dev.
+pkg_check_modules(JANSSON REQUIRED IMPORTED_TARGET jansson)
 
 # OpenBLAS: we use Debian's OpenMP build (libopenblas-openmp-dev) and link it by its own directory, not
 # through the libopenblas.so alternative. Reason: it runs its threads on the same libgomp runtime as our

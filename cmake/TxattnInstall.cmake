@@ -13,6 +13,7 @@ install(TARGETS txattn EXPORT txattnTargets
   INCLUDES DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
 # plugin.h is the plugin ABI's documentation as well as its definition
 install(FILES "${PROJECT_SOURCE_DIR}/include/txattn/txattn.h" "${PROJECT_SOURCE_DIR}/include/txattn/plugin.h"
+              "${PROJECT_SOURCE_DIR}/include/txattn/table.h"
   DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/txattn")
 install(FILES "${PROJECT_SOURCE_DIR}/README.md" DESTINATION "${CMAKE_INSTALL_DOCDIR}")
 

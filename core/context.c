@@ -5,9 +5,12 @@
 #include "context.h"
 #include "error.h"
 #include "log.h"
+#include "machine.h"
+#include "table_context.h"
 
 static void destroy(txattn_context *ctx) {
   txattn__plan_cache_destroy(&ctx->cache);
+  txattn__context_table_free(ctx->table); /* before the plugins: it points at their kernels */
   txattn__registry_free(&ctx->reg);
   free(ctx->table_path);
   free(ctx);
@@ -23,17 +26,18 @@ void txattn__context_release(txattn_context *ctx) {
 
 static txattn_status init(txattn_context *ctx, const txattn_options *o) {
   ctx->n_threads = o->n_threads > 0 ? o->n_threads : txattn__online_cpus();
-  txattn__machine_get(&ctx->machine);
+  TXATTN_FORWARD_IF_ERROR(txattn__machine_init(o->caches, &ctx->machine_info, &ctx->machine));
   if (o->table_path != NULL && (ctx->table_path = strdup(o->table_path)) == NULL)
     return txattn__fail(TXATTN_E_NOMEM, "txattn_context_create: out of memory");
   TXATTN_FORWARD_IF_ERROR(txattn__registry_load(&ctx->reg, o->plugin_path));
   txattn__log("context: %d threads, %zu kernels loaded, %zu entries skipped", ctx->n_threads,
               ctx->reg.n_kernels, ctx->reg.n_rejected);
+  TXATTN_FORWARD_IF_ERROR(txattn__context_table_load(ctx, ctx->table_path));
   return TXATTN_OK;
 }
 
 txattn_status txattn_context_create(const txattn_options *opts, txattn_context **out) {
-  static const txattn_options defaults = {NULL, NULL, 0};
+  static const txattn_options defaults = {.plugin_path = NULL}; /* every field NULL or 0 */
   TXATTN_RETURN_IF(out == NULL, TXATTN_E_INVALID, "txattn_context_create: out is NULL");
   *out = NULL;
   const txattn_options *o = opts ? opts : &defaults;
@@ -106,6 +110,7 @@ txattn_status txattn_kernel_get(const txattn_context *ctx, size_t i, txattn_kern
       .isa = txattn__isa_name(k->desc->isa),
       .flags = k->desc->flags,
       .plugin_version = pl->desc->version,
+      .plugin_build = pl->build,
   };
   return txattn__ok();
 }

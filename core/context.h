@@ -13,9 +13,11 @@ struct txattn_context {
   atomic_int refs;
   int n_threads;          /* resolved, >= 1 */
   txattn_machine machine; /* for kernels' default tunables */
-  char *table_path; /* as given in txattn_options; the dispatch table is read by issue 4's code */
+  char *table_path;       /* as given in txattn_options (the table itself: `table` below) */
   txattn__registry reg;
   txattn__plan_cache cache;
+  txattn_machine_info machine_info; /* what `machine` was made from, for txattn_context_machine */
+  struct txattn__ctx_table *table;  /* the dispatch table and its state (table_context.c) */
 };
 
 void txattn__context_retain(txattn_context *ctx);

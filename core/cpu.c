@@ -165,3 +165,11 @@ void txattn__isa_state_get(txattn__isa_state *st) {
     }
   }
 }
+
+unsigned txattn__isa_hw_mask(void) {
+  pthread_once(&hw_once, detect_once);
+  unsigned mask = 0;
+  for (int i = 0; i < TXATTN_ISA_COUNT_; i++)
+    if (hw.usable[i]) mask |= 1u << i;
+  return mask;
+}

@@ -1,5 +1,6 @@
-/* The dispatcher: a named kernel, else the table's choice, else the cheapest by a documented
- * estimate. */
+/* The dispatcher: a named kernel, else the dispatch table's choice (table_lookup.c), else the
+ * cheapest by a documented estimate. Every choice comes with one line on why, which names the
+ * table's region or interpolation, or why the table had no entry. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,7 @@
 #include "dispatch.h"
 #include "error.h"
 #include "problem.h"
+#include "table_context.h"
 
 static const txattn__kernel *find(const txattn_context *ctx, const char *name) {
   for (size_t i = 0; i < ctx->reg.n_kernels; i++)
@@ -51,15 +53,6 @@ static txattn_status named(const txattn_context *ctx, const txattn_problem *r, c
                    why ? why : "(the kernel gave no reason)");
   *out = k;
   return TXATTN_OK;
-}
-
-/* >>> Issue 4 (the tuner) hooks in here: its dispatch table maps a problem's region and the thread
-   count to a measured winner, consulted before the estimate. No table is read yet, so there is
-   never an entry and the estimate decides. */
-static const txattn__kernel *table_choice(const txattn_context *ctx, const txattn_problem *r) {
-  (void)ctx;
-  (void)r;
-  return NULL;
 }
 
 static double estimate(const txattn__kernel *k, const txattn_problem *r, double pairs,
@@ -107,8 +100,10 @@ static int better(ranked a, ranked b) {
   return b.k == NULL || a.t < b.t || (a.t == b.t && strcmp(a.k->desc->name, b.k->desc->name) < 0);
 }
 
+/* no_entry: why the dispatch table had no say, for the reason line. */
 static txattn_status by_estimate(const txattn_context *ctx, const txattn_problem *r,
-                                 const txattn__kernel **out, char *why, size_t size) {
+                                 const char *no_entry, const txattn__kernel **out, char *why,
+                                 size_t size) {
   double pairs = txattn__visible_pairs(r);
   ranked best = {NULL, 0}, second = {NULL, 0};
   for (size_t i = 0; i < ctx->reg.n_kernels; i++) {
@@ -125,10 +120,10 @@ static txattn_status by_estimate(const txattn_context *ctx, const txattn_problem
   if (best.k == NULL) return no_candidate(ctx, r);
   char t1[32], t2[32];
   if (second.k == NULL)
-    snprintf(why, size, "estimate: %s %s (the only usable kernel that handles this problem)",
-             best.k->desc->name, fmt_time(best.t, t1, sizeof t1));
+    snprintf(why, size, "estimate (%s): %s %s (the only usable kernel that handles this problem)",
+             no_entry, best.k->desc->name, fmt_time(best.t, t1, sizeof t1));
   else
-    snprintf(why, size, "estimate: %s %s < %s %s (runner-up)", best.k->desc->name,
+    snprintf(why, size, "estimate (%s): %s %s < %s %s (runner-up)", no_entry, best.k->desc->name,
              fmt_time(best.t, t1, sizeof t1), second.k->desc->name,
              fmt_time(second.t, t2, sizeof t2));
   *out = best.k;
@@ -136,9 +131,11 @@ static txattn_status by_estimate(const txattn_context *ctx, const txattn_problem
 }
 
 txattn_status txattn__dispatch(const txattn_context *ctx, const txattn_problem *r,
-                               const char *explicit_name, const txattn__kernel **out, char *why,
-                               size_t size) {
+                               const char *explicit_name, const txattn__kernel **out,
+                               const int64_t **tunables, char *why, size_t size) {
   const char *forced = getenv("TXATTN_FORCE_KERNEL");
+  char no_entry[320];
+  *tunables = NULL;
   if (explicit_name != NULL) {
     snprintf(why, size, "requested by the caller");
     return named(ctx, r, explicit_name, "requested by the caller", out);
@@ -148,9 +145,7 @@ txattn_status txattn__dispatch(const txattn_context *ctx, const txattn_problem *
     return named(ctx, r, forced, "forced by TXATTN_FORCE_KERNEL", out);
   }
   if (ctx->reg.n_kernels == 0) return none_loaded(ctx);
-  if ((*out = table_choice(ctx, r)) != NULL) {
-    snprintf(why, size, "dispatch table");
-    return TXATTN_OK;
-  }
-  return by_estimate(ctx, r, out, why, size);
+  if (txattn__table_choose(ctx, r, out, tunables, why, size)) return TXATTN_OK;
+  snprintf(no_entry, sizeof no_entry, "%s", why);
+  return by_estimate(ctx, r, no_entry, out, why, size);
 }

@@ -96,7 +96,8 @@ static const char *taken_name(const txattn__registry *reg, const txattn_plugin_d
 }
 
 static txattn_status add_plugin(txattn__registry *reg, const char *path, void *handle,
-                                const txattn_plugin_desc *d, const struct stat *st) {
+                                const txattn_plugin_desc *d, const struct stat *st,
+                                const char *build) {
   const char *nomem = "out of memory while loading plugins";
   if (!grow((void **)&reg->plugins, &reg->cap_plugins, reg->n_plugins, sizeof *reg->plugins))
     return txattn__fail(TXATTN_E_NOMEM, "%s", nomem);
@@ -105,7 +106,8 @@ static txattn_status add_plugin(txattn__registry *reg, const char *path, void *h
       return txattn__fail(TXATTN_E_NOMEM, "%s", nomem);
   char *p = strdup(path);
   if (p == NULL) return txattn__fail(TXATTN_E_NOMEM, "%s", nomem);
-  reg->plugins[reg->n_plugins] = (txattn__plugin){handle, p, d, st->st_dev, st->st_ino};
+  reg->plugins[reg->n_plugins] = (txattn__plugin){handle, p, d, st->st_dev, st->st_ino, ""};
+  snprintf(reg->plugins[reg->n_plugins].build, sizeof reg->plugins[0].build, "%s", build);
   for (size_t i = 0; i < d->n_kernels; i++) {
     txattn_isa isa = d->kernels[i]->isa;
     reg->kernels[reg->n_kernels++] =
@@ -157,11 +159,12 @@ static txattn_status load_file(txattn__registry *reg, const char *path) {
     return reject(reg, path, "dlopen failed: %s", e ? e : "(no dlerror text)");
   }
   const txattn_plugin_desc *d = describe(reg, handle, why, sizeof why);
-  if (d == NULL) {
+  char build[TXATTN_BUILD_ID_LEN];
+  if (d == NULL || !txattn__file_build_id(path, &st, build, why, sizeof why)) {
     dlclose(handle);
     return reject(reg, path, "%s", why);
   }
-  txattn_status s = add_plugin(reg, path, handle, d, &st);
+  txattn_status s = add_plugin(reg, path, handle, d, &st, build);
   if (s != TXATTN_OK) dlclose(handle);
   return s;
 }

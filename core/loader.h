@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include "cpu.h"
+#include "file_hash.h"
 #include "txattn/plugin.h"
 
 typedef struct txattn__plugin {
@@ -13,6 +14,7 @@ typedef struct txattn__plugin {
   const txattn_plugin_desc *desc;
   dev_t dev; /* file identity, so that one file reached twice loads once */
   ino_t ino;
+  char build[TXATTN_BUILD_ID_LEN]; /* "fnv1a64x4:..." of the file's bytes (txattn_kernel_info) */
 } txattn__plugin;
 
 typedef struct txattn__kernel {

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "dispatch.h"
 #include "error.h"
@@ -32,28 +33,36 @@ static const char *kernel_file(const txattn_plan *plan) {
   return txattn__kernel_plugin(plan->ctx, plan->kernel)->path;
 }
 
-/* The kernel's defaults for this problem and machine, checked against its declared ranges. */
-static txattn_status default_tunables(txattn_plan *plan) {
+/* The dispatch table's values (chosen: checked against the kernel's declaration when the context
+   loaded the table), else the kernel's defaults for this problem and machine; then the caller's
+   (txattn_plan_create_tuned). The defaults are checked against the declared ranges. */
+static txattn_status set_tunables(txattn_plan *plan, const int64_t *chosen,
+                                  const txattn__tunable_override *ov) {
   const txattn_kernel_desc *d = plan->kernel->desc;
-  if (d->n_tunables == 0) return TXATTN_OK;
+  if (d->n_tunables == 0) return ov && ov->n ? txattn__tunables_override(d, NULL, ov) : TXATTN_OK;
   plan->tunables = calloc(d->n_tunables, sizeof *plan->tunables);
   TXATTN_RETURN_IF(plan->tunables == NULL, TXATTN_E_NOMEM, "txattn_plan_create: out of memory");
-  d->default_tunables(&plan->problem, &plan->ctx->machine, plan->tunables);
-  for (size_t i = 0; i < d->n_tunables; i++) {
-    const txattn_tunable *t = &d->tunables[i];
-    TXATTN_RETURN_IF(!txattn__tunable_value_ok(t, plan->tunables[i]), TXATTN_E_PLUGIN,
-                     "kernel %s (%s): default_tunables gave %s = %" PRId64 ", outside [%" PRId64
-                     ", %" PRId64 "] in steps of %" PRId64,
-                     d->name, kernel_file(plan), t->name, plan->tunables[i], t->min, t->max,
-                     t->multiple_of);
+  if (chosen) {
+    memcpy(plan->tunables, chosen, d->n_tunables * sizeof *plan->tunables);
+  } else {
+    d->default_tunables(&plan->problem, &plan->ctx->machine, plan->tunables);
+    for (size_t i = 0; i < d->n_tunables; i++) {
+      const txattn_tunable *t = &d->tunables[i];
+      TXATTN_RETURN_IF(!txattn__tunable_value_ok(t, plan->tunables[i]), TXATTN_E_PLUGIN,
+                       "kernel %s (%s): default_tunables gave %s = %" PRId64 ", outside [%" PRId64
+                       ", %" PRId64 "] in steps of %" PRId64,
+                       d->name, kernel_file(plan), t->name, plan->tunables[i], t->min, t->max,
+                       t->multiple_of);
+    }
   }
-  return TXATTN_OK;
+  return ov ? txattn__tunables_override(d, plan->tunables, ov) : TXATTN_OK;
 }
 
-static txattn_status prepare(txattn_plan *plan) {
+static txattn_status prepare(txattn_plan *plan, const int64_t *chosen,
+                             const txattn__tunable_override *ov) {
   const txattn_kernel_desc *d = plan->kernel->desc;
   plan->n_threads = (d->flags & TXATTN_KERNEL_THREADED) ? plan->ctx->n_threads : 1;
-  TXATTN_FORWARD_IF_ERROR(default_tunables(plan));
+  TXATTN_FORWARD_IF_ERROR(set_tunables(plan, chosen, ov));
   plan->workspace_size = d->workspace_size(&plan->problem, plan->n_threads, plan->tunables);
   if (plan->workspace_size == 0) return TXATTN_OK;
   plan->pool = txattn__workspace_pool_create(plan->workspace_size);
@@ -65,12 +74,13 @@ static txattn_status prepare(txattn_plan *plan) {
 
 static void log_plan(const txattn_plan *plan) {
   char line[512];
+  if (!txattn__verbose()) return; /* describing costs more than the rest of planning */
   txattn_plan_describe(plan, line, sizeof line);
   txattn__log("plan %s: %s", line, plan->why);
 }
 
-txattn_status txattn_plan_create(txattn_context *ctx, const txattn_problem *p, const char *kernel,
-                                 txattn_plan **out) {
+txattn_status txattn__plan_new(txattn_context *ctx, const txattn_problem *p, const char *kernel,
+                               const txattn__tunable_override *ov, txattn_plan **out) {
   TXATTN_RETURN_IF(out == NULL, TXATTN_E_INVALID, "txattn_plan_create: out is NULL");
   *out = NULL;
   TXATTN_RETURN_IF(ctx == NULL, TXATTN_E_INVALID, "txattn_plan_create: ctx is NULL");
@@ -82,8 +92,10 @@ txattn_status txattn_plan_create(txattn_context *ctx, const txattn_problem *p, c
   txattn__context_retain(ctx);
   plan->ctx = ctx;
   plan->problem = r;
-  txattn_status s = txattn__dispatch(ctx, &r, kernel, &plan->kernel, plan->why, sizeof plan->why);
-  if (s == TXATTN_OK) s = prepare(plan);
+  const int64_t *chosen = NULL;
+  txattn_status s =
+      txattn__dispatch(ctx, &r, kernel, &plan->kernel, &chosen, plan->why, sizeof plan->why);
+  if (s == TXATTN_OK) s = prepare(plan, chosen, ov);
   if (s != TXATTN_OK) {
     txattn__plan_release(plan);
     return s;
@@ -91,6 +103,11 @@ txattn_status txattn_plan_create(txattn_context *ctx, const txattn_problem *p, c
   log_plan(plan);
   *out = plan;
   return txattn__ok();
+}
+
+txattn_status txattn_plan_create(txattn_context *ctx, const txattn_problem *p, const char *kernel,
+                                 txattn_plan **out) {
+  return txattn__plan_new(ctx, p, kernel, NULL, out);
 }
 
 static txattn_status run(const txattn_plan *plan, const txattn_tensors *t, void *ws) {

@@ -26,4 +26,18 @@ struct txattn_plan {
 void txattn__plan_retain(txattn_plan *plan);
 void txattn__plan_release(txattn_plan *plan);
 
+/* Tunables a caller sets by name (txattn_plan_create_tuned); the others keep their values. */
+typedef struct txattn__tunable_override {
+  const char *const *names;
+  const int64_t *values;
+  size_t n;
+} txattn__tunable_override;
+/* txattn_plan_create, with the caller's tunables applied last when ov is not NULL. */
+txattn_status txattn__plan_new(txattn_context *ctx, const txattn_problem *p, const char *kernel,
+                               const txattn__tunable_override *ov, txattn_plan **out);
+/* Checks ov against d's declared tunables (E_INVALID naming the bad one) and writes its values
+   into values (d's declared order). */
+txattn_status txattn__tunables_override(const txattn_kernel_desc *d, int64_t *values,
+                                        const txattn__tunable_override *ov);
+
 #endif

@@ -13,9 +13,11 @@
 #include "json.h"
 #include "kernels.h"
 #include "problem_cli.h"
+#include "roofline.h"
 #include "table.h"
 #include "tensors.h"
 #include "timing.h"
+#include "txattn/plugin.h"
 #include "verify.h"
 
 /* The fp64 reference is single-threaded: past this much work (visible pairs x (d_qk + d_v)) it
@@ -38,6 +40,7 @@ typedef struct bench_opts {
   tx_problem_args prob;
   tx_context_args ctx;
   tx_strlist kernels;
+  tx_roofline_args roof;
   int64_t reps, min_time_ms;
   double limit_s;
   int verify, no_verify, json;
@@ -46,7 +49,8 @@ typedef struct bench_opts {
 typedef struct bench_run {
   bench_opts o;
   tx_opt prob_opts[TX_PROBLEM_N_OPTS], run_opts[7], ctx_opts[TX_CONTEXT_N_OPTS];
-  tx_opt_group groups[3];
+  tx_opt roof_opts[TX_ROOFLINE_N_OPTS];
+  tx_opt_group groups[4];
   tx_cmd_spec spec;
   txattn_problem p; /* resolved */
   txattn_context *ctx;
@@ -59,6 +63,7 @@ typedef struct bench_run {
   char pick[64], pick_why[320]; /* the dispatcher's choice, or why it has none */
   int has_pick;
   long fastest, masked; /* indices into sel; -1 if none */
+  tx_roofline roofline; /* with --roofline */
 } bench_run;
 
 static const char about[] =
@@ -74,6 +79,13 @@ static const char about[] =
     "visible pairs x (d_qk + d_v) < 4e9 (the reference is single-threaded); larger problems\n"
     "are verified only with --verify. Whatever the size, rows with no visible key must be\n"
     "exact zeros and every other row finite.\n"
+    "Roofline (--roofline): before the kernels, the same run measures the FMA peak of each ISA\n"
+    "the CPU runs (register-only loops of independent multiply-add chains), OpenBLAS sgemm\n"
+    "(--gemm-n) and memory bandwidth (STREAM triad and a read-only sum over arrays of\n"
+    "--stream-mib), each at 1 thread and at --threads, the best of 3 runs of >= --min-time;\n"
+    "then each kernel's GFLOP/s is shown as a fraction of its ISA's peak at its thread count,\n"
+    "and for memory-bound shapes its GB/s as a fraction of the triad bandwidth. It takes a few\n"
+    "seconds.\n"
     "Exit status: 0 ok; 1 a kernel failed, was not exact, or a named kernel could not run;\n"
     "2 usage error.";
 
@@ -102,16 +114,20 @@ static int parse(bench_run *r, int argc, char **argv) {
   tx_problem_opts(&o->prob, r->prob_opts);
   bench_opts_table(r);
   tx_context_opts(&o->ctx, r->ctx_opts);
+  tx_roofline_args_init(&o->roof);
+  tx_roofline_opts(&o->roof, r->roof_opts);
   r->groups[0] = (tx_opt_group){"Problem", r->prob_opts, TX_PROBLEM_N_OPTS};
   r->groups[1] = (tx_opt_group){"Benchmark", r->run_opts, 7};
-  r->groups[2] = (tx_opt_group){"Library", r->ctx_opts, TX_CONTEXT_N_OPTS};
+  r->groups[2] = (tx_opt_group){"Roofline", r->roof_opts, TX_ROOFLINE_N_OPTS};
+  r->groups[3] = (tx_opt_group){"Library", r->ctx_opts, TX_CONTEXT_N_OPTS};
   r->spec =
       (tx_cmd_spec){"bench", "--n N --d D [--mask none|causal|window --left L --right R] [options]",
-                    about, r->groups, 3};
+                    about, r->groups, 4};
   int rc = tx_args_parse_cmd(&r->spec, argc, argv);
   if (rc >= 0) return rc;
   if (o->verify && o->no_verify)
     return tx_args_usage_error(&r->spec, "--verify and --no-verify contradict each other");
+  if ((rc = tx_roofline_check_args(&r->spec, &o->roof)) != 0) return rc;
   rc = tx_problem_from_args(&r->spec, &o->prob, &r->p);
   return rc ? rc : -1;
 }
@@ -288,6 +304,25 @@ static void table_row(const bench_run *r, tx_table *t, size_t i) {
     tx_table_note(t, "%s", k->why);
 }
 
+static tx_roof_kernel roof_kernel(const bench_run *r, size_t i) {
+  const txattn_kernel_info *info = &r->sel[i].info;
+  int threads = info->flags & TXATTN_KERNEL_THREADED ? txattn_context_threads(r->ctx) : 1;
+  double t = r->res[i].state == K_OK ? r->res[i].tm.median_s : 0;
+  return (tx_roof_kernel){info->name, info->isa, threads, t};
+}
+
+static void print_roofline_fits(const bench_run *r) {
+  tx_roof_kernel *ks = calloc(r->n_sel ? r->n_sel : 1, sizeof *ks);
+  if (!ks) {
+    printf("\nroofline: out of memory\n");
+    return;
+  }
+  for (size_t i = 0; i < r->n_sel; i++) ks[i] = roof_kernel(r, i);
+  tx_roof_work w = tx_roofline_work(&r->p);
+  tx_roofline_print_fits(&r->roofline, &w, ks, r->n_sel, stdout);
+  free(ks);
+}
+
 static void print_text(const bench_run *r) {
   char spec[160];
   snprintf(spec, sizeof spec, "KERNEL|>MEDIAN ms|>GFLOP/s|>MAX ERROR|>x FASTEST|>x %s|>RUNSxREPS",
@@ -300,6 +335,7 @@ static void print_text(const bench_run *r) {
     tx_table_print(&t, stdout, "");
     printf("\n* the dispatcher's choice; x = median time / the named kernel's median time%s\n",
            r->masked >= 0 ? "" : " (no masked.* kernel was measured)");
+    if (r->o.roof.enabled) print_roofline_fits(r);
   } else {
     printf("\nno kernel could be measured%s\n", r->n_sel ? ":" : " ('txtune list' shows why)");
     if (r->n_sel) tx_table_print(&t, stdout, "  ");
@@ -362,6 +398,12 @@ static void json_kernel(tx_json *j, const bench_run *r, size_t i) {
   json_ratio(j, "vs_fastest", r, i, r->fastest);
   json_ratio(j, "vs_masked", r, i, r->masked);
   tx_json_kv_bool(j, "dispatcher_choice", r->has_pick && strcmp(r->sel[i].info.name, r->pick) == 0);
+  if (r->o.roof.enabled) {
+    tx_roof_kernel rk = roof_kernel(r, i);
+    tx_roof_work w = tx_roofline_work(&r->p);
+    tx_json_key(j, "roofline");
+    tx_roofline_json_fit(j, &r->roofline, &w, &rk);
+  }
   tx_json_end_object(j);
 }
 
@@ -380,6 +422,8 @@ static void print_json(const bench_run *r) {
   tx_json_kv_double(&j, "reference_s", r->verified ? r->ref_seconds : NAN);
   tx_json_kv_double(&j, "tolerance", TXATTN_EXACT_TOLERANCE);
   json_env(&j);
+  tx_json_key(&j, "roofline");
+  r->o.roof.enabled ? tx_roofline_json(&j, &r->roofline) : tx_json_null(&j);
   tx_json_kv_string(&j, "dispatcher_kernel", r->has_pick ? r->pick : NULL);
   tx_json_kv_string(&j, "dispatcher_why", r->pick_why);
   tx_json_kv_string(&j, "masked_kernel", r->masked >= 0 ? r->sel[r->masked].info.name : NULL);
@@ -390,6 +434,17 @@ static void print_json(const bench_run *r) {
   tx_json_kv_bool(&j, "pass", exit_code(r) == TX_EXIT_OK);
   tx_json_end_object(&j);
   tx_json_finish(&j);
+}
+
+/* Before the kernels, in the same run, so the ratios compare like with like. */
+static int measure_roofline(bench_run *r, int progress) {
+  if (progress) fprintf(stderr, "\r\033[K  measuring the roofline ...");
+  int rc = tx_roofline_measure(&r->o.roof, txattn_context_threads(r->ctx),
+                               1e-3 * (double)r->o.min_time_ms, &r->roofline);
+  if (progress) fprintf(stderr, "\r\033[K");
+  if (rc == 0 && !r->o.json) tx_roofline_print(&r->roofline, stdout);
+  fflush(stdout);
+  return rc;
 }
 
 static int run(bench_run *r, int argc, char **argv) {
@@ -405,6 +460,7 @@ static int run(bench_run *r, int argc, char **argv) {
   if (!r->o.json) print_header(r);
   fflush(stdout);
   int progress = isatty(STDERR_FILENO);
+  if (r->o.roof.enabled && (rc = measure_roofline(r, progress)) != 0) return rc;
   for (size_t i = 0; i < r->n_sel; i++) {
     if (progress) fprintf(stderr, "\r\033[K  timing %s ...", r->sel[i].info.name);
     bench_kernel(r, &r->sel[i].info, &r->res[i]);

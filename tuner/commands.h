@@ -6,5 +6,8 @@
 int tx_cmd_list(int argc, char **argv);
 int tx_cmd_check(int argc, char **argv);
 int tx_cmd_bench(int argc, char **argv);
+int tx_cmd_topo(int argc, char **argv);
+int tx_cmd_show(int argc, char **argv);
+int tx_cmd_explain(int argc, char **argv);
 
 #endif

@@ -18,6 +18,11 @@ static const tx_command commands[] = {
     {"check", "every usable kernel against the fp64 reference on a battery of shapes",
      tx_cmd_check},
     {"bench", "time every applicable kernel on one shape", tx_cmd_bench},
+    {"topo", "the machine's caches as used, and the tile sizes each kernel derives from them",
+     tx_cmd_topo},
+    {"show", "the dispatch table: who wins where, and whether it fits this machine", tx_cmd_show},
+    {"explain", "which kernel runs one shape and why (table region, interpolation, estimate)",
+     tx_cmd_explain},
 };
 enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
 

@@ -97,6 +97,9 @@ typedef struct txattn_options {
   const char *plugin_path; /* directories separated by ':'; NULL: $TXATTN_PLUGIN_PATH, else the installed ones */
   const char *table_path;  /* dispatch table; NULL: $TXATTN_TABLE, else the default; "": none */
   int n_threads;           /* 0: every CPU this process may run on */
+  /* additions */
+  const char *caches; /* cache size override "l1d=48K,l2=1M,l3=32M" (any subset); NULL: $TXATTN_CACHES,
+                         else what hwloc reports, checked for plausibility */
 } txattn_options;
 
 typedef struct txattn_context txattn_context;
@@ -116,6 +119,7 @@ typedef struct txattn_kernel_info {
   const char *isa;            /* "scalar", "avx2", "avx512", "neon" */
   unsigned flags;             /* TXATTN_KERNEL_* of txattn/plugin.h */
   const char *plugin_version; /* the plugin's own version string */
+  const char *plugin_build;   /* "fnv1a64x4:<16 hex digits>": a hash of the plugin file's bytes */
 } txattn_kernel_info;
 
 TXATTN_API size_t txattn_kernel_count(const txattn_context *ctx);
@@ -146,6 +150,69 @@ TXATTN_API void txattn_plan_free(txattn_plan *plan); /* NULL is fine */
 TXATTN_API txattn_status txattn_attention(txattn_context *ctx, const txattn_problem *p, const txattn_tensors *t);
 /* fp64 accumulation, single-threaded: the oracle */
 TXATTN_API txattn_status txattn_reference(const txattn_problem *p, const txattn_tensors *t);
+
+/* The machine as the library sees it: what tile sizes are derived from and what a dispatch table is
+   tied to. Cache sizes are per core, in bytes. */
+typedef struct txattn_machine_info {
+  char vendor[16];              /* "AuthenticAMD", "GenuineIntel", "ARM" ... */
+  char brand[64];               /* the CPU's brand string, "" if unknown */
+  int family, model, stepping;  /* x86: cpuid leaf 1 (extended family/model folded in); arm64: MIDR */
+  unsigned isa_mask;            /* bit (1u << txattn_isa) for each ISA the CPU and OS enable (no cap) */
+  int n_cores, n_pus, n_numa;   /* physical cores, hardware threads, NUMA nodes */
+  int64_t l1d_bytes, l2_bytes, l3_bytes;          /* used: checked, clamped or overridden */
+  int64_t hw_l1d_bytes, hw_l2_bytes, hw_l3_bytes; /* as reported by hwloc; 0 if it reported none */
+  char cache_source[64];  /* "hwloc", "hwloc+override", ... */
+  char cache_notes[1024]; /* every value ignored, clamped or overridden, and why; "" if none */
+  /* additions (issue 4, topology): what the hw_* shares were computed from, for people */
+  int64_t hw_cache_total_bytes[3]; /* l1d, l2, l3: one cache's size as hwloc reports it; 0: none */
+  int hw_cache_cores[3];           /* the cores sharing that cache (hw_* = total / cores) */
+  char topology_source[192];       /* "hwloc 2.9.0: Linux backend, this system", an XML file ... */
+} txattn_machine_info;
+TXATTN_API txattn_status txattn_context_machine(const txattn_context *ctx, txattn_machine_info *out);
+
+/* A plan's tunables (block sizes), as its kernel declares them and as the plan set them: the
+   dispatch table's values, else the kernel's cache-derived defaults. Names and summaries live as
+   long as the plan. name or value may be NULL when not wanted. */
+TXATTN_API size_t txattn_plan_tunable_count(const txattn_plan *plan);
+TXATTN_API txattn_status txattn_plan_tunable_get(const txattn_plan *plan, size_t i,
+                                                 const char **name, int64_t *value);
+typedef struct txattn_tunable_info {
+  const char *name, *summary; /* "block_k", the kernel's one-line description of it */
+  int64_t value;              /* the plan's */
+  int64_t min, max, multiple_of; /* the kernel accepts min <= v <= max, v % multiple_of == 0 */
+} txattn_tunable_info;
+TXATTN_API txattn_status txattn_plan_tunable_info(const txattn_plan *plan, size_t i,
+                                                  txattn_tunable_info *out);
+
+/* Tunables a kernel declares (value is 0: no plan), by kernel index as for txattn_kernel_get. */
+TXATTN_API size_t txattn_kernel_tunable_count(const txattn_context *ctx, size_t kernel);
+TXATTN_API txattn_status txattn_kernel_tunable_get(const txattn_context *ctx, size_t kernel, size_t i,
+                                                   txattn_tunable_info *out);
+/* A plan for the named kernel with the n tunables names[i] = values[i] (the others as
+   txattn_plan_create sets them); E_INVALID naming a tunable the kernel does not declare or a value
+   outside its declared range. */
+TXATTN_API txattn_status txattn_plan_create_tuned(txattn_context *ctx, const txattn_problem *p,
+                                                  const char *kernel, const char *const *names,
+                                                  const int64_t *values, size_t n,
+                                                  txattn_plan **out);
+
+/* The dispatch table a context follows (txattn/table.h builds and reads tables). The context loads
+   it at creation from txattn_options.table_path, else $TXATTN_TABLE, else
+   $XDG_CACHE_HOME/txtune/dispatch.json, else ~/.cache/txtune/dispatch.json. A missing, malformed
+   or stale table never fails txattn_context_create: the built-in estimate chooses instead. */
+typedef enum txattn_table_status {
+  TXATTN_TABLE_LOADED = 0,    /* followed by txattn_plan_create */
+  TXATTN_TABLE_NONE = 1,      /* no file there, or tables are off (table_path "") */
+  TXATTN_TABLE_STALE = 2,     /* made for another machine, library or plugin build */
+  TXATTN_TABLE_MALFORMED = 3, /* unreadable or not a valid table */
+} txattn_table_status;
+TXATTN_API txattn_table_status txattn_context_table_status(const txattn_context *ctx);
+/* The state in one line, naming the file: "loaded PATH: ...", "no table at PATH: run `txtune
+   profile` ...", "stale table PATH: machine.model is 85 in the table, 86 here; ...: run ...",
+   "malformed dispatch table PATH:3:14: ...". Lives as long as ctx. */
+TXATTN_API const char *txattn_context_table_state(const txattn_context *ctx);
+/* The table file the context looked for; "" when none (tables off, or no location known). */
+TXATTN_API const char *txattn_context_table_path(const txattn_context *ctx);
 
 /* Helpers for callers and tools */
 /* Validates p and writes it to *out with every default filled in. */

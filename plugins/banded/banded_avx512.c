@@ -1,8 +1,11 @@
 /* banded.avx512: the banded vector kernel (banded_algo.h) over the tiled plugin's AVX-512 vector
- * layer, built with -mavx512f -mavx512dq -mavx512bw -mavx512vl -mfma. The same blocking as
- * banded.avx2 on vectors twice as wide (16 keys per score block, 128 output columns in registers),
- * 32 zmm registers. The development VM has no AVX-512: this file is compile-checked only, and so
- * kept to the same code as banded.avx2 but for the lane reduction below. */
+ * layer, built with -mavx512f -mavx512dq -mavx512bw -mavx512vl -mfma. The same register blocks as
+ * banded.avx2 on vectors twice as wide (panels of 16 keys, 16 keys per single-row block). The
+ * development VM has no AVX-512: this file is compile-checked only, and so kept to the AVX2 code
+ * but for the lane operations below; the blocks could grow into the 32 zmm registers once it can
+ * be measured. */
+#include <math.h>
+
 #include "../tiled/vec_avx512.h"
 #include "../tiled/tiled_vexp2.h"
 
@@ -28,6 +31,14 @@ static inline vf vf_sum_lanes(const vf *a) {
                        _mm512_shuffle_ps(p[0], p[1], _MM_SHUFFLE(3, 1, 3, 1)));
   const __m512i to_key = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   return _mm512_permutexvar_ps(to_key, s);
+}
+
+static inline vf vf_lane_index(void) {
+  return _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+}
+static inline vf vf_keep_range(vf x, vf i, vf a, vf e) {
+  __mmask16 in = _mm512_cmp_ps_mask(i, a, _CMP_GE_OQ) & _mm512_cmp_ps_mask(i, e, _CMP_LT_OQ);
+  return _mm512_mask_blend_ps(in, _mm512_set1_ps(-INFINITY), x);
 }
 
 #define BANDED_NP      3

@@ -10,27 +10,34 @@ static int banded_applicable(const txattn_problem *p, const char **why) {
   return 1;
 }
 
-static size_t banded_workspace_size(const txattn_problem *p, int n_threads,
-                                    const int64_t *tunables) {
+static size_t banded_scalar_workspace(const txattn_problem *p, int n_threads,
+                                      const int64_t *tunables) {
   (void)n_threads;
   (void)tunables;
-  return banded_workspace_bytes(p);
+  return banded_workspace_bytes(p, 0);
+}
+/* The vector kernels also keep transposed K panels (banded_algo.h). */
+static size_t banded_vector_workspace(const txattn_problem *p, int n_threads,
+                                      const int64_t *tunables) {
+  (void)n_threads;
+  (void)tunables;
+  return banded_workspace_bytes(p, 1);
 }
 
 static txattn_status banded_scalar_run(const txattn_kernel_call *call) {
-  return banded_run(call, banded_head_scalar);
+  return banded_run(call, banded_head_scalar, 0);
 }
 #if defined(__x86_64__)
 static txattn_status banded_avx2_run(const txattn_kernel_call *call) {
-  return banded_run(call, banded_head_avx2);
+  return banded_run(call, banded_head_avx2, 1);
 }
 static txattn_status banded_avx512_run(const txattn_kernel_call *call) {
-  return banded_run(call, banded_head_avx512);
+  return banded_run(call, banded_head_avx512, 1);
 }
 #endif
 #if defined(__aarch64__)
 static txattn_status banded_neon_run(const txattn_kernel_call *call) {
-  return banded_run(call, banded_head_neon);
+  return banded_run(call, banded_head_neon, 1);
 }
 #endif
 
@@ -45,7 +52,7 @@ static const txattn_kernel_desc banded_scalar = {
        mask or causal at n = 1024 and 4096; 10.4-10.6 with a window of 8 + 8 (short rows). */
     .speed_hint = 11.0f,
     .applicable = banded_applicable,
-    .workspace_size = banded_workspace_size,
+    .workspace_size = banded_scalar_workspace,
     .run = banded_scalar_run,
 };
 
@@ -53,24 +60,31 @@ static const txattn_kernel_desc banded_scalar = {
 static const txattn_kernel_desc banded_avx2 = {
     .struct_size = sizeof(txattn_kernel_desc),
     .name = "banded.avx2",
-    .summary = "only the visible scores of each row, AVX2+FMA, 8 keys per block (1 thread)",
+    .summary = "only the visible scores, 4 query rows at a time, AVX2+FMA (1 thread)",
     .isa = TXATTN_ISA_AVX2,
     .flags = TXATTN_KERNEL_SPARSE,
-    .speed_hint = 40.0f,
+    /* GFLOP/s of one thread over visible pairs, 2 * (d_qk + d_v) flops each, from `txtune bench
+       --threads 1` (medians of 5 interleaved rounds, d = 64, the 2-core VM shared with other
+       jobs): 57 with a window of 64 + 64 (n = 16384), 58 with no mask or causal (n = 4096), 26
+       with a window of 8 + 8 (n = 16384, where the per-row softmax and the 41% of panel keys a
+       narrow row does not see dominate). 50 weighs the wide cases. */
+    .speed_hint = 50.0f,
     .applicable = banded_applicable,
-    .workspace_size = banded_workspace_size,
+    .workspace_size = banded_vector_workspace,
     .run = banded_avx2_run,
 };
 
 static const txattn_kernel_desc banded_avx512 = {
     .struct_size = sizeof(txattn_kernel_desc),
     .name = "banded.avx512",
-    .summary = "only the visible scores of each row, AVX-512, 16 keys per block (1 thread)",
+    .summary = "only the visible scores, 4 query rows at a time, AVX-512 (1 thread)",
     .isa = TXATTN_ISA_AVX512,
     .flags = TXATTN_KERNEL_SPARSE,
-    .speed_hint = 80.0f,
+    /* Not measured (no AVX-512 on the development VM): banded.avx2's 50 for twice the lanes per
+       FMA, the scaling the tiled plugin's descriptors use (70 -> 140). */
+    .speed_hint = 100.0f,
     .applicable = banded_applicable,
-    .workspace_size = banded_workspace_size,
+    .workspace_size = banded_vector_workspace,
     .run = banded_avx512_run,
 };
 #endif
@@ -79,12 +93,14 @@ static const txattn_kernel_desc banded_avx512 = {
 static const txattn_kernel_desc banded_neon = {
     .struct_size = sizeof(txattn_kernel_desc),
     .name = "banded.neon",
-    .summary = "only the visible scores of each row, NEON, 8 keys per block (1 thread)",
+    .summary = "only the visible scores, 4 query rows at a time, NEON (1 thread)",
     .isa = TXATTN_ISA_NEON,
     .flags = TXATTN_KERNEL_SPARSE,
-    .speed_hint = 20.0f,
+    /* Not measured (no arm64 hardware here; qemu's timings say nothing about it): banded.avx2's 50
+       scaled as the tiled plugin scales its NEON kernel against AVX2 (20 / 70). */
+    .speed_hint = 14.0f,
     .applicable = banded_applicable,
-    .workspace_size = banded_workspace_size,
+    .workspace_size = banded_vector_workspace,
     .run = banded_neon_run,
 };
 #endif

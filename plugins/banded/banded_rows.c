@@ -22,11 +22,11 @@ int64_t banded_max_range(const txattn_problem *p) {
   return p->window_left + p->window_right + 1;
 }
 
-size_t banded_workspace_bytes(const txattn_problem *p) {
+size_t banded_workspace_bytes(const txattn_problem *p, int panels) {
   size_t rows = BANDED_MR, d_v = (size_t)p->d_v;
   return banded_round64(rows * d_v * sizeof(double)) + banded_round64(rows * d_v * sizeof(float)) +
          banded_round64(rows * (size_t)banded_score_stride(p) * sizeof(float)) +
-         (size_t)banded_panel_keys(p) * (size_t)p->d_qk * sizeof(float);
+         (panels ? (size_t)banded_panel_keys(p) * (size_t)p->d_qk * sizeof(float) : 0);
 }
 
 /* One output row: softmax over the visible keys [lo, hi), lo < hi. */
@@ -70,10 +70,10 @@ void banded_ops_head(const banded_head *hd, const banded_ops *ops) {
   }
 }
 
-txattn_status banded_run(const txattn_kernel_call *call, banded_head_fn head) {
+txattn_status banded_run(const txattn_kernel_call *call, banded_head_fn head, int panels) {
   const txattn_problem *p = call->problem;
   const txattn_tensors *t = call->tensors;
-  if (call->workspace_size < banded_workspace_bytes(p)) return TXATTN_E_INTERNAL;
+  if (call->workspace_size < banded_workspace_bytes(p, panels)) return TXATTN_E_INTERNAL;
 
   banded_head hd = {.p = p,
                     .q_row = t->q_layout.row,

@@ -67,9 +67,14 @@ static int tiled_applicable(const txattn_problem *p, const char **why) {
 #define TILED_KERNEL(id, OPS, MR, KW)                                                              \
   static const txattn_tunable tiled_tunables_##id[] = {                                            \
       {sizeof(txattn_tunable), "block_q",                                                          \
-       "stacked query rows (all heads of a GQA group) per block", MR, 1024 / (MR) * (MR), MR},     \
-      {sizeof(txattn_tunable), "block_k", "keys per packed K/V block", KW, 2048 / (KW) * (KW),     \
-       KW},                                                                                        \
+       "stacked query rows (all heads of a GQA group) per block; default: the block's scores, "    \
+       "queries and accumulators in a quarter of L2 (half when a head's packed K/V exceeds half "  \
+       "the L3 share)",                                                                            \
+       MR, 1024 / (MR) * (MR), MR},                                                                \
+      {sizeof(txattn_tunable), "block_k",                                                          \
+       "keys per packed K/V block; default: the block (block_k x (d_qk + d_v) floats) in half "    \
+       "of L2, 256..512 keys",                                                                     \
+       KW, 2048 / (KW) * (KW), KW},                                                                \
   };                                                                                               \
   static size_t tiled_workspace_##id(const txattn_problem *p, int n_threads,                       \
                                      const int64_t *tunables) {                                    \

@@ -11,11 +11,15 @@
  *           shared packed heads; two phases' buffers alternate, so a thread that runs out of query
  *           blocks packs the next phase instead of waiting. One query block per head (decode, short
  *           prompts): each task streams its head's K/V through the thread's scratch, as the single-
- *           thread kernel does, with no packing phase.
+ *           thread kernel does, with no packing phase; or, with few rows, reads them in place (the
+ *           direct path, tiled_omp_direct.h).
  *  KSPLIT   too few query-block tasks to keep the threads busy (decode with few kv heads): each
  *           query block's keys are cut into `chunks` ranges of whole key blocks; a task runs one
- *           range (run_krange, streaming) into its own partial (m, l, acc), then the partials of each
- *           query block are merged (tiled_merge_partials).
+ *           range (run_krange, streaming, or the direct path) into its own partial (m, l, acc), then
+ *           the partials of each query block are merged (tiled_merge_partials).
+ *
+ * The direct path serves every mode (SERIAL included) when each (batch, kv head) has a single query
+ * block of at most TOMP_DIRECT_MAX_ROWS rows.
  */
 #ifndef TILED_OMP_PLAN_H
 #define TILED_OMP_PLAN_H
@@ -24,15 +28,17 @@
 #include <stdint.h>
 
 #include "tiled_internal.h"
+#include "tiled_omp_direct.h"
 
 typedef enum tomp_mode { TOMP_SERIAL, TOMP_QBLOCKS, TOMP_KSPLIT } tomp_mode;
 
 typedef struct tomp_plan {
   tiled_geom g;
   const tiled_ops *ops;
+  tomp_direct_fn direct; /* non-NULL: rows are few, the direct path replaces the tiled one */
   tomp_mode mode;
   int threads;          /* team size (1: no parallel region), <= n_threads */
-  int stream;           /* K/V streamed block by block through each thread's scratch */
+  int stream;           /* K/V streamed through each thread's scratch (or read in place) */
   int64_t heads;        /* batch * heads_kv */
   int64_t units;        /* query-block tasks: heads * n_qblocks */
   int64_t kb0, kb1;     /* the key blocks some row sees */
@@ -47,8 +53,9 @@ typedef struct tomp_plan {
 
 /* Fills pl for problem p (resolved) on n_threads threads with block sizes br, bc; t may be NULL when
    only sizing. Returns 0 if the sizes overflow. */
-int tomp_plan_init(tomp_plan *pl, const tiled_ops *ops, const txattn_problem *p,
-                   const txattn_tensors *t, int n_threads, int64_t br, int64_t bc);
+int tomp_plan_init(tomp_plan *pl, const tiled_ops *ops, tomp_direct_fn direct,
+                   const txattn_problem *p, const txattn_tensors *t, int n_threads, int64_t br,
+                   int64_t bc);
 
 /* Executes the plan (tiled_omp_run.c): the workspace is pl->total bytes, 64-byte aligned. */
 void tomp_run(const tomp_plan *pl, void *workspace);

@@ -15,19 +15,20 @@ static void blocks_of(const tiled_ops *ops, const txattn_problem *p, const int64
   }
 }
 
-static size_t tomp_workspace(const tiled_ops *ops, const txattn_problem *p, int n_threads,
-                             const int64_t *tunables) {
+static size_t tomp_workspace(const tiled_ops *ops, tomp_direct_fn direct, const txattn_problem *p,
+                             int n_threads, const int64_t *tunables) {
   int64_t br, bc;
   tomp_plan pl;
   blocks_of(ops, p, tunables, &br, &bc);
-  return tomp_plan_init(&pl, ops, p, NULL, n_threads, br, bc) ? pl.total : SIZE_MAX;
+  return tomp_plan_init(&pl, ops, direct, p, NULL, n_threads, br, bc) ? pl.total : SIZE_MAX;
 }
 
-static txattn_status tomp_run_call(const tiled_ops *ops, const txattn_kernel_call *call) {
+static txattn_status tomp_run_call(const tiled_ops *ops, tomp_direct_fn direct,
+                                   const txattn_kernel_call *call) {
   int64_t br, bc;
   tomp_plan pl;
   blocks_of(ops, call->problem, call->tunables, &br, &bc);
-  if (!tomp_plan_init(&pl, ops, call->problem, call->tensors, call->n_threads, br, bc))
+  if (!tomp_plan_init(&pl, ops, direct, call->problem, call->tensors, call->n_threads, br, bc))
     return TXATTN_E_INTERNAL;
   if (pl.total > 0 && (!call->workspace || call->workspace_size < pl.total))
     return TXATTN_E_INTERNAL;
@@ -55,14 +56,15 @@ static int tomp_applicable(const txattn_problem *p, const char **why) {
   int64_t br, bc;
   tomp_plan pl;
   tiled_default_blocks(p, NULL, TILED_SCALAR_MR, TILED_SCALAR_NRS * TILED_SCALAR_W, &br, &bc);
-  if (tomp_plan_init(&pl, &tiled_ops_scalar, p, NULL, 1, br, bc)) return 1;
+  if (tomp_plan_init(&pl, &tiled_ops_scalar, tomp_direct_scalar, p, NULL, 1, br, bc)) return 1;
   *why = "the packed K/V of one head (n_kv x (d_qk + d_v) floats) would not fit in memory";
   return 0;
 }
 
 /* The descriptor pieces of one ISA: the tiled kernels' tunables (block_q a multiple of the register
-   block's rows, block_k of the packed K panel's keys) and wrappers binding the ISA's ops table. */
-#define TOMP_KERNEL(id, OPS, MR, KW)                                                               \
+   block's rows, block_k of the packed K panel's keys) and wrappers binding the ISA's tiled ops
+   table and direct path. */
+#define TOMP_KERNEL(id, OPS, DIRECT, MR, KW)                                                       \
   static const txattn_tunable tomp_tunables_##id[] = {                                             \
       {sizeof(txattn_tunable), "block_q",                                                          \
        "stacked query rows (all heads of a GQA group) per block", MR, 1024 / (MR) * (MR), MR},     \
@@ -71,10 +73,10 @@ static int tomp_applicable(const txattn_problem *p, const char **why) {
   };                                                                                               \
   static size_t tomp_workspace_##id(const txattn_problem *p, int n_threads,                        \
                                     const int64_t *tunables) {                                     \
-    return tomp_workspace(&OPS, p, n_threads, tunables);                                           \
+    return tomp_workspace(&OPS, DIRECT, p, n_threads, tunables);                                   \
   }                                                                                                \
   static txattn_status tomp_run_##id(const txattn_kernel_call *call) {                             \
-    return tomp_run_call(&OPS, call);                                                              \
+    return tomp_run_call(&OPS, DIRECT, call);                                                      \
   }                                                                                                \
   static void tomp_defaults_##id(const txattn_problem *p, const txattn_machine *m,                 \
                                  int64_t *values) {                                                \
@@ -97,18 +99,20 @@ static int tomp_applicable(const txattn_problem *p, const char **why) {
       .default_tunables = tomp_defaults_##id,                                                      \
   };
 
-TOMP_KERNEL(scalar, tiled_ops_scalar, TILED_SCALAR_MR, TILED_SCALAR_NRS *TILED_SCALAR_W)
+TOMP_KERNEL(scalar, tiled_ops_scalar, tomp_direct_scalar, TILED_SCALAR_MR,
+            TILED_SCALAR_NRS *TILED_SCALAR_W)
 TOMP_DESC(scalar, TXATTN_ISA_SCALAR, "online-softmax tiles, portable C, OpenMP threads", 6.0f)
 #if defined(__x86_64__)
-TOMP_KERNEL(avx2, tiled_ops_avx2, TILED_AVX2_MR, TILED_AVX2_NRS *TILED_AVX2_W)
-TOMP_DESC(avx2, TXATTN_ISA_AVX2, "online-softmax tiles, 6x16 AVX2+FMA micro-kernels, OpenMP threads",
-          70.0f)
-TOMP_KERNEL(avx512, tiled_ops_avx512, TILED_AVX512_MR, TILED_AVX512_NRS *TILED_AVX512_W)
+TOMP_KERNEL(avx2, tiled_ops_avx2, tomp_direct_avx2, TILED_AVX2_MR, TILED_AVX2_NRS *TILED_AVX2_W)
+TOMP_DESC(avx2, TXATTN_ISA_AVX2,
+          "online-softmax tiles, 6x16 AVX2+FMA micro-kernels, OpenMP threads", 70.0f)
+TOMP_KERNEL(avx512, tiled_ops_avx512, tomp_direct_avx512, TILED_AVX512_MR,
+            TILED_AVX512_NRS *TILED_AVX512_W)
 TOMP_DESC(avx512, TXATTN_ISA_AVX512,
           "online-softmax tiles, 6x64 AVX-512 micro-kernels, OpenMP threads", 140.0f)
 #endif
 #if defined(__aarch64__)
-TOMP_KERNEL(neon, tiled_ops_neon, TILED_NEON_MR, TILED_NEON_NRS *TILED_NEON_W)
+TOMP_KERNEL(neon, tiled_ops_neon, tomp_direct_neon, TILED_NEON_MR, TILED_NEON_NRS *TILED_NEON_W)
 TOMP_DESC(neon, TXATTN_ISA_NEON, "online-softmax tiles, 6x12 NEON micro-kernels, OpenMP threads",
           20.0f)
 #endif

@@ -9,9 +9,30 @@ static int64_t min64(int64_t a, int64_t b) {
   return a < b ? a : b;
 }
 
-static void thread_scratch(const tomp_plan *pl, char *ws, int tid, tiled_scratch *s) {
-  tiled_scratch_carve(&pl->g, pl->ops, pl->stream,
-                      ws + pl->off_scratch + (size_t)tid * pl->scratch_bytes, s);
+/* A thread's scratch: the tiled one, or the direct path's. */
+typedef struct tomp_worker {
+  tiled_scratch ts;
+  tomp_direct_scratch ds;
+} tomp_worker;
+
+static void worker_init(const tomp_plan *pl, char *ws, int tid, tomp_worker *w) {
+  void *mem = ws + pl->off_scratch + (size_t)tid * pl->scratch_bytes;
+  if (pl->direct)
+    tomp_direct_scratch_carve(&pl->g, pl->ops->w, mem, &w->ds);
+  else
+    tiled_scratch_carve(&pl->g, pl->ops, pl->stream, mem, &w->ts);
+}
+
+/* Query blocks [qb0, qb1) of head hd against every key they see, into the output; kv is the packed
+   head or NULL. */
+static void run_rows(const tomp_plan *pl, const float *kv, int64_t hd, int64_t qb0, int64_t qb1,
+                     const tomp_worker *w) {
+  const tiled_geom *g = &pl->g;
+  const int64_t b = hd / g->p->heads_kv, kvh = hd % g->p->heads_kv;
+  if (pl->direct) /* one query block of all the rows */
+    pl->direct(g, b, kvh, 0, g->rows, 0, g->p->n_kv, NULL, &w->ds);
+  else
+    pl->ops->run_qblocks(g, kv, b, kvh, qb0, qb1, &w->ts);
 }
 
 static float *head_buffer(const tomp_plan *pl, char *ws, int64_t slot) {
@@ -23,25 +44,22 @@ static void run_serial(const tomp_plan *pl, char *ws) {
   const tiled_geom *g = &pl->g;
   const int64_t hkv = g->p->heads_kv;
   float *kv = pl->stream ? NULL : head_buffer(pl, ws, 0);
-  tiled_scratch s;
-  thread_scratch(pl, ws, 0, &s);
+  tomp_worker w;
+  worker_init(pl, ws, 0, &w);
   for (int64_t hd = 0; hd < pl->heads; hd++) {
     if (kv) pl->ops->pack_kv(g, hd / hkv, hd % hkv, pl->kb0, pl->kb1, kv);
-    pl->ops->run_qblocks(g, kv, hd / hkv, hd % hkv, 0, g->n_qblocks, &s);
+    run_rows(pl, kv, hd, 0, g->n_qblocks, &w);
   }
 }
 
 /* One query block per head: every task streams its own head, nothing is shared. */
 static void run_streamed_heads(const tomp_plan *pl, char *ws) {
-  const tiled_geom *g = &pl->g;
-  const int64_t hkv = g->p->heads_kv;
 #pragma omp parallel num_threads(pl->threads)
   {
-    tiled_scratch s;
-    thread_scratch(pl, ws, omp_get_thread_num(), &s);
+    tomp_worker w;
+    worker_init(pl, ws, omp_get_thread_num(), &w);
 #pragma omp for schedule(dynamic)
-    for (int64_t hd = 0; hd < pl->heads; hd++)
-      pl->ops->run_qblocks(g, NULL, hd / hkv, hd % hkv, 0, g->n_qblocks, &s);
+    for (int64_t hd = 0; hd < pl->heads; hd++) run_rows(pl, NULL, hd, 0, pl->g.n_qblocks, &w);
   }
 }
 
@@ -73,11 +91,10 @@ static void pack_task(const tomp_plan *pl, char *ws, int64_t phase, int64_t k) {
 /* Task k of a phase's compute: query blocks in decreasing rough cost (rev: from the last one), so
    that the cheap ones fill the end; the heads of the phase are interleaved. */
 static void qblock_task(const tomp_plan *pl, char *ws, int64_t phase, int64_t k, int rev,
-                        const tiled_scratch *s) {
+                        const tomp_worker *w) {
   const int64_t np = phase_size(pl, phase), j = k % np, qi = k / np;
   const int64_t qb = rev ? pl->g.n_qblocks - 1 - qi : qi;
-  const int64_t hd = phase * pl->phase_heads + j, hkv = pl->g.p->heads_kv;
-  pl->ops->run_qblocks(&pl->g, phase_head(pl, ws, phase, j), hd / hkv, hd % hkv, qb, qb + 1, s);
+  run_rows(pl, phase_head(pl, ws, phase, j), phase * pl->phase_heads + j, qb, qb + 1, w);
 }
 
 /* Several query blocks per head: the phase's heads are packed by all threads, then shared. A
@@ -91,14 +108,14 @@ static void run_packed_heads(const tomp_plan *pl, char *ws) {
   const int rev = qblock_width(g, g->n_qblocks - 1) >= qblock_width(g, 0);
 #pragma omp parallel num_threads(pl->threads)
   {
-    tiled_scratch s;
-    thread_scratch(pl, ws, omp_get_thread_num(), &s);
+    tomp_worker w;
+    worker_init(pl, ws, omp_get_thread_num(), &w);
 #pragma omp for schedule(dynamic)
     for (int64_t k = 0; k < phase_size(pl, 0) * nkb; k++) pack_task(pl, ws, 0, k);
     for (int64_t f = 0; f < phases; f++) {
 #pragma omp for schedule(dynamic) nowait
       for (int64_t k = 0; k < phase_size(pl, f) * g->n_qblocks; k++)
-        qblock_task(pl, ws, f, k, rev, &s);
+        qblock_task(pl, ws, f, k, rev, &w);
       if (f + 1 < phases) {
 #pragma omp for schedule(dynamic)
         for (int64_t k = 0; k < phase_size(pl, f + 1) * nkb; k++) pack_task(pl, ws, f + 1, k);
@@ -127,7 +144,7 @@ static tiled_partial *part_descs(const tomp_plan *pl, char *ws) {
 }
 
 /* Task k of the key split: chunk c of query block u's key blocks, into partial k. */
-static void krange_task(const tomp_plan *pl, char *ws, int64_t k, const tiled_scratch *s) {
+static void krange_task(const tomp_plan *pl, char *ws, int64_t k, const tomp_worker *w) {
   const tiled_geom *g = &pl->g;
   const int64_t u = k / pl->chunks, c = k % pl->chunks, hd = u / g->n_qblocks;
   const int64_t hkv = g->p->heads_kv, t0 = (u % g->n_qblocks) * g->br;
@@ -143,7 +160,10 @@ static void krange_task(const tomp_plan *pl, char *ws, int64_t k, const tiled_sc
   part->l = (float *)(mem + vec);
   part->acc = (float *)(mem + 2 * vec);
   part->ld = g->dv;
-  pl->ops->run_krange(g, NULL, hd / hkv, hd % hkv, t0, t1, k0, k1, part, s);
+  if (pl->direct)
+    pl->direct(g, hd / hkv, hd % hkv, t0, t1, k0, k1, part, &w->ds);
+  else
+    pl->ops->run_krange(g, NULL, hd / hkv, hd % hkv, t0, t1, k0, k1, part, &w->ts);
 }
 
 /* Few query blocks: each one's keys are cut into chunks run by different threads, then each
@@ -153,10 +173,10 @@ static void run_key_split(const tomp_plan *pl, char *ws) {
   const int64_t hkv = g->p->heads_kv;
 #pragma omp parallel num_threads(pl->threads)
   {
-    tiled_scratch s;
-    thread_scratch(pl, ws, omp_get_thread_num(), &s);
+    tomp_worker w;
+    worker_init(pl, ws, omp_get_thread_num(), &w);
 #pragma omp for schedule(dynamic)
-    for (int64_t k = 0; k < pl->units * pl->chunks; k++) krange_task(pl, ws, k, &s);
+    for (int64_t k = 0; k < pl->units * pl->chunks; k++) krange_task(pl, ws, k, &w);
 #pragma omp for schedule(dynamic)
     for (int64_t u = 0; u < pl->units; u++) {
       const int64_t hd = u / g->n_qblocks, t0 = (u % g->n_qblocks) * g->br;

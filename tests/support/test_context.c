@@ -12,8 +12,12 @@
 
 void test_env_clean(void) {
   static const char *vars[] = {"TXATTN_PLUGIN_PATH", "TXATTN_FORCE_KERNEL", "TXATTN_MAX_ISA",
-                               "TXATTN_TABLE", "TXATTN_VERBOSE"};
+                               "TXATTN_TABLE",       "TXATTN_VERBOSE",      "TXATTN_CACHES"};
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
+  /* The default dispatch table lives under $XDG_CACHE_HOME (else ~/.cache): point both at a place
+     with no table, so a developer's own profile cannot steer the tests. */
+  setenv("XDG_CACHE_HOME", "/nonexistent/txattn-tests", 1);
+  setenv("HOME", "/nonexistent/txattn-tests", 1);
 }
 
 void test_check_leaks(void) {

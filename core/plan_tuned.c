@@ -1,0 +1,101 @@
+/* Plans with tunables the caller chooses (what the tuner measures), and the declarations of a
+ * kernel's tunables, which say what may be chosen. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "context.h"
+#include "error.h"
+#include "plan.h"
+#include "plugin_check.h"
+
+/* "block_q, block_k", or "none" */
+static void declared(const txattn_kernel_desc *d, char *buf, size_t size) {
+  size_t used = 0;
+  snprintf(buf, size, "none");
+  for (size_t i = 0; i < d->n_tunables && used < size; i++) {
+    int n = snprintf(buf + used, size - used, "%s%s", i ? ", " : "", d->tunables[i].name);
+    used += n > 0 ? (size_t)n : 0;
+  }
+}
+
+txattn_status txattn__tunables_override(const txattn_kernel_desc *d, int64_t *values,
+                                        const txattn__tunable_override *ov) {
+  char names[256];
+  for (size_t i = 0; i < ov->n; i++) {
+    const char *name = ov->names[i];
+    TXATTN_RETURN_IF(name == NULL, TXATTN_E_INVALID, "txattn_plan_create_tuned: names[%zu] is NULL",
+                     i);
+    for (size_t j = 0; j < i; j++)
+      TXATTN_RETURN_IF(strcmp(ov->names[j], name) == 0, TXATTN_E_INVALID,
+                       "txattn_plan_create_tuned: tunable %s is given twice", name);
+    size_t k = 0;
+    while (k < d->n_tunables && strcmp(d->tunables[k].name, name) != 0) k++;
+    if (k == d->n_tunables) {
+      declared(d, names, sizeof names);
+      return txattn__fail(TXATTN_E_INVALID,
+                          "txattn_plan_create_tuned: kernel %s has no tunable \"%.63s\" (it "
+                          "declares: %s)",
+                          d->name, name, names);
+    }
+    const txattn_tunable *t = &d->tunables[k];
+    TXATTN_RETURN_IF(!txattn__tunable_value_ok(t, ov->values[i]), TXATTN_E_INVALID,
+                     "txattn_plan_create_tuned: %s %s = %" PRId64 " is outside %" PRId64
+                     "..%" PRId64 " in steps of %" PRId64,
+                     d->name, name, ov->values[i], t->min, t->max, t->multiple_of);
+    values[k] = ov->values[i];
+  }
+  return TXATTN_OK;
+}
+
+txattn_status txattn_plan_create_tuned(txattn_context *ctx, const txattn_problem *p,
+                                       const char *kernel, const char *const *names,
+                                       const int64_t *values, size_t n, txattn_plan **out) {
+  TXATTN_RETURN_IF(out == NULL, TXATTN_E_INVALID, "txattn_plan_create_tuned: out is NULL");
+  *out = NULL;
+  TXATTN_RETURN_IF(kernel == NULL, TXATTN_E_INVALID,
+                   "txattn_plan_create_tuned: kernel is NULL (tunables belong to a named kernel)");
+  TXATTN_RETURN_IF(n > 0 && (names == NULL || values == NULL), TXATTN_E_INVALID,
+                   "txattn_plan_create_tuned: n = %zu but %s is NULL", n,
+                   names == NULL ? "names" : "values");
+  txattn__tunable_override ov = {names, values, n};
+  return txattn__plan_new(ctx, p, kernel, &ov, out);
+}
+
+static const txattn_kernel_desc *kernel_at(const txattn_context *ctx, size_t kernel,
+                                           const char *fn) {
+  if (ctx == NULL) {
+    txattn__fail(TXATTN_E_INVALID, "%s: ctx is NULL", fn);
+    return NULL;
+  }
+  if (kernel >= ctx->reg.n_kernels) {
+    txattn__fail(TXATTN_E_INVALID, "%s: kernel index %zu is out of range (the context has %zu)", fn,
+                 kernel, ctx->reg.n_kernels);
+    return NULL;
+  }
+  return ctx->reg.kernels[kernel].desc;
+}
+
+size_t txattn_kernel_tunable_count(const txattn_context *ctx, size_t kernel) {
+  const txattn_kernel_desc *d = kernel_at(ctx, kernel, "txattn_kernel_tunable_count");
+  return d ? d->n_tunables : 0;
+}
+
+txattn_status txattn_kernel_tunable_get(const txattn_context *ctx, size_t kernel, size_t i,
+                                        txattn_tunable_info *out) {
+  const txattn_kernel_desc *d = kernel_at(ctx, kernel, "txattn_kernel_tunable_get");
+  if (d == NULL) return TXATTN_E_INVALID;
+  TXATTN_RETURN_IF(out == NULL, TXATTN_E_INVALID, "txattn_kernel_tunable_get: out is NULL");
+  TXATTN_RETURN_IF(i >= d->n_tunables, TXATTN_E_INVALID,
+                   "txattn_kernel_tunable_get: index %zu is out of range (kernel %s has %zu "
+                   "tunables)",
+                   i, d->name, d->n_tunables);
+  const txattn_tunable *t = &d->tunables[i];
+  *out = (txattn_tunable_info){.name = t->name,
+                               .summary = t->summary,
+                               .value = 0,
+                               .min = t->min,
+                               .max = t->max,
+                               .multiple_of = t->multiple_of};
+  return txattn__ok();
+}

@@ -1,0 +1,192 @@
+/* txattn dispatch tables: building, writing, reading and checking the measured table that
+ * `txtune profile` writes and libtxattn's dispatcher follows.
+ *
+ * The file format ("txtune-dispatch-table", format_version 1, JSON) is documented in
+ * core/dispatch_table.md. A table holds a header (library version, the machine's fingerprint, each
+ * plugin's name, version and build) and, per class of problems, the measured points (every exact
+ * candidate's time, fastest first), the regions derived from them and the candidates excluded
+ * as inexact.
+ *
+ * A class is what must match exactly for a table entry to apply to a problem: mask kind (and, for
+ * windows, the window's shape), d_qk, d_v, the GQA group heads_q / heads_kv, the context's thread
+ * count and whether the problem decodes (n_q == 1). Within a class a problem has the coordinates n
+ * (n_kv; non-decode classes need n_q == n_kv) and, for windows, r (the window's reach).
+ *
+ * A tool that profiles does:
+ *   txattn_table_create(ctx, &t);                      header filled from ctx
+ *   txattn_table_add_class(t, &cls, &ci);              per class
+ *   txattn_table_add_point(t, ci, n, r, cands, k);     per measured point (regions follow)
+ *   txattn_table_add_exclusion(t, &ex);                per inexact candidate
+ *   txattn_table_write(t, NULL);                       atomically, at the path in effect
+ * Every function returns a status and sets txattn_last_error(); nothing here prints.
+ */
+#ifndef TXATTN_TABLE_H
+#define TXATTN_TABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "txattn/txattn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TXATTN_TABLE_FORMAT         "txtune-dispatch-table"
+#define TXATTN_TABLE_FORMAT_VERSION 1
+
+typedef struct txattn_table txattn_table;
+
+/* The window shapes a class can have; r is the reach of the window. */
+typedef enum txattn_table_window {
+  TXATTN_TABLE_WINDOW_NONE = 0, /* mask NONE or CAUSAL */
+  TXATTN_TABLE_WINDOW_SYM = 1,  /* window_left == window_right == r ("sym") */
+  TXATTN_TABLE_WINDOW_LEFT = 2, /* window_left == r, window_right == 0 ("left": sliding window) */
+} txattn_table_window;
+
+typedef struct txattn_table_class {
+  txattn_mask mask;
+  txattn_table_window window; /* NONE unless mask == WINDOW */
+  int64_t d_qk, d_v;
+  int64_t group; /* heads_q / heads_kv */
+  int threads;   /* the context's thread count */
+  int decode;    /* 1: n_q == 1 against n = n_kv keys; 0: n_q == n_kv == n */
+  /* the shape the points were measured with; not part of the class key */
+  int64_t batch, heads_q; /* heads_q a multiple of group */
+} txattn_table_class;
+
+/* One candidate (kernel x tunables) measured at a point. */
+typedef struct txattn_table_candidate {
+  const char *kernel;
+  size_t n_tunables; /* names and values of the tunables it ran with (every declared one) */
+  const char *const *tunable_names;
+  const int64_t *tunable_values;
+  double time_s; /* the median time of one call, > 0 */
+  double
+      max_error; /* max|O - O_ref| / max|V| against txattn_reference, <= TXATTN_EXACT_TOLERANCE */
+  double spread; /* the timings' relative spread (e.g. IQR / median); < 0: not measured */
+} txattn_table_candidate;
+
+typedef struct txattn_table_point {
+  int64_t n, r; /* r is 0 in classes without a window */
+  size_t n_candidates;
+} txattn_table_point;
+
+/* A region: a rectangle of measured points (n_lo..n_hi, r_lo..r_hi) with one winner. */
+typedef struct txattn_table_region {
+  int64_t n_lo, n_hi, r_lo, r_hi; /* r: 0 in classes without a window */
+  txattn_table_candidate winner;  /* time_s: the fastest of the region; spread: -1 */
+  double time_min_s, time_max_s;  /* the winner's times over the region */
+  double max_error;               /* the winner's largest error over the region */
+  const char *runner_up;          /* the fastest other kernel where the margin is smallest */
+  double margin;                  /* runner-up time / winner time there (> 1); 0: no runner-up */
+} txattn_table_region;
+
+/* A candidate that failed the exactness check, and where. */
+typedef struct txattn_table_exclusion {
+  txattn_table_class cls; /* batch and heads_q as measured */
+  const char *kernel;
+  size_t n_tunables;
+  const char *const *tunable_names;
+  const int64_t *tunable_values;
+  int64_t n, r;       /* the shape it failed on */
+  double max_error;   /* as txattn_table_candidate; NaN when the output was not finite */
+  const char *reason; /* one line */
+} txattn_table_exclusion;
+
+typedef struct txattn_table_plugin {
+  const char *name, *version;
+  const char
+      *build; /* "fnv1a64x4:<16 hex digits>" of the plugin file, as txattn_kernel_info has it */
+} txattn_table_plugin;
+
+typedef struct txattn_table_header {
+  int format_version;
+  const char *library_version;
+  const char *created; /* "2024-05-01T12:00:00Z" */
+  /* the fingerprint: vendor, brand, family, model, stepping, isa_mask, n_cores and l1d/l2/l3_bytes;
+     every other field is zero */
+  txattn_machine_info machine;
+  const char *profile; /* the profile's settings as a JSON object text, "" if none */
+  const char *path;    /* the file it was loaded from, "" if built in memory */
+  size_t n_plugins, n_classes, n_excluded;
+} txattn_table_header;
+
+/* ---- building ---- */
+/* An empty table whose header describes ctx: this library's version, ctx's machine
+   (txattn_context_machine) and every plugin ctx loaded. */
+TXATTN_API txattn_status txattn_table_create(const txattn_context *ctx, txattn_table **out);
+TXATTN_API void txattn_table_free(txattn_table *t); /* NULL is fine */
+/* Free-form settings of the profile that made the table (mode, budget, noise...): a JSON object. */
+TXATTN_API txattn_status txattn_table_set_profile(txattn_table *t, const char *json_object);
+/* Adds a class (E_INVALID if malformed or already there); *index (may be NULL) gets its index. */
+TXATTN_API txattn_status txattn_table_add_class(txattn_table *t, const txattn_table_class *c,
+                                                size_t *index);
+/* Adds the measurements at (n, r) of class cls: at least one candidate, each exact and timed; they
+   are stored fastest first. r must be >= 1 in window classes and 0 otherwise. The class's regions
+   are derived again. E_INVALID if a point at (n, r) exists or a candidate is malformed. */
+TXATTN_API txattn_status txattn_table_add_point(txattn_table *t, size_t cls, int64_t n, int64_t r,
+                                                const txattn_table_candidate *cands,
+                                                size_t n_cands);
+TXATTN_API txattn_status txattn_table_add_exclusion(txattn_table *t,
+                                                    const txattn_table_exclusion *e);
+
+/* ---- files ---- */
+/* The path in effect when txattn_options.table_path is NULL: $TXATTN_TABLE if set and not empty,
+   else $XDG_CACHE_HOME/txtune/dispatch.json (an absolute XDG_CACHE_HOME), else
+   $HOME/.cache/txtune/dispatch.json; E_NOT_FOUND when none applies, E_INVALID if it does not fit. */
+TXATTN_API txattn_status txattn_table_default_path(char *buf, size_t size);
+/* Writes atomically: a temporary file in the same directory, fsync, rename over path, fsync of the
+   directory; missing directories are created (0755 less the umask), the file is 0644 less the
+   umask. On failure the file at path is untouched and no temporary file is left. path NULL: the
+   default path. */
+TXATTN_API txattn_status txattn_table_write(const txattn_table *t, const char *path);
+/* Reads and strictly validates a table: E_IO if it cannot be read, E_TABLE naming the file and
+   line:column (syntax) or the JSON path of the bad field. *out is NULL on any failure. */
+TXATTN_API txattn_status txattn_table_load(const char *path, txattn_table **out);
+/* The table as normalised JSON (what txattn_table_write puts in the file). */
+TXATTN_API txattn_status txattn_table_dump(const txattn_table *t, FILE *f);
+/* OK if the table fits ctx: same library version, machine fingerprint and plugins (name, version,
+   build), and tunables that the named kernels declare. Else E_TABLE, and why (may be NULL) gets
+   every difference with the table's value and ctx's. */
+TXATTN_API txattn_status txattn_table_check(const txattn_table *t, const txattn_context *ctx,
+                                            char *why, size_t size);
+
+/* ---- reading ---- */
+TXATTN_API txattn_status txattn_table_header_get(const txattn_table *t, txattn_table_header *out);
+TXATTN_API txattn_status txattn_table_plugin_get(const txattn_table *t, size_t i,
+                                                 txattn_table_plugin *out);
+/* n_points and n_regions may be NULL. */
+TXATTN_API txattn_status txattn_table_class_get(const txattn_table *t, size_t cls,
+                                                txattn_table_class *out, size_t *n_points,
+                                                size_t *n_regions);
+/* Points are in order of r, then n. */
+TXATTN_API txattn_status txattn_table_point_get(const txattn_table *t, size_t cls, size_t point,
+                                                txattn_table_point *out);
+TXATTN_API txattn_status txattn_table_candidate_get(const txattn_table *t, size_t cls, size_t point,
+                                                    size_t i, txattn_table_candidate *out);
+/* Regions are in order of r_lo, then n_lo. */
+TXATTN_API txattn_status txattn_table_region_get(const txattn_table *t, size_t cls, size_t i,
+                                                 txattn_table_region *out);
+TXATTN_API txattn_status txattn_table_exclusion_get(const txattn_table *t, size_t i,
+                                                    txattn_table_exclusion *out);
+/* The class with c's key (batch and heads_q ignored): E_NOT_FOUND if none. */
+TXATTN_API txattn_status txattn_table_find_class(const txattn_table *t, const txattn_table_class *c,
+                                                 size_t *index);
+/* The class key and coordinates of problem p on `threads` threads (batch and heads_q from p).
+   E_UNSUPPORTED, with the reason, for shapes no class describes: 1 < n_q != n_kv, and windows
+   that are neither "sym" nor "left" or have an unbounded side. */
+TXATTN_API txattn_status txattn_table_class_of(const txattn_problem *p, int threads,
+                                               txattn_table_class *cls, int64_t *n, int64_t *r);
+/* "causal d64/64 g1 t2", "window-sym d128/128 g4 t1 decode". Returns what snprintf would. */
+TXATTN_API int txattn_table_class_describe(const txattn_table_class *c, char *buf, size_t size);
+
+/* The table ctx loaded, NULL unless txattn_context_table_status(ctx) is TXATTN_TABLE_LOADED. It
+   lives as long as ctx. */
+TXATTN_API const txattn_table *txattn_context_table(const txattn_context *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TXATTN_TABLE_H */

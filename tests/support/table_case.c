@@ -1,0 +1,200 @@
+#include "table_case.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+txattn_context *tc_context(const char *plugin_path, const char *table_path, int threads) {
+  txattn_options o = {.plugin_path = plugin_path, .table_path = table_path, .n_threads = threads};
+  txattn_context *ctx = NULL;
+  txattn_status s = txattn_context_create(&o, &ctx);
+  cr_assert_eq(s, TXATTN_OK, "txattn_context_create(table %s): %s: %s", table_path,
+               txattn_status_name(s), txattn_last_error());
+  return ctx;
+}
+
+static int kernel_index(const txattn_context *ctx, const char *kernel, size_t *index) {
+  for (size_t i = 0; i < txattn_kernel_count(ctx); i++) {
+    txattn_kernel_info k;
+    if (txattn_kernel_get(ctx, i, &k) == TXATTN_OK && strcmp(k.name, kernel) == 0) {
+      *index = i;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+size_t tc_tunables(const txattn_context *ctx, const char *kernel, int variant, const char **names,
+                   int64_t *values) {
+  size_t ki, n;
+  if (!kernel_index(ctx, kernel, &ki)) return 0;
+  n = txattn_kernel_tunable_count(ctx, ki);
+  for (size_t i = 0; i < n; i++) {
+    txattn_tunable_info t;
+    TC_ASSERT_OK(txattn_kernel_tunable_get(ctx, ki, i, &t));
+    int64_t v = (t.min + t.multiple_of - 1) / t.multiple_of * t.multiple_of;
+    for (int k = 0; k < variant && v + t.multiple_of <= t.max; k++) v += t.multiple_of;
+    names[i] = t.name;
+    values[i] = v;
+  }
+  return n;
+}
+
+void tc_add_point(const txattn_context *ctx, txattn_table *t, size_t cls, int64_t n, int64_t r,
+                  const tc_cand *c, size_t k) {
+  txattn_table_candidate cands[16];
+  const char *names[16][8];
+  int64_t values[16][8];
+  cr_assert(k <= 16);
+  for (size_t i = 0; i < k; i++) {
+    size_t nt = tc_tunables(ctx, c[i].kernel, c[i].variant, names[i], values[i]);
+    cands[i] =
+        (txattn_table_candidate){c[i].kernel, nt, names[i], values[i], c[i].time_s, 1e-7, -1};
+  }
+  TC_ASSERT_OK(txattn_table_add_point(t, cls, n, r, cands, k));
+}
+
+const int64_t tc_causal_ns[4] = {64, 256, 1024, 4096};
+const int64_t tc_window_ns[3] = {256, 1024, 4096}, tc_window_rs[3] = {16, 64, 256};
+
+size_t tc_add_causal(const txattn_context *ctx, txattn_table *t) {
+  txattn_table_class c = {TXATTN_MASK_CAUSAL,
+                          TXATTN_TABLE_WINDOW_NONE,
+                          TC_D,
+                          TC_D,
+                          1,
+                          txattn_context_threads(ctx),
+                          0,
+                          1,
+                          1};
+  size_t ci;
+  TC_ASSERT_OK(txattn_table_add_class(t, &c, &ci));
+  for (int i = 0; i < 4; i++) {
+    double n = (double)tc_causal_ns[i];
+    tc_cand cands[] = {{"naive.scalar", 1e-9 * n * n, 0},
+                       {"masked.scalar", 2e-4 + 2.5e-10 * n * n, 1},
+                       {"tiled.scalar", 3e-4 + 4e-10 * n * n, 1}};
+    tc_add_point(ctx, t, ci, tc_causal_ns[i], 0, cands, 3);
+  }
+  return ci;
+}
+
+size_t tc_add_window(const txattn_context *ctx, txattn_table *t) {
+  txattn_table_class c = {TXATTN_MASK_WINDOW,
+                          TXATTN_TABLE_WINDOW_SYM,
+                          TC_D,
+                          TC_D,
+                          1,
+                          txattn_context_threads(ctx),
+                          0,
+                          1,
+                          1};
+  size_t ci;
+  TC_ASSERT_OK(txattn_table_add_class(t, &c, &ci));
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) {
+      double nr = (double)tc_window_ns[i] * (double)tc_window_rs[j];
+      tc_cand cands[] = {{"banded.scalar", 3e-9 * nr, 0}, {"tiled.scalar", 2e-5 + 1e-9 * nr, 0}};
+      tc_add_point(ctx, t, ci, tc_window_ns[i], tc_window_rs[j], cands, 2);
+    }
+  return ci;
+}
+
+void tc_pick(txattn_context *ctx, const txattn_problem *p, char *kernel, size_t ksize, char *why,
+             size_t wsize) {
+  txattn_plan *plan = NULL;
+  txattn_status s = txattn_plan_create(ctx, p, NULL, &plan);
+  cr_assert_eq(s, TXATTN_OK, "txattn_plan_create: %s: %s", txattn_status_name(s),
+               txattn_last_error());
+  snprintf(kernel, ksize, "%s", txattn_plan_kernel(plan));
+  snprintf(why, wsize, "%s", txattn_plan_why(plan));
+  txattn_plan_free(plan);
+}
+
+/* The measured values of the class (field r or n) nearest below and above x. */
+static int bracket(const txattn_table *t, size_t cls, int use_r, int64_t x, int64_t *lo,
+                   int64_t *hi) {
+  size_t np;
+  txattn_table_class c;
+  TC_ASSERT_OK(txattn_table_class_get(t, cls, &c, &np, NULL));
+  *lo = -1;
+  *hi = -1;
+  for (size_t i = 0; i < np; i++) {
+    txattn_table_point p;
+    TC_ASSERT_OK(txattn_table_point_get(t, cls, i, &p));
+    int64_t v = use_r ? p.r : p.n;
+    if (v <= x && (*lo < 0 || v > *lo)) *lo = v;
+    if (v >= x && (*hi < 0 || v < *hi)) *hi = v;
+  }
+  return *lo >= 0 && *hi >= 0;
+}
+
+/* The fastest time of kernel at point (n, r); 0 if it was not measured there. */
+static double time_at(const txattn_table *t, size_t cls, int64_t n, int64_t r, const char *kernel) {
+  size_t np;
+  txattn_table_class c;
+  TC_ASSERT_OK(txattn_table_class_get(t, cls, &c, &np, NULL));
+  for (size_t i = 0; i < np; i++) {
+    txattn_table_point p;
+    TC_ASSERT_OK(txattn_table_point_get(t, cls, i, &p));
+    if (p.n != n || p.r != r) continue;
+    double best = 0;
+    for (size_t k = 0; k < p.n_candidates; k++) {
+      txattn_table_candidate x;
+      TC_ASSERT_OK(txattn_table_candidate_get(t, cls, i, k, &x));
+      if (strcmp(x.kernel, kernel) == 0 && (best == 0 || x.time_s < best)) best = x.time_s;
+    }
+    return best;
+  }
+  return 0;
+}
+
+static double weight(int64_t lo, int64_t hi, int64_t x) {
+  return lo == hi ? 0 : log((double)x / (double)lo) / log((double)hi / (double)lo);
+}
+
+void tc_expected(const txattn_table *t, size_t cls, int64_t n, int64_t r, char *kernel,
+                 size_t size) {
+  static const char *const kernels[] = {"naive.scalar", "masked.scalar", "tiled.scalar",
+                                        "banded.scalar"};
+  int64_t n0, n1, r0 = 0, r1 = 0;
+  kernel[0] = '\0';
+  if (!bracket(t, cls, 0, n, &n0, &n1) || !bracket(t, cls, 1, r, &r0, &r1)) return;
+  double wn = weight(n0, n1, n), wr = weight(r0, r1, r), best = INFINITY;
+  for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++) {
+    double t00 = time_at(t, cls, n0, r0, kernels[k]), t10 = time_at(t, cls, n1, r0, kernels[k]),
+           t01 = time_at(t, cls, n0, r1, kernels[k]), t11 = time_at(t, cls, n1, r1, kernels[k]);
+    if (t00 == 0 || t10 == 0 || t01 == 0 || t11 == 0) continue;
+    double lt = (1 - wn) * (1 - wr) * log(t00) + wn * (1 - wr) * log(t10) +
+                (1 - wn) * wr * log(t01) + wn * wr * log(t11);
+    if (lt < best) {
+      best = lt;
+      snprintf(kernel, size, "%s", kernels[k]);
+    }
+  }
+}
+
+char *tc_read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  cr_assert(f != NULL, "fopen(%s): %s", path, strerror(errno));
+  cr_assert(fseek(f, 0, SEEK_END) == 0);
+  long n = ftell(f);
+  cr_assert(n >= 0 && fseek(f, 0, SEEK_SET) == 0);
+  char *data = malloc((size_t)n + 1);
+  cr_assert(data != NULL);
+  cr_assert(fread(data, 1, (size_t)n, f) == (size_t)n, "reading %s failed", path);
+  fclose(f);
+  data[n] = '\0';
+  *len = (size_t)n;
+  return data;
+}
+
+void tc_write_file(const char *path, const char *data, size_t len) {
+  FILE *f = fopen(path, "wb");
+  cr_assert(f != NULL, "fopen(%s): %s", path, strerror(errno));
+  cr_assert(fwrite(data, 1, len, f) == len && fclose(f) == 0, "writing %s failed", path);
+}

@@ -1,0 +1,802 @@
+/* Dispatch table files: the builder's rules, the round trip through a file, strict reading (file and
+ * position in every error, no partial load, random corruption under the sanitizers), atomic writes
+ * that leave the old table when they fail, where the table is looked for, and the stale check:
+ * every header field changed in turn is named with its old and new value, and the context still
+ * works with the built-in estimate. */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <regex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <dirent.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <criterion/redirect.h>
+
+#include "scratch.h"
+#include "table_case.h"
+#include "test_context.h"
+#include "test_plugin_names.h"
+#include "text_match.h"
+#include "txattn/table.h"
+
+static char dir[SCRATCH_PATH_MAX];
+static char file[SCRATCH_PATH_MAX + 64];
+
+static void cleanup(void) {
+  scratch_remove(dir);
+  test_check_leaks();
+}
+
+TestSuite(table, .init = test_env_clean, .fini = cleanup, .timeout = 300);
+
+static void new_dir(void) {
+  scratch_dir(dir, sizeof dir, 0755);
+  snprintf(file, sizeof file, "%s/dispatch.json", dir);
+}
+
+/* The causal and window classes, an exclusion and profile settings, made for ctx. */
+static txattn_table *full_table(const txattn_context *ctx) {
+  txattn_table *t;
+  TC_ASSERT_OK(txattn_table_create(ctx, &t));
+  size_t ci = tc_add_causal(ctx, t);
+  tc_add_window(ctx, t);
+  txattn_table_class c;
+  TC_ASSERT_OK(txattn_table_class_get(t, ci, &c, NULL, NULL));
+  const char *names[] = {"block_rows"};
+  int64_t values[] = {7};
+  txattn_table_exclusion x = {c,
+                              "masked.scalar",
+                              1,
+                              names,
+                              values,
+                              256,
+                              0,
+                              0.25,
+                              "max error 0.25 > 1e-05 (a deliberately broken build)"};
+  TC_ASSERT_OK(txattn_table_add_exclusion(t, &x));
+  TC_ASSERT_OK(txattn_table_set_profile(t, "{\"mode\": \"quick\", \"budget_s\": 30}"));
+  return t;
+}
+
+static char *dump_text(const txattn_table *t) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  cr_assert(f != NULL);
+  TC_ASSERT_OK(txattn_table_dump(t, f));
+  fclose(f);
+  return buf;
+}
+
+static int matches(const char *text, const char *pattern) {
+  regex_t re;
+  cr_assert(regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB) == 0, "bad regex %s", pattern);
+  int ok = regexec(&re, text, 0, NULL, 0) == 0;
+  regfree(&re);
+  return ok;
+}
+
+/* ---- the builder ---- */
+
+Test(table, builder_refuses_what_the_format_forbids) {
+  txattn_context *ctx = tc_context(NULL, "", 1);
+  txattn_table *t;
+  TC_ASSERT_OK(txattn_table_create(ctx, &t));
+  size_t ci = tc_add_causal(ctx, t);
+  txattn_table_class c;
+  TC_ASSERT_OK(txattn_table_class_get(t, ci, &c, NULL, NULL));
+  cr_expect_eq(txattn_table_add_class(t, &c, NULL), TXATTN_E_INVALID, "a class twice");
+  cr_expect(text_mentions(txattn_last_error(), "already", NULL), "%s", txattn_last_error());
+  txattn_table_candidate inexact = {"naive.scalar", 0, NULL, NULL, 1e-3, 2e-3, -1};
+  cr_expect_eq(txattn_table_add_point(t, ci, 100, 0, &inexact, 1), TXATTN_E_INVALID);
+  cr_expect(text_mentions(txattn_last_error(), "not exact", "exclusion", NULL), "%s",
+            txattn_last_error());
+  txattn_table_candidate ok = {"naive.scalar", 0, NULL, NULL, 1e-3, 1e-7, -1};
+  cr_expect_eq(txattn_table_add_point(t, ci, 64, 0, &ok, 1), TXATTN_E_INVALID, "a point twice");
+  cr_expect_eq(txattn_table_add_point(t, ci, 100, 5, &ok, 1), TXATTN_E_INVALID,
+               "r outside windows");
+  cr_expect_eq(txattn_table_add_point(t, ci, 0, 0, &ok, 1), TXATTN_E_INVALID, "n = 0");
+  txattn_table_candidate bad_name = {"Naive", 0, NULL, NULL, 1e-3, 1e-7, -1};
+  cr_expect_eq(txattn_table_add_point(t, ci, 100, 0, &bad_name, 1), TXATTN_E_INVALID);
+  txattn_table_candidate slow = {"naive.scalar", 0, NULL, NULL, -1, 1e-7, -1};
+  cr_expect_eq(txattn_table_add_point(t, ci, 100, 0, &slow, 1), TXATTN_E_INVALID, "time < 0");
+  cr_expect_eq(txattn_table_set_profile(t, "[1, 2]"), TXATTN_E_INVALID, "a profile array");
+  txattn_table_class window_without_shape = c;
+  window_without_shape.mask = TXATTN_MASK_WINDOW;
+  cr_expect_eq(txattn_table_add_class(t, &window_without_shape, NULL), TXATTN_E_INVALID);
+  size_t np;
+  TC_ASSERT_OK(txattn_table_class_get(t, ci, &c, &np, NULL));
+  cr_expect_eq(np, 4, "a refused point was kept: %zu points", np);
+  txattn_table_free(t);
+  txattn_context_free(ctx);
+}
+
+Test(table, regions_follow_the_winners) {
+  txattn_context *ctx = tc_context(NULL, "", 1);
+  txattn_table *t;
+  TC_ASSERT_OK(txattn_table_create(ctx, &t));
+  size_t ci = tc_add_causal(ctx, t);
+  size_t nr;
+  txattn_table_class c;
+  TC_ASSERT_OK(txattn_table_class_get(t, ci, &c, NULL, &nr));
+  cr_assert_eq(nr, 2, "naive wins 64..256, masked 1024..4096: %zu regions", nr);
+  txattn_table_region g[2];
+  TC_ASSERT_OK(txattn_table_region_get(t, ci, 0, &g[0]));
+  TC_ASSERT_OK(txattn_table_region_get(t, ci, 1, &g[1]));
+  cr_expect(g[0].n_lo == 64 && g[0].n_hi == 256 && strcmp(g[0].winner.kernel, "naive.scalar") == 0);
+  cr_expect(g[1].n_lo == 1024 && g[1].n_hi == 4096 &&
+            strcmp(g[1].winner.kernel, "masked.scalar") == 0);
+  /* the smallest margin over the region: naive over masked at n = 256 */
+  txattn_table_candidate w, u;
+  TC_ASSERT_OK(txattn_table_candidate_get(t, ci, 1, 0, &w));
+  TC_ASSERT_OK(txattn_table_candidate_get(t, ci, 1, 1, &u));
+  cr_expect(strcmp(g[0].runner_up, u.kernel) == 0 && fabs(g[0].margin - u.time_s / w.time_s) < 1e-4,
+            "region 0: runner-up %s by %g, want %s by %g", g[0].runner_up, g[0].margin, u.kernel,
+            u.time_s / w.time_s);
+  size_t wi = tc_add_window(ctx, t);
+  TC_ASSERT_OK(txattn_table_class_get(t, wi, &c, NULL, &nr));
+  cr_expect(nr >= 2, "the window class has winners on both sides of n * r = 1e4");
+  for (size_t i = 0; i < nr; i++) {
+    txattn_table_region r;
+    TC_ASSERT_OK(txattn_table_region_get(t, wi, i, &r));
+    cr_expect(r.n_lo <= r.n_hi && r.r_lo <= r.r_hi && r.r_lo >= 16, "region %zu", i);
+  }
+  txattn_table_free(t);
+  txattn_context_free(ctx);
+}
+
+/* ---- the round trip ---- */
+
+static void expect_same_candidates(const txattn_table *a, const txattn_table *b, size_t ci,
+                                   size_t pi, size_t n) {
+  for (size_t k = 0; k < n; k++) {
+    txattn_table_candidate x, y;
+    TC_ASSERT_OK(txattn_table_candidate_get(a, ci, pi, k, &x));
+    TC_ASSERT_OK(txattn_table_candidate_get(b, ci, pi, k, &y));
+    cr_expect(strcmp(x.kernel, y.kernel) == 0 && x.time_s == y.time_s &&
+                  x.max_error == y.max_error && x.spread == y.spread &&
+                  x.n_tunables == y.n_tunables,
+              "class %zu point %zu candidate %zu differs", ci, pi, k);
+    for (size_t j = 0; j < x.n_tunables && j < y.n_tunables; j++)
+      cr_expect(strcmp(x.tunable_names[j], y.tunable_names[j]) == 0 &&
+                x.tunable_values[j] == y.tunable_values[j]);
+  }
+}
+
+static void expect_same_tables(const txattn_table *a, const txattn_table *b) {
+  txattn_table_header ha, hb;
+  TC_ASSERT_OK(txattn_table_header_get(a, &ha));
+  TC_ASSERT_OK(txattn_table_header_get(b, &hb));
+  cr_expect_str_eq(ha.library_version, hb.library_version);
+  cr_expect_str_eq(ha.created, hb.created);
+  cr_expect_str_eq(ha.machine.vendor, hb.machine.vendor);
+  cr_expect_str_eq(ha.machine.brand, hb.machine.brand);
+  cr_expect(ha.machine.isa_mask == hb.machine.isa_mask &&
+            ha.machine.n_cores == hb.machine.n_cores &&
+            ha.machine.l2_bytes == hb.machine.l2_bytes && ha.machine.model == hb.machine.model);
+  cr_expect(ha.n_plugins == hb.n_plugins && ha.n_classes == hb.n_classes &&
+            ha.n_excluded == hb.n_excluded);
+  for (size_t ci = 0; ci < ha.n_classes; ci++) {
+    txattn_table_class ca, cb;
+    size_t pa, pb, ra, rb;
+    TC_ASSERT_OK(txattn_table_class_get(a, ci, &ca, &pa, &ra));
+    TC_ASSERT_OK(txattn_table_class_get(b, ci, &cb, &pb, &rb));
+    cr_expect(memcmp(&ca, &cb, sizeof ca) == 0 && pa == pb && ra == rb, "class %zu differs", ci);
+    for (size_t pi = 0; pi < pa && pi < pb; pi++) {
+      txattn_table_point x, y;
+      TC_ASSERT_OK(txattn_table_point_get(a, ci, pi, &x));
+      TC_ASSERT_OK(txattn_table_point_get(b, ci, pi, &y));
+      cr_expect(x.n == y.n && x.r == y.r && x.n_candidates == y.n_candidates);
+      expect_same_candidates(a, b, ci, pi, x.n_candidates);
+    }
+  }
+}
+
+Test(table, round_trip_through_a_file) {
+  new_dir();
+  txattn_context *ctx = tc_context(NULL, "", 1);
+  txattn_table *t = full_table(ctx), *u = NULL;
+  TC_ASSERT_OK(txattn_table_write(t, file));
+  TC_ASSERT_OK(txattn_table_load(file, &u));
+  expect_same_tables(t, u);
+  char *a = dump_text(t), *b = dump_text(u);
+  cr_expect_str_eq(a, b, "the file read back does not print as the table written");
+  txattn_table_exclusion x;
+  TC_ASSERT_OK(txattn_table_exclusion_get(u, 0, &x));
+  cr_expect(strcmp(x.kernel, "masked.scalar") == 0 && x.max_error == 0.25 && x.n == 256 &&
+            x.n_tunables == 1 && x.tunable_values[0] == 7);
+  txattn_table_header h;
+  TC_ASSERT_OK(txattn_table_header_get(u, &h));
+  cr_expect(text_mentions(h.profile, "quick", NULL), "profile: %s", h.profile);
+  cr_expect_str_eq(h.path, file);
+  TC_ASSERT_OK(txattn_table_check(u, ctx, NULL, 0));
+  /* a context reading the file makes the choices the table in memory says */
+  txattn_context *follower = tc_context(NULL, file, 1);
+  cr_assert_eq(txattn_context_table_status(follower), TXATTN_TABLE_LOADED, "%s",
+               txattn_context_table_state(follower));
+  for (int64_t n = 64; n <= 4096; n = n * 3 / 2) {
+    char kernel[64], why[512], want[64];
+    txattn_problem p = {.n_q = n, .d_qk = TC_D, .mask = TXATTN_MASK_CAUSAL};
+    tc_pick(follower, &p, kernel, sizeof kernel, why, sizeof why);
+    tc_expected(t, 0, n, 0, want, sizeof want);
+    cr_expect_str_eq(kernel, want, "n = %lld: %s", (long long)n, why);
+  }
+  free(a);
+  free(b);
+  txattn_table_free(t);
+  txattn_table_free(u);
+  txattn_context_free(follower);
+  txattn_context_free(ctx);
+}
+
+/* ---- reading: fixtures, truncations, corruption ---- */
+
+typedef struct fixture {
+  const char *name;
+  const char *pattern; /* what the message must say, after the file's path */
+} fixture;
+
+static const fixture fixtures[] = {
+    {"truncated.json", ":[0-9]+:[0-9]+: premature end of input"},
+    {"wrong_type.json",
+     ": at classes\\[1\\]\\.points\\[0\\]\\.n: expected an integer, got a string"},
+    {"missing_field.json",
+     ": at classes\\[0\\]\\.points\\[0\\]\\.candidates\\[0\\]: the field \"time_s\" is missing"},
+    {"future_version.json", ": at format_version: 2 is not supported.*reads format_version 1"},
+    {"not_a_table.json", ": at format: .*not a txtune dispatch table"},
+};
+
+Test(table, malformed_fixtures_name_file_and_position) {
+  for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) {
+    char path[SCRATCH_PATH_MAX], pattern[SCRATCH_PATH_MAX + 256];
+    snprintf(path, sizeof path, "%s/%s", TXATTN_TEST_TABLE_DATA_DIR, fixtures[i].name);
+    txattn_table *t = (txattn_table *)&t; /* not NULL: the load must clear it */
+    txattn_status s = txattn_table_load(path, &t);
+    cr_expect_eq(s, TXATTN_E_TABLE, "%s: %s", fixtures[i].name, txattn_status_name(s));
+    cr_expect(t == NULL, "%s: a failed load handed out a table", fixtures[i].name);
+    snprintf(pattern, sizeof pattern, "^malformed dispatch table .*%s%s", fixtures[i].name,
+             fixtures[i].pattern);
+    cr_expect(matches(txattn_last_error(), pattern), "%s: message \"%s\" does not match %s",
+              fixtures[i].name, txattn_last_error(), pattern);
+    /* a context given the file works, with the estimate, and says why */
+    txattn_context *ctx = tc_context(NULL, path, 1);
+    cr_expect_eq(txattn_context_table_status(ctx), TXATTN_TABLE_MALFORMED);
+    cr_expect(txattn_context_table(ctx) == NULL);
+    const char *state = txattn_context_table_state(ctx);
+    cr_expect(strstr(state, path) && strstr(state, "txtune profile"), "state: %s", state);
+    char kernel[64], why[512];
+    txattn_problem p = {.n_q = 100, .d_qk = TC_D, .mask = TXATTN_MASK_CAUSAL};
+    tc_pick(ctx, &p, kernel, sizeof kernel, why, sizeof why);
+    cr_expect(strncmp(why, "estimate (the dispatch table is malformed", 41) == 0, "why: %s", why);
+    txattn_context_free(ctx);
+  }
+}
+
+Test(table, other_machine_fixture_reads_but_is_stale_here) {
+  char path[SCRATCH_PATH_MAX];
+  snprintf(path, sizeof path, "%s/other_machine.json", TXATTN_TEST_TABLE_DATA_DIR);
+  txattn_table *t;
+  TC_ASSERT_OK(txattn_table_load(path, &t));
+  txattn_context *ctx = tc_context(NULL, "", 1);
+  char why[2048];
+  cr_expect_eq(txattn_table_check(t, ctx, why, sizeof why), TXATTN_E_TABLE);
+  cr_expect(strstr(why, "machine.vendor is \"GenuineTest\" in the table") != NULL, "%s", why);
+  txattn_table_free(t);
+  txattn_context_free(ctx);
+}
+
+/* Every cut before the closing brace is an error with a line and column; nothing is handed out. */
+Test(table, truncated_files_fail_cleanly) {
+  new_dir();
+  txattn_context *ctx = tc_context(NULL, "", 1);
+  txattn_table *t = full_table(ctx);
+  TC_ASSERT_OK(txattn_table_write(t, file));
+  size_t len;
+  char *text = tc_read_file(file, &len), cut[SCRATCH_PATH_MAX + 64];
+  size_t end = (size_t)(strrchr(text, '}') - text);
+  snprintf(cut, sizeof cut, "%s/cut.json", dir);
+  for (size_t at = 0; at < end; at += at < 64 ? 1 : len / 97 + 1) {
+    tc_write_file(cut, text, at);
+    txattn_table *u = (txattn_table *)&u;
+    cr_assert_eq(txattn_table_load(cut, &u), TXATTN_E_TABLE, "cut at %zu of %zu loaded", at, len);
+    cr_assert(u == NULL);
+    cr_assert(matches(txattn_last_error(), "cut\\.json:[0-9]+:[0-9]+: "), "cut at %zu: %s", at,
+              txattn_last_error());
+  }
+  free(text);
+  txattn_table_free(t);
+  txattn_context_free(ctx);
+}
+
+/* Random byte flips, deletions and truncations: the reader either accepts a still-valid table
+   (which must then print and read back) or names the file; it never crashes (ASan and UBSan run
+   this in the sanitizer build). */
+Test(table, fuzzed_files_never_crash) {
+  new_dir();
+  txattn_context *ctx = tc_context(NULL, "", 1);
+  txattn_table *t = full_table(ctx);
+  TC_ASSERT_OK(txattn_table_write(t, file));
+  size_t len;
+  char *orig = tc_read_file(file, &len), *buf = malloc(len + 1), path[SCRATCH_PATH_MAX + 64];
+  snprintf(path, sizeof path, "%s/fuzz.json", dir);
+  unsigned seed = 20240501u;
+  int accepted = 0;
+  for (int iter = 0; iter < 600; iter++) {
+    memcpy(buf, orig, len);
+    size_t n = len;
+    int edits = 1 + rand_r(&seed) % 3;
+    for (int e = 0; e < edits && n > 0; e++) {
+      size_t at = (size_t)rand_r(&seed) % n;
+      switch (rand_r(&seed) % 4) {
+      case 0:
+        buf[at] = (char)(rand_r(&seed) & 0xff);
+        break;
+      case 1:
+        buf[at] = "{}[]\":,0123456789-.eEtfn \\x"[rand_r(&seed) % 28];
+        break;
+      case 2:
+        memmove(buf + at, buf + at + 1, n - at - 1), n--;
+        break;
+      default:
+        n = at;
+        break;
+      }
+    }
+    tc_write_file(path, buf, n);
+    txattn_table *u = NULL;
+    txattn_status s = txattn_table_load(path, &u);
+    if (s == TXATTN_OK) {
+      accepted++;
+      char *again = dump_text(u);
+      cr_assert(again != NULL && again[0] == '{');
+      free(again);
+      txattn_table_free(u);
+      continue;
+    }
+    cr_assert(s == TXATTN_E_TABLE, "iteration %d: %s: %s", iter, txattn_status_name(s),
+              txattn_last_error());
+    cr_assert(u == NULL && strstr(txattn_last_error(), path) != NULL, "iteration %d: %s", iter,
+              txattn_last_error());
+  }
+  cr_log_info("fuzz: %d of 600 corrupted tables were still valid", accepted);
+  free(orig);
+  free(buf);
+  txattn_table_free(t);
+  txattn_context_free(ctx);
+}
+
+/* ---- writing ---- */
+
+static size_t entries(const char *path) {
+  DIR *d = opendir(path);
+  size_t n = 0;
+  cr_assert(d != NULL);
+  for (struct dirent *e; (e = readdir(d)) != NULL;)
+    n += e->d_name[0] != '.' || strlen(e->d_name) > 2;
+  closedir(d);
+  return n;
+}
+
+Test(table, write_creates_directories_and_a_readable_file) {
+  new_dir();
+  char deep[SCRATCH_PATH_MAX + 64];
+  snprintf(deep, sizeof deep, "%s/a/b/c/dispatch.json", dir);
+  txattn_context *ctx = tc_context(NULL, "", 1);
+  txattn_table *t = full_table(ctx);
+  TC_ASSERT_OK(txattn_table_write(t, deep));
+  struct stat st;
+  cr_assert(stat(deep, &st) == 0);
+  mode_t mask = umask(0);
+  umask(mask);
+  cr_expect_eq(st.st_mode & 0777, 0644 & ~mask, "mode %o", (unsigned)(st.st_mode & 0777));
+  char parent[SCRATCH_PATH_MAX + 64];
+  snprintf(parent, sizeof parent, "%s/a/b/c", dir);
+  cr_expect_eq(entries(parent), 1, "a temporary file was left beside the table");
+  txattn_table_free(t);
+  txattn_context_free(ctx);
+}
+
+/* The old table survives a writer that died (its temporary file left behind) and a write that
+   fails half way (the file size limit stands in for a full disk). */
+Test(table, failed_writes_leave_the_old_table) {
+  new_dir();
+  txattn_context *ctx = tc_context(NULL, "", 1);
+  txattn_table *t = full_table(ctx);
+  TC_ASSERT_OK(txattn_table_write(t, file));
+  size_t len;
+  char *before = tc_read_file(file, &len);
+  scratch_write(dir, ".dispatch.json.tmp.99999.1", "{\"format\": \"txtune-disp", 0644);
+  txattn_table *u;
+  TC_ASSERT_OK(txattn_table_load(file, &u));
+  txattn_table_free(u);
+  size_t n_before = entries(dir);
+  struct rlimit old, small;
+  cr_assert(getrlimit(RLIMIT_FSIZE, &old) == 0);
+  small = old;
+  small.rlim_cur = len / 2;
+  signal(SIGXFSZ, SIG_IGN);
+  cr_assert(setrlimit(RLIMIT_FSIZE, &small) == 0);
+  txattn_status s = txattn_table_write(t, file);
+  cr_assert(setrlimit(RLIMIT_FSIZE, &old) == 0);
+  cr_expect_eq(s, TXATTN_E_IO, "a write beyond the file size limit succeeded");
+  cr_expect(strstr(txattn_last_error(), file) &&
+                text_mentions(txattn_last_error(), "left as it was", NULL),
+            "%s", txattn_last_error());
+  size_t len2;
+  char *after = tc_read_file(file, &len2);
+  cr_expect(len2 == len && memcmp(before, after, len) == 0, "the old table changed");
+  cr_expect_eq(entries(dir), n_before, "the failed write left a temporary file");
+  /* a path under a regular file cannot be created */
+  char under_file[SCRATCH_PATH_MAX + 96];
+  snprintf(under_file, sizeof under_file, "%s/sub/dispatch.json", file);
+  cr_expect_eq(txattn_table_write(t, under_file), TXATTN_E_IO);
+  if (geteuid() != 0) { /* root writes into read-only directories */
+    cr_assert(chmod(dir, 0555) == 0);
+    cr_expect_eq(txattn_table_write(t, file), TXATTN_E_IO);
+    cr_assert(chmod(dir, 0755) == 0);
+  }
+  free(before);
+  free(after);
+  txattn_table_free(t);
+  txattn_context_free(ctx);
+}
+
+/* ---- where the table is ---- */
+
+Test(table, the_path_in_effect) {
+  char buf[SCRATCH_PATH_MAX];
+  unsetenv("XDG_CACHE_HOME");
+  setenv("HOME", "/home/someone", 1);
+  TC_ASSERT_OK(txattn_table_default_path(buf, sizeof buf));
+  cr_expect_str_eq(buf, "/home/someone/.cache/txtune/dispatch.json");
+  setenv("XDG_CACHE_HOME", "relative/cache", 1); /* invalid by the XDG spec: ignored */
+  TC_ASSERT_OK(txattn_table_default_path(buf, sizeof buf));
+  cr_expect_str_eq(buf, "/home/someone/.cache/txtune/dispatch.json");
+  setenv("XDG_CACHE_HOME", "/var/cache/me", 1);
+  TC_ASSERT_OK(txattn_table_default_path(buf, sizeof buf));
+  cr_expect_str_eq(buf, "/var/cache/me/txtune/dispatch.json");
+  setenv("TXATTN_TABLE", "/etc/my-table.json", 1);
+  TC_ASSERT_OK(txattn_table_default_path(buf, sizeof buf));
+  cr_expect_str_eq(buf, "/etc/my-table.json");
+  unsetenv("TXATTN_TABLE");
+  unsetenv("XDG_CACHE_HOME");
+  unsetenv("HOME");
+  cr_expect_eq(txattn_table_default_path(buf, sizeof buf), TXATTN_E_NOT_FOUND);
+  txattn_context *ctx = tc_context(NULL, NULL, 1);
+  cr_expect_eq(txattn_context_table_status(ctx), TXATTN_TABLE_NONE);
+  cr_expect_str_eq(txattn_context_table_path(ctx), "");
+  cr_expect(text_mentions(txattn_context_table_state(ctx), "HOME", NULL), "%s",
+            txattn_context_table_state(ctx));
+  txattn_context_free(ctx);
+}
+
+Test(table, default_location_missing_then_written) {
+  new_dir();
+  setenv("XDG_CACHE_HOME", dir, 1);
+  char want[SCRATCH_PATH_MAX + 64];
+  snprintf(want, sizeof want, "%s/txtune/dispatch.json", dir);
+  txattn_context *ctx = tc_context(NULL, NULL, 1);
+  cr_expect_eq(txattn_context_table_status(ctx), TXATTN_TABLE_NONE);
+  cr_expect_str_eq(txattn_context_table_path(ctx), want);
+  const char *state = txattn_context_table_state(ctx);
+  cr_expect(strncmp(state, "no table at ", 12) == 0 && strstr(state, want) &&
+                strstr(state, "run `txtune profile`"),
+            "state: %s", state);
+  txattn_table *t = full_table(ctx);
+  TC_ASSERT_OK(txattn_table_write(t, NULL));
+  txattn_context *again = tc_context(NULL, NULL, 1);
+  cr_expect_eq(txattn_context_table_status(again), TXATTN_TABLE_LOADED, "%s",
+               txattn_context_table_state(again));
+  cr_expect(txattn_context_table(again) != NULL);
+  /* tables off, and an explicit path that is missing */
+  txattn_context *off = tc_context(NULL, "", 1);
+  cr_expect_eq(txattn_context_table_status(off), TXATTN_TABLE_NONE);
+  cr_expect(text_mentions(txattn_context_table_state(off), "off", NULL));
+  char missing[SCRATCH_PATH_MAX + 64];
+  snprintf(missing, sizeof missing, "%s/nowhere.json", dir);
+  txattn_context *gone = tc_context(NULL, missing, 1);
+  cr_expect_eq(txattn_context_table_status(gone), TXATTN_TABLE_NONE);
+  cr_expect(strstr(txattn_context_table_state(gone), missing) &&
+                strstr(txattn_context_table_state(gone), "txattn_options.table_path"),
+            "%s", txattn_context_table_state(gone));
+  txattn_table_free(t);
+  txattn_context_free(ctx);
+  txattn_context_free(again);
+  txattn_context_free(off);
+  txattn_context_free(gone);
+}
+
+/* ---- stale tables ---- */
+
+typedef struct edit {
+  const char *field; /* as the state names it; plugin fields get "plugins[NAME]." in front */
+  int of_plugin;
+  void (*apply)(json_t *root, const txattn_context *ctx, char *old, char *now, size_t size);
+} edit;
+
+static json_t *machine(json_t *root) {
+  return json_object_get(root, "machine");
+}
+
+static void set_string(json_t *o, const char *key, const char *prefix, char *old, char *now,
+                       size_t size) {
+  char v[256];
+  snprintf(now, size, "\"%s\"", json_string_value(json_object_get(o, key)));
+  snprintf(v, sizeof v, "%s%s", prefix, json_string_value(json_object_get(o, key)));
+  snprintf(old, size, "\"%s\"", v);
+  json_object_set_new(o, key, json_string(v));
+}
+
+static void set_int(json_t *o, const char *key, json_int_t delta, char *old, char *now,
+                    size_t size) {
+  json_int_t v = json_integer_value(json_object_get(o, key));
+  snprintf(now, size, "%lld", (long long)v);
+  snprintf(old, size, "%lld", (long long)(v + delta));
+  json_object_set_new(o, key, json_integer(v + delta));
+}
+
+static void e_library(json_t *r, const txattn_context *c, char *o, char *n, size_t s) {
+  (void)c;
+  set_string(r, "library_version", "9.", o, n, s);
+}
+static void e_vendor(json_t *r, const txattn_context *c, char *o, char *n, size_t s) {
+  (void)c;
+  json_t *m = machine(r);
+  const char *v = strcmp(json_string_value(json_object_get(m, "vendor")), "OtherVendor")
+                      ? "OtherVendor"
+                      : "AnotherVendor";
+  snprintf(n, s, "\"%s\"", json_string_value(json_object_get(m, "vendor")));
+  snprintf(o, s, "\"%s\"", v);
+  json_object_set_new(m, "vendor", json_string(v));
+}
+static void e_brand(json_t *r, const txattn_context *c, char *o, char *n, size_t s) {
+  (void)c;
+  set_string(machine(r), "brand", "Other ", o, n, s);
+}
+static void e_family(json_t *r, const txattn_context *c, char *o, char *n, size_t s) {
+  (void)c;
+  set_int(machine(r), "family", 1, o, n, s);
+}
+static void e_model(json_t *r, const txattn_context *c, char *o, char *n, size_t s) {
+  (void)c;
+  set_int(machine(r), "model", 1, o, n, s);
+}
+static void e_stepping(json_t *r, const txattn_context *c, char *o, char *n, size_t s) {
+  (void)c;
+  set_int(machine(r), "stepping", 1, o, n, s);
+}
+static void e_cores(json_t *r, const txattn_context *c, char *o, char *n, size_t s) {
+  (void)c;
+  set_int(machine(r), "cores", 1, o, n, s);
+}
+static void e_l1d(json_t *r, const txattn_context *c, char *o, char *n, size_t s) {
+  (void)c;
+  set_int(json_object_get(machine(r), "caches"), "l1d", 4096, o, n, s);
+}
+static void e_l2(json_t *r, const txattn_context *c, char *o, char *n, size_t s) {
+  (void)c;
+  set_int(json_object_get(machine(r), "caches"), "l2", 65536, o, n, s);
+}
+static void e_l3(json_t *r, const txattn_context *c, char *o, char *n, size_t s) {
+  (void)c;
+  set_int(json_object_get(machine(r), "caches"), "l3", 1 << 20, o, n, s);
+}
+
+/* The ISA list with one ISA more than this machine enables. */
+static void e_isa(json_t *r, const txattn_context *c, char *o, char *n, size_t s) {
+  (void)c;
+  json_t *isa = json_object_get(machine(r), "isa");
+  static const char *const all[] = {"scalar", "avx2", "avx512", "neon"};
+  const char *keep[4];
+  size_t k = 0;
+  int added = 0;
+  n[0] = o[0] = '\0';
+  for (size_t i = 0; i < 4; i++) {
+    int has = 0;
+    for (size_t j = 0; j < json_array_size(isa); j++)
+      has |= strcmp(json_string_value(json_array_get(isa, j)), all[i]) == 0;
+    if (has) snprintf(n + strlen(n), s - strlen(n), "%s%s", *n ? "," : "", all[i]);
+    if (has || !added) {
+      keep[k++] = all[i];
+      snprintf(o + strlen(o), s - strlen(o), "%s%s", *o ? "," : "", all[i]);
+    }
+    added |= !has;
+  }
+  json_array_clear(isa);
+  for (size_t i = 0; i < k; i++) json_array_append_new(isa, json_string(keep[i]));
+  char old[128], now[128];
+  snprintf(old, sizeof old, "[%s]", o);
+  snprintf(now, sizeof now, "[%s]", n);
+  snprintf(o, s, "%s", old);
+  snprintf(n, s, "%s", now);
+}
+
+static void e_plugin_version(json_t *r, const txattn_context *c, char *o, char *n, size_t s) {
+  (void)c;
+  set_string(json_array_get(json_object_get(r, "plugins"), 0), "version", "9.", o, n, s);
+}
+
+static void e_plugin_build(json_t *r, const txattn_context *c, char *o, char *n, size_t s) {
+  (void)c;
+  json_t *p = json_array_get(json_object_get(r, "plugins"), 0);
+  snprintf(n, s, "\"%s\"", json_string_value(json_object_get(p, "build")));
+  snprintf(o, s, "\"fnv1a64x4:0123456789abcdef\"");
+  json_object_set_new(p, "build", json_string("fnv1a64x4:0123456789abcdef"));
+}
+
+static void e_plugin_gone(json_t *r, const txattn_context *c, char *o, char *n, size_t s) {
+  (void)c;
+  json_t *list = json_object_get(r, "plugins");
+  snprintf(o, s, "plugin %s", json_string_value(json_object_get(json_array_get(list, 0), "name")));
+  snprintf(n, s, "is loaded here, not in the table");
+  json_array_remove(list, 0);
+}
+
+static void e_plugin_extra(json_t *r, const txattn_context *c, char *o, char *n, size_t s) {
+  (void)c;
+  json_array_append_new(json_object_get(r, "plugins"),
+                        json_pack("{ssssss}", "name", "ghost", "version", "1.0.0", "build",
+                                  "fnv1a64x4:00000000000000aa"));
+  snprintf(o, s, "plugin ghost 1.0.0 (fnv1a64x4:00000000000000aa)");
+  snprintf(n, s, "is in the table, not loaded here");
+}
+
+static const edit edits[] = {
+    {"library_version", 0, e_library}, {"machine.vendor", 0, e_vendor},
+    {"machine.brand", 0, e_brand},     {"machine.family", 0, e_family},
+    {"machine.model", 0, e_model},     {"machine.stepping", 0, e_stepping},
+    {"machine.isa", 0, e_isa},         {"machine.caches.l1d", 0, e_l1d},
+    {"machine.caches.l2", 0, e_l2},    {"machine.caches.l3", 0, e_l3},
+    {"machine.cores", 0, e_cores},     {"version", 1, e_plugin_version},
+    {"build", 1, e_plugin_build},      {"", 0, e_plugin_gone},
+    {"", 0, e_plugin_extra},
+};
+
+static void expect_stale(const char *path, const char *field, const char *old, const char *now) {
+  char want[1024];
+  if (*field)
+    snprintf(want, sizeof want, "%s is %s in the table, %s here", field, old, now);
+  else
+    snprintf(want, sizeof want, "%s", old);
+  txattn_context *ctx = tc_context(NULL, path, 1);
+  const char *state = txattn_context_table_state(ctx);
+  cr_expect_eq(txattn_context_table_status(ctx), TXATTN_TABLE_STALE, "%s: %s", field, state);
+  cr_expect(strstr(state, want) != NULL, "the state does not say \"%s\": %s", want, state);
+  cr_expect(*field || strstr(state, now), "the state does not say \"%s\": %s", now, state);
+  cr_expect(strstr(state, path) && strstr(state, "txtune profile"), "%s", state);
+  cr_expect(txattn_context_table(ctx) == NULL);
+  char kernel[64], why[512];
+  txattn_problem p = {.n_q = 300, .d_qk = TC_D, .mask = TXATTN_MASK_CAUSAL};
+  tc_pick(ctx, &p, kernel, sizeof kernel, why, sizeof why);
+  cr_expect(strncmp(why, "estimate (the dispatch table is stale", 37) == 0, "why: %s", why);
+  txattn_context_free(ctx);
+}
+
+Test(table, every_header_field_changed_makes_it_stale) {
+  new_dir();
+  txattn_context *ctx = tc_context(NULL, "", 1);
+  txattn_table *t = full_table(ctx);
+  TC_ASSERT_OK(txattn_table_write(t, file));
+  txattn_context *fresh = tc_context(NULL, file, 1);
+  cr_assert_eq(txattn_context_table_status(fresh), TXATTN_TABLE_LOADED, "%s",
+               txattn_context_table_state(fresh));
+  txattn_context_free(fresh);
+  for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
+    json_error_t e;
+    json_t *root = json_load_file(file, 0, &e);
+    cr_assert(root != NULL, "%s", e.text);
+    char old[256], now[256], path[SCRATCH_PATH_MAX + 64], field[96];
+    const char *plugin = json_string_value(
+        json_object_get(json_array_get(json_object_get(root, "plugins"), 0), "name"));
+    snprintf(field, sizeof field, "%s%s%s%s", edits[i].of_plugin ? "plugins[" : "",
+             edits[i].of_plugin ? plugin : "", edits[i].of_plugin ? "]." : "", edits[i].field);
+    edits[i].apply(root, ctx, old, now, sizeof old);
+    snprintf(path, sizeof path, "%s/edit%zu.json", dir, i);
+    cr_assert(json_dump_file(root, path, JSON_INDENT(1)) == 0);
+    json_decref(root);
+    expect_stale(path, field, old, now);
+  }
+  txattn_table_free(t);
+  txattn_context_free(ctx);
+}
+
+/* A table measured with one build of a plugin is stale for another build of it. */
+Test(table, another_plugin_build_makes_it_stale) {
+  char a[SCRATCH_PATH_MAX], b[SCRATCH_PATH_MAX], path[SCRATCH_PATH_MAX + 64];
+  new_dir();
+  scratch_subdir(a, sizeof a, dir, "a", 0755);
+  scratch_subdir(b, sizeof b, dir, "b", 0755);
+  scratch_copy_plugin(a, TEST_GOOD_FILE, NULL, 0644);
+  scratch_copy_plugin(b, TEST_GOOD_FILE, NULL, 0644);
+  snprintf(path, sizeof path, "%s/%s", b, TEST_GOOD_FILE);
+  FILE *f = fopen(path, "ab"); /* the same code, one byte longer: another build */
+  cr_assert(f != NULL && fputc(0, f) == 0 && fclose(f) == 0);
+  txattn_context *ca = tc_context(a, "", 1), *cb = tc_context(b, "", 1);
+  txattn_kernel_info ka, kb;
+  TC_ASSERT_OK(txattn_kernel_get(ca, 0, &ka));
+  TC_ASSERT_OK(txattn_kernel_get(cb, 0, &kb));
+  cr_expect(matches(ka.plugin_build, "^fnv1a64x4:[0-9a-f]{16}$"), "%s", ka.plugin_build);
+  cr_assert(strcmp(ka.plugin_build, kb.plugin_build) != 0, "two builds, one identity");
+  txattn_table *t;
+  TC_ASSERT_OK(txattn_table_create(ca, &t));
+  TC_ASSERT_OK(txattn_table_write(t, file));
+  char old[128], now[128];
+  snprintf(old, sizeof old, "\"%s\"", ka.plugin_build);
+  snprintf(now, sizeof now, "\"%s\"", kb.plugin_build);
+  txattn_context_free(cb);
+  cb = tc_context(b, file, 1);
+  const char *state = txattn_context_table_state(cb);
+  cr_expect_eq(txattn_context_table_status(cb), TXATTN_TABLE_STALE, "%s", state);
+  char want[512];
+  snprintf(want, sizeof want, "plugins[testgood].build is %s in the table, %s here", old, now);
+  cr_expect(strstr(state, want) != NULL, "want \"%s\" in: %s", want, state);
+  txattn_context *same = tc_context(a, file, 1);
+  cr_expect_eq(txattn_context_table_status(same), TXATTN_TABLE_LOADED, "%s",
+               txattn_context_table_state(same));
+  txattn_table_free(t);
+  txattn_context_free(ca);
+  txattn_context_free(cb);
+  txattn_context_free(same);
+}
+
+/* Tunables a kernel does not declare, or values outside its range, make the table stale. */
+Test(table, tunables_the_kernel_refuses_make_it_stale) {
+  new_dir();
+  txattn_context *ctx = tc_context(NULL, "", 1);
+  txattn_table *t;
+  TC_ASSERT_OK(txattn_table_create(ctx, &t));
+  txattn_table_class c = {TXATTN_MASK_NONE, 0, TC_D, TC_D, 1, 1, 0, 1, 1};
+  size_t ci;
+  TC_ASSERT_OK(txattn_table_add_class(t, &c, &ci));
+  const char *names[] = {"block_rows"};
+  int64_t values[] = {0}; /* masked.scalar declares block_rows >= 1 */
+  txattn_table_candidate x[] = {{"naive.scalar", 0, NULL, NULL, 1e-4, 1e-7, -1},
+                                {"masked.scalar", 1, names, values, 2e-4, 1e-7, -1}};
+  TC_ASSERT_OK(txattn_table_add_point(t, ci, 128, 0, x, 2));
+  TC_ASSERT_OK(txattn_table_write(t, file));
+  txattn_context *follower = tc_context(NULL, file, 1);
+  const char *state = txattn_context_table_state(follower);
+  cr_expect_eq(txattn_context_table_status(follower), TXATTN_TABLE_STALE, "%s", state);
+  cr_expect(strstr(state, "masked.scalar block_rows = 0 is not allowed") != NULL, "%s", state);
+  txattn_table_free(t);
+  txattn_context_free(ctx);
+  txattn_context_free(follower);
+}
+
+static void verbose_init(void) {
+  test_env_clean();
+  setenv("TXATTN_VERBOSE", "1", 1);
+  cr_redirect_stderr();
+}
+
+Test(table, verbose_log_names_the_stale_field, .init = verbose_init) {
+  new_dir();
+  txattn_context *ctx = tc_context(NULL, "", 1);
+  txattn_table *t;
+  TC_ASSERT_OK(txattn_table_create(ctx, &t));
+  TC_ASSERT_OK(txattn_table_write(t, file));
+  json_error_t e;
+  json_t *root = json_load_file(file, 0, &e);
+  cr_assert(root != NULL);
+  json_object_set_new(root, "library_version", json_string("0.0.1"));
+  cr_assert(json_dump_file(root, file, 0) == 0);
+  json_decref(root);
+  txattn_context *follower = tc_context(NULL, file, 1);
+  fflush(stderr);
+  char log[16384] = "";
+  size_t n = fread(log, 1, sizeof log - 1, cr_get_redirected_stderr());
+  log[n] = '\0';
+  cr_expect(strstr(log, "library_version is \"0.0.1\" in the table") &&
+                strstr(log, "txtune profile"),
+            "TXATTN_VERBOSE does not say what is stale:\n%s", log);
+  txattn_table_free(t);
+  txattn_context_free(ctx);
+  txattn_context_free(follower);
+}

@@ -1,0 +1,405 @@
+/* The dispatcher following a dispatch table: the winner inside a region, interpolation between
+ * measured points (in log n, and log r for windows), the built-in estimate outside them, a forced
+ * kernel over the table, kernels that cannot run or are unknown skipped, the table's tunables in
+ * the plan, plans with tunables the caller sets, and what the lookup costs. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "attn_case.h"
+#include "case_run.h"
+#include "scratch.h"
+#include "table_case.h"
+#include "test_context.h"
+#include "test_plugin_names.h"
+#include "text_match.h"
+#include "txattn/table.h"
+
+static char dir[SCRATCH_PATH_MAX];
+static char file[SCRATCH_PATH_MAX + 64];
+
+static void cleanup(void) {
+  scratch_remove(dir);
+  test_check_leaks();
+}
+
+TestSuite(table_lookup, .init = test_env_clean, .fini = cleanup, .timeout = 300);
+
+/* The build tree's kernels on one thread, following a table with the causal and window classes.
+   *made gets the table as written (for the expected choices). */
+static txattn_context *following(txattn_table **made) {
+  scratch_dir(dir, sizeof dir, 0755);
+  snprintf(file, sizeof file, "%s/dispatch.json", dir);
+  txattn_context *maker = tc_context(NULL, "", 1);
+  TC_ASSERT_OK(txattn_table_create(maker, made));
+  tc_add_causal(maker, *made);
+  tc_add_window(maker, *made);
+  TC_ASSERT_OK(txattn_table_write(*made, file));
+  txattn_context_free(maker);
+  txattn_context *ctx = tc_context(NULL, file, 1);
+  cr_assert_eq(txattn_context_table_status(ctx), TXATTN_TABLE_LOADED, "%s",
+               txattn_context_table_state(ctx));
+  return ctx;
+}
+
+static txattn_problem causal(int64_t n) {
+  return (txattn_problem){.n_q = n, .d_qk = TC_D, .mask = TXATTN_MASK_CAUSAL};
+}
+
+static txattn_problem window(int64_t n, int64_t r) {
+  return (txattn_problem){
+      .n_q = n, .d_qk = TC_D, .mask = TXATTN_MASK_WINDOW, .window_left = r, .window_right = r};
+}
+
+Test(table_lookup, inside_a_region_the_winner_runs_with_its_tunables) {
+  txattn_table *t;
+  txattn_context *ctx = following(&t);
+  static const struct {
+    int64_t n;
+    const char *kernel, *region;
+  } cases[] = {{64, "naive.scalar", "region n 64..256"},
+               {100, "naive.scalar", "region n 64..256"},
+               {256, "naive.scalar", "region n 64..256"},
+               {1024, "masked.scalar", "region n 1024..4096"},
+               {2000, "masked.scalar", "region n 1024..4096"},
+               {4096, "masked.scalar", "region n 1024..4096"}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    txattn_problem p = causal(cases[i].n);
+    txattn_plan *plan;
+    TC_ASSERT_OK(txattn_plan_create(ctx, &p, NULL, &plan));
+    const char *why = txattn_plan_why(plan);
+    cr_expect_str_eq(txattn_plan_kernel(plan), cases[i].kernel, "n = %lld: %s",
+                     (long long)cases[i].n, why);
+    cr_expect(strncmp(why, "table: ", 7) == 0 && strstr(why, cases[i].region) &&
+                  strstr(why, "(class causal d16/16 g1 t1)") && strstr(why, "runner-up "),
+              "n = %lld: %s", (long long)cases[i].n, why);
+    const char *names[8];
+    int64_t want[8];
+    size_t nt = tc_tunables(ctx, cases[i].kernel, 1, names, want);
+    cr_expect_eq(txattn_plan_tunable_count(plan), nt);
+    for (size_t k = 0; k < nt; k++) {
+      int64_t v;
+      TC_ASSERT_OK(txattn_plan_tunable_get(plan, k, NULL, &v));
+      cr_expect_eq(v, want[k], "n = %lld: %s = %lld, the table says %lld", (long long)cases[i].n,
+                   names[k], (long long)v, (long long)want[k]);
+    }
+    txattn_plan_free(plan);
+  }
+  txattn_table_free(t);
+  txattn_context_free(ctx);
+}
+
+Test(table_lookup, between_points_the_interpolated_times_decide) {
+  txattn_table *t;
+  txattn_context *ctx = following(&t);
+  int naive = 0, masked = 0;
+  for (int64_t n = 260; n < 1024; n += 37) {
+    char kernel[64], why[512], want[64];
+    txattn_problem p = causal(n);
+    tc_pick(ctx, &p, kernel, sizeof kernel, why, sizeof why);
+    tc_expected(t, 0, n, 0, want, sizeof want);
+    cr_expect_str_eq(kernel, want, "n = %lld: %s", (long long)n, why);
+    cr_expect(strstr(why, "table: interpolated between n=256 and n=1024") != NULL, "n = %lld: %s",
+              (long long)n, why);
+    naive += strcmp(kernel, "naive.scalar") == 0;
+    masked += strcmp(kernel, "masked.scalar") == 0;
+  }
+  cr_expect(naive > 0 && masked > 0, "the crossover should fall inside 256..1024 (%d, %d)", naive,
+            masked);
+  txattn_table_free(t);
+  txattn_context_free(ctx);
+}
+
+Test(table_lookup, windows_interpolate_in_n_and_r) {
+  txattn_table *t;
+  txattn_context *ctx = following(&t);
+  int kinds[2] = {0, 0};
+  for (int64_t n = 256; n <= 4096; n = n * 5 / 3)
+    for (int64_t r = 16; r <= 256; r = r * 7 / 4) {
+      char kernel[64], why[512], want[64];
+      txattn_problem p = window(n, r);
+      tc_pick(ctx, &p, kernel, sizeof kernel, why, sizeof why);
+      tc_expected(t, 1, n, r, want, sizeof want);
+      cr_expect_str_eq(kernel, want, "n = %lld, r = %lld: %s", (long long)n, (long long)r, why);
+      cr_expect(strncmp(why, "table: ", 7) == 0, "n = %lld, r = %lld: %s", (long long)n,
+                (long long)r, why);
+      kinds[strcmp(kernel, "banded.scalar") == 0]++;
+    }
+  cr_expect(kinds[0] > 0 && kinds[1] > 0, "both kernels should win somewhere");
+  txattn_table_free(t);
+  txattn_context_free(ctx);
+}
+
+Test(table_lookup, outside_the_table_the_estimate_decides) {
+  txattn_table *t;
+  txattn_context *ctx = following(&t);
+  struct {
+    txattn_problem p;
+    const char *reason;
+  } cases[] = {
+      {causal(32), "n = 32 is outside the measured n 64..4096"},
+      {causal(5000), "n = 5000 is outside the measured n 64..4096"},
+      {window(1024, 8), "r = 8 is outside the measured r 16..256"},
+      {{.n_q = 300, .d_qk = 32, .mask = TXATTN_MASK_CAUSAL}, "no class causal d32/32 g1 t1"},
+      {{.n_q = 300, .d_qk = TC_D}, "no class none d16/16 g1 t1"},
+      {{.n_q = 300, .d_qk = TC_D, .heads_q = 4, .heads_kv = 2, .mask = TXATTN_MASK_CAUSAL},
+       "no class causal d16/16 g2 t1"},
+      {{.n_q = 1, .n_kv = 300, .d_qk = TC_D, .mask = TXATTN_MASK_CAUSAL},
+       "no class causal d16/16 g1 t1 decode"},
+      {{.n_q = 100, .n_kv = 300, .d_qk = TC_D, .mask = TXATTN_MASK_CAUSAL}, "differs from n_kv"},
+      {{.n_q = 300,
+        .d_qk = TC_D,
+        .mask = TXATTN_MASK_WINDOW,
+        .window_left = 10,
+        .window_right = 20},
+       "neither sym"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char kernel[64], why[512];
+    tc_pick(ctx, &cases[i].p, kernel, sizeof kernel, why, sizeof why);
+    cr_expect(strncmp(why, "estimate (no table entry: ", 26) == 0 && strstr(why, cases[i].reason),
+              "case %zu: want \"%s\" in: %s", i, cases[i].reason, why);
+  }
+  /* a context on another thread count has no class in this table */
+  txattn_context *two = tc_context(NULL, file, 2);
+  char kernel[64], why[512];
+  txattn_problem p = causal(300);
+  tc_pick(two, &p, kernel, sizeof kernel, why, sizeof why);
+  cr_expect(strstr(why, "no class causal d16/16 g1 t2") != NULL, "%s", why);
+  txattn_context_free(two);
+  txattn_table_free(t);
+  txattn_context_free(ctx);
+}
+
+Test(table_lookup, a_forced_kernel_beats_the_table) {
+  txattn_table *t;
+  txattn_context *ctx = following(&t), *plain = tc_context(NULL, "", 1);
+  txattn_problem p = causal(100); /* the table says naive.scalar */
+  txattn_plan *plan, *ref;
+  TC_ASSERT_OK(txattn_plan_create(ctx, &p, "masked.scalar", &plan));
+  cr_expect_str_eq(txattn_plan_kernel(plan), "masked.scalar");
+  cr_expect_str_eq(txattn_plan_why(plan), "requested by the caller");
+  /* with no say for the table, its tunables do not apply either: the cache-derived defaults do */
+  TC_ASSERT_OK(txattn_plan_create(plain, &p, "masked.scalar", &ref));
+  int64_t a, b;
+  TC_ASSERT_OK(txattn_plan_tunable_get(plan, 0, NULL, &a));
+  TC_ASSERT_OK(txattn_plan_tunable_get(ref, 0, NULL, &b));
+  cr_expect_eq(a, b, "a forced kernel got block_rows %lld, its default is %lld", (long long)a,
+               (long long)b);
+  txattn_plan_free(plan);
+  txattn_plan_free(ref);
+  setenv("TXATTN_FORCE_KERNEL", "tiled.scalar", 1);
+  TC_ASSERT_OK(txattn_plan_create(ctx, &p, NULL, &plan));
+  cr_expect_str_eq(txattn_plan_kernel(plan), "tiled.scalar");
+  cr_expect(text_mentions(txattn_plan_why(plan), "TXATTN_FORCE_KERNEL", NULL));
+  txattn_plan_free(plan);
+  txattn_table_free(t);
+  txattn_context_free(ctx);
+  txattn_context_free(plain);
+}
+
+/* The build tree's kernels plus one that cannot run here and one that declines d != 16. */
+static txattn_context *with_decoys(const char *table) {
+  char path[2 * SCRATCH_PATH_MAX + 2], decoys[SCRATCH_PATH_MAX + 16];
+  snprintf(decoys, sizeof decoys, "%s/decoys", dir);
+  if (access(decoys, F_OK) != 0) {
+    scratch_subdir(decoys, sizeof decoys, dir, "decoys", 0755);
+    scratch_copy_plugin(decoys, TEST_FOREIGN_FILE, NULL, 0644);
+    scratch_copy_plugin(decoys, TEST_PICKY_FILE, NULL, 0644);
+  }
+  snprintf(path, sizeof path, "%s:%s", TXATTN_TEST_PLUGIN_BUILD_DIR, decoys);
+  return tc_context(path, table, 1);
+}
+
+Test(table_lookup, unusable_declining_and_unknown_kernels_are_skipped) {
+  scratch_dir(dir, sizeof dir, 0755);
+  snprintf(file, sizeof file, "%s/dispatch.json", dir);
+  txattn_context *maker = with_decoys("");
+  txattn_table *t;
+  TC_ASSERT_OK(txattn_table_create(maker, &t));
+  txattn_table_class c = {TXATTN_MASK_CAUSAL, 0, 32, 32, 1, 1, 0, 1, 1};
+  size_t ci, only;
+  TC_ASSERT_OK(txattn_table_add_class(t, &c, &ci));
+  for (int64_t n = 64; n <= 256; n *= 4) {
+    tc_cand cands[] = {{TEST_FOREIGN_KERNEL, 1e-6, 0},
+                       {TEST_PICKY_KERNEL, 2e-6, 0},
+                       {"nosuch.scalar", 3e-6, 0},
+                       {"naive.scalar", 4e-6, 0},
+                       {"masked.scalar", 5e-6, 0}};
+    tc_add_point(maker, t, ci, n, 0, cands, 5);
+  }
+  c.mask = TXATTN_MASK_NONE; /* a class where nothing measured can run */
+  TC_ASSERT_OK(txattn_table_add_class(t, &c, &only));
+  tc_cand none[] = {{TEST_FOREIGN_KERNEL, 1e-6, 0}, {"nosuch.scalar", 3e-6, 0}};
+  tc_add_point(maker, t, only, 64, 0, none, 2);
+  TC_ASSERT_OK(txattn_table_write(t, file));
+  txattn_context *ctx = with_decoys(file);
+  cr_assert_eq(txattn_context_table_status(ctx), TXATTN_TABLE_LOADED, "%s",
+               txattn_context_table_state(ctx));
+  char kernel[64], why[512];
+  txattn_problem p = {.n_q = 100, .d_qk = 32, .mask = TXATTN_MASK_CAUSAL};
+  tc_pick(ctx, &p, kernel, sizeof kernel, why, sizeof why);
+  cr_expect_str_eq(kernel, "naive.scalar", "%s", why);
+  cr_expect(strstr(why, "runner-up masked.scalar") &&
+                strstr(why, TEST_FOREIGN_KERNEL " cannot run here") &&
+                strstr(why, TEST_PICKY_KERNEL " declines this problem") &&
+                strstr(why, "nosuch.scalar is not loaded"),
+            "%s", why);
+  p.mask = TXATTN_MASK_NONE;
+  p.n_q = 64;
+  tc_pick(ctx, &p, kernel, sizeof kernel, why, sizeof why);
+  cr_expect(strstr(why, "estimate (no table entry: no kernel measured around this shape") != NULL,
+            "%s", why);
+  cr_expect(strcmp(kernel, TEST_FOREIGN_KERNEL) != 0);
+  txattn_table_free(t);
+  txattn_context_free(maker);
+  txattn_context_free(ctx);
+}
+
+/* txattn_attention goes through the same dispatcher, and what it runs is exact. */
+Test(table_lookup, attention_with_a_table_is_exact) {
+  txattn_table *t;
+  txattn_context *ctx = following(&t);
+  for (int64_t n = 64; n <= 1024; n *= 4) {
+    struct shape sh = {.n_q = n, .d_qk = TC_D, .mask = TXATTN_MASK_CAUSAL};
+    struct attn_case c;
+    case_init(&c, &sh, (uint64_t)n);
+    case_run_reference(&c);
+    case_run_attention(ctx, &c, "txattn_attention following a dispatch table");
+    case_free(&c);
+  }
+  txattn_table_free(t);
+  txattn_context_free(ctx);
+}
+
+Test(table_lookup, plans_with_the_callers_tunables) {
+  txattn_context *ctx = tc_context(NULL, "", 1);
+  txattn_problem p = causal(200);
+  size_t ki = 0, nk = txattn_kernel_count(ctx);
+  txattn_kernel_info k;
+  for (; ki < nk; ki++)
+    if (txattn_kernel_get(ctx, ki, &k) == TXATTN_OK && strcmp(k.name, "masked.scalar") == 0) break;
+  cr_assert(ki < nk, "masked.scalar is not loaded");
+  cr_assert_eq(txattn_kernel_tunable_count(ctx, ki), 1);
+  txattn_tunable_info d;
+  TC_ASSERT_OK(txattn_kernel_tunable_get(ctx, ki, 0, &d));
+  cr_expect_str_eq(d.name, "block_rows");
+  const char *names[] = {"block_rows"};
+  int64_t good[] = {d.min + 2 * d.multiple_of}, low[] = {d.min - 1};
+  txattn_plan *plan = NULL;
+  TC_ASSERT_OK(txattn_plan_create_tuned(ctx, &p, "masked.scalar", names, good, 1, &plan));
+  int64_t v;
+  TC_ASSERT_OK(txattn_plan_tunable_get(plan, 0, NULL, &v));
+  cr_expect_eq(v, good[0]);
+  txattn_plan_free(plan);
+  cr_expect_eq(txattn_plan_create_tuned(ctx, &p, "masked.scalar", names, low, 1, &plan),
+               TXATTN_E_INVALID);
+  cr_expect(plan == NULL && strstr(txattn_last_error(), "block_rows") &&
+                text_mentions(txattn_last_error(), "outside", NULL),
+            "%s", txattn_last_error());
+  const char *wrong[] = {"block_cols"};
+  cr_expect_eq(txattn_plan_create_tuned(ctx, &p, "masked.scalar", wrong, good, 1, &plan),
+               TXATTN_E_INVALID);
+  cr_expect(strstr(txattn_last_error(), "block_cols") && strstr(txattn_last_error(), "block_rows"),
+            "the message should name the bad tunable and the declared ones: %s",
+            txattn_last_error());
+  const char *twice[] = {"block_rows", "block_rows"};
+  int64_t two[] = {good[0], good[0]};
+  cr_expect_eq(txattn_plan_create_tuned(ctx, &p, "masked.scalar", twice, two, 2, &plan),
+               TXATTN_E_INVALID);
+  cr_expect_eq(txattn_plan_create_tuned(ctx, &p, "naive.scalar", names, good, 1, &plan),
+               TXATTN_E_INVALID, "naive.scalar declares no tunables");
+  cr_expect_eq(txattn_plan_create_tuned(ctx, &p, NULL, names, good, 1, &plan), TXATTN_E_INVALID);
+  TC_ASSERT_OK(txattn_plan_create_tuned(ctx, &p, "naive.scalar", NULL, NULL, 0, &plan));
+  txattn_plan_free(plan);
+  txattn_context_free(ctx);
+}
+
+/* ---- cost ---- */
+
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int by_value(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+#define REPS 2001
+
+static double median(double *v) {
+  qsort(v, REPS, sizeof *v, by_value);
+  return v[REPS / 2];
+}
+
+static double plan_ns(txattn_context *ctx, const txattn_problem *p) {
+  static double t[REPS];
+  for (int i = 0; i < REPS; i++) {
+    txattn_plan *plan;
+    double t0 = now_ns();
+    TC_ASSERT_OK(txattn_plan_create(ctx, p, NULL, &plan));
+    t[i] = now_ns() - t0;
+    txattn_plan_free(plan);
+  }
+  return median(t);
+}
+
+/* Medians of txattn_plan_execute on a plan and of txattn_attention (its plan cache hit). */
+static void call_ns(txattn_context *ctx, int64_t n, double *direct, double *cached) {
+  static double a[REPS], b[REPS];
+  struct shape sh = {.n_q = n, .d_qk = TC_D, .mask = TXATTN_MASK_CAUSAL};
+  struct attn_case c;
+  case_init(&c, &sh, 7);
+  txattn_tensors x = case_tensors(&c);
+  txattn_plan *plan;
+  TC_ASSERT_OK(txattn_plan_create(ctx, &c.problem, NULL, &plan));
+  TC_ASSERT_OK(txattn_attention(ctx, &c.problem, &x));
+  for (int i = 0; i < REPS; i++) {
+    double t0 = now_ns();
+    TC_ASSERT_OK(txattn_plan_execute(plan, &x));
+    double t1 = now_ns();
+    TC_ASSERT_OK(txattn_attention(ctx, &c.problem, &x));
+    a[i] = t1 - t0;
+    b[i] = now_ns() - t1;
+  }
+  *direct = median(a);
+  *cached = median(b);
+  txattn_plan_free(plan);
+  case_free(&c);
+}
+
+Test(table_lookup, planning_and_attention_stay_cheap) {
+  txattn_table *t;
+  txattn_context *ctx = following(&t), *plain = tc_context(NULL, "", 1);
+  txattn_problem region = causal(100), between = causal(500), outside = causal(8192),
+                 win = window(700, 40);
+  plan_ns(ctx, &region); /* warm caches and the allocator */
+  double r = plan_ns(ctx, &region), b = plan_ns(ctx, &between), w = plan_ns(ctx, &win),
+         o = plan_ns(ctx, &outside), none = plan_ns(plain, &region);
+  double direct, cached;
+  call_ns(ctx, 4, &direct, &cached);
+  cr_log_info("txattn_plan_create median: table region %.0f ns, interpolated %.0f ns, window "
+              "(bilinear) %.0f ns, outside (estimate) %.0f ns; no table %.0f ns",
+              r, b, w, o, none);
+  cr_log_info("n = 4: txattn_plan_execute %.0f ns, txattn_attention %.0f ns: +%.0f ns", direct,
+              cached, cached - direct);
+#if defined(__SANITIZE_ADDRESS__) || !defined(__OPTIMIZE__)
+  cr_log_info("sanitizer or unoptimised build: the cost is logged, not asserted");
+#else
+  cr_expect(r < 10e3 && b < 10e3 && w < 10e3, "planning with a table: %.0f, %.0f, %.0f ns", r, b,
+            w);
+  cr_expect(cached - direct < 1e3, "txattn_attention costs %.0f ns more than the plan",
+            cached - direct);
+#endif
+  txattn_table_free(t);
+  txattn_context_free(ctx);
+  txattn_context_free(plain);
+}

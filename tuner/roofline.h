@@ -1,0 +1,92 @@
+/* `txtune bench --roofline`: the machine's roofs measured in the same run as the kernels (FMA peak
+   per ISA, OpenBLAS sgemm, memory bandwidth, each at 1 thread and at the context's thread count),
+   and each kernel's rate as a fraction of the roof that bounds it. */
+#ifndef TXTUNE_ROOFLINE_H
+#define TXTUNE_ROOFLINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "args.h"
+#include "json.h"
+#include "roof_measure.h"
+#include "txattn/txattn.h"
+
+typedef struct tx_roofline_args {
+  int enabled;                /* --roofline */
+  int64_t gemm_n, stream_mib; /* 0: the defaults */
+} tx_roofline_args;
+
+#define TX_ROOFLINE_N_OPTS 3
+void tx_roofline_args_init(tx_roofline_args *a);
+/* Writes the TX_ROOFLINE_N_OPTS options that fill a into opts. */
+void tx_roofline_opts(tx_roofline_args *a, tx_opt *opts);
+/* The sizes only mean something with --roofline. Returns 0, or prints a usage error and returns
+   TX_EXIT_USAGE. */
+int tx_roofline_check_args(const tx_cmd_spec *spec, const tx_roofline_args *a);
+
+#define TX_ROOF_MAX_COUNTS 2 /* thread counts: 1 and the context's (once if they are equal) */
+
+typedef struct tx_roof_peak {
+  tx_peak_isa isa;
+  double gflops[TX_ROOF_MAX_COUNTS]; /* -1 when not usable */
+} tx_roof_peak;
+
+typedef struct tx_roofline {
+  int n_counts, threads[TX_ROOF_MAX_COUNTS];
+  size_t n_peaks;
+  tx_roof_peak peaks[TX_PEAK_MAX_ISAS];
+  int64_t gemm_n;
+  double sgemm_gflops[TX_ROOF_MAX_COUNTS];
+  size_t stream_bytes; /* per array */
+  size_t l3_bytes;     /* as sysfs (else sysconf) reports it, 0 if unknown */
+  double triad_gbs[TX_ROOF_MAX_COUNTS], read_gbs[TX_ROOF_MAX_COUNTS];
+  double min_run_s, load_before, seconds; /* load_before: 1-minute load average, -1 if unknown */
+  int runs;
+} tx_roofline;
+
+/* Measures everything for 1 and `threads` threads, each rate the best of a few runs of at least
+   min_run_s. Returns 0, or prints why on stderr and returns TX_EXIT_FAIL. Takes a few seconds. */
+int tx_roofline_measure(const tx_roofline_args *a, int threads, double min_run_s, tx_roofline *r);
+void tx_roofline_print(const tx_roofline *r, FILE *f);
+void tx_roofline_json(tx_json *j, const tx_roofline *r); /* the value: one object */
+/* The fastest SIMD FMA peak at thread count index c, or NULL if no SIMD ISA is usable. */
+const tx_roof_peak *tx_roofline_best_simd(const tx_roofline *r, int c);
+
+/* ---- a kernel against the roofs (roofline_fit.c) ---- */
+
+typedef struct tx_roof_work {
+  double flops; /* 2 (d_qk + d_v) per visible pair */
+  double bytes; /* Q, K and V read once and O written once */
+} tx_roof_work;
+/* p must be resolved. */
+tx_roof_work tx_roofline_work(const txattn_problem *p);
+
+typedef struct tx_roof_kernel {
+  const char *name, *isa; /* as txattn_kernel_info gives them */
+  int threads;            /* the threads it ran on: the context's if it is threaded, else 1 */
+  double seconds;         /* median per call; <= 0 when it was not measured */
+} tx_roof_kernel;
+
+typedef struct tx_roof_fit {
+  const tx_roof_peak *roof; /* the FMA peak it is held to */
+  int for_scalar;           /* a scalar kernel held to the best SIMD peak (see the footnote) */
+  double peak_gflops, gflops, fraction;
+  double intensity, balance; /* flop per byte: the kernel's, and peak / triad bandwidth */
+  int memory_bound;          /* intensity < balance */
+  double bandwidth_gbs, gbs, bw_fraction;
+} tx_roof_fit;
+
+/* Returns 1 with *out filled, or 0 when the kernel was not measured or there is no roof for its
+   ISA and thread count. */
+int tx_roofline_fit(const tx_roofline *r, const tx_roof_work *w, const tx_roof_kernel *k,
+                    tx_roof_fit *out);
+/* A table of every measured kernel against its roofs, with the footnotes it needs. */
+void tx_roofline_print_fits(const tx_roofline *r, const tx_roof_work *w, const tx_roof_kernel *ks,
+                            size_t n, FILE *f);
+/* The value: an object, or null when tx_roofline_fit gives nothing. */
+void tx_roofline_json_fit(tx_json *j, const tx_roofline *r, const tx_roof_work *w,
+                          const tx_roof_kernel *k);
+
+#endif
