@@ -9,5 +9,7 @@ int tx_cmd_bench(int argc, char **argv);
 int tx_cmd_topo(int argc, char **argv);
 int tx_cmd_show(int argc, char **argv);
 int tx_cmd_explain(int argc, char **argv);
+int tx_cmd_profile(int argc, char **argv);
+int tx_cmd_validate(int argc, char **argv);
 
 #endif

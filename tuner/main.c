@@ -23,6 +23,11 @@ static const tx_command commands[] = {
     {"show", "the dispatch table: who wins where, and whether it fits this machine", tx_cmd_show},
     {"explain", "which kernel runs one shape and why (table region, interpolation, estimate)",
      tx_cmd_explain},
+    {"profile",
+     "measure the kernels on this machine and write the dispatch table libtxattn follows",
+     tx_cmd_profile},
+    {"validate", "the table's regret: its pick against the fastest kernel on shapes off its grid",
+     tx_cmd_validate},
 };
 enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
 

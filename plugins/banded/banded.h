@@ -76,7 +76,7 @@ txattn_status banded_run(const txattn_kernel_call *call, banded_head_fn head, in
 
 /* Workspace layout, each part on its own cache lines, room for BANDED_MR rows of each:
    double acc[MR][d_v] | float part[MR][d_v] | float scores[MR][banded_score_stride] |
-   float panels[banded_panel_floats] (the vector kernels' transposed keys, see banded_algo.h). */
+   float panels[banded_panel_keys * d_qk] (the vector kernels' transposed keys, banded_algo.h). */
 static inline size_t banded_round64(size_t bytes) {
   return (bytes + 63) & ~(size_t)63;
 }

@@ -29,6 +29,7 @@
 /* One thread's scratch for the direct path (64-byte aligned arrays). */
 typedef struct tomp_direct_scratch {
   float *q;         /* rows x dqkp: queries times qsign, zero beyond d_qk and beyond the last row */
+  float *kc, *vc;   /* the chunk's K and V rows, padded with zeros to dqkp and dvp floats */
   float *s;         /* rows x TOMP_DIRECT_CHUNK: scores, then probabilities */
   float *acc;       /* rows x dvp: unnormalised outputs */
   float *m, *l;     /* rows: running max (base 2) and sum */

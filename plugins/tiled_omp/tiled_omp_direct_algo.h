@@ -2,14 +2,17 @@
  * tiled_omp_direct_<isa>.c after its vec_<isa>.h, it defines tomp_direct_<isa>.
  *
  * Rows are taken in groups of TD_RG (padding rows: zero queries, the last row's range, results
- * discarded). Keys go in chunks of TOMP_DIRECT_CHUNK; per chunk and group:
- *  1. scores: dot products of the group's queries with 2 K rows at a time, read in place;
+ * discarded). Keys go in chunks of TOMP_DIRECT_CHUNK:
+ *  0. the chunk's K and V rows are copied into scratch, each zero-padded to whole vectors: a tight
+ *     copy keeps many cache misses in flight (the loops below, each load feeding FMAs, do not), and
+ *     the micro-kernels then read aligned rows from L1 with no column tails;
+ * then per group of rows that sees part of the chunk:
+ *  1. scores: dot products of the group's queries with TD_NK K rows at a time;
  *  2. online softmax exactly as in tiled_algo.h (base 2, edge lanes -inf, alpha per row);
- *  3. acc = acc * alpha + P V over the keys every row of the group sees, NT vectors of columns at a
- *     time with V rows read in place, then row by row over the ragged rest, so a key a row does
- *     not see is never multiplied into it.
- * Columns past the last full vector of d_qk or d_v (K and V rows are not padded) are done one by
- * one. */
+ *  3. acc = acc * alpha + P V over the keys every row of the group sees, TD_NT vectors of columns
+ *     at a time, then row by row over the ragged rest, so a key a row does not see is never
+ *     multiplied into it.
+ * Padding columns of V make padding columns of acc, which are never written out. */
 #ifndef TILED_OMP_DIRECT_ALGO_H
 #define TILED_OMP_DIRECT_ALGO_H
 
@@ -26,9 +29,6 @@
 #define TD_RG         4 /* rows per register group */
 #define TD_RGP        ((TD_RG + TILED_W - 1) / TILED_W * TILED_W)
 #define TD_KC         TOMP_DIRECT_CHUNK
-#ifndef TD_PREFETCH_KEYS
-#define TD_PREFETCH_KEYS 64
-#endif
 /* Register tiles. Scores: TD_RG rows x TD_NK keys of accumulators, TD_NK K vectors and a query
    vector; P V: TD_RG rows x TD_NT vectors of columns, TD_NT V vectors and a broadcast. For AVX2
    both fill the 16 ymm registers (12 accumulators: more chains than the 2 FMA pipes x 5 cycles of
@@ -66,6 +66,24 @@ typedef struct td_view {
   int64_t krow, vrow;
 } td_view;
 
+/* n floats of a row (any alignment) into dst (aligned), zero up to np. */
+static void td_copy_row(const float *src, int64_t n, int64_t np, float *dst) {
+  int64_t c = 0;
+  for (; c + TILED_W <= n; c += TILED_W) vf_store(dst + c, vf_loadu(src + c));
+  for (; c < n; c++) dst[c] = src[c];
+  for (; c < np; c++) dst[c] = 0.0f;
+}
+
+/* Step 0: keys [c0, c0 + nk) into s->kc (rows of dqkp floats) and s->vc (rows of dvp floats). */
+static void td_copy_chunk(const tiled_geom *g, const td_view *kv, const tomp_direct_scratch *s,
+                          int64_t c0, int64_t nk) {
+  const int64_t dqkp = td_dqkp(g);
+  for (int64_t j = 0; j < nk; j++)
+    td_copy_row(kv->k + (c0 + j) * kv->krow, g->dqk, dqkp, s->kc + j * dqkp);
+  for (int64_t j = 0; j < nk; j++)
+    td_copy_row(kv->v + (c0 + j) * kv->vrow, g->dv, g->dvp, s->vc + j * g->dvp);
+}
+
 /* Queries (times qsign) of rows [t0, t1) into s->q, zero-padded; ranges clipped to [k0, k1). */
 static void td_load_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int64_t t1,
                          int64_t k0, int64_t k1, const tomp_direct_scratch *s) {
@@ -95,63 +113,36 @@ static void td_load_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0
 
 /* ---- 1. scores ---- */
 
-/* s[r * sld + n] = q_r . k_n for the TD_RG rows and nk (at most TD_NK) K rows. */
-TD_INLINE void td_dot(const float *q, int64_t qld, const float *k, int64_t krow, int64_t dqk,
-                      float *s, int64_t sld, const int nk) {
-  const int64_t dfull = dqk / TILED_W * TILED_W;
+/* s[r * sld + n] = q_r . k_n for the TD_RG rows and nk (at most TD_NK) K rows, both padded to
+   dp floats. */
+TD_INLINE void td_dot(const float *q, const float *k, int64_t dp, float *s, int64_t sld,
+                      const int nk) {
   vf a[TD_RG][TD_NK];
 #pragma GCC unroll 4
   for (int r = 0; r < TD_RG; r++)
     for (int n = 0; n < nk; n++) a[r][n] = vf_zero();
-  for (int64_t c = 0; c < dfull; c += TILED_W) {
+  for (int64_t c = 0; c < dp; c += TILED_W) {
     vf kv[TD_NK];
-    for (int n = 0; n < nk; n++) kv[n] = vf_loadu(k + n * krow + c);
+    for (int n = 0; n < nk; n++) kv[n] = vf_load(k + n * dp + c);
 #pragma GCC unroll 4
     for (int r = 0; r < TD_RG; r++) {
-      vf qv = vf_load(q + r * qld + c);
+      vf qv = vf_load(q + r * dp + c);
       for (int n = 0; n < nk; n++) a[r][n] = vf_fma(qv, kv[n], a[r][n]);
     }
   }
-  for (int r = 0; r < TD_RG; r++) {
-    for (int n = 0; n < nk; n++) {
-      float x = vf_hsum(a[r][n]);
-      for (int64_t c = dfull; c < dqk; c++) x += q[r * qld + c] * k[n * krow + c];
-      s[r * sld + n] = x;
-    }
-  }
+  for (int r = 0; r < TD_RG; r++)
+    for (int n = 0; n < nk; n++) s[r * sld + n] = vf_hsum(a[r][n]);
 }
 
-/* Prefetches the cache lines of a row of len floats. Always inlined: as a separate void function
-   GCC may judge it free of side effects and delete its calls. */
-TD_INLINE void td_prefetch_row(const float *row, int64_t len) {
-  for (int64_t c = 0; c < len * (int64_t)sizeof(float); c += 64)
-    __builtin_prefetch((const char *)row + c, 0, 3);
-}
-
-/* Prefetches K and V row n (if n < kend): the next chunk's, while this one's scores are computed. */
-TD_INLINE void td_prefetch_key(const tiled_geom *g, const td_view *kv, int64_t n, int64_t kend) {
-  if (n >= kend) return;
-  td_prefetch_row(kv->k + n * kv->krow, g->dqk);
-  td_prefetch_row(kv->v + n * kv->vrow, g->dv);
-}
-
-/* Scores of group gi against keys [ua, ub) of the chunk starting at key c0. The first group also
-   prefetches the same keys of the next chunk (up to key kend), K and V. */
-static void td_group_scores(const tiled_geom *g, const td_view *kv, const tomp_direct_scratch *s,
-                            int64_t gi, int64_t c0, int64_t ua, int64_t ub, int64_t kend) {
+/* Scores of group gi against the chunk's keys [ua, ub). */
+static void td_group_scores(const tiled_geom *g, const tomp_direct_scratch *s, int64_t gi,
+                            int64_t ua, int64_t ub) {
   const int64_t dqkp = td_dqkp(g);
   const float *q = s->q + gi * TD_RG * dqkp;
   float *srows = s->s + gi * TD_RG * TD_KC;
   int64_t j = ua;
-  for (; j + TD_NK <= ub; j += TD_NK) {
-    if (gi == 0)
-      for (int n = 0; n < TD_NK; n++) td_prefetch_key(g, kv, c0 + TD_PREFETCH_KEYS + j + n, kend);
-    td_dot(q, dqkp, kv->k + (c0 + j) * kv->krow, kv->krow, g->dqk, srows + j, TD_KC, TD_NK);
-  }
-  for (; j < ub; j++) {
-    if (gi == 0) td_prefetch_key(g, kv, c0 + TD_PREFETCH_KEYS + j, kend);
-    td_dot(q, dqkp, kv->k + (c0 + j) * kv->krow, kv->krow, g->dqk, srows + j, TD_KC, 1);
-  }
+  for (; j + TD_NK <= ub; j += TD_NK) td_dot(q, s->kc + j * dqkp, dqkp, srows + j, TD_KC, TD_NK);
+  for (; j < ub; j++) td_dot(q, s->kc + j * dqkp, dqkp, srows + j, TD_KC, 1);
 }
 
 /* ---- 2. online softmax (as tl_row_max, tl_row_exp and tl_softmax_group in tiled_algo.h) ---- */
@@ -213,8 +204,8 @@ static void td_softmax_group(const tiled_geom *g, const tomp_direct_scratch *s, 
 
 /* ---- 3. acc = acc * alpha + P V ---- */
 
-/* mr rows x nt vectors of columns: acc (aligned, ld ald) times alpha (if given) plus keys
-   [j0, j1) of p (ld pld) times the V rows (any alignment, stride vrow). mr and nt are constants at
+/* mr rows x nt vectors of columns: acc (ld ald) times alpha (if given) plus keys [j0, j1) of p
+   (ld pld) times the V rows (stride vrow). mr and nt are constants at
    every call, so the accumulators live in registers. */
 TD_INLINE void td_pv_tile(float *acc, int64_t ald, const float *alpha, const float *p, int64_t pld,
                           const float *v, int64_t vrow, int64_t j0, int64_t j1, const int mr,
@@ -229,7 +220,7 @@ TD_INLINE void td_pv_tile(float *acc, int64_t ald, const float *alpha, const flo
   }
   for (int64_t j = j0; j < j1; j++) {
     vf vv[TD_NT];
-    for (int n = 0; n < nt; n++) vv[n] = vf_loadu(v + j * vrow + n * TILED_W);
+    for (int n = 0; n < nt; n++) vv[n] = vf_load(v + j * vrow + n * TILED_W);
     for (int r = 0; r < mr; r++) {
       vf pb = vf_bcast(p + r * pld + j);
       for (int n = 0; n < nt; n++) o[r][n] = vf_fma(pb, vv[n], o[r][n]);
@@ -239,24 +230,11 @@ TD_INLINE void td_pv_tile(float *acc, int64_t ald, const float *alpha, const flo
     for (int n = 0; n < nt; n++) vf_store(acc + r * ald + n * TILED_W, o[r][n]);
 }
 
-/* Columns past the last full vector, one by one. */
-static void td_pv_tail(const tiled_geom *g, float *acc, int64_t ald, const float *alpha,
-                       const float *p, int64_t pld, const float *v, int64_t vrow, int64_t j0,
-                       int64_t j1, int mr) {
-  for (int r = 0; r < mr; r++) {
-    for (int64_t c = g->dv / TILED_W * TILED_W; c < g->dv; c++) {
-      float o = acc[r * ald + c] * (alpha ? alpha[r] : 1.0f);
-      for (int64_t j = j0; j < j1; j++) o += p[r * pld + j] * v[j * vrow + c];
-      acc[r * ald + c] = o;
-    }
-  }
-}
-
 /* Every column of mr rows (acc, alpha, p at the rows' first), keys [j0, j1) of the chunk whose
-   first V row is v. */
+   V rows (dvp floats each) start at v. */
 TD_INLINE void td_pv_cols(const tiled_geom *g, float *acc, const float *alpha, const float *p,
                           const float *v, int64_t vrow, int64_t j0, int64_t j1, const int mr) {
-  const int64_t dvp = g->dvp, full = g->dv / TILED_W;
+  const int64_t dvp = g->dvp, full = dvp / TILED_W;
   int64_t col = 0;
   for (; col + TD_NT <= full; col += TD_NT)
     td_pv_tile(acc + col * TILED_W, dvp, alpha, p, TD_KC, v + col * TILED_W, vrow, j0, j1, mr,
@@ -288,7 +266,6 @@ TD_INLINE void td_pv_cols(const tiled_geom *g, float *acc, const float *alpha, c
   default:
     break;
   }
-  td_pv_tail(g, acc, dvp, alpha, p, TD_KC, v, vrow, j0, j1, mr);
 }
 
 /* td_pv_cols over TD_PV_KEYS keys at a time; alpha (if any) applies once, with the first (and with
@@ -305,10 +282,10 @@ TD_INLINE void td_pv_rows(const tiled_geom *g, float *acc, const float *alpha, c
 
 /* Group gi: its common keys as one tile (which also applies alpha to every column), then each
    row's ragged keys. */
-static void td_group_pv(const tiled_geom *g, const td_view *kv, const tomp_direct_scratch *s,
+static void td_group_pv(const tiled_geom *g, const tomp_direct_scratch *s,
                         int64_t gi, int64_t c0, int64_t nk) {
   const int64_t r0 = gi * TD_RG, dvp = g->dvp;
-  const float *v = kv->v + c0 * kv->vrow;
+  const float *v = s->vc;
   int64_t ca = 0, cb = nk, ga = nk, gb = 0;
   for (int64_t r = r0; r < r0 + TD_RG; r++) {
     int64_t a, b;
@@ -321,7 +298,7 @@ static void td_group_pv(const tiled_geom *g, const td_view *kv, const tomp_direc
     }
   }
   const int common = ca < cb;
-  td_pv_rows(g, s->acc + r0 * dvp, s->alpha + r0, s->s + r0 * TD_KC, v, kv->vrow, common ? ca : 0,
+  td_pv_rows(g, s->acc + r0 * dvp, s->alpha + r0, s->s + r0 * TD_KC, v, dvp, common ? ca : 0,
              common ? cb : 0, TD_RG);
   if (common && ga == ca && gb == cb) return; /* no ragged keys */
   for (int64_t r = r0; r < r0 + TD_RG; r++) {
@@ -330,19 +307,21 @@ static void td_group_pv(const tiled_geom *g, const td_view *kv, const tomp_direc
     const float *p = s->s + r * TD_KC;
     td_row_keys(s, r, c0, nk, &a, &b);
     if (common) {
-      if (a < ca) td_pv_rows(g, acc, NULL, p, v, kv->vrow, a, ca, 1);
-      if (cb < b) td_pv_rows(g, acc, NULL, p, v, kv->vrow, cb, b, 1);
+      if (a < ca) td_pv_rows(g, acc, NULL, p, v, dvp, a, ca, 1);
+      if (cb < b) td_pv_rows(g, acc, NULL, p, v, dvp, cb, b, 1);
     } else if (a < b) {
-      td_pv_rows(g, acc, NULL, p, v, kv->vrow, a, b, 1);
+      td_pv_rows(g, acc, NULL, p, v, dvp, a, b, 1);
     }
   }
 }
 
 /* ---- drivers ---- */
 
-/* Groups that see something of the chunk [c0, c0 + nk): scores, softmax, P V. */
+/* The chunk [c0, c0 + nk): copied, then scores, softmax and P V of each group that sees part of
+   it. */
 static void td_chunk(const tiled_geom *g, const td_view *kv, const tomp_direct_scratch *s,
-                     int64_t ngr, int64_t c0, int64_t nk, int64_t kend) {
+                     int64_t ngr, int64_t c0, int64_t nk) {
+  td_copy_chunk(g, kv, s, c0, nk);
   for (int64_t gi = 0; gi < ngr; gi++) {
     int64_t ua = nk, ub = 0;
     for (int64_t r = gi * TD_RG; r < (gi + 1) * TD_RG; r++) {
@@ -354,9 +333,9 @@ static void td_chunk(const tiled_geom *g, const td_view *kv, const tomp_direct_s
       }
     }
     if (ua >= ub) continue; /* m, l, acc unchanged */
-    td_group_scores(g, kv, s, gi, c0, ua, ub, kend);
+    td_group_scores(g, s, gi, ua, ub);
     td_softmax_group(g, s, gi, c0, nk);
-    td_group_pv(g, kv, s, gi, c0, nk);
+    td_group_pv(g, s, gi, c0, nk);
   }
 }
 
@@ -392,7 +371,7 @@ static void td_run(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int6
     }
   }
   for (int64_t c0 = ja; c0 < jb; c0 += TD_KC)
-    td_chunk(g, &kv, s, ngr, c0, td_min(TD_KC, jb - c0), jb);
+    td_chunk(g, &kv, s, ngr, c0, td_min(TD_KC, jb - c0));
   if (!out) {
     td_write_rows(g, b, kvh, t0, t1, s);
     return;

@@ -124,7 +124,8 @@ int tomp_plan_init(tomp_plan *pl, const tiled_ops *ops, tomp_direct_fn direct,
 
 size_t tomp_direct_scratch_bytes(const tiled_geom *g, int w) {
   const size_t f = sizeof(float), r = TOMP_DIRECT_ROWS, dqkp = (size_t)((g->dqk + w - 1) / w * w);
-  return align64(r * dqkp * f) + align64(r * TOMP_DIRECT_CHUNK * f) +
+  return align64(r * dqkp * f) + align64(TOMP_DIRECT_CHUNK * dqkp * f) +
+         align64(TOMP_DIRECT_CHUNK * (size_t)g->dvp * f) + align64(r * TOMP_DIRECT_CHUNK * f) +
          align64(r * (size_t)g->dvp * f) + 3 * align64(r * f) + 2 * align64(r * sizeof(int64_t));
 }
 
@@ -138,6 +139,8 @@ void tomp_direct_scratch_carve(const tiled_geom *g, int w, void *mem, tomp_direc
   const size_t f = sizeof(float), r = TOMP_DIRECT_ROWS, dqkp = (size_t)((g->dqk + w - 1) / w * w);
   char *cur = mem;
   s->q = take(&cur, r * dqkp * f);
+  s->kc = take(&cur, TOMP_DIRECT_CHUNK * dqkp * f);
+  s->vc = take(&cur, TOMP_DIRECT_CHUNK * (size_t)g->dvp * f);
   s->s = take(&cur, r * TOMP_DIRECT_CHUNK * f);
   s->acc = take(&cur, r * (size_t)g->dvp * f);
   s->m = take(&cur, r * f);

@@ -1,0 +1,88 @@
+/* txtune profile: the pieces shared by the command (cmd_profile.c), the measuring of one point
+   (profile_measure.c), the exactness checks (profile_check.c), the summary (profile_summary.c) and
+   the progress line (progress.c). */
+#ifndef TXTUNE_PROFILE_H
+#define TXTUNE_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "txattn/table.h"
+#include "txattn/txattn.h"
+
+#define PROF_MAX_TUNABLES 8
+#define PROF_MAX_RUNS     16
+
+typedef enum prof_mode { PROF_QUICK, PROF_DEFAULT, PROF_PATIENT } prof_mode;
+
+/* How hard one point is measured; set by the mode. */
+typedef struct prof_settings {
+  prof_mode mode;
+  double min_run_s;   /* one timed run lasts at least this long */
+  int rounds;         /* interleaved timed runs per candidate */
+  double prune_ratio; /* after the first round, slower than this x the best: rough time only */
+  int variants;       /* 0: default tunables only; 1: plus one; 2: a grid (patient) */
+} prof_settings;
+
+/* One candidate (kernel x tunables) at one point. */
+typedef struct prof_cand {
+  size_t kernel; /* index for txattn_kernel_get */
+  const char *name;
+  size_t n_tun;
+  const char *tun_names[PROF_MAX_TUNABLES];
+  int64_t tun_values[PROF_MAX_TUNABLES];
+  txattn_plan *plan;
+  double max_error;
+  int64_t reps;
+  double runs[PROF_MAX_RUNS];
+  int n_runs;
+  int rough; /* pruned: time_s rests on one run */
+  double time_s, spread;
+} prof_cand;
+
+/* The candidates of one point: every usable kernel that takes the problem, with its default
+   tunables and the variants the settings ask for. Plans are made for p; names live as long as
+   the plans. Returns the number of candidates written to out (at most cap). */
+size_t prof_candidates(txattn_context *ctx, const txattn_problem *p, const prof_settings *s,
+                       prof_cand *out, size_t cap);
+void prof_candidates_free(prof_cand *c, size_t n);
+/* Appends kernel with the given tunables (the others at their defaults) unless it is there already
+   or the kernel declines; returns the new count. */
+size_t prof_candidate_add(txattn_context *ctx, const txattn_problem *p, const char *kernel,
+                          const char *const *names, const int64_t *values, size_t n_tun,
+                          prof_cand *out, size_t n, size_t cap);
+
+/* Exactness of candidates on a small shape of the class; results are remembered per class, r,
+   kernel and tunables so each is checked once. */
+typedef struct prof_checks prof_checks;
+prof_checks *prof_checks_new(void);
+void prof_checks_free(prof_checks *c);
+/* small: the class's problem shrunk to a size the fp64 reference does quickly. Returns 1 if exact
+   (error in *err), 0 if not (err: NaN if not finite; why gets the reason), -1 if the kernel
+   cannot run the small shape (then it is not measured either). *fresh: 1 if it was checked now,
+   0 if the answer was remembered. */
+int prof_check(prof_checks *c, txattn_context *ctx, size_t cls, const txattn_problem *small,
+               const prof_cand *cand, double *err, char *why, size_t why_size, int *fresh);
+
+/* Times the candidates at one point on the tensors t: one warm-up call each, repetitions doubled
+   until a run lasts min_run_s, then `rounds` runs taken round-robin so drift hits all alike;
+   candidates slower than prune_ratio x the best after the first round keep that one run (rough).
+   Returns TXATTN_OK, or the first failure (the candidate is then dropped: n is updated). */
+txattn_status prof_time(prof_cand *c, size_t *n, const txattn_tensors *t, const prof_settings *s);
+
+/* The progress line on stderr (only when it is a terminal). */
+typedef struct prof_progress {
+  int on;
+  size_t done, total;
+  double start, budget_s;
+} prof_progress;
+void prof_progress_init(prof_progress *p, size_t total, double budget_s);
+void prof_progress_show(prof_progress *p, const char *what);
+void prof_progress_end(prof_progress *p);
+
+/* Per class, which kernel wins where, and the speedup of the winner over the dense masked.*
+   kernel where it was measured. */
+void prof_summary(const txattn_table *t, FILE *f);
+
+#endif
