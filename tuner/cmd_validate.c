@@ -167,8 +167,8 @@ static size_t table_candidates(validate_run *r, txattn_context *ctx, const txatt
 /* Every applicable kernel with its default tunables, unless already there. */
 static size_t add_defaults(txattn_context *ctx, const txattn_problem *p, const prof_settings *s,
                            prof_cand *c, size_t n) {
-  size_t m = prof_candidates(ctx, p, s, c + n, MAX_CANDS - n);
-  for (size_t i = n; i < n + m; i++) {
+  size_t end = n + prof_candidates(ctx, p, s, c + n, MAX_CANDS - n);
+  for (size_t i = n; i < end; i++) {
     int known = 0;
     for (size_t j = 0; j < n && !known; j++)
       known = c[j].name == c[i].name && c[j].n_tun == c[i].n_tun &&
@@ -189,11 +189,11 @@ static void fmt_pick(const prof_cand *c, char *buf, size_t size) {
 }
 
 /* Times the pick and the alternatives on p; adds a row. Returns 0, or -1 if it could not. */
-static int one_shape(validate_run *r, txattn_context *ctx, const txattn_problem *p, int threads,
-                     tx_table *tab) {
+/* The dispatcher's pick (first), the table's candidates around p and every kernel's defaults. */
+static size_t gather(validate_run *r, txattn_context *ctx, const txattn_problem *p, int threads,
+                     prof_cand *c, char *why, size_t why_size) {
   txattn_plan *pick = NULL;
-  if (txattn_plan_create(ctx, p, NULL, &pick) != TXATTN_OK) return -1;
-  prof_cand c[MAX_CANDS];
+  if (txattn_plan_create(ctx, p, NULL, &pick) != TXATTN_OK) return 0;
   const char *names[PROF_MAX_TUNABLES];
   int64_t values[PROF_MAX_TUNABLES];
   size_t nt = txattn_plan_tunable_count(pick);
@@ -201,20 +201,46 @@ static int one_shape(validate_run *r, txattn_context *ctx, const txattn_problem 
     txattn_plan_tunable_get(pick, i, &names[i], &values[i]);
   size_t n =
       prof_candidate_add(ctx, p, txattn_plan_kernel(pick), names, values, nt, c, 0, MAX_CANDS);
-  char why[160];
-  snprintf(why, sizeof why, "%.150s", txattn_plan_why(pick));
+  snprintf(why, why_size, "%s", txattn_plan_why(pick));
   txattn_plan_free(pick);
-  if (n == 0) return -1;
+  if (n == 0) return 0;
+  c[0].keep = 1;
   n = table_candidates(r, ctx, p, threads, c, n);
-  n = add_defaults(ctx, p, &r->s, c, n);
+  return add_defaults(ctx, p, &r->s, c, n);
+}
+
+static void report(validate_run *r, tx_table *tab, const txattn_problem *p, int threads,
+                   const prof_cand *pick, const prof_cand *best, const char *why) {
+  double ratio = pick->time_s / best->time_s;
+  r->log_sum += log(ratio);
+  r->worst = ratio > r->worst ? ratio : r->worst;
+  r->n_done++;
+  char shape[160], th[16], pk[160], bk[160], t1[32], t2[32], rt[16];
+  tx_problem_format(p, shape, sizeof shape);
+  snprintf(th, sizeof th, "%d", threads);
+  fmt_pick(pick, pk, sizeof pk);
+  fmt_pick(best, bk, sizeof bk);
+  snprintf(t1, sizeof t1, "%.4g ms", pick->time_s * 1e3);
+  snprintf(t2, sizeof t2, "%.4g ms", best->time_s * 1e3);
+  snprintf(rt, sizeof rt, "%.3f", ratio);
+  const char *cells[] = {shape, th, pk, t1, bk, t2, rt};
+  tx_table_add(tab, cells);
+  tx_table_note(tab, "why: %.200s", why);
+}
+
+/* Times the pick and the alternatives on p and adds a row. Returns 0, or -1 if it could not. */
+static int one_shape(validate_run *r, txattn_context *ctx, const txattn_problem *p, int threads,
+                     tx_table *tab) {
+  prof_cand c[MAX_CANDS];
+  char why[512], err[256];
+  size_t n = gather(r, ctx, p, threads, c, why, sizeof why);
   tx_buffers b;
-  char err[256];
-  if (tx_buffers_alloc(&b, p, TX_LAYOUT_CONTIGUOUS, 0, err, sizeof err) != 0) {
+  if (n == 0 || tx_buffers_alloc(&b, p, TX_LAYOUT_CONTIGUOUS, 0, err, sizeof err) != 0) {
     prof_candidates_free(c, n);
     return -1;
   }
   tx_buffers_fill(&b, SEED, 1.0f);
-  const char *pick_name = c[0].name;
+  const char *pick_name = c[0].name; /* timing may reorder the candidates */
   int64_t pick_values[PROF_MAX_TUNABLES];
   memcpy(pick_values, c[0].tun_values, sizeof pick_values);
   prof_time(c, &n, &b.t, &r->s);
@@ -226,27 +252,9 @@ static int one_shape(validate_run *r, txattn_context *ctx, const txattn_problem 
         memcmp(c[i].tun_values, pick_values, c[i].n_tun * sizeof(int64_t)) == 0)
       at = i;
   }
-  if (at == SIZE_MAX) {
-    prof_candidates_free(c, n);
-    return -1;
-  }
-  double ratio = c[at].time_s / c[best].time_s;
-  r->log_sum += log(ratio);
-  r->worst = ratio > r->worst ? ratio : r->worst;
-  r->n_done++;
-  char shape[160], th[16], pk[160], bk[160], t1[32], t2[32], rt[16];
-  tx_problem_format(p, shape, sizeof shape);
-  snprintf(th, sizeof th, "%d", threads);
-  fmt_pick(&c[at], pk, sizeof pk);
-  fmt_pick(&c[best], bk, sizeof bk);
-  snprintf(t1, sizeof t1, "%.4g ms", c[at].time_s * 1e3);
-  snprintf(t2, sizeof t2, "%.4g ms", c[best].time_s * 1e3);
-  snprintf(rt, sizeof rt, "%.3f", ratio);
-  const char *cells[] = {shape, th, pk, t1, bk, t2, rt};
-  tx_table_add(tab, cells);
-  tx_table_note(tab, "why: %s", why);
+  if (at != SIZE_MAX) report(r, tab, p, threads, &c[at], &c[best], why);
   prof_candidates_free(c, n);
-  return 0;
+  return at != SIZE_MAX ? 0 : -1;
 }
 
 static int open_ctx(validate_run *r, int threads, txattn_context **ctx) {

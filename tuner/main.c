@@ -28,6 +28,7 @@ static const tx_command commands[] = {
      tx_cmd_profile},
     {"validate", "the table's regret: its pick against the fastest kernel on shapes off its grid",
      tx_cmd_validate},
+    {"plot", "time against n for each kernel of a table, crossovers marked (SVG)", tx_cmd_plot},
 };
 enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
 

@@ -37,7 +37,8 @@ typedef struct prof_cand {
   int64_t reps;
   double runs[PROF_MAX_RUNS];
   int n_runs;
-  int rough; /* pruned: time_s rests on one run */
+  int rough; /* pruned: time_s rests on the two calibration runs */
+  int keep;  /* never pruned: validate times the dispatcher's pick in full */
   double time_s, spread;
 } prof_cand;
 

@@ -22,8 +22,8 @@ static int same_values(const prof_cand *a, const prof_cand *b) {
   return 1;
 }
 
-/* Adds base with tunable i scaled by num/den (all tunables when i == SIZE_MAX is not used) if it
-   is new and the kernel makes a plan with it. */
+/* Adds base's kernel with the tunables `values` if that candidate is new and the kernel makes a
+   plan with them. */
 static size_t add_variant(txattn_context *ctx, const txattn_problem *p, const prof_cand *base,
                           const int64_t *values, prof_cand *out, size_t n, size_t cap) {
   if (n >= cap) return n;
@@ -42,8 +42,8 @@ static size_t add_variant(txattn_context *ctx, const txattn_problem *p, const pr
 }
 
 /* The variants of a kernel's default tunables the settings ask for: one (the last tunable, the
-   key block in tiled kernels, doubled, or halved at its maximum) or, patient, each tunable at
-   1/2, 1, 2 and 4 times its default. */
+   key block in tiled kernels, doubled, or halved at its maximum) or, patient, the first tunable
+   at 1/2, 1 and 2 times its default by the second at 1/2, 1, 2 and 4 times its own. */
 static size_t add_variants(txattn_context *ctx, const txattn_problem *p, const prof_cand *base,
                            const prof_settings *s, prof_cand *out, size_t n, size_t cap) {
   txattn_tunable_info ti[PROF_MAX_TUNABLES];
@@ -58,8 +58,8 @@ static size_t add_variants(txattn_context *ctx, const txattn_problem *p, const p
     return add_variant(ctx, p, base, v, out, n, cap);
   }
   if (s->variants < 2 || base->n_tun == 0 || base->n_tun > 2) return n;
-  static const int num[] = {1, 2, 2, 4}, den[] = {2, 2, 1, 1};
-  for (int a = 0; a < 4; a++)
+  static const int num[] = {1, 1, 2, 4}, den[] = {2, 1, 1, 1}; /* x 1/2, 1, 2, 4 */
+  for (int a = 0; a < 3; a++)
     for (int b = 0; b < (base->n_tun == 2 ? 4 : 1); b++) {
       v[0] = snap(base->tun_values[0] * num[a] / den[a], &ti[0]);
       if (base->n_tun == 2) v[1] = snap(base->tun_values[1] * num[b] / den[b], &ti[1]);
@@ -200,7 +200,7 @@ txattn_status prof_time(prof_cand *c, size_t *n, const txattn_tensors *t, const 
     }
     if (fastest(&c[i]) < best) best = fastest(&c[i]);
   }
-  for (size_t i = 0; i < *n; i++) c[i].rough = fastest(&c[i]) > s->prune_ratio * best;
+  for (size_t i = 0; i < *n; i++) c[i].rough = !c[i].keep && fastest(&c[i]) > s->prune_ratio * best;
   int rounds = s->rounds < PROF_MAX_RUNS ? s->rounds : PROF_MAX_RUNS;
   for (int r = 2; r < rounds; r++)
     for (size_t i = 0; i < *n; i++) {

@@ -1,6 +1,7 @@
 # txtune profile end to end on a tiny grid: it writes a table, `txtune show` finds it fits this
-# machine, and libtxattn follows it (`txtune explain` says the choice comes from the table). No
-# timing is asserted: which kernel wins is the machine's business.
+# machine, libtxattn follows it (`txtune explain` says the choice comes from the table), and
+# `txtune validate` and `txtune plot` read it. No timing is asserted: which kernel wins is the
+# machine's business.
 #   cmake -DTXTUNE="<emulator;exe>" -DOUT=<table file> -P profile_smoke.cmake
 function(run name match)
   execute_process(COMMAND ${TXTUNE} ${ARGN} RESULT_VARIABLE status OUTPUT_VARIABLE out
@@ -15,6 +16,21 @@ function(run name match)
 endfunction()
 
 file(REMOVE "${OUT}")
+if(DEFINED SLOPPY_PLUGIN_PATH)
+  # with a deliberately inexact kernel: excluded with its error, never in a point
+  run(profile "wrote .*: [1-9][0-9]* points.*, [1-9][0-9]* candidates excluded as inexact"
+      profile --quick --d 16 --n-max 64 --threads 1 --budget 20 --plugin-path "${SLOPPY_PLUGIN_PATH}"
+      -o "${OUT}")
+  run(show "excluded as inexact.*sloppy.scalar in none d16/16 g1 t1 at n=193: max error [0-9.e-]+: "
+      show --points --plugin-path "${SLOPPY_PLUGIN_PATH}" "${OUT}")
+  file(READ "${OUT}" table)
+  string(REGEX MATCH "\"points\".*\"kernel\": \"sloppy" in_points "${table}")
+  string(REGEX MATCH "\"excluded\".*\"kernel\": \"sloppy" in_excluded "${table}")
+  if(NOT in_excluded OR "${table}" MATCHES "\"points\"[^]]*sloppy")
+    message(FATAL_ERROR "sloppy.scalar should be in excluded[] only:\n${table}")
+  endif()
+  return()
+endif()
 run(profile "wrote .*: [1-9][0-9]* points.*who wins where.*none d16/16 g1 t1 .*causal d16/16 g1 t1 decode"
     profile --quick --d 16 --n-max 256 --threads 1,2 --budget 20 -o "${OUT}")
 run(show "here: fits this machine.*class none d16/16 g1 t1" show "${OUT}")
@@ -22,3 +38,11 @@ set(ENV{TXATTN_TABLE} "${OUT}")
 run(explain "why: table: (region|interpolated|measured point)" explain --n 128 --d 16 --threads 1)
 run(explain_window "why: table: (region|interpolated|measured point)"
     explain --n 100 --d 16 --threads 2 --mask window --left 40 --right 40)
+# the regret on shapes off the grid is printed, never judged here: only that it runs and reports
+run(validate "regret over [1-9][0-9]* shapes off the grid.*geometric mean [0-9.]+.*worst [0-9.]+"
+    validate --table "${OUT}" --samples 3 --max-n 256)
+run(plot "wrote .*\\.svg" plot --table "${OUT}" -o "${OUT}.svg")
+file(READ "${OUT}.svg" svg)
+if(NOT svg MATCHES "^<\\?xml.*<svg .*none d16/16 g1 t1.*<polyline .*</svg>")
+  message(FATAL_ERROR "plot: ${OUT}.svg is not the expected SVG")
+endif()

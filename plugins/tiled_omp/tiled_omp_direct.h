@@ -1,13 +1,14 @@
-/* The direct path for few query rows per kv head (decode): the tiled online softmax, but reading K
- * and V rows where they are, without packing them.
+/* The direct path for few query rows per kv head (decode): the tiled online softmax over K and V
+ * rows copied chunk by chunk, without the tiled path's packing into panels.
  *
- * Why: with one query block of a handful of rows per head (n_q = 1, a GQA group of 4), the tiled
- * path packs every key block for a single use. Measured on Zen 2 (tiled.avx2, n_q = 1, n_kv = 4096,
- * d = 128, heads 32 / 8): packing K and V took 55% of the time and the 6-row micro-kernels over 4
- * real rows most of the rest, about 350 cycles per key, so two threads read K and V at 12 GB/s
- * where the memory gives 25. Here a key costs one pass over its K row (4 rows x 2 keys of dot
- * products) and one over its V row (4 rows x NT vectors of outputs), about 60 cycles for d = 128 in
- * AVX2, well under what the memory takes to deliver the row, and K and V stream sequentially.
+ * Why: with one query block of at most 4 rows per head (n_q = 1 with a GQA group of up to 4), the
+ * tiled path packs (transposes) every key block for a single use and runs 6-row micro-kernels over
+ * the 4 rows; packing took 55% of its time (tiled.avx2, n_q = 1, d = 128, heads 32 / 8, K and V in
+ * L3). Here each K and V row is copied once into an L1 chunk buffer, a few rows at a time between
+ * the micro-kernels of the chunk before, so that the copy's cache misses overlap their arithmetic
+ * (on this Zen 2 VM, loads whose values feed the FMAs right away did not overlap with them: time
+ * was memory time plus compute time). Same shape with n_kv = 32768 (K and V 268 MB): one thread
+ * 24.4 ms against 39.0 for the tiled path, two threads 13.6 against 20.1.
  *
  * Same semantics as the tiled path (plugins/tiled/tiled_algo.h): scores in base 2, deferred
  * normalisation, a key a row does not see never multiplied into it, NaN spread over the row.
@@ -20,16 +21,18 @@
 
 #include "tiled_internal.h"
 
-/* Rows per (batch, kv head) up to which the direct path replaces the tiled one (n_q x group). */
-#define TOMP_DIRECT_MAX_ROWS 8
-/* Keys per chunk: the chunk's scores and probabilities are a TOMP_DIRECT_MAX_ROWS x 64 tile, and its
-   V rows (64 x d_v floats, 32 KiB at d_v = 128) are read once per column tile from L1/L2. */
-#define TOMP_DIRECT_CHUNK 32
+/* Rows per (batch, kv head) up to which the direct path replaces the tiled one (n_q x group): one
+   register group. With 8 rows (two groups) the tiled path was as fast (n_kv = 16384, d = 128:
+   2.39 ms both) or faster (n_kv = 1024: 133 us against 147). */
+#define TOMP_DIRECT_MAX_ROWS 4
+/* Keys per chunk: two chunks' K and V rows (32 KiB at d = 128) stay in L1 and L2. Decode,
+   n_kv = 32768, d = 128, heads 32 / 8, two threads: 13.4 ms with 16 keys, 13.9 with 32. */
+#define TOMP_DIRECT_CHUNK 16
 
 /* One thread's scratch for the direct path (64-byte aligned arrays). */
 typedef struct tomp_direct_scratch {
   float *q;         /* rows x dqkp: queries times qsign, zero beyond d_qk and beyond the last row */
-  float *kc, *vc;   /* the chunk's K and V rows, padded with zeros to dqkp and dvp floats */
+  float *kc, *vc;   /* two chunks' K and V rows, padded with zeros to dqkp and dvp floats */
   float *s;         /* rows x TOMP_DIRECT_CHUNK: scores, then probabilities */
   float *acc;       /* rows x dvp: unnormalised outputs */
   float *m, *l;     /* rows: running max (base 2) and sum */

@@ -3,9 +3,10 @@
  *
  * Rows are taken in groups of TD_RG (padding rows: zero queries, the last row's range, results
  * discarded). Keys go in chunks of TOMP_DIRECT_CHUNK:
- *  0. the chunk's K and V rows are copied into scratch, each zero-padded to whole vectors: a tight
- *     copy keeps many cache misses in flight (the loops below, each load feeding FMAs, do not), and
- *     the micro-kernels then read aligned rows from L1 with no column tails;
+ *  0. the chunk's K and V rows are copied into scratch, each zero-padded to whole vectors, a few
+ *     rows at a time between the micro-kernel calls of the chunk before (two sets of buffers):
+ *     the copy's cache misses then overlap that chunk's arithmetic, and the micro-kernels read
+ *     aligned rows from L1 with no column tails;
  * then per group of rows that sees part of the chunk:
  *  1. scores: dot products of the group's queries with TD_NK K rows at a time;
  *  2. online softmax exactly as in tiled_algo.h (base 2, edge lanes -inf, alpha per row);
@@ -43,9 +44,6 @@
 #define TD_NK 4
 #define TD_NT 6
 #endif
-/* P V goes over the chunk's keys this many at a time, every column tile of them before the next:
-   their V rows (8 KiB at d_v = 128) stay in L1 across the tiles. */
-#define TD_PV_KEYS 16
 
 static inline int64_t td_min(int64_t a, int64_t b) {
   return a < b ? a : b;
@@ -74,14 +72,38 @@ static void td_copy_row(const float *src, int64_t n, int64_t np, float *dst) {
   for (; c < np; c++) dst[c] = 0.0f;
 }
 
-/* Step 0: keys [c0, c0 + nk) into s->kc (rows of dqkp floats) and s->vc (rows of dvp floats). */
-static void td_copy_chunk(const tiled_geom *g, const td_view *kv, const tomp_direct_scratch *s,
-                          int64_t c0, int64_t nk) {
-  const int64_t dqkp = td_dqkp(g);
-  for (int64_t j = 0; j < nk; j++)
-    td_copy_row(kv->k + (c0 + j) * kv->krow, g->dqk, dqkp, s->kc + j * dqkp);
-  for (int64_t j = 0; j < nk; j++)
-    td_copy_row(kv->v + (c0 + j) * kv->vrow, g->dv, g->dvp, s->vc + j * g->dvp);
+/* Prefetches the cache lines of a row of len floats. Always inlined: as a separate void function
+   GCC may judge it free of side effects and delete its calls. */
+TD_INLINE void td_prefetch_row(const float *row, int64_t len) {
+  for (int64_t c = 0; c < len * (int64_t)sizeof(float); c += 64)
+    __builtin_prefetch((const char *)row + c, 0, 3);
+}
+
+/* Step 0 of the chunk [c0, c0 + nk), done by td_copy_some() a few rows at a time: rows r < nk are
+   K rows c0 + r into kc, the rest V rows into vc; the chunk after is prefetched on the way (keys
+   below kend). */
+typedef struct td_copier {
+  const tiled_geom *g;
+  const td_view *kv;
+  float *kc, *vc;
+  int64_t c0, nk, next, kend;
+  int64_t step; /* rows per micro-kernel call */
+} td_copier;
+
+static void td_copy_some(td_copier *cp, int64_t n) {
+  const tiled_geom *g = cp->g;
+  const int64_t end = td_min(cp->next + n, 2 * cp->nk), dqkp = td_dqkp(g);
+  for (; cp->next < end; cp->next++) {
+    const int64_t r = cp->next, j = r < cp->nk ? r : r - cp->nk, key = cp->c0 + j;
+    const int64_t ahead = key + TD_KC;
+    if (r < cp->nk) {
+      if (ahead < cp->kend) td_prefetch_row(cp->kv->k + ahead * cp->kv->krow, g->dqk);
+      td_copy_row(cp->kv->k + key * cp->kv->krow, g->dqk, dqkp, cp->kc + j * dqkp);
+    } else {
+      if (ahead < cp->kend) td_prefetch_row(cp->kv->v + ahead * cp->kv->vrow, g->dv);
+      td_copy_row(cp->kv->v + key * cp->kv->vrow, g->dv, g->dvp, cp->vc + j * g->dvp);
+    }
+  }
 }
 
 /* Queries (times qsign) of rows [t0, t1) into s->q, zero-padded; ranges clipped to [k0, k1). */
@@ -134,15 +156,18 @@ TD_INLINE void td_dot(const float *q, const float *k, int64_t dp, float *s, int6
     for (int n = 0; n < nk; n++) s[r * sld + n] = vf_hsum(a[r][n]);
 }
 
-/* Scores of group gi against the chunk's keys [ua, ub). */
-static void td_group_scores(const tiled_geom *g, const tomp_direct_scratch *s, int64_t gi,
-                            int64_t ua, int64_t ub) {
+/* Scores of group gi against the chunk's keys [ua, ub) (K rows in kc). */
+static void td_group_scores(const tiled_geom *g, const tomp_direct_scratch *s, const float *kc,
+                            int64_t gi, int64_t ua, int64_t ub, td_copier *cp) {
   const int64_t dqkp = td_dqkp(g);
   const float *q = s->q + gi * TD_RG * dqkp;
   float *srows = s->s + gi * TD_RG * TD_KC;
   int64_t j = ua;
-  for (; j + TD_NK <= ub; j += TD_NK) td_dot(q, s->kc + j * dqkp, dqkp, srows + j, TD_KC, TD_NK);
-  for (; j < ub; j++) td_dot(q, s->kc + j * dqkp, dqkp, srows + j, TD_KC, 1);
+  for (; j + TD_NK <= ub; j += TD_NK) {
+    td_copy_some(cp, cp->step);
+    td_dot(q, kc + j * dqkp, dqkp, srows + j, TD_KC, TD_NK);
+  }
+  for (; j < ub; j++) td_dot(q, kc + j * dqkp, dqkp, srows + j, TD_KC, 1);
 }
 
 /* ---- 2. online softmax (as tl_row_max, tl_row_exp and tl_softmax_group in tiled_algo.h) ---- */
@@ -205,8 +230,8 @@ static void td_softmax_group(const tiled_geom *g, const tomp_direct_scratch *s, 
 /* ---- 3. acc = acc * alpha + P V ---- */
 
 /* mr rows x nt vectors of columns: acc (ld ald) times alpha (if given) plus keys [j0, j1) of p
-   (ld pld) times the V rows (stride vrow). mr and nt are constants at
-   every call, so the accumulators live in registers. */
+   (ld pld) times the V rows (stride vrow). mr and nt are constants at every call, so the
+   accumulators live in registers. */
 TD_INLINE void td_pv_tile(float *acc, int64_t ald, const float *alpha, const float *p, int64_t pld,
                           const float *v, int64_t vrow, int64_t j0, int64_t j1, const int mr,
                           const int nt) {
@@ -232,13 +257,16 @@ TD_INLINE void td_pv_tile(float *acc, int64_t ald, const float *alpha, const flo
 
 /* Every column of mr rows (acc, alpha, p at the rows' first), keys [j0, j1) of the chunk whose
    V rows (dvp floats each) start at v. */
-TD_INLINE void td_pv_cols(const tiled_geom *g, float *acc, const float *alpha, const float *p,
-                          const float *v, int64_t vrow, int64_t j0, int64_t j1, const int mr) {
+TD_INLINE void td_pv_rows(const tiled_geom *g, float *acc, const float *alpha, const float *p,
+                          const float *v, int64_t vrow, int64_t j0, int64_t j1, const int mr,
+                          td_copier *cp) {
   const int64_t dvp = g->dvp, full = dvp / TILED_W;
   int64_t col = 0;
-  for (; col + TD_NT <= full; col += TD_NT)
+  for (; col + TD_NT <= full; col += TD_NT) {
+    td_copy_some(cp, cp->step);
     td_pv_tile(acc + col * TILED_W, dvp, alpha, p, TD_KC, v + col * TILED_W, vrow, j0, j1, mr,
                TD_NT);
+  }
   switch (full - col) { /* the narrower last tile */
 #if TD_NT > 5
   case 5:
@@ -268,24 +296,11 @@ TD_INLINE void td_pv_cols(const tiled_geom *g, float *acc, const float *alpha, c
   }
 }
 
-/* td_pv_cols over TD_PV_KEYS keys at a time; alpha (if any) applies once, with the first (and with
-   an empty range too). */
-TD_INLINE void td_pv_rows(const tiled_geom *g, float *acc, const float *alpha, const float *p,
-                          const float *v, int64_t vrow, int64_t j0, int64_t j1, const int mr) {
-  int64_t j = j0;
-  do {
-    const int64_t je = td_min(j + TD_PV_KEYS, j1);
-    td_pv_cols(g, acc, j == j0 ? alpha : NULL, p, v, vrow, j, je, mr);
-    j = je;
-  } while (j < j1);
-}
-
 /* Group gi: its common keys as one tile (which also applies alpha to every column), then each
    row's ragged keys. */
-static void td_group_pv(const tiled_geom *g, const tomp_direct_scratch *s,
-                        int64_t gi, int64_t c0, int64_t nk) {
+static void td_group_pv(const tiled_geom *g, const tomp_direct_scratch *s, const float *vc,
+                        td_copier *cp, int64_t gi, int64_t c0, int64_t nk) {
   const int64_t r0 = gi * TD_RG, dvp = g->dvp;
-  const float *v = s->vc;
   int64_t ca = 0, cb = nk, ga = nk, gb = 0;
   for (int64_t r = r0; r < r0 + TD_RG; r++) {
     int64_t a, b;
@@ -298,8 +313,8 @@ static void td_group_pv(const tiled_geom *g, const tomp_direct_scratch *s,
     }
   }
   const int common = ca < cb;
-  td_pv_rows(g, s->acc + r0 * dvp, s->alpha + r0, s->s + r0 * TD_KC, v, dvp, common ? ca : 0,
-             common ? cb : 0, TD_RG);
+  td_pv_rows(g, s->acc + r0 * dvp, s->alpha + r0, s->s + r0 * TD_KC, vc, dvp, common ? ca : 0,
+             common ? cb : 0, TD_RG, cp);
   if (common && ga == ca && gb == cb) return; /* no ragged keys */
   for (int64_t r = r0; r < r0 + TD_RG; r++) {
     int64_t a, b;
@@ -307,21 +322,20 @@ static void td_group_pv(const tiled_geom *g, const tomp_direct_scratch *s,
     const float *p = s->s + r * TD_KC;
     td_row_keys(s, r, c0, nk, &a, &b);
     if (common) {
-      if (a < ca) td_pv_rows(g, acc, NULL, p, v, dvp, a, ca, 1);
-      if (cb < b) td_pv_rows(g, acc, NULL, p, v, dvp, cb, b, 1);
+      if (a < ca) td_pv_rows(g, acc, NULL, p, vc, dvp, a, ca, 1, cp);
+      if (cb < b) td_pv_rows(g, acc, NULL, p, vc, dvp, cb, b, 1, cp);
     } else if (a < b) {
-      td_pv_rows(g, acc, NULL, p, v, dvp, a, b, 1);
+      td_pv_rows(g, acc, NULL, p, vc, dvp, a, b, 1, cp);
     }
   }
 }
 
 /* ---- drivers ---- */
 
-/* The chunk [c0, c0 + nk): copied, then scores, softmax and P V of each group that sees part of
-   it. */
-static void td_chunk(const tiled_geom *g, const td_view *kv, const tomp_direct_scratch *s,
-                     int64_t ngr, int64_t c0, int64_t nk) {
-  td_copy_chunk(g, kv, s, c0, nk);
+/* The chunk [c0, c0 + nk), already in kc and vc: scores, softmax and P V of each group that sees
+   part of it, while cp copies the next chunk. */
+static void td_chunk(const tiled_geom *g, const tomp_direct_scratch *s, const float *kc,
+                     const float *vc, td_copier *cp, int64_t ngr, int64_t c0, int64_t nk) {
   for (int64_t gi = 0; gi < ngr; gi++) {
     int64_t ua = nk, ub = 0;
     for (int64_t r = gi * TD_RG; r < (gi + 1) * TD_RG; r++) {
@@ -333,9 +347,40 @@ static void td_chunk(const tiled_geom *g, const td_view *kv, const tomp_direct_s
       }
     }
     if (ua >= ub) continue; /* m, l, acc unchanged */
-    td_group_scores(g, s, gi, ua, ub);
+    td_group_scores(g, s, kc, gi, ua, ub, cp);
     td_softmax_group(g, s, gi, c0, nk);
-    td_group_pv(g, s, gi, c0, nk);
+    td_group_pv(g, s, vc, cp, gi, c0, nk);
+  }
+  td_copy_some(cp, 2 * cp->nk); /* what the micro-kernels left */
+}
+
+/* Chunks of [ja, jb), each copied while the one before is computed (two sets of buffers). The
+   copy is spread evenly over one group's micro-kernel calls (for d = 128 in AVX2, 32 rows over 6
+   score and 6 P V calls: 3 rows a call, which measured best; 2 or 5 rows a call, or no prefetch of
+   the chunk after, were 3-20% slower). */
+static void td_chunks(const tiled_geom *g, const td_view *kv, const tomp_direct_scratch *s,
+                      int64_t ngr, int64_t ja, int64_t jb) {
+  const int64_t kcs = TD_KC * td_dqkp(g), vcs = TD_KC * g->dvp;
+  const int64_t calls = (TD_KC + TD_NK - 1) / TD_NK + (g->dvp / TILED_W + TD_NT - 1) / TD_NT;
+  td_copier cp = {.g = g,
+                  .kv = kv,
+                  .kc = s->kc,
+                  .vc = s->vc,
+                  .c0 = ja,
+                  .nk = td_min(TD_KC, jb - ja),
+                  .kend = jb};
+  td_copy_some(&cp, 2 * cp.nk);
+  for (int64_t c0 = ja, i = 0; c0 < jb; c0 += TD_KC, i++) {
+    const int64_t next = c0 + TD_KC, cur = i & 1, nk = next < jb ? td_min(TD_KC, jb - next) : 0;
+    td_copier nx = {.g = g,
+                    .kv = kv,
+                    .kc = s->kc + (1 - cur) * kcs,
+                    .vc = s->vc + (1 - cur) * vcs,
+                    .c0 = next,
+                    .nk = nk,
+                    .kend = jb,
+                    .step = (2 * nk + calls - 1) / calls};
+    td_chunk(g, s, s->kc + cur * kcs, s->vc + cur * vcs, &nx, ngr, c0, td_min(TD_KC, jb - c0));
   }
 }
 
@@ -370,8 +415,7 @@ static void td_run(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int6
       jb = td_max(jb, s->hi[r]);
     }
   }
-  for (int64_t c0 = ja; c0 < jb; c0 += TD_KC)
-    td_chunk(g, &kv, s, ngr, c0, td_min(TD_KC, jb - c0));
+  if (ja < jb) td_chunks(g, &kv, s, ngr, ja, jb);
   if (!out) {
     td_write_rows(g, b, kvh, t0, t1, s);
     return;

@@ -14,13 +14,13 @@
 #define TOMP_MIN_FLOPS_PER_THREAD 2e6
 #endif
 
-/* QBLOCKS uses the key split instead when it has fewer than this many tasks per thread: with so
-   few, one task more on one thread is a large part of the whole. */
+/* Query-block tasks are split by keys too when they would keep the threads busy less than this
+   fraction of the time (counting tasks as equal: 5 heads of decode on 2 threads, 5 / 6), or when
+   there are fewer than TOMP_MIN_TASKS_PER_THREAD per thread (decode with one kv head): then a
+   thread slowed by another process would hold up the others. The key split's extra cost is the
+   merge, a few d_v-long rows per query block. */
+#define TOMP_MIN_BALANCE          0.9
 #define TOMP_MIN_TASKS_PER_THREAD 2
-
-/* KSPLIT aims at this many key-range tasks per thread, so that dynamic scheduling can even out a
-   thread slowed by another process. */
-#define TOMP_SPLIT_TASKS_PER_THREAD 2
 
 /* QBLOCKS packs enough heads per phase for this many query-block tasks per thread. */
 #define TOMP_PHASE_TASKS_PER_THREAD 8
@@ -52,26 +52,44 @@ static int threads_for_work(const txattn_problem *p, int n_threads) {
   return (int)(flops / TOMP_MIN_FLOPS_PER_THREAD);
 }
 
+/* The fraction of the time n equal tasks keep t threads busy. */
+static double balance(int64_t n, int64_t t) {
+  return (double)n / (double)(t * ceil_div(n, t));
+}
+
+/* Key ranges per query block (at most the key blocks they span, and 4 per thread): the fewest that
+   make enough tasks that balance well; else the split that finishes first (counting a query
+   block's work as 1), if it beats no split; else 1. */
+static int64_t split_chunks(const tomp_plan *pl, int64_t t) {
+  const int64_t u = pl->units, cmax = min64(pl->kb1 - pl->kb0, 4 * t);
+  if (u >= TOMP_MIN_TASKS_PER_THREAD * t && balance(u, t) >= TOMP_MIN_BALANCE) return 1;
+  int64_t best = 1;
+  double best_time = (double)ceil_div(u, t);
+  for (int64_t c = 2; c <= cmax; c++) {
+    if (u * c >= TOMP_MIN_TASKS_PER_THREAD * t && balance(u * c, t) >= TOMP_MIN_BALANCE) return c;
+    const double time = (double)ceil_div(u * c, t) / (double)c;
+    if (time < best_time) {
+      best = c;
+      best_time = time;
+    }
+  }
+  return best;
+}
+
 static void choose_mode(tomp_plan *pl, int n_threads) {
-  const tiled_geom *g = &pl->g;
-  const int64_t t = threads_for_work(g->p, n_threads);
+  const int64_t t = threads_for_work(pl->g.p, n_threads);
   pl->mode = TOMP_SERIAL;
   pl->threads = 1;
   pl->chunks = 1;
   if (t < 2) return;
-  if (pl->units < TOMP_MIN_TASKS_PER_THREAD * t) {
-    const int64_t span = pl->kb1 - pl->kb0;
-    const int64_t chunks = min64(span, ceil_div(TOMP_SPLIT_TASKS_PER_THREAD * t, pl->units));
-    if (chunks >= 2) {
-      pl->mode = TOMP_KSPLIT;
-      pl->chunks = chunks;
-      pl->threads = (int)min64(t, pl->units * chunks);
-      return;
-    }
+  pl->chunks = split_chunks(pl, t);
+  if (pl->chunks > 1) {
+    pl->mode = TOMP_KSPLIT;
+    pl->threads = (int)min64(t, pl->units * pl->chunks);
+  } else if (pl->units >= 2) {
+    pl->mode = TOMP_QBLOCKS;
+    pl->threads = (int)min64(t, pl->units);
   }
-  if (pl->units < 2) return;
-  pl->mode = TOMP_QBLOCKS;
-  pl->threads = (int)min64(t, pl->units);
 }
 
 static void lay_out(tomp_plan *pl) {
@@ -124,8 +142,8 @@ int tomp_plan_init(tomp_plan *pl, const tiled_ops *ops, tomp_direct_fn direct,
 
 size_t tomp_direct_scratch_bytes(const tiled_geom *g, int w) {
   const size_t f = sizeof(float), r = TOMP_DIRECT_ROWS, dqkp = (size_t)((g->dqk + w - 1) / w * w);
-  return align64(r * dqkp * f) + align64(TOMP_DIRECT_CHUNK * dqkp * f) +
-         align64(TOMP_DIRECT_CHUNK * (size_t)g->dvp * f) + align64(r * TOMP_DIRECT_CHUNK * f) +
+  return align64(r * dqkp * f) + align64(2 * TOMP_DIRECT_CHUNK * dqkp * f) +
+         align64(2 * TOMP_DIRECT_CHUNK * (size_t)g->dvp * f) + align64(r * TOMP_DIRECT_CHUNK * f) +
          align64(r * (size_t)g->dvp * f) + 3 * align64(r * f) + 2 * align64(r * sizeof(int64_t));
 }
 
@@ -139,8 +157,8 @@ void tomp_direct_scratch_carve(const tiled_geom *g, int w, void *mem, tomp_direc
   const size_t f = sizeof(float), r = TOMP_DIRECT_ROWS, dqkp = (size_t)((g->dqk + w - 1) / w * w);
   char *cur = mem;
   s->q = take(&cur, r * dqkp * f);
-  s->kc = take(&cur, TOMP_DIRECT_CHUNK * dqkp * f);
-  s->vc = take(&cur, TOMP_DIRECT_CHUNK * (size_t)g->dvp * f);
+  s->kc = take(&cur, 2 * TOMP_DIRECT_CHUNK * dqkp * f);
+  s->vc = take(&cur, 2 * TOMP_DIRECT_CHUNK * (size_t)g->dvp * f);
   s->s = take(&cur, r * TOMP_DIRECT_CHUNK * f);
   s->acc = take(&cur, r * (size_t)g->dvp * f);
   s->m = take(&cur, r * f);

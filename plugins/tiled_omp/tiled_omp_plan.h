@@ -3,8 +3,9 @@
  * The plan is a pure function of (problem, n_threads, block sizes): workspace_size() and run() derive
  * the same one, so the workspace the host allocated always fits the plan run() executes. Modes:
  *
- *  SERIAL   one thread (n_threads == 1, or too little work to pay for a team): exactly the
- *           single-thread tiled kernel, no parallel region.
+ *  SERIAL   one thread (n_threads == 1, or too little work to pay for a team), no parallel
+ *           region: the single-thread tiled kernel's loop (bit for bit its results, except where
+ *           the direct path below replaces it).
  *  QBLOCKS  tasks are (batch, kv head, query block), taken dynamically: causal and window blocks
  *           differ a lot in cost. Several query blocks per head: the heads of a phase are packed
  *           once by all threads (one task per key block), then their query blocks run against the
@@ -13,7 +14,8 @@
  *           prompts): each task streams its head's K/V through the thread's scratch, as the single-
  *           thread kernel does, with no packing phase; or, with few rows, reads them in place (the
  *           direct path, tiled_omp_direct.h).
- *  KSPLIT   too few query-block tasks to keep the threads busy (decode with few kv heads): each
+ *  KSPLIT   too few query-block tasks to keep the threads evenly busy (decode with few kv heads,
+ *           or a head count that does not divide by the threads; tiled_omp_plan.c): each
  *           query block's keys are cut into `chunks` ranges of whole key blocks; a task runs one
  *           range (run_krange, streaming, or the direct path) into its own partial (m, l, acc), then
  *           the partials of each query block are merged (tiled_merge_partials).
@@ -38,7 +40,7 @@ typedef struct tomp_plan {
   tomp_direct_fn direct; /* non-NULL: rows are few, the direct path replaces the tiled one */
   tomp_mode mode;
   int threads;          /* team size (1: no parallel region), <= n_threads */
-  int stream;           /* K/V streamed through each thread's scratch (or read in place) */
+  int stream;           /* no packed heads: K/V go through each thread's scratch */
   int64_t heads;        /* batch * heads_kv */
   int64_t units;        /* query-block tasks: heads * n_qblocks */
   int64_t kb0, kb1;     /* the key blocks some row sees */
