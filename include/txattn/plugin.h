@@ -35,21 +35,21 @@
 extern "C" {
 #endif
 
-#define TXATTN_PLUGIN_ABI_VERSION 1u
+#define TXATTN_PLUGIN_ABI_VERSION  1u
 #define TXATTN_PLUGIN_ENTRY_SYMBOL "txattn_plugin_entry"
 
 /* The instruction set a kernel needs. The host checks cpuid and XGETBV (x86) or HWCAP (arm64). */
 typedef enum txattn_isa {
   TXATTN_ISA_SCALAR = 0, /* portable C, any CPU */
   TXATTN_ISA_AVX2 = 1,   /* x86-64: AVX2 + FMA (+ F16C), YMM state enabled by the OS */
-  TXATTN_ISA_AVX512 = 2, /* x86-64: AVX-512 F/CD/BW/DQ/VL + AVX2 + FMA, ZMM and opmask state enabled */
+  TXATTN_ISA_AVX512 = 2, /* x86-64: AVX-512 F/CD/BW/DQ/VL + AVX2 + FMA, ZMM + opmask state on */
   TXATTN_ISA_NEON = 3,   /* arm64: Advanced SIMD (ASIMD) */
   TXATTN_ISA_COUNT_ = 4
 } txattn_isa;
 
 /* Kernel capability flags */
-#define TXATTN_KERNEL_THREADED (1u << 0) /* uses up to call->n_threads threads */
-#define TXATTN_KERNEL_SPARSE   (1u << 1) /* cost grows with visible pairs, not n_q x n_kv */
+#define TXATTN_KERNEL_THREADED   (1u << 0) /* uses up to call->n_threads threads */
+#define TXATTN_KERNEL_SPARSE     (1u << 1) /* cost grows with visible pairs, not n_q x n_kv */
 #define TXATTN_KERNEL_FLAGS_ALL_ (TXATTN_KERNEL_THREADED | TXATTN_KERNEL_SPARSE)
 
 /* What the host knows of the machine, for cache-derived tunable defaults. */
@@ -72,9 +72,9 @@ typedef struct txattn_kernel_call {
   size_t struct_size;
   const txattn_problem *problem; /* every default filled in: batch, heads, n_kv, d_v, scale ... */
   const txattn_tensors *tensors; /* every layout explicit (never all-zero); element stride is 1 */
-  void *workspace;               /* workspace_size() bytes, 64-byte aligned, reused across calls, not zeroed */
+  void *workspace; /* workspace_size() bytes, 64-byte aligned, reused across calls, not zeroed */
   size_t workspace_size;
-  int n_threads;           /* >= 1; at most this many busy threads (1 unless TXATTN_KERNEL_THREADED) */
+  int n_threads; /* >= 1; at most this many busy threads (1 unless TXATTN_KERNEL_THREADED) */
   const int64_t *tunables; /* n_tunables values within their declared ranges; NULL if none */
 } txattn_kernel_call;
 
@@ -83,8 +83,9 @@ typedef struct txattn_kernel_desc {
   const char *name;    /* "<algorithm>.<isa>", [a-z0-9_.-], at most 63 characters */
   const char *summary; /* one line */
   txattn_isa isa;
-  unsigned flags;    /* TXATTN_KERNEL_* */
-  float speed_hint;  /* rough GFLOP/s per thread on a current core; used only by the fallback estimate */
+  unsigned flags; /* TXATTN_KERNEL_* */
+  /* rough GFLOP/s per thread on a current core; used only by the fallback estimate */
+  float speed_hint;
   /* 1 if the kernel computes p (validated, defaults resolved) exactly; else 0 and *why says why. */
   int (*applicable)(const txattn_problem *p, const char **why);
   /* Bytes of scratch one call needs (0 for none). */
@@ -98,11 +99,11 @@ typedef struct txattn_kernel_desc {
 } txattn_kernel_desc;
 
 typedef struct txattn_plugin_desc {
-  size_t struct_size;    /* sizeof(txattn_plugin_desc) as the plugin was built */
-  uint32_t abi_version;  /* TXATTN_PLUGIN_ABI_VERSION the plugin was built for */
-  const char *name;      /* "tiled" */
-  const char *version;   /* the plugin's own version, "1.0.0" */
-  const char *summary;   /* one line */
+  size_t struct_size;   /* sizeof(txattn_plugin_desc) as the plugin was built */
+  uint32_t abi_version; /* TXATTN_PLUGIN_ABI_VERSION the plugin was built for */
+  const char *name;     /* "tiled" */
+  const char *version;  /* the plugin's own version, "1.0.0" */
+  const char *summary;  /* one line */
   size_t n_kernels;
   const txattn_kernel_desc *const *kernels;
 } txattn_plugin_desc;
@@ -125,7 +126,8 @@ typedef const txattn_plugin_desc *(*txattn_plugin_entry_fn)(uint32_t host_abi_ve
 /* ---- helpers every kernel needs (header-only, so plugins link nothing of the host) ---- */
 
 /* The visible keys of query row i are [*lo, *hi) (empty when *lo >= *hi). p must be resolved. */
-static inline void txattn_visible_range(const txattn_problem *p, int64_t i, int64_t *lo, int64_t *hi) {
+static inline void txattn_visible_range(const txattn_problem *p, int64_t i, int64_t *lo,
+                                        int64_t *hi) {
   int64_t pos = i + (p->n_kv - p->n_q); /* may be negative when n_q > n_kv */
   int64_t a = 0, b = p->n_kv;
   if (p->mask == TXATTN_MASK_CAUSAL) {
@@ -152,11 +154,12 @@ static inline void txattn_row_spread_nan(float *o, int64_t d_v) {
 }
 
 /* Row i of head h in batch b of a tensor with layout l. */
-static inline const float *txattn_row(const float *base, const txattn_layout *l, int64_t b, int64_t h,
-                                      int64_t i) {
+static inline const float *txattn_row(const float *base, const txattn_layout *l, int64_t b,
+                                      int64_t h, int64_t i) {
   return base + b * l->batch + h * l->head + i * l->row;
 }
-static inline float *txattn_row_mut(float *base, const txattn_layout *l, int64_t b, int64_t h, int64_t i) {
+static inline float *txattn_row_mut(float *base, const txattn_layout *l, int64_t b, int64_t h,
+                                    int64_t i) {
   return base + b * l->batch + h * l->head + i * l->row;
 }
 

@@ -34,9 +34,9 @@ extern "C" {
 #define TXATTN_API
 #endif
 
-#define TXATTN_VERSION_MAJOR 0
-#define TXATTN_VERSION_MINOR 1
-#define TXATTN_VERSION_PATCH 0
+#define TXATTN_VERSION_MAJOR  0
+#define TXATTN_VERSION_MINOR  1
+#define TXATTN_VERSION_PATCH  0
 #define TXATTN_VERSION_STRING "0.1.0"
 /* MAJOR * 10000 + MINOR * 100 + PATCH, as txattn_version() returns it */
 #define TXATTN_VERSION                                                                             \
@@ -88,18 +88,21 @@ typedef struct txattn_layout {
 } txattn_layout;
 
 typedef struct txattn_tensors {
-  const float *q, *k, *v; /* [batch][heads_q][n_q][d_qk], [batch][heads_kv][n_kv][d_qk], [..][n_kv][d_v] */
-  float *o;               /* [batch][heads_q][n_q][d_v]; must not overlap q, k or v */
+  /* q [batch][heads_q][n_q][d_qk], k [batch][heads_kv][n_kv][d_qk], v [batch][heads_kv][n_kv][d_v] */
+  const float *q, *k, *v;
+  float *o; /* [batch][heads_q][n_q][d_v]; must not overlap q, k or v */
   txattn_layout q_layout, k_layout, v_layout, o_layout;
 } txattn_tensors;
 
 typedef struct txattn_options {
-  const char *plugin_path; /* directories separated by ':'; NULL: $TXATTN_PLUGIN_PATH, else the installed ones */
-  const char *table_path;  /* dispatch table; NULL: $TXATTN_TABLE, else the default; "": none */
-  int n_threads;           /* 0: every CPU this process may run on */
+  /* directories separated by ':'; NULL: $TXATTN_PLUGIN_PATH, else the installed ones */
+  const char *plugin_path;
+  const char *table_path; /* dispatch table; NULL: $TXATTN_TABLE, else the default; "": none */
+  int n_threads;          /* 0: every CPU this process may run on */
   /* additions */
-  const char *caches; /* cache size override "l1d=48K,l2=1M,l3=32M" (any subset); NULL: $TXATTN_CACHES,
-                         else what hwloc reports, checked for plausibility */
+  /* cache sizes "l1d=48K,l2=1M,l3=32M" (any subset) instead of what hwloc reports (checked for
+     plausibility); NULL: $TXATTN_CACHES; "": no override */
+  const char *caches;
 } txattn_options;
 
 typedef struct txattn_context txattn_context;
@@ -123,7 +126,8 @@ typedef struct txattn_kernel_info {
 } txattn_kernel_info;
 
 TXATTN_API size_t txattn_kernel_count(const txattn_context *ctx);
-TXATTN_API txattn_status txattn_kernel_get(const txattn_context *ctx, size_t i, txattn_kernel_info *out);
+TXATTN_API txattn_status txattn_kernel_get(const txattn_context *ctx, size_t i,
+                                           txattn_kernel_info *out);
 
 /* A plugin file the loader skipped, and why. */
 typedef struct txattn_rejected_info {
@@ -131,12 +135,13 @@ typedef struct txattn_rejected_info {
   const char *reason;
 } txattn_rejected_info;
 TXATTN_API size_t txattn_rejected_count(const txattn_context *ctx);
-TXATTN_API txattn_status txattn_rejected_get(const txattn_context *ctx, size_t i, txattn_rejected_info *out);
+TXATTN_API txattn_status txattn_rejected_get(const txattn_context *ctx, size_t i,
+                                             txattn_rejected_info *out);
 
 /* kernel == NULL: the dispatcher chooses; else that kernel, or E_NOT_FOUND / E_UNSUPPORTED with the
    reason. TXATTN_FORCE_KERNEL=name in the environment forces the dispatcher's choice. */
-TXATTN_API txattn_status txattn_plan_create(txattn_context *ctx, const txattn_problem *p, const char *kernel,
-                                            txattn_plan **out);
+TXATTN_API txattn_status txattn_plan_create(txattn_context *ctx, const txattn_problem *p,
+                                            const char *kernel, txattn_plan **out);
 /* Callable from many threads at once on one plan. */
 TXATTN_API txattn_status txattn_plan_execute(const txattn_plan *plan, const txattn_tensors *t);
 TXATTN_API const char *txattn_plan_kernel(const txattn_plan *plan);
@@ -147,28 +152,31 @@ TXATTN_API int txattn_plan_describe(const txattn_plan *plan, char *buf, size_t s
 TXATTN_API void txattn_plan_free(txattn_plan *plan); /* NULL is fine */
 
 /* plan + execute, with a small per-context cache of plans */
-TXATTN_API txattn_status txattn_attention(txattn_context *ctx, const txattn_problem *p, const txattn_tensors *t);
+TXATTN_API txattn_status txattn_attention(txattn_context *ctx, const txattn_problem *p,
+                                          const txattn_tensors *t);
 /* fp64 accumulation, single-threaded: the oracle */
 TXATTN_API txattn_status txattn_reference(const txattn_problem *p, const txattn_tensors *t);
 
 /* The machine as the library sees it: what tile sizes are derived from and what a dispatch table is
    tied to. Cache sizes are per core, in bytes. */
 typedef struct txattn_machine_info {
-  char vendor[16];              /* "AuthenticAMD", "GenuineIntel", "ARM" ... */
-  char brand[64];               /* the CPU's brand string, "" if unknown */
-  int family, model, stepping;  /* x86: cpuid leaf 1 (extended family/model folded in); arm64: MIDR */
-  unsigned isa_mask;            /* bit (1u << txattn_isa) for each ISA the CPU and OS enable (no cap) */
-  int n_cores, n_pus, n_numa;   /* physical cores, hardware threads, NUMA nodes */
+  char vendor[16]; /* "AuthenticAMD", "GenuineIntel", "ARM" ... */
+  char brand[64];  /* the CPU's brand string, "" if unknown */
+  int family, model,
+      stepping;      /* x86: cpuid leaf 1 (extended family/model folded in); arm64: MIDR */
+  unsigned isa_mask; /* bit (1u << txattn_isa) for each ISA the CPU and OS enable (no cap) */
+  int n_cores, n_pus, n_numa;                     /* physical cores, hardware threads, NUMA nodes */
   int64_t l1d_bytes, l2_bytes, l3_bytes;          /* used: checked, clamped or overridden */
   int64_t hw_l1d_bytes, hw_l2_bytes, hw_l3_bytes; /* as reported by hwloc; 0 if it reported none */
-  char cache_source[64];  /* "hwloc", "hwloc+override", ... */
+  char cache_source[64];                          /* "hwloc", "hwloc+override", ... */
   char cache_notes[1024]; /* every value ignored, clamped or overridden, and why; "" if none */
   /* additions (issue 4, topology): what the hw_* shares were computed from, for people */
   int64_t hw_cache_total_bytes[3]; /* l1d, l2, l3: one cache's size as hwloc reports it; 0: none */
   int hw_cache_cores[3];           /* the cores sharing that cache (hw_* = total / cores) */
   char topology_source[192];       /* "hwloc 2.9.0: Linux backend, this system", an XML file ... */
 } txattn_machine_info;
-TXATTN_API txattn_status txattn_context_machine(const txattn_context *ctx, txattn_machine_info *out);
+TXATTN_API txattn_status txattn_context_machine(const txattn_context *ctx,
+                                                txattn_machine_info *out);
 
 /* A plan's tunables (block sizes), as its kernel declares them and as the plan set them: the
    dispatch table's values, else the kernel's cache-derived defaults. Names and summaries live as
@@ -177,8 +185,8 @@ TXATTN_API size_t txattn_plan_tunable_count(const txattn_plan *plan);
 TXATTN_API txattn_status txattn_plan_tunable_get(const txattn_plan *plan, size_t i,
                                                  const char **name, int64_t *value);
 typedef struct txattn_tunable_info {
-  const char *name, *summary; /* "block_k", the kernel's one-line description of it */
-  int64_t value;              /* the plan's */
+  const char *name, *summary;    /* "block_k", the kernel's one-line description of it */
+  int64_t value;                 /* the plan's */
   int64_t min, max, multiple_of; /* the kernel accepts min <= v <= max, v % multiple_of == 0 */
 } txattn_tunable_info;
 TXATTN_API txattn_status txattn_plan_tunable_info(const txattn_plan *plan, size_t i,
@@ -186,8 +194,8 @@ TXATTN_API txattn_status txattn_plan_tunable_info(const txattn_plan *plan, size_
 
 /* Tunables a kernel declares (value is 0: no plan), by kernel index as for txattn_kernel_get. */
 TXATTN_API size_t txattn_kernel_tunable_count(const txattn_context *ctx, size_t kernel);
-TXATTN_API txattn_status txattn_kernel_tunable_get(const txattn_context *ctx, size_t kernel, size_t i,
-                                                   txattn_tunable_info *out);
+TXATTN_API txattn_status txattn_kernel_tunable_get(const txattn_context *ctx, size_t kernel,
+                                                   size_t i, txattn_tunable_info *out);
 /* A plan for the named kernel with the n tunables names[i] = values[i] (the others as
    txattn_plan_create sets them); E_INVALID naming a tunable the kernel does not declare or a value
    outside its declared range. */

@@ -17,7 +17,8 @@
 #endif
 
 MAYBE_UNUSED static const txattn_kernel_desc kernel = {
-#if defined(BREAK_KERNEL_TRUNCATED) /* ends before run(): the host must not read past struct_size  \
+#if defined(                                                                                       \
+    BREAK_KERNEL_TRUNCATED) /* ends before run(): the host must not read past struct_size  \
                                      */
     .struct_size = offsetof(txattn_kernel_desc, run),
 #else
