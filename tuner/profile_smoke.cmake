@@ -2,7 +2,7 @@
 # machine, libtxattn follows it (`txtune explain` says the choice comes from the table), and
 # `txtune validate` and `txtune plot` read it. No timing is asserted: which kernel wins is the
 # machine's business.
-#   cmake -DTXTUNE="<emulator;exe>" -DOUT=<table file> -P profile_smoke.cmake
+#   cmake -DTXTUNE="<emulator;exe>" -DOUT=<table file> -DBUDGET=<seconds> -P profile_smoke.cmake
 function(run name match)
   execute_process(COMMAND ${TXTUNE} ${ARGN} RESULT_VARIABLE status OUTPUT_VARIABLE out
                   ERROR_VARIABLE err)
@@ -32,7 +32,7 @@ if(DEFINED SLOPPY_PLUGIN_PATH)
   return()
 endif()
 run(profile "wrote .*: [1-9][0-9]* points.*who wins where.*none d16/16 g1 t1 .*causal d16/16 g1 t1 decode"
-    profile --quick --d 16 --n-max 256 --threads 1,2 --budget 20 -o "${OUT}")
+    profile --quick --d 16 --n-max 256 --threads 1,2 --budget ${BUDGET} -o "${OUT}")
 run(show "here: fits this machine.*class none d16/16 g1 t1" show "${OUT}")
 set(ENV{TXATTN_TABLE} "${OUT}")
 run(explain "why: table: (region|interpolated|measured point)" explain --n 128 --d 16 --threads 1)
