@@ -65,16 +65,6 @@ static double estimate(const txattn__kernel *k, const txattn_problem *r, double 
   return flops / ((double)k->desc->speed_hint * 1e9 * used);
 }
 
-static const char *fmt_time(double s, char *buf, size_t size) {
-  if (s < 1e-3)
-    snprintf(buf, size, "%.3g us", s * 1e6);
-  else if (s < 1.0)
-    snprintf(buf, size, "%.3g ms", s * 1e3);
-  else
-    snprintf(buf, size, "%.3g s", s);
-  return buf;
-}
-
 /* Lists why each kernel was not a candidate, for the "nothing can do this" message. */
 static txattn_status no_candidate(const txattn_context *ctx, const txattn_problem *r) {
   char list[768];
@@ -121,11 +111,11 @@ static txattn_status by_estimate(const txattn_context *ctx, const txattn_problem
   char t1[32], t2[32];
   if (second.k == NULL)
     snprintf(why, size, "estimate (%s): %s %s (the only usable kernel that handles this problem)",
-             no_entry, best.k->desc->name, fmt_time(best.t, t1, sizeof t1));
+             no_entry, best.k->desc->name, txattn__fmt_time(best.t, t1, sizeof t1));
   else
     snprintf(why, size, "estimate (%s): %s %s < %s %s (runner-up)", no_entry, best.k->desc->name,
-             fmt_time(best.t, t1, sizeof t1), second.k->desc->name,
-             fmt_time(second.t, t2, sizeof t2));
+             txattn__fmt_time(best.t, t1, sizeof t1), second.k->desc->name,
+             txattn__fmt_time(second.t, t2, sizeof t2));
   *out = best.k;
   return TXATTN_OK;
 }

@@ -47,3 +47,13 @@ txattn_status txattn__ok(void) {
   last_error[0] = '\0';
   return TXATTN_OK;
 }
+
+const char *txattn__fmt_time(double s, char *buf, size_t size) {
+  if (s < 1e-3)
+    snprintf(buf, size, "%.3g us", s * 1e6);
+  else if (s < 1.0)
+    snprintf(buf, size, "%.3g ms", s * 1e3);
+  else
+    snprintf(buf, size, "%.3g s", s);
+  return buf;
+}

@@ -13,6 +13,9 @@
 #include "txattn/txattn.h"
 
 /* Formats the message for this thread and returns s, so that error paths stay one line long. */
+/* A duration for messages: "812 us", "3.1 ms", "2.05 s". Returns buf. */
+const char *txattn__fmt_time(double seconds, char *buf, size_t size);
+
 txattn_status txattn__fail(txattn_status s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Empties this thread's message and returns TXATTN_OK. */

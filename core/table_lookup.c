@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "context.h"
+#include "error.h"
 #include "table_context.h"
 #include "table_model.h"
 
@@ -197,15 +198,6 @@ static void rank(const around *a, const txattn_problem *r, ranked *best, ranked 
   }
 }
 
-static void fmt_time(double s, char *buf, size_t size) {
-  if (s < 1e-3)
-    snprintf(buf, size, "%.3g us", s * 1e6);
-  else if (s < 1.0)
-    snprintf(buf, size, "%.3g ms", s * 1e3);
-  else
-    snprintf(buf, size, "%.3g s", s);
-}
-
 /* "region n 1024..4096", "measured point n=1024", "interpolated between n=1024 and n=4096" */
 static void where(const around *a, const ranked *best, char *buf, size_t size) {
   const txattn__class *c = a->c;
@@ -238,7 +230,7 @@ static void explain(const around *a, const ranked *best, const ranked *second, c
                     char *why, size_t size) {
   char place[128], t[32], runner[128] = ", no runner-up measured";
   where(a, best, place, sizeof place);
-  fmt_time(exp(best->logt), t, sizeof t);
+  txattn__fmt_time(exp(best->logt), t, sizeof t);
   if (second->k)
     snprintf(runner, sizeof runner, ", runner-up %s by %.2fx", second->k->desc->name,
              exp(second->logt - best->logt));

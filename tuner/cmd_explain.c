@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "context_cli.h"
 #include "problem_cli.h"
+#include "table.h"
 #include "txattn/table.h"
 
 typedef struct explain_run {
@@ -49,15 +50,6 @@ static int parse(explain_run *r, int argc, char **argv) {
   return rc ? rc : -1;
 }
 
-static void fmt_time(double s, char *buf, size_t size) {
-  if (s < 1e-3)
-    snprintf(buf, size, "%.3g us", s * 1e6);
-  else if (s < 1.0)
-    snprintf(buf, size, "%.3g ms", s * 1e3);
-  else
-    snprintf(buf, size, "%.3g s", s);
-}
-
 /* lo/hi: the measured values nearest below and above x among the class's points (field r or n);
    0 when x is outside them. */
 static int around(const txattn_table *t, size_t ci, size_t n_points, int use_r, int64_t x,
@@ -86,7 +78,7 @@ static void print_point(const txattn_table *t, size_t ci, size_t i) {
     char tm[32];
     if (txattn_table_candidate_get(t, ci, i, k, &c) != TXATTN_OK) continue;
     if (k == 0) first = c.time_s;
-    fmt_time(c.time_s, tm, sizeof tm);
+    tx_fmt_time(c.time_s, tm, sizeof tm);
     printf("%s %s %s", k ? "," : "", c.kernel, tm);
     if (k) printf(" (%.2fx)", c.time_s / first);
   }

@@ -66,15 +66,6 @@ static int parse(show_run *r, int argc, char **argv) {
   return rc ? rc : tx_args_parse_cmd(&r->spec, argc, argv);
 }
 
-static void fmt_time(double s, char *buf, size_t size) {
-  if (s < 1e-3)
-    snprintf(buf, size, "%.3g us", s * 1e6);
-  else if (s < 1.0)
-    snprintf(buf, size, "%.3g ms", s * 1e3);
-  else
-    snprintf(buf, size, "%.3g s", s);
-}
-
 static void fmt_bytes(int64_t b, char *buf, size_t size) {
   if (b >= (1 << 20) && b % (1 << 20) == 0)
     snprintf(buf, size, "%lld MiB", (long long)(b >> 20));
@@ -148,8 +139,8 @@ static void region_row(tx_table *tab, const txattn_table_class *c, const txattn_
   fmt_range(g->r_lo, g->r_hi, rr, sizeof rr);
   fmt_tunables(g->winner.n_tunables, g->winner.tunable_names, g->winner.tunable_values, tun,
                sizeof tun);
-  fmt_time(g->time_min_s, t1, sizeof t1);
-  fmt_time(g->time_max_s, t2, sizeof t2);
+  tx_fmt_time(g->time_min_s, t1, sizeof t1);
+  tx_fmt_time(g->time_max_s, t2, sizeof t2);
   snprintf(time, sizeof time, "%s..%s", t1, t2);
   snprintf(margin, sizeof margin, g->runner_up ? "%.2fx" : "-", g->margin);
   snprintf(err, sizeof err, "%.2g", g->max_error);
@@ -175,7 +166,7 @@ static void print_points(const show_run *r, size_t ci, size_t n_points) {
       char t[32], tun[256];
       if (txattn_table_candidate_get(r->t, ci, i, k, &c) != TXATTN_OK) continue;
       if (k == 0) first = c.time_s;
-      fmt_time(c.time_s, t, sizeof t);
+      tx_fmt_time(c.time_s, t, sizeof t);
       fmt_tunables(c.n_tunables, c.tunable_names, c.tunable_values, tun, sizeof tun);
       printf("%s %s%s%s %s", k ? "," : "", c.kernel, c.n_tunables ? " " : "",
              c.n_tunables ? tun : "", t);

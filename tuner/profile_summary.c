@@ -31,15 +31,6 @@ static void speedup(const txattn_table *t, size_t ci, size_t n_points, const txa
   if (*hi == 0) *lo = 0;
 }
 
-static void fmt_time(double s, char *buf, size_t size) {
-  if (s < 1e-3)
-    snprintf(buf, size, "%.3g us", s * 1e6);
-  else if (s < 1.0)
-    snprintf(buf, size, "%.3g ms", s * 1e3);
-  else
-    snprintf(buf, size, "%.3g s", s);
-}
-
 static void range(int64_t lo, int64_t hi, char *buf, size_t size) {
   if (lo == hi)
     snprintf(buf, size, "%lld", (long long)lo);
@@ -57,8 +48,8 @@ static void add_region(tx_table *tab, const txattn_table *t, size_t ci, size_t n
   else
     snprintf(r, sizeof r, "-");
   char t1[20], t2[20];
-  fmt_time(g->time_min_s, t1, sizeof t1);
-  fmt_time(g->time_max_s, t2, sizeof t2);
+  tx_fmt_time(g->time_min_s, t1, sizeof t1);
+  tx_fmt_time(g->time_max_s, t2, sizeof t2);
   if (g->time_min_s == g->time_max_s)
     snprintf(time, sizeof time, "%s", t1);
   else

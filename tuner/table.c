@@ -107,3 +107,13 @@ void tx_table_free(tx_table *t) {
   free(t->rows);
   memset(t, 0, sizeof *t);
 }
+
+const char *tx_fmt_time(double s, char *buf, size_t size) {
+  if (s < 1e-3)
+    snprintf(buf, size, "%.3g us", s * 1e6);
+  else if (s < 1.0)
+    snprintf(buf, size, "%.3g ms", s * 1e3);
+  else
+    snprintf(buf, size, "%.3g s", s);
+  return buf;
+}

@@ -31,5 +31,7 @@ void tx_table_add(tx_table *t, const char *const *cells);
 void tx_table_note(tx_table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tx_table_print(const tx_table *t, FILE *f, const char *indent);
 void tx_table_free(tx_table *t);
+/* A duration for people: "812 us", "3.1 ms", "2.05 s". Returns buf. */
+const char *tx_fmt_time(double seconds, char *buf, size_t size);
 
 #endif

@@ -434,30 +434,13 @@ static void tl_process_rows(const tiled_geom *g, const float *kv, int64_t b, int
 
 /* ---- drivers ---- */
 
-static void tl_write_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int64_t t1,
-                          const tiled_scratch *s) {
-  const txattn_tensors *t = g->t;
-  for (int64_t row = t0; row < t1; row++) {
-    const int64_t r = row - t0, i = row / g->group, h = kvh * g->group + row % g->group;
-    float *o = txattn_row_mut(t->o, &t->o_layout, b, h, i);
-    const float *acc = s->acc + r * g->dvp, l = s->l[r];
-    if (l == 0.0f) { /* no visible key: exact zeros, never 0/0 */
-      for (int64_t c = 0; c < g->dv; c++) o[c] = 0.0f;
-    } else {
-      const float inv = 1.0f / l;
-      for (int64_t c = 0; c < g->dv; c++) o[c] = acc[c] * inv;
-      txattn_row_spread_nan(o, g->dv); /* a NaN read in one V column poisons the whole row */
-    }
-  }
-}
-
 static void tl_run_qblocks(const tiled_geom *g, const float *kv, int64_t b, int64_t kvh,
                            int64_t qb0, int64_t qb1, const tiled_scratch *s) {
   for (int64_t qb = qb0; qb < qb1; qb++) {
     const int64_t t0 = qb * g->br, t1 = tl_min(t0 + g->br, g->rows);
     tl_load_rows(g, b, kvh, t0, t1, 0, g->p->n_kv, s);
     tl_process_rows(g, kv, b, kvh, t1 - t0, s);
-    tl_write_rows(g, b, kvh, t0, t1, s);
+    tiled_write_rows(g, b, kvh, t0, t1, s->acc, s->l);
   }
 }
 

@@ -118,6 +118,11 @@ void tiled_default_blocks(const txattn_problem *p, const txattn_machine *m, int 
                           int64_t *br, int64_t *bc);
 
 /* tiled_merge.c */
+/* Writes the output rows [t0, t1) of (b, kvh) from unnormalised outputs acc (row r at r * g->dvp)
+   and sums l: o = acc / l, exact zeros where l == 0 (no visible key), the whole row NaN if any
+   element is. */
+void tiled_write_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int64_t t1,
+                      const float *acc, const float *l);
 /* Combines n_parts partial results of rows [t0, t1) of (b, kvh) and writes their output rows. */
 void tiled_merge_partials(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int64_t t1,
                           const tiled_partial *parts, int n_parts);

@@ -1,5 +1,6 @@
-/* Split-KV merge: combines partial (max, sum, output) triples of the same rows over disjoint key
- * ranges.
+/* How rows of output are written: directly from one pass over the keys (tiled_write_rows, shared by
+ * the tiled drivers and the OpenMP decode path), or by the split-KV merge, which combines partial
+ * (max, sum, output) triples of the same rows over disjoint key ranges.
  *
  * With M = max_k m_k and w_k = 2^(m_k - M) (maxima are in base 2, as the scores are), the row's
  * output is sum_k w_k acc_k / sum_k w_k l_k -- the online-softmax update applied once per partial.
@@ -8,6 +9,23 @@
 #include <math.h>
 
 #include "tiled_internal.h"
+
+void tiled_write_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int64_t t1,
+                      const float *acc, const float *l) {
+  const txattn_tensors *t = g->t;
+  for (int64_t row = t0; row < t1; row++) {
+    const int64_t r = row - t0, i = row / g->group, h = kvh * g->group + row % g->group;
+    float *o = txattn_row_mut(t->o, &t->o_layout, b, h, i);
+    const float *a = acc + r * g->dvp;
+    if (l[r] == 0.0f) { /* no visible key: exact zeros, never 0/0 */
+      for (int64_t c = 0; c < g->dv; c++) o[c] = 0.0f;
+    } else {
+      const float inv = 1.0f / l[r];
+      for (int64_t c = 0; c < g->dv; c++) o[c] = a[c] * inv;
+      txattn_row_spread_nan(o, g->dv); /* a NaN read in one V column poisons the whole row */
+    }
+  }
+}
 
 /* The largest max of row r, or NaN if a partial's max or sum is NaN. */
 static float merged_max(const tiled_partial *parts, int n_parts, int64_t r) {

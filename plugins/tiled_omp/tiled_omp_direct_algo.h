@@ -384,23 +384,6 @@ static void td_chunks(const tiled_geom *g, const td_view *kv, const tomp_direct_
   }
 }
 
-static void td_write_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int64_t t1,
-                          const tomp_direct_scratch *s) {
-  const txattn_tensors *t = g->t;
-  for (int64_t row = t0; row < t1; row++) {
-    const int64_t r = row - t0, i = row / g->group, h = kvh * g->group + row % g->group;
-    float *o = txattn_row_mut(t->o, &t->o_layout, b, h, i);
-    const float *acc = s->acc + r * g->dvp, l = s->l[r];
-    if (l == 0.0f) { /* no visible key: exact zeros, never 0/0 */
-      for (int64_t c = 0; c < g->dv; c++) o[c] = 0.0f;
-    } else {
-      const float inv = 1.0f / l;
-      for (int64_t c = 0; c < g->dv; c++) o[c] = acc[c] * inv;
-      txattn_row_spread_nan(o, g->dv); /* a NaN read in one V column poisons the whole row */
-    }
-  }
-}
-
 static void td_run(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int64_t t1, int64_t k0,
                    int64_t k1, const tiled_partial *out, const tomp_direct_scratch *s) {
   const txattn_tensors *t = g->t;
@@ -417,7 +400,7 @@ static void td_run(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int6
   }
   if (ja < jb) td_chunks(g, &kv, s, ngr, ja, jb);
   if (!out) {
-    td_write_rows(g, b, kvh, t0, t1, s);
+    tiled_write_rows(g, b, kvh, t0, t1, s->acc, s->l);
     return;
   }
   for (int64_t r = 0; r < nr; r++) {
