@@ -1,6 +1,6 @@
 # txattn_add_plugin(<name> SOURCES <files...> [LIBS <libs...>] [OUTPUT_DIR <dir>] [NO_INSTALL])
 # Builds plugins/<name> as lib<...> "txattn_<name>.so" with hidden visibility into the plugin directory.
-# Per-ISA sources get their flags with set_source_files_properties(... COMPILE_OPTIONS ...).
+# Per-ISA sources are added afterwards with txattn_isa_sources() (below): it gives them their flags.
 function(txattn_add_plugin name)
   cmake_parse_arguments(ARG "NO_INSTALL" "OUTPUT_DIR" "SOURCES;LIBS" ${ARGN})
   set(target "txattn_plugin_${name}")
@@ -24,4 +24,43 @@ function(txattn_add_plugin name)
   if(NOT ARG_NO_INSTALL)
     install(TARGETS ${target} LIBRARY DESTINATION "${TXATTN_PLUGIN_INSTALL_DIR}")
   endif()
+endfunction()
+
+# txattn_isa_sources(<target> [SCALAR <files...>] [AVX2 <files...>] [AVX512 <files...>]
+#                    [NEON <files...>])
+# Adds each ISA's sources to <target> with the flags that ISA's code is compiled with, and only when
+# the target architecture has that ISA: SCALAR everywhere (no flags), AVX2 and AVX512 on x86-64,
+# NEON on arm64 (Advanced SIMD is baseline there: no flags). The sources' C code guards the matching
+# declarations with __x86_64__ / __aarch64__. Flags are set on the source files, not the target, so
+# the rest of the target stays runnable on any CPU of the architecture; a file listed for two
+# targets of one directory must be listed under the same ISA for both.
+function(txattn_isa_sources target)
+  set(isas SCALAR AVX2 AVX512 NEON)
+  cmake_parse_arguments(ARG "" "" "${isas}" ${ARGN})
+  if(ARG_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "txattn_isa_sources(${target}): expected SCALAR, AVX2, AVX512 or NEON "
+                        "before ${ARG_UNPARSED_ARGUMENTS}")
+  endif()
+  set(flags_SCALAR "")
+  set(flags_AVX2 -mavx2 -mfma -mf16c)
+  # DQ/BW/VL as well: the kernels' ISA check (TXATTN_ISA_AVX512) requires all four
+  set(flags_AVX512 -mavx512f -mavx512dq -mavx512bw -mavx512vl -mavx2 -mfma -mf16c)
+  set(flags_NEON "")
+  if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
+    set(have SCALAR AVX2 AVX512)
+  elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64|ARM64)$")
+    set(have SCALAR NEON)
+  else()
+    set(have SCALAR)
+  endif()
+  foreach(isa IN LISTS have)
+    if(NOT ARG_${isa})
+      continue()
+    endif()
+    target_sources(${target} PRIVATE ${ARG_${isa}})
+    if(flags_${isa})
+      set_property(SOURCE ${ARG_${isa}} TARGET_DIRECTORY ${target}
+                   PROPERTY COMPILE_OPTIONS ${flags_${isa}})
+    endif()
+  endforeach()
 endfunction()

@@ -1,6 +1,7 @@
 /* The dispatcher: a named kernel, else the dispatch table's choice (table_lookup.c), else the
  * cheapest by a documented estimate. Every choice comes with one line on why, which names the
  * table's region or interpolation, or why the table had no entry. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,13 +56,28 @@ static txattn_status named(const txattn_context *ctx, const txattn_problem *r, c
   return TXATTN_OK;
 }
 
-static double estimate(const txattn__kernel *k, const txattn_problem *r, double pairs,
-                       int threads) {
-  double work = (k->desc->flags & TXATTN_KERNEL_SPARSE)
-                    ? pairs
-                    : (double)r->batch * (double)r->heads_q * (double)r->n_q * (double)r->n_kv;
-  double flops = 2.0 * (double)(r->d_qk + r->d_v) * work;
-  int used = (k->desc->flags & TXATTN_KERNEL_THREADED) ? threads : 1;
+#define MAX_ESTIMATE_TUNABLES 64
+
+/* The score pairs k computes for r: what the kernel says (ABI 1.1 cost_pairs, with its default
+   tunables), else the visible pairs for sparse kernels and all of them for dense ones. */
+static double cost_pairs(const txattn_context *ctx, const txattn__kernel *k,
+                         const txattn_problem *r, double visible) {
+  const txattn_kernel_desc *d = k->desc;
+  if (TXATTN_KERNEL_DESC_HAS(d, cost_pairs) && d->cost_pairs != NULL &&
+      d->n_tunables <= MAX_ESTIMATE_TUNABLES) {
+    int64_t tun[MAX_ESTIMATE_TUNABLES];
+    if (d->n_tunables > 0) d->default_tunables(r, &ctx->machine, tun);
+    double v = d->cost_pairs(r, d->n_tunables > 0 ? tun : NULL);
+    if (isfinite(v) && v >= 0) return v; /* else the kernel's count is unusable: ours */
+  }
+  if (d->flags & TXATTN_KERNEL_SPARSE) return visible;
+  return (double)r->batch * (double)r->heads_q * (double)r->n_q * (double)r->n_kv;
+}
+
+static double estimate(const txattn_context *ctx, const txattn__kernel *k, const txattn_problem *r,
+                       double visible) {
+  double flops = 2.0 * (double)(r->d_qk + r->d_v) * cost_pairs(ctx, k, r, visible);
+  int used = (k->desc->flags & TXATTN_KERNEL_THREADED) ? ctx->n_threads : 1;
   return flops / ((double)k->desc->speed_hint * 1e9 * used);
 }
 
@@ -100,7 +116,7 @@ static txattn_status by_estimate(const txattn_context *ctx, const txattn_problem
     const txattn__kernel *k = &ctx->reg.kernels[i];
     const char *ignored = NULL;
     if (!k->usable || !k->desc->applicable(r, &ignored)) continue;
-    ranked c = {k, estimate(k, r, pairs, ctx->n_threads)};
+    ranked c = {k, estimate(ctx, k, r, pairs)};
     if (better(c, best)) {
       second = best;
       best = c;

@@ -12,8 +12,9 @@
    dispatch table (which also sets *tunables to the measured values in the kernel's declared order;
    else *tunables is NULL), which wins over the fallback estimate
      time = 2 * (d_qk + d_v) * work / (speed_hint * 1e9 * threads)
-   where work is the visible pairs for TXATTN_KERNEL_SPARSE kernels, else batch * heads_q * n_q *
-   n_kv, and threads is the context's count for TXATTN_KERNEL_THREADED kernels, else 1; ties go to
+   where work is the kernel's own count of the score pairs it computes (cost_pairs, ABI 1.1,
+   with its default tunables) when it has one, else the visible pairs for TXATTN_KERNEL_SPARSE
+   kernels, else batch * heads_q * n_q * n_kv, and threads is the context's count for TXATTN_KERNEL_THREADED kernels, else 1; ties go to
    the smaller name. A named kernel that is unknown fails with E_NOT_FOUND, one that cannot run here
    or cannot do r with E_UNSUPPORTED. */
 txattn_status txattn__dispatch(const txattn_context *ctx, const txattn_problem *r,

@@ -96,11 +96,11 @@ static int kernel_fields_ok(const txattn_kernel_desc *k, char *why, size_t size)
 static int kernel_ok(const txattn_kernel_desc *k, size_t i, char *why, size_t size) {
   char sub[200];
   if (k == NULL) return bad(why, size, "kernels[%zu] is NULL", i);
-  if (k->struct_size < sizeof *k)
+  if (k->struct_size < TXATTN_KERNEL_DESC_MIN_SIZE)
     return bad(why, size,
                "kernels[%zu].struct_size = %zu is smaller than the ABI 1 size %zu (truncated "
                "descriptor)",
-               i, k->struct_size, sizeof *k);
+               i, k->struct_size, (size_t)TXATTN_KERNEL_DESC_MIN_SIZE);
   if (k->name == NULL) return bad(why, size, "kernels[%zu].name is NULL", i);
   if (!name_ok(k->name, 1))
     return bad(why, size,

@@ -403,3 +403,86 @@ Test(dispatch, plan_describe_behaves_like_snprintf) {
   txattn_plan_free(plan);
   txattn_context_free(ctx);
 }
+
+/* A context over a scratch directory holding just the two test plugins given. */
+static txattn_context *context_of(const char *file_a, const char *file_b) {
+  scratch_dir(scratch, sizeof scratch, 0755);
+  scratch_copy_plugin(scratch, file_a, NULL, 0644);
+  scratch_copy_plugin(scratch, file_b, NULL, 0644);
+  return test_context_at(scratch, 1);
+}
+
+static void expect_estimate_picks(txattn_context *ctx, const char *wanted, const char *other) {
+  txattn_problem p = {.heads_q = 2,
+                      .n_q = 96,
+                      .d_qk = 16,
+                      .mask = TXATTN_MASK_WINDOW,
+                      .window_left = 4,
+                      .window_right = 4};
+  txattn_plan *plan = NULL;
+  cr_assert_eq(txattn_plan_create(ctx, &p, NULL, &plan), TXATTN_OK, "%s", txattn_last_error());
+  const char *why = txattn_plan_why(plan);
+  cr_expect_str_eq(txattn_plan_kernel(plan), wanted, "picked %s (%s)", txattn_plan_kernel(plan),
+                   why);
+  cr_expect(strstr(why, "estimate") && strstr(why, other),
+            "the reason names neither the estimate "
+            "nor the runner-up %s: %s",
+            other, why);
+  txattn_plan_free(plan);
+}
+
+/* Both claim 1 GFLOP/s; by name the padded one would win the tie, by its own count of the pairs it
+   computes (8x the visible ones against 1/8) it is 64 times slower. */
+Test(dispatch, the_estimate_follows_a_kernels_count_of_its_work) {
+  txattn_context *ctx = context_of(TEST_PADDED_FILE, TEST_THRIFTY_FILE);
+  expect_estimate_picks(ctx, TEST_THRIFTY_KERNEL, TEST_PADDED_KERNEL);
+  txattn_context_free(ctx);
+}
+
+/* The legacy kernel's descriptor has the ABI 1.0 size: it loads, and the count it would claim (no
+   work at all) lies beyond its struct_size, so the host must not read it. */
+Test(dispatch, an_abi_1_0_descriptor_loads_and_its_missing_fields_are_not_read) {
+  txattn_context *ctx = context_of(TEST_LEGACY_FILE, TEST_THRIFTY_FILE);
+  struct kernel_list l;
+  test_kernel_list(ctx, &l);
+  const txattn_kernel_info *k = test_kernel_find(&l, TEST_LEGACY_KERNEL);
+  cr_assert(k != NULL && k->usable, "the ABI 1.0-sized kernel did not load");
+  expect_estimate_picks(ctx, TEST_THRIFTY_KERNEL, TEST_LEGACY_KERNEL);
+  txattn_context_free(ctx);
+}
+
+/* Without a table, the estimate follows the shipped kernels' cost_pairs: a narrow window goes to
+   the banded kernel (the tiled one computes whole 16-key panels and pays its per-row packing), a
+   wide one and dense attention to the tiled kernel. Measured on Zen 2 (txtune bench, n = 16384,
+   d = 64, 1 thread): window 8 + 8 banded.avx2 2.4 ms, tiled.avx2 4.4 ms; 128 + 128: 18.2 and 16.1
+   ms. The AVX2 kernels are the ones whose speed was measured: the test caps the ISA there. */
+Test(dispatch, the_estimate_sends_narrow_windows_to_banded_and_wide_ones_to_tiled) {
+#if !defined(__x86_64__)
+  cr_skip_test("the speed hints compared here were measured on x86-64 AVX2 kernels");
+#else
+  if (!cpu_has("avx2")) cr_skip_test("this CPU lacks AVX2");
+  setenv("TXATTN_MAX_ISA", "avx2", 1);
+  txattn_context *ctx = test_context(1);
+  static const struct {
+    txattn_mask mask;
+    int64_t reach;
+    const char *want;
+  } cases[] = {{TXATTN_MASK_WINDOW, 8, "banded.avx2"},
+               {TXATTN_MASK_WINDOW, 128, "tiled.avx2"},
+               {TXATTN_MASK_NONE, 0, "tiled.avx2"},
+               {TXATTN_MASK_CAUSAL, 0, "tiled.avx2"}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    txattn_problem p = {.n_q = 16384,
+                        .d_qk = 64,
+                        .mask = cases[i].mask,
+                        .window_left = cases[i].reach,
+                        .window_right = cases[i].reach};
+    txattn_plan *plan = NULL;
+    cr_assert_eq(txattn_plan_create(ctx, &p, NULL, &plan), TXATTN_OK, "%s", txattn_last_error());
+    cr_expect_str_eq(txattn_plan_kernel(plan), cases[i].want, "mask %d reach %lld: %s",
+                     (int)cases[i].mask, (long long)cases[i].reach, txattn_plan_why(plan));
+    txattn_plan_free(plan);
+  }
+  txattn_context_free(ctx);
+#endif
+}

@@ -1,6 +1,7 @@
-/* txtune bench: time every applicable kernel on one shape, verify it, and show the dispatcher's
- * pick. */
-#define _POSIX_C_SOURCE 200809L /* isatty */
+/* txtune bench: time every applicable kernel on one shape, or on a sweep of shapes (a list or
+ * doubling range of n, a list of mask kinds), verify it, and show the dispatcher's pick. */
+#define _GNU_SOURCE /* getloadavg */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "bench.h"
 #include "commands.h"
 #include "context_cli.h"
 #include "json.h"
@@ -25,45 +27,40 @@
 #define VERIFY_WORK_LIMIT 4e9
 #define POISON            1.0e30f /* see cmd_check.c: unwritten outputs must not pass */
 #define SEED              UINT64_C(0x62656e6368)
-
-typedef enum kstate { K_OK, K_UNUSABLE, K_NOT_APPLICABLE, K_FAILED } kstate;
-
-typedef struct kresult {
-  kstate state;
-  char why[320];    /* for every state but K_OK; for K_OK a failed verification */
-  tx_timing tm;     /* K_OK */
-  double rel_error; /* NaN when not verified */
-  int exact;        /* K_OK: the contract holds and (when verified) the error is within tolerance */
-} kresult;
+#define N_RUN_OPTS        8
 
 typedef struct bench_opts {
   tx_problem_args prob;
+  tx_strlist n_items, mask_items; /* --n and --mask: lists, so a run can sweep them */
   tx_context_args ctx;
   tx_strlist kernels;
   tx_roofline_args roof;
   int64_t reps, min_time_ms;
   double limit_s;
   int verify, no_verify, json;
+  const char *output;
 } bench_opts;
 
 typedef struct bench_run {
   bench_opts o;
-  tx_opt prob_opts[TX_PROBLEM_N_OPTS], run_opts[7], ctx_opts[TX_CONTEXT_N_OPTS];
+  tx_opt prob_opts[TX_PROBLEM_N_OPTS], run_opts[N_RUN_OPTS], ctx_opts[TX_CONTEXT_N_OPTS];
   tx_opt roof_opts[TX_ROOFLINE_N_OPTS];
   tx_opt_group groups[4];
   tx_cmd_spec spec;
-  txattn_problem p; /* resolved */
+  tx_sweep_axes axes;
+  txattn_problem *probs;
+  tx_bench_point *pts; /* one per problem */
+  size_t n_pts;
+  int sweep; /* more than one problem: the sweep's text and JSON */
   txattn_context *ctx;
   tx_kernel_sel *sel;
-  kresult *res;
   size_t n_sel;
-  tx_buffers b;
-  int verified;
-  double ref_seconds, pairs, flops;
-  char pick[64], pick_why[320]; /* the dispatcher's choice, or why it has none */
-  int has_pick;
-  long fastest, masked; /* indices into sel; -1 if none */
+  tx_bench_setup setup;
+  tx_buffers b;         /* the current point's; freed before the next one */
   tx_roofline roofline; /* with --roofline */
+  int progress;
+  char tmp_path[4096]; /* -o: written here, renamed over the output when complete */
+  FILE *out;
 } bench_run;
 
 static const char about[] =
@@ -72,9 +69,19 @@ static const char about[] =
     "its error against txattn_reference, its time relative to the fastest kernel and to the\n"
     "dense masked.* kernel, and the kernel the dispatcher picks for this problem.\n"
     "\n"
+    "Sweep: --n takes a list and doubling ranges (--n 1024,4096 or --n 1024..16384, which is\n"
+    "1024, 2048, 4096, 8192, 16384: A, 2A, 4A ... while <= B; items combine: --n 64..256,1000)\n"
+    "and --mask a list (--mask none,causal,window; --left/--right/--window then apply to the\n"
+    "window points). More than one problem makes a sweep: one table per problem, then per mask\n"
+    "kind each kernel's fitted log-log slope of time against n (about 2 for dense kernels, 1\n"
+    "for windowed ones) and where the fastest kernel changes. With --json or -o the sweep is\n"
+    "one JSON document, format \"" TX_SWEEP_FORMAT "\" (see tuner/bench_sweep.md): the machine,\n"
+    "the settings and per problem the same object a single --json run prints. `txtune plot\n"
+    "--from FILE` draws it.\n"
+    "\n"
     "Timing: one warm-up call, then the repetitions are doubled until a run lasts --min-time;\n"
     "the median of --reps such runs is reported (fewer once --time-limit is spent on one\n"
-    "kernel). Only txattn_plan_execute is timed; tensors and plans are made once.\n"
+    "kernel). Only txattn_plan_execute is timed; tensors and plans are made once per problem.\n"
     "Verification: the whole output is compared with the fp64 reference when\n"
     "visible pairs x (d_qk + d_v) < 4e9 (the reference is single-threaded); larger problems\n"
     "are verified only with --verify. Whatever the size, rows with no visible key must be\n"
@@ -85,9 +92,9 @@ static const char about[] =
     "--stream-mib), each at 1 thread and at --threads, the best of 3 runs of >= --min-time;\n"
     "then each kernel's GFLOP/s is shown as a fraction of its ISA's peak at its thread count,\n"
     "and for memory-bound shapes its GB/s as a fraction of the triad bandwidth. It takes a few\n"
-    "seconds.\n"
-    "Exit status: 0 ok; 1 a kernel failed, was not exact, or a named kernel could not run;\n"
-    "2 usage error.";
+    "seconds (once per run, also for a sweep).\n"
+    "Exit status: 0 ok; 1 a kernel failed, was not exact, or a named kernel could not run (at\n"
+    "any problem of a sweep); 2 usage error.";
 
 static void bench_opts_table(bench_run *r) {
   bench_opts *o = &r->o;
@@ -100,7 +107,30 @@ static void bench_opts_table(bench_run *r) {
                        "seconds per kernel before runs stop being added [10]", 0, 1e6);
   t[4] = tx_opt_flag("verify", &o->verify, "compare with the reference whatever the size");
   t[5] = tx_opt_flag("no-verify", &o->no_verify, "do not compute the reference");
-  t[6] = tx_opt_flag("json", &o->json, "one JSON object on stdout");
+  t[6] = tx_opt_flag("json", &o->json, "JSON on stdout instead of the tables");
+  t[7] = tx_opt_string("output", &o->output, "FILE",
+                       "also write the JSON to FILE (also -o); the tables stay on stdout");
+}
+
+/* --n and --mask of the shared problem options become lists: the sweep's axes. */
+static void sweep_opts(bench_run *r) {
+  for (size_t i = 0; i < TX_PROBLEM_N_OPTS; i++) {
+    tx_opt *t = &r->prob_opts[i];
+    if (strcmp(t->name, "n") == 0)
+      *t = tx_opt_list("n", &r->o.n_items, "N|A..B[,...]",
+                       "query rows; a list or A..B (A, 2A, 4A ... <= B) sweeps");
+    else if (strcmp(t->name, "mask") == 0)
+      *t = tx_opt_list("mask", &r->o.mask_items, "KIND[,KIND...]",
+                       "none, causal or window [none]; a list sweeps");
+  }
+}
+
+static int parse_axes(bench_run *r) {
+  int rc = tx_sweep_parse_n(&r->spec, &r->o.n_items, &r->axes);
+  if (!rc) rc = tx_sweep_parse_mask(&r->spec, &r->o.mask_items, &r->axes);
+  if (!rc) rc = tx_sweep_problems(&r->spec, &r->o.prob, &r->axes, &r->probs, &r->n_pts);
+  r->sweep = r->n_pts > 1;
+  return rc;
 }
 
 /* Returns -1 to go on, else the exit code. */
@@ -112,55 +142,66 @@ static int parse(bench_run *r, int argc, char **argv) {
   o->min_time_ms = 20;
   o->limit_s = 10;
   tx_problem_opts(&o->prob, r->prob_opts);
+  sweep_opts(r);
   bench_opts_table(r);
   tx_context_opts(&o->ctx, r->ctx_opts);
   tx_roofline_args_init(&o->roof);
   tx_roofline_opts(&o->roof, r->roof_opts);
   r->groups[0] = (tx_opt_group){"Problem", r->prob_opts, TX_PROBLEM_N_OPTS};
-  r->groups[1] = (tx_opt_group){"Benchmark", r->run_opts, 7};
+  r->groups[1] = (tx_opt_group){"Benchmark", r->run_opts, N_RUN_OPTS};
   r->groups[2] = (tx_opt_group){"Roofline", r->roof_opts, TX_ROOFLINE_N_OPTS};
   r->groups[3] = (tx_opt_group){"Library", r->ctx_opts, TX_CONTEXT_N_OPTS};
-  r->spec =
-      (tx_cmd_spec){"bench", "--n N --d D [--mask none|causal|window --left L --right R] [options]",
-                    about, r->groups, 4};
+  r->spec = (tx_cmd_spec){"bench",
+                          "--n N|LIST|A..B --d D [--mask KIND[,KIND...] --left L --right R] "
+                          "[--json] [-o FILE] [options]",
+                          about, r->groups, 4};
+  static char output[] = "--output"; /* the option parser knows long names only */
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "-o") == 0) argv[i] = output;
   int rc = tx_args_parse_cmd(&r->spec, argc, argv);
   if (rc >= 0) return rc;
   if (o->verify && o->no_verify)
     return tx_args_usage_error(&r->spec, "--verify and --no-verify contradict each other");
   if ((rc = tx_roofline_check_args(&r->spec, &o->roof)) != 0) return rc;
-  rc = tx_problem_from_args(&r->spec, &o->prob, &r->p);
+  rc = parse_axes(r);
   return rc ? rc : -1;
 }
 
-static void ask_dispatcher(bench_run *r) {
+static void ask_dispatcher(bench_run *r, tx_bench_point *pt) {
   txattn_plan *plan = NULL;
-  txattn_status s = txattn_plan_create(r->ctx, &r->p, NULL, &plan);
-  r->has_pick = s == TXATTN_OK;
-  if (r->has_pick) {
-    snprintf(r->pick, sizeof r->pick, "%s", txattn_plan_kernel(plan));
-    snprintf(r->pick_why, sizeof r->pick_why, "%s", txattn_plan_why(plan));
+  txattn_status s = txattn_plan_create(r->ctx, &pt->p, NULL, &plan);
+  pt->has_pick = s == TXATTN_OK;
+  if (pt->has_pick) {
+    snprintf(pt->pick, sizeof pt->pick, "%s", txattn_plan_kernel(plan));
+    snprintf(pt->pick_why, sizeof pt->pick_why, "%s", txattn_plan_why(plan));
   } else {
-    snprintf(r->pick_why, sizeof r->pick_why, "%s: %s", txattn_status_name(s), txattn_last_error());
+    snprintf(pt->pick_why, sizeof pt->pick_why, "%s: %s", txattn_status_name(s),
+             txattn_last_error());
   }
   txattn_plan_free(plan);
 }
 
-static int prepare(bench_run *r) {
+static int prepare(bench_run *r, tx_bench_point *pt) {
   char err[256];
-  r->pairs = txattn_problem_visible_pairs(&r->p);
-  r->flops = 2.0 * (double)(r->p.d_qk + r->p.d_v) * r->pairs;
-  r->verified = !r->o.no_verify &&
-                (r->o.verify || r->pairs * (double)(r->p.d_qk + r->p.d_v) < VERIFY_WORK_LIMIT);
-  if (tx_buffers_alloc(&r->b, &r->p, TX_LAYOUT_CONTIGUOUS, r->verified, err, sizeof err) != 0) {
+  pt->pairs = txattn_problem_visible_pairs(&pt->p);
+  pt->flops = 2.0 * (double)(pt->p.d_qk + pt->p.d_v) * pt->pairs;
+  pt->verified = !r->o.no_verify &&
+                 (r->o.verify || pt->pairs * (double)(pt->p.d_qk + pt->p.d_v) < VERIFY_WORK_LIMIT);
+  pt->fastest = pt->masked = -1;
+  if (!(pt->res = calloc(r->n_sel ? r->n_sel : 1, sizeof *pt->res))) {
+    fprintf(stderr, "txtune bench: out of memory\n");
+    return TX_EXIT_FAIL;
+  }
+  if (tx_buffers_alloc(&r->b, &pt->p, TX_LAYOUT_CONTIGUOUS, pt->verified, err, sizeof err) != 0) {
     fprintf(stderr, "txtune bench: %s\n", err);
     return TX_EXIT_FAIL;
   }
   tx_buffers_fill(&r->b, SEED, 1.0f);
-  ask_dispatcher(r);
-  if (!r->verified) return 0;
+  ask_dispatcher(r, pt);
+  if (!pt->verified) return 0;
   double t0 = tx_clock();
-  txattn_status s = txattn_reference(&r->p, &r->b.t_ref);
-  r->ref_seconds = tx_clock() - t0;
+  txattn_status s = txattn_reference(&pt->p, &r->b.t_ref);
+  pt->ref_seconds = tx_clock() - t0;
   if (s == TXATTN_OK) return 0;
   tx_print_lib_error("bench", "the reference failed", s);
   return TX_EXIT_FAIL;
@@ -176,23 +217,24 @@ static txattn_status exec_plan(void *arg) {
   return txattn_plan_execute(a->plan, a->t);
 }
 
-static void verify_kernel(bench_run *r, kresult *k) {
+static void verify_kernel(bench_run *r, const tx_bench_point *pt, tx_bench_result *k) {
   tx_verdict v;
-  tx_verify(&r->b, r->b.o, r->verified ? r->b.o_ref : NULL, NULL, &v);
+  tx_verify(&r->b, r->b.o, pt->verified ? r->b.o_ref : NULL, NULL, &v);
   k->rel_error = v.rel_error;
   k->exact = tx_verdict_pass(&v);
   tx_verdict_explain(&v, k->why, sizeof k->why);
 }
 
-static void bench_kernel(bench_run *r, const txattn_kernel_info *info, kresult *k) {
+static void bench_kernel(bench_run *r, const tx_bench_point *pt, const txattn_kernel_info *info,
+                         tx_bench_result *k) {
   k->rel_error = NAN;
   if (!info->usable) {
-    k->state = K_UNUSABLE;
+    k->state = TX_BENCH_UNUSABLE;
     snprintf(k->why, sizeof k->why, "%s", info->why_unusable ? info->why_unusable : "?");
     return;
   }
   txattn_plan *plan = NULL;
-  txattn_status s = txattn_plan_create(r->ctx, &r->p, info->name, &plan);
+  txattn_status s = txattn_plan_create(r->ctx, &pt->p, info->name, &plan);
   if (s == TXATTN_OK) {
     tx_fill_value(r->b.o, r->b.o_len, POISON);
     exec_arg a = {plan, &r->b.t};
@@ -200,10 +242,10 @@ static void bench_kernel(bench_run *r, const txattn_kernel_info *info, kresult *
     s = tx_measure(exec_plan, &a, &to, &k->tm);
   }
   if (s == TXATTN_OK) {
-    k->state = K_OK;
-    verify_kernel(r, k);
+    k->state = TX_BENCH_OK;
+    verify_kernel(r, pt, k);
   } else {
-    k->state = s == TXATTN_E_UNSUPPORTED ? K_NOT_APPLICABLE : K_FAILED;
+    k->state = s == TXATTN_E_UNSUPPORTED ? TX_BENCH_NOT_APPLICABLE : TX_BENCH_FAILED;
     snprintf(k->why, sizeof k->why, "%s%s%s",
              s == TXATTN_E_UNSUPPORTED ? "" : txattn_status_name(s),
              s == TXATTN_E_UNSUPPORTED ? "" : ": ", txattn_last_error());
@@ -211,131 +253,166 @@ static void bench_kernel(bench_run *r, const txattn_kernel_info *info, kresult *
   txattn_plan_free(plan);
 }
 
-static void find_references(bench_run *r) {
-  r->fastest = r->masked = -1;
+static void find_references(const bench_run *r, tx_bench_point *pt) {
   for (size_t i = 0; i < r->n_sel; i++) {
-    if (r->res[i].state != K_OK) continue;
-    double t = r->res[i].tm.median_s;
-    if (r->fastest < 0 || t < r->res[r->fastest].tm.median_s) r->fastest = (long)i;
+    if (pt->res[i].state != TX_BENCH_OK) continue;
+    double t = pt->res[i].tm.median_s;
+    if (pt->fastest < 0 || t < pt->res[pt->fastest].tm.median_s) pt->fastest = (long)i;
     if (strncmp(r->sel[i].info.name, "masked.", 7) == 0 &&
-        (r->masked < 0 || t < r->res[r->masked].tm.median_s))
-      r->masked = (long)i;
+        (pt->masked < 0 || t < pt->res[pt->masked].tm.median_s))
+      pt->masked = (long)i;
   }
 }
 
-static int kernel_failed(const bench_run *r, size_t i) {
-  const kresult *k = &r->res[i];
-  return k->state == K_FAILED || (k->state == K_OK && !k->exact) ||
-         (k->state != K_OK && r->sel[i].requested);
+int tx_bench_kernel_failed(const tx_bench_setup *s, const tx_bench_point *pt, size_t i) {
+  const tx_bench_result *k = &pt->res[i];
+  return k->state == TX_BENCH_FAILED || (k->state == TX_BENCH_OK && !k->exact) ||
+         (k->state != TX_BENCH_OK && s->sel[i].requested);
 }
 
-static int exit_code(const bench_run *r) {
-  if (r->fastest < 0) return TX_EXIT_FAIL; /* nothing was measured */
-  for (size_t i = 0; i < r->n_sel; i++)
-    if (kernel_failed(r, i)) return TX_EXIT_FAIL;
+int tx_bench_point_status(const tx_bench_setup *s, const tx_bench_point *pt) {
+  if (pt->fastest < 0) return TX_EXIT_FAIL; /* nothing was measured */
+  for (size_t i = 0; i < s->n_sel; i++)
+    if (tx_bench_kernel_failed(s, pt, i)) return TX_EXIT_FAIL;
   return TX_EXIT_OK;
 }
 
-static const char *const env_vars[] = {"OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS",
-                                       "OMP_NUM_THREADS"};
-/* These change which kernels run or which one is picked: shown only when set. */
-static const char *const txattn_vars[] = {"TXATTN_FORCE_KERNEL", "TXATTN_MAX_ISA", "TXATTN_TABLE"};
+static int exit_code(const bench_run *r) {
+  for (size_t i = 0; i < r->n_pts; i++)
+    if (tx_bench_point_status(&r->setup, &r->pts[i]) != TX_EXIT_OK) return TX_EXIT_FAIL;
+  return TX_EXIT_OK;
+}
 
 static void print_env(void) {
   printf("  env:");
-  for (size_t i = 0; i < sizeof env_vars / sizeof env_vars[0]; i++) {
-    const char *v = getenv(env_vars[i]);
-    printf(" %s=%s", env_vars[i], v ? v : "(unset)");
-  }
-  for (size_t i = 0; i < sizeof txattn_vars / sizeof txattn_vars[0]; i++) {
-    const char *v = getenv(txattn_vars[i]);
-    if (v) printf(" %s=%s", txattn_vars[i], v);
+  for (size_t i = 0; i < TX_BENCH_N_ENV; i++) {
+    const char *v = getenv(tx_bench_env[i].name);
+    if (v || tx_bench_env[i].always) printf(" %s=%s", tx_bench_env[i].name, v ? v : "(unset)");
   }
   printf("\n");
 }
 
-static void print_header(const bench_run *r) {
-  char shape[192];
-  tx_problem_format(&r->p, shape, sizeof shape);
-  int threads = txattn_context_threads(r->ctx);
-  printf("txtune bench: %s, %d thread%s\n", shape, threads, threads == 1 ? "" : "s");
-  printf("  %.0f visible pairs, %.4g GFLOP per call\n", r->pairs, 1e-9 * r->flops);
-  if (r->verified)
-    printf("  verified against txattn_reference (fp64, %.2f s)\n", r->ref_seconds);
-  else
-    printf("  not verified against the reference%s\n",
-           r->o.no_verify ? " (--no-verify)" : ": too large for the default (use --verify)");
-  print_env();
-  if (r->has_pick)
-    printf("  dispatcher picks %s: %s\n", r->pick, r->pick_why);
-  else
-    printf("  dispatcher has no kernel: %s\n", r->pick_why);
+static void print_timing(const bench_run *r) {
   printf("  timing: median of up to %lld runs of >= %lld ms each, at most %g s per kernel\n",
          (long long)r->o.reps, (long long)r->o.min_time_ms, r->o.limit_s);
 }
 
-static void ratio_text(const bench_run *r, size_t i, long ref, char *buf, size_t size) {
-  if (ref >= 0 && r->res[i].state == K_OK)
-    snprintf(buf, size, "%.2f", r->res[i].tm.median_s / r->res[ref].tm.median_s);
+static void print_pick(const tx_bench_point *pt) {
+  if (pt->has_pick)
+    printf("  dispatcher picks %s: %s\n", pt->pick, pt->pick_why);
+  else
+    printf("  dispatcher has no kernel: %s\n", pt->pick_why);
+}
+
+static void print_header(const bench_run *r, const tx_bench_point *pt) {
+  char shape[192];
+  tx_problem_format(&pt->p, shape, sizeof shape);
+  int threads = r->setup.threads;
+  printf("txtune bench: %s, %d thread%s\n", shape, threads, threads == 1 ? "" : "s");
+  printf("  %.0f visible pairs, %.4g GFLOP per call\n", pt->pairs, 1e-9 * pt->flops);
+  if (pt->verified)
+    printf("  verified against txattn_reference (fp64, %.2f s)\n", pt->ref_seconds);
+  else
+    printf("  not verified against the reference%s\n",
+           r->o.no_verify ? " (--no-verify)" : ": too large for the default (use --verify)");
+  print_env();
+  print_pick(pt);
+  print_timing(r);
+}
+
+static void print_sweep_header(const bench_run *r) {
+  int threads = r->setup.threads;
+  printf("txtune bench sweep: %zu problems (%zu n x %zu mask kind%s), %d thread%s\n", r->n_pts,
+         r->axes.n_n, r->axes.n_mask, r->axes.n_mask == 1 ? "" : "s", threads,
+         threads == 1 ? "" : "s");
+  if (r->o.no_verify)
+    printf("  not verified against the reference (--no-verify)\n");
+  else if (r->o.verify)
+    printf("  every problem verified against txattn_reference (fp64)\n");
+  else
+    printf("  verified against txattn_reference (fp64) where visible pairs x (d_qk + d_v) < 4e9\n");
+  print_env();
+  print_timing(r);
+  if (!isnan(r->setup.load_before)) /* other work on the machine makes every time noisier */
+    printf("  load average %.2f when the sweep started\n", r->setup.load_before);
+  printf("  * the dispatcher's choice; x = median time / the named kernel's median time\n");
+}
+
+static void print_point_header(const bench_run *r, const tx_bench_point *pt, size_t i) {
+  char shape[192];
+  tx_problem_format(&pt->p, shape, sizeof shape);
+  printf("\n[%zu/%zu] %s: %.4g visible pairs, %.4g GFLOP per call, ", i + 1, r->n_pts, shape,
+         pt->pairs, 1e-9 * pt->flops);
+  if (pt->verified)
+    printf("verified (reference %.2f s)\n", pt->ref_seconds);
+  else
+    printf("not verified%s\n", r->o.no_verify ? "" : " (too large; --verify)");
+  print_pick(pt);
+}
+
+static void ratio_text(const tx_bench_point *pt, size_t i, long ref, char *buf, size_t size) {
+  if (ref >= 0 && pt->res[i].state == TX_BENCH_OK)
+    snprintf(buf, size, "%.2f", pt->res[i].tm.median_s / pt->res[ref].tm.median_s);
   else
     snprintf(buf, size, "-");
 }
 
-static void table_row(const bench_run *r, tx_table *t, size_t i) {
-  const kresult *k = &r->res[i];
+static void table_row(const bench_run *r, const tx_bench_point *pt, tx_table *t, size_t i) {
+  const tx_bench_result *k = &pt->res[i];
   const char *name = r->sel[i].info.name;
   char label[96], ms[32] = "-", gf[32] = "-", err[32] = "-", fast[32], msk[32], runs[48] = "-";
-  int picked = r->has_pick && strcmp(name, r->pick) == 0;
+  int picked = pt->has_pick && strcmp(name, pt->pick) == 0;
   snprintf(label, sizeof label, "%s%s", name, picked ? " *" : "");
-  if (k->state == K_OK) {
+  if (k->state == TX_BENCH_OK) {
     snprintf(ms, sizeof ms, "%.4g", 1e3 * k->tm.median_s);
-    snprintf(gf, sizeof gf, "%.2f", 1e-9 * r->flops / k->tm.median_s);
+    snprintf(gf, sizeof gf, "%.2f", 1e-9 * pt->flops / k->tm.median_s);
     if (!isnan(k->rel_error)) snprintf(err, sizeof err, "%.1e", k->rel_error);
     snprintf(runs, sizeof runs, "%dx%lld", k->tm.runs, (long long)k->tm.reps);
   }
-  ratio_text(r, i, r->fastest, fast, sizeof fast);
-  ratio_text(r, i, r->masked, msk, sizeof msk);
+  ratio_text(pt, i, pt->fastest, fast, sizeof fast);
+  ratio_text(pt, i, pt->masked, msk, sizeof msk);
   const char *cells[] = {label, ms, gf, err, fast, msk, runs};
   tx_table_add(t, cells);
   static const char *const what[] = {"", "not usable", "not applicable", "FAILED"};
-  if (k->state != K_OK)
+  if (k->state != TX_BENCH_OK)
     tx_table_note(t, "%s: %s", what[k->state], k->why);
   else if (!k->exact)
     tx_table_note(t, "%s", k->why);
 }
 
-static tx_roof_kernel roof_kernel(const bench_run *r, size_t i) {
-  const txattn_kernel_info *info = &r->sel[i].info;
-  int threads = info->flags & TXATTN_KERNEL_THREADED ? txattn_context_threads(r->ctx) : 1;
-  double t = r->res[i].state == K_OK ? r->res[i].tm.median_s : 0;
+tx_roof_kernel tx_bench_roof_kernel(const tx_bench_setup *s, const tx_bench_point *pt, size_t i) {
+  const txattn_kernel_info *info = &s->sel[i].info;
+  int threads = info->flags & TXATTN_KERNEL_THREADED ? s->threads : 1;
+  double t = pt->res[i].state == TX_BENCH_OK ? pt->res[i].tm.median_s : 0;
   return (tx_roof_kernel){info->name, info->isa, threads, t};
 }
 
-static void print_roofline_fits(const bench_run *r) {
+static void print_roofline_fits(const bench_run *r, const tx_bench_point *pt) {
   tx_roof_kernel *ks = calloc(r->n_sel ? r->n_sel : 1, sizeof *ks);
   if (!ks) {
     printf("\nroofline: out of memory\n");
     return;
   }
-  for (size_t i = 0; i < r->n_sel; i++) ks[i] = roof_kernel(r, i);
-  tx_roof_work w = tx_roofline_work(&r->p);
+  for (size_t i = 0; i < r->n_sel; i++) ks[i] = tx_bench_roof_kernel(&r->setup, pt, i);
+  tx_roof_work w = tx_roofline_work(&pt->p);
   tx_roofline_print_fits(&r->roofline, &w, ks, r->n_sel, stdout);
   free(ks);
 }
 
-static void print_text(const bench_run *r) {
+static void print_text(const bench_run *r, const tx_bench_point *pt) {
   char spec[160];
   snprintf(spec, sizeof spec, "KERNEL|>MEDIAN ms|>GFLOP/s|>MAX ERROR|>x FASTEST|>x %s|>RUNSxREPS",
-           r->masked >= 0 ? r->sel[r->masked].info.name : "MASKED");
+           pt->masked >= 0 ? r->sel[pt->masked].info.name : "MASKED");
   tx_table t;
   tx_table_init(&t, spec);
-  for (size_t i = 0; i < r->n_sel; i++) table_row(r, &t, i);
-  if (r->fastest >= 0) {
+  for (size_t i = 0; i < r->n_sel; i++) table_row(r, pt, &t, i);
+  if (pt->fastest >= 0) {
     printf("\n");
     tx_table_print(&t, stdout, "");
-    printf("\n* the dispatcher's choice; x = median time / the named kernel's median time%s\n",
-           r->masked >= 0 ? "" : " (no masked.* kernel was measured)");
-    if (r->o.roof.enabled) print_roofline_fits(r);
+    if (!r->sweep)
+      printf("\n* the dispatcher's choice; x = median time / the named kernel's median time%s\n",
+             pt->masked >= 0 ? "" : " (no masked.* kernel was measured)");
+    if (r->o.roof.enabled) print_roofline_fits(r, pt);
   } else {
     printf("\nno kernel could be measured%s\n", r->n_sel ? ":" : " ('txtune list' shows why)");
     if (r->n_sel) tx_table_print(&t, stdout, "  ");
@@ -343,134 +420,103 @@ static void print_text(const bench_run *r) {
   tx_table_free(&t);
 }
 
-static void json_problem(tx_json *j, const txattn_problem *p) {
-  tx_json_key(j, "problem");
-  tx_json_begin_object(j);
-  tx_json_kv_int(j, "batch", p->batch);
-  tx_json_kv_int(j, "heads_q", p->heads_q);
-  tx_json_kv_int(j, "heads_kv", p->heads_kv);
-  tx_json_kv_int(j, "n_q", p->n_q);
-  tx_json_kv_int(j, "n_kv", p->n_kv);
-  tx_json_kv_int(j, "d_qk", p->d_qk);
-  tx_json_kv_int(j, "d_v", p->d_v);
-  tx_json_kv_string(j, "mask", tx_mask_name(p->mask));
-  int w = p->mask == TXATTN_MASK_WINDOW; /* null: no window, or that side unbounded */
-  tx_json_key(j, "window_left");
-  w && p->window_left != TXATTN_UNBOUNDED ? tx_json_int(j, p->window_left) : tx_json_null(j);
-  tx_json_key(j, "window_right");
-  w && p->window_right != TXATTN_UNBOUNDED ? tx_json_int(j, p->window_right) : tx_json_null(j);
-  tx_json_kv_double(j, "scale", p->scale);
-  tx_json_end_object(j);
-}
-
-static void json_env(tx_json *j) {
-  tx_json_key(j, "env");
-  tx_json_begin_object(j);
-  for (size_t i = 0; i < sizeof env_vars / sizeof env_vars[0]; i++)
-    tx_json_kv_string(j, env_vars[i], getenv(env_vars[i]));
-  for (size_t i = 0; i < sizeof txattn_vars / sizeof txattn_vars[0]; i++)
-    tx_json_kv_string(j, txattn_vars[i], getenv(txattn_vars[i]));
-  tx_json_end_object(j);
-}
-
-static void json_ratio(tx_json *j, const char *key, const bench_run *r, size_t i, long ref) {
-  int ok = ref >= 0 && r->res[i].state == K_OK;
-  tx_json_kv_double(j, key, ok ? r->res[i].tm.median_s / r->res[ref].tm.median_s : NAN);
-}
-
-static void json_kernel(tx_json *j, const bench_run *r, size_t i) {
-  static const char *const states[] = {"ok", "unusable", "not_applicable", "failed"};
-  const kresult *k = &r->res[i];
-  int ok = k->state == K_OK;
-  tx_json_begin_object(j);
-  tx_json_kv_string(j, "name", r->sel[i].info.name);
-  tx_json_kv_string(j, "status", states[k->state]);
-  tx_json_kv_string(j, "reason", *k->why ? k->why : NULL);
-  tx_json_kv_double(j, "median_s", ok ? k->tm.median_s : NAN);
-  tx_json_kv_double(j, "min_s", ok ? k->tm.min_s : NAN);
-  tx_json_kv_double(j, "max_s", ok ? k->tm.max_s : NAN);
-  tx_json_kv_int(j, "runs", ok ? k->tm.runs : 0);
-  tx_json_kv_int(j, "reps", ok ? k->tm.reps : 0);
-  tx_json_kv_double(j, "gflops", ok ? 1e-9 * r->flops / k->tm.median_s : NAN);
-  tx_json_kv_double(j, "max_rel_error", ok ? k->rel_error : NAN);
-  tx_json_key(j, "exact");
-  ok ? tx_json_bool(j, k->exact) : tx_json_null(j);
-  json_ratio(j, "vs_fastest", r, i, r->fastest);
-  json_ratio(j, "vs_masked", r, i, r->masked);
-  tx_json_kv_bool(j, "dispatcher_choice", r->has_pick && strcmp(r->sel[i].info.name, r->pick) == 0);
-  if (r->o.roof.enabled) {
-    tx_roof_kernel rk = roof_kernel(r, i);
-    tx_roof_work w = tx_roofline_work(&r->p);
-    tx_json_key(j, "roofline");
-    tx_roofline_json_fit(j, &r->roofline, &w, &rk);
-  }
-  tx_json_end_object(j);
-}
-
-static void print_json(const bench_run *r) {
-  char shape[192];
-  tx_problem_format(&r->p, shape, sizeof shape);
+static void write_json(const bench_run *r, FILE *f) {
   tx_json j;
-  tx_json_init(&j, stdout);
-  tx_json_begin_object(&j);
-  tx_json_kv_string(&j, "shape", shape);
-  json_problem(&j, &r->p);
-  tx_json_kv_int(&j, "threads", txattn_context_threads(r->ctx));
-  tx_json_kv_double(&j, "visible_pairs", r->pairs);
-  tx_json_kv_double(&j, "flops_per_call", r->flops);
-  tx_json_kv_bool(&j, "verified", r->verified);
-  tx_json_kv_double(&j, "reference_s", r->verified ? r->ref_seconds : NAN);
-  tx_json_kv_double(&j, "tolerance", TXATTN_EXACT_TOLERANCE);
-  json_env(&j);
-  tx_json_key(&j, "roofline");
-  r->o.roof.enabled ? tx_roofline_json(&j, &r->roofline) : tx_json_null(&j);
-  tx_json_kv_string(&j, "dispatcher_kernel", r->has_pick ? r->pick : NULL);
-  tx_json_kv_string(&j, "dispatcher_why", r->pick_why);
-  tx_json_kv_string(&j, "masked_kernel", r->masked >= 0 ? r->sel[r->masked].info.name : NULL);
-  tx_json_key(&j, "kernels");
-  tx_json_begin_array(&j);
-  for (size_t i = 0; i < r->n_sel; i++) json_kernel(&j, r, i);
-  tx_json_end_array(&j);
-  tx_json_kv_bool(&j, "pass", exit_code(r) == TX_EXIT_OK);
-  tx_json_end_object(&j);
+  tx_json_init(&j, f);
+  if (r->sweep)
+    tx_bench_json_sweep(&j, &r->setup, r->ctx, r->pts, r->n_pts);
+  else
+    tx_bench_json_single(&j, &r->setup, &r->pts[0]);
   tx_json_finish(&j);
 }
 
+/* -o: opened before anything is measured, so a long sweep cannot end in an unwritable path; the
+   file appears complete or not at all. */
+static int open_output(bench_run *r) {
+  if (!r->o.output) return 0;
+  snprintf(r->tmp_path, sizeof r->tmp_path, "%s.tmp%ld", r->o.output, (long)getpid());
+  if ((r->out = fopen(r->tmp_path, "w"))) return 0;
+  fprintf(stderr, "txtune bench: cannot write %s: %s\n", r->tmp_path, strerror(errno));
+  return TX_EXIT_FAIL;
+}
+
+static int close_output(bench_run *r) {
+  write_json(r, r->out);
+  int bad = ferror(r->out);
+  bad |= fclose(r->out) != 0;
+  r->out = NULL;
+  if (!bad && rename(r->tmp_path, r->o.output) == 0) {
+    if (!r->o.json) printf("\nwrote %s\n", r->o.output);
+    return 0;
+  }
+  fprintf(stderr, "txtune bench: cannot write %s: %s\n", r->o.output, strerror(errno));
+  remove(r->tmp_path);
+  return TX_EXIT_FAIL;
+}
+
 /* Before the kernels, in the same run, so the ratios compare like with like. */
-static int measure_roofline(bench_run *r, int progress) {
-  if (progress) fprintf(stderr, "\r\033[K  measuring the roofline ...");
-  int rc = tx_roofline_measure(&r->o.roof, txattn_context_threads(r->ctx),
-                               1e-3 * (double)r->o.min_time_ms, &r->roofline);
-  if (progress) fprintf(stderr, "\r\033[K");
+static int measure_roofline(bench_run *r) {
+  if (r->progress) fprintf(stderr, "\r\033[K  measuring the roofline ...");
+  int rc = tx_roofline_measure(&r->o.roof, r->setup.threads, 1e-3 * (double)r->o.min_time_ms,
+                               &r->roofline);
+  if (r->progress) fprintf(stderr, "\r\033[K");
   if (rc == 0 && !r->o.json) tx_roofline_print(&r->roofline, stdout);
   fflush(stdout);
+  r->setup.roofline = &r->roofline;
   return rc;
+}
+
+static int run_point(bench_run *r, size_t i) {
+  tx_bench_point *pt = &r->pts[i];
+  pt->p = r->probs[i];
+  int rc = prepare(r, pt);
+  if (rc) return rc;
+  if (!r->o.json) r->sweep ? print_point_header(r, pt, i) : print_header(r, pt);
+  fflush(stdout);
+  if (i == 0 && r->o.roof.enabled && (rc = measure_roofline(r)) != 0) return rc;
+  for (size_t k = 0; k < r->n_sel; k++) {
+    if (r->progress)
+      fprintf(stderr, "\r\033[K  [%zu/%zu] timing %s ...", i + 1, r->n_pts, r->sel[k].info.name);
+    bench_kernel(r, pt, &r->sel[k].info, &pt->res[k]);
+  }
+  if (r->progress) fprintf(stderr, "\r\033[K");
+  tx_buffers_free(&r->b);
+  find_references(r, pt);
+  if (!r->o.json) print_text(r, pt);
+  fflush(stdout);
+  return 0;
+}
+
+static int setup(bench_run *r) {
+  int rc = tx_context_open("bench", &r->o.ctx, &r->ctx);
+  if (!rc) rc = tx_kernels_select(&r->spec, r->ctx, &r->o.kernels, &r->sel, &r->n_sel);
+  if (rc) return rc;
+  if (!(r->pts = calloc(r->n_pts, sizeof *r->pts))) {
+    fprintf(stderr, "txtune bench: out of memory\n");
+    return TX_EXIT_FAIL;
+  }
+  r->setup = (tx_bench_setup){.sel = r->sel,
+                              .n_sel = r->n_sel,
+                              .threads = txattn_context_threads(r->ctx),
+                              .reps = r->o.reps,
+                              .min_time_ms = r->o.min_time_ms,
+                              .limit_s = r->o.limit_s};
+  double load[1];
+  r->setup.load_before = getloadavg(load, 1) == 1 ? load[0] : NAN;
+  r->progress = isatty(STDERR_FILENO);
+  return open_output(r);
 }
 
 static int run(bench_run *r, int argc, char **argv) {
   int rc = parse(r, argc, argv);
   if (rc >= 0) return rc;
-  if ((rc = tx_context_open("bench", &r->o.ctx, &r->ctx)) != 0) return rc;
-  if ((rc = tx_kernels_select(&r->spec, r->ctx, &r->o.kernels, &r->sel, &r->n_sel)) != 0) return rc;
-  if (!(r->res = calloc(r->n_sel ? r->n_sel : 1, sizeof *r->res))) {
-    fprintf(stderr, "txtune bench: out of memory\n");
-    return TX_EXIT_FAIL;
-  }
-  if ((rc = prepare(r)) != 0) return rc;
-  if (!r->o.json) print_header(r);
-  fflush(stdout);
-  int progress = isatty(STDERR_FILENO);
-  if (r->o.roof.enabled && (rc = measure_roofline(r, progress)) != 0) return rc;
-  for (size_t i = 0; i < r->n_sel; i++) {
-    if (progress) fprintf(stderr, "\r\033[K  timing %s ...", r->sel[i].info.name);
-    bench_kernel(r, &r->sel[i].info, &r->res[i]);
-  }
-  if (progress) fprintf(stderr, "\r\033[K");
-  find_references(r);
-  if (r->o.json)
-    print_json(r);
-  else
-    print_text(r);
+  if ((rc = setup(r)) != 0) return rc;
+  if (r->sweep && !r->o.json) print_sweep_header(r);
+  for (size_t i = 0; i < r->n_pts; i++)
+    if ((rc = run_point(r, i)) != 0) return rc;
+  if (r->sweep && !r->o.json) tx_sweep_print_summary(&r->setup, r->pts, r->n_pts, stdout);
+  if (r->o.json) write_json(r, stdout);
+  if (r->out && (rc = close_output(r)) != 0) return rc;
   return exit_code(r);
 }
 
@@ -478,10 +524,18 @@ int tx_cmd_bench(int argc, char **argv) {
   bench_run r;
   memset(&r, 0, sizeof r);
   int rc = run(&r, argc, argv);
+  if (r.out) { /* a failure before the end: no partial document */
+    fclose(r.out);
+    remove(r.tmp_path);
+  }
   tx_buffers_free(&r.b);
-  free(r.res);
+  for (size_t i = 0; r.pts && i < r.n_pts; i++) free(r.pts[i].res);
+  free(r.pts);
+  free(r.probs);
   free(r.sel);
   txattn_context_free(r.ctx);
   tx_strlist_free(&r.o.kernels);
+  tx_strlist_free(&r.o.n_items);
+  tx_strlist_free(&r.o.mask_items);
   return rc;
 }

@@ -12,5 +12,6 @@ int tx_cmd_explain(int argc, char **argv);
 int tx_cmd_profile(int argc, char **argv);
 int tx_cmd_validate(int argc, char **argv);
 int tx_cmd_plot(int argc, char **argv);
+int tx_cmd_compare(int argc, char **argv);
 
 #endif

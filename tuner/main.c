@@ -17,7 +17,8 @@ static const tx_command commands[] = {
     {"list", "kernels and plugins found, and why any cannot be used", tx_cmd_list},
     {"check", "every usable kernel against the fp64 reference on a battery of shapes",
      tx_cmd_check},
-    {"bench", "time every applicable kernel on one shape", tx_cmd_bench},
+    {"bench", "time every applicable kernel on one shape, or a sweep over n and mask kinds",
+     tx_cmd_bench},
     {"topo", "the machine's caches as used, and the tile sizes each kernel derives from them",
      tx_cmd_topo},
     {"show", "the dispatch table: who wins where, and whether it fits this machine", tx_cmd_show},
@@ -28,7 +29,11 @@ static const tx_command commands[] = {
      tx_cmd_profile},
     {"validate", "the table's regret: its pick against the fastest kernel on shapes off its grid",
      tx_cmd_validate},
-    {"plot", "time against n for each kernel of a table, crossovers marked (SVG)", tx_cmd_plot},
+    {"plot",
+     "time against n per kernel from a dispatch table or a bench sweep, crossovers marked (SVG)",
+     tx_cmd_plot},
+    {"compare", "two tables point by point: do their winners differ by more than the noise?",
+     tx_cmd_compare},
 };
 enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
 

@@ -96,7 +96,21 @@ typedef struct txattn_kernel_desc {
   size_t n_tunables;
   const txattn_tunable *tunables;
   void (*default_tunables)(const txattn_problem *p, const txattn_machine *m, int64_t *values);
+  /* ---- ABI 1.1: the host reads this only when struct_size covers it (TXATTN_KERNEL_DESC_HAS) ---- */
+  /* Optional: what one call costs for p with these tunables, in score pairs: the (query, key) pairs
+     it computes, counting the padding of its blocks (a tiled kernel computes whole blocks at a
+     window's edge), plus its fixed per-row work (packing, rescaling, writing rows) counted as the
+     pairs that would take as long. Used only by the fallback estimate:
+     time = 2 (d_qk + d_v) cost_pairs / (speed_hint 1e9 threads). NULL: the visible pairs for
+     TXATTN_KERNEL_SPARSE kernels, all batch heads_q n_q n_kv pairs otherwise. */
+  double (*cost_pairs)(const txattn_problem *p, const int64_t *tunables);
 } txattn_kernel_desc;
+
+/* The smallest struct_size of a kernel descriptor (ABI 1.0), and whether desc carries `field`. */
+#define TXATTN_KERNEL_DESC_MIN_SIZE                                                                \
+  (offsetof(txattn_kernel_desc, default_tunables) + sizeof(void (*)(void)))
+#define TXATTN_KERNEL_DESC_HAS(desc, field)                                                        \
+  ((desc)->struct_size >= offsetof(txattn_kernel_desc, field) + sizeof((desc)->field))
 
 typedef struct txattn_plugin_desc {
   size_t struct_size;   /* sizeof(txattn_plugin_desc) as the plugin was built */

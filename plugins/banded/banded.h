@@ -27,6 +27,19 @@
 /* The widest vector of any ISA, in floats (AVX-512): bounds the workspace of every vector kernel. */
 #define BANDED_MAX_W 16
 
+/* The vector kernels' score blocks, per ISA (banded_<isa>.c says why each): W floats per vector, NP
+   K panels of W keys per group score block, ROW_KB keys per single-row score block. Here so that
+   banded_pairs_computed(), built without ISA flags, counts what each kernel computes. */
+#define BANDED_AVX2_W        8
+#define BANDED_AVX2_NP       3
+#define BANDED_AVX2_ROW_KB   8
+#define BANDED_AVX512_W      16
+#define BANDED_AVX512_NP     3
+#define BANDED_AVX512_ROW_KB 16
+#define BANDED_NEON_W        4
+#define BANDED_NEON_NP       4
+#define BANDED_NEON_ROW_KB   8
+
 /* One (batch, query head) of a call: its rows start at q and o, those of its kv head at k and v. */
 typedef struct banded_head {
   const txattn_problem *p;
@@ -64,6 +77,19 @@ void banded_head_avx512(const banded_head *hd);
 #if defined(__aarch64__)
 void banded_head_neon(const banded_head *hd);
 #endif
+
+/* The (query, key) score pairs a vector kernel with these blocks computes for p (its
+   cost_pairs): whole panel blocks of a group's union, whole row blocks padded past a row's last
+   key. O(n_q). */
+double banded_pairs_computed(const txattn_problem *p, int w, int np, int row_kb);
+/* What a vector kernel does per query row besides its score pairs (transposing keys into the ring,
+   the softmax's bookkeeping, writing the row), counted in score pairs of the same time. Measured
+   with banded.avx2 on Zen 2 (n = 16384, d = 64, windows of 1 to 1025 keys): time = 96 ns a row +
+   4.2 ns a pair (61 GFLOP/s), so 23 pairs a row. */
+#define BANDED_ROW_COST_PAIRS 23
+/* The same for banded.scalar (the softmax's bookkeeping and the row's write): about 100 ns a row
+   beside 18.6 ns a pair, so 5 pairs a row. */
+#define BANDED_SCALAR_ROW_COST_PAIRS 5
 
 /* The widest visible range of any row, in keys. */
 int64_t banded_max_range(const txattn_problem *p);

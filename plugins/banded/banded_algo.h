@@ -1,8 +1,8 @@
-/* The banded vector kernel, written once over the tiled plugin's vector layer and compiled per ISA
- * (banded_<isa>.c with that ISA's flags). Include after:
- *   - ../tiled/vec_<isa>.h and ../tiled/tiled_vexp2.h: vf, TILED_W lanes, vf_* and vf_exp2;
+/* The banded vector kernel, written once over the shared vector layer (plugins/common) and compiled
+ * per ISA (banded_<isa>.c with that ISA's flags). Include after:
+ *   - vec_<isa>.h and vec_exp2.h: vf, VEC_W lanes, vf_* and vf_exp2;
  *   - vf_storeu(p, x): a vector at any address;
- *   - vf_sum_lanes(a): lane j of the result = the sum of the lanes of a[j], for j < TILED_W;
+ *   - vf_sum_lanes(a): lane j of the result = the sum of the lanes of a[j], for j < VEC_W;
  *   - vf_lane_index(): lane l holds the float l;
  *   - vf_keep_range(x, i, a, e): x in the lanes where a <= i < e, -inf in the others;
  *   - the register blocks: BANDED_NP (K panels per group score block), BANDED_WSUM_MR x
@@ -51,7 +51,7 @@
 
 #include "banded.h"
 
-#define BW            TILED_W
+#define BW            VEC_W
 #define MR            BANDED_MR
 #define BANDED_INLINE static inline __attribute__((always_inline))
 /* Loops over the registers of a block must unroll completely, or the block's accumulator array

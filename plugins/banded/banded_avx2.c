@@ -1,12 +1,13 @@
-/* banded.avx2: the banded vector kernel (banded_algo.h) over the tiled plugin's AVX2 vector layer,
- * built with -mavx2 -mfma. The register blocks fit 16 ymm registers: group scores 4 rows x 3 panels
- * of 8 keys (12 accumulators, 3 panel vectors, 1 broadcast), group weighted sums 3 rows x 4 vectors
- * (12 accumulators, 1 value vector, 3 broadcasts; 4 x 2 measured 1.5 FMAs per cycle against 1.9,
- * 4 x 3 spills), a row alone 8 keys x 8 column vectors. */
+/* banded.avx2: the banded vector kernel (banded_algo.h) over the shared AVX2 vector layer
+ * (plugins/common), built with -mavx2 -mfma. The register blocks fit 16 ymm registers: group
+ * scores 4 rows x 3 panels of 8 keys (12 accumulators, 3 panel vectors, 1 broadcast), group
+ * weighted sums 3 rows x 4 vectors (12 accumulators, 1 value vector, 3 broadcasts; 4 x 2 measured
+ * 1.5 FMAs per cycle against 1.9, 4 x 3 spills), a row alone 8 keys x 8 column vectors. */
 #include <math.h>
 
-#include "../tiled/vec_avx2.h"
-#include "../tiled/tiled_vexp2.h"
+#include "vec_avx2.h"
+#include "vec_exp2.h"
+#include "banded.h"
 
 static inline void vf_storeu(float *p, vf x) {
   _mm256_storeu_ps(p, x);
@@ -29,10 +30,11 @@ static inline vf vf_keep_range(vf x, vf i, vf a, vf e) {
   return _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), x, in);
 }
 
-#define BANDED_NP      3
+#define BANDED_NP      BANDED_AVX2_NP
 #define BANDED_WSUM_MR 3
 #define BANDED_WSUM_CB 4
-#define BANDED_ROW_KB  8
+#define BANDED_ROW_KB  BANDED_AVX2_ROW_KB
 #define BANDED_ROW_CB  8
 #define BANDED_HEAD_FN banded_head_avx2
+_Static_assert(BANDED_AVX2_W == VEC_W, "banded.h disagrees with the vector layer's width");
 #include "banded_algo.h"

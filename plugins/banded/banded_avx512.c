@@ -1,13 +1,14 @@
-/* banded.avx512: the banded vector kernel (banded_algo.h) over the tiled plugin's AVX-512 vector
- * layer, built with -mavx512f -mavx512dq -mavx512bw -mavx512vl -mfma. The same register blocks as
- * banded.avx2 on vectors twice as wide (panels of 16 keys, 16 keys per single-row block). The
- * development VM has no AVX-512: this file is compile-checked only, and so kept to the AVX2 code
- * but for the lane operations below; the blocks could grow into the 32 zmm registers once it can
- * be measured. */
+/* banded.avx512: the banded vector kernel (banded_algo.h) over the shared AVX-512 vector layer
+ * (plugins/common), built with -mavx512f -mavx512dq -mavx512bw -mavx512vl -mfma. The same register
+ * blocks as banded.avx2 on vectors twice as wide (panels of 16 keys, 16 keys per single-row block).
+ * The development VM has no AVX-512: this file is compile-checked only, and so kept to the AVX2
+ * code but for the lane operations below; the blocks could grow into the 32 zmm registers once it
+ * can be measured. */
 #include <math.h>
 
-#include "../tiled/vec_avx512.h"
-#include "../tiled/tiled_vexp2.h"
+#include "vec_avx512.h"
+#include "vec_exp2.h"
+#include "banded.h"
 
 static inline void vf_storeu(float *p, vf x) {
   _mm512_storeu_ps(p, x);
@@ -41,10 +42,11 @@ static inline vf vf_keep_range(vf x, vf i, vf a, vf e) {
   return _mm512_mask_blend_ps(in, _mm512_set1_ps(-INFINITY), x);
 }
 
-#define BANDED_NP      3
+#define BANDED_NP      BANDED_AVX512_NP
 #define BANDED_WSUM_MR 3
 #define BANDED_WSUM_CB 4
-#define BANDED_ROW_KB  16
+#define BANDED_ROW_KB  BANDED_AVX512_ROW_KB
 #define BANDED_ROW_CB  8
 #define BANDED_HEAD_FN banded_head_avx512
+_Static_assert(BANDED_AVX512_W == VEC_W, "banded.h disagrees with the vector layer's width");
 #include "banded_algo.h"

@@ -1,6 +1,7 @@
 /* The banded plugin's descriptor: banded.scalar everywhere, banded.avx2 and banded.avx512 on x86-64,
  * banded.neon on arm64 (each ISA's head function is built only for its architecture). */
 #include "banded.h"
+#include "kernel_isa.h"
 
 /* Every valid problem: the row loop reads only through txattn_row and txattn_visible_range, and the
    inner loops take any row stride, 0 included. */
@@ -41,19 +42,50 @@ static txattn_status banded_neon_run(const txattn_kernel_call *call) {
 }
 #endif
 
+/* What each vector kernel costs: the pairs of its panel and row blocks, padded past the visible
+   keys, plus BANDED_ROW_COST_PAIRS a row (for one head). */
+#define BANDED_PAIRS(id, ISA)                                                                      \
+  static double banded_##id##_pairs(const txattn_problem *p, const int64_t *tunables) {            \
+    (void)tunables;                                                                                \
+    return banded_pairs_computed(p, BANDED_##ISA##_W, BANDED_##ISA##_NP, BANDED_##ISA##_ROW_KB) +  \
+           BANDED_ROW_COST_PAIRS * (double)p->batch * (double)p->heads_q * (double)p->n_q;         \
+  }
+#if defined(__x86_64__)
+BANDED_PAIRS(avx2, AVX2)
+BANDED_PAIRS(avx512, AVX512)
+#endif
+#if defined(__aarch64__)
+BANDED_PAIRS(neon, NEON)
+#endif
+
+/* banded.scalar computes exactly the visible pairs, and per row a little more than they cost:
+   BANDED_SCALAR_ROW_COST_PAIRS (banded.h). */
+static double banded_scalar_pairs(const txattn_problem *p, const int64_t *tunables) {
+  (void)tunables;
+  double pairs = 0.0;
+  for (int64_t i = 0; i < p->n_q; i++) {
+    int64_t lo, hi;
+    txattn_visible_range(p, i, &lo, &hi);
+    pairs += (double)(hi - lo) + BANDED_SCALAR_ROW_COST_PAIRS;
+  }
+  return pairs * (double)p->batch * (double)p->heads_q;
+}
+
 static const txattn_kernel_desc banded_scalar = {
     .struct_size = sizeof(txattn_kernel_desc),
     .name = "banded.scalar",
     .summary = "only the visible scores of each row, auto-vectorised C (1 thread)",
     .isa = TXATTN_ISA_SCALAR,
     .flags = TXATTN_KERNEL_SPARSE,
-    /* GFLOP/s of one thread, 2 * (d_qk + d_v) flops per visible pair, measured by calling run()
-       directly (d = 64, flops over CPU time, the 2-core VM shared with other jobs): 12.5 with no
-       mask or causal at n = 1024 and 4096; 10.4-10.6 with a window of 8 + 8 (short rows). */
-    .speed_hint = 11.0f,
+    /* GFLOP/s of one thread, 2 * (d_qk + d_v) flops per visible pair, once the per-row work is
+       counted apart: the slope of time against visible pairs over windows of 1 to 257 keys
+       (`txtune bench --threads 1 --n 16384 --d 64`, Zen 2) is 18.6 ns a pair, 13.7 GFLOP/s; 12.5
+       with no mask or causal at n = 1024 and 4096. */
+    .speed_hint = 13.0f,
     .applicable = banded_applicable,
     .workspace_size = banded_scalar_workspace,
     .run = banded_scalar_run,
+    .cost_pairs = banded_scalar_pairs,
 };
 
 #if defined(__x86_64__)
@@ -63,29 +95,30 @@ static const txattn_kernel_desc banded_avx2 = {
     .summary = "only the visible scores, 4 query rows at a time, AVX2+FMA (1 thread)",
     .isa = TXATTN_ISA_AVX2,
     .flags = TXATTN_KERNEL_SPARSE,
-    /* GFLOP/s of one thread over visible pairs, 2 * (d_qk + d_v) flops each, from `txtune bench
-       --threads 1` (medians of 5 interleaved rounds, d = 64, the 2-core VM shared with other
-       jobs): 57 with a window of 64 + 64 (n = 16384), 58 with no mask or causal (n = 4096), 26
-       with a window of 8 + 8 (n = 16384, where the per-row softmax and the 41% of panel keys a
-       narrow row does not see dominate). 50 weighs the wide cases. */
-    .speed_hint = 50.0f,
+    /* GFLOP/s of one thread over its computed pairs, 2 * (d_qk + d_v) flops each, once the per-row
+       work is counted apart (BANDED_ROW_COST_PAIRS): the slope of time against visible pairs over
+       windows of 1 to 1025 keys (`txtune bench --threads 1 --n 16384 --d 64`, Zen 2) is 4.2 ns a
+       pair, 61 GFLOP/s; 58 with no mask or causal at n = 4096. */
+    .speed_hint = 61.0f,
     .applicable = banded_applicable,
     .workspace_size = banded_vector_workspace,
     .run = banded_avx2_run,
+    .cost_pairs = banded_avx2_pairs,
 };
 
 static const txattn_kernel_desc banded_avx512 = {
     .struct_size = sizeof(txattn_kernel_desc),
     .name = "banded.avx512",
     .summary = "only the visible scores, 4 query rows at a time, AVX-512 (1 thread)",
-    .isa = TXATTN_ISA_AVX512,
+    .isa = KERNEL_ISA_AVX512,
     .flags = TXATTN_KERNEL_SPARSE,
-    /* Not measured (no AVX-512 on the development VM): banded.avx2's 50 for twice the lanes per
-       FMA, the scaling the tiled plugin's descriptors use (70 -> 140). */
-    .speed_hint = 100.0f,
+    /* Not measured (no AVX-512 on the development VM): banded.avx2's 61 for twice the lanes per
+       FMA. */
+    .speed_hint = 122.0f,
     .applicable = banded_applicable,
     .workspace_size = banded_vector_workspace,
     .run = banded_avx512_run,
+    .cost_pairs = banded_avx512_pairs,
 };
 #endif
 
@@ -96,12 +129,13 @@ static const txattn_kernel_desc banded_neon = {
     .summary = "only the visible scores, 4 query rows at a time, NEON (1 thread)",
     .isa = TXATTN_ISA_NEON,
     .flags = TXATTN_KERNEL_SPARSE,
-    /* Not measured (no arm64 hardware here; qemu's timings say nothing about it): banded.avx2's 50
+    /* Not measured (no arm64 hardware here; qemu's timings say nothing about it): banded.avx2's 61
        scaled as the tiled plugin scales its NEON kernel against AVX2 (20 / 70). */
-    .speed_hint = 14.0f,
+    .speed_hint = 17.0f,
     .applicable = banded_applicable,
     .workspace_size = banded_vector_workspace,
     .run = banded_neon_run,
+    .cost_pairs = banded_neon_pairs,
 };
 #endif
 

@@ -1,7 +1,10 @@
 /* The tiled online-softmax algorithm (FlashAttention-2 style), written once over the vector layer.
  *
- * Included by each tiled_<isa>.c after its vec_<isa>.h; defines the ISA's tiled_ops table. See
- * tiled_internal.h for the row stacking and packing, and tiled_vexp2.h for the exp.
+ * Included by each tiled_<isa>.c after its vec_<isa>.h (plugins/common), with TILED_BLOCKS naming
+ * its register blocks in tiled_blocks.h (AVX2 for TILED_AVX2_*); defines the ISA's tiled_ops
+ * table. See tiled_internal.h for the row stacking and packing, and vec_exp2.h for the exp. At
+ * most TILED_DIRECT_ROWS rows per kv head (decode) take the direct path of tiled_direct_algo.h
+ * instead (the table's run_direct), which shares this file's softmax and P V tile.
  *
  * Per query block (br stacked rows), for each key block that some row sees:
  *
@@ -31,15 +34,28 @@
 #include <math.h>
 #include <string.h>
 
+#include "tiled_blocks.h"
 #include "tiled_internal.h"
-#include "tiled_vexp2.h"
+#include "vec_exp2.h"
 
 #define TILED_CAT2(a, b) a##_##b
 #define TILED_CAT(a, b)  TILED_CAT2(a, b)
-#define TILED_OPS        TILED_CAT(tiled_ops, TILED_ISA)
-#define TILED_KW         (TILED_NRS * TILED_W)
-#define TILED_MRP        ((TILED_MR + TILED_W - 1) / TILED_W * TILED_W) /* MR padded to vectors */
-#define TILED_INLINE     static inline __attribute__((always_inline))
+#define TILED_BLOCK(x)   TILED_CAT(TILED_CAT(TILED, TILED_BLOCKS), x)
+#define TILED_MR         TILED_BLOCK(MR)
+#define TILED_NRS        TILED_BLOCK(NRS)
+#define TILED_NRV        TILED_BLOCK(NRV)
+#define TILED_DNK        TILED_BLOCK(DNK)
+#define TILED_DNT        TILED_BLOCK(DNT)
+
+_Static_assert(TILED_BLOCK(W) == VEC_W, "tiled_blocks.h disagrees with the vector layer's width");
+
+#define TILED_OPS        TILED_CAT(tiled_ops, VEC_ISA)
+#define TILED_KW         (TILED_NRS * VEC_W)
+#define TILED_MAX2(a, b) ((a) > (b) ? (a) : (b))
+/* The most rows and vectors of columns any P V tile or softmax group has (tiled or direct path). */
+#define TILED_PV_ROWS TILED_MAX2(TILED_MR, TILED_DIRECT_ROWS)
+#define TILED_PV_COLS TILED_MAX2(TILED_NRV, TILED_DNT)
+#define TILED_INLINE  static inline __attribute__((always_inline))
 
 static inline int64_t tl_min(int64_t a, int64_t b) {
   return a < b ? a : b;
@@ -70,15 +86,15 @@ TILED_INLINE void tl_prefetch_row(const tiled_geom *g, const float *base, const 
    full vector one by one. */
 static void tl_pack_k_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t key, float *dst) {
   const txattn_tensors *t = g->t;
-  const float *rows[TILED_W];
+  const float *rows[VEC_W];
   int64_t c = 0;
-  for (int r = 0; r < TILED_W; r++) {
+  for (int r = 0; r < VEC_W; r++) {
     rows[r] = txattn_row(t->k, &t->k_layout, b, kvh, key + r);
     tl_prefetch_row(g, t->k, &t->k_layout, b, kvh, key + r + TILED_PREFETCH_ROWS, g->dqk);
   }
-  for (; c + TILED_W <= g->dqk; c += TILED_W) vf_transpose(rows, c, dst + c * TILED_KW, TILED_KW);
+  for (; c + VEC_W <= g->dqk; c += VEC_W) vf_transpose(rows, c, dst + c * TILED_KW, TILED_KW);
   for (; c < g->dqk; c++)
-    for (int r = 0; r < TILED_W; r++) dst[c * TILED_KW + r] = rows[r][c];
+    for (int r = 0; r < VEC_W; r++) dst[c * TILED_KW + r] = rows[r][c];
 }
 
 /* K of keys [k0, k0 + nk) as panels of KW keys, each [dqk][KW], zero beyond nk so that padded
@@ -89,13 +105,13 @@ static void tl_pack_k(const tiled_geom *g, int64_t b, int64_t kvh, int64_t k0, i
   const int64_t dqk = g->dqk, npanels = (nk + TILED_KW - 1) / TILED_KW;
   for (int64_t pn = 0; pn < npanels; pn++) {
     float *panel = dst + pn * TILED_KW * dqk;
-    for (int64_t jj = 0; jj < TILED_KW; jj += TILED_W) {
+    for (int64_t jj = 0; jj < TILED_KW; jj += VEC_W) {
       const int64_t j = pn * TILED_KW + jj;
-      if (j + TILED_W <= nk) {
+      if (j + VEC_W <= nk) {
         tl_pack_k_rows(g, b, kvh, k0 + j, panel + jj);
         continue;
       }
-      for (int64_t r = 0; r < TILED_W; r++) {
+      for (int64_t r = 0; r < VEC_W; r++) {
         const float *row = j + r < nk ? txattn_row(t->k, &t->k_layout, b, kvh, k0 + j + r) : NULL;
         for (int64_t c = 0; c < dqk; c++) panel[c * TILED_KW + jj + r] = row ? row[c] : 0.0f;
       }
@@ -111,11 +127,11 @@ static void tl_pack_v(const tiled_geom *g, int64_t b, int64_t kvh, int64_t k0, i
   for (int64_t j = 0; j < nk; j++) {
     const float *row = txattn_row(t->v, &t->v_layout, b, kvh, k0 + j);
     tl_prefetch_row(g, t->v, &t->v_layout, b, kvh, k0 + j + TILED_PREFETCH_ROWS, g->dv);
-    for (int64_t col = 0; col < g->dvp; col += TILED_NRV * TILED_W) {
-      const int64_t wt = tl_min(TILED_NRV * TILED_W, g->dvp - col), nv = tl_min(wt, g->dv - col);
+    for (int64_t col = 0; col < g->dvp; col += TILED_NRV * VEC_W) {
+      const int64_t wt = tl_min(TILED_NRV * VEC_W, g->dvp - col), nv = tl_min(wt, g->dv - col);
       float *dv = dst + col * g->bc + j * wt;
       int64_t c = 0;
-      for (; c + TILED_W <= nv; c += TILED_W) vf_store(dv + c, vf_loadu(row + col + c));
+      for (; c + VEC_W <= nv; c += VEC_W) vf_store(dv + c, vf_loadu(row + col + c));
       for (; c < nv; c++) dv[c] = row[col + c];
       for (; c < wt; c++) dv[c] = 0.0f;
     }
@@ -179,7 +195,7 @@ static void tl_scores_panel(const float *qg, const float *panel, int64_t dqk, fl
   for (int64_t c = 0; c < dqk; c++) {
     vf kv[TILED_NRS];
 #pragma GCC unroll 4
-    for (int n = 0; n < TILED_NRS; n++) kv[n] = vf_load(panel + c * TILED_KW + n * TILED_W);
+    for (int n = 0; n < TILED_NRS; n++) kv[n] = vf_load(panel + c * TILED_KW + n * VEC_W);
 #pragma GCC unroll 8
     for (int r = 0; r < TILED_MR; r++) {
       vf qb = vf_bcast(qg + c * TILED_MR + r);
@@ -190,7 +206,7 @@ static void tl_scores_panel(const float *qg, const float *panel, int64_t dqk, fl
 #pragma GCC unroll 8
   for (int r = 0; r < TILED_MR; r++)
 #pragma GCC unroll 4
-    for (int n = 0; n < TILED_NRS; n++) vf_store(srow + r * sld + n * TILED_W, acc[r][n]);
+    for (int n = 0; n < TILED_NRS; n++) vf_store(srow + r * sld + n * VEC_W, acc[r][n]);
 }
 
 /* acc[r][0 .. nrv W) = acc * alpha[r] (if alpha) + sum_{j in [j0, j1)} p[r][j] v[j][0 .. nrv W) for
@@ -198,31 +214,31 @@ static void tl_scores_panel(const float *qg, const float *panel, int64_t dqk, fl
 TILED_INLINE void tl_pv_tile(float *acc, int64_t ald, const float *alpha, const float *p,
                              int64_t pld, const float *v, int64_t vld, int64_t j0, int64_t j1,
                              const int mr, const int nrv) {
-  vf o[TILED_MR][TILED_NRV];
+  vf o[TILED_PV_ROWS][TILED_PV_COLS];
 #pragma GCC unroll 8
   for (int r = 0; r < mr; r++) {
     vf a = alpha ? vf_bcast(alpha + r) : vf_set1(1.0f);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int n = 0; n < nrv; n++) {
-      o[r][n] = vf_load(acc + r * ald + n * TILED_W);
+      o[r][n] = vf_load(acc + r * ald + n * VEC_W);
       if (alpha) o[r][n] = vf_mul(o[r][n], a);
     }
   }
   for (int64_t j = j0; j < j1; j++) {
-    vf vv[TILED_NRV];
-#pragma GCC unroll 4
-    for (int n = 0; n < nrv; n++) vv[n] = vf_load(v + j * vld + n * TILED_W);
+    vf vv[TILED_PV_COLS];
+#pragma GCC unroll 8
+    for (int n = 0; n < nrv; n++) vv[n] = vf_load(v + j * vld + n * VEC_W);
 #pragma GCC unroll 8
     for (int r = 0; r < mr; r++) {
       vf pb = vf_bcast(p + r * pld + j);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int n = 0; n < nrv; n++) o[r][n] = vf_fma(pb, vv[n], o[r][n]);
     }
   }
 #pragma GCC unroll 8
   for (int r = 0; r < mr; r++)
-#pragma GCC unroll 4
-    for (int n = 0; n < nrv; n++) vf_store(acc + r * ald + n * TILED_W, o[r][n]);
+#pragma GCC unroll 8
+    for (int n = 0; n < nrv; n++) vf_store(acc + r * ald + n * VEC_W, o[r][n]);
 }
 
 /* tl_pv_tile on the V panel of columns [col, col + NRV W) (narrower for the last panel). */
@@ -231,23 +247,23 @@ TILED_INLINE void tl_pv_panel(const tiled_geom *g, float *acc, const float *alph
                               const int mr) {
   const int64_t dvp = g->dvp, bc = g->bc;
   const float *v = vblk + col * bc;
-  switch (tl_min(TILED_NRV, (dvp - col) / TILED_W)) {
+  switch (tl_min(TILED_NRV, (dvp - col) / VEC_W)) {
   case TILED_NRV:
-    tl_pv_tile(acc + col, dvp, alpha, p, bc, v, TILED_NRV * TILED_W, j0, j1, mr, TILED_NRV);
+    tl_pv_tile(acc + col, dvp, alpha, p, bc, v, TILED_NRV * VEC_W, j0, j1, mr, TILED_NRV);
     break;
 #if TILED_NRV > 3
   case 3:
-    tl_pv_tile(acc + col, dvp, alpha, p, bc, v, 3 * TILED_W, j0, j1, mr, 3);
+    tl_pv_tile(acc + col, dvp, alpha, p, bc, v, 3 * VEC_W, j0, j1, mr, 3);
     break;
 #endif
 #if TILED_NRV > 2
   case 2:
-    tl_pv_tile(acc + col, dvp, alpha, p, bc, v, 2 * TILED_W, j0, j1, mr, 2);
+    tl_pv_tile(acc + col, dvp, alpha, p, bc, v, 2 * VEC_W, j0, j1, mr, 2);
     break;
 #endif
 #if TILED_NRV > 1
   case 1:
-    tl_pv_tile(acc + col, dvp, alpha, p, bc, v, TILED_W, j0, j1, mr, 1);
+    tl_pv_tile(acc + col, dvp, alpha, p, bc, v, VEC_W, j0, j1, mr, 1);
     break;
 #endif
   default:
@@ -259,7 +275,7 @@ TILED_INLINE void tl_pv_panel(const tiled_geom *g, float *acc, const float *alph
 static void tl_pv_row(const tiled_geom *g, float *acc, const float *p, const float *vblk,
                       int64_t j0, int64_t j1) {
   if (j0 >= j1) return;
-  for (int64_t col = 0; col < g->dvp; col += TILED_NRV * TILED_W)
+  for (int64_t col = 0; col < g->dvp; col += TILED_NRV * VEC_W)
     tl_pv_panel(g, acc, NULL, p, vblk, col, j0, j1, 1);
 }
 
@@ -268,28 +284,29 @@ static void tl_pv_row(const tiled_geom *g, float *acc, const float *p, const flo
 /* The max over [a, b); the lanes of the edge vectors outside [a, b) are set to -inf first, so the
    exp pass below may run over whole vectors. */
 static float tl_row_max(float *srow, int64_t a, int64_t b) {
-  const int64_t av = a / TILED_W * TILED_W, bv = (b + TILED_W - 1) / TILED_W * TILED_W;
+  const int64_t av = a / VEC_W * VEC_W, bv = (b + VEC_W - 1) / VEC_W * VEC_W;
   for (int64_t c = av; c < a; c++) srow[c] = -INFINITY;
   for (int64_t c = b; c < bv; c++) srow[c] = -INFINITY;
   vf mx = vf_set1(-INFINITY);
-  for (int64_t c = av; c < bv; c += TILED_W) mx = vf_max(mx, vf_load(srow + c));
+  for (int64_t c = av; c < bv; c += VEC_W) mx = vf_max(mx, vf_load(srow + c));
   return vf_hmax(mx);
 }
 
 /* srow[c] = 2^(srow[c] * scale2 - ref) over the vectors covering [a, b); returns their sum. Scaling
    here, in one FMA with the subtraction, rounds once where pre-scaled queries would round every
    q[c] * scale2 into the dot product: that halves the score error with large logits, at no cost (an
-   FMA for a sub). */
-static float tl_row_exp(float *srow, int64_t a, int64_t b, float scale2, float ref) {
-  const int64_t av = a / TILED_W * TILED_W, bv = (b + TILED_W - 1) / TILED_W * TILED_W;
+   FMA for a sub). Always inlined: called out of line (as GCC chooses once the direct path calls it
+   too), tiled.scalar lost 1.1% at n = 2048, d = 64. */
+TILED_INLINE float tl_row_exp(float *srow, int64_t a, int64_t b, float scale2, float ref) {
+  const int64_t av = a / VEC_W * VEC_W, bv = (b + VEC_W - 1) / VEC_W * VEC_W;
   const vf r = vf_set1(-ref), sc = vf_set1(scale2);
   vf sum0 = vf_zero(), sum1 = vf_zero();
   int64_t c = av;
-  for (; c + 2 * TILED_W <= bv; c += 2 * TILED_W) {
+  for (; c + 2 * VEC_W <= bv; c += 2 * VEC_W) {
     vf p0 = vf_exp2(vf_fma(vf_load(srow + c), sc, r));
-    vf p1 = vf_exp2(vf_fma(vf_load(srow + c + TILED_W), sc, r));
+    vf p1 = vf_exp2(vf_fma(vf_load(srow + c + VEC_W), sc, r));
     vf_store(srow + c, p0);
-    vf_store(srow + c + TILED_W, p1);
+    vf_store(srow + c + VEC_W, p1);
     sum0 = vf_add(sum0, p0);
     sum1 = vf_add(sum1, p1);
   }
@@ -308,11 +325,12 @@ static void tl_row_keys(const tiled_scratch *s, int64_t r, int64_t k0, int64_t n
   *b = tl_clamp(s->hi[r] - k0, 0, nk);
 }
 
-/* What the MR rows of group gi see of the block: the union [ga, gb) (empty if no row sees anything)
-   and the common part [ca, cb) every row sees (empty if some row's range differs too much). */
-static tiled_span tl_group_span(const tiled_scratch *s, int64_t gi, int64_t k0, int64_t nk) {
+/* What rows [r0, r0 + nr) see of the block: the union [ga, gb) (empty if no row sees anything) and
+   the common part [ca, cb) every row sees (empty if some row's range differs too much). */
+static tiled_span tl_rows_span(const tiled_scratch *s, int64_t r0, int64_t nr, int64_t k0,
+                               int64_t nk) {
   tiled_span sp = {nk, 0, 0, nk};
-  for (int64_t r = gi * TILED_MR; r < (gi + 1) * TILED_MR; r++) {
+  for (int64_t r = r0; r < r0 + nr; r++) {
     int64_t a, b;
     tl_row_keys(s, r, k0, nk, &a, &b);
     if (a < b) {
@@ -325,32 +343,40 @@ static tiled_span tl_group_span(const tiled_scratch *s, int64_t gi, int64_t k0, 
   return sp;
 }
 
-/* Step 2 for the MR rows of group gi: updates m and l, turns S into P, writes alpha per row. */
-static void tl_softmax_group(const tiled_geom *g, const tiled_scratch *s, int64_t gi, int64_t k0,
-                             int64_t nk) {
-  _Alignas(64) float mold[TILED_MRP], ref[TILED_MRP], alpha[TILED_MRP];
-  int64_t a[TILED_MR], b[TILED_MR];
-  const int64_t r0 = gi * TILED_MR;
-  float *srows = s->s + r0 * g->bc;
-  for (int r = 0; r < TILED_MRP; r++) mold[r] = ref[r] = 0.0f;
-  for (int r = 0; r < TILED_MR; r++) {
+/* Step 2 for rows [r0, r0 + nr) (nr a constant at every call), their scores sld apart: updates m
+   and l, turns S into P, writes alpha per row. */
+TILED_INLINE void tl_softmax_rows(const tiled_geom *g, const tiled_scratch *s, int64_t r0,
+                                  const int nr, int64_t sld, int64_t k0, int64_t nk) {
+  enum { PAD = (TILED_PV_ROWS + VEC_W - 1) / VEC_W * VEC_W }; /* rows padded to whole vectors */
+  _Alignas(64) float mold[PAD], ref[PAD], alpha[PAD];
+  int64_t a[TILED_PV_ROWS], b[TILED_PV_ROWS];
+  const int nrp = (nr + VEC_W - 1) / VEC_W * VEC_W;
+  float *srows = s->s + r0 * sld;
+  for (int r = 0; r < nrp; r++) mold[r] = ref[r] = 0.0f;
+  for (int r = 0; r < nr; r++) {
     float m = s->m[r0 + r], mnew = m;
     tl_row_keys(s, r0 + r, k0, nk, &a[r], &b[r]);
     if (a[r] < b[r]) {
-      float bm = tl_row_max(srows + r * g->bc, a[r], b[r]) * g->scale2; /* scale2 >= 0 */
+      float bm = tl_row_max(srows + r * sld, a[r], b[r]) * g->scale2; /* scale2 >= 0 */
       if (bm > mnew) mnew = bm; /* a NaN bm is left out: its NaN scores reach l through P */
     }
     mold[r] = m;
     ref[r] = mnew == -INFINITY ? 0.0f : mnew;
     s->m[r0 + r] = mnew;
   }
-  for (int r = 0; r < TILED_MRP; r += TILED_W)
+  for (int r = 0; r < nrp; r += VEC_W)
     vf_store(alpha + r, vf_exp2(vf_sub(vf_load(mold + r), vf_load(ref + r))));
-  for (int r = 0; r < TILED_MR; r++) {
-    float sum = a[r] < b[r] ? tl_row_exp(srows + r * g->bc, a[r], b[r], g->scale2, ref[r]) : 0.0f;
+  for (int r = 0; r < nr; r++) {
+    float sum = a[r] < b[r] ? tl_row_exp(srows + r * sld, a[r], b[r], g->scale2, ref[r]) : 0.0f;
     s->l[r0 + r] = s->l[r0 + r] * alpha[r] + sum;
     s->alpha[r0 + r] = alpha[r];
   }
+}
+
+/* Step 2 for the MR rows of group gi. */
+static void tl_softmax_group(const tiled_geom *g, const tiled_scratch *s, int64_t gi, int64_t k0,
+                             int64_t nk) {
+  tl_softmax_rows(g, s, gi * TILED_MR, TILED_MR, g->bc, k0, nk);
 }
 
 /* ---- the query block against one key block ---- */
@@ -378,7 +404,7 @@ static void tl_group_pv(const tiled_geom *g, const tiled_scratch *s, const float
   const int64_t dvp = g->dvp, bc = g->bc, r0 = gi * TILED_MR;
   const tiled_span *sp = &s->spans[gi];
   const int64_t j0 = sp->ca < sp->cb ? sp->ca : 0, j1 = sp->ca < sp->cb ? sp->cb : 0;
-  for (int64_t col = 0; col < dvp; col += TILED_NRV * TILED_W)
+  for (int64_t col = 0; col < dvp; col += TILED_NRV * VEC_W)
     tl_pv_panel(g, s->acc + r0 * dvp, s->alpha + r0, s->s + r0 * bc, vblk, col, j0, j1, TILED_MR);
   if (sp->ga == sp->ca && sp->gb == sp->cb) return; /* no ragged keys */
   for (int64_t r = r0; r < r0 + TILED_MR; r++) {
@@ -399,7 +425,7 @@ static void tl_block(const tiled_geom *g, const tiled_scratch *s, const float *k
                      int64_t nk, int64_t ngr) {
   int64_t ua = nk, ub = 0;
   for (int64_t gi = 0; gi < ngr; gi++) {
-    s->spans[gi] = tl_group_span(s, gi, k0, nk);
+    s->spans[gi] = tl_rows_span(s, gi * TILED_MR, TILED_MR, k0, nk);
     if (s->spans[gi].ga < s->spans[gi].gb) {
       ua = tl_min(ua, s->spans[gi].ga);
       ub = tl_max(ub, s->spans[gi].gb);
@@ -444,28 +470,37 @@ static void tl_run_qblocks(const tiled_geom *g, const float *kv, int64_t b, int6
   }
 }
 
-static void tl_run_krange(const tiled_geom *g, const float *kv, int64_t b, int64_t kvh, int64_t t0,
-                          int64_t t1, int64_t k0, int64_t k1, const tiled_partial *out,
-                          const tiled_scratch *s) {
-  tl_load_rows(g, b, kvh, t0, t1, k0, k1, s);
-  tl_process_rows(g, kv, b, kvh, t1 - t0, s);
-  for (int64_t r = 0; r < t1 - t0; r++) {
+/* The first nr rows' (m, l, acc) into out, for the split-KV merge. */
+static void tl_write_partials(const tiled_geom *g, const tiled_scratch *s, int64_t nr,
+                              const tiled_partial *out) {
+  for (int64_t r = 0; r < nr; r++) {
     out->m[r] = s->m[r];
     out->l[r] = s->l[r];
     memcpy(out->acc + r * out->ld, s->acc + r * g->dvp, (size_t)g->dv * sizeof(float));
   }
 }
 
+static void tl_run_krange(const tiled_geom *g, const float *kv, int64_t b, int64_t kvh, int64_t t0,
+                          int64_t t1, int64_t k0, int64_t k1, const tiled_partial *out,
+                          const tiled_scratch *s) {
+  tl_load_rows(g, b, kvh, t0, t1, k0, k1, s);
+  tl_process_rows(g, kv, b, kvh, t1 - t0, s);
+  tl_write_partials(g, s, t1 - t0, out);
+}
+
+/* The direct path (few rows per kv head): td_run. */
+#include "tiled_direct_algo.h"
+
 static void tl_exp2_array(const float *x, float *y, size_t n) {
   size_t i = 0;
-  for (; i + TILED_W <= n; i += TILED_W) {
-    _Alignas(64) float buf[TILED_W];
+  for (; i + VEC_W <= n; i += VEC_W) {
+    _Alignas(64) float buf[VEC_W];
     memcpy(buf, x + i, sizeof buf);
     vf_store(buf, vf_exp2(vf_load(buf)));
     memcpy(y + i, buf, sizeof buf);
   }
   if (i < n) {
-    _Alignas(64) float buf[TILED_W] = {0};
+    _Alignas(64) float buf[VEC_W] = {0};
     memcpy(buf, x + i, (n - i) * sizeof(float));
     vf_store(buf, vf_exp2(vf_load(buf)));
     memcpy(y + i, buf, (n - i) * sizeof(float));
@@ -473,13 +508,14 @@ static void tl_exp2_array(const float *x, float *y, size_t n) {
 }
 
 const tiled_ops TILED_OPS = {
-    .isa = TILED_ISA_ENUM,
-    .w = TILED_W,
+    .isa = VEC_ISA_ENUM,
+    .w = VEC_W,
     .mr = TILED_MR,
     .kw = TILED_KW,
     .pack_kv = tl_pack_kv,
     .run_qblocks = tl_run_qblocks,
     .run_krange = tl_run_krange,
+    .run_direct = td_run,
     .exp2_array = tl_exp2_array,
 };
 

@@ -2,4 +2,5 @@
  * with -mavx2 -mfma. */
 #include "vec_avx2.h"
 
+#define TILED_BLOCKS AVX2 /* the TILED_AVX2_* register blocks of tiled_blocks.h */
 #include "tiled_algo.h"

@@ -3,4 +3,5 @@
  * -mfma. */
 #include "vec_avx512.h"
 
+#define TILED_BLOCKS AVX512 /* the TILED_AVX512_* register blocks of tiled_blocks.h */
 #include "tiled_algo.h"

@@ -37,6 +37,8 @@ int tiled_geom_init(tiled_geom *g, const txattn_problem *p, const txattn_tensors
   g->dqk = p->d_qk;
   g->dv = p->d_v;
   g->dvp = round_up(p->d_v, ops->w);
+  g->dqkp = round_up(p->d_qk, ops->w);
+  g->direct = g->rows <= TILED_DIRECT_ROWS;
   g->scale2 = (float)(fabs((double)p->scale) * 1.4426950408889634); /* log2(e) */
   g->qsign = p->scale < 0 ? -1.0f : 1.0f;
   if (!fits(g->rows) || !fits(g->dqk + g->dvp) || g->bc > (INT64_C(1) << 24)) return 0;
@@ -46,8 +48,17 @@ int tiled_geom_init(tiled_geom *g, const txattn_problem *p, const txattn_tensors
   return fits(g->br * (g->dqk + g->dvp) * 4) && fits(g->kv_block * 4);
 }
 
+/* The direct path's scratch (tiled_scratch says what each array holds). */
+static size_t direct_scratch_bytes(const tiled_geom *g) {
+  const size_t f = sizeof(float), r = TILED_DIRECT_ROWS, c = TILED_DIRECT_CHUNK;
+  return align_up(r * (size_t)g->dqkp * f) + align_up(r * (size_t)g->dvp * f) +
+         3 * align_up(r * f) + align_up(r * c * f) + align_up(2 * c * (size_t)g->dqkp * f) +
+         align_up(2 * c * (size_t)g->dvp * f) + 2 * align_up(r * sizeof(int64_t));
+}
+
 size_t tiled_scratch_bytes(const tiled_geom *g, const tiled_ops *ops, int streaming) {
   const size_t f = sizeof(float), br = (size_t)g->br;
+  if (g->direct) return direct_scratch_bytes(g);
   size_t n = align_up(br * (size_t)g->dqk * f) + align_up(br * (size_t)g->dvp * f);
   n += 3 * align_up(br * f) + align_up(br * (size_t)g->bc * f);
   n += align_up(br / (size_t)ops->mr * sizeof(tiled_span));
@@ -62,10 +73,31 @@ static void *take(char **cur, size_t bytes) {
   return p;
 }
 
+static void direct_scratch_carve(const tiled_geom *g, char *cur, tiled_scratch *s) {
+  const size_t f = sizeof(float), r = TILED_DIRECT_ROWS, c = TILED_DIRECT_CHUNK;
+  s->qp = take(&cur, r * (size_t)g->dqkp * f);
+  s->acc = take(&cur, r * (size_t)g->dvp * f);
+  s->m = take(&cur, r * f);
+  s->l = take(&cur, r * f);
+  s->alpha = take(&cur, r * f);
+  s->s = take(&cur, r * c * f);
+  s->kc = take(&cur, 2 * c * (size_t)g->dqkp * f);
+  s->vc = take(&cur, 2 * c * (size_t)g->dvp * f);
+  s->lo = take(&cur, r * sizeof(int64_t));
+  s->hi = take(&cur, r * sizeof(int64_t));
+  s->spans = NULL;
+  s->kv = NULL;
+}
+
 void tiled_scratch_carve(const tiled_geom *g, const tiled_ops *ops, int streaming, void *mem,
                          tiled_scratch *s) {
   const size_t f = sizeof(float), br = (size_t)g->br;
   char *cur = mem;
+  if (g->direct) {
+    direct_scratch_carve(g, cur, s);
+    return;
+  }
+  s->kc = s->vc = NULL;
   s->qp = take(&cur, br * (size_t)g->dqk * f);
   s->acc = take(&cur, br * (size_t)g->dvp * f);
   s->m = take(&cur, br * f);
@@ -97,6 +129,45 @@ void tiled_key_span(const tiled_geom *g, int64_t *kb0, int64_t *kb1) {
   }
   *kb0 = first < 0 ? 0 : first / g->bc;
   *kb1 = first < 0 ? 0 : ceil_div(last, g->bc);
+}
+
+/* The hull [*lo, *hi) of the visible ranges of positions [i0, i1] (empty: *lo >= *hi). Rows with
+   no key come first (txattn_visible_range), so the hull runs from the first non-empty row's start
+   to the last row's end. */
+static void positions_hull(const txattn_problem *p, int64_t i0, int64_t i1, int64_t *lo,
+                           int64_t *hi) {
+  int64_t a, b;
+  txattn_visible_range(p, i1, &a, hi);
+  *lo = *hi;
+  for (int64_t i = i0; i <= i1; i++) {
+    txattn_visible_range(p, i, &a, &b);
+    if (a < b) {
+      *lo = a;
+      return;
+    }
+  }
+}
+
+/* Scores are computed per register group of mr stacked rows and K panel of kw keys that some row of
+   the group sees (panels lie on a grid of kw keys from key 0, block_k being a multiple of kw), so
+   the count depends on neither block size: per group, the panels its rows' hull touches. The direct
+   path computes its rows (no padding rows) against the hull of their keys. Every (batch, kv head)
+   has the same geometry. O(n_q + rows / mr). */
+double tiled_pairs_computed(const tiled_geom *g, const tiled_ops *ops) {
+  const int64_t step = g->direct ? g->rows : ops->mr, kw = g->direct ? 1 : ops->kw;
+  double per_head = 0.0;
+  for (int64_t t0 = 0; t0 < g->rows; t0 += step) {
+    const int64_t t1 = t0 + step < g->rows ? t0 + step : g->rows;
+    int64_t lo, hi;
+    positions_hull(g->p, t0 / g->group, (t1 - 1) / g->group, &lo, &hi);
+    if (lo < hi) per_head += (double)(step * kw) * (double)(ceil_div(hi, kw) - lo / kw);
+  }
+  return per_head * (double)g->p->batch * (double)g->p->heads_kv;
+}
+
+double tiled_cost_pairs(const tiled_geom *g, const tiled_ops *ops) {
+  const double rows = (double)g->p->batch * (double)g->p->heads_q * (double)g->p->n_q;
+  return tiled_pairs_computed(g, ops) + (g->direct ? 0.0 : TILED_ROW_COST_PAIRS * rows);
 }
 
 /* The rule, fitted to measurements of tiled.avx2 on Zen 2 (32 KiB L1d, 512 KiB L2, 8 MiB L3 share;

@@ -7,15 +7,20 @@
  * ranges. Query blocks are block_q consecutive rows; key blocks are block_k consecutive keys on a
  * grid aligned to key 0. K and V are packed block by block (tiled_ops.pack_kv) either once for the
  * whole kv head (several query blocks) or into the scratch block buffer as they are needed (a
- * single query block: decode).
+ * single query block: short prompts).
+ *
+ * The direct path (g->direct: at most TILED_DIRECT_ROWS rows per (b, kvh), decode with a GQA group
+ * of up to 4) packs nothing: it copies K and V rows chunk by chunk into an L1 buffer and runs
+ * 4-row micro-kernels on them (tiled_direct_algo.h says why).
  *
  * A caller that drives threads itself:
  *  - tiled_geom_init(); per thread, tiled_scratch_carve() over tiled_scratch_bytes();
- *  - per (b, kvh): ops->pack_kv() of the key blocks in tiled_key_span() into a buffer of
- *    tiled_packed_head_bytes() (or pass kv = NULL to stream);
- *  - then ops->run_qblocks() on any split of [0, n_qblocks) across threads; or, with too few query
- *    blocks (decode), ops->run_krange() on a split of the keys (each thread its own partials),
- *    followed by tiled_merge_partials().
+ *  - if g->direct: ops->run_direct() per (b, kvh) over all its rows and keys, or over a split of
+ *    the keys (each thread its own partials), followed by tiled_merge_partials();
+ *  - else per (b, kvh): ops->pack_kv() of the key blocks in tiled_key_span() into a buffer of
+ *    tiled_packed_head_bytes() (or pass kv = NULL to stream); then ops->run_qblocks() on any split
+ *    of [0, n_qblocks) across threads; or, with too few query blocks, ops->run_krange() on a split
+ *    of the keys (each thread its own partials), followed by tiled_merge_partials().
  */
 #ifndef TILED_INTERNAL_H
 #define TILED_INTERNAL_H
@@ -24,6 +29,15 @@
 #include <stdint.h>
 
 #include "txattn/plugin.h"
+
+/* Rows per (batch, kv head) up to which the direct path replaces the tiled one (n_q x group): one
+   register group. With 8 rows (two groups) the tiled path was as fast (n_kv = 16384, d = 128:
+   2.39 ms both) or faster (n_kv = 1024: 133 us against 147). */
+#define TILED_DIRECT_ROWS 4
+/* Keys per chunk of the direct path: two chunks' K and V rows (32 KiB at d = 128) stay in L1 and
+   L2. Decode, n_kv = 32768, d = 128, heads 32 / 8, two threads: 13.4 ms with 16 keys, 13.9 with
+   32. */
+#define TILED_DIRECT_CHUNK 16
 
 /* Per-call geometry, derived once from the problem and the block sizes. */
 typedef struct tiled_geom {
@@ -34,9 +48,11 @@ typedef struct tiled_geom {
   int64_t br, bc;          /* block_q (multiple of mr), block_k (multiple of kw) */
   int64_t n_qblocks, n_kblocks;
   int64_t dqk, dv, dvp; /* dvp: d_v rounded up to the vector width */
+  int64_t dqkp;         /* d_qk rounded up to the vector width (the direct path's rows) */
   int64_t kv_block;     /* floats of one packed key block: bc * (dqk + dvp) */
   float scale2;         /* |scale| * log2(e): scores times scale2 are in base 2 */
   float qsign;          /* -1 if scale < 0: queries are negated when packed, so scale2 >= 0 */
+  int direct;           /* rows <= TILED_DIRECT_ROWS: ops->run_direct, not the tiled path */
 } tiled_geom;
 
 /* What a group of mr rows sees of a key block: the union [ga, gb) and the common part [ca, cb). */
@@ -44,16 +60,21 @@ typedef struct tiled_span {
   int64_t ga, gb, ca, cb;
 } tiled_span;
 
-/* One thread's scratch, carved by tiled_scratch_carve(); every array is 64-byte aligned. */
+/* One thread's scratch, carved by tiled_scratch_carve(); every array is 64-byte aligned. The
+   direct path has TILED_DIRECT_ROWS rows (R) where the tiled path has br, chunks of
+   TILED_DIRECT_CHUNK keys (C) where it has key blocks of bc, and its own query layout. */
 typedef struct tiled_scratch {
-  float *qp;         /* br * dqk: the query block (times qsign) as [br / mr][dqk][mr] */
+  /* the queries (times qsign): br * dqk as [br / mr][dqk][mr]; direct: R rows of dqkp floats, d_qk
+     padded with zeros to whole vectors */
+  float *qp;
   float *acc;        /* br * dvp: unnormalised outputs */
   float *m;          /* br: running max (base-2 units) */
   float *l;          /* br: running sum of exp2(score - m) */
-  float *s;          /* br * bc: the block's scores, then its probabilities */
+  float *s;          /* br * bc (direct: R x C): the block's scores, then its probabilities */
   float *alpha;      /* br: this key block's rescale factor of each row */
-  tiled_span *spans; /* br / mr: each row group's view of the current key block */
-  float *kv; /* kv_block, or NULL: the key block being streamed when no packed head is given */
+  tiled_span *spans; /* br / mr: each row group's view of the current key block; direct: NULL */
+  float *kv;      /* kv_block, or NULL: the key block being streamed when no packed head is given */
+  float *kc, *vc; /* direct: two chunks' K and V rows, zero-padded to dqkp and dvp; else NULL */
   int64_t *lo, *hi; /* br: each row's visible keys, clipped to the key range being processed */
 } tiled_scratch;
 
@@ -80,6 +101,10 @@ typedef struct tiled_ops {
   void (*run_krange)(const tiled_geom *g, const float *kv, int64_t b, int64_t kvh, int64_t t0,
                      int64_t t1, int64_t k0, int64_t k1, const tiled_partial *out,
                      const tiled_scratch *s);
+  /* The direct path (only when g->direct): rows [t0, t1) of (b, kvh) against keys [k0, k1), K and
+     V read in place; writes the output rows when out is NULL, else partials as run_krange does. */
+  void (*run_direct)(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int64_t t1,
+                     int64_t k0, int64_t k1, const tiled_partial *out, const tiled_scratch *s);
   /* y[i] = 2^x[i] for x[i] <= 127 with the softmax's vectorised exp2 (for tests and measurements). */
   void (*exp2_array)(const float *x, float *y, size_t n);
 } tiled_ops;
@@ -105,14 +130,25 @@ extern const tiled_ops tiled_ops_neon;
    overflow what the workspace can address. */
 int tiled_geom_init(tiled_geom *g, const txattn_problem *p, const txattn_tensors *t,
                     const tiled_ops *ops, int64_t br, int64_t bc);
+/* streaming: the tiled path packs each key block into the scratch (ignored on the direct path). */
 size_t tiled_scratch_bytes(const tiled_geom *g, const tiled_ops *ops, int streaming);
 /* Carves s out of mem (64-byte aligned, tiled_scratch_bytes() long); s->kv is NULL unless
- * streaming. */
+ * streaming, s->kc and s->vc unless g->direct. */
 void tiled_scratch_carve(const tiled_geom *g, const tiled_ops *ops, int streaming, void *mem,
                          tiled_scratch *s);
 size_t tiled_packed_head_bytes(const tiled_geom *g);
 /* The key blocks [*kb0, *kb1) that some query row can see (the same for every (b, kv head)). */
 void tiled_key_span(const tiled_geom *g, int64_t *kb0, int64_t *kb1);
+/* The (query, key) score pairs one call computes. */
+double tiled_pairs_computed(const tiled_geom *g, const tiled_ops *ops);
+/* What a blocked (not direct) call does per query row besides its score pairs: packing K and V,
+   rescaling, normalising and writing the row, counted in score pairs of the same time. Measured
+   with tiled.avx2 on Zen 2 (n = 16384, d = 64, windows of 1 to 1025 keys): a fixed 2.4 to 2.6 ms
+   beyond what the computed pairs take at the dense speed, 48 to 52 pairs a row. */
+#define TILED_ROW_COST_PAIRS 48
+/* The fallback estimate's cost of one call (cost_pairs in plugin.h): the computed pairs plus
+   TILED_ROW_COST_PAIRS a query row on the blocked path. */
+double tiled_cost_pairs(const tiled_geom *g, const tiled_ops *ops);
 /* Cache-derived default block sizes (see the rule in tiled_geom.c); m may be NULL. */
 void tiled_default_blocks(const txattn_problem *p, const txattn_machine *m, int mr, int kw,
                           int64_t *br, int64_t *bc);

@@ -1,14 +1,26 @@
 /* How rows of output are written: directly from one pass over the keys (tiled_write_rows, shared by
- * the tiled drivers and the OpenMP decode path), or by the split-KV merge, which combines partial
- * (max, sum, output) triples of the same rows over disjoint key ranges.
+ * the tiled path and the direct path), or by the split-KV merge, which combines partial (max, sum,
+ * output) triples of the same rows over disjoint key ranges.
  *
  * With M = max_k m_k and w_k = 2^(m_k - M) (maxima are in base 2, as the scores are), the row's
  * output is sum_k w_k acc_k / sum_k w_k l_k -- the online-softmax update applied once per partial.
- * A partial that saw no key has m = -inf, l = 0, acc = 0 and weighs 0; a row no partial saw gets
- * exact zeros; a NaN max, sum or output in any partial makes the whole row NaN. */
+ * A partial whose max is -inf (it saw no key, or only keys scoring -inf) weighs 0 but still counts:
+ * its acc holds 0 * v of every key it saw, NaN where v held a NaN (or an infinity), as the
+ * reference's exp(-inf - M) * v does, and the contract makes such a row NaN. A NaN max or sum in
+ * any partial makes the whole row NaN.
+ *
+ * A row's sum is 0 only when its max is -inf: it sees no key (exact zeros), or every key it sees
+ * scores -inf, which makes every weight exp(-inf - -inf) of the reference NaN (0 / 0): NaN. */
 #include <math.h>
 
 #include "tiled_internal.h"
+
+/* The value of every element of a row whose sum is 0: see above. */
+static float empty_sum_value(const tiled_geom *g, int64_t i) {
+  int64_t lo, hi;
+  txattn_visible_range(g->p, i, &lo, &hi);
+  return lo < hi ? NAN : 0.0f;
+}
 
 void tiled_write_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int64_t t1,
                       const float *acc, const float *l) {
@@ -17,8 +29,9 @@ void tiled_write_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, i
     const int64_t r = row - t0, i = row / g->group, h = kvh * g->group + row % g->group;
     float *o = txattn_row_mut(t->o, &t->o_layout, b, h, i);
     const float *a = acc + r * g->dvp;
-    if (l[r] == 0.0f) { /* no visible key: exact zeros, never 0/0 */
-      for (int64_t c = 0; c < g->dv; c++) o[c] = 0.0f;
+    if (l[r] == 0.0f) { /* never 0/0 */
+      const float z = empty_sum_value(g, i);
+      for (int64_t c = 0; c < g->dv; c++) o[c] = z;
     } else {
       const float inv = 1.0f / l[r];
       for (int64_t c = 0; c < g->dv; c++) o[c] = a[c] * inv;
@@ -44,11 +57,15 @@ void tiled_merge_partials(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t
     const int64_t r = row - t0, i = row / g->group, h = kvh * g->group + row % g->group;
     float *o = txattn_row_mut(t->o, &t->o_layout, b, h, i);
     const float mx = merged_max(parts, n_parts, r);
+    if (isnan(mx) || mx == -INFINITY) { /* a NaN partial, or every sum 0 */
+      const float z = isnan(mx) ? NAN : empty_sum_value(g, i);
+      for (int64_t c = 0; c < g->dv; c++) o[c] = z;
+      continue;
+    }
     float l = 0.0f;
-    for (int64_t c = 0; c < g->dv; c++) o[c] = isnan(mx) ? NAN : 0.0f;
-    if (isnan(mx) || mx == -INFINITY) continue; /* -inf: no partial saw a key */
+    for (int64_t c = 0; c < g->dv; c++) o[c] = 0.0f;
     for (int k = 0; k < n_parts; k++) {
-      if (parts[k].m[r] == -INFINITY) continue;
+      /* 0 for a partial whose max is -inf: its acc still enters, so that 0 * NaN stays NaN */
       const float w = exp2f(parts[k].m[r] - mx), *acc = parts[k].acc + r * parts[k].ld;
       l += parts[k].l[r] * w;
       for (int64_t c = 0; c < g->dv; c++) o[c] += acc[c] * w;

@@ -2,4 +2,5 @@
  */
 #include "vec_neon.h"
 
+#define TILED_BLOCKS NEON /* the TILED_NEON_* register blocks of tiled_blocks.h */
 #include "tiled_algo.h"

@@ -1,6 +1,7 @@
 /* The tiled plugin's descriptors and single-threaded driver: tiled.scalar, tiled.avx2, tiled.avx512
  * (x86-64) and tiled.neon (arm64). Compiled without ISA flags: it only reads the per-ISA tiled_ops
  * tables and calls through them after the host has checked the kernel's ISA. */
+#include "kernel_isa.h"
 #include "tiled_blocks.h"
 #include "tiled_internal.h"
 
@@ -14,8 +15,9 @@ static void blocks_of(const tiled_ops *ops, const txattn_problem *p, const int64
   }
 }
 
-/* One query block per (b, kv head) -- decode, short prompts -- streams K/V block by block through
-   the scratch; otherwise the head is packed once and re-read by every query block. */
+/* One query block per (b, kv head) -- short prompts -- streams K/V block by block through the
+   scratch; otherwise the head is packed once and re-read by every query block. (The direct path of
+   decode packs nothing: its scratch ignores this.) */
 static int streams(const tiled_geom *g) {
   return g->n_qblocks == 1;
 }
@@ -28,6 +30,14 @@ static size_t tiled_workspace(const tiled_ops *ops, const txattn_problem *p,
   if (!tiled_geom_init(&g, p, NULL, ops, br, bc)) return SIZE_MAX;
   return (streams(&g) ? 0 : tiled_packed_head_bytes(&g)) +
          tiled_scratch_bytes(&g, ops, streams(&g));
+}
+
+/* -1 (unusable: the host then counts for itself) if the geometry does not fit. */
+static double tiled_pairs(const tiled_ops *ops, const txattn_problem *p, const int64_t *tunables) {
+  int64_t br, bc;
+  tiled_geom g;
+  blocks_of(ops, p, tunables, &br, &bc);
+  return tiled_geom_init(&g, p, NULL, ops, br, bc) ? tiled_cost_pairs(&g, ops) : -1.0;
 }
 
 static txattn_status tiled_run(const tiled_ops *ops, const txattn_kernel_call *call) {
@@ -46,6 +56,10 @@ static txattn_status tiled_run(const tiled_ops *ops, const txattn_kernel_call *c
   tiled_key_span(&g, &kb0, &kb1);
   for (int64_t b = 0; b < p->batch; b++) {
     for (int64_t kvh = 0; kvh < p->heads_kv; kvh++) {
+      if (g.direct) {
+        ops->run_direct(&g, b, kvh, 0, g.rows, 0, p->n_kv, NULL, &s);
+        continue;
+      }
       if (kv) ops->pack_kv(&g, b, kvh, kb0, kb1, kv);
       ops->run_qblocks(&g, kv, b, kvh, 0, g.n_qblocks, &s);
     }
@@ -84,6 +98,9 @@ static int tiled_applicable(const txattn_problem *p, const char **why) {
   static txattn_status tiled_run_##id(const txattn_kernel_call *call) {                            \
     return tiled_run(&OPS, call);                                                                  \
   }                                                                                                \
+  static double tiled_pairs_##id(const txattn_problem *p, const int64_t *tunables) {               \
+    return tiled_pairs(&OPS, p, tunables);                                                         \
+  }                                                                                                \
   static void tiled_defaults_##id(const txattn_problem *p, const txattn_machine *m,                \
                                   int64_t *values) {                                               \
     tiled_default_blocks(p, m, MR, KW, &values[0], &values[1]);                                    \
@@ -103,6 +120,7 @@ static int tiled_applicable(const txattn_problem *p, const char **why) {
       .n_tunables = 2,                                                                             \
       .tunables = tiled_tunables_##id,                                                             \
       .default_tunables = tiled_defaults_##id,                                                     \
+      .cost_pairs = tiled_pairs_##id,                                                              \
   };
 
 /* speed_hint: GFLOP/s measured with `txtune bench --n 4096 --d 64 --threads 1` on a Zen 2 core
@@ -117,7 +135,7 @@ TILED_KERNEL(avx2, tiled_ops_avx2, TILED_AVX2_MR, TILED_AVX2_NRS *TILED_AVX2_W)
 TILED_DESC(avx2, TXATTN_ISA_AVX2, "online-softmax tiles, 6x16 AVX2+FMA micro-kernels (1 thread)",
            84.0f)
 TILED_KERNEL(avx512, tiled_ops_avx512, TILED_AVX512_MR, TILED_AVX512_NRS *TILED_AVX512_W)
-TILED_DESC(avx512, TXATTN_ISA_AVX512, "online-softmax tiles, 6x64 AVX-512 micro-kernels (1 thread)",
+TILED_DESC(avx512, KERNEL_ISA_AVX512, "online-softmax tiles, 6x64 AVX-512 micro-kernels (1 thread)",
            170.0f)
 #endif
 #if defined(__aarch64__)

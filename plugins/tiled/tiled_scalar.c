@@ -2,4 +2,5 @@
  * float per vector), for any CPU. */
 #include "vec_scalar.h"
 
+#define TILED_BLOCKS SCALAR /* the TILED_SCALAR_* register blocks of tiled_blocks.h */
 #include "tiled_algo.h"

@@ -1,6 +1,5 @@
 /* The tiled_omp plan: which mode, how many threads, how the workspace is laid out (see
- * tiled_omp_plan.h), the direct path's scratch included. No OpenMP here: workspace_size() calls it
- * from the host's planning thread. */
+ * tiled_omp_plan.h). No OpenMP here: workspace_size() calls it from the host's planning thread. */
 #include "tiled_omp_plan.h"
 
 /* Below this much work per thread, a team costs more than it saves: waking a warm libgomp team and
@@ -104,8 +103,7 @@ static void lay_out(tomp_plan *pl) {
     pl->head_buffers = min64(pl->heads, pl->mode == TOMP_SERIAL ? 1 : 2 * pl->phase_heads);
   }
   pl->head_bytes = tiled_packed_head_bytes(g);
-  pl->scratch_bytes = pl->direct ? tomp_direct_scratch_bytes(g, pl->ops->w)
-                                 : tiled_scratch_bytes(g, pl->ops, pl->stream);
+  pl->scratch_bytes = tiled_scratch_bytes(g, pl->ops, pl->stream);
   pl->part_bytes = 0;
   if (pl->mode == TOMP_KSPLIT)
     pl->part_bytes = 2 * align64((size_t)g->br * sizeof(float)) +
@@ -122,48 +120,14 @@ static void lay_out(tomp_plan *pl) {
   }
 }
 
-int tomp_plan_init(tomp_plan *pl, const tiled_ops *ops, tomp_direct_fn direct,
-                   const txattn_problem *p, const txattn_tensors *t, int n_threads, int64_t br,
-                   int64_t bc) {
+int tomp_plan_init(tomp_plan *pl, const tiled_ops *ops, const txattn_problem *p,
+                   const txattn_tensors *t, int n_threads, int64_t br, int64_t bc) {
   if (!tiled_geom_init(&pl->g, p, t, ops, br, bc)) return 0;
   pl->ops = ops;
-  pl->direct = pl->g.n_qblocks == 1 && pl->g.rows <= TOMP_DIRECT_MAX_ROWS ? direct : NULL;
   pl->heads = p->batch * p->heads_kv;
   pl->units = pl->heads * pl->g.n_qblocks;
   tiled_key_span(&pl->g, &pl->kb0, &pl->kb1);
   choose_mode(pl, n_threads);
   lay_out(pl);
   return pl->total != SIZE_MAX;
-}
-
-/* The direct path's scratch: its rows are padded to groups of 4 (TD_RG in
-   tiled_omp_direct_algo.h), the queries to whole vectors of w floats. */
-#define TOMP_DIRECT_ROWS ((TOMP_DIRECT_MAX_ROWS + 3) / 4 * 4)
-
-size_t tomp_direct_scratch_bytes(const tiled_geom *g, int w) {
-  const size_t f = sizeof(float), r = TOMP_DIRECT_ROWS, dqkp = (size_t)((g->dqk + w - 1) / w * w);
-  return align64(r * dqkp * f) + align64(2 * TOMP_DIRECT_CHUNK * dqkp * f) +
-         align64(2 * TOMP_DIRECT_CHUNK * (size_t)g->dvp * f) + align64(r * TOMP_DIRECT_CHUNK * f) +
-         align64(r * (size_t)g->dvp * f) + 3 * align64(r * f) + 2 * align64(r * sizeof(int64_t));
-}
-
-static void *take(char **cur, size_t bytes) {
-  void *p = *cur;
-  *cur += align64(bytes);
-  return p;
-}
-
-void tomp_direct_scratch_carve(const tiled_geom *g, int w, void *mem, tomp_direct_scratch *s) {
-  const size_t f = sizeof(float), r = TOMP_DIRECT_ROWS, dqkp = (size_t)((g->dqk + w - 1) / w * w);
-  char *cur = mem;
-  s->q = take(&cur, r * dqkp * f);
-  s->kc = take(&cur, 2 * TOMP_DIRECT_CHUNK * dqkp * f);
-  s->vc = take(&cur, 2 * TOMP_DIRECT_CHUNK * (size_t)g->dvp * f);
-  s->s = take(&cur, r * TOMP_DIRECT_CHUNK * f);
-  s->acc = take(&cur, r * (size_t)g->dvp * f);
-  s->m = take(&cur, r * f);
-  s->l = take(&cur, r * f);
-  s->alpha = take(&cur, r * f);
-  s->lo = take(&cur, r * sizeof(int64_t));
-  s->hi = take(&cur, r * sizeof(int64_t));
 }

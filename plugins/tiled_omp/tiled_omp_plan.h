@@ -4,24 +4,23 @@
  * the same one, so the workspace the host allocated always fits the plan run() executes. Modes:
  *
  *  SERIAL   one thread (n_threads == 1, or too little work to pay for a team), no parallel
- *           region: the single-thread tiled kernel's loop (bit for bit its results, except where
- *           the direct path below replaces it).
+ *           region: the single-thread tiled kernel's loop (bit for bit its results).
  *  QBLOCKS  tasks are (batch, kv head, query block), taken dynamically: causal and window blocks
  *           differ a lot in cost. Several query blocks per head: the heads of a phase are packed
  *           once by all threads (one task per key block), then their query blocks run against the
  *           shared packed heads; two phases' buffers alternate, so a thread that runs out of query
  *           blocks packs the next phase instead of waiting. One query block per head (decode, short
  *           prompts): each task streams its head's K/V through the thread's scratch, as the single-
- *           thread kernel does, with no packing phase; or, with few rows, reads them in place (the
- *           direct path, tiled_omp_direct.h).
+ *           thread kernel does, with no packing phase; or, with few rows, copies them chunk by
+ *           chunk (the tiled ops' direct path).
  *  KSPLIT   too few query-block tasks to keep the threads evenly busy (decode with few kv heads,
  *           or a head count that does not divide by the threads; tiled_omp_plan.c): each
  *           query block's keys are cut into `chunks` ranges of whole key blocks; a task runs one
- *           range (run_krange, streaming, or the direct path) into its own partial (m, l, acc), then
+ *           range (run_krange, streaming, or run_direct) into its own partial (m, l, acc), then
  *           the partials of each query block are merged (tiled_merge_partials).
  *
- * The direct path serves every mode (SERIAL included) when each (batch, kv head) has a single query
- * block of at most TOMP_DIRECT_MAX_ROWS rows.
+ * The direct path (run_direct) serves every mode (SERIAL included) when g.direct: each (batch, kv
+ * head) has at most TILED_DIRECT_ROWS rows.
  */
 #ifndef TILED_OMP_PLAN_H
 #define TILED_OMP_PLAN_H
@@ -30,14 +29,12 @@
 #include <stdint.h>
 
 #include "tiled_internal.h"
-#include "tiled_omp_direct.h"
 
 typedef enum tomp_mode { TOMP_SERIAL, TOMP_QBLOCKS, TOMP_KSPLIT } tomp_mode;
 
 typedef struct tomp_plan {
   tiled_geom g;
   const tiled_ops *ops;
-  tomp_direct_fn direct; /* non-NULL: rows are few, the direct path replaces the tiled one */
   tomp_mode mode;
   int threads;          /* team size (1: no parallel region), <= n_threads */
   int stream;           /* no packed heads: K/V go through each thread's scratch */
@@ -55,9 +52,8 @@ typedef struct tomp_plan {
 
 /* Fills pl for problem p (resolved) on n_threads threads with block sizes br, bc; t may be NULL when
    only sizing. Returns 0 if the sizes overflow. */
-int tomp_plan_init(tomp_plan *pl, const tiled_ops *ops, tomp_direct_fn direct,
-                   const txattn_problem *p, const txattn_tensors *t, int n_threads, int64_t br,
-                   int64_t bc);
+int tomp_plan_init(tomp_plan *pl, const tiled_ops *ops, const txattn_problem *p,
+                   const txattn_tensors *t, int n_threads, int64_t br, int64_t bc);
 
 /* Executes the plan (tiled_omp_run.c): the workspace is pl->total bytes, 64-byte aligned. */
 void tomp_run(const tomp_plan *pl, void *workspace);

@@ -1,6 +1,7 @@
 /* The tiled_omp plugin's descriptors: tiled_omp.scalar, tiled_omp.avx2, tiled_omp.avx512 (x86-64)
  * and tiled_omp.neon (arm64), the tiled kernels' algorithm and ISA code on up to n_threads OpenMP
  * threads. Same tunables and defaults as the tiled kernels (tiled_default_blocks). */
+#include "kernel_isa.h"
 #include "tiled_blocks.h"
 #include "tiled_internal.h"
 #include "tiled_omp_plan.h"
@@ -15,20 +16,28 @@ static void blocks_of(const tiled_ops *ops, const txattn_problem *p, const int64
   }
 }
 
-static size_t tomp_workspace(const tiled_ops *ops, tomp_direct_fn direct, const txattn_problem *p,
-                             int n_threads, const int64_t *tunables) {
+static size_t tomp_workspace(const tiled_ops *ops, const txattn_problem *p, int n_threads,
+                             const int64_t *tunables) {
   int64_t br, bc;
   tomp_plan pl;
   blocks_of(ops, p, tunables, &br, &bc);
-  return tomp_plan_init(&pl, ops, direct, p, NULL, n_threads, br, bc) ? pl.total : SIZE_MAX;
+  return tomp_plan_init(&pl, ops, p, NULL, n_threads, br, bc) ? pl.total : SIZE_MAX;
 }
 
-static txattn_status tomp_run_call(const tiled_ops *ops, tomp_direct_fn direct,
-                                   const txattn_kernel_call *call) {
+/* The single-thread kernel's count: a split of the keys falls on key blocks, which hold whole K
+   panels, and every other mode runs whole query blocks; -1 if the geometry does not fit. */
+static double tomp_pairs(const tiled_ops *ops, const txattn_problem *p, const int64_t *tunables) {
+  int64_t br, bc;
+  tiled_geom g;
+  blocks_of(ops, p, tunables, &br, &bc);
+  return tiled_geom_init(&g, p, NULL, ops, br, bc) ? tiled_cost_pairs(&g, ops) : -1.0;
+}
+
+static txattn_status tomp_run_call(const tiled_ops *ops, const txattn_kernel_call *call) {
   int64_t br, bc;
   tomp_plan pl;
   blocks_of(ops, call->problem, call->tunables, &br, &bc);
-  if (!tomp_plan_init(&pl, ops, direct, call->problem, call->tensors, call->n_threads, br, bc))
+  if (!tomp_plan_init(&pl, ops, call->problem, call->tensors, call->n_threads, br, bc))
     return TXATTN_E_INTERNAL;
   if (pl.total > 0 && (!call->workspace || call->workspace_size < pl.total))
     return TXATTN_E_INTERNAL;
@@ -56,15 +65,15 @@ static int tomp_applicable(const txattn_problem *p, const char **why) {
   int64_t br, bc;
   tomp_plan pl;
   tiled_default_blocks(p, NULL, TILED_SCALAR_MR, TILED_SCALAR_NRS * TILED_SCALAR_W, &br, &bc);
-  if (tomp_plan_init(&pl, &tiled_ops_scalar, tomp_direct_scalar, p, NULL, 1, br, bc)) return 1;
+  if (tomp_plan_init(&pl, &tiled_ops_scalar, p, NULL, 1, br, bc)) return 1;
   *why = "the packed K/V of one head (n_kv x (d_qk + d_v) floats) would not fit in memory";
   return 0;
 }
 
 /* The descriptor pieces of one ISA: the tiled kernels' tunables (block_q a multiple of the register
    block's rows, block_k of the packed K panel's keys) and wrappers binding the ISA's tiled ops
-   table and direct path. */
-#define TOMP_KERNEL(id, OPS, DIRECT, MR, KW)                                                       \
+   table. */
+#define TOMP_KERNEL(id, OPS, MR, KW)                                                               \
   static const txattn_tunable tomp_tunables_##id[] = {                                             \
       {sizeof(txattn_tunable), "block_q",                                                          \
        "stacked query rows (all heads of a GQA group) per block", MR, 1024 / (MR) * (MR), MR},     \
@@ -73,10 +82,13 @@ static int tomp_applicable(const txattn_problem *p, const char **why) {
   };                                                                                               \
   static size_t tomp_workspace_##id(const txattn_problem *p, int n_threads,                        \
                                     const int64_t *tunables) {                                     \
-    return tomp_workspace(&OPS, DIRECT, p, n_threads, tunables);                                   \
+    return tomp_workspace(&OPS, p, n_threads, tunables);                                           \
   }                                                                                                \
   static txattn_status tomp_run_##id(const txattn_kernel_call *call) {                             \
-    return tomp_run_call(&OPS, DIRECT, call);                                                      \
+    return tomp_run_call(&OPS, call);                                                              \
+  }                                                                                                \
+  static double tomp_pairs_##id(const txattn_problem *p, const int64_t *tunables) {                \
+    return tomp_pairs(&OPS, p, tunables);                                                          \
   }                                                                                                \
   static void tomp_defaults_##id(const txattn_problem *p, const txattn_machine *m,                 \
                                  int64_t *values) {                                                \
@@ -97,6 +109,7 @@ static int tomp_applicable(const txattn_problem *p, const char **why) {
       .n_tunables = 2,                                                                             \
       .tunables = tomp_tunables_##id,                                                              \
       .default_tunables = tomp_defaults_##id,                                                      \
+      .cost_pairs = tomp_pairs_##id,                                                               \
   };
 
 /* speed_hint: GFLOP/s per thread, measured with `txtune bench --threads 2` on Zen 2 (2 cores, no
@@ -105,20 +118,18 @@ static int tomp_applicable(const txattn_problem *p, const char **why) {
    thread). AVX-512 could not run there: the AVX2 figure times the ratio of the AVX-512 and AVX2
    FMA peaks that issue 3 quotes per core (214 / 106 GFLOP/s). NEON: tiled.neon's hint, unmeasured
    (qemu only). */
-TOMP_KERNEL(scalar, tiled_ops_scalar, tomp_direct_scalar, TILED_SCALAR_MR,
-            TILED_SCALAR_NRS *TILED_SCALAR_W)
+TOMP_KERNEL(scalar, tiled_ops_scalar, TILED_SCALAR_MR, TILED_SCALAR_NRS *TILED_SCALAR_W)
 TOMP_DESC(scalar, TXATTN_ISA_SCALAR, "online-softmax tiles, portable C, OpenMP threads", 9.0f)
 #if defined(__x86_64__)
-TOMP_KERNEL(avx2, tiled_ops_avx2, tomp_direct_avx2, TILED_AVX2_MR, TILED_AVX2_NRS *TILED_AVX2_W)
+TOMP_KERNEL(avx2, tiled_ops_avx2, TILED_AVX2_MR, TILED_AVX2_NRS *TILED_AVX2_W)
 TOMP_DESC(avx2, TXATTN_ISA_AVX2,
           "online-softmax tiles, 6x16 AVX2+FMA micro-kernels, OpenMP threads", 84.0f)
-TOMP_KERNEL(avx512, tiled_ops_avx512, tomp_direct_avx512, TILED_AVX512_MR,
-            TILED_AVX512_NRS *TILED_AVX512_W)
-TOMP_DESC(avx512, TXATTN_ISA_AVX512,
+TOMP_KERNEL(avx512, tiled_ops_avx512, TILED_AVX512_MR, TILED_AVX512_NRS *TILED_AVX512_W)
+TOMP_DESC(avx512, KERNEL_ISA_AVX512,
           "online-softmax tiles, 6x64 AVX-512 micro-kernels, OpenMP threads", 170.0f)
 #endif
 #if defined(__aarch64__)
-TOMP_KERNEL(neon, tiled_ops_neon, tomp_direct_neon, TILED_NEON_MR, TILED_NEON_NRS *TILED_NEON_W)
+TOMP_KERNEL(neon, tiled_ops_neon, TILED_NEON_MR, TILED_NEON_NRS *TILED_NEON_W)
 TOMP_DESC(neon, TXATTN_ISA_NEON, "online-softmax tiles, 6x12 NEON micro-kernels, OpenMP threads",
           20.0f)
 #endif

@@ -9,30 +9,22 @@ static int64_t min64(int64_t a, int64_t b) {
   return a < b ? a : b;
 }
 
-/* A thread's scratch: the tiled one, or the direct path's. */
-typedef struct tomp_worker {
-  tiled_scratch ts;
-  tomp_direct_scratch ds;
-} tomp_worker;
-
-static void worker_init(const tomp_plan *pl, char *ws, int tid, tomp_worker *w) {
+/* Thread tid's scratch (the direct path's when g.direct). */
+static void worker_init(const tomp_plan *pl, char *ws, int tid, tiled_scratch *w) {
   void *mem = ws + pl->off_scratch + (size_t)tid * pl->scratch_bytes;
-  if (pl->direct)
-    tomp_direct_scratch_carve(&pl->g, pl->ops->w, mem, &w->ds);
-  else
-    tiled_scratch_carve(&pl->g, pl->ops, pl->stream, mem, &w->ts);
+  tiled_scratch_carve(&pl->g, pl->ops, pl->stream, mem, w);
 }
 
 /* Query blocks [qb0, qb1) of head hd against every key they see, into the output; kv is the packed
    head or NULL. */
 static void run_rows(const tomp_plan *pl, const float *kv, int64_t hd, int64_t qb0, int64_t qb1,
-                     const tomp_worker *w) {
+                     const tiled_scratch *w) {
   const tiled_geom *g = &pl->g;
   const int64_t b = hd / g->p->heads_kv, kvh = hd % g->p->heads_kv;
-  if (pl->direct) /* one query block of all the rows */
-    pl->direct(g, b, kvh, 0, g->rows, 0, g->p->n_kv, NULL, &w->ds);
+  if (g->direct) /* one query block of all the rows */
+    pl->ops->run_direct(g, b, kvh, 0, g->rows, 0, g->p->n_kv, NULL, w);
   else
-    pl->ops->run_qblocks(g, kv, b, kvh, qb0, qb1, &w->ts);
+    pl->ops->run_qblocks(g, kv, b, kvh, qb0, qb1, w);
 }
 
 static float *head_buffer(const tomp_plan *pl, char *ws, int64_t slot) {
@@ -44,7 +36,7 @@ static void run_serial(const tomp_plan *pl, char *ws) {
   const tiled_geom *g = &pl->g;
   const int64_t hkv = g->p->heads_kv;
   float *kv = pl->stream ? NULL : head_buffer(pl, ws, 0);
-  tomp_worker w;
+  tiled_scratch w;
   worker_init(pl, ws, 0, &w);
   for (int64_t hd = 0; hd < pl->heads; hd++) {
     if (kv) pl->ops->pack_kv(g, hd / hkv, hd % hkv, pl->kb0, pl->kb1, kv);
@@ -56,7 +48,7 @@ static void run_serial(const tomp_plan *pl, char *ws) {
 static void run_streamed_heads(const tomp_plan *pl, char *ws) {
 #pragma omp parallel num_threads(pl->threads)
   {
-    tomp_worker w;
+    tiled_scratch w;
     worker_init(pl, ws, omp_get_thread_num(), &w);
 #pragma omp for schedule(dynamic)
     for (int64_t hd = 0; hd < pl->heads; hd++) run_rows(pl, NULL, hd, 0, pl->g.n_qblocks, &w);
@@ -91,7 +83,7 @@ static void pack_task(const tomp_plan *pl, char *ws, int64_t phase, int64_t k) {
 /* Task k of a phase's compute: query blocks in decreasing rough cost (rev: from the last one), so
    that the cheap ones fill the end; the heads of the phase are interleaved. */
 static void qblock_task(const tomp_plan *pl, char *ws, int64_t phase, int64_t k, int rev,
-                        const tomp_worker *w) {
+                        const tiled_scratch *w) {
   const int64_t np = phase_size(pl, phase), j = k % np, qi = k / np;
   const int64_t qb = rev ? pl->g.n_qblocks - 1 - qi : qi;
   run_rows(pl, phase_head(pl, ws, phase, j), phase * pl->phase_heads + j, qb, qb + 1, w);
@@ -108,7 +100,7 @@ static void run_packed_heads(const tomp_plan *pl, char *ws) {
   const int rev = qblock_width(g, g->n_qblocks - 1) >= qblock_width(g, 0);
 #pragma omp parallel num_threads(pl->threads)
   {
-    tomp_worker w;
+    tiled_scratch w;
     worker_init(pl, ws, omp_get_thread_num(), &w);
 #pragma omp for schedule(dynamic)
     for (int64_t k = 0; k < phase_size(pl, 0) * nkb; k++) pack_task(pl, ws, 0, k);
@@ -144,7 +136,7 @@ static tiled_partial *part_descs(const tomp_plan *pl, char *ws) {
 }
 
 /* Task k of the key split: chunk c of query block u's key blocks, into partial k. */
-static void krange_task(const tomp_plan *pl, char *ws, int64_t k, const tomp_worker *w) {
+static void krange_task(const tomp_plan *pl, char *ws, int64_t k, const tiled_scratch *w) {
   const tiled_geom *g = &pl->g;
   const int64_t u = k / pl->chunks, c = k % pl->chunks, hd = u / g->n_qblocks;
   const int64_t hkv = g->p->heads_kv, t0 = (u % g->n_qblocks) * g->br;
@@ -160,10 +152,10 @@ static void krange_task(const tomp_plan *pl, char *ws, int64_t k, const tomp_wor
   part->l = (float *)(mem + vec);
   part->acc = (float *)(mem + 2 * vec);
   part->ld = g->dv;
-  if (pl->direct)
-    pl->direct(g, hd / hkv, hd % hkv, t0, t1, k0, k1, part, &w->ds);
+  if (g->direct)
+    pl->ops->run_direct(g, hd / hkv, hd % hkv, t0, t1, k0, k1, part, w);
   else
-    pl->ops->run_krange(g, NULL, hd / hkv, hd % hkv, t0, t1, k0, k1, part, &w->ts);
+    pl->ops->run_krange(g, NULL, hd / hkv, hd % hkv, t0, t1, k0, k1, part, w);
 }
 
 /* Few query blocks: each one's keys are cut into chunks run by different threads, then each
@@ -173,7 +165,7 @@ static void run_key_split(const tomp_plan *pl, char *ws) {
   const int64_t hkv = g->p->heads_kv;
 #pragma omp parallel num_threads(pl->threads)
   {
-    tomp_worker w;
+    tiled_scratch w;
     worker_init(pl, ws, omp_get_thread_num(), &w);
 #pragma omp for schedule(dynamic)
     for (int64_t k = 0; k < pl->units * pl->chunks; k++) krange_task(pl, ws, k, &w);

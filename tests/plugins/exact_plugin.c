@@ -1,7 +1,8 @@
 /* A well-formed plugin with one exact kernel. CMake builds it several times with different
  * TEST_PLUGIN_NAME / TEST_KERNEL_NAME / TEST_KERNEL_ISA / TEST_APPLICABLE / TEST_SPEED_HINT, giving
- * the good plugin, its spare copy, the kernel for an ISA this CPU lacks, the picky kernel and the
- * duplicate. */
+ * the good plugin, its spare copy, the kernel for an ISA this CPU lacks, the picky kernel, the
+ * duplicate, and kernels that count their work (TEST_PAIRS_SCALE), one with an ABI 1.0 descriptor
+ * (TEST_DESC_SIZE). */
 #include "exact_kernel.h"
 #include "test_plugin_names.h"
 
@@ -26,8 +27,30 @@
 #define TEST_SPEED_HINT 0.1f
 #endif
 
+#ifndef TEST_DESC_SIZE
+#define TEST_DESC_SIZE sizeof(txattn_kernel_desc)
+#endif
+
+#ifdef TEST_PAIRS_SCALE
+/* What the kernel claims to compute, as a multiple of the visible pairs: the dispatcher's estimate
+   must follow the claim (and ignore it when TEST_DESC_SIZE says the field is not there). */
+static double test_cost_pairs(const txattn_problem *p, const int64_t *tunables) {
+  (void)tunables;
+  double pairs = 0;
+  for (int64_t i = 0; i < p->n_q; i++) {
+    int64_t lo, hi;
+    txattn_visible_range(p, i, &lo, &hi);
+    pairs += (double)(hi - lo);
+  }
+  return TEST_PAIRS_SCALE * pairs * (double)p->batch * (double)p->heads_q;
+}
+#define TEST_PAIRS_FN test_cost_pairs
+#else
+#define TEST_PAIRS_FN NULL
+#endif
+
 static const txattn_kernel_desc kernel = {
-    .struct_size = sizeof(txattn_kernel_desc),
+    .struct_size = TEST_DESC_SIZE,
     .name = TEST_KERNEL_NAME,
     .summary = "test kernel: exact attention by the test oracle",
     .isa = TEST_KERNEL_ISA,
@@ -38,6 +61,7 @@ static const txattn_kernel_desc kernel = {
     .applicable = TEST_APPLICABLE,
     .workspace_size = test_exact_workspace,
     .run = test_exact_run,
+    .cost_pairs = TEST_PAIRS_FN,
 };
 
 static const txattn_kernel_desc *const kernels[] = {&kernel};

@@ -5,7 +5,10 @@
 #define TEST_GOOD_KERNEL      "testgood.scalar"
 #define TEST_SPARE_KERNEL     "testspare.scalar"
 #define TEST_PICKY_KERNEL     "picky.scalar"
-#define TEST_DUPLICATE_KERNEL "naive.scalar" /* the name of a real plugin's kernel */
+#define TEST_DUPLICATE_KERNEL "naive.scalar"       /* the name of a real plugin's kernel */
+#define TEST_PADDED_KERNEL    "testpadded.scalar"  /* claims 8x the visible pairs */
+#define TEST_THRIFTY_KERNEL   "testthrifty.scalar" /* claims 1/8 of them */
+#define TEST_LEGACY_KERNEL    "testlegacy.scalar"  /* ABI 1.0 size; its claim must be ignored */
 
 /* A kernel for an ISA of the other architecture, so this CPU surely lacks it. */
 #if defined(__aarch64__)
@@ -22,5 +25,8 @@
 #define TEST_PICKY_FILE     "txattn_test_picky.so"
 #define TEST_FOREIGN_FILE   "txattn_test_foreign.so"
 #define TEST_DUPLICATE_FILE "txattn_test_duplicate.so"
+#define TEST_PADDED_FILE    "txattn_test_padded.so"
+#define TEST_THRIFTY_FILE   "txattn_test_thrifty.so"
+#define TEST_LEGACY_FILE    "txattn_test_legacy.so"
 
 #endif

@@ -1,19 +1,19 @@
-/* vf_exp2: 2^x over the vector layer, for the online softmax (its arguments are scores in base 2).
+/* vf_exp2: 2^x over the vector layer, for softmax weights computed in base 2.
  *
  * Include after a vec_<isa>.h. Domain: x <= 127 (or NaN, or -inf); the softmax only ever asks for
  * x <= ~0 (a score minus the running max, or an old max minus a new one), so there is no upper clamp,
  * which saves 3% of the whole kernel at d = 64 (it sits on the exp's critical path).
  *
  * Method: raise x to at least -127; k = round-to-nearest(x) by adding
- * TILED_EXP2_MAGIC = 1.5 * 2^23 + 127 (which also leaves k + 127 in the low significand bits, ready
+ * VEC_EXP2_MAGIC = 1.5 * 2^23 + 127 (which also leaves k + 127 in the low significand bits, ready
  * to be shifted into an exponent); f = x - k in [-0.5, 0.5]; 2^f = 1 + f * q(f) with q of degree 5,
  * a minimax fit of the relative error (Remez exchange, 50 digits; max relative error of the
  * polynomial 2.6e-9); result = 2^f * 2^k.
  *
  * Accuracy against exp2() in double on every float of [-126, 0] (1.12e9 inputs): at most 1.0145 ulp
  * with a fused multiply-add (AVX2; AVX-512 and NEON evaluate the same fused operations), 1.2915 ulp
- * in tiled.scalar (a * b + c rounds twice). The bounds are in tiled_internal.h and asserted by
- * tests/test_vexp.c.
+ * over vec_scalar.h (a * b + c rounds twice). tests/test_vexp.c asserts these bounds on every ISA
+ * the CPU runs.
  *
  * Speed on this machine (Zen 2, AVX2, one core, 4096-float arrays in L1): 0.265 ns per float,
  * against 0.51 for SLEEF 3.5's Sleef_exp2f8_u10avx2 (max 0.85 ulp) and Sleef_exp2f8_u35avx2: ours
@@ -24,15 +24,15 @@
  * 2^-126) are subnormal, rounded once by the final multiply. Requires the default rounding mode
  * (round to nearest).
  */
-#ifndef TILED_VEXP2_H
-#define TILED_VEXP2_H
+#ifndef VEC_EXP2_H
+#define VEC_EXP2_H
 
-#define TILED_EXP2_MAGIC 12583039.0f /* 1.5 * 2^23 + 127 */
+#define VEC_EXP2_MAGIC 12583039.0f /* 1.5 * 2^23 + 127 */
 
 static inline vf vf_exp2(vf x) {
   x = vf_max(vf_set1(-127.0f), x);
-  vf t = vf_add(x, vf_set1(TILED_EXP2_MAGIC));
-  vf k = vf_sub(t, vf_set1(TILED_EXP2_MAGIC));
+  vf t = vf_add(x, vf_set1(VEC_EXP2_MAGIC));
+  vf k = vf_sub(t, vf_set1(VEC_EXP2_MAGIC));
   vf f = vf_sub(x, k);
   vf p = vf_set1(1.559467816e-04f);
   p = vf_fma(p, f, vf_set1(1.340664390e-03f));
@@ -44,4 +44,4 @@ static inline vf vf_exp2(vf x) {
   return vf_mul(p, vf_exp2_scale(t));
 }
 
-#endif /* TILED_VEXP2_H */
+#endif /* VEC_EXP2_H */

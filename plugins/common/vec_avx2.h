@@ -1,25 +1,14 @@
-/* Vector layer for tiled.avx2: 8 floats per vector (AVX2 + FMA), 16 ymm registers.
- *
- * The algorithm (tiled_algo.h) is written once over these names; an ISA differs only here. Every
- * function must keep the semantics documented in vec_scalar.h, which is the reference mapping. */
-#ifndef TILED_VEC_AVX2_H
-#define TILED_VEC_AVX2_H
-
-#include "tiled_blocks.h"
+/* AVX2 vector layer: 8 floats per vector (AVX2 + FMA), 16 ymm registers; compile with -mavx2
+ * -mfma. Every function keeps the semantics documented in vec_scalar.h, the reference mapping. */
+#ifndef VEC_AVX2_H
+#define VEC_AVX2_H
 
 #include <immintrin.h>
 #include <stdint.h>
 
-#define TILED_ISA      avx2
-#define TILED_ISA_ENUM TXATTN_ISA_AVX2
-#define TILED_W        TILED_AVX2_W
-/* Register blocks, 16 ymm: the score tile is MR rows x NR_S vectors of keys (12 accumulators, 2 key
-   vectors, 1 broadcast); P V is MR rows x NR_V vectors of d_v. Zen 2 and Haswell issue 2 FMAs per
-   cycle with latency 4-5, so 12 independent accumulators keep both pipes busy, and each k step
-   loads 2 vectors plus 6 broadcasts for 12 FMAs: below the 2 loads per cycle the core sustains. */
-#define TILED_MR  TILED_AVX2_MR
-#define TILED_NRS TILED_AVX2_NRS
-#define TILED_NRV TILED_AVX2_NRV
+#define VEC_ISA      avx2
+#define VEC_ISA_ENUM TXATTN_ISA_AVX2
+#define VEC_W        8
 
 typedef __m256 vf;
 
@@ -57,7 +46,7 @@ static inline vf vf_fma(vf a, vf b, vf c) {
 static inline vf vf_max(vf c, vf x) {
   return _mm256_max_ps(c, x);
 }
-/* 2^k from t = k + TILED_EXP2_MAGIC: the low bits of t's significand hold k + 127, shift them into
+/* 2^k from t = k + VEC_EXP2_MAGIC: the low bits of t's significand hold k + 127, shift them into
    the exponent field. */
 static inline vf vf_exp2_scale(vf t) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(t), 23));
@@ -99,4 +88,4 @@ static inline void vf_transpose(const float *const *src, int64_t c, float *dst, 
   _mm256_storeu_ps(dst + 7 * ld, _mm256_permute2f128_ps(s3, s7, 0x31));
 }
 
-#endif /* TILED_VEC_AVX2_H */
+#endif /* VEC_AVX2_H */

@@ -1,24 +1,18 @@
-/* Vector layer for tiled.avx512: 16 floats per vector (AVX-512 F), 32 zmm registers.
+/* AVX-512 vector layer: 16 floats per vector (AVX-512 F), 32 zmm registers; compile with
+ * -mavx512f (the plugins add DQ/BW/VL for their ISA check) and -mfma.
  *
- * Differs from vec_avx2.h only in the intrinsics and the register block; the semantics of each
- * function are those of vec_scalar.h. This mapping cannot run on the development VM (no AVX-512):
- * it is kept one-to-one with the AVX2 layer, which the tests exercise. */
-#ifndef TILED_VEC_AVX512_H
-#define TILED_VEC_AVX512_H
-
-#include "tiled_blocks.h"
+ * Differs from vec_avx2.h only in the intrinsics; the semantics of each function are those of
+ * vec_scalar.h. This mapping cannot run on the development VM (no AVX-512): it is kept one-to-one
+ * with the AVX2 layer, which the tests exercise. */
+#ifndef VEC_AVX512_H
+#define VEC_AVX512_H
 
 #include <immintrin.h>
 #include <stdint.h>
 
-#define TILED_ISA      avx512
-#define TILED_ISA_ENUM TXATTN_ISA_AVX512
-#define TILED_W        TILED_AVX512_W
-/* 32 zmm: 6 rows x 4 vectors = 24 accumulators + 4 key vectors + 1 broadcast. Each k step loads 4
-   vectors and 6 broadcasts for 24 FMAs (two FMA ports on server cores), so loads never bound it. */
-#define TILED_MR  TILED_AVX512_MR
-#define TILED_NRS TILED_AVX512_NRS
-#define TILED_NRV TILED_AVX512_NRV
+#define VEC_ISA      avx512
+#define VEC_ISA_ENUM TXATTN_ISA_AVX512
+#define VEC_W        16
 
 typedef __m512 vf;
 
@@ -106,4 +100,4 @@ static inline void vf_transpose(const float *const *src, int64_t c, float *dst, 
   vf_transpose8(src + 8, c + 8, dst + 8 * ld + 8, ld);
 }
 
-#endif /* TILED_VEC_AVX512_H */
+#endif /* VEC_AVX512_H */

@@ -1,23 +1,15 @@
-/* Vector layer for tiled.neon: 4 floats per vector (arm64 Advanced SIMD), 32 q registers.
+/* NEON vector layer: 4 floats per vector (arm64 Advanced SIMD, no flags needed), 32 q registers.
  *
  * Semantics of each function: see vec_scalar.h. */
-#ifndef TILED_VEC_NEON_H
-#define TILED_VEC_NEON_H
-
-#include "tiled_blocks.h"
+#ifndef VEC_NEON_H
+#define VEC_NEON_H
 
 #include <arm_neon.h>
 #include <stdint.h>
 
-#define TILED_ISA      neon
-#define TILED_ISA_ENUM TXATTN_ISA_NEON
-#define TILED_W        TILED_NEON_W
-/* 32 q registers: 6 rows x 3 vectors = 18 accumulators + 3 key vectors + 6 query values (GCC turns
-   the broadcasts into scalar loads feeding by-element FMLAs, one register each). 6 x 4 would need
-   34 and spills two accumulators. */
-#define TILED_MR  TILED_NEON_MR
-#define TILED_NRS TILED_NEON_NRS
-#define TILED_NRV TILED_NEON_NRV
+#define VEC_ISA      neon
+#define VEC_ISA_ENUM TXATTN_ISA_NEON
+#define VEC_W        4
 
 typedef float32x4_t vf;
 
@@ -74,4 +66,4 @@ static inline void vf_transpose(const float *const *src, int64_t c, float *dst, 
   vst1q_f32(dst + 3 * ld, vcombine_f32(vget_high_f32(t01.val[1]), vget_high_f32(t23.val[1])));
 }
 
-#endif /* TILED_VEC_NEON_H */
+#endif /* VEC_NEON_H */

@@ -1,0 +1,86 @@
+/* Scalar vector layer: a "vector" of one float, portable C for any CPU.
+ *
+ * A vector layer (vec_<isa>.h, one per ISA) lets a plugin write an algorithm once over the type vf
+ * and the functions below, and compile it once per ISA with that ISA's flags. This file is the
+ * reference for what every layer provides:
+ *
+ * VEC_ISA: the ISA's token (scalar, avx2, avx512, neon), for pasting into names; VEC_ISA_ENUM: its
+ * txattn_isa value; VEC_W: floats per vector.
+ *
+ * vf_load(p), vf_store(p, x): VEC_W floats at an address aligned to the vector size.
+ * vf_loadu(p): VEC_W floats at any address.
+ * vf_bcast(p): every lane = *p.
+ * vf_fma(a, b, c): a * b + c, fused (one rounding) where the ISA has it.
+ * vf_max(c, x): the max of a constant c and x, NaN where x is NaN (where c is NaN the result may
+ *   be either).
+ * vf_exp2_scale(t): for t = k + VEC_EXP2_MAGIC (vec_exp2.h) with integral k in [-127, 127], the
+ *   float 2^k (+0 for k = -127): the bits of t shifted left by 23.
+ * vf_hmax(x), vf_hsum(x): horizontal max and sum (a NaN lane may or may not win the max).
+ * vf_transpose(src, c, dst, ld): dst[i * ld + r] = src[r][c + i] for r, i < VEC_W: a W x W block
+ *   of W rows (any alignment) into vector-aligned dst rows (packing K into panels of keys).
+ */
+#ifndef VEC_SCALAR_H
+#define VEC_SCALAR_H
+
+#include <stdint.h>
+#include <string.h>
+
+#define VEC_ISA      scalar
+#define VEC_ISA_ENUM TXATTN_ISA_SCALAR
+#define VEC_W        1
+
+typedef float vf;
+
+static inline vf vf_zero(void) {
+  return 0.0f;
+}
+static inline vf vf_set1(float x) {
+  return x;
+}
+static inline vf vf_load(const float *p) {
+  return *p;
+}
+static inline vf vf_loadu(const float *p) {
+  return *p;
+}
+static inline void vf_store(float *p, vf x) {
+  *p = x;
+}
+static inline vf vf_bcast(const float *p) {
+  return *p;
+}
+static inline vf vf_add(vf a, vf b) {
+  return a + b;
+}
+static inline vf vf_sub(vf a, vf b) {
+  return a - b;
+}
+static inline vf vf_mul(vf a, vf b) {
+  return a * b;
+}
+/* a * b + c without fmaf(): a libm call per FMA would be slower than two roundings. */
+static inline vf vf_fma(vf a, vf b, vf c) {
+  return a * b + c;
+}
+static inline vf vf_max(vf c, vf x) {
+  return x < c ? c : x;
+}
+static inline vf vf_exp2_scale(vf t) {
+  uint32_t u;
+  memcpy(&u, &t, sizeof u);
+  u <<= 23;
+  memcpy(&t, &u, sizeof t);
+  return t;
+}
+static inline float vf_hmax(vf x) {
+  return x;
+}
+static inline float vf_hsum(vf x) {
+  return x;
+}
+static inline void vf_transpose(const float *const *src, int64_t c, float *dst, int64_t ld) {
+  (void)ld;
+  dst[0] = src[0][c];
+}
+
+#endif /* VEC_SCALAR_H */

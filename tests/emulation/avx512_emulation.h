@@ -1,0 +1,269 @@
+/* The AVX-512 intrinsics our kernels use, emulated in portable C on GCC vector types, so that the
+ * AVX-512 kernels' logic (tails, lane shuffles, masks, NaN propagation) runs and is tested on a CPU
+ * without AVX-512. Force-included (-include) before a kernel source that is compiled with its AVX2
+ * flags instead of AVX-512 ones: <immintrin.h> is included here first, so the source's own include
+ * is a no-op, and every _mm512_* name the kernels use is then redirected to an emu512_* function
+ * below, which follows the Intel Intrinsics Guide's pseudocode for that instruction. An intrinsic
+ * not listed here fails to compile (inlining a function of another target), never silently.
+ *
+ * This checks the algorithm over 16-lane vectors, not the silicon: the real instructions are
+ * deterministic functions of their inputs, and these are the same functions. */
+#ifndef TXATTN_AVX512_EMULATION_H
+#define TXATTN_AVX512_EMULATION_H
+
+#include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef float emu_f32x16 __attribute__((vector_size(64)));
+typedef int32_t emu_i32x16 __attribute__((vector_size(64)));
+
+static inline emu_f32x16 emu_f(__m512 v) {
+  emu_f32x16 r;
+  memcpy(&r, &v, sizeof r);
+  return r;
+}
+static inline __m512 emu_m(emu_f32x16 v) {
+  __m512 r;
+  memcpy(&r, &v, sizeof r);
+  return r;
+}
+static inline emu_i32x16 emu_i(__m512i v) {
+  emu_i32x16 r;
+  memcpy(&r, &v, sizeof r);
+  return r;
+}
+static inline __m512i emu_mi(emu_i32x16 v) {
+  __m512i r;
+  memcpy(&r, &v, sizeof r);
+  return r;
+}
+
+static inline __m512 emu512_setzero_ps(void) {
+  return emu_m((emu_f32x16){0});
+}
+static inline __m512 emu512_set1_ps(float x) {
+  emu_f32x16 r;
+  for (int i = 0; i < 16; i++) r[i] = x;
+  return emu_m(r);
+}
+static inline __m512 emu512_setr_ps(float e0, float e1, float e2, float e3, float e4, float e5,
+                                    float e6, float e7, float e8, float e9, float e10, float e11,
+                                    float e12, float e13, float e14, float e15) {
+  return emu_m((emu_f32x16){e0, e1, e2, e3, e4, e5, e6, e7, e8, e9, e10, e11, e12, e13, e14, e15});
+}
+static inline __m512i emu512_setr_epi32(int e0, int e1, int e2, int e3, int e4, int e5, int e6,
+                                        int e7, int e8, int e9, int e10, int e11, int e12, int e13,
+                                        int e14, int e15) {
+  return emu_mi((emu_i32x16){e0, e1, e2, e3, e4, e5, e6, e7, e8, e9, e10, e11, e12, e13, e14, e15});
+}
+
+/* load_ps/store_ps fault on a pointer that is not 64-byte aligned: so does the emulation */
+static inline __m512 emu512_load_ps(const void *p) {
+  if ((uintptr_t)p % 64) __builtin_trap();
+  __m512 r;
+  memcpy(&r, p, sizeof r);
+  return r;
+}
+static inline __m512 emu512_loadu_ps(const void *p) {
+  __m512 r;
+  memcpy(&r, p, sizeof r);
+  return r;
+}
+static inline void emu512_store_ps(void *p, __m512 v) {
+  if ((uintptr_t)p % 64) __builtin_trap();
+  memcpy(p, &v, sizeof v);
+}
+static inline void emu512_storeu_ps(void *p, __m512 v) {
+  memcpy(p, &v, sizeof v);
+}
+
+static inline __m512 emu512_add_ps(__m512 a, __m512 b) {
+  return emu_m(emu_f(a) + emu_f(b));
+}
+static inline __m512 emu512_sub_ps(__m512 a, __m512 b) {
+  return emu_m(emu_f(a) - emu_f(b));
+}
+static inline __m512 emu512_mul_ps(__m512 a, __m512 b) {
+  return emu_m(emu_f(a) * emu_f(b));
+}
+/* MAXPS: a > b ? a : b, so a NaN in either operand yields b */
+static inline __m512 emu512_max_ps(__m512 a, __m512 b) {
+  emu_f32x16 x = emu_f(a), y = emu_f(b), r;
+  for (int i = 0; i < 16; i++) r[i] = x[i] > y[i] ? x[i] : y[i];
+  return emu_m(r);
+}
+/* one rounding, as the instruction */
+static inline __m512 emu512_fmadd_ps(__m512 a, __m512 b, __m512 c) {
+  emu_f32x16 x = emu_f(a), y = emu_f(b), z = emu_f(c), r;
+  for (int i = 0; i < 16; i++) r[i] = fmaf(x[i], y[i], z[i]);
+  return emu_m(r);
+}
+
+static inline __m512i emu512_slli_epi32(__m512i a, unsigned imm) {
+  emu_i32x16 x = emu_i(a), r;
+  for (int i = 0; i < 16; i++) r[i] = imm > 31 ? 0 : (int32_t)((uint32_t)x[i] << imm);
+  return emu_mi(r);
+}
+
+/* casts reinterpret the bits */
+static inline __m512 emu512_castsi512_ps(__m512i a) {
+  __m512 r;
+  memcpy(&r, &a, sizeof r);
+  return r;
+}
+static inline __m512i emu512_castps_si512(__m512 a) {
+  __m512i r;
+  memcpy(&r, &a, sizeof r);
+  return r;
+}
+static inline __m512d emu512_castps_pd(__m512 a) {
+  __m512d r;
+  memcpy(&r, &a, sizeof r);
+  return r;
+}
+static inline __m256 emu512_castps512_ps256(__m512 a) {
+  __m256 r;
+  memcpy(&r, &a, sizeof r);
+  return r;
+}
+static inline __m256d emu512_extractf64x4_pd(__m512d a, int imm) {
+  __m256d r;
+  memcpy(&r, (const char *)&a + (imm & 1) * 32, sizeof r);
+  return r;
+}
+
+/* VSHUFF32X4: 128-bit lanes 0, 1 from a and 2, 3 from b, each chosen by two bits of imm */
+static inline __m512 emu512_shuffle_f32x4(__m512 a, __m512 b, int imm) {
+  emu_f32x16 x = emu_f(a), y = emu_f(b), r;
+  for (int lane = 0; lane < 4; lane++) {
+    int from = (imm >> (2 * lane)) & 3;
+    for (int e = 0; e < 4; e++) r[4 * lane + e] = (lane < 2 ? x : y)[4 * from + e];
+  }
+  return emu_m(r);
+}
+/* VSHUFPS: within each 128-bit lane, elements 0, 1 from a and 2, 3 from b */
+static inline __m512 emu512_shuffle_ps(__m512 a, __m512 b, int imm) {
+  emu_f32x16 x = emu_f(a), y = emu_f(b), r;
+  for (int lane = 0; lane < 4; lane++)
+    for (int e = 0; e < 4; e++) {
+      int from = (imm >> (2 * e)) & 3;
+      r[4 * lane + e] = (e < 2 ? x : y)[4 * lane + from];
+    }
+  return emu_m(r);
+}
+/* VPERMPS: r[i] = a[idx[i] mod 16] */
+static inline __m512 emu512_permutexvar_ps(__m512i idx, __m512 a) {
+  emu_i32x16 k = emu_i(idx);
+  emu_f32x16 x = emu_f(a), r;
+  for (int i = 0; i < 16; i++) r[i] = x[k[i] & 15];
+  return emu_m(r);
+}
+
+/* VCMPPS into a mask: the predicates of the _CMP_* constants (ordered: false on NaN; unordered:
+   true on NaN); signalling and quiet agree on the result. Others trap: extend when a kernel needs
+   them. */
+static inline __mmask16 emu512_cmp_ps_mask(__m512 a, __m512 b, int pred) {
+  emu_f32x16 x = emu_f(a), y = emu_f(b);
+  unsigned m = 0;
+  for (int i = 0; i < 16; i++) {
+    int nan = isnan(x[i]) || isnan(y[i]), t;
+    switch (pred) {
+    case _CMP_EQ_OQ:
+    case _CMP_EQ_OS:
+      t = !nan && x[i] == y[i];
+      break;
+    case _CMP_LT_OQ:
+    case _CMP_LT_OS:
+      t = !nan && x[i] < y[i];
+      break;
+    case _CMP_LE_OQ:
+    case _CMP_LE_OS:
+      t = !nan && x[i] <= y[i];
+      break;
+    case _CMP_GT_OQ:
+    case _CMP_GT_OS:
+      t = !nan && x[i] > y[i];
+      break;
+    case _CMP_GE_OQ:
+    case _CMP_GE_OS:
+      t = !nan && x[i] >= y[i];
+      break;
+    case _CMP_NEQ_UQ:
+    case _CMP_NEQ_US:
+      t = nan || x[i] != y[i];
+      break;
+    case _CMP_UNORD_Q:
+    case _CMP_UNORD_S:
+      t = nan;
+      break;
+    case _CMP_ORD_Q:
+    case _CMP_ORD_S:
+      t = !nan;
+      break;
+    default:
+      __builtin_trap();
+    }
+    m |= (unsigned)t << i;
+  }
+  return (__mmask16)m;
+}
+/* VBLENDMPS: b where the mask bit is set, else a */
+static inline __m512 emu512_mask_blend_ps(__mmask16 k, __m512 a, __m512 b) {
+  emu_f32x16 x = emu_f(a), y = emu_f(b), r;
+  for (int i = 0; i < 16; i++) r[i] = (k >> i) & 1 ? y[i] : x[i];
+  return emu_m(r);
+}
+
+/* Some of these are macros in <immintrin.h> (immediate operands): #undef before redirecting. */
+#undef _mm512_setzero_ps
+#define _mm512_setzero_ps emu512_setzero_ps
+#undef _mm512_set1_ps
+#define _mm512_set1_ps emu512_set1_ps
+#undef _mm512_setr_ps
+#define _mm512_setr_ps emu512_setr_ps
+#undef _mm512_setr_epi32
+#define _mm512_setr_epi32 emu512_setr_epi32
+#undef _mm512_load_ps
+#define _mm512_load_ps emu512_load_ps
+#undef _mm512_loadu_ps
+#define _mm512_loadu_ps emu512_loadu_ps
+#undef _mm512_store_ps
+#define _mm512_store_ps emu512_store_ps
+#undef _mm512_storeu_ps
+#define _mm512_storeu_ps emu512_storeu_ps
+#undef _mm512_add_ps
+#define _mm512_add_ps emu512_add_ps
+#undef _mm512_sub_ps
+#define _mm512_sub_ps emu512_sub_ps
+#undef _mm512_mul_ps
+#define _mm512_mul_ps emu512_mul_ps
+#undef _mm512_max_ps
+#define _mm512_max_ps emu512_max_ps
+#undef _mm512_fmadd_ps
+#define _mm512_fmadd_ps emu512_fmadd_ps
+#undef _mm512_slli_epi32
+#define _mm512_slli_epi32 emu512_slli_epi32
+#undef _mm512_castsi512_ps
+#define _mm512_castsi512_ps emu512_castsi512_ps
+#undef _mm512_castps_si512
+#define _mm512_castps_si512 emu512_castps_si512
+#undef _mm512_castps_pd
+#define _mm512_castps_pd emu512_castps_pd
+#undef _mm512_castps512_ps256
+#define _mm512_castps512_ps256 emu512_castps512_ps256
+#undef _mm512_extractf64x4_pd
+#define _mm512_extractf64x4_pd emu512_extractf64x4_pd
+#undef _mm512_shuffle_f32x4
+#define _mm512_shuffle_f32x4 emu512_shuffle_f32x4
+#undef _mm512_shuffle_ps
+#define _mm512_shuffle_ps emu512_shuffle_ps
+#undef _mm512_permutexvar_ps
+#define _mm512_permutexvar_ps emu512_permutexvar_ps
+#undef _mm512_cmp_ps_mask
+#define _mm512_cmp_ps_mask emu512_cmp_ps_mask
+#undef _mm512_mask_blend_ps
+#define _mm512_mask_blend_ps emu512_mask_blend_ps
+
+#endif

@@ -1,0 +1,284 @@
+/* Edge cases of the shipped plugins' own code paths, beyond the battery of test_kernels.c.
+ *
+ * A NaN in a V row whose score is -inf: the key is visible, its weight exp(-inf - max) is 0, and
+ * 0 * NaN is NaN, so the contract's whole-row NaN rule (txattn.h; txattn_reference agrees) makes
+ * the row NaN. A kernel must not drop the key because its weight is 0 -- in particular the split-KV
+ * merge of tiled_omp, when every key of one partial has score -inf (that partial's max is -inf).
+ * And a row whose every visible key scores -inf: each weight exp(-inf - -inf) is NaN (0 / 0) in the
+ * reference, so the row is NaN, not the zeros of a row that sees no key.
+ * The split-KV path is forced through the test build of tiled_omp (see
+ * plugins/tiled_omp/CMakeLists.txt: a team for any work, the smallest blocks), whose plugin
+ * directory TXATTN_TEST_TEAM_PLUGIN_DIR names.
+ *
+ * The kernels' own cost of a call (cost_pairs, for the dispatcher's fallback estimate: the score
+ * pairs they compute plus a fixed cost per row), read from the plugins' descriptors, against a
+ * brute-force count of the pairs from the test oracle's visibility. */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "banded.h"
+#include "oracle.h"
+#include "tiled_internal.h"
+#include "test_context.h"
+#include "txattn/plugin.h"
+#include "txattn/txattn.h"
+
+TestSuite(plugin_cases, .init = test_env_clean, .fini = test_check_leaks, .timeout = 300);
+
+/* Contiguous tensors of a problem with one query position (decode). */
+struct minus_inf_case {
+  txattn_problem p;
+  float *q, *k, *v, *o;
+};
+
+/* Every key before the last `finite` keys has k[0] = -inf, and every query q[0] > 0, so those keys
+   score -inf while the last ones score finite values; key nan_key's V row holds a NaN (none if
+   nan_key < 0). Whatever ranges of keys a kernel splits the row into, the first one holds only
+   -inf scores. */
+static void minus_inf_case_init(struct minus_inf_case *c, int64_t heads_q, int64_t heads_kv,
+                                int64_t n_kv, int64_t finite, int64_t nan_key) {
+  const int64_t d = 8;
+  memset(c, 0, sizeof *c);
+  c->p = (txattn_problem){
+      .heads_q = heads_q, .heads_kv = heads_kv, .n_q = 1, .n_kv = n_kv, .d_qk = d, .d_v = d};
+  c->q = malloc((size_t)(heads_q * d) * sizeof(float));
+  c->k = malloc((size_t)(heads_kv * n_kv * d) * sizeof(float));
+  c->v = malloc((size_t)(heads_kv * n_kv * d) * sizeof(float));
+  c->o = malloc((size_t)(heads_q * d) * sizeof(float));
+  cr_assert(c->q && c->k && c->v && c->o, "out of memory");
+  for (int64_t h = 0; h < heads_q; h++)
+    for (int64_t x = 0; x < d; x++) c->q[h * d + x] = 0.5f + 0.125f * (float)((h + x) % 3);
+  for (int64_t h = 0; h < heads_kv; h++) {
+    for (int64_t j = 0; j < n_kv; j++) {
+      float *k = c->k + (h * n_kv + j) * d, *v = c->v + (h * n_kv + j) * d;
+      for (int64_t x = 0; x < d; x++) {
+        k[x] = (float)((j * 7 + x * 3 + h) % 11 - 5) / 8.0f;
+        v[x] = (float)((j * 5 + x + h) % 13 - 6) / 8.0f;
+      }
+      if (j < n_kv - finite) k[0] = -INFINITY;
+      if (j == nan_key) v[1] = NAN;
+    }
+  }
+}
+
+static void minus_inf_case_free(struct minus_inf_case *c) {
+  free(c->q);
+  free(c->k);
+  free(c->v);
+  free(c->o);
+}
+
+/* Every row of the output must be NaN, and so must txattn_reference's. */
+static void check_all_nan(const struct minus_inf_case *c, const char *who) {
+  for (int64_t x = 0; x < c->p.heads_q * c->p.d_v; x++)
+    cr_assert(isnan(c->o[x]), "%s: heads %lld/%lld, n_kv %lld: o[head %lld][%lld] = %g, not NaN",
+              who, (long long)c->p.heads_q, (long long)c->p.heads_kv, (long long)c->p.n_kv,
+              (long long)(x / c->p.d_v), (long long)(x % c->p.d_v), (double)c->o[x]);
+}
+
+/* Runs every usable kernel of ctx whose name starts with prefix ("" for all) on c; returns how
+   many ran. Kernels that may decline a problem (test_kernel_takes_every_problem) may. */
+static int run_kernels(txattn_context *ctx, struct minus_inf_case *c, const char *prefix) {
+  struct kernel_list l;
+  const txattn_tensors t = {.q = c->q, .k = c->k, .v = c->v, .o = c->o};
+  int ran = 0;
+  test_kernel_list(ctx, &l);
+  for (size_t i = 0; i < l.n; i++) {
+    const char *name = l.k[i].name;
+    txattn_plan *plan = NULL;
+    if (!l.k[i].usable || strncmp(name, prefix, strlen(prefix)) != 0) continue;
+    txattn_status s = txattn_plan_create(ctx, &c->p, name, &plan);
+    if (s == TXATTN_E_UNSUPPORTED && !test_kernel_takes_every_problem(name)) continue;
+    cr_assert_eq(s, TXATTN_OK, "plan_create(%s): %s", name, txattn_last_error());
+    for (int64_t x = 0; x < c->p.heads_q * c->p.d_v; x++) c->o[x] = 0.0f;
+    s = txattn_plan_execute(plan, &t);
+    txattn_plan_free(plan);
+    cr_assert_eq(s, TXATTN_OK, "execute(%s): %s", name, txattn_last_error());
+    check_all_nan(c, name);
+    ran++;
+  }
+  return ran;
+}
+
+/* Decode with one kv head (the direct path, one row per kv head) and with 8 query heads on it (the
+   tiled path: 8 stacked rows, two query blocks of the test build's smallest block_q). */
+static const int64_t shapes[][2] = {{1, 1}, {8, 1}};
+
+static void check_reference(struct minus_inf_case *c) {
+  const txattn_tensors t = {.q = c->q, .k = c->k, .v = c->v, .o = c->o};
+  cr_assert_eq(txattn_reference(&c->p, &t), TXATTN_OK, "reference: %s", txattn_last_error());
+  check_all_nan(c, "txattn_reference");
+}
+
+/* Each shape with keys [0, n_kv - finite) scoring -inf and a NaN in V at nan_key. */
+static void run_shapes(txattn_context *ctx, const char *prefix, int64_t n_kv, int64_t finite,
+                       int64_t nan_key) {
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    struct minus_inf_case c;
+    minus_inf_case_init(&c, shapes[s][0], shapes[s][1], n_kv, finite, nan_key);
+    check_reference(&c);
+    cr_assert_gt(run_kernels(ctx, &c, prefix), 0, "no usable %s kernel", prefix);
+    minus_inf_case_free(&c);
+  }
+}
+
+Test(plugin_cases, split_kv_merge_keeps_a_nan_read_at_a_minus_inf_score) {
+  for (int threads = 2; threads <= 3; threads++) {
+    txattn_context *ctx = test_context_at(TXATTN_TEST_TEAM_PLUGIN_DIR, threads);
+    run_shapes(ctx, "tiled_omp", 256, 8, 3);
+    txattn_context_free(ctx);
+  }
+}
+
+/* A long run of -inf keys before the finite ones: whole key blocks of the tiled kernels, and a
+   chunk of more than 256 keys of banded's vector kernels. */
+Test(plugin_cases, every_kernel_keeps_a_nan_read_at_a_minus_inf_score) {
+  for (int threads = 1; threads <= 2; threads++) {
+    txattn_context *ctx = test_context(threads);
+    run_shapes(ctx, "", 2048, 16, 700);
+    txattn_context_free(ctx);
+  }
+}
+
+Test(plugin_cases, a_row_whose_every_score_is_minus_inf_is_nan) {
+  for (int threads = 1; threads <= 2; threads++) {
+    txattn_context *ctx = test_context(threads);
+    run_shapes(ctx, "", 300, 0, 7);
+    run_shapes(ctx, "", 300, 0, -1);
+    txattn_context_free(ctx);
+  }
+  txattn_context *ctx = test_context_at(TXATTN_TEST_TEAM_PLUGIN_DIR, 2);
+  run_shapes(ctx, "tiled_omp", 256, 0, 3);
+  run_shapes(ctx, "tiled_omp", 256, 0, -1);
+  txattn_context_free(ctx);
+}
+
+/* ---- cost_pairs ---- */
+
+/* A plugin of the build tree, opened by hand to read its descriptors. Never closed: tiled_omp's
+   OpenMP runtime keeps allocations that would look leaked once it is unloaded. */
+struct plugin {
+  void *handle;
+  const txattn_plugin_desc *desc;
+};
+
+static void plugin_open(struct plugin *pl, const char *name) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/txattn_%s.so", TXATTN_TEST_PLUGIN_BUILD_DIR, name);
+  pl->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  cr_assert(pl->handle != NULL, "dlopen(%s): %s", path, dlerror());
+  txattn_plugin_entry_fn entry;
+  *(void **)&entry = dlsym(pl->handle, TXATTN_PLUGIN_ENTRY_SYMBOL);
+  cr_assert(entry != NULL, "%s has no entry", path);
+  pl->desc = entry(TXATTN_PLUGIN_ABI_VERSION);
+  cr_assert(pl->desc != NULL, "%s declined ABI %u", path, (unsigned)TXATTN_PLUGIN_ABI_VERSION);
+}
+
+/* What a tiled kernel computes, counted the slow way: scores go per register group of mr stacked
+   rows (all query heads of a kv head, position-major) and K panel of kw keys from key 0, for every
+   panel some row of the group sees a key of. At most 4 rows per kv head take the direct path
+   (TILED_DIRECT_ROWS in plugins/tiled/tiled_internal.h), which computes those rows against every
+   key one of them sees. Every (batch, kv head) does the same. */
+static double brute_tiled_pairs(const txattn_problem *p, int64_t mr, int64_t kw) {
+  const int64_t group = p->heads_q / p->heads_kv, rows = p->n_q * group;
+  const int direct = rows <= 4;
+  const int64_t step = direct ? rows : mr, width = direct ? 1 : kw;
+  double n = 0.0;
+  for (int64_t t0 = 0; t0 < rows; t0 += step) {
+    for (int64_t j0 = 0; j0 < p->n_kv; j0 += width) {
+      int seen = 0;
+      for (int64_t t = t0; t < t0 + step && t < rows && !seen; t++)
+        for (int64_t j = j0; j < j0 + width && j < p->n_kv && !seen; j++)
+          seen = oracle_visible(p, t / group, j);
+      n += seen ? (double)(step * width) : 0.0;
+    }
+  }
+  return n * (double)p->batch * (double)p->heads_kv;
+}
+
+static double visible_pairs(const txattn_problem *p) {
+  double n = 0.0;
+  for (int64_t i = 0; i < p->n_q; i++) n += (double)oracle_visible_count(p, i);
+  return n * (double)p->batch * (double)p->heads_q;
+}
+
+/* Every default filled in, as the host passes problems to a descriptor. */
+static const txattn_problem pair_shapes[] = {
+    {1, 1, 1, 100, 100, 64, 64, TXATTN_MASK_NONE, 0, 0, 0.125f},
+    {1, 1, 1, 257, 257, 64, 64, TXATTN_MASK_CAUSAL, 0, 0, 0.125f},
+    {2, 4, 4, 300, 300, 16, 16, TXATTN_MASK_WINDOW, 8, 8, 0.25f},
+    {1, 2, 2, 200, 200, 16, 16, TXATTN_MASK_WINDOW, TXATTN_UNBOUNDED, 3, 0.25f},
+    {1, 1, 1, 40, 100, 32, 32, TXATTN_MASK_CAUSAL, 0, 0, 0.125f},    /* chunked prefill */
+    {1, 1, 1, 65, 17, 32, 32, TXATTN_MASK_CAUSAL, 0, 0, 0.125f},     /* rows with no key */
+    {1, 3, 3, 70, 20, 8, 8, TXATTN_MASK_WINDOW, 2, 0, 0.25f},        /* rows with no key */
+    {1, 8, 2, 33, 33, 64, 64, TXATTN_MASK_CAUSAL, 0, 0, 0.125f},     /* GQA */
+    {2, 8, 2, 1, 1000, 128, 128, TXATTN_MASK_CAUSAL, 0, 0, 0.0625f}, /* decode: direct path */
+    {1, 4, 4, 3, 500, 64, 64, TXATTN_MASK_WINDOW, 100, 0, 0.125f},   /* 3 rows: direct path */
+    {1, 8, 8, 2, 64, 64, 32, TXATTN_MASK_NONE, 0, 0, 0.125f},        /* 2 rows: direct path */
+    {1, 1, 1, 1, 2048, 64, 64, TXATTN_MASK_WINDOW, 16, 16, 0.125f},  /* 1 row, 17 keys */
+};
+
+/* Tiled kernels (single-thread and OpenMP): the cost, with the default block sizes and with the
+   smallest ones, equals the brute-force count of computed pairs plus TILED_ROW_COST_PAIRS a row on
+   the blocked path; it never undercounts the visible pairs. */
+Test(plugin_cases, tiled_cost_pairs_is_the_computed_panels_plus_the_row_cost) {
+  const char *plugins[] = {"tiled", "tiled_omp"};
+  for (size_t pi = 0; pi < 2; pi++) {
+    struct plugin pl;
+    plugin_open(&pl, plugins[pi]);
+    for (size_t k = 0; k < pl.desc->n_kernels; k++) {
+      const txattn_kernel_desc *kd = pl.desc->kernels[k];
+      cr_assert(TXATTN_KERNEL_DESC_HAS(kd, cost_pairs) && kd->cost_pairs != NULL,
+                "%s declares no cost_pairs", kd->name);
+      cr_assert_eq(kd->n_tunables, 2, "%s: expected block_q and block_k", kd->name);
+      const int64_t mr = kd->tunables[0].multiple_of, kw = kd->tunables[1].multiple_of;
+      for (size_t s = 0; s < sizeof pair_shapes / sizeof pair_shapes[0]; s++) {
+        const txattn_problem *p = &pair_shapes[s];
+        const double rows = (double)(p->batch * p->heads_q * p->n_q);
+        const int direct = p->n_q * (p->heads_q / p->heads_kv) <= TILED_DIRECT_ROWS;
+        const double want =
+            brute_tiled_pairs(p, mr, kw) + (direct ? 0 : TILED_ROW_COST_PAIRS * rows);
+        int64_t tun[2];
+        kd->default_tunables(p, NULL, tun);
+        const int64_t smallest[2] = {mr, kw};
+        const double got = kd->cost_pairs(p, tun), got_small = kd->cost_pairs(p, smallest);
+        cr_expect_eq(got, want, "%s, shape %zu, blocks %lld x %lld: cost %.0f, brute force %.0f",
+                     kd->name, s, (long long)tun[0], (long long)tun[1], got, want);
+        cr_expect_eq(got_small, want, "%s, shape %zu, smallest blocks: cost %.0f, brute force %.0f",
+                     kd->name, s, got_small, want);
+        cr_expect_geq(got, visible_pairs(p), "%s, shape %zu: fewer pairs than visible", kd->name,
+                      s);
+      }
+    }
+  }
+}
+
+/* banded.scalar computes exactly the visible pairs, and adds its row cost; the vector kernels count
+   their padding, never fewer than the visible pairs, and pad little: at most one block of panels
+   per group and one row block per row (4 x 4 panels of up to 16 keys, 16 keys), beside their row
+   cost. */
+Test(plugin_cases, banded_cost_pairs_is_the_computed_pairs_plus_the_row_cost) {
+  struct plugin pl;
+  plugin_open(&pl, "banded");
+  for (size_t k = 0; k < pl.desc->n_kernels; k++) {
+    const txattn_kernel_desc *kd = pl.desc->kernels[k];
+    const int has = TXATTN_KERNEL_DESC_HAS(kd, cost_pairs) && kd->cost_pairs != NULL;
+    const int scalar = strcmp(kd->name, "banded.scalar") == 0;
+    cr_assert(has, "%s declares no cost_pairs", kd->name);
+    for (size_t s = 0; s < sizeof pair_shapes / sizeof pair_shapes[0]; s++) {
+      const txattn_problem *p = &pair_shapes[s];
+      const double got = kd->cost_pairs(p, NULL), vis = visible_pairs(p);
+      const double rows = (double)(p->batch * p->heads_q * p->n_q);
+      const double slack = scalar ? 0.0 : rows * (4.0 * 16.0 + 16.0);
+      const double fixed = rows * (scalar ? BANDED_SCALAR_ROW_COST_PAIRS : BANDED_ROW_COST_PAIRS);
+      cr_expect(got >= vis + fixed && got <= vis + fixed + slack,
+                "%s, shape %zu: cost %.0f pairs, %.0f visible + %.0f for the rows", kd->name, s,
+                got, vis, fixed);
+    }
+  }
+}

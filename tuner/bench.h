@@ -1,0 +1,108 @@
+/* txtune bench: what one measured problem holds, shared by the command (cmd_bench.c), its JSON
+   (bench_json.c) and its sweeps over n and mask kinds (bench_sweep.c). */
+#ifndef TXTUNE_BENCH_H
+#define TXTUNE_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "args.h"
+#include "json.h"
+#include "kernels.h"
+#include "problem_cli.h"
+#include "roofline.h"
+#include "timing.h"
+#include "txattn/txattn.h"
+
+typedef enum tx_bench_state {
+  TX_BENCH_OK,
+  TX_BENCH_UNUSABLE,
+  TX_BENCH_NOT_APPLICABLE,
+  TX_BENCH_FAILED
+} tx_bench_state;
+
+typedef struct tx_bench_result {
+  tx_bench_state state;
+  char why[320];    /* for every state but OK; for OK a failed verification */
+  tx_timing tm;     /* OK */
+  double rel_error; /* NaN when not verified */
+  int exact;        /* OK: the contract holds and (when verified) the error is within tolerance */
+} tx_bench_result;
+
+/* One problem, every selected kernel measured on it. */
+typedef struct tx_bench_point {
+  txattn_problem p; /* resolved */
+  double pairs, flops, ref_seconds;
+  int verified;
+  int has_pick;
+  char pick[64], pick_why[320]; /* the dispatcher's choice, or why it has none */
+  tx_bench_result *res;         /* one per selected kernel, in selection order */
+  long fastest, masked;         /* indices into the selection; -1 if none */
+} tx_bench_point;
+
+/* What every point of one run shares. */
+typedef struct tx_bench_setup {
+  const tx_kernel_sel *sel;
+  size_t n_sel;
+  int threads;
+  const tx_roofline *roofline; /* NULL without --roofline */
+  int64_t reps, min_time_ms;
+  double limit_s;
+  double load_before; /* the 1-minute load average when the run started; NaN if unknown */
+} tx_bench_setup;
+
+/* Kernel i failed at pt: it crashed, was not exact, or was named by --kernel and could not run. */
+int tx_bench_kernel_failed(const tx_bench_setup *s, const tx_bench_point *pt, size_t i);
+/* TX_EXIT_OK, or TX_EXIT_FAIL when nothing was measured or a kernel failed. */
+int tx_bench_point_status(const tx_bench_setup *s, const tx_bench_point *pt);
+/* The kernel's roofline input at pt. */
+tx_roof_kernel tx_bench_roof_kernel(const tx_bench_setup *s, const tx_bench_point *pt, size_t i);
+
+/* Environment variables that change what runs or is picked: `always` ones are always reported,
+   the others only when set. */
+typedef struct tx_bench_env_var {
+  const char *name;
+  int always;
+} tx_bench_env_var;
+#define TX_BENCH_N_ENV 6
+extern const tx_bench_env_var tx_bench_env[TX_BENCH_N_ENV];
+
+/* ---- JSON (bench_json.c) ---- */
+#define TX_SWEEP_FORMAT         "txtune-bench-sweep"
+#define TX_SWEEP_FORMAT_VERSION 1
+
+/* The object `txtune bench --json` prints for a single problem. */
+void tx_bench_json_single(tx_json *j, const tx_bench_setup *s, const tx_bench_point *pt);
+/* The sweep document (tuner/bench_sweep.md): machine, settings, and every point. */
+void tx_bench_json_sweep(tx_json *j, const tx_bench_setup *s, const txattn_context *ctx,
+                         const tx_bench_point *pts, size_t n_pts);
+
+/* ---- sweeps (bench_sweep.c) ---- */
+#define TX_SWEEP_MAX_N 64
+
+/* The swept values of --n and --mask: each --n item is N or A..B (A, 2A, 4A ... while <= B). */
+typedef struct tx_sweep_axes {
+  int64_t n[TX_SWEEP_MAX_N];
+  size_t n_n;
+  int mask[3]; /* txattn_mask values, in the order given; none given: one entry of -1 */
+  size_t n_mask;
+} tx_sweep_axes;
+
+/* Returns 0, or prints a usage error and returns TX_EXIT_USAGE. No --n leaves axes->n_n 0. */
+int tx_sweep_parse_n(const tx_cmd_spec *spec, const tx_strlist *items, tx_sweep_axes *axes);
+int tx_sweep_parse_mask(const tx_cmd_spec *spec, const tx_strlist *items, tx_sweep_axes *axes);
+/* The problems of the sweep, masks outer, n inner. a holds every other problem option; window
+   options apply to the window points only. Returns 0 with *out (free()) and *n_out, or prints a
+   usage error and returns TX_EXIT_USAGE. */
+int tx_sweep_problems(const tx_cmd_spec *spec, const tx_problem_args *a, const tx_sweep_axes *axes,
+                      txattn_problem **out, size_t *n_out);
+/* Two problems of one curve: they differ at most in n (n_q, and n_kv when it follows n_q). */
+int tx_sweep_same_class(const txattn_problem *a, const txattn_problem *b);
+/* The problem without its n: "d=64 window(8,8)", "h=4/2 n_kv=1000 d=64 causal". */
+void tx_sweep_class_label(const txattn_problem *p, char *buf, size_t size);
+/* Per mask kind: each kernel's fitted log-log slope of time against n, and where the fastest
+   kernel changes. */
+void tx_sweep_print_summary(const tx_bench_setup *s, const tx_bench_point *pts, size_t n_pts,
+                            FILE *f);
+
+#endif

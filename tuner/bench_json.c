@@ -1,0 +1,210 @@
+/* txtune bench as JSON: the object of one problem (what `bench --json` has always printed) and the
+   sweep document that wraps such objects with the machine and the settings (bench_sweep.md). */
+#define _POSIX_C_SOURCE 200809L /* gmtime_r */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench.h"
+#include "txattn/plugin.h"
+
+const tx_bench_env_var tx_bench_env[TX_BENCH_N_ENV] = {
+    {"OPENBLAS_CORETYPE", 1},   {"OPENBLAS_NUM_THREADS", 1}, {"OMP_NUM_THREADS", 1},
+    {"TXATTN_FORCE_KERNEL", 0}, {"TXATTN_MAX_ISA", 0},       {"TXATTN_TABLE", 0}};
+
+static void json_problem(tx_json *j, const txattn_problem *p) {
+  tx_json_key(j, "problem");
+  tx_json_begin_object(j);
+  tx_json_kv_int(j, "batch", p->batch);
+  tx_json_kv_int(j, "heads_q", p->heads_q);
+  tx_json_kv_int(j, "heads_kv", p->heads_kv);
+  tx_json_kv_int(j, "n_q", p->n_q);
+  tx_json_kv_int(j, "n_kv", p->n_kv);
+  tx_json_kv_int(j, "d_qk", p->d_qk);
+  tx_json_kv_int(j, "d_v", p->d_v);
+  tx_json_kv_string(j, "mask", tx_mask_name(p->mask));
+  int w = p->mask == TXATTN_MASK_WINDOW; /* null: no window, or that side unbounded */
+  tx_json_key(j, "window_left");
+  w && p->window_left != TXATTN_UNBOUNDED ? tx_json_int(j, p->window_left) : tx_json_null(j);
+  tx_json_key(j, "window_right");
+  w && p->window_right != TXATTN_UNBOUNDED ? tx_json_int(j, p->window_right) : tx_json_null(j);
+  tx_json_kv_double(j, "scale", p->scale);
+  tx_json_end_object(j);
+}
+
+static void json_env(tx_json *j) {
+  tx_json_key(j, "env");
+  tx_json_begin_object(j);
+  for (size_t i = 0; i < TX_BENCH_N_ENV; i++)
+    tx_json_kv_string(j, tx_bench_env[i].name, getenv(tx_bench_env[i].name));
+  tx_json_end_object(j);
+}
+
+static void json_ratio(tx_json *j, const char *key, const tx_bench_point *pt, size_t i, long ref) {
+  int ok = ref >= 0 && pt->res[i].state == TX_BENCH_OK;
+  tx_json_kv_double(j, key, ok ? pt->res[i].tm.median_s / pt->res[ref].tm.median_s : NAN);
+}
+
+static void json_kernel(tx_json *j, const tx_bench_setup *s, const tx_bench_point *pt, size_t i) {
+  static const char *const states[] = {"ok", "unusable", "not_applicable", "failed"};
+  const tx_bench_result *k = &pt->res[i];
+  int ok = k->state == TX_BENCH_OK;
+  tx_json_begin_object(j);
+  tx_json_kv_string(j, "name", s->sel[i].info.name);
+  tx_json_kv_string(j, "status", states[k->state]);
+  tx_json_kv_string(j, "reason", *k->why ? k->why : NULL);
+  tx_json_kv_double(j, "median_s", ok ? k->tm.median_s : NAN);
+  tx_json_kv_double(j, "min_s", ok ? k->tm.min_s : NAN);
+  tx_json_kv_double(j, "max_s", ok ? k->tm.max_s : NAN);
+  tx_json_kv_int(j, "runs", ok ? k->tm.runs : 0);
+  tx_json_kv_int(j, "reps", ok ? k->tm.reps : 0);
+  tx_json_kv_double(j, "gflops", ok ? 1e-9 * pt->flops / k->tm.median_s : NAN);
+  tx_json_kv_double(j, "max_rel_error", ok ? k->rel_error : NAN);
+  tx_json_key(j, "exact");
+  ok ? tx_json_bool(j, k->exact) : tx_json_null(j);
+  json_ratio(j, "vs_fastest", pt, i, pt->fastest);
+  json_ratio(j, "vs_masked", pt, i, pt->masked);
+  tx_json_kv_bool(j, "dispatcher_choice",
+                  pt->has_pick && strcmp(s->sel[i].info.name, pt->pick) == 0);
+  if (s->roofline) {
+    tx_roof_kernel rk = tx_bench_roof_kernel(s, pt, i);
+    tx_roof_work w = tx_roofline_work(&pt->p);
+    tx_json_key(j, "roofline");
+    tx_roofline_json_fit(j, s->roofline, &w, &rk);
+  }
+  tx_json_end_object(j);
+}
+
+static void json_head(tx_json *j, const tx_bench_point *pt) {
+  char shape[192];
+  tx_problem_format(&pt->p, shape, sizeof shape);
+  tx_json_kv_string(j, "shape", shape);
+  json_problem(j, &pt->p);
+}
+
+/* The fields of a point after its shape: the single object puts the run's settings in between. */
+static void json_body(tx_json *j, const tx_bench_setup *s, const tx_bench_point *pt) {
+  tx_json_kv_string(j, "dispatcher_kernel", pt->has_pick ? pt->pick : NULL);
+  tx_json_kv_string(j, "dispatcher_why", pt->pick_why);
+  tx_json_kv_string(j, "masked_kernel", pt->masked >= 0 ? s->sel[pt->masked].info.name : NULL);
+  tx_json_key(j, "kernels");
+  tx_json_begin_array(j);
+  for (size_t i = 0; i < s->n_sel; i++) json_kernel(j, s, pt, i);
+  tx_json_end_array(j);
+  tx_json_kv_bool(j, "pass", tx_bench_point_status(s, pt) == TX_EXIT_OK);
+}
+
+static void json_work(tx_json *j, const tx_bench_point *pt) {
+  tx_json_kv_double(j, "visible_pairs", pt->pairs);
+  tx_json_kv_double(j, "flops_per_call", pt->flops);
+  tx_json_kv_bool(j, "verified", pt->verified);
+  tx_json_kv_double(j, "reference_s", pt->verified ? pt->ref_seconds : NAN);
+}
+
+void tx_bench_json_single(tx_json *j, const tx_bench_setup *s, const tx_bench_point *pt) {
+  tx_json_begin_object(j);
+  json_head(j, pt);
+  tx_json_kv_int(j, "threads", s->threads);
+  json_work(j, pt);
+  tx_json_kv_double(j, "tolerance", TXATTN_EXACT_TOLERANCE);
+  json_env(j);
+  tx_json_key(j, "roofline");
+  s->roofline ? tx_roofline_json(j, s->roofline) : tx_json_null(j);
+  json_body(j, s, pt);
+  tx_json_end_object(j);
+}
+
+static void json_machine(tx_json *j, const txattn_context *ctx) {
+  static const char *const isa_names[TXATTN_ISA_COUNT_] = {"scalar", "avx2", "avx512", "neon"};
+  txattn_machine_info m;
+  tx_json_key(j, "machine");
+  if (txattn_context_machine(ctx, &m) != TXATTN_OK) {
+    tx_json_null(j);
+    return;
+  }
+  tx_json_begin_object(j);
+  tx_json_kv_string(j, "vendor", m.vendor);
+  tx_json_kv_string(j, "brand", m.brand);
+  tx_json_kv_int(j, "family", m.family);
+  tx_json_kv_int(j, "model", m.model);
+  tx_json_kv_int(j, "stepping", m.stepping);
+  tx_json_key(j, "isa");
+  tx_json_begin_array(j);
+  for (int i = 0; i < TXATTN_ISA_COUNT_; i++)
+    if (m.isa_mask & (1u << i)) tx_json_string(j, isa_names[i]);
+  tx_json_end_array(j);
+  tx_json_kv_int(j, "cores", m.n_cores);
+  tx_json_kv_int(j, "pus", m.n_pus);
+  tx_json_kv_int(j, "numa_nodes", m.n_numa);
+  tx_json_kv_int(j, "l1d_bytes", m.l1d_bytes);
+  tx_json_kv_int(j, "l2_bytes", m.l2_bytes);
+  tx_json_kv_int(j, "l3_bytes", m.l3_bytes);
+  tx_json_kv_string(j, "cache_source", m.cache_source);
+  tx_json_end_object(j);
+}
+
+static void json_settings(tx_json *j, const tx_bench_setup *s) {
+  tx_json_kv_int(j, "threads", s->threads);
+  tx_json_kv_double(j, "tolerance", TXATTN_EXACT_TOLERANCE);
+  tx_json_key(j, "timing");
+  tx_json_begin_object(j);
+  tx_json_kv_int(j, "reps", s->reps);
+  tx_json_kv_double(j, "min_time_s", 1e-3 * (double)s->min_time_ms);
+  tx_json_kv_double(j, "time_limit_s", s->limit_s);
+  tx_json_end_object(j);
+  tx_json_kv_double(j, "load_average_before", s->load_before);
+  json_env(j);
+  tx_json_key(j, "roofline");
+  s->roofline ? tx_roofline_json(j, s->roofline) : tx_json_null(j);
+}
+
+static void json_kernel_list(tx_json *j, const tx_bench_setup *s) {
+  tx_json_key(j, "kernels");
+  tx_json_begin_array(j);
+  for (size_t i = 0; i < s->n_sel; i++) {
+    const txattn_kernel_info *k = &s->sel[i].info;
+    tx_json_begin_object(j);
+    tx_json_kv_string(j, "name", k->name);
+    tx_json_kv_string(j, "isa", k->isa);
+    tx_json_kv_bool(j, "usable", k->usable);
+    tx_json_kv_bool(j, "threaded", (k->flags & TXATTN_KERNEL_THREADED) != 0);
+    tx_json_kv_bool(j, "sparse", (k->flags & TXATTN_KERNEL_SPARSE) != 0);
+    tx_json_kv_string(j, "plugin", k->plugin);
+    tx_json_kv_string(j, "plugin_version", k->plugin_version);
+    tx_json_kv_string(j, "plugin_build", k->plugin_build);
+    tx_json_end_object(j);
+  }
+  tx_json_end_array(j);
+}
+
+void tx_bench_json_sweep(tx_json *j, const tx_bench_setup *s, const txattn_context *ctx,
+                         const tx_bench_point *pts, size_t n_pts) {
+  char created[32] = "";
+  time_t now = time(NULL);
+  struct tm tm;
+  if (gmtime_r(&now, &tm)) strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  int pass = 1;
+  tx_json_begin_object(j);
+  tx_json_kv_string(j, "format", TX_SWEEP_FORMAT);
+  tx_json_kv_int(j, "format_version", TX_SWEEP_FORMAT_VERSION);
+  tx_json_kv_string(j, "created", created);
+  tx_json_kv_string(j, "txtune_version", TXATTN_VERSION_STRING);
+  tx_json_kv_string(j, "library_version", txattn_version_string());
+  json_machine(j, ctx);
+  json_settings(j, s);
+  json_kernel_list(j, s);
+  tx_json_key(j, "points");
+  tx_json_begin_array(j);
+  for (size_t i = 0; i < n_pts; i++) {
+    tx_json_begin_object(j);
+    json_head(j, &pts[i]);
+    json_work(j, &pts[i]);
+    json_body(j, s, &pts[i]);
+    tx_json_end_object(j);
+    pass &= tx_bench_point_status(s, &pts[i]) == TX_EXIT_OK;
+  }
+  tx_json_end_array(j);
+  tx_json_kv_bool(j, "pass", pass);
+  tx_json_end_object(j);
+}

@@ -1,0 +1,322 @@
+/* txtune compare: how stable the choice is. Two dispatch tables (two profiles in a row, or before
+   and after a change) are compared point by point: where their winners differ, is the difference
+   within what the tables themselves measured as noise, or does one table say it matters? */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "commands.h"
+#include "context_cli.h"
+#include "json.h"
+#include "table.h"
+#include "txattn/table.h"
+
+static const char about[] =
+    "Compares two dispatch tables point by point (the points of a class both measured): the\n"
+    "winner each picks and, where they differ, how much slower each table measured the other's\n"
+    "pick (the margin) against the noise it measured there: the larger relative spread (IQR /\n"
+    "median) of the two candidates' timings. A flip is within the noise when, in both tables,\n"
+    "the margin is at most that noise; otherwise one table measured the other's choice as\n"
+    "clearly slower, and the choice is not stable. A candidate timed only roughly (pruned as a\n"
+    "clear loser, no spread) counts as no noise. Two profiles in a row should show no flip above\n"
+    "the noise: `txtune profile -o a.json && txtune profile -o b.json && txtune compare a.json\n"
+    "b.json`.\n"
+    "Exit status: 0 no flip above the noise; 1 a flip above it, or a table cannot be read;\n"
+    "2 usage error.";
+
+typedef struct side {
+  const char *file;
+  txattn_table *t;
+} side;
+
+typedef struct flip {
+  char cls[96];
+  int64_t n, r;
+  txattn_table_candidate win[2]; /* each table's winner, as that table measured it */
+  double margin[2], noise[2];    /* in table i: time of the other's winner / own winner - 1 */
+  int above;
+} flip;
+
+typedef struct compare_run {
+  int json;
+  side s[2];
+  tx_opt opts[1];
+  tx_opt_group groups[1];
+  tx_cmd_spec spec;
+  size_t points, same, only[2];
+  size_t quiet, loud;
+  flip *flips;
+  size_t n_flips, cap;
+} compare_run;
+
+static int parse(compare_run *r, int *argc, char **argv) {
+  r->opts[0] = tx_opt_flag("json", &r->json, "the comparison as JSON on stdout");
+  r->groups[0] = (tx_opt_group){"Options", r->opts, 1};
+  r->spec = (tx_cmd_spec){"compare", "A.json B.json [--json]", about, r->groups, 1};
+  int out = 1, files = 0;
+  for (int i = 1; i < *argc; i++) { /* the option parser knows options only: files go first */
+    if (argv[i][0] == '-') {
+      argv[out++] = argv[i];
+      continue;
+    }
+    if (files == 2) return tx_args_usage_error(&r->spec, "two tables, got a third: '%s'", argv[i]);
+    r->s[files++].file = argv[i];
+  }
+  *argc = out;
+  int rc = tx_args_parse_cmd(&r->spec, *argc, argv);
+  if (rc >= 0) return rc;
+  if (files != 2) return tx_args_usage_error(&r->spec, "expects two tables, A.json and B.json");
+  return -1;
+}
+
+static int same_cand(const txattn_table_candidate *a, const txattn_table_candidate *b) {
+  if (strcmp(a->kernel, b->kernel) != 0 || a->n_tunables != b->n_tunables) return 0;
+  for (size_t i = 0; i < a->n_tunables; i++)
+    if (strcmp(a->tunable_names[i], b->tunable_names[i]) != 0 ||
+        a->tunable_values[i] != b->tunable_values[i])
+      return 0;
+  return 1;
+}
+
+static int point_index(const txattn_table *t, size_t cls, size_t n_points, int64_t n, int64_t rr,
+                       size_t *out) {
+  for (size_t i = 0; i < n_points; i++) {
+    txattn_table_point p;
+    if (txattn_table_point_get(t, cls, i, &p) == TXATTN_OK && p.n == n && p.r == rr) {
+      *out = i;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static double spread_or_zero(double s) {
+  return s >= 0 ? s : 0;
+}
+
+/* In table t at (cls, point): how much slower it measured `other` than its own winner w, and the
+   noise there. A candidate the table did not time at all is infinitely slower. */
+static void judge(const txattn_table *t, size_t cls, size_t point, const txattn_table_candidate *w,
+                  const txattn_table_candidate *other, double *margin, double *noise) {
+  txattn_table_point p;
+  *margin = INFINITY;
+  *noise = spread_or_zero(w->spread);
+  if (txattn_table_point_get(t, cls, point, &p) != TXATTN_OK) return;
+  for (size_t i = 0; i < p.n_candidates; i++) {
+    txattn_table_candidate c;
+    if (txattn_table_candidate_get(t, cls, point, i, &c) != TXATTN_OK || !same_cand(&c, other))
+      continue;
+    *margin = c.time_s / w->time_s - 1;
+    *noise = fmax(*noise, spread_or_zero(c.spread));
+  }
+}
+
+static int add_flip(compare_run *r, const flip *f) {
+  if (r->n_flips == r->cap) {
+    size_t cap = r->cap ? 2 * r->cap : 16;
+    flip *nf = realloc(r->flips, cap * sizeof *nf);
+    if (nf == NULL) return 0;
+    r->flips = nf;
+    r->cap = cap;
+  }
+  r->flips[r->n_flips++] = *f;
+  return 1;
+}
+
+/* Point pa of class ca in A against point pb of class cb in B. */
+static int compare_point(compare_run *r, const size_t ci[2], const size_t pi[2],
+                         const txattn_table_class *cls, const txattn_table_point *p) {
+  flip f;
+  memset(&f, 0, sizeof f);
+  for (int k = 0; k < 2; k++)
+    if (txattn_table_candidate_get(r->s[k].t, ci[k], pi[k], 0, &f.win[k]) != TXATTN_OK) return 0;
+  r->points++;
+  if (same_cand(&f.win[0], &f.win[1])) {
+    r->same++;
+    return 1;
+  }
+  txattn_table_class_describe(cls, f.cls, sizeof f.cls);
+  f.n = p->n;
+  f.r = p->r;
+  for (int k = 0; k < 2; k++) {
+    judge(r->s[k].t, ci[k], pi[k], &f.win[k], &f.win[1 - k], &f.margin[k], &f.noise[k]);
+    f.above |= f.margin[k] > f.noise[k];
+  }
+  if (f.above)
+    r->loud++;
+  else
+    r->quiet++;
+  return add_flip(r, &f);
+}
+
+static int compare_class(compare_run *r, size_t ca) {
+  txattn_table_class cls, cls_b;
+  size_t n_a, n_b, cb;
+  if (txattn_table_class_get(r->s[0].t, ca, &cls, &n_a, NULL) != TXATTN_OK) return 0;
+  if (txattn_table_find_class(r->s[1].t, &cls, &cb) != TXATTN_OK) {
+    r->only[0] += n_a;
+    return 1;
+  }
+  if (txattn_table_class_get(r->s[1].t, cb, &cls_b, &n_b, NULL) != TXATTN_OK) return 0;
+  size_t matched = 0;
+  for (size_t i = 0; i < n_a; i++) {
+    txattn_table_point p;
+    size_t ci[2] = {ca, cb}, pi[2] = {i, 0};
+    if (txattn_table_point_get(r->s[0].t, ca, i, &p) != TXATTN_OK) return 0;
+    if (!point_index(r->s[1].t, cb, n_b, p.n, p.r, &pi[1])) {
+      r->only[0]++;
+      continue;
+    }
+    matched++;
+    if (!compare_point(r, ci, pi, &cls, &p)) return 0;
+  }
+  r->only[1] += n_b - matched;
+  return 1;
+}
+
+/* Points of B's classes that A lacks altogether. */
+static void count_only_b(compare_run *r) {
+  txattn_table_header h;
+  if (txattn_table_header_get(r->s[1].t, &h) != TXATTN_OK) return;
+  for (size_t i = 0; i < h.n_classes; i++) {
+    txattn_table_class cls;
+    size_t n, ignored;
+    if (txattn_table_class_get(r->s[1].t, i, &cls, &n, NULL) == TXATTN_OK &&
+        txattn_table_find_class(r->s[0].t, &cls, &ignored) != TXATTN_OK)
+      r->only[1] += n;
+  }
+}
+
+static void fmt_cand(const txattn_table_candidate *c, char *buf, size_t size) {
+  size_t used = (size_t)snprintf(buf, size, "%s", c->kernel);
+  for (size_t i = 0; i < c->n_tunables && used < size; i++)
+    used += (size_t)snprintf(buf + used, size - used, "%s%s=%lld", i ? "," : " ",
+                             c->tunable_names[i], (long long)c->tunable_values[i]);
+}
+
+static void fmt_margin(double m, double noise, char *buf, size_t size) {
+  if (isinf(m))
+    snprintf(buf, size, "not timed there");
+  else
+    snprintf(buf, size, "%+.1f%% (noise %.1f%%)", 100 * m, 100 * noise);
+}
+
+static void print_text(const compare_run *r) {
+  printf("A: %s\nB: %s\n", r->s[0].file, r->s[1].file);
+  if (r->n_flips) {
+    tx_table t;
+    tx_table_init(&t, "CLASS|>N|>R|A PICKS|B PICKS|B'S PICK IN A|A'S PICK IN B|VERDICT");
+    for (size_t i = 0; i < r->n_flips; i++) {
+      const flip *f = &r->flips[i];
+      char n[24], rr[24], w0[160], w1[160], m0[64], m1[64];
+      snprintf(n, sizeof n, "%lld", (long long)f->n);
+      snprintf(rr, sizeof rr, "%lld", (long long)f->r);
+      fmt_cand(&f->win[0], w0, sizeof w0);
+      fmt_cand(&f->win[1], w1, sizeof w1);
+      fmt_margin(f->margin[0], f->noise[0], m0, sizeof m0);
+      fmt_margin(f->margin[1], f->noise[1], m1, sizeof m1);
+      const char *cells[] = {
+          f->cls, n, f->r ? rr : NULL, w0, w1, m0, m1, f->above ? "ABOVE NOISE" : "within noise"};
+      tx_table_add(&t, cells);
+    }
+    printf("\nwhere the winners differ (margin: how much slower that table measured the other's "
+           "pick):\n");
+    tx_table_print(&t, stdout, "  ");
+    tx_table_free(&t);
+  }
+  printf("\n%zu points in both tables: %zu same winner, %zu flip%s within the measured noise, %zu "
+         "above it",
+         r->points, r->same, r->quiet, r->quiet == 1 ? "" : "s", r->loud);
+  if (r->only[0] || r->only[1])
+    printf(" (%zu points only in A, %zu only in B)", r->only[0], r->only[1]);
+  printf("\n%s\n", r->loud ? "not stable: a table measured the other's choice as clearly slower"
+                           : "stable: every difference lies within the measured noise");
+}
+
+static void json_cand(tx_json *j, const char *key, const txattn_table_candidate *c) {
+  tx_json_key(j, key);
+  tx_json_begin_object(j);
+  tx_json_kv_string(j, "kernel", c->kernel);
+  tx_json_key(j, "tunables");
+  tx_json_begin_object(j);
+  for (size_t i = 0; i < c->n_tunables; i++)
+    tx_json_kv_int(j, c->tunable_names[i], c->tunable_values[i]);
+  tx_json_end_object(j);
+  tx_json_kv_double(j, "time_s", c->time_s);
+  tx_json_end_object(j);
+}
+
+static void print_json(const compare_run *r) {
+  tx_json j;
+  tx_json_init(&j, stdout);
+  tx_json_begin_object(&j);
+  tx_json_kv_string(&j, "a", r->s[0].file);
+  tx_json_kv_string(&j, "b", r->s[1].file);
+  tx_json_kv_int(&j, "points", (int64_t)r->points);
+  tx_json_kv_int(&j, "same_winner", (int64_t)r->same);
+  tx_json_kv_int(&j, "flips_within_noise", (int64_t)r->quiet);
+  tx_json_kv_int(&j, "flips_above_noise", (int64_t)r->loud);
+  tx_json_kv_int(&j, "points_only_in_a", (int64_t)r->only[0]);
+  tx_json_kv_int(&j, "points_only_in_b", (int64_t)r->only[1]);
+  tx_json_kv_bool(&j, "stable", r->loud == 0);
+  tx_json_key(&j, "flips");
+  tx_json_begin_array(&j);
+  for (size_t i = 0; i < r->n_flips; i++) {
+    const flip *f = &r->flips[i];
+    tx_json_begin_object(&j);
+    tx_json_kv_string(&j, "class", f->cls);
+    tx_json_kv_int(&j, "n", f->n);
+    if (f->r) tx_json_kv_int(&j, "r", f->r);
+    json_cand(&j, "a_winner", &f->win[0]);
+    json_cand(&j, "b_winner", &f->win[1]);
+    tx_json_kv_double(&j, "margin_in_a", f->margin[0]); /* null: not timed there */
+    tx_json_kv_double(&j, "noise_in_a", f->noise[0]);
+    tx_json_kv_double(&j, "margin_in_b", f->margin[1]);
+    tx_json_kv_double(&j, "noise_in_b", f->noise[1]);
+    tx_json_kv_bool(&j, "above_noise", f->above);
+    tx_json_end_object(&j);
+  }
+  tx_json_end_array(&j);
+  tx_json_end_object(&j);
+  tx_json_finish(&j);
+}
+
+static int run_compare(compare_run *r) {
+  for (int k = 0; k < 2; k++) {
+    txattn_status s = txattn_table_load(r->s[k].file, &r->s[k].t);
+    if (s != TXATTN_OK) {
+      tx_print_lib_error("compare", "cannot read a table", s);
+      return TX_EXIT_FAIL;
+    }
+  }
+  txattn_table_header h;
+  if (txattn_table_header_get(r->s[0].t, &h) != TXATTN_OK) return TX_EXIT_FAIL;
+  for (size_t i = 0; i < h.n_classes; i++)
+    if (!compare_class(r, i)) {
+      fprintf(stderr, "txtune compare: %s\n",
+              *txattn_last_error() ? txattn_last_error() : "out of memory");
+      return TX_EXIT_FAIL;
+    }
+  count_only_b(r);
+  if (r->json)
+    print_json(r);
+  else
+    print_text(r);
+  if (r->points == 0) {
+    fprintf(stderr, "txtune compare: the tables have no measured point in common\n");
+    return TX_EXIT_FAIL;
+  }
+  return r->loud ? TX_EXIT_FAIL : TX_EXIT_OK;
+}
+
+int tx_cmd_compare(int argc, char **argv) {
+  compare_run r;
+  memset(&r, 0, sizeof r);
+  int rc = parse(&r, &argc, argv);
+  if (rc < 0) rc = run_compare(&r);
+  for (int k = 0; k < 2; k++) txattn_table_free(r.s[k].t);
+  free(r.flips);
+  return rc;
+}

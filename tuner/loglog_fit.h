@@ -1,0 +1,12 @@
+/* The power law t ~ n^k that measured times follow, for sweeps and plots: dense attention tends
+   to k = 2, a fixed window to k = 1. */
+#ifndef TXTUNE_LOGLOG_FIT_H
+#define TXTUNE_LOGLOG_FIT_H
+
+#include <stddef.h>
+
+/* The least-squares slope of log t against log n over the pairs with n > 0 and t > 0; NaN when
+   fewer than two distinct n remain. */
+double tx_loglog_slope(const double *n, const double *t, size_t count);
+
+#endif

@@ -1,0 +1,70 @@
+/* The panels of a txtune plot: each a set of kernels' times over a shared, sorted list of n. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "plot.h"
+
+tx_plot_panel *tx_plot_add_panel(tx_plot *pl, const char *title) {
+  if (pl->n == pl->cap) {
+    size_t cap = pl->cap ? 2 * pl->cap : 8;
+    tx_plot_panel *p = realloc(pl->panels, cap * sizeof *p);
+    if (!p) return NULL;
+    pl->panels = p;
+    pl->cap = cap;
+  }
+  tx_plot_panel *p = &pl->panels[pl->n++];
+  memset(p, 0, sizeof *p);
+  snprintf(p->title, sizeof p->title, "%s", title);
+  return p;
+}
+
+/* The index of n in p->x, inserted in order if new; SIZE_MAX when the panel is full. */
+static size_t x_index(tx_plot_panel *p, int64_t n) {
+  size_t i = 0;
+  while (i < p->n_x && p->x[i] < n) i++;
+  if (i < p->n_x && p->x[i] == n) return i;
+  if (p->n_x == TX_PLOT_MAX_X) return SIZE_MAX;
+  size_t tail = p->n_x - i;
+  memmove(&p->x[i + 1], &p->x[i], tail * sizeof p->x[0]);
+  for (size_t k = 0; k < p->n_s; k++) {
+    memmove(&p->s[k].t[i + 1], &p->s[k].t[i], tail * sizeof(double));
+    p->s[k].t[i] = 0;
+  }
+  p->x[i] = n;
+  p->n_x++;
+  return i;
+}
+
+static tx_plot_series *series_of(tx_plot_panel *p, const char *kernel) {
+  for (size_t k = 0; k < p->n_s; k++)
+    if (strcmp(p->s[k].kernel, kernel) == 0) return &p->s[k];
+  if (p->n_s == TX_PLOT_MAX_SERIES) return NULL;
+  tx_plot_series *s = &p->s[p->n_s++];
+  memset(s, 0, sizeof *s);
+  snprintf(s->kernel, sizeof s->kernel, "%s", kernel);
+  return s;
+}
+
+int tx_plot_set(tx_plot *pl, tx_plot_panel *p, const char *kernel, int64_t n, double t,
+                int inexact) {
+  tx_plot_series *s = series_of(p, kernel);
+  size_t i = s ? x_index(p, n) : SIZE_MAX;
+  if (i == SIZE_MAX) {
+    pl->dropped++;
+    return -1;
+  }
+  if (s->t[i] <= 0 || t < s->t[i]) s->t[i] = t;
+  s->inexact |= inexact;
+  return 0;
+}
+
+size_t tx_plot_count_drawable(const tx_plot *pl) {
+  size_t n = 0;
+  for (size_t i = 0; i < pl->n; i++) n += pl->panels[i].n_x > 0 && pl->panels[i].n_s > 0;
+  return n;
+}
+
+void tx_plot_free(tx_plot *pl) {
+  free(pl->panels);
+  memset(pl, 0, sizeof *pl);
+}
