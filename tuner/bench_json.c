@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "bench.h"
+#include "context_cli.h"
 #include "txattn/plugin.h"
 
 const tx_bench_env_var tx_bench_env[TX_BENCH_N_ENV] = {
@@ -116,7 +117,6 @@ void tx_bench_json_single(tx_json *j, const tx_bench_setup *s, const tx_bench_po
 }
 
 static void json_machine(tx_json *j, const txattn_context *ctx) {
-  static const char *const isa_names[TXATTN_ISA_COUNT_] = {"scalar", "avx2", "avx512", "neon"};
   txattn_machine_info m;
   tx_json_key(j, "machine");
   if (txattn_context_machine(ctx, &m) != TXATTN_OK) {
@@ -132,7 +132,7 @@ static void json_machine(tx_json *j, const txattn_context *ctx) {
   tx_json_key(j, "isa");
   tx_json_begin_array(j);
   for (int i = 0; i < TXATTN_ISA_COUNT_; i++)
-    if (m.isa_mask & (1u << i)) tx_json_string(j, isa_names[i]);
+    if (m.isa_mask & (1u << i)) tx_json_string(j, tx_isa_name(i));
   tx_json_end_array(j);
   tx_json_kv_int(j, "cores", m.n_cores);
   tx_json_kv_int(j, "pus", m.n_pus);

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "args.h"
 #include "commands.h"
 #include "context_cli.h"
@@ -17,18 +19,23 @@ static const char about[] =
     "Compares two dispatch tables point by point (the points of a class both measured): the\n"
     "winner each picks and, where they differ, how much slower each table measured the other's\n"
     "pick (the margin) against the noise it measured there: the larger relative spread (IQR /\n"
-    "median) of the two candidates' timings. A flip is within the noise when, in both tables,\n"
-    "the margin is at most that noise; otherwise one table measured the other's choice as\n"
-    "clearly slower, and the choice is not stable. A candidate timed only roughly (pruned as a\n"
-    "clear loser, no spread) counts as no noise. Two profiles in a row should show no flip above\n"
-    "the noise: `txtune profile -o a.json && txtune profile -o b.json && txtune compare a.json\n"
-    "b.json`.\n"
+    "median) of the two candidates' timings, and at least the profile's median spread over all\n"
+    "its winners (the header's profile.noise_median_spread) since a spread of a few runs can be\n"
+    "0 by chance, and at least the run-to-run noise: the median change of a candidate's time\n"
+    "from A to B over every candidate both timed, which runs seconds apart within one profile\n"
+    "understate. A flip is within the noise when, in both tables, the margin is at most that\n"
+    "noise; above it when a table measured the other's choice as clearly slower: the choice is\n"
+    "not stable there. When a table did not time the other's pick at that point (a profile stops\n"
+    "timing candidates that lost at smaller n), the flip is counted apart as not comparable.\n"
+    "Two profiles in a row should show no flip above the noise:\n"
+    "  txtune profile -o a.json && txtune profile -o b.json && txtune compare a.json b.json\n"
     "Exit status: 0 no flip above the noise; 1 a flip above it, or a table cannot be read;\n"
     "2 usage error.";
 
 typedef struct side {
   const char *file;
   txattn_table *t;
+  double noise_floor; /* the profile's median spread, 0 if the header has none */
 } side;
 
 typedef struct flip {
@@ -36,8 +43,11 @@ typedef struct flip {
   int64_t n, r;
   txattn_table_candidate win[2]; /* each table's winner, as that table measured it */
   double margin[2], noise[2];    /* in table i: time of the other's winner / own winner - 1 */
-  int above;
+  int verdict;                   /* FLIP_* */
 } flip;
+
+enum { FLIP_WITHIN, FLIP_ABOVE, FLIP_UNTIMED };
+static const char *const verdicts[] = {"within noise", "ABOVE NOISE", "not comparable"};
 
 typedef struct compare_run {
   int json;
@@ -46,7 +56,9 @@ typedef struct compare_run {
   tx_opt_group groups[1];
   tx_cmd_spec spec;
   size_t points, same, only[2];
-  size_t quiet, loud;
+  size_t quiet, loud, untimed;
+  double *drift, drift_median; /* |t_B / t_A - 1| of every candidate both timed fully */
+  size_t n_drift, drift_cap;
   flip *flips;
   size_t n_flips, cap;
 } compare_run;
@@ -98,11 +110,12 @@ static double spread_or_zero(double s) {
 
 /* In table t at (cls, point): how much slower it measured `other` than its own winner w, and the
    noise there. A candidate the table did not time at all is infinitely slower. */
-static void judge(const txattn_table *t, size_t cls, size_t point, const txattn_table_candidate *w,
+static void judge(const side *sd, size_t cls, size_t point, const txattn_table_candidate *w,
                   const txattn_table_candidate *other, double *margin, double *noise) {
+  const txattn_table *t = sd->t;
   txattn_table_point p;
   *margin = INFINITY;
-  *noise = spread_or_zero(w->spread);
+  *noise = fmax(sd->noise_floor, spread_or_zero(w->spread));
   if (txattn_table_point_get(t, cls, point, &p) != TXATTN_OK) return;
   for (size_t i = 0; i < p.n_candidates; i++) {
     txattn_table_candidate c;
@@ -111,6 +124,17 @@ static void judge(const txattn_table *t, size_t cls, size_t point, const txattn_
     *margin = c.time_s / w->time_s - 1;
     *noise = fmax(*noise, spread_or_zero(c.spread));
   }
+}
+
+/* The profile's median spread over its winners, from the header's free-form profile object. */
+static double noise_floor(const txattn_table *t) {
+  txattn_table_header h;
+  if (txattn_table_header_get(t, &h) != TXATTN_OK || !*h.profile) return 0;
+  json_t *o = json_loads(h.profile, 0, NULL);
+  json_t *v = json_object_get(o, "noise_median_spread");
+  double floor = json_is_number(v) ? json_number_value(v) : 0;
+  json_decref(o);
+  return isfinite(floor) && floor > 0 ? floor : 0;
 }
 
 static int add_flip(compare_run *r, const flip *f) {
@@ -140,15 +164,55 @@ static int compare_point(compare_run *r, const size_t ci[2], const size_t pi[2],
   txattn_table_class_describe(cls, f.cls, sizeof f.cls);
   f.n = p->n;
   f.r = p->r;
-  for (int k = 0; k < 2; k++) {
-    judge(r->s[k].t, ci[k], pi[k], &f.win[k], &f.win[1 - k], &f.margin[k], &f.noise[k]);
-    f.above |= f.margin[k] > f.noise[k];
-  }
-  if (f.above)
-    r->loud++;
-  else
-    r->quiet++;
+  for (int k = 0; k < 2; k++)
+    judge(&r->s[k], ci[k], pi[k], &f.win[k], &f.win[1 - k], &f.margin[k], &f.noise[k]);
   return add_flip(r, &f);
+}
+
+/* How much the same candidate's time moved from A to B at the same point, for every candidate
+   both timed fully (with a spread): the run-to-run noise, which a profile's own spreads (runs
+   seconds apart) understate. */
+static int add_drift(compare_run *r, const size_t ci[2], const size_t pi[2], size_t n_a) {
+  for (size_t i = 0; i < n_a; i++) {
+    txattn_table_candidate a;
+    double margin, ignored;
+    if (txattn_table_candidate_get(r->s[0].t, ci[0], pi[0], i, &a) != TXATTN_OK || a.spread < 0)
+      continue;
+    judge(&r->s[1], ci[1], pi[1], &a, &a, &margin, &ignored); /* finds a in B: b / a - 1 */
+    if (isinf(margin)) continue;
+    if (r->n_drift == r->drift_cap) {
+      size_t cap = r->drift_cap ? 2 * r->drift_cap : 64;
+      double *d = realloc(r->drift, cap * sizeof *d);
+      if (d == NULL) return 0;
+      r->drift = d;
+      r->drift_cap = cap;
+    }
+    r->drift[r->n_drift++] = fabs(margin);
+  }
+  return 1;
+}
+
+static int cmp_double(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return (a > b) - (a < b);
+}
+
+/* Each flip against the noise: its own spreads, the profile's, and the run-to-run drift. */
+static void verdicts_for_flips(compare_run *r) {
+  qsort(r->drift, r->n_drift, sizeof *r->drift, cmp_double);
+  r->drift_median = r->n_drift ? r->drift[r->n_drift / 2] : 0;
+  for (size_t i = 0; i < r->n_flips; i++) {
+    flip *f = &r->flips[i];
+    int above = 0, untimed = 0;
+    for (int k = 0; k < 2; k++) {
+      f->noise[k] = fmax(f->noise[k], r->drift_median);
+      untimed |= isinf(f->margin[k]);
+      above |= !isinf(f->margin[k]) && f->margin[k] > f->noise[k];
+    }
+    f->verdict = above ? FLIP_ABOVE : untimed ? FLIP_UNTIMED : FLIP_WITHIN;
+    size_t *count[] = {&r->quiet, &r->loud, &r->untimed};
+    (*count[f->verdict])++;
+  }
 }
 
 static int compare_class(compare_run *r, size_t ca) {
@@ -170,7 +234,7 @@ static int compare_class(compare_run *r, size_t ca) {
       continue;
     }
     matched++;
-    if (!compare_point(r, ci, pi, &cls, &p)) return 0;
+    if (!compare_point(r, ci, pi, &cls, &p) || !add_drift(r, ci, pi, p.n_candidates)) return 0;
   }
   r->only[1] += n_b - matched;
   return 1;
@@ -204,7 +268,10 @@ static void fmt_margin(double m, double noise, char *buf, size_t size) {
 }
 
 static void print_text(const compare_run *r) {
-  printf("A: %s\nB: %s\n", r->s[0].file, r->s[1].file);
+  printf("A: %s (median spread of its winners %.1f%%)\nB: %s (%.1f%%)\n", r->s[0].file,
+         100 * r->s[0].noise_floor, r->s[1].file, 100 * r->s[1].noise_floor);
+  printf("run-to-run noise: a candidate's time moved by %.1f%% (median over %zu timed in both)\n",
+         100 * r->drift_median, r->n_drift);
   if (r->n_flips) {
     tx_table t;
     tx_table_init(&t, "CLASS|>N|>R|A PICKS|B PICKS|B'S PICK IN A|A'S PICK IN B|VERDICT");
@@ -217,8 +284,7 @@ static void print_text(const compare_run *r) {
       fmt_cand(&f->win[1], w1, sizeof w1);
       fmt_margin(f->margin[0], f->noise[0], m0, sizeof m0);
       fmt_margin(f->margin[1], f->noise[1], m1, sizeof m1);
-      const char *cells[] = {
-          f->cls, n, f->r ? rr : NULL, w0, w1, m0, m1, f->above ? "ABOVE NOISE" : "within noise"};
+      const char *cells[] = {f->cls, n, f->r ? rr : NULL, w0, w1, m0, m1, verdicts[f->verdict]};
       tx_table_add(&t, cells);
     }
     printf("\nwhere the winners differ (margin: how much slower that table measured the other's "
@@ -227,8 +293,8 @@ static void print_text(const compare_run *r) {
     tx_table_free(&t);
   }
   printf("\n%zu points in both tables: %zu same winner, %zu flip%s within the measured noise, %zu "
-         "above it",
-         r->points, r->same, r->quiet, r->quiet == 1 ? "" : "s", r->loud);
+         "above it, %zu not comparable (a table did not time the other's pick)",
+         r->points, r->same, r->quiet, r->quiet == 1 ? "" : "s", r->loud, r->untimed);
   if (r->only[0] || r->only[1])
     printf(" (%zu points only in A, %zu only in B)", r->only[0], r->only[1]);
   printf("\n%s\n", r->loud ? "not stable: a table measured the other's choice as clearly slower"
@@ -258,6 +324,11 @@ static void print_json(const compare_run *r) {
   tx_json_kv_int(&j, "same_winner", (int64_t)r->same);
   tx_json_kv_int(&j, "flips_within_noise", (int64_t)r->quiet);
   tx_json_kv_int(&j, "flips_above_noise", (int64_t)r->loud);
+  tx_json_kv_int(&j, "flips_not_comparable", (int64_t)r->untimed);
+  tx_json_kv_double(&j, "noise_floor_a", r->s[0].noise_floor);
+  tx_json_kv_double(&j, "noise_floor_b", r->s[1].noise_floor);
+  tx_json_kv_double(&j, "run_to_run_noise", r->drift_median);
+  tx_json_kv_int(&j, "run_to_run_samples", (int64_t)r->n_drift);
   tx_json_kv_int(&j, "points_only_in_a", (int64_t)r->only[0]);
   tx_json_kv_int(&j, "points_only_in_b", (int64_t)r->only[1]);
   tx_json_kv_bool(&j, "stable", r->loud == 0);
@@ -275,7 +346,8 @@ static void print_json(const compare_run *r) {
     tx_json_kv_double(&j, "noise_in_a", f->noise[0]);
     tx_json_kv_double(&j, "margin_in_b", f->margin[1]);
     tx_json_kv_double(&j, "noise_in_b", f->noise[1]);
-    tx_json_kv_bool(&j, "above_noise", f->above);
+    static const char *const keys[] = {"within_noise", "above_noise", "not_comparable"};
+    tx_json_kv_string(&j, "verdict", keys[f->verdict]);
     tx_json_end_object(&j);
   }
   tx_json_end_array(&j);
@@ -290,6 +362,7 @@ static int run_compare(compare_run *r) {
       tx_print_lib_error("compare", "cannot read a table", s);
       return TX_EXIT_FAIL;
     }
+    r->s[k].noise_floor = noise_floor(r->s[k].t);
   }
   txattn_table_header h;
   if (txattn_table_header_get(r->s[0].t, &h) != TXATTN_OK) return TX_EXIT_FAIL;
@@ -300,6 +373,7 @@ static int run_compare(compare_run *r) {
       return TX_EXIT_FAIL;
     }
   count_only_b(r);
+  verdicts_for_flips(r);
   if (r->json)
     print_json(r);
   else
@@ -318,5 +392,6 @@ int tx_cmd_compare(int argc, char **argv) {
   if (rc < 0) rc = run_compare(&r);
   for (int k = 0; k < 2; k++) txattn_table_free(r.s[k].t);
   free(r.flips);
+  free(r.drift);
   return rc;
 }

@@ -1,5 +1,10 @@
 /* txtune profile: measures every exact kernel (x tunables) over a grid of shape classes on this
-   machine and writes the dispatch table libtxattn follows, then summarises who wins where. */
+   machine and writes the dispatch table libtxattn follows, then summarises who wins where.
+
+   The grid is measured n by n (every class at one n before any at the next). Before each point a
+   plan predicts the time of every point left from what each class learnt at its last points
+   (profile_grid.c) and sets the runs of the candidates still in the race so that the rest fits
+   the budget; the budget is a hard cap all the same (points that would not fit are left out). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,26 +19,80 @@
 #include "timing.h"
 
 #define MAX_CANDS  128
+#define MAX_LEVELS GRID_MAX_N
 #define SEED       UINT64_C(0x70726f66696c65)
 #define CHECK_N    193 /* the small shape each candidate must be exact on: no multiple of a block */
-#define DROP_RATIO 12.0
+#define MIN_RUNS   2   /* a candidate in the race gets at least two runs: a median and a spread */
+/* The most seconds of runs a candidate in the race is planned: long calls vary little */
+#define MAX_TARGET_S 1.0
+/* The plan fills this much of the budget; the rest absorbs mispredictions. No call starts that is
+   predicted to end later than END_RESERVE of the budget (at least END_RESERVE_MIN_S) before its
+   end: the table is still to be written, and a call may take longer than predicted. */
+#define PLAN_FILL         0.92
+#define END_RESERVE       0.01
+#define END_RESERVE_MIN_S 0.5
+/* Candidates out of the race may use this share of the slack, with calls of OPTIONAL_MAX_CALL_S at
+   most; see afford(). */
+#define OPTIONAL_SHARE      0.25
+#define OPTIONAL_MAX_CALL_S 0.25
+#define OPTIONAL_MAX_RATIO  3.0
+#define RECHECK_GROWTH      4
+/* The model's correction: measured over predicted seconds, over the points predicted to take at
+   least SCALE_MIN_POINT_S, older ones weighing SCALE_DECAY less at each, kept within
+   MIN_SCALE..MAX_SCALE. */
+#define SCALE_MIN_POINT_S 0.1
+#define SCALE_DECAY       0.8
+#define MIN_SCALE         1.0
+#define MAX_SCALE         3.0
 
 static const char about[] =
     "Measures the installed kernels on this machine and writes the dispatch table libtxattn\n"
     "follows from then on. The grid: head sizes --d (64,128); masks none, causal and centred\n"
     "windows of several reaches r; n doubling from 64 to --n-max (steps of 4 with --quick);\n"
-    "decode (n_q = 1 against n keys) and GQA (group 4); each at the thread counts --threads\n"
-    "(1 and all). Each candidate (kernel x tunables) is first checked against txattn_reference\n"
-    "on a small shape of its class (n = 193): an inexact one is excluded and the table says\n"
-    "why. Timing: a warm-up call, repetitions doubled until a run is long enough, then runs\n"
-    "taken round-robin over the candidates so drift hits all alike, the median kept.\n"
-    "Candidates slower than 3x the best after two runs keep that rough time; one that loses by\n"
-    "12x at two n in a row is not timed at larger n of its class.\n"
-    "Modes: --quick (30 s: default tunables, n up to 4096), default (3 min: plus one tile\n"
-    "variant), --patient (30 min: a grid of tiles). --budget caps the whole run: points that\n"
-    "would not fit are left out and what was measured is written. The table is written\n"
-    "atomically to -o FILE, else $TXATTN_TABLE, else $XDG_CACHE_HOME/txtune/dispatch.json,\n"
-    "else ~/.cache/txtune/dispatch.json.";
+    "decode (n_q = 1 against n keys) and GQA (group 4, causal); each at the thread counts\n"
+    "--threads (1 and all), with one head (one GQA group) per thread. Each candidate (kernel x\n"
+    "tunables) is first checked against txattn_reference on a small shape of its class (n =\n"
+    "193): an inexact one is excluded and the table says why.\n"
+    "A point: each candidate gets a timed warm-up call, which predicts the repetitions that make\n"
+    "a run last the minimum run time (doubled while a run falls short); runs are then taken\n"
+    "round-robin over the candidates, so drift hits all alike (single-threaded ones first, then\n"
+    "threaded ones, each group after a few ms of untimed calls so that no candidate is timed\n"
+    "while another's OpenMP threads spin or its own wake up), and the median is kept. After\n"
+    "one run, those slower than 3x the leader stop; after each later one, those whose fastest\n"
+    "run is slower than 1.15x the leader's median (a rough time, without a spread).\n"
+    "Across n (every class at one n before any at the next): a candidate that lost by more than\n"
+    "1.1x (3x while the class's calls last under 20 ms) at its last two points, unless closing\n"
+    "in, and once calls last 20 ms a tile variant its own kernel beat, are out of the race.\n"
+    "When time is to spare, one is timed again (one run, if a call takes 0.25 s at most) if it\n"
+    "lost by 3x at most or, threaded and once in the race, when n grew 4x (threads that wait\n"
+    "for a core another process holds can lose by far for a while); so is the dense masked\n"
+    "kernel, for the summary.\n"
+    "The budget is a hard cap: before each point the time of every point left is predicted from\n"
+    "each class's last points (growing with the visible pairs, or n_q x n_kv for dense kernels,\n"
+    "corrected by how far the predictions were off so far), and the runs of each candidate in\n"
+    "the race (2 up to the mode's most; short calls always the most) are set so that the rest\n"
+    "fits 92% of the budget. A point that would not fit is left out with every larger n of its\n"
+    "class, and what was measured is written. The table header's profile object records the\n"
+    "settings and, per n, the plans and the seconds spent.\n"
+    "Modes: --quick (30 s: default tunables, n up to 4096, runs of 1 ms, at most 3), default\n"
+    "(3 min: plus one tile variant, runs of 2 ms, at most 5), --patient (30 min: a grid of\n"
+    "tiles, runs of 5 ms, at most 7, out of the race at 1.25x). The table is written atomically\n"
+    "to -o FILE, else $TXATTN_TABLE, else $XDG_CACHE_HOME/txtune/dispatch.json, else\n"
+    "~/.cache/txtune/dispatch.json.";
+
+/* Where the grid is: level (n index), class, r index. */
+typedef struct prof_at {
+  size_t ni, ci, ri;
+} prof_at;
+
+/* What the plans at one n decided and what it cost. */
+typedef struct prof_level {
+  int64_t n;
+  double target_lo, target_hi; /* the plans' targets for candidates in the race (inf: the most) */
+  double predicted_s, spent_s; /* the points' candidates in the race, as planned (scaled) */
+  double optional_s;           /* seconds spent on candidates out of the race */
+  size_t points;
+} prof_level;
 
 typedef struct profile_run {
   int quick, patient;
@@ -45,11 +104,20 @@ typedef struct profile_run {
   tx_opt_group groups[1];
   tx_cmd_spec spec;
   prof_settings s;
+  prof_drop drop;
   prof_grid g;
   txattn_table *table;
   prof_checks *checks;
   prof_progress prog;
   double start;
+  tx_buffers buf; /* the tensors of every point of the current n: each point uses their start */
+  int64_t buf_n;
+  prof_level levels[MAX_LEVELS];
+  size_t n_levels;
+  double target_s;      /* the plan in force: seconds of runs per candidate in the race */
+  double optional_left; /* and what candidates out of the race may use at this point */
+  double scale;         /* measured over predicted seconds of recent points (MIN..MAX_SCALE) */
+  double scale_spent, scale_predicted; /* decaying sums behind it */
   size_t n_points, n_skipped, n_excluded;
   double spreads[4096];
   size_t n_spreads;
@@ -65,8 +133,9 @@ static int parse(profile_run *r, int argc, char **argv) {
   o[3] = tx_opt_list("d", &r->d, "LIST", "head sizes [64,128]");
   o[4] = tx_opt_int("n-max", &r->n_max, "N", "the largest n [16384; --quick 4096]", 64,
                     INT64_C(1) << 20);
-  o[5] =
-      tx_opt_double("budget", &r->budget_s, "S", "seconds for the whole profile [by mode]", 1, 1e6);
+  o[5] = tx_opt_double(
+      "budget", &r->budget_s, "S",
+      "seconds for the whole profile, a hard cap [180; --quick 30; --patient 1800]", 1, 1e6);
   o[6] = tx_opt_string("output", &r->out, "FILE",
                        "where to write the table (also -o FILE) [the default path]");
   o[7] = tx_opt_string("plugin-path", &r->plugin_path, "DIRS",
@@ -87,21 +156,139 @@ static int parse(profile_run *r, int argc, char **argv) {
 }
 
 static void settings(profile_run *r) {
+  /* mode, min run, most runs, prune ratio (within a point), variants */
   static const prof_settings modes[] = {
-      {PROF_QUICK, 1e-3, 3, 3.0, 0},
-      {PROF_DEFAULT, 4e-3, 5, 3.0, 1},
-      {PROF_PATIENT, 1e-2, 7, 3.0, 2},
+      {PROF_QUICK, 1e-3, 3, 1.15, 0},
+      {PROF_DEFAULT, 2e-3, 5, 1.15, 1},
+      {PROF_PATIENT, 5e-3, 7, 1.15, 2},
   };
   static const double budgets[] = {30, 180, 1800};
+  /* lost by more than this at two points in a row: out of the race (short calls, long calls, and
+     where long calls start) */
+  static const prof_drop drops[] = {{3.0, 1.1, 0.02}, {3.0, 1.1, 0.02}, {3.0, 1.25, 0.02}};
   int m = r->quick ? 0 : r->patient ? 2 : 1;
   r->s = modes[m];
+  r->drop = drops[m];
   if (r->budget_s <= 0) r->budget_s = budgets[m];
   if (r->n_max <= 0) r->n_max = r->quick ? 4096 : 16384;
 }
 
-static int over_budget(const profile_run *r) {
-  return tx_clock() - r->start > r->budget_s;
+static double now_s(const profile_run *r) {
+  return tx_clock() - r->start;
 }
+
+static double end_reserve(const profile_run *r) {
+  return fmax(END_RESERVE_MIN_S, END_RESERVE * r->budget_s);
+}
+
+/* ---- the cost model and the plan before each point ---- */
+
+/* A run's length for a call of t seconds: repetitions make it min_run_s and a quarter. */
+static double run_len(const profile_run *r, double t) {
+  double m = 1.25 * r->s.min_run_s;
+  return t >= m ? t : ceil(m / (t > 1e-9 ? t : 1e-9)) * t;
+}
+
+/* Runs for a candidate in the race: target_s of runs, at least MIN_RUNS, at most the mode's. */
+static int runs_for(const profile_run *r, double target_s, double t) {
+  double k = ceil(target_s / run_len(r, t));
+  int most = r->s.rounds;
+  return k < MIN_RUNS ? MIN_RUNS : k > most ? most : (int)k;
+}
+
+static int runs_of(const profile_run *r, prof_tier tier, double target_s, double t) {
+  return tier == PROF_FULL ? runs_for(r, target_s, t) : tier == PROF_CONFIRM ? MIN_RUNS : 1;
+}
+
+static double cand_cost(const profile_run *r, prof_tier tier, double t, double target_s) {
+  int runs = runs_of(r, tier, target_s, t);
+  return t + runs * run_len(r, t);
+}
+
+static prof_work course_work(const prof_grid_class *gc, int64_t n, int64_t rr) {
+  txattn_problem p = prof_grid_problem(gc, n, rr);
+  return prof_grid_work(&p);
+}
+
+/* Predicted seconds of the course's point at n: the candidates in the race (FULL) with target_s of
+   runs, CONFIRM ones with MIN_RUNS (at a later n than the coming one, they count as OPTIONAL: they
+   will most likely have lost again), the point's overhead; OPTIONAL ones go to *optional. */
+static double course_cost(const profile_run *r, const prof_grid_class *gc, size_t ri, int64_t n,
+                          int64_t rr, int later, double target_s, double *optional) {
+  const prof_course *c = &gc->course[ri];
+  if (c->stopped) return 0;
+  prof_work w = course_work(gc, n, rr);
+  double cost = c->overhead_s;
+  for (size_t i = 0; i < c->n_tracks; i++) {
+    const prof_track *t = &c->tracks[i];
+    prof_tier tier = prof_course_tier(c, t, &w, &r->drop);
+    if (later && tier == PROF_CONFIRM) tier = PROF_OPTIONAL;
+    double k = cand_cost(r, tier, prof_course_predict(c, t, &w), target_s);
+    if (tier == PROF_OPTIONAL)
+      *optional += k;
+    else
+      cost += k;
+  }
+  return cost;
+}
+
+/* Predicted seconds (unscaled) of every point from `at` on, the n after it included; *first gets
+   the cost of the point at `at`. */
+static double rest_cost(const profile_run *r, prof_at at, double target_s, double *first) {
+  double cost = 0, opt = 0;
+  *first = 0;
+  for (size_t ni = at.ni; ni < r->g.n_n; ni++)
+    for (size_t ci = ni == at.ni ? at.ci : 0; ci < r->g.n_cls; ci++) {
+      const int64_t *rs;
+      size_t n_r = prof_grid_rs(&r->g, &r->g.cls[ci], &rs);
+      for (size_t ri = ni == at.ni && ci == at.ci ? at.ri : 0; ri < n_r; ri++) {
+        double k =
+            course_cost(r, &r->g.cls[ci], ri, r->g.n[ni], rs[ri], ni > at.ni, target_s, &opt);
+        if (ni == at.ni && ci == at.ci && ri == at.ri) *first = k;
+        cost += k;
+      }
+    }
+  return cost;
+}
+
+/* The plan before the point at `at`: the largest target (seconds of runs per candidate in the race,
+   the same for every point left, within MIN..MAX_TARGET_S) with which every point left fits
+   PLAN_FILL of the budget, and what candidates out of the race may use here: OPTIONAL_SHARE of the
+   slack (what they use is gone from the slack at the next point). Returns the point's predicted
+   (scaled) cost. */
+static double plan(profile_run *r, prof_at at) {
+  double room = PLAN_FILL * r->budget_s - now_s(r), first, rest;
+  double lo = r->s.rounds * 1.25 * r->s.min_run_s, hi = MAX_TARGET_S; /* short calls: all runs */
+  if (r->scale * rest_cost(r, at, hi, &first) <= room) {
+    lo = hi;
+  } else {
+    for (int i = 0; i < 30; i++) { /* bisection: the cost grows with the target */
+      double mid = 0.5 * (lo + hi);
+      if (r->scale * rest_cost(r, at, mid, &first) <= room)
+        lo = mid;
+      else
+        hi = mid;
+    }
+  }
+  r->target_s = lo;
+  rest = rest_cost(r, at, lo, &first);
+  double slack = room - r->scale * rest;
+  r->optional_left = slack > 0 ? OPTIONAL_SHARE * slack : 0;
+  r->prog.predicted_end = tx_clock() + r->scale * rest;
+  return r->scale * first;
+}
+
+/* After a point: how far the model was off. Only sizeable points count: small ones are mostly
+   overhead, which the model leaves as it was last time. */
+static void learn_scale(profile_run *r, double predicted_s, double spent_s) {
+  if (predicted_s < SCALE_MIN_POINT_S) return;
+  r->scale_predicted = SCALE_DECAY * r->scale_predicted + predicted_s / r->scale;
+  r->scale_spent = SCALE_DECAY * r->scale_spent + spent_s;
+  double s = r->scale_spent / r->scale_predicted;
+  r->scale = s < MIN_SCALE ? MIN_SCALE : s > MAX_SCALE ? MAX_SCALE : s;
+}
+
+/* ---- one point ---- */
 
 static void add_exclusion(profile_run *r, const prof_grid_class *gc, const txattn_problem *small,
                           const prof_cand *c, double err, const char *why) {
@@ -119,19 +306,16 @@ static void add_exclusion(profile_run *r, const prof_grid_class *gc, const txatt
 
 /* Keeps the candidates that are exact on the class's small shape; the others are excluded (once)
    or, if they cannot run it, dropped. */
-static size_t keep_exact(profile_run *r, prof_grid_class *gc, size_t ri, int64_t rr, prof_cand *c,
-                         size_t n) {
+static size_t keep_exact(profile_run *r, prof_grid_class *gc, int64_t rr, prof_cand *c, size_t n) {
   txattn_problem small = prof_grid_problem(gc, CHECK_N, rr);
   txattn_context *ctx = r->g.ctx[gc->ctx];
   size_t kept = 0;
   for (size_t i = 0; i < n; i++) {
     double err;
     char why[256];
-    int fresh, v = -1;
-    if (!over_budget(r)) /* checks of many variants add up: the budget covers them too */
-      v = prof_check(r->checks, ctx, gc->id, &small, &c[i], &err, why, sizeof why, &fresh);
+    int fresh, v = prof_check(r->checks, ctx, gc->id, &small, &c[i], &err, why, sizeof why, &fresh);
     if (v == 0 && fresh) add_exclusion(r, gc, &small, &c[i], err, why);
-    if (v == 1 && !prof_grid_dropped(gc, ri, c[i].kernel)) {
+    if (v == 1) {
       c[i].max_error = err;
       c[kept++] = c[i];
     } else {
@@ -141,48 +325,98 @@ static size_t keep_exact(profile_run *r, prof_grid_class *gc, size_t ri, int64_t
   return kept;
 }
 
-static int time_point(profile_run *r, const txattn_problem *p, prof_cand *c, size_t *n) {
-  tx_buffers b;
-  char err[256];
-  if (tx_buffers_alloc(&b, p, TX_LAYOUT_CONTIGUOUS, 0, err, sizeof err) != 0) {
-    prof_progress_end(&r->prog);
-    fprintf(stderr, "txtune profile: %s\n", err);
-    return -1;
-  }
-  tx_buffers_fill(&b, SEED, 1.0f);
-  txattn_status s = prof_time(c, n, &b.t, &r->s);
-  if (s != TXATTN_OK) {
-    prof_progress_end(&r->prog);
-    tx_print_lib_error("profile", "a candidate failed and is left out", s);
-  }
-  tx_buffers_free(&b);
-  return 0;
+/* Whether an OPTIONAL candidate is timed at a point (of work w) whose other candidates cost
+   `point_s`: with calls of OPTIONAL_MAX_CALL_S at most, while the point's allowance lasts; a tile
+   its own kernel beat only if that was by the drop ratio at most (a near tie: both tiles' times
+   keep the table's comparisons honest); the dense kernel (the summary's baseline) if it costs no
+   more than the others; another one if it lost by OPTIONAL_MAX_RATIO at most or, threaded and
+   once in the race, if it was last timed at RECHECK_GROWTH times a smaller n: threads that wait
+   for a core another process holds can make a kernel lose by far for a while. */
+static int afford(profile_run *r, const prof_track *t, const prof_cand *c, const prof_work *w,
+                  double point_s) {
+  double cost = cand_cost(r, PROF_OPTIONAL, c->predict_s, 0);
+  if (c->predict_s > OPTIONAL_MAX_CALL_S || cost > r->optional_left) return 0;
+  if (t && !t->kernel_best && t->ratio[0] > r->drop.long_ratio) return 0;
+  if (t && t->dense && cost > point_s) return 0;
+  if (t && !t->dense && t->ratio[0] > OPTIONAL_MAX_RATIO &&
+      !(t->threaded && t->best_ratio <= r->drop.short_ratio && w->n >= RECHECK_GROWTH * t->n))
+    return 0;
+  r->optional_left -= cost;
+  return 1;
 }
 
-/* Kernels whose every variant lost by DROP_RATIO or more at two points in a row are not timed at
-   larger n. */
-static void learn(const profile_run *r, prof_grid_class *gc, size_t ri, const prof_cand *c,
-                  size_t n) {
-  double best = INFINITY, work = 0, calls = 0;
+static double last_ratio(const prof_course *co, const prof_cand *c) {
+  const prof_track *t = prof_course_track((prof_course *)co, c->kernel, c->slot);
+  return t ? t->ratio[0] : 0;
+}
+
+/* How each candidate is timed here (want, predict_s, optional); the OPTIONAL ones, closest first,
+   only as afford() allows, the others are dropped. Returns the new count. */
+static size_t plan_point(profile_run *r, prof_course *co, const prof_work *w, prof_cand *c,
+                         size_t n) {
+  double point_s = 0;
   for (size_t i = 0; i < n; i++) {
-    if (c[i].time_s < best) best = c[i].time_s;
-    double k = c[i].rough ? 2 : 2 + r->s.rounds;
-    work += k * c[i].time_s;
-    calls += k;
+    const prof_track *t = prof_course_track(co, c[i].kernel, c[i].slot);
+    prof_tier tier = prof_course_tier(co, t, w, &r->drop);
+    c[i].predict_s = r->scale * prof_course_predict(co, t, w);
+    /* a CONFIRM candidate is planned at two runs (it is likely to lose by the prune ratio after
+       them), but one that keeps up gets as many as the others */
+    c[i].want = tier == PROF_OPTIONAL ? 1 : runs_for(r, r->target_s, c[i].predict_s);
+    c[i].optional = tier == PROF_OPTIONAL;
+    if (!c[i].optional) point_s += cand_cost(r, tier, c[i].predict_s, r->target_s);
   }
-  uint64_t slow = 0, fast = 0;
-  for (size_t i = 0; i < n; i++)
-    if (c[i].kernel < 64) {
-      if (c[i].time_s > DROP_RATIO * best)
-        slow |= UINT64_C(1) << c[i].kernel;
-      else
-        fast |= UINT64_C(1) << c[i].kernel;
+  size_t kept = 0, opt;
+  for (size_t i = 0; i < n; i++) /* the optional ones last, then by their last ratio */
+    if (!c[i].optional) {
+      prof_cand x = c[kept];
+      c[kept++] = c[i];
+      c[i] = x;
     }
-  slow &= ~fast;
-  gc->dropped[ri] |= slow & gc->lost[ri]; /* twice in a row: one slow run can be a hiccup */
-  gc->lost[ri] = slow;
-  gc->last_work[ri] = work;
-  gc->last_calls[ri] = calls;
+  for (opt = kept; opt < n; opt++) {
+    size_t m = opt;
+    for (size_t i = opt + 1; i < n; i++)
+      if (last_ratio(co, &c[i]) < last_ratio(co, &c[m])) m = i;
+    prof_cand x = c[opt];
+    c[opt] = c[m];
+    c[m] = x;
+    if (afford(r, prof_course_track(co, c[opt].kernel, c[opt].slot), &c[opt], w, point_s))
+      c[kept++] = c[opt];
+    else
+      txattn_plan_free(c[opt].plan);
+  }
+  return kept;
+}
+
+/* The tensors of a point at n: the start of buffers sized for every class at n, allocated and
+   filled once per n (standard-normal inputs; the output is touched once, so no timed call pays
+   for its first touch). */
+static int tensors_for(profile_run *r, const txattn_problem *p, txattn_tensors *t) {
+  if (r->buf_n != p->n_kv) {
+    txattn_problem big = {.batch = 1, .heads_q = 1, .heads_kv = 1, .n_q = p->n_kv, .d_qk = 1};
+    for (size_t i = 0; i < r->g.n_cls; i++) {
+      const txattn_table_class *c = &r->g.cls[i].cls;
+      int64_t hkv = c->heads_q / c->group;
+      big.heads_q = c->heads_q > big.heads_q ? c->heads_q : big.heads_q;
+      big.heads_kv = hkv > big.heads_kv ? hkv : big.heads_kv;
+      big.d_qk = c->d_qk > big.d_qk ? c->d_qk : big.d_qk;
+    }
+    big.heads_q = (big.heads_q + big.heads_kv - 1) / big.heads_kv * big.heads_kv;
+    char err[256];
+    tx_buffers_free(&r->buf);
+    r->buf_n = 0;
+    if (txattn_problem_resolve(&big, &big) != TXATTN_OK ||
+        tx_buffers_alloc(&r->buf, &big, TX_LAYOUT_CONTIGUOUS, 0, err, sizeof err) != 0) {
+      prof_progress_end(&r->prog);
+      fprintf(stderr, "txtune profile: cannot allocate the tensors at n = %lld\n",
+              (long long)p->n_kv);
+      return -1;
+    }
+    tx_buffers_fill(&r->buf, SEED, 1.0f);
+    tx_fill_value(r->buf.o, r->buf.o_len, 0.0f);
+    r->buf_n = p->n_kv;
+  }
+  *t = (txattn_tensors){.q = r->buf.q, .k = r->buf.k, .v = r->buf.v, .o = r->buf.o};
+  return 0;
 }
 
 static void record(profile_run *r, prof_grid_class *gc, int64_t n, int64_t rr, prof_cand *c,
@@ -208,6 +442,7 @@ static void record(profile_run *r, prof_grid_class *gc, int64_t n, int64_t rr, p
     return;
   }
   r->n_points++;
+  r->levels[r->n_levels - 1].points++;
   size_t w = 0;
   for (size_t i = 1; i < nc; i++)
     if (c[i].time_s < c[w].time_s) w = i;
@@ -215,56 +450,113 @@ static void record(profile_run *r, prof_grid_class *gc, int64_t n, int64_t rr, p
     r->spreads[r->n_spreads++] = c[w].spread;
 }
 
-/* What measuring (n, r) will cost, from the last point of the class: short calls cost min_run
-   each, long ones grow with the visible pairs. */
-static double predict(const profile_run *r, const prof_grid_class *gc, size_t ri, double pairs) {
-  if (gc->last_pairs[ri] <= 0) return 0;
-  double grow = pairs / gc->last_pairs[ri];
-  double floor = gc->last_calls[ri] * r->s.min_run_s, scaled = gc->last_work[ri] * grow;
-  return floor > scaled ? floor : scaled;
+/* Seconds the candidates (those out of the race, or the others) spent in timed calls. */
+static double call_seconds(const prof_cand *c, size_t n, int optional) {
+  double s = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (c[i].optional != optional) continue;
+    s += c[i].first_s;
+    for (int k = 0; k < c[i].n_runs; k++) s += c[i].runs[k] * (double)c[i].reps;
+  }
+  return s;
 }
 
-static void measure_point(profile_run *r, prof_grid_class *gc, int64_t n, size_t ri, int64_t rr) {
-  txattn_problem p = prof_grid_problem(gc, n, rr);
-  double pairs = txattn_problem_visible_pairs(&p);
-  if (!gc->stopped[ri] && tx_clock() - r->start + predict(r, gc, ri, pairs) > r->budget_s)
-    gc->stopped[ri] = 1;
-  if (gc->stopped[ri]) {
+/* Times the planned candidates. Returns 1 if every one that is not optional got a run (the
+   optional ones that did not are removed), 0 if the point must be left out. */
+static int time_point(profile_run *r, const txattn_problem *p, prof_cand *c, size_t *n) {
+  txattn_tensors t;
+  if (tensors_for(r, p, &t) != 0) return 0;
+  txattn_status s = prof_time_until(c, n, &t, &r->s, r->start + r->budget_s - end_reserve(r));
+  if (s != TXATTN_OK) {
+    prof_progress_end(&r->prog);
+    tx_print_lib_error("profile", "a candidate failed and is left out", s);
+  }
+  size_t kept = 0;
+  int whole = 1;
+  for (size_t i = 0; i < *n; i++) {
+    if (c[i].n_runs > 0) {
+      c[kept++] = c[i];
+    } else {
+      whole &= c[i].optional;
+      txattn_plan_free(c[i].plan);
+    }
+  }
+  *n = kept;
+  return whole && kept > 0;
+}
+
+static void describe_point(const prof_grid_class *gc, int64_t n, int64_t rr, char *buf,
+                           size_t size) {
+  char d[96];
+  txattn_table_class_describe(&gc->cls, d, sizeof d);
+  int len = snprintf(buf, size, "%s n=%lld", d, (long long)n);
+  if (rr && len > 0 && (size_t)len < size)
+    snprintf(buf + len, size - (size_t)len, " r=%lld", (long long)rr);
+}
+
+static void leave_out(profile_run *r, prof_course *co) {
+  co->stopped = 1;
+  r->n_skipped++;
+}
+
+/* Plans, checks, times and records the point at `at`; one that does not fit the budget is left out
+   with every larger n of its course. */
+static void measure_point(profile_run *r, prof_at at) {
+  prof_grid_class *gc = &r->g.cls[at.ci];
+  prof_course *co = &gc->course[at.ri];
+  const int64_t *rs;
+  prof_grid_rs(&r->g, gc, &rs);
+  int64_t n = r->g.n[at.ni], rr = rs[at.ri];
+  double started = tx_clock(), predicted = plan(r, at);
+  r->prog.done++;
+  if (!co->stopped && now_s(r) + predicted > r->budget_s - end_reserve(r)) co->stopped = 1;
+  if (co->stopped) {
     r->n_skipped++;
-    r->prog.done++;
     return;
   }
-  char what[160], d[96];
-  txattn_table_class_describe(&gc->cls, d, sizeof d);
-  snprintf(what, sizeof what, "%s n=%lld", d, (long long)n);
-  if (rr) snprintf(what + strlen(what), sizeof what - strlen(what), " r=%lld", (long long)rr);
+  prof_level *L = &r->levels[r->n_levels - 1];
+  L->target_lo = fmin(L->target_lo, r->target_s);
+  L->target_hi = fmax(L->target_hi, r->target_s);
+  char what[160];
+  describe_point(gc, n, rr, what, sizeof what);
   prof_progress_show(&r->prog, what);
+  txattn_problem p = prof_grid_problem(gc, n, rr);
+  prof_work w = prof_grid_work(&p);
   prof_cand c[MAX_CANDS];
   size_t nc = prof_candidates(r->g.ctx[gc->ctx], &p, &r->s, c, MAX_CANDS);
-  nc = keep_exact(r, gc, ri, rr, c, nc);
-  if (over_budget(r)) {
-    gc->stopped[ri] = 1;
-    r->n_skipped++;
-  } else if (nc > 0 && time_point(r, &p, c, &nc) == 0 && nc > 0) {
+  nc = keep_exact(r, gc, rr, c, plan_point(r, co, &w, c, nc));
+  if (nc > 0 && !time_point(r, &p, c, &nc)) {
+    leave_out(r, co);
+  } else if (nc > 0) {
+    double optional = call_seconds(c, nc, 1), spent = tx_clock() - started - optional;
     record(r, gc, n, rr, c, nc);
-    learn(r, gc, ri, c, nc);
-    gc->last_pairs[ri] = pairs;
+    prof_course_learn(co, c, nc, &w, spent - call_seconds(c, nc, 0));
+    learn_scale(r, predicted, spent);
+    L->predicted_s += predicted;
+    L->spent_s += spent;
+    L->optional_s += optional;
   }
   prof_candidates_free(c, nc);
-  r->prog.done++;
 }
 
 /* Every class at one n before any at the next, so a budget that runs out costs the largest n. */
 static void measure_all(profile_run *r) {
   prof_progress_init(&r->prog, prof_grid_points(&r->g), r->budget_s);
-  for (size_t ni = 0; ni < r->g.n_n; ni++)
+  r->prog.start = r->start;
+  for (size_t ni = 0; ni < r->g.n_n; ni++) {
+    prof_level *L = &r->levels[r->n_levels++];
+    *L = (prof_level){.n = r->g.n[ni], .target_lo = INFINITY, .target_hi = 0};
     for (size_t ci = 0; ci < r->g.n_cls; ci++) {
       const int64_t *rs;
       size_t n_r = prof_grid_rs(&r->g, &r->g.cls[ci], &rs);
-      for (size_t ri = 0; ri < n_r; ri++) measure_point(r, &r->g.cls[ci], r->g.n[ni], ri, rs[ri]);
+      for (size_t ri = 0; ri < n_r; ri++) measure_point(r, (prof_at){ni, ci, ri});
     }
+  }
   prof_progress_end(&r->prog);
+  tx_buffers_free(&r->buf);
 }
+
+/* ---- the table ---- */
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -278,29 +570,72 @@ static void list_json(char *buf, size_t size, const int64_t *v, size_t n) {
   if (used < size) snprintf(buf + used, size - used, "]");
 }
 
-/* The settings and the measured noise (the winners' median relative spread) for the header. */
+static void target_json(double t, char *buf, size_t size) {
+  if (isinf(t))
+    snprintf(buf, size, "null");
+  else
+    snprintf(buf, size, "%.4f", t);
+}
+
+/* Per n: the plans' targets (seconds of runs per candidate in the race; null: the most runs), the
+   predicted and the spent seconds of the candidates in the race, and those of the others. */
+static void levels_json(const profile_run *r, char *buf, size_t size) {
+  size_t used = (size_t)snprintf(buf, size, "[");
+  for (size_t i = 0; i < r->n_levels && used < size; i++) {
+    const prof_level *L = &r->levels[i];
+    char lo[32], hi[32];
+    target_json(L->target_lo, lo, sizeof lo);
+    target_json(L->target_hi, hi, sizeof hi);
+    used += (size_t)snprintf(buf + used, size - used,
+                             "%s{\"n\": %lld, \"points\": %zu, \"run_target_s\": [%s, %s], "
+                             "\"predicted_s\": %.2f, \"spent_s\": %.2f, \"optional_s\": %.2f}",
+                             i ? ", " : "", (long long)L->n, L->points, lo, hi, L->predicted_s,
+                             L->spent_s, L->optional_s);
+  }
+  if (used < size) snprintf(buf + used, size - used, "]");
+}
+
+static double load_1min(void) {
+  FILE *f = fopen("/proc/loadavg", "r");
+  double l1 = -1;
+  if (f && fscanf(f, "%lf", &l1) != 1) l1 = -1;
+  if (f) fclose(f);
+  return l1;
+}
+
+/* The settings, the protocol and the measured noise (the winners' median relative spread). */
 static void set_profile(profile_run *r, double elapsed) {
   static const char *const names[] = {"quick", "default", "patient"};
-  char json[2048], th[256], d[256], n[512], rs[128], load[64] = "null";
+  char json[8192], th[256], d[256], n[512], rs[128], load[32] = "null", levels[4096];
   int64_t t[GRID_MAX_CTX];
   for (size_t i = 0; i < r->g.n_ctx; i++) t[i] = r->g.threads[i];
   list_json(th, sizeof th, t, r->g.n_ctx);
   list_json(d, sizeof d, r->g.d, r->g.n_d);
   list_json(n, sizeof n, r->g.n, r->g.n_n);
   list_json(rs, sizeof rs, r->g.r, r->g.n_r);
-  FILE *f = fopen("/proc/loadavg", "r");
-  double l1;
-  if (f && fscanf(f, "%lf", &l1) == 1) snprintf(load, sizeof load, "%.2f", l1);
-  if (f) fclose(f);
+  levels_json(r, levels, sizeof levels);
+  if (load_1min() >= 0) snprintf(load, sizeof load, "%.2f", load_1min());
   qsort(r->spreads, r->n_spreads, sizeof r->spreads[0], cmp_double);
   double noise = r->n_spreads ? r->spreads[r->n_spreads / 2] : 0;
-  snprintf(json, sizeof json,
-           "{\"mode\": \"%s\", \"budget_s\": %g, \"elapsed_s\": %.1f, \"threads\": %s, \"d\": %s, "
-           "\"n\": %s, \"window_r\": %s, \"min_run_s\": %g, \"runs\": %d, \"prune_ratio\": %g, "
-           "\"points\": %zu, \"points_left_out\": %zu, \"noise_median_spread\": %.4f, "
-           "\"load_1min\": %s}",
-           names[r->s.mode], r->budget_s, elapsed, th, d, n, rs, r->s.min_run_s, r->s.rounds,
-           r->s.prune_ratio, r->n_points, r->n_skipped, noise, load);
+  snprintf(
+      json, sizeof json,
+      "{\"mode\": \"%s\", \"budget_s\": %g, \"elapsed_s\": %.1f, \"threads\": %s, \"d\": %s, "
+      "\"n\": %s, \"window_r\": %s, \"heads_q\": \"GQA group x threads\", "
+      "\"timing\": {\"warm_up\": \"one timed call; it predicts the repetitions per run\", "
+      "\"min_run_s\": %g, \"runs\": [%d, %d], \"max_run_target_s\": %g, \"first_prune_ratio\": %g, "
+      "\"prune_ratio\": %g, \"time\": \"median of the runs; without a spread (rough): one run, "
+      "or stopped as slower by a prune ratio, the fastest run\"}, "
+      "\"race\": {\"drop_ratio_short\": %g, \"drop_ratio_long\": %g, \"long_call_s\": %g, "
+      "\"optional_max_call_s\": %g, \"optional_max_ratio\": %g, \"optional_share\": %g, "
+      "\"threaded_recheck_n_growth\": %d}, "
+      "\"plan\": {\"fill\": %g, \"model_scale\": %.3f}, \"points\": %zu, "
+      "\"points_left_out\": %zu, \"noise_median_spread\": %.4f, \"load_1min\": %s, "
+      "\"levels\": %s}",
+      names[r->s.mode], r->budget_s, elapsed, th, d, n, rs, r->s.min_run_s, MIN_RUNS, r->s.rounds,
+      MAX_TARGET_S, fmax(PROF_FIRST_PRUNE_RATIO, r->s.prune_ratio), r->s.prune_ratio,
+      r->drop.short_ratio, r->drop.long_ratio, r->drop.long_call_s, OPTIONAL_MAX_CALL_S,
+      OPTIONAL_MAX_RATIO, OPTIONAL_SHARE, RECHECK_GROWTH, PLAN_FILL, r->scale, r->n_points,
+      r->n_skipped, noise, load, levels);
   txattn_status s = txattn_table_set_profile(r->table, json);
   if (s != TXATTN_OK) tx_print_lib_error("profile", "cannot record the settings", s);
 }
@@ -320,12 +655,14 @@ static int write_table(profile_run *r) {
   }
   printf("wrote %s: %zu points", path, r->n_points);
   if (r->n_skipped) printf(" (%zu left out: over the %g s budget)", r->n_skipped, r->budget_s);
-  printf(", %zu candidates excluded as inexact, in %.1f s\n", r->n_excluded, tx_clock() - r->start);
+  printf(", %zu candidates excluded as inexact, in %.1f s\n", r->n_excluded, now_s(r));
   return TX_EXIT_OK;
 }
 
 static int run_profile(profile_run *r) {
+  r->start = tx_clock(); /* the budget covers the whole command */
   settings(r);
+  r->scale = 1;
   int rc =
       prof_grid_build(&r->g, &r->spec, &r->threads, &r->d, r->n_max, r->s.mode, r->plugin_path);
   if (rc) return rc;
@@ -335,13 +672,12 @@ static int run_profile(profile_run *r) {
     return TX_EXIT_FAIL;
   }
   if (!(r->checks = prof_checks_new())) return TX_EXIT_FAIL;
-  r->start = tx_clock();
   measure_all(r);
   if (r->n_points == 0) {
     fprintf(stderr, "txtune profile: nothing was measured within the %g s budget\n", r->budget_s);
     return TX_EXIT_FAIL;
   }
-  set_profile(r, tx_clock() - r->start);
+  set_profile(r, now_s(r));
   if ((rc = write_table(r)) != 0) return rc;
   printf("\nwho wins where (time: the winner's median per call; vs masked: how much faster than "
          "the dense OpenBLAS kernel):\n");

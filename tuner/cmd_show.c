@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "context_cli.h"
 #include "table.h"
+#include "txattn/plugin.h"
 #include "txattn/table.h"
 
 typedef struct show_run {
@@ -97,10 +98,9 @@ static void print_header(const show_run *r, const txattn_table_header *h) {
          h->library_version, h->created);
   printf("  machine: %s %s (family %d, model %d, stepping %d), %d cores\n", m->vendor,
          *m->brand ? m->brand : "(no brand string)", m->family, m->model, m->stepping, m->n_cores);
-  static const char *const isa[] = {"scalar", "avx2", "avx512", "neon"}; /* txattn_isa order */
   fputs("  isa:", stdout);
-  for (unsigned b = 0; b < sizeof isa / sizeof isa[0]; b++)
-    if (m->isa_mask & (1u << b)) printf(" %s", isa[b]);
+  for (int b = 0; b < TXATTN_ISA_COUNT_; b++)
+    if (m->isa_mask & (1u << b)) printf(" %s", tx_isa_name(b));
   printf("; caches used: l1d %s, l2 %s, l3 %s per core\n", l1, l2, l3);
   for (size_t i = 0; i < h->n_plugins; i++) {
     txattn_table_plugin p;

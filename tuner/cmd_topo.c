@@ -45,8 +45,6 @@ static const char about[] =
     "K, M or G (powers of 1024) or count bytes.\n"
     "Exit status: 0 ok; 1 the context could not be made (a malformed override); 2 usage error.";
 
-static const char *const isa_names[TXATTN_ISA_COUNT_] = {"scalar", "avx2", "avx512", "neon"};
-
 static int parse_d_list(topo_run *r) {
   if (r->d_list.n == 0) {
     r->d[0] = 64;
@@ -149,7 +147,7 @@ static void print_machine(const topo_run *r) {
          m->vendor[0] ? m->vendor : "unknown vendor", m->brand[0] ? " \"" : "", m->brand,
          m->brand[0] ? "\"" : "", m->family, m->model, m->stepping);
   for (int i = 0; i < TXATTN_ISA_COUNT_; i++)
-    if (m->isa_mask & (1u << i)) printf(" %s", isa_names[i]);
+    if (m->isa_mask & (1u << i)) printf(" %s", tx_isa_name(i));
   printf("\ntopology  %s\n          %d cores, %d hardware threads, %d NUMA node%s\n\n",
          m->topology_source, m->n_cores, m->n_pus, m->n_numa, m->n_numa == 1 ? "" : "s");
 }
@@ -267,7 +265,7 @@ static void json_machine(tx_json *j, const txattn_machine_info *m) {
   tx_json_key(j, "isa");
   tx_json_begin_array(j);
   for (int i = 0; i < TXATTN_ISA_COUNT_; i++)
-    if (m->isa_mask & (1u << i)) tx_json_string(j, isa_names[i]);
+    if (m->isa_mask & (1u << i)) tx_json_string(j, tx_isa_name(i));
   tx_json_end_array(j);
   tx_json_end_object(j);
   tx_json_key(j, "topology");

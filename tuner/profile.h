@@ -13,6 +13,9 @@
 
 #define PROF_MAX_TUNABLES 8
 #define PROF_MAX_RUNS     16
+/* After one run each, only candidates this much slower than the leader stop: one run can be an
+   unlucky one. */
+#define PROF_FIRST_PRUNE_RATIO 3.0
 
 typedef enum prof_mode { PROF_QUICK, PROF_DEFAULT, PROF_PATIENT } prof_mode;
 
@@ -20,8 +23,10 @@ typedef enum prof_mode { PROF_QUICK, PROF_DEFAULT, PROF_PATIENT } prof_mode;
 typedef struct prof_settings {
   prof_mode mode;
   double min_run_s;   /* one timed run lasts at least this long */
-  int rounds;         /* interleaved timed runs per candidate */
-  double prune_ratio; /* after the first round, slower than this x the best: rough time only */
+  int rounds;         /* the most timed runs per candidate, taken round-robin */
+  double prune_ratio; /* after each round from the second, a candidate whose fastest run is slower
+                         than this x the leader's median stops there (rough); after the first,
+                         PROF_FIRST_PRUNE_RATIO if larger */
   int variants;       /* 0: default tunables only; 1: plus one; 2: a grid (patient) */
 } prof_settings;
 
@@ -29,16 +34,23 @@ typedef struct prof_settings {
 typedef struct prof_cand {
   size_t kernel; /* index for txattn_kernel_get */
   const char *name;
+  int slot; /* 0: the kernel's default tunables; k > 0: its k-th variant (the same slot at every n) */
+  int sparse;   /* its cost follows the visible pairs, not n_q x n_kv (TXATTN_KERNEL_SPARSE) */
+  int threaded; /* it runs on more than one thread here (TXATTN_KERNEL_THREADED, a context of more) */
   size_t n_tun;
   const char *tun_names[PROF_MAX_TUNABLES];
   int64_t tun_values[PROF_MAX_TUNABLES];
   txattn_plan *plan;
   double max_error;
+  int want;         /* timed runs planned for it (0: the settings' rounds) */
+  int optional;     /* timed only because there was time to spare: a point stands without it */
+  double predict_s; /* expected time of one call (0: unknown), so a deadline is not overrun */
+  double first_s;   /* its warm-up call */
   int64_t reps;
   double runs[PROF_MAX_RUNS];
-  int n_runs;
-  int rough; /* pruned: time_s rests on the two calibration runs */
-  int keep;  /* never pruned: validate times the dispatcher's pick in full */
+  int n_runs; /* 0 after prof_time: the deadline came first, it was not timed */
+  int rough;  /* pruned, or planned with one run: time_s is its fastest run, no spread */
+  int keep;   /* never pruned: validate times the dispatcher's pick in full */
   double time_s, spread;
 } prof_cand;
 
@@ -66,17 +78,29 @@ void prof_checks_free(prof_checks *c);
 int prof_check(prof_checks *c, txattn_context *ctx, size_t cls, const txattn_problem *small,
                const prof_cand *cand, double *err, char *why, size_t why_size, int *fresh);
 
-/* Times the candidates at one point on the tensors t: one warm-up call each, repetitions doubled
-   until a run lasts min_run_s, then `rounds` runs taken round-robin so drift hits all alike;
-   candidates slower than prune_ratio x the best after the first round keep that one run (rough).
+/* Times the candidates at one point on the tensors t. Each gets a timed warm-up call (first_s);
+   its repetitions per run are predicted from that call so that a run lasts min_run_s, and doubled
+   while a run falls short (the run that is long enough is the first sample). Then timed runs are
+   taken round-robin, so drift hits all alike, until each has `want` (else the settings' rounds);
+   after each round, candidates whose fastest run is slower than prune_ratio (after the first:
+   PROF_FIRST_PRUNE_RATIO if larger) x the leader's median stop (rough; `keep` ones never do).
+   In each round the threaded candidates run after the others, and the first run of each group
+   follows a few milliseconds of untimed calls of its candidate, so that none is timed while the
+   OpenMP threads of another spin or while its own wake up. The candidates may be reordered. time_s is the median of the runs (a rough candidate's: the
+   fastest), spread (max - min of the middle half) / median, -1 with fewer than two runs.
    Returns TXATTN_OK, or the first failure (the candidate is then dropped: n is updated). */
 txattn_status prof_time(prof_cand *c, size_t *n, const txattn_tensors *t, const prof_settings *s);
+/* The same, but no call starts that is predicted (predict_s, then the calls made) to end after
+   `deadline` (a tx_clock() time): a candidate left without a run has n_runs == 0. */
+txattn_status prof_time_until(prof_cand *c, size_t *n, const txattn_tensors *t,
+                              const prof_settings *s, double deadline);
 
 /* The progress line on stderr (only when it is a terminal). */
 typedef struct prof_progress {
   int on;
   size_t done, total;
   double start, budget_s;
+  double predicted_end; /* tx_clock() time the plan expects to finish at (0: no plan yet) */
 } prof_progress;
 void prof_progress_init(prof_progress *p, size_t total, double budget_s);
 void prof_progress_show(prof_progress *p, const char *what);

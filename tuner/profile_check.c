@@ -1,5 +1,6 @@
 /* txtune profile: is a candidate exact on its class? Each (class, r, kernel, tunables) is run once
-   on a small shape of the class and compared with txattn_reference (fp64). */
+   on a small shape of the class and compared with txattn_reference (fp64). The inputs and the
+   reference output of each (class, r) are made once and shared by its candidates. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,9 +22,21 @@ typedef struct check_entry {
   char why[256];
 } check_entry;
 
+/* The small shape of a (class, r): its inputs and reference output, or why they could not be made.
+ */
+typedef struct check_shape {
+  size_t cls;
+  int64_t r;
+  int ok;
+  tx_buffers b;
+  char why[256];
+} check_shape;
+
 struct prof_checks {
   check_entry *e;
   size_t n, cap;
+  check_shape *s;
+  size_t n_s, cap_s;
 };
 
 prof_checks *prof_checks_new(void) {
@@ -31,8 +44,41 @@ prof_checks *prof_checks_new(void) {
 }
 
 void prof_checks_free(prof_checks *c) {
-  if (c) free(c->e);
+  if (!c) return;
+  for (size_t i = 0; i < c->n_s; i++) tx_buffers_free(&c->s[i].b);
+  free(c->s);
+  free(c->e);
   free(c);
+}
+
+/* Grows *v (of *cap elements of `size` bytes) to hold n + 1; 0 when out of memory. */
+static int grow(void **v, size_t *cap, size_t n, size_t size) {
+  if (n < *cap) return 1;
+  size_t want = *cap ? 2 * *cap : 64;
+  void *g = realloc(*v, want * size);
+  if (!g) return 0;
+  *v = g;
+  *cap = want;
+  return 1;
+}
+
+static check_shape *shape_of(prof_checks *c, size_t cls, const txattn_problem *p) {
+  int64_t r = p->mask == TXATTN_MASK_WINDOW ? p->window_left : 0;
+  for (size_t i = 0; i < c->n_s; i++)
+    if (c->s[i].cls == cls && c->s[i].r == r) return &c->s[i];
+  if (!grow((void **)&c->s, &c->cap_s, c->n_s, sizeof *c->s)) return NULL;
+  check_shape *sh = &c->s[c->n_s++];
+  memset(sh, 0, sizeof *sh);
+  sh->cls = cls;
+  sh->r = r;
+  if (tx_buffers_alloc(&sh->b, p, TX_LAYOUT_CONTIGUOUS, 1, sh->why, sizeof sh->why) != 0) return sh;
+  tx_buffers_fill(&sh->b, CHECK_SEED, 1.0f);
+  txattn_status s = txattn_reference(p, &sh->b.t_ref);
+  sh->ok = s == TXATTN_OK;
+  if (!sh->ok)
+    snprintf(sh->why, sizeof sh->why, "the reference failed: %s: %s", txattn_status_name(s),
+             txattn_last_error());
+  return sh;
 }
 
 static check_entry *find(prof_checks *c, size_t cls, int64_t r, const prof_cand *cand) {
@@ -45,22 +91,21 @@ static check_entry *find(prof_checks *c, size_t cls, int64_t r, const prof_cand 
   return NULL;
 }
 
-static void run_check(txattn_context *ctx, const txattn_problem *p, const prof_cand *cand,
-                      check_entry *e) {
-  tx_buffers b;
+static void run_check(txattn_context *ctx, check_shape *sh, const prof_cand *cand, check_entry *e) {
   txattn_plan *plan = NULL;
   e->verdict = -1;
   e->err = NAN;
-  if (tx_buffers_alloc(&b, p, TX_LAYOUT_CONTIGUOUS, 1, e->why, sizeof e->why) != 0) return;
-  tx_buffers_fill(&b, CHECK_SEED, 1.0f);
-  txattn_status s = txattn_plan_create_tuned(ctx, p, cand->name, cand->tun_names, cand->tun_values,
-                                             cand->n_tun, &plan);
-  if (s == TXATTN_OK && txattn_reference(p, &b.t_ref) == TXATTN_OK) {
-    tx_fill_value(b.o, b.o_len, POISON);
-    s = txattn_plan_execute(plan, &b.t);
+  snprintf(e->why, sizeof e->why, "%s", sh->why);
+  if (!sh->ok) return;
+  tx_buffers *b = &sh->b;
+  txattn_status s = txattn_plan_create_tuned(ctx, &b->p, cand->name, cand->tun_names,
+                                             cand->tun_values, cand->n_tun, &plan);
+  if (s == TXATTN_OK) {
+    tx_fill_value(b->o, b->o_len, POISON);
+    s = txattn_plan_execute(plan, &b->t);
     if (s == TXATTN_OK) {
       tx_verdict v;
-      tx_verify(&b, b.o, b.o_ref, NULL, &v);
+      tx_verify(b, b->o, b->o_ref, NULL, &v);
       e->verdict = tx_verdict_pass(&v);
       e->err = v.rel_error; /* NaN when the output was not finite */
       tx_verdict_explain(&v, e->why, sizeof e->why);
@@ -71,7 +116,6 @@ static void run_check(txattn_context *ctx, const txattn_problem *p, const prof_c
     }
   }
   txattn_plan_free(plan);
-  tx_buffers_free(&b);
 }
 
 int prof_check(prof_checks *c, txattn_context *ctx, size_t cls, const txattn_problem *small,
@@ -80,13 +124,8 @@ int prof_check(prof_checks *c, txattn_context *ctx, size_t cls, const txattn_pro
   check_entry *e = find(c, cls, r, cand);
   *fresh = e == NULL;
   if (!e) {
-    if (c->n == c->cap) {
-      size_t cap = c->cap ? 2 * c->cap : 64;
-      check_entry *grown = realloc(c->e, cap * sizeof *grown);
-      if (!grown) return -1;
-      c->e = grown;
-      c->cap = cap;
-    }
+    check_shape *sh = shape_of(c, cls, small);
+    if (!sh || !grow((void **)&c->e, &c->cap, c->n, sizeof *c->e)) return -1;
     e = &c->e[c->n++];
     memset(e, 0, sizeof *e);
     e->cls = cls;
@@ -94,7 +133,7 @@ int prof_check(prof_checks *c, txattn_context *ctx, size_t cls, const txattn_pro
     e->kernel = cand->kernel;
     e->n_tun = cand->n_tun;
     memcpy(e->values, cand->tun_values, cand->n_tun * sizeof(int64_t));
-    run_check(ctx, small, cand, e);
+    run_check(ctx, sh, cand, e);
   }
   *err = e->err;
   snprintf(why, why_size, "%s", e->why);

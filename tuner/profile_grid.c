@@ -1,6 +1,7 @@
 #include "profile_grid.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,7 +80,9 @@ static void add_class(prof_grid *g, size_t ctx, txattn_mask mask, int64_t d, int
                                 .threads = t,
                                 .decode = decode,
                                 .batch = 1,
-                                .heads_q = group * (t > 2 ? t : 2)};
+                                /* a head (group) per thread: the threaded kernels split each
+                                   head's query blocks and keys, so they have work enough */
+                                .heads_q = group * t};
 }
 
 static int classes(prof_grid *g) {
@@ -147,8 +150,84 @@ txattn_problem prof_grid_problem(const prof_grid_class *c, int64_t n, int64_t r)
   return p;
 }
 
-int prof_grid_dropped(const prof_grid_class *c, size_t ri, size_t kernel) {
-  return kernel < 64 && (c->dropped[ri] >> kernel & 1u);
+prof_track *prof_course_track(prof_course *c, size_t kernel, int slot) {
+  for (size_t i = 0; i < c->n_tracks; i++)
+    if (c->tracks[i].kernel == kernel && c->tracks[i].slot == slot) return &c->tracks[i];
+  return NULL;
+}
+
+prof_work prof_grid_work(const txattn_problem *p) {
+  txattn_problem dense = *p;
+  dense.mask = TXATTN_MASK_NONE;
+  return (prof_work){p->n_kv, txattn_problem_visible_pairs(p),
+                     txattn_problem_visible_pairs(&dense)};
+}
+
+double prof_course_predict(const prof_course *c, const prof_track *t, const prof_work *w) {
+  if (!t || t->pairs <= 0) return c->pairs > 0 ? c->best_s * w->pairs / c->pairs : 0;
+  double grow = (t->sparse ? w->pairs : w->dense) / t->pairs;
+  /* a fixed cost weighs less as n grows: along the line through the last two points, but growing
+     by at least half the work's growth (and its square root) and by at most the work's growth */
+  if (t->prev_pairs > 0 && t->pairs > t->prev_pairs && grow > 1) {
+    double slope = (t->time_s - t->prev_time_s) / (t->pairs - t->prev_pairs);
+    double line = 1 + slope * t->pairs * (grow - 1) / t->time_s, lo = fmax(sqrt(grow), grow / 2);
+    grow = line < lo ? lo : line > grow ? grow : line;
+  }
+  return t->time_s * grow;
+}
+
+prof_tier prof_course_tier(const prof_course *c, const prof_track *t, const prof_work *w,
+                           const prof_drop *drop) {
+  if (!t || t->ratio[0] <= 0) return PROF_FULL;
+  /* the point's calls are long when its winner's are: a candidate slowed by a fixed cost (a thread
+     that waits for a core another process holds) is not judged by the long-call ratio for it */
+  int long_call = prof_course_predict(c, NULL, w) >= drop->long_call_s;
+  double x = long_call ? drop->long_ratio : drop->short_ratio;
+  if (t->ratio[0] <= x) /* at long calls, each kernel's best tile only */
+    return !t->kernel_best && long_call ? PROF_OPTIONAL : PROF_FULL;
+  if (t->ratio[1] <= x || t->ratio[0] * t->ratio[0] / t->ratio[1] <= x)
+    return PROF_CONFIRM; /* one loss, or closing in fast enough to win at the next point */
+  return PROF_OPTIONAL;
+}
+
+static prof_track *track_of(prof_course *c, const prof_cand *x) {
+  prof_track *t = prof_course_track(c, x->kernel, x->slot);
+  if (t || c->n_tracks == GRID_MAX_TRACKS) return t;
+  t = &c->tracks[c->n_tracks++];
+  memset(t, 0, sizeof *t);
+  t->kernel = x->kernel;
+  t->slot = x->slot;
+  t->dense = strncmp(x->name, "masked.", 7) == 0;
+  t->sparse = x->sparse;
+  t->threaded = x->threaded;
+  return t;
+}
+
+void prof_course_learn(prof_course *c, const prof_cand *x, size_t n, const prof_work *w,
+                       double overhead_s) {
+  double best = INFINITY;
+  for (size_t i = 0; i < n; i++)
+    if (x[i].n_runs > 0 && x[i].time_s < best) best = x[i].time_s;
+  if (!(best < INFINITY)) return;
+  for (size_t i = 0; i < n; i++) {
+    prof_track *t = x[i].n_runs > 0 ? track_of(c, &x[i]) : NULL;
+    if (!t) continue;
+    t->ratio[1] = t->ratio[0];
+    t->ratio[0] = x[i].time_s / best;
+    if (t->best_ratio <= 0 || t->ratio[0] < t->best_ratio) t->best_ratio = t->ratio[0];
+    t->prev_time_s = t->time_s;
+    t->prev_pairs = t->pairs;
+    t->time_s = x[i].time_s;
+    t->pairs = t->sparse ? w->pairs : w->dense;
+    t->n = w->n;
+    t->kernel_best = 1;
+    for (size_t j = 0; j < n; j++)
+      if (x[j].n_runs > 0 && x[j].kernel == x[i].kernel && x[j].time_s < x[i].time_s)
+        t->kernel_best = 0;
+  }
+  c->pairs = w->pairs;
+  c->best_s = best;
+  c->overhead_s = overhead_s;
 }
 
 size_t prof_grid_points(const prof_grid *g) {

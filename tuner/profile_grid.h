@@ -1,6 +1,7 @@
 /* txtune profile's grid: the classes (mask, window, head size, GQA group, threads, decode) with a
-   library context per thread count, the n and r values measured, and per class what was learnt
-   along the way (kernels no longer worth timing, the cost of the last point). */
+   library context per thread count, the n and r values measured, and per class and r what was
+   learnt along the way (each candidate's last times, so the next point's cost can be predicted
+   and candidates that keep losing are no longer timed in full). */
 #ifndef TXTUNE_PROFILE_GRID_H
 #define TXTUNE_PROFILE_GRID_H
 
@@ -15,19 +16,75 @@
 #define GRID_MAX_N   24
 #define GRID_MAX_R   4
 
+#define GRID_MAX_TRACKS 48
+
+/* One candidate identity (kernel x variant slot) followed along n in one course. */
+typedef struct prof_track {
+  size_t kernel;
+  int slot;
+  int dense;    /* the dense masked.* kernel: the summary's baseline */
+  int sparse;   /* its cost follows the visible pairs; else the n_q x n_kv pairs */
+  int threaded; /* a threaded kernel: a core another process holds can slow it by far */
+  int64_t n;    /* the last n it was timed at */
+  /* its time at the last point it was timed and that point's work (pairs, visible ones if sparse),
+     then the same at the point before (0: none) */
+  double time_s, pairs, prev_time_s, prev_pairs;
+  double ratio[2]; /* its time over that point's best there and at the point before ([0] latest) */
+  double best_ratio; /* the smallest such ratio so far */
+  int kernel_best;   /* at the last point it was timed, no other slot of its kernel was faster */
+} prof_track;
+
+/* A class at one r (window classes have one course per r, the others one), along n: what the
+   points measured so far teach about the next. */
+typedef struct prof_course {
+  int stopped;          /* a point did not fit the budget: larger n are left out */
+  double pairs, best_s; /* the last point's visible pairs and its winner's time */
+  double overhead_s;    /* the last point's seconds outside timed kernel calls */
+  size_t n_tracks;
+  prof_track tracks[GRID_MAX_TRACKS];
+} prof_course;
+
+/* How a candidate is timed at the next point of its course. FULL: warm-up and the runs the plan
+   gives (at least two). CONFIRM: the same, but the plan counts on two: it lost by more than the
+   drop ratio at its last point only, or at its last two but closing in fast enough to win at the
+   next, and is likely to be pruned after two runs. OPTIONAL (out of the race): it lost by more
+   than the drop ratio at its last two points, or, at long calls, it is a tile variant its own
+   kernel beat at its last point; timed (warm-up and one run) only when the budget has room to
+   spare. The drop ratio is long_ratio where the last winner's time, scaled to this point, is
+   long_call_s or more, short_ratio below. */
+typedef enum prof_tier { PROF_FULL, PROF_CONFIRM, PROF_OPTIONAL } prof_tier;
+
+typedef struct prof_drop {
+  double short_ratio, long_ratio, long_call_s;
+} prof_drop;
+
+/* The work of a point: its n, its visible pairs and all its (query, key) pairs, n_q x n_kv x
+   heads. */
+typedef struct prof_work {
+  int64_t n;
+  double pairs, dense;
+} prof_work;
+prof_work prof_grid_work(const txattn_problem *p);
+
+prof_track *prof_course_track(prof_course *c, size_t kernel, int slot);
+prof_tier prof_course_tier(const prof_course *c, const prof_track *t, const prof_work *w,
+                           const prof_drop *drop);
+/* The expected seconds of one call of t (or, t NULL, of the last winner) at a point of work w:
+   along the line in its work through its last two measured points, but growing by at least half
+   the work's growth (and its square root) and by at most the work's growth; proportional to its
+   work with one point; 0 if nothing is known. */
+double prof_course_predict(const prof_course *c, const prof_track *t, const prof_work *w);
+/* Records a measured point: the candidates' times (c[0..n) with n_runs > 0). */
+void prof_course_learn(prof_course *c, const prof_cand *cand, size_t n, const prof_work *w,
+                       double overhead_s);
+
 typedef struct prof_grid_class {
   size_t id; /* index in the grid */
   txattn_table_class cls;
   size_t ctx; /* index of the context with cls.threads */
   int in_table;
   size_t table_index;
-  /* per r index (one, r = 0, without a window) */
-  int stopped[GRID_MAX_R];       /* a point did not fit the budget: larger n are left out */
-  double last_work[GRID_MAX_R];  /* the last point's seconds in kernel calls */
-  double last_calls[GRID_MAX_R]; /* its kernel calls */
-  double last_pairs[GRID_MAX_R]; /* its visible pairs */
-  uint64_t lost[GRID_MAX_R];     /* kernel indices that lost by far at the last point */
-  uint64_t dropped[GRID_MAX_R];  /* and at the one before: not timed at larger n */
+  prof_course course[GRID_MAX_R]; /* per r index (one, r = 0, without a window) */
 } prof_grid_class;
 
 typedef struct prof_grid {
@@ -53,7 +110,6 @@ void prof_grid_free(prof_grid *g);
 size_t prof_grid_rs(const prof_grid *g, const prof_grid_class *c, const int64_t **rs);
 /* The problem measured for class c at (n, r). */
 txattn_problem prof_grid_problem(const prof_grid_class *c, int64_t n, int64_t r);
-int prof_grid_dropped(const prof_grid_class *c, size_t ri, size_t kernel);
 /* The number of points of the whole grid. */
 size_t prof_grid_points(const prof_grid *g);
 

@@ -5,6 +5,7 @@
 
 #include "profile.h"
 #include "timing.h"
+#include "txattn/plugin.h"
 
 /* v rounded to a multiple of `mult` within [min, max]; 0 if no such value. */
 static int64_t snap(int64_t v, const txattn_tunable_info *ti) {
@@ -25,10 +26,11 @@ static int same_values(const prof_cand *a, const prof_cand *b) {
 /* Adds base's kernel with the tunables `values` if that candidate is new and the kernel makes a
    plan with them. */
 static size_t add_variant(txattn_context *ctx, const txattn_problem *p, const prof_cand *base,
-                          const int64_t *values, prof_cand *out, size_t n, size_t cap) {
+                          const int64_t *values, int slot, prof_cand *out, size_t n, size_t cap) {
   if (n >= cap) return n;
   prof_cand c = *base;
   c.plan = NULL;
+  c.slot = slot;
   for (size_t i = 0; i < c.n_tun; i++) c.tun_values[i] = values[i];
   for (size_t j = 0; j < n; j++)
     if (same_values(&out[j], &c)) return n;
@@ -55,7 +57,7 @@ static size_t add_variants(txattn_context *ctx, const txattn_problem *p, const p
     size_t last = base->n_tun - 1;
     int64_t up = snap(v[last] * 2, &ti[last]);
     v[last] = up != v[last] ? up : snap(v[last] / 2, &ti[last]);
-    return add_variant(ctx, p, base, v, out, n, cap);
+    return add_variant(ctx, p, base, v, 1, out, n, cap);
   }
   if (s->variants < 2 || base->n_tun == 0 || base->n_tun > 2) return n;
   static const int num[] = {1, 1, 2, 4}, den[] = {2, 1, 1, 1}; /* x 1/2, 1, 2, 4 */
@@ -63,7 +65,7 @@ static size_t add_variants(txattn_context *ctx, const txattn_problem *p, const p
     for (int b = 0; b < (base->n_tun == 2 ? 4 : 1); b++) {
       v[0] = snap(base->tun_values[0] * num[a] / den[a], &ti[0]);
       if (base->n_tun == 2) v[1] = snap(base->tun_values[1] * num[b] / den[b], &ti[1]);
-      n = add_variant(ctx, p, base, v, out, n, cap);
+      n = add_variant(ctx, p, base, v, 1 + 4 * a + b, out, n, cap);
     }
   return n;
 }
@@ -81,6 +83,8 @@ size_t prof_candidate_add(txattn_context *ctx, const txattn_problem *p, const ch
     if (txattn_kernel_get(ctx, k, &info) == TXATTN_OK && strcmp(info.name, kernel) == 0) {
       c.kernel = k;
       c.name = info.name;
+      c.sparse = (info.flags & TXATTN_KERNEL_SPARSE) != 0;
+      c.threaded = (info.flags & TXATTN_KERNEL_THREADED) && txattn_context_threads(ctx) > 1;
     }
   }
   c.n_tun = txattn_plan_tunable_count(c.plan);
@@ -106,6 +110,8 @@ size_t prof_candidates(txattn_context *ctx, const txattn_problem *p, const prof_
     memset(&c, 0, sizeof c);
     c.kernel = k;
     c.name = info.name;
+    c.sparse = (info.flags & TXATTN_KERNEL_SPARSE) != 0;
+    c.threaded = (info.flags & TXATTN_KERNEL_THREADED) && txattn_context_threads(ctx) > 1;
     if (txattn_plan_create(ctx, p, info.name, &c.plan) != TXATTN_OK) continue; /* not applicable */
     c.n_tun = txattn_plan_tunable_count(c.plan);
     if (c.n_tun > PROF_MAX_TUNABLES) {
@@ -137,22 +143,35 @@ static txattn_status run_reps(prof_cand *c, const txattn_tensors *t, int64_t rep
   return TXATTN_OK;
 }
 
-/* Warm-up, then repetitions doubled until a run lasts min_run_s; that run is the first sample. */
-static txattn_status calibrate(prof_cand *c, const txattn_tensors *t, double min_run_s) {
-  double s;
-  txattn_status st = run_reps(c, t, 1, &s);
+/* Would `calls` calls of c, starting now, end after the deadline? */
+static int too_late(const prof_cand *c, double calls, double deadline) {
+  return deadline > 0 && tx_clock() + calls * c->predict_s > deadline;
+}
+
+#define REPS_MAX (INT64_C(1) << 30)
+
+/* The timed warm-up call, and from it the repetitions that should make a run last min_run_s (a
+   quarter more, since a warm-up call is slower than the ones after it). */
+static txattn_status warm_up(prof_cand *c, const txattn_tensors *t, const prof_settings *s) {
+  txattn_status st = run_reps(c, t, 1, &c->first_s);
   if (st != TXATTN_OK) return st;
-  c->reps = 1;
+  double want = 1.25 * s->min_run_s / (c->first_s > 1e-9 ? c->first_s : 1e-9);
+  c->reps = want < 1 ? 1 : want > (double)REPS_MAX ? REPS_MAX : (int64_t)ceil(want);
+  c->predict_s = c->first_s;
+  return TXATTN_OK;
+}
+
+/* One timed run; the first of a candidate doubles its repetitions until it lasts min_run_s. */
+static txattn_status sample(prof_cand *c, const txattn_tensors *t, const prof_settings *s) {
+  double sec;
   for (;;) {
-    if ((st = run_reps(c, t, c->reps, &s)) != TXATTN_OK) return st;
-    if (s >= min_run_s || c->reps >= (INT64_C(1) << 30)) break;
-    c->reps *= s > 0 && min_run_s / s < 64 ? 2 : 8;
+    txattn_status st = run_reps(c, t, c->reps, &sec);
+    if (st != TXATTN_OK) return st;
+    if (c->n_runs > 0 || sec >= s->min_run_s || c->reps >= REPS_MAX) break;
+    c->reps *= 2;
   }
-  c->runs[0] = s / (double)c->reps;
-  /* a second run: the first after switching kernels can catch sleeping threads or cold caches */
-  if ((st = run_reps(c, t, c->reps, &s)) != TXATTN_OK) return st;
-  c->runs[1] = s / (double)c->reps;
-  c->n_runs = 2;
+  c->runs[c->n_runs++] = sec / (double)c->reps;
+  c->predict_s = sec / (double)c->reps;
   return TXATTN_OK;
 }
 
@@ -168,52 +187,127 @@ static double fastest(const prof_cand *c) {
   return m;
 }
 
-/* The median and the interquartile spread; a rough candidate (two runs) keeps its faster run. */
+static double median(const prof_cand *c) {
+  double v[PROF_MAX_RUNS];
+  int n = c->n_runs;
+  memcpy(v, c->runs, (size_t)n * sizeof v[0]);
+  qsort(v, (size_t)n, sizeof v[0], cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* The median and the spread of the middle half (the whole range with up to three runs); a rough
+   candidate keeps its fastest run. */
 static void summarise(prof_cand *c) {
-  if (c->rough) {
+  if (c->n_runs == 0) return;
+  if (c->rough || c->n_runs == 1) {
     c->time_s = fastest(c);
     c->spread = -1;
     return;
   }
   double v[PROF_MAX_RUNS];
-  memcpy(v, c->runs, sizeof v);
-  qsort(v, (size_t)c->n_runs, sizeof v[0], cmp_double);
   int n = c->n_runs;
-  c->time_s = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-  c->spread = n >= 3 ? (v[n - 1 - n / 4] - v[n / 4]) / c->time_s : -1;
+  memcpy(v, c->runs, (size_t)n * sizeof v[0]);
+  qsort(v, (size_t)n, sizeof v[0], cmp_double);
+  c->time_s = median(c);
+  c->spread = (v[n - 1 - n / 4] - v[n / 4]) / c->time_s;
 }
 
+static int wanted(const prof_cand *c, const prof_settings *s) {
+  int w = c->want > 0 ? c->want : s->rounds;
+  return w < 1 ? 1 : w > PROF_MAX_RUNS ? PROF_MAX_RUNS : w;
+}
+
+/* After a round: candidates whose fastest run is slower than `ratio` x the leader's median stop
+   (the leader: the smallest median among those with `runs` runs or more). */
+static void prune(prof_cand *c, size_t n, int runs, double ratio) {
+  double leader = INFINITY;
+  for (size_t i = 0; i < n; i++)
+    if (c[i].n_runs >= runs && median(&c[i]) < leader) leader = median(&c[i]);
+  for (size_t i = 0; i < n; i++)
+    if (!c[i].keep && c[i].n_runs >= runs && fastest(&c[i]) > ratio * leader) c[i].rough = 1;
+}
+
+/* Removes c[i], keeping the others in order. */
 static void drop(prof_cand *c, size_t *n, size_t i) {
   txattn_plan_free(c[i].plan);
-  c[i] = c[--*n];
+  memmove(&c[i], &c[i + 1], (--*n - i) * sizeof *c);
+}
+
+/* After a parallel region the OpenMP runtime's threads spin for a few milliseconds before they
+   sleep, and a sleeping team takes a while to wake (measured here: a 13 ms single-thread call took
+   17-24 ms right after a threaded one, 13.8 ms after a 5 ms pause; a 0.25 ms threaded call took
+   0.3-0.5 ms for the first millisecond or two after a pause). So in each round the candidates that
+   run on one thread go first, then the threaded ones, and the first run of each group follows
+   PREROLL_S of untimed calls of its candidate (one call if longer; none if a call takes more than
+   PREROLL_MAX_CALL_S, which those transients hardly change). */
+#define PREROLL_S          0.006
+#define PREROLL_MAX_CALL_S 0.05
+
+/* The candidates that run on one thread first, in their order, then the threaded ones. */
+static void threaded_last(prof_cand *c, size_t n) {
+  for (size_t i = 0, k = 0; i < n; i++)
+    if (!c[i].threaded) {
+      prof_cand x = c[i];
+      memmove(&c[k + 1], &c[k], (i - k) * sizeof *c);
+      c[k++] = x;
+    }
+}
+
+static txattn_status pre_roll(prof_cand *c, const txattn_tensors *t) {
+  if (c->predict_s > PREROLL_MAX_CALL_S) return TXATTN_OK;
+  double t0 = tx_clock();
+  do {
+    txattn_status st = txattn_plan_execute(c->plan, t);
+    if (st != TXATTN_OK) return st;
+  } while (tx_clock() - t0 < PREROLL_S);
+  return TXATTN_OK;
+}
+
+/* A timed run of c, after a pre-roll if the last candidate run (*kind: -1 none, else its
+   `threaded`) was of the other kind. */
+static txattn_status next_run(prof_cand *c, const txattn_tensors *t, const prof_settings *s,
+                              int *kind) {
+  txattn_status st = TXATTN_OK;
+  if (*kind >= 0 && *kind != c->threaded) st = pre_roll(c, t);
+  *kind = c->threaded;
+  return st == TXATTN_OK ? sample(c, t, s) : st;
 }
 
 txattn_status prof_time(prof_cand *c, size_t *n, const txattn_tensors *t, const prof_settings *s) {
+  return prof_time_until(c, n, t, s, 0);
+}
+
+txattn_status prof_time_until(prof_cand *c, size_t *n, const txattn_tensors *t,
+                              const prof_settings *s, double deadline) {
   txattn_status first = TXATTN_OK;
-  double best = INFINITY;
+  int most = 0, kind = -1;
+  threaded_last(c, *n);
   for (size_t i = 0; i < *n; i++) {
-    txattn_status st = calibrate(&c[i], t, s->min_run_s);
+    c[i].n_runs = 0;
+    c[i].reps = 0;
+    c[i].rough = 0;
+    if (too_late(&c[i], 2, deadline)) continue; /* the warm-up and one run */
+    txattn_status st = warm_up(&c[i], t, s);
+    kind = c[i].threaded;
     if (st != TXATTN_OK) {
       first = first != TXATTN_OK ? first : st;
       drop(c, n, i--);
       continue;
     }
-    if (fastest(&c[i]) < best) best = fastest(&c[i]);
+    if (wanted(&c[i], s) > most) most = wanted(&c[i], s);
   }
-  for (size_t i = 0; i < *n; i++) c[i].rough = !c[i].keep && fastest(&c[i]) > s->prune_ratio * best;
-  int rounds = s->rounds < PROF_MAX_RUNS ? s->rounds : PROF_MAX_RUNS;
-  for (int r = 2; r < rounds; r++)
+  for (int r = 0; r < most; r++) {
     for (size_t i = 0; i < *n; i++) {
-      double sec;
-      if (c[i].rough) continue;
-      txattn_status st = run_reps(&c[i], t, c[i].reps, &sec);
+      if (c[i].reps == 0 || c[i].rough || c[i].n_runs >= wanted(&c[i], s)) continue;
+      if (too_late(&c[i], (double)c[i].reps, deadline)) continue;
+      txattn_status st = next_run(&c[i], t, s, &kind);
       if (st != TXATTN_OK) {
         first = first != TXATTN_OK ? first : st;
         drop(c, n, i--);
-        continue;
       }
-      c[i].runs[c[i].n_runs++] = sec / (double)c[i].reps;
     }
+    prune(c, *n, r + 1, r == 0 ? fmax(PROF_FIRST_PRUNE_RATIO, s->prune_ratio) : s->prune_ratio);
+  }
   for (size_t i = 0; i < *n; i++) summarise(&c[i]);
   return first;
 }
