@@ -2,6 +2,7 @@
    and after a change) are compared point by point: where their winners differ, is the difference
    within what the tables themselves measured as noise, or does one table say it matters? */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,10 +45,18 @@ typedef struct flip {
   txattn_table_candidate win[2]; /* each table's winner, as that table measured it */
   double margin[2], noise[2];    /* in table i: time of the other's winner / own winner - 1 */
   int verdict;                   /* FLIP_* */
+  size_t cls_index;              /* A's */
 } flip;
 
 enum { FLIP_WITHIN, FLIP_ABOVE, FLIP_UNTIMED };
 static const char *const verdicts[] = {"within noise", "ABOVE NOISE", "not comparable"};
+
+/* How much one candidate's time moved from A to B at one point: |t_B / t_A - 1|. */
+typedef struct drift {
+  size_t cls;         /* A's class index */
+  const char *kernel; /* owned by table A */
+  double change;
+} drift;
 
 typedef struct compare_run {
   int json;
@@ -57,8 +66,9 @@ typedef struct compare_run {
   tx_cmd_spec spec;
   size_t points, same, only[2];
   size_t quiet, loud, untimed;
-  double *drift, drift_median; /* |t_B / t_A - 1| of every candidate both timed fully */
+  drift *drift; /* every candidate both timed fully */
   size_t n_drift, drift_cap;
+  double drift_median; /* over all of them */
   flip *flips;
   size_t n_flips, cap;
 } compare_run;
@@ -162,6 +172,7 @@ static int compare_point(compare_run *r, const size_t ci[2], const size_t pi[2],
     return 1;
   }
   txattn_table_class_describe(cls, f.cls, sizeof f.cls);
+  f.cls_index = ci[0];
   f.n = p->n;
   f.r = p->r;
   for (int k = 0; k < 2; k++)
@@ -182,12 +193,12 @@ static int add_drift(compare_run *r, const size_t ci[2], const size_t pi[2], siz
     if (isinf(margin)) continue;
     if (r->n_drift == r->drift_cap) {
       size_t cap = r->drift_cap ? 2 * r->drift_cap : 64;
-      double *d = realloc(r->drift, cap * sizeof *d);
+      drift *d = realloc(r->drift, cap * sizeof *d);
       if (d == NULL) return 0;
       r->drift = d;
       r->drift_cap = cap;
     }
-    r->drift[r->n_drift++] = fabs(margin);
+    r->drift[r->n_drift++] = (drift){ci[0], a.kernel, fabs(margin)};
   }
   return 1;
 }
@@ -197,15 +208,32 @@ static int cmp_double(const void *x, const void *y) {
   return (a > b) - (a < b);
 }
 
-/* Each flip against the noise: its own spreads, the profile's, and the run-to-run drift. */
-static void verdicts_for_flips(compare_run *r) {
-  qsort(r->drift, r->n_drift, sizeof *r->drift, cmp_double);
-  r->drift_median = r->n_drift ? r->drift[r->n_drift / 2] : 0;
+/* The median change over the drifts of class cls (any class: SIZE_MAX) and kernel (any: NULL). */
+static double drift_median(const compare_run *r, size_t cls, const char *kernel, double *scratch) {
+  size_t n = 0;
+  for (size_t i = 0; i < r->n_drift; i++)
+    if ((cls == SIZE_MAX || r->drift[i].cls == cls) &&
+        (kernel == NULL || strcmp(r->drift[i].kernel, kernel) == 0))
+      scratch[n++] = r->drift[i].change;
+  qsort(scratch, n, sizeof *scratch, cmp_double);
+  return n ? scratch[n / 2] : 0;
+}
+
+/* Each flip against the noise: the candidates' own spreads, the profile's, and the run-to-run
+   drift, overall and of the two kernels in that class (2-thread kernels on a shared VM drift far
+   more between runs than within one). */
+static int verdicts_for_flips(compare_run *r) {
+  double *scratch = malloc((r->n_drift ? r->n_drift : 1) * sizeof *scratch);
+  if (scratch == NULL) return 0;
+  r->drift_median = drift_median(r, SIZE_MAX, NULL, scratch);
   for (size_t i = 0; i < r->n_flips; i++) {
     flip *f = &r->flips[i];
+    double moved =
+        fmax(r->drift_median, fmax(drift_median(r, f->cls_index, f->win[0].kernel, scratch),
+                                   drift_median(r, f->cls_index, f->win[1].kernel, scratch)));
     int above = 0, untimed = 0;
     for (int k = 0; k < 2; k++) {
-      f->noise[k] = fmax(f->noise[k], r->drift_median);
+      f->noise[k] = fmax(f->noise[k], moved);
       untimed |= isinf(f->margin[k]);
       above |= !isinf(f->margin[k]) && f->margin[k] > f->noise[k];
     }
@@ -213,6 +241,8 @@ static void verdicts_for_flips(compare_run *r) {
     size_t *count[] = {&r->quiet, &r->loud, &r->untimed};
     (*count[f->verdict])++;
   }
+  free(scratch);
+  return 1;
 }
 
 static int compare_class(compare_run *r, size_t ca) {
@@ -270,7 +300,8 @@ static void fmt_margin(double m, double noise, char *buf, size_t size) {
 static void print_text(const compare_run *r) {
   printf("A: %s (median spread of its winners %.1f%%)\nB: %s (%.1f%%)\n", r->s[0].file,
          100 * r->s[0].noise_floor, r->s[1].file, 100 * r->s[1].noise_floor);
-  printf("run-to-run noise: a candidate's time moved by %.1f%% (median over %zu timed in both)\n",
+  printf("run-to-run noise: a candidate's time moved by %.1f%% (median over %zu timed in both; "
+         "per class and kernel for the flips below)\n",
          100 * r->drift_median, r->n_drift);
   if (r->n_flips) {
     tx_table t;
@@ -373,7 +404,10 @@ static int run_compare(compare_run *r) {
       return TX_EXIT_FAIL;
     }
   count_only_b(r);
-  verdicts_for_flips(r);
+  if (!verdicts_for_flips(r)) {
+    fprintf(stderr, "txtune compare: out of memory\n");
+    return TX_EXIT_FAIL;
+  }
   if (r->json)
     print_json(r);
   else
