@@ -14,6 +14,7 @@
 #include "context_cli.h"
 #include "json.h"
 #include "table.h"
+#include "timing.h"
 #include "txattn/table.h"
 
 static const char about[] =
@@ -203,11 +204,6 @@ static int add_drift(compare_run *r, const size_t ci[2], const size_t pi[2], siz
   return 1;
 }
 
-static int cmp_double(const void *x, const void *y) {
-  double a = *(const double *)x, b = *(const double *)y;
-  return (a > b) - (a < b);
-}
-
 /* The median change over the drifts of class cls (any class: SIZE_MAX) and kernel (any: NULL). */
 static double drift_median(const compare_run *r, size_t cls, const char *kernel, double *scratch) {
   size_t n = 0;
@@ -215,7 +211,7 @@ static double drift_median(const compare_run *r, size_t cls, const char *kernel,
     if ((cls == SIZE_MAX || r->drift[i].cls == cls) &&
         (kernel == NULL || strcmp(r->drift[i].kernel, kernel) == 0))
       scratch[n++] = r->drift[i].change;
-  qsort(scratch, n, sizeof *scratch, cmp_double);
+  qsort(scratch, n, sizeof *scratch, tx_cmp_double);
   return n ? scratch[n / 2] : 0;
 }
 

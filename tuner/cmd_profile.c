@@ -558,11 +558,6 @@ static void measure_all(profile_run *r) {
 
 /* ---- the table ---- */
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 static void list_json(char *buf, size_t size, const int64_t *v, size_t n) {
   size_t used = (size_t)snprintf(buf, size, "[");
   for (size_t i = 0; i < n && used < size; i++)
@@ -615,7 +610,7 @@ static void set_profile(profile_run *r, double elapsed) {
   list_json(rs, sizeof rs, r->g.r, r->g.n_r);
   levels_json(r, levels, sizeof levels);
   if (load_1min() >= 0) snprintf(load, sizeof load, "%.2f", load_1min());
-  qsort(r->spreads, r->n_spreads, sizeof r->spreads[0], cmp_double);
+  qsort(r->spreads, r->n_spreads, sizeof r->spreads[0], tx_cmp_double);
   double noise = r->n_spreads ? r->spreads[r->n_spreads / 2] : 0;
   snprintf(
       json, sizeof json,

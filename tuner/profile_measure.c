@@ -175,11 +175,6 @@ static txattn_status sample(prof_cand *c, const txattn_tensors *t, const prof_se
   return TXATTN_OK;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 static double fastest(const prof_cand *c) {
   double m = c->runs[0];
   for (int i = 1; i < c->n_runs; i++)
@@ -191,7 +186,7 @@ static double median(const prof_cand *c) {
   double v[PROF_MAX_RUNS];
   int n = c->n_runs;
   memcpy(v, c->runs, (size_t)n * sizeof v[0]);
-  qsort(v, (size_t)n, sizeof v[0], cmp_double);
+  qsort(v, (size_t)n, sizeof v[0], tx_cmp_double);
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
@@ -207,7 +202,7 @@ static void summarise(prof_cand *c) {
   double v[PROF_MAX_RUNS];
   int n = c->n_runs;
   memcpy(v, c->runs, (size_t)n * sizeof v[0]);
-  qsort(v, (size_t)n, sizeof v[0], cmp_double);
+  qsort(v, (size_t)n, sizeof v[0], tx_cmp_double);
   c->time_s = median(c);
   c->spread = (v[n - 1 - n / 4] - v[n / 4]) / c->time_s;
 }

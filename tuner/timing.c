@@ -20,7 +20,7 @@ static txattn_status timed_run(tx_run_fn fn, void *arg, int64_t reps, double *se
   return TXATTN_OK;
 }
 
-static int cmp_double(const void *a, const void *b) {
+int tx_cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
 }
@@ -47,7 +47,7 @@ txattn_status tx_measure(tx_run_fn fn, void *arg, const tx_timing_opts *opts, tx
     per_call[runs++] = t / (double)reps;
   }
 
-  qsort(per_call, (size_t)runs, sizeof per_call[0], cmp_double);
+  qsort(per_call, (size_t)runs, sizeof per_call[0], tx_cmp_double);
   out->median_s =
       runs % 2 ? per_call[runs / 2] : 0.5 * (per_call[runs / 2 - 1] + per_call[runs / 2]);
   out->min_s = per_call[0];

@@ -8,6 +8,8 @@
 #include "txattn/txattn.h"
 
 double tx_clock(void); /* seconds on the monotonic clock */
+/* qsort comparator of doubles, ascending (medians of timings) */
+int tx_cmp_double(const void *a, const void *b);
 
 typedef txattn_status (*tx_run_fn)(void *arg);
 
