@@ -4,46 +4,23 @@
    The grid is measured n by n (every class at one n before any at the next). Before each point a
    plan predicts the time of every point left from what each class learnt at its last points
    (profile_grid.c) and sets the runs of the candidates still in the race so that the rest fits
-   the budget; the budget is a hard cap all the same (points that would not fit are left out). */
+   the budget; the budget is a hard cap all the same (points that would not fit are left out).
+   Close calls are timed again at later n before they are recorded (profile_revisit.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "args.h"
 #include "commands.h"
 #include "context_cli.h"
-#include "profile.h"
-#include "profile_grid.h"
-#include "tensors.h"
+#include "profile_run.h"
 #include "timing.h"
 
-#define MAX_CANDS  128
-#define MAX_LEVELS GRID_MAX_N
-#define SEED       UINT64_C(0x70726f66696c65)
-#define CHECK_N    193 /* the small shape each candidate must be exact on: no multiple of a block */
-#define MIN_RUNS   2   /* a candidate in the race gets at least two runs: a median and a spread */
-/* The most seconds of runs a candidate in the race is planned: long calls vary little */
-#define MAX_TARGET_S 1.0
-/* The plan fills this much of the budget; the rest absorbs mispredictions. No call starts that is
-   predicted to end later than END_RESERVE of the budget (at least END_RESERVE_MIN_S) before its
-   end: the table is still to be written, and a call may take longer than predicted. */
-#define PLAN_FILL         0.92
-#define END_RESERVE       0.01
-#define END_RESERVE_MIN_S 0.5
-/* Candidates out of the race may use this share of the slack, with calls of OPTIONAL_MAX_CALL_S at
-   most; see afford(). */
-#define OPTIONAL_SHARE      0.25
-#define OPTIONAL_MAX_CALL_S 0.25
-#define OPTIONAL_MAX_RATIO  3.0
-#define RECHECK_GROWTH      4
-/* The model's correction: measured over predicted seconds, over the points predicted to take at
-   least SCALE_MIN_POINT_S, older ones weighing SCALE_DECAY less at each, kept within
-   MIN_SCALE..MAX_SCALE. */
-#define SCALE_MIN_POINT_S 0.1
-#define SCALE_DECAY       0.8
-#define MIN_SCALE         1.0
-#define MAX_SCALE         3.0
+#define MAX_CANDS 128
+#define SEED      UINT64_C(0x70726f66696c65)
+#define CHECK_N   193 /* the small shape each candidate must be exact on: no multiple of a block */
+/* Visits after each n may use this share of the plan's slack (after the last n, the time left). */
+#define REVISIT_SHARE 0.5
 
 static const char about[] =
     "Measures the installed kernels on this machine and writes the dispatch table libtxattn\n"
@@ -67,6 +44,10 @@ static const char about[] =
     "lost by 3x at most or, threaded and once in the race, when n grew 4x (threads that wait\n"
     "for a core another process holds can lose by far for a while); so is the dense masked\n"
     "kernel, for the summary.\n"
+    "Close calls (the leader's call under 5 ms and another candidate within 5% of it, or\n"
+    "within 50% when one of them is threaded) are timed again after each later n, two runs\n"
+    "each (3 visits, 4 by default, 6 patient): their time is the median of the visits' medians\n"
+    "and their spread the visits' spread, since speeds drift over seconds, threaded ones most.\n"
     "The budget is a hard cap: before each point the time of every point left is predicted from\n"
     "each class's last points (growing with the visible pairs, or n_q x n_kv for dense kernels,\n"
     "corrected by how far the predictions were off so far), and the runs of each candidate in\n"
@@ -79,49 +60,6 @@ static const char about[] =
     "tiles, runs of 5 ms, at most 7, out of the race at 1.25x). The table is written atomically\n"
     "to -o FILE, else $TXATTN_TABLE, else $XDG_CACHE_HOME/txtune/dispatch.json, else\n"
     "~/.cache/txtune/dispatch.json.";
-
-/* Where the grid is: level (n index), class, r index. */
-typedef struct prof_at {
-  size_t ni, ci, ri;
-} prof_at;
-
-/* What the plans at one n decided and what it cost. */
-typedef struct prof_level {
-  int64_t n;
-  double target_lo, target_hi; /* the plans' targets for candidates in the race (inf: the most) */
-  double predicted_s, spent_s; /* the points' candidates in the race, as planned (scaled) */
-  double optional_s;           /* seconds spent on candidates out of the race */
-  size_t points;
-} prof_level;
-
-typedef struct profile_run {
-  int quick, patient;
-  tx_strlist threads, d;
-  int64_t n_max;
-  double budget_s;
-  const char *out, *plugin_path;
-  tx_opt opts[8];
-  tx_opt_group groups[1];
-  tx_cmd_spec spec;
-  prof_settings s;
-  prof_drop drop;
-  prof_grid g;
-  txattn_table *table;
-  prof_checks *checks;
-  prof_progress prog;
-  double start;
-  tx_buffers buf; /* the tensors of every point of the current n: each point uses their start */
-  int64_t buf_n;
-  prof_level levels[MAX_LEVELS];
-  size_t n_levels;
-  double target_s;      /* the plan in force: seconds of runs per candidate in the race */
-  double optional_left; /* and what candidates out of the race may use at this point */
-  double scale;         /* measured over predicted seconds of recent points (MIN..MAX_SCALE) */
-  double scale_spent, scale_predicted; /* decaying sums behind it */
-  size_t n_points, n_skipped, n_excluded;
-  double spreads[4096];
-  size_t n_spreads;
-} profile_run;
 
 static int parse(profile_run *r, int argc, char **argv) {
   tx_opt *o = r->opts;
@@ -163,129 +101,17 @@ static void settings(profile_run *r) {
       {PROF_PATIENT, 5e-3, 7, 1.15, 2},
   };
   static const double budgets[] = {30, 180, 1800};
+  static const int visits[] = {3, 4, 6}; /* of a close call, after its own runs */
   /* lost by more than this at two points in a row: out of the race (short calls, long calls, and
      where long calls start) */
   static const prof_drop drops[] = {{3.0, 1.1, 0.02}, {3.0, 1.1, 0.02}, {3.0, 1.25, 0.02}};
   int m = r->quick ? 0 : r->patient ? 2 : 1;
   r->s = modes[m];
   r->drop = drops[m];
+  r->rv.visits = visits[m];
+  r->rv.max_call_s = REVISIT_MAX_CALL_S;
   if (r->budget_s <= 0) r->budget_s = budgets[m];
   if (r->n_max <= 0) r->n_max = r->quick ? 4096 : 16384;
-}
-
-static double now_s(const profile_run *r) {
-  return tx_clock() - r->start;
-}
-
-static double end_reserve(const profile_run *r) {
-  return fmax(END_RESERVE_MIN_S, END_RESERVE * r->budget_s);
-}
-
-/* ---- the cost model and the plan before each point ---- */
-
-/* A run's length for a call of t seconds: repetitions make it min_run_s and a quarter. */
-static double run_len(const profile_run *r, double t) {
-  double m = 1.25 * r->s.min_run_s;
-  return t >= m ? t : ceil(m / (t > 1e-9 ? t : 1e-9)) * t;
-}
-
-/* Runs for a candidate in the race: target_s of runs, at least MIN_RUNS, at most the mode's. */
-static int runs_for(const profile_run *r, double target_s, double t) {
-  double k = ceil(target_s / run_len(r, t));
-  int most = r->s.rounds;
-  return k < MIN_RUNS ? MIN_RUNS : k > most ? most : (int)k;
-}
-
-static int runs_of(const profile_run *r, prof_tier tier, double target_s, double t) {
-  return tier == PROF_FULL ? runs_for(r, target_s, t) : tier == PROF_CONFIRM ? MIN_RUNS : 1;
-}
-
-static double cand_cost(const profile_run *r, prof_tier tier, double t, double target_s) {
-  int runs = runs_of(r, tier, target_s, t);
-  return t + runs * run_len(r, t);
-}
-
-static prof_work course_work(const prof_grid_class *gc, int64_t n, int64_t rr) {
-  txattn_problem p = prof_grid_problem(gc, n, rr);
-  return prof_grid_work(&p);
-}
-
-/* Predicted seconds of the course's point at n: the candidates in the race (FULL) with target_s of
-   runs, CONFIRM ones with MIN_RUNS (at a later n than the coming one, they count as OPTIONAL: they
-   will most likely have lost again), the point's overhead; OPTIONAL ones go to *optional. */
-static double course_cost(const profile_run *r, const prof_grid_class *gc, size_t ri, int64_t n,
-                          int64_t rr, int later, double target_s, double *optional) {
-  const prof_course *c = &gc->course[ri];
-  if (c->stopped) return 0;
-  prof_work w = course_work(gc, n, rr);
-  double cost = c->overhead_s;
-  for (size_t i = 0; i < c->n_tracks; i++) {
-    const prof_track *t = &c->tracks[i];
-    prof_tier tier = prof_course_tier(c, t, &w, &r->drop);
-    if (later && tier == PROF_CONFIRM) tier = PROF_OPTIONAL;
-    double k = cand_cost(r, tier, prof_course_predict(c, t, &w), target_s);
-    if (tier == PROF_OPTIONAL)
-      *optional += k;
-    else
-      cost += k;
-  }
-  return cost;
-}
-
-/* Predicted seconds (unscaled) of every point from `at` on, the n after it included; *first gets
-   the cost of the point at `at`. */
-static double rest_cost(const profile_run *r, prof_at at, double target_s, double *first) {
-  double cost = 0, opt = 0;
-  *first = 0;
-  for (size_t ni = at.ni; ni < r->g.n_n; ni++)
-    for (size_t ci = ni == at.ni ? at.ci : 0; ci < r->g.n_cls; ci++) {
-      const int64_t *rs;
-      size_t n_r = prof_grid_rs(&r->g, &r->g.cls[ci], &rs);
-      for (size_t ri = ni == at.ni && ci == at.ci ? at.ri : 0; ri < n_r; ri++) {
-        double k =
-            course_cost(r, &r->g.cls[ci], ri, r->g.n[ni], rs[ri], ni > at.ni, target_s, &opt);
-        if (ni == at.ni && ci == at.ci && ri == at.ri) *first = k;
-        cost += k;
-      }
-    }
-  return cost;
-}
-
-/* The plan before the point at `at`: the largest target (seconds of runs per candidate in the race,
-   the same for every point left, within MIN..MAX_TARGET_S) with which every point left fits
-   PLAN_FILL of the budget, and what candidates out of the race may use here: OPTIONAL_SHARE of the
-   slack (what they use is gone from the slack at the next point). Returns the point's predicted
-   (scaled) cost. */
-static double plan(profile_run *r, prof_at at) {
-  double room = PLAN_FILL * r->budget_s - now_s(r), first, rest;
-  double lo = r->s.rounds * 1.25 * r->s.min_run_s, hi = MAX_TARGET_S; /* short calls: all runs */
-  if (r->scale * rest_cost(r, at, hi, &first) <= room) {
-    lo = hi;
-  } else {
-    for (int i = 0; i < 30; i++) { /* bisection: the cost grows with the target */
-      double mid = 0.5 * (lo + hi);
-      if (r->scale * rest_cost(r, at, mid, &first) <= room)
-        lo = mid;
-      else
-        hi = mid;
-    }
-  }
-  r->target_s = lo;
-  rest = rest_cost(r, at, lo, &first);
-  double slack = room - r->scale * rest;
-  r->optional_left = slack > 0 ? OPTIONAL_SHARE * slack : 0;
-  r->prog.predicted_end = tx_clock() + r->scale * rest;
-  return r->scale * first;
-}
-
-/* After a point: how far the model was off. Only sizeable points count: small ones are mostly
-   overhead, which the model leaves as it was last time. */
-static void learn_scale(profile_run *r, double predicted_s, double spent_s) {
-  if (predicted_s < SCALE_MIN_POINT_S) return;
-  r->scale_predicted = SCALE_DECAY * r->scale_predicted + predicted_s / r->scale;
-  r->scale_spent = SCALE_DECAY * r->scale_spent + spent_s;
-  double s = r->scale_spent / r->scale_predicted;
-  r->scale = s < MIN_SCALE ? MIN_SCALE : s > MAX_SCALE ? MAX_SCALE : s;
 }
 
 /* ---- one point ---- */
@@ -334,7 +160,7 @@ static size_t keep_exact(profile_run *r, prof_grid_class *gc, int64_t rr, prof_c
    for a core another process holds can make a kernel lose by far for a while. */
 static int afford(profile_run *r, const prof_track *t, const prof_cand *c, const prof_work *w,
                   double point_s) {
-  double cost = cand_cost(r, PROF_OPTIONAL, c->predict_s, 0);
+  double cost = prof_cand_cost(r, PROF_OPTIONAL, c->predict_s, 0);
   if (c->predict_s > OPTIONAL_MAX_CALL_S || cost > r->optional_left) return 0;
   if (t && !t->kernel_best && t->ratio[0] > r->drop.long_ratio) return 0;
   if (t && t->dense && cost > point_s) return 0;
@@ -361,9 +187,9 @@ static size_t plan_point(profile_run *r, prof_course *co, const prof_work *w, pr
     c[i].predict_s = r->scale * prof_course_predict(co, t, w);
     /* a CONFIRM candidate is planned at two runs (it is likely to lose by the prune ratio after
        them), but one that keeps up gets as many as the others */
-    c[i].want = tier == PROF_OPTIONAL ? 1 : runs_for(r, r->target_s, c[i].predict_s);
+    c[i].want = tier == PROF_OPTIONAL ? 1 : prof_runs_for(r, r->target_s, c[i].predict_s);
     c[i].optional = tier == PROF_OPTIONAL;
-    if (!c[i].optional) point_s += cand_cost(r, tier, c[i].predict_s, r->target_s);
+    if (!c[i].optional) point_s += prof_cand_cost(r, tier, c[i].predict_s, r->target_s);
   }
   size_t kept = 0, opt;
   for (size_t i = 0; i < n; i++) /* the optional ones last, then by their last ratio */
@@ -419,6 +245,15 @@ static int tensors_for(profile_run *r, const txattn_problem *p, txattn_tensors *
   return 0;
 }
 
+/* The class joins the table when its first point is measured, so the table lists the classes in
+   the grid's order even when a point is recorded later (profile_revisit.h). */
+static txattn_status add_class(profile_run *r, prof_grid_class *gc) {
+  if (gc->in_table) return TXATTN_OK;
+  txattn_status s = txattn_table_add_class(r->table, &gc->cls, &gc->table_index);
+  gc->in_table = s == TXATTN_OK;
+  return s;
+}
+
 static void record(profile_run *r, prof_grid_class *gc, int64_t n, int64_t rr, prof_cand *c,
                    size_t nc) {
   txattn_table_candidate tc[MAX_CANDS];
@@ -430,11 +265,7 @@ static void record(profile_run *r, prof_grid_class *gc, int64_t n, int64_t rr, p
                                      .time_s = c[i].time_s,
                                      .max_error = c[i].max_error,
                                      .spread = c[i].rough ? -1 : c[i].spread};
-  txattn_status s = TXATTN_OK;
-  if (!gc->in_table) {
-    s = txattn_table_add_class(r->table, &gc->cls, &gc->table_index);
-    gc->in_table = s == TXATTN_OK;
-  }
+  txattn_status s = add_class(r, gc);
   if (s == TXATTN_OK) s = txattn_table_add_point(r->table, gc->table_index, n, rr, tc, nc);
   if (s != TXATTN_OK) {
     prof_progress_end(&r->prog);
@@ -442,7 +273,6 @@ static void record(profile_run *r, prof_grid_class *gc, int64_t n, int64_t rr, p
     return;
   }
   r->n_points++;
-  r->levels[r->n_levels - 1].points++;
   size_t w = 0;
   for (size_t i = 1; i < nc; i++)
     if (c[i].time_s < c[w].time_s) w = i;
@@ -466,7 +296,7 @@ static double call_seconds(const prof_cand *c, size_t n, int optional) {
 static int time_point(profile_run *r, const txattn_problem *p, prof_cand *c, size_t *n) {
   txattn_tensors t;
   if (tensors_for(r, p, &t) != 0) return 0;
-  txattn_status s = prof_time_until(c, n, &t, &r->s, r->start + r->budget_s - end_reserve(r));
+  txattn_status s = prof_time_until(c, n, &t, &r->s, r->start + r->budget_s - prof_end_reserve(r));
   if (s != TXATTN_OK) {
     prof_progress_end(&r->prog);
     tx_print_lib_error("profile", "a candidate failed and is left out", s);
@@ -507,9 +337,10 @@ static void measure_point(profile_run *r, prof_at at) {
   const int64_t *rs;
   prof_grid_rs(&r->g, gc, &rs);
   int64_t n = r->g.n[at.ni], rr = rs[at.ri];
-  double started = tx_clock(), predicted = plan(r, at);
+  double started = tx_clock(), predicted = prof_plan(r, at);
   r->prog.done++;
-  if (!co->stopped && now_s(r) + predicted > r->budget_s - end_reserve(r)) co->stopped = 1;
+  if (!co->stopped && prof_now_s(r) + predicted > r->budget_s - prof_end_reserve(r))
+    co->stopped = 1;
   if (co->stopped) {
     r->n_skipped++;
     return;
@@ -529,14 +360,44 @@ static void measure_point(profile_run *r, prof_at at) {
     leave_out(r, co);
   } else if (nc > 0) {
     double optional = call_seconds(c, nc, 1), spent = tx_clock() - started - optional;
-    record(r, gc, n, rr, c, nc);
     prof_course_learn(co, c, nc, &w, spent - call_seconds(c, nc, 0));
-    learn_scale(r, predicted, spent);
+    prof_learn_scale(r, predicted, spent);
     L->predicted_s += predicted;
     L->spent_s += spent;
     L->optional_s += optional;
+    L->points++;
+    if (add_class(r, gc) == TXATTN_OK &&
+        prof_revisits_keep(&r->rv, at.ci, at.ri, n, rr, &p, c, nc)) {
+      r->n_revisited++;
+      nc = 0; /* the candidates and their plans are the open point's now */
+    } else {
+      record(r, gc, n, rr, c, nc);
+    }
   }
   prof_candidates_free(c, nc);
+}
+
+static void record_open(void *arg, prof_open_point *pt) {
+  profile_run *r = arg;
+  record(r, &r->g.cls[pt->ci], pt->n, pt->r, pt->c, pt->nc);
+}
+
+/* After the points at the level ni: one more visit of the close calls still open, on a share of
+   the plan's slack (after the last n: all the time left); those that had all their visits are
+   recorded. */
+static void revisit(profile_run *r, size_t ni) {
+  double deadline = r->start + r->budget_s - prof_end_reserve(r), allowance = deadline - tx_clock();
+  if (ni + 1 < r->g.n_n) {
+    prof_plan(r, (prof_at){ni + 1, 0, 0});
+    allowance = REVISIT_SHARE * r->slack;
+  }
+  if (r->rv.n > 0 && r->buf_n > 0) {
+    txattn_tensors t = {.q = r->buf.q, .k = r->buf.k, .v = r->buf.v, .o = r->buf.o};
+    prof_progress_show(&r->prog, "close calls, timed again");
+    r->levels[r->n_levels - 1].revisit_s +=
+        prof_revisits_visit(&r->rv, &t, r->buf_n, &r->s, deadline, allowance);
+  }
+  prof_revisits_settle(&r->rv, 0, record_open, r);
 }
 
 /* Every class at one n before any at the next, so a budget that runs out costs the largest n. */
@@ -551,89 +412,15 @@ static void measure_all(profile_run *r) {
       size_t n_r = prof_grid_rs(&r->g, &r->g.cls[ci], &rs);
       for (size_t ri = 0; ri < n_r; ri++) measure_point(r, (prof_at){ni, ci, ri});
     }
+    revisit(r, ni);
   }
+  for (int k = 1; k < r->rv.visits && r->rv.n > 0; k++) revisit(r, r->g.n_n - 1);
+  prof_revisits_settle(&r->rv, 1, record_open, r);
   prof_progress_end(&r->prog);
   tx_buffers_free(&r->buf);
 }
 
 /* ---- the table ---- */
-
-static void list_json(char *buf, size_t size, const int64_t *v, size_t n) {
-  size_t used = (size_t)snprintf(buf, size, "[");
-  for (size_t i = 0; i < n && used < size; i++)
-    used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? ", " : "", (long long)v[i]);
-  if (used < size) snprintf(buf + used, size - used, "]");
-}
-
-static void target_json(double t, char *buf, size_t size) {
-  if (isinf(t))
-    snprintf(buf, size, "null");
-  else
-    snprintf(buf, size, "%.4f", t);
-}
-
-/* Per n: the plans' targets (seconds of runs per candidate in the race; null: the most runs), the
-   predicted and the spent seconds of the candidates in the race, and those of the others. */
-static void levels_json(const profile_run *r, char *buf, size_t size) {
-  size_t used = (size_t)snprintf(buf, size, "[");
-  for (size_t i = 0; i < r->n_levels && used < size; i++) {
-    const prof_level *L = &r->levels[i];
-    char lo[32], hi[32];
-    target_json(L->target_lo, lo, sizeof lo);
-    target_json(L->target_hi, hi, sizeof hi);
-    used += (size_t)snprintf(buf + used, size - used,
-                             "%s{\"n\": %lld, \"points\": %zu, \"run_target_s\": [%s, %s], "
-                             "\"predicted_s\": %.2f, \"spent_s\": %.2f, \"optional_s\": %.2f}",
-                             i ? ", " : "", (long long)L->n, L->points, lo, hi, L->predicted_s,
-                             L->spent_s, L->optional_s);
-  }
-  if (used < size) snprintf(buf + used, size - used, "]");
-}
-
-static double load_1min(void) {
-  FILE *f = fopen("/proc/loadavg", "r");
-  double l1 = -1;
-  if (f && fscanf(f, "%lf", &l1) != 1) l1 = -1;
-  if (f) fclose(f);
-  return l1;
-}
-
-/* The settings, the protocol and the measured noise (the winners' median relative spread). */
-static void set_profile(profile_run *r, double elapsed) {
-  static const char *const names[] = {"quick", "default", "patient"};
-  char json[8192], th[256], d[256], n[512], rs[128], load[32] = "null", levels[4096];
-  int64_t t[GRID_MAX_CTX];
-  for (size_t i = 0; i < r->g.n_ctx; i++) t[i] = r->g.threads[i];
-  list_json(th, sizeof th, t, r->g.n_ctx);
-  list_json(d, sizeof d, r->g.d, r->g.n_d);
-  list_json(n, sizeof n, r->g.n, r->g.n_n);
-  list_json(rs, sizeof rs, r->g.r, r->g.n_r);
-  levels_json(r, levels, sizeof levels);
-  if (load_1min() >= 0) snprintf(load, sizeof load, "%.2f", load_1min());
-  qsort(r->spreads, r->n_spreads, sizeof r->spreads[0], tx_cmp_double);
-  double noise = r->n_spreads ? r->spreads[r->n_spreads / 2] : 0;
-  snprintf(
-      json, sizeof json,
-      "{\"mode\": \"%s\", \"budget_s\": %g, \"elapsed_s\": %.1f, \"threads\": %s, \"d\": %s, "
-      "\"n\": %s, \"window_r\": %s, \"heads_q\": \"GQA group x threads\", "
-      "\"timing\": {\"warm_up\": \"one timed call; it predicts the repetitions per run\", "
-      "\"min_run_s\": %g, \"runs\": [%d, %d], \"max_run_target_s\": %g, \"first_prune_ratio\": %g, "
-      "\"prune_ratio\": %g, \"time\": \"median of the runs; without a spread (rough): one run, "
-      "or stopped as slower by a prune ratio, the fastest run\"}, "
-      "\"race\": {\"drop_ratio_short\": %g, \"drop_ratio_long\": %g, \"long_call_s\": %g, "
-      "\"optional_max_call_s\": %g, \"optional_max_ratio\": %g, \"optional_share\": %g, "
-      "\"threaded_recheck_n_growth\": %d}, "
-      "\"plan\": {\"fill\": %g, \"model_scale\": %.3f}, \"points\": %zu, "
-      "\"points_left_out\": %zu, \"noise_median_spread\": %.4f, \"load_1min\": %s, "
-      "\"levels\": %s}",
-      names[r->s.mode], r->budget_s, elapsed, th, d, n, rs, r->s.min_run_s, MIN_RUNS, r->s.rounds,
-      MAX_TARGET_S, fmax(PROF_FIRST_PRUNE_RATIO, r->s.prune_ratio), r->s.prune_ratio,
-      r->drop.short_ratio, r->drop.long_ratio, r->drop.long_call_s, OPTIONAL_MAX_CALL_S,
-      OPTIONAL_MAX_RATIO, OPTIONAL_SHARE, RECHECK_GROWTH, PLAN_FILL, r->scale, r->n_points,
-      r->n_skipped, noise, load, levels);
-  txattn_status s = txattn_table_set_profile(r->table, json);
-  if (s != TXATTN_OK) tx_print_lib_error("profile", "cannot record the settings", s);
-}
 
 static int write_table(profile_run *r) {
   char path[4096];
@@ -650,7 +437,7 @@ static int write_table(profile_run *r) {
   }
   printf("wrote %s: %zu points", path, r->n_points);
   if (r->n_skipped) printf(" (%zu left out: over the %g s budget)", r->n_skipped, r->budget_s);
-  printf(", %zu candidates excluded as inexact, in %.1f s\n", r->n_excluded, now_s(r));
+  printf(", %zu candidates excluded as inexact, in %.1f s\n", r->n_excluded, prof_now_s(r));
   return TX_EXIT_OK;
 }
 
@@ -672,7 +459,7 @@ static int run_profile(profile_run *r) {
     fprintf(stderr, "txtune profile: nothing was measured within the %g s budget\n", r->budget_s);
     return TX_EXIT_FAIL;
   }
-  set_profile(r, now_s(r));
+  prof_set_header(r, prof_now_s(r));
   if ((rc = write_table(r)) != 0) return rc;
   printf("\nwho wins where (time: the winner's median per call; vs masked: how much faster than "
          "the dense OpenBLAS kernel):\n");
@@ -685,6 +472,7 @@ int tx_cmd_profile(int argc, char **argv) {
   if (!r) return TX_EXIT_FAIL;
   int rc = parse(r, argc, argv);
   if (rc < 0) rc = run_profile(r);
+  prof_revisits_free(&r->rv);
   txattn_table_free(r->table);
   prof_checks_free(r->checks);
   prof_grid_free(&r->g);

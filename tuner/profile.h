@@ -48,11 +48,16 @@ typedef struct prof_cand {
   double first_s;   /* its warm-up call */
   int64_t reps;
   double runs[PROF_MAX_RUNS];
-  int n_runs; /* 0 after prof_time: the deadline came first, it was not timed */
-  int rough;  /* pruned, or planned with one run: time_s is its fastest run, no spread */
-  int keep;   /* never pruned: validate times the dispatcher's pick in full */
+  int n_runs;   /* 0 after prof_time: the deadline came first, it was not timed */
+  int rough;    /* pruned, or planned with one run: time_s is its fastest run, no spread */
+  int keep;     /* never pruned: validate times the dispatcher's pick in full */
+  int borrowed; /* the plan belongs to another copy: prof_time_until never frees it */
   double time_s, spread;
 } prof_cand;
+
+/* The length of a timed run of calls of t seconds: the repetitions that make it last 1.25 x
+   min_run_s (the warm-up's prediction), or one call. */
+double prof_run_len(const prof_settings *s, double t);
 
 /* The candidates of one point: every usable kernel that takes the problem, with its default
    tunables and the variants the settings ask for. Plans are made for p; names live as long as
@@ -88,7 +93,8 @@ int prof_check(prof_checks *c, txattn_context *ctx, size_t cls, const txattn_pro
    follows a few milliseconds of untimed calls of its candidate, so that none is timed while the
    OpenMP threads of another spin or while its own wake up. The candidates may be reordered. time_s is the median of the runs (a rough candidate's: the
    fastest), spread (max - min of the middle half) / median, -1 with fewer than two runs.
-   Returns TXATTN_OK, or the first failure (the candidate is then dropped: n is updated). */
+   Returns TXATTN_OK, or the first failure (the candidate is then dropped: n is updated; its plan
+   freed unless borrowed). */
 txattn_status prof_time(prof_cand *c, size_t *n, const txattn_tensors *t, const prof_settings *s);
 /* The same, but no call starts that is predicted (predict_s, then the calls made) to end after
    `deadline` (a tx_clock() time): a candidate left without a run has n_runs == 0. */

@@ -133,6 +133,11 @@ void prof_candidates_free(prof_cand *c, size_t n) {
   }
 }
 
+double prof_run_len(const prof_settings *s, double t) {
+  double m = 1.25 * s->min_run_s;
+  return t >= m ? t : ceil(m / (t > 1e-9 ? t : 1e-9)) * t;
+}
+
 static txattn_status run_reps(prof_cand *c, const txattn_tensors *t, int64_t reps, double *s) {
   double t0 = tx_clock();
   for (int64_t i = 0; i < reps; i++) {
@@ -222,9 +227,9 @@ static void prune(prof_cand *c, size_t n, int runs, double ratio) {
     if (!c[i].keep && c[i].n_runs >= runs && fastest(&c[i]) > ratio * leader) c[i].rough = 1;
 }
 
-/* Removes c[i], keeping the others in order. */
+/* Removes c[i], keeping the others in order (its plan freed unless borrowed). */
 static void drop(prof_cand *c, size_t *n, size_t i) {
-  txattn_plan_free(c[i].plan);
+  if (!c[i].borrowed) txattn_plan_free(c[i].plan);
   memmove(&c[i], &c[i + 1], (--*n - i) * sizeof *c);
 }
 

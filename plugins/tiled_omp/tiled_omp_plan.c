@@ -42,10 +42,12 @@ static size_t add_sat(size_t a, size_t b) {
   return a > SIZE_MAX - b ? SIZE_MAX : a + b;
 }
 
-/* Threads worth starting for this much work (dense bound: masks only make it smaller). */
-static int threads_for_work(const txattn_problem *p, int n_threads) {
-  const double flops = 2.0 * (double)(p->d_qk + p->d_v) * (double)p->batch * (double)p->heads_q *
-                       (double)p->n_q * (double)p->n_kv;
+/* Threads worth starting for the work the call does: the pairs it computes (padding included) and
+   its per-row work (tiled_cost_pairs), not the dense bound, which overstates a narrow window's
+   work by n / r and started a team where it cost more than it saved. */
+static int threads_for_work(const tomp_plan *pl, int n_threads) {
+  const txattn_problem *p = pl->g.p;
+  const double flops = 2.0 * (double)(p->d_qk + p->d_v) * tiled_cost_pairs(&pl->g, pl->ops);
   if (flops < 2.0 * TOMP_MIN_FLOPS_PER_THREAD) return 1;
   if (flops >= (double)n_threads * TOMP_MIN_FLOPS_PER_THREAD) return n_threads;
   return (int)(flops / TOMP_MIN_FLOPS_PER_THREAD);
@@ -76,7 +78,7 @@ static int64_t split_chunks(const tomp_plan *pl, int64_t t) {
 }
 
 static void choose_mode(tomp_plan *pl, int n_threads) {
-  const int64_t t = threads_for_work(pl->g.p, n_threads);
+  const int64_t t = threads_for_work(pl, n_threads);
   pl->mode = TOMP_SERIAL;
   pl->threads = 1;
   pl->chunks = 1;

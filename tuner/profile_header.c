@@ -1,0 +1,92 @@
+/* txtune profile: the table header's profile object, which records the settings, the whole
+   protocol (timing, race, revisits, plan) and, per n, what the plans decided and cost, so that a
+   table says how it was measured. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "context_cli.h"
+#include "profile_run.h"
+#include "timing.h"
+
+static void list_json(char *buf, size_t size, const int64_t *v, size_t n) {
+  size_t used = (size_t)snprintf(buf, size, "[");
+  for (size_t i = 0; i < n && used < size; i++)
+    used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? ", " : "", (long long)v[i]);
+  if (used < size) snprintf(buf + used, size - used, "]");
+}
+
+static void target_json(double t, char *buf, size_t size) {
+  if (isinf(t))
+    snprintf(buf, size, "null");
+  else
+    snprintf(buf, size, "%.4f", t);
+}
+
+/* Per n: the plans' targets (seconds of runs per candidate in the race; null: the most runs), the
+   predicted and the spent seconds of the candidates in the race, and those of the others. */
+static void levels_json(const profile_run *r, char *buf, size_t size) {
+  size_t used = (size_t)snprintf(buf, size, "[");
+  for (size_t i = 0; i < r->n_levels && used < size; i++) {
+    const prof_level *L = &r->levels[i];
+    char lo[32], hi[32];
+    target_json(L->target_lo, lo, sizeof lo);
+    target_json(L->target_hi, hi, sizeof hi);
+    used += (size_t)snprintf(buf + used, size - used,
+                             "%s{\"n\": %lld, \"points\": %zu, \"run_target_s\": [%s, %s], "
+                             "\"predicted_s\": %.2f, \"spent_s\": %.2f, \"optional_s\": %.2f, "
+                             "\"revisit_s\": %.2f}",
+                             i ? ", " : "", (long long)L->n, L->points, lo, hi, L->predicted_s,
+                             L->spent_s, L->optional_s, L->revisit_s);
+  }
+  if (used < size) snprintf(buf + used, size - used, "]");
+}
+
+static double load_1min(void) {
+  FILE *f = fopen("/proc/loadavg", "r");
+  double l1 = -1;
+  if (f && fscanf(f, "%lf", &l1) != 1) l1 = -1;
+  if (f) fclose(f);
+  return l1;
+}
+
+/* The settings, the protocol and the measured noise (the winners' median relative spread). */
+void prof_set_header(profile_run *r, double elapsed) {
+  static const char *const names[] = {"quick", "default", "patient"};
+  char json[8192], th[256], d[256], n[512], rs[128], load[32] = "null", levels[4096];
+  int64_t t[GRID_MAX_CTX];
+  for (size_t i = 0; i < r->g.n_ctx; i++) t[i] = r->g.threads[i];
+  list_json(th, sizeof th, t, r->g.n_ctx);
+  list_json(d, sizeof d, r->g.d, r->g.n_d);
+  list_json(n, sizeof n, r->g.n, r->g.n_n);
+  list_json(rs, sizeof rs, r->g.r, r->g.n_r);
+  levels_json(r, levels, sizeof levels);
+  if (load_1min() >= 0) snprintf(load, sizeof load, "%.2f", load_1min());
+  qsort(r->spreads, r->n_spreads, sizeof r->spreads[0], tx_cmp_double);
+  double noise = r->n_spreads ? r->spreads[r->n_spreads / 2] : 0;
+  snprintf(
+      json, sizeof json,
+      "{\"mode\": \"%s\", \"budget_s\": %g, \"elapsed_s\": %.1f, \"threads\": %s, \"d\": %s, "
+      "\"n\": %s, \"window_r\": %s, \"heads_q\": \"GQA group x threads\", "
+      "\"timing\": {\"warm_up\": \"one timed call; it predicts the repetitions per run\", "
+      "\"min_run_s\": %g, \"runs\": [%d, %d], \"max_run_target_s\": %g, \"first_prune_ratio\": %g, "
+      "\"prune_ratio\": %g, \"time\": \"median of the runs; without a spread (rough): one run, "
+      "or stopped as slower by a prune ratio, the fastest run\"}, "
+      "\"race\": {\"drop_ratio_short\": %g, \"drop_ratio_long\": %g, \"long_call_s\": %g, "
+      "\"optional_max_call_s\": %g, \"optional_max_ratio\": %g, \"optional_share\": %g, "
+      "\"threaded_recheck_n_growth\": %d}, "
+      "\"revisits\": {\"visits\": %d, \"runs_per_visit\": 2, \"max_call_s\": %g, "
+      "\"close_single\": %g, \"close_threaded\": %g, \"points\": %zu, \"time\": \"median of "
+      "the visits' medians (the point's own runs the first), spread over them\"}, "
+      "\"plan\": {\"fill\": %g, \"model_scale\": %.3f}, \"points\": %zu, "
+      "\"points_left_out\": %zu, \"noise_median_spread\": %.4f, \"load_1min\": %s, "
+      "\"levels\": %s}",
+      names[r->s.mode], r->budget_s, elapsed, th, d, n, rs, r->s.min_run_s, MIN_RUNS, r->s.rounds,
+      MAX_TARGET_S, fmax(PROF_FIRST_PRUNE_RATIO, r->s.prune_ratio), r->s.prune_ratio,
+      r->drop.short_ratio, r->drop.long_ratio, r->drop.long_call_s, OPTIONAL_MAX_CALL_S,
+      OPTIONAL_MAX_RATIO, OPTIONAL_SHARE, RECHECK_GROWTH, r->rv.visits, REVISIT_MAX_CALL_S,
+      PROF_CLOSE_SINGLE, PROF_CLOSE_THREADED, r->n_revisited, PLAN_FILL, r->scale, r->n_points,
+      r->n_skipped, noise, load, levels);
+  txattn_status s = txattn_table_set_profile(r->table, json);
+  if (s != TXATTN_OK) tx_print_lib_error("profile", "cannot record the settings", s);
+}

@@ -1,0 +1,160 @@
+/* txtune profile: close calls timed again later (see profile_revisit.h). */
+#include "profile_revisit.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "timing.h"
+
+/* A visit's untimed calls before each group (profile_measure.c's pre-roll) */
+#define VISIT_PREROLL_S 0.006
+
+int prof_close_call(const prof_cand *c, size_t n, size_t *who) {
+  size_t lead = n;
+  for (size_t i = 0; i < n; i++)
+    if (c[i].n_runs > 0 && (lead == n || c[i].time_s < c[lead].time_s)) lead = i;
+  if (lead == n) return 0;
+  who[0] = lead;
+  int k = 1;
+  /* the closest others first */
+  for (int slot = 1; slot < PROF_MAX_CONTENDERS; slot++) {
+    size_t best = n;
+    for (size_t i = 0; i < n; i++) {
+      int taken = 0;
+      for (int j = 0; j < k; j++) taken |= who[j] == i;
+      if (taken || c[i].n_runs == 0) continue;
+      double close = c[i].threaded || c[lead].threaded ? PROF_CLOSE_THREADED : PROF_CLOSE_SINGLE;
+      if (c[i].time_s > (1 + close) * c[lead].time_s) continue;
+      if (best == n || c[i].time_s < c[best].time_s) best = i;
+    }
+    if (best == n) break;
+    who[k++] = best;
+  }
+  return k;
+}
+
+int prof_revisits_keep(prof_revisits *rv, size_t ci, size_t ri, int64_t n, int64_t r,
+                       const txattn_problem *p, const prof_cand *c, size_t nc) {
+  size_t who[PROF_MAX_CONTENDERS];
+  int k = rv->visits > 0 ? prof_close_call(c, nc, who) : 0;
+  if (k < 2 || c[who[0]].time_s > rv->max_call_s) return 0;
+  if (rv->n == rv->cap) {
+    size_t cap = rv->cap ? 2 * rv->cap : 32;
+    prof_open_point *pts = realloc(rv->pts, cap * sizeof *pts);
+    if (!pts) return 0;
+    rv->pts = pts;
+    rv->cap = cap;
+  }
+  prof_cand *copy = malloc(nc * sizeof *copy);
+  if (!copy) return 0;
+  memcpy(copy, c, nc * sizeof *copy);
+  prof_open_point *pt = &rv->pts[rv->n++];
+  *pt = (prof_open_point){
+      .ci = ci, .ri = ri, .n = n, .r = r, .p = *p, .c = copy, .nc = nc, .n_who = k};
+  for (int j = 0; j < k; j++) {
+    pt->who[j] = who[j];
+    pt->visit_s[j][0] = c[who[j]].time_s;
+    pt->n_visits[j] = 1;
+  }
+  return 1;
+}
+
+static double visit_cost(const prof_open_point *pt, const prof_settings *s) {
+  double cost = 2 * VISIT_PREROLL_S;
+  for (int j = 0; j < pt->n_who; j++) {
+    double t = pt->c[pt->who[j]].time_s;
+    cost += t + 2 * prof_run_len(s, t);
+  }
+  return cost;
+}
+
+double prof_revisits_cost(const prof_revisits *rv, const prof_settings *s) {
+  double cost = 0;
+  for (size_t i = 0; i < rv->n; i++)
+    if (rv->pts[i].visits < rv->visits) cost += visit_cost(&rv->pts[i], s);
+  return cost;
+}
+
+/* Two runs of each live contender, interleaved as at the point; the plans stay the point's. */
+static void visit(prof_open_point *pt, const txattn_tensors *t, const prof_settings *s,
+                  double deadline) {
+  prof_cand copy[PROF_MAX_CONTENDERS];
+  size_t m = 0;
+  for (int j = 0; j < pt->n_who; j++) {
+    prof_cand *c = &pt->c[pt->who[j]];
+    if (!c->plan) continue;
+    copy[m] = *c;
+    copy[m].keep = 1;
+    copy[m].want = 2;
+    copy[m].optional = 0;
+    copy[m].predict_s = c->time_s;
+    copy[m].borrowed = 1;
+    m++;
+  }
+  prof_time_until(copy, &m, t, s, deadline);
+  for (int j = 0; j < pt->n_who; j++) {
+    prof_cand *c = &pt->c[pt->who[j]];
+    size_t i = 0;
+    while (i < m && copy[i].plan != c->plan) i++;
+    if (i == m) { /* it failed this time: its earlier times stand, it is not visited again */
+      txattn_plan_free(c->plan);
+      c->plan = NULL;
+    } else if (copy[i].n_runs > 0 && pt->n_visits[j] < PROF_MAX_RUNS) {
+      pt->visit_s[j][pt->n_visits[j]++] = copy[i].time_s;
+    }
+  }
+  pt->visits++;
+}
+
+double prof_revisits_visit(prof_revisits *rv, const txattn_tensors *t, int64_t buf_n,
+                           const prof_settings *s, double deadline, double allowance) {
+  double start = tx_clock();
+  for (size_t i = 0; i < rv->n; i++) {
+    prof_open_point *pt = &rv->pts[i];
+    if (pt->visits >= rv->visits || pt->p.n_kv > buf_n) continue;
+    double cost = visit_cost(pt, s);
+    /* no time for it now: perhaps after the next n, else it is settled with what it had */
+    if (tx_clock() - start + cost > allowance || tx_clock() + cost > deadline) continue;
+    visit(pt, t, s, deadline);
+  }
+  return tx_clock() - start;
+}
+
+/* The contender's time and spread over its visits: the median of the visits' medians, and the
+   spread of their middle half (the whole range with up to three). */
+static void settle_contender(prof_cand *c, double *v, int n) {
+  if (n < 2) return;
+  qsort(v, (size_t)n, sizeof v[0], tx_cmp_double);
+  double median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  c->time_s = median;
+  c->spread = (v[n - 1 - n / 4] - v[n / 4]) / median;
+  c->rough = 0;
+}
+
+void prof_revisits_settle(prof_revisits *rv, int all,
+                          void (*record)(void *arg, prof_open_point *pt), void *arg) {
+  size_t kept = 0;
+  for (size_t i = 0; i < rv->n; i++) {
+    prof_open_point *pt = &rv->pts[i];
+    if (!all && pt->visits < rv->visits) {
+      rv->pts[kept++] = *pt;
+      continue;
+    }
+    for (int j = 0; j < pt->n_who; j++)
+      settle_contender(&pt->c[pt->who[j]], pt->visit_s[j], pt->n_visits[j]);
+    record(arg, pt);
+    prof_candidates_free(pt->c, pt->nc);
+    free(pt->c);
+  }
+  rv->n = kept;
+}
+
+void prof_revisits_free(prof_revisits *rv) {
+  for (size_t i = 0; i < rv->n; i++) {
+    prof_candidates_free(rv->pts[i].c, rv->pts[i].nc);
+    free(rv->pts[i].c);
+  }
+  free(rv->pts);
+  *rv = (prof_revisits){0};
+}
