@@ -1,10 +1,16 @@
-/* Internal to the banded plugin: the split between the ISA-free row loop and the per-ISA kernels.
+/* Internal to the banded kernels (static library txattn_banded_algo, hidden symbols, linked by the
+ * banded and banded_omp plugins): the split between the ISA-free row loop and the per-ISA kernels.
  *
  * banded_rows.c walks batches and heads and is compiled without ISA flags; everything inside one
- * head (the rows, their visible key ranges, scores, max, exponentials, weighted sums) is a
- * banded_head_fn, one per ISA file, so that a vector kernel keeps its rows, registers and loops to
- * itself. banded.scalar builds its head from the banded_ops inner loops of banded_scalar.c; the
- * vector kernels come from banded_algo.h compiled once per ISA.
+ * head's range of rows (the rows, their visible key ranges, scores, max, exponentials, weighted
+ * sums) is a banded_head_fn, one per ISA file, so that a vector kernel keeps its rows, registers
+ * and loops to itself. banded.scalar builds its head from the banded_ops inner loops of
+ * banded_scalar.c; the vector kernels come from banded_algo.h compiled once per ISA.
+ *
+ * A caller that drives threads itself (banded_omp): per thread, a banded_head over a scratch of
+ * banded_workspace_bytes(); per task, banded_head_at() for a (batch, query head) and a row range
+ * [row0, row1) whose row0 is a multiple of BANDED_MR, then the ISA's banded_head_fn. Ranges of one
+ * head may go to different threads: a head function only reads K, V and Q and writes its own rows.
  */
 #ifndef TXATTN_BANDED_H
 #define TXATTN_BANDED_H
@@ -40,16 +46,22 @@
 #define BANDED_NEON_NP       4
 #define BANDED_NEON_ROW_KB   8
 
-/* One (batch, query head) of a call: its rows start at q and o, those of its kv head at k and v. */
+/* One (batch, query head) of a call: its rows start at q and o, those of its kv head at k and v; a
+   head function computes its query rows [row0, row1). */
 typedef struct banded_head {
   const txattn_problem *p;
   const float *q, *k, *v;
   float *o;
   int64_t q_row, k_row, v_row, o_row;
-  void *workspace; /* banded_workspace_bytes(p, kernel's panels) bytes, 64-byte aligned */
+  int64_t row0, row1; /* 0 <= row0 <= row1 <= n_q */
+  void *workspace;    /* banded_workspace_bytes(p, kernel's panels) bytes, 64-byte aligned */
 } banded_head;
 
-/* Computes every query row of one head. */
+/* Computes query rows [row0, row1) of one head. The vector kernels group rows from row0 on, so a
+   row's result (within the tolerance either way) depends on where its range starts: ranges from
+   multiples of BANDED_MR give the whole head's results bit for bit when the whole head's groups
+   start at multiples of BANDED_MR too (windows with n_q <= n_kv; not causal with n_q = n_kv, whose
+   first rows go one by one). */
 typedef void (*banded_head_fn)(const banded_head *hd);
 
 typedef struct banded_ops {
@@ -66,7 +78,7 @@ typedef struct banded_ops {
                        float *o);
 } banded_ops;
 
-/* One head through an ops table (the scalar kernel's structure). */
+/* One head's rows through an ops table (the scalar kernel's structure). */
 void banded_ops_head(const banded_head *hd, const banded_ops *ops);
 
 void banded_head_scalar(const banded_head *hd);
@@ -78,10 +90,16 @@ void banded_head_avx512(const banded_head *hd);
 void banded_head_neon(const banded_head *hd);
 #endif
 
-/* The (query, key) score pairs a vector kernel with these blocks computes for p (its
-   cost_pairs): whole panel blocks of a group's union, whole row blocks padded past a row's last
-   key. O(n_q). */
+/* The (query, key) score pairs a vector kernel with these blocks computes for p: whole panel blocks
+   of a group's union, whole row blocks padded past a row's last key. O(n_q). */
 double banded_pairs_computed(const txattn_problem *p, int w, int np, int row_kb);
+/* The kernels' cost_pairs (txattn_kernel_desc) for the whole call: a vector kernel's computed
+   pairs plus BANDED_ROW_COST_PAIRS a row; banded.scalar's visible pairs plus
+   BANDED_SCALAR_ROW_COST_PAIRS a row. The count stops once it reaches `enough` (INFINITY: the
+   whole count), so that a caller asking only "at least this much?" pays O(rows) only for small
+   calls. */
+double banded_vector_cost_pairs(const txattn_problem *p, int w, int np, int row_kb, double enough);
+double banded_scalar_cost_pairs(const txattn_problem *p, double enough);
 /* What a vector kernel does per query row besides its score pairs (transposing keys into the ring,
    the softmax's bookkeeping, writing the row), counted in score pairs of the same time. Measured
    with banded.avx2 on Zen 2 (n = 16384, d = 64, windows of 1 to 1025 keys): time = 96 ns a row +
@@ -96,7 +114,11 @@ int64_t banded_max_range(const txattn_problem *p);
 /* The scratch one head needs: see the layout below; panels = 0 leaves out the transposed keys,
    which only the vector kernels use. */
 size_t banded_workspace_bytes(const txattn_problem *p, int panels);
-/* Runs the whole problem on one thread, one head at a time; panels as given to
+/* A head descriptor of the call over this workspace, rows [0, n_q); banded_head_at points it at a
+   (batch, query head). */
+void banded_head_init(banded_head *hd, const txattn_kernel_call *call, void *workspace);
+void banded_head_at(banded_head *hd, const txattn_tensors *t, int64_t b, int64_t h);
+/* Runs the whole problem on one thread, one whole head at a time; panels as given to
    banded_workspace_bytes. */
 txattn_status banded_run(const txattn_kernel_call *call, banded_head_fn head, int panels);
 

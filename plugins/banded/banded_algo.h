@@ -437,7 +437,7 @@ BANDED_INLINE void prefetch_rows(const float *base, int64_t row, int64_t n_rows,
    to the hardware prefetcher; prefetching the output rows as well was 7% slower. */
 BANDED_INLINE void prefetch_next(const banded_head *hd, int64_t i, int64_t end) {
   const txattn_problem *p = hd->p;
-  int64_t rows = min64(MR, max64(p->n_q - i - MR, 0));
+  int64_t rows = min64(MR, max64(hd->row1 - i - MR, 0));
   int64_t keys = min64(MR, max64(p->n_kv - end - MR, 0));
   prefetch_rows(hd->q + (i + MR) * hd->q_row, hd->q_row, rows, p->d_qk);
   prefetch_rows(hd->k + (end + MR) * hd->k_row, hd->k_row, keys, p->d_qk);
@@ -474,11 +474,12 @@ static int group_rows(const banded_head *hd, panels *pk, int64_t i) {
   return 1;
 }
 
+/* The ring starts empty whatever row0 is: pack_range packs from the first group's first panel. */
 void BANDED_HEAD_FN(const banded_head *hd) {
   const txattn_problem *p = hd->p;
   panels pk = {.buf = banded_ws_panels(hd), .n_slot = banded_panel_keys(p) / BW, .packed = 0};
-  for (int64_t i = 0; i < p->n_q;) {
-    if (i + MR <= p->n_q && group_rows(hd, &pk, i)) {
+  for (int64_t i = hd->row0; i < hd->row1;) {
+    if (i + MR <= hd->row1 && group_rows(hd, &pk, i)) {
       i += MR;
       continue;
     }

@@ -1,7 +1,9 @@
-/* The score pairs the banded vector kernels compute, for the dispatcher's fallback estimate
- * (txattn_kernel_desc.cost_pairs): the decisions of banded_algo.h replayed on the visible
- * ranges alone. banded.scalar computes exactly the visible pairs and declares no count (the host's
- * default for sparse kernels). */
+/* What the banded kernels cost, for the dispatcher's fallback estimate
+ * (txattn_kernel_desc.cost_pairs): for the vector kernels the decisions of banded_algo.h replayed on
+ * the visible ranges alone; banded.scalar computes exactly the visible pairs. Both add their
+ * per-row work (banded.h). */
+#include <math.h>
+
 #include "banded.h"
 
 /* Pairs of one row alone over n keys (one_row in banded_algo.h): whole blocks of row_kb keys, the
@@ -30,20 +32,44 @@ static int64_t group_pairs(const txattn_problem *p, int64_t i, int w, int np) {
   return BANDED_MR * panels * w;
 }
 
-/* Every query head does the same (K and V are read per query head). */
-double banded_pairs_computed(const txattn_problem *p, int w, int np, int row_kb) {
+/* The pairs of one query head (every head does the same: K and V are read per query head) plus
+   row_cost a row, counted from row 0 until the call's total (per head times heads) reaches enough:
+   a count cut short is still a lower bound. */
+static double vector_head(const txattn_problem *p, int w, int np, int row_kb, double row_cost,
+                          double enough) {
+  const double heads = (double)p->batch * (double)p->heads_q;
   double per_head = 0.0;
-  for (int64_t i = 0; i < p->n_q;) {
+  for (int64_t i = 0; i < p->n_q && per_head * heads < enough;) {
     const int64_t g = i + BANDED_MR <= p->n_q ? group_pairs(p, i, w, np) : -1;
     if (g >= 0) {
-      per_head += (double)g;
+      per_head += (double)g + BANDED_MR * row_cost;
       i += BANDED_MR;
       continue;
     }
     int64_t lo, hi;
     txattn_visible_range(p, i, &lo, &hi);
     if (lo < hi) per_head += (double)row_pairs(hi - lo, row_kb);
+    per_head += row_cost;
     i++;
   }
-  return per_head * (double)p->batch * (double)p->heads_q;
+  return per_head * heads;
+}
+
+double banded_pairs_computed(const txattn_problem *p, int w, int np, int row_kb) {
+  return vector_head(p, w, np, row_kb, 0.0, INFINITY);
+}
+
+double banded_vector_cost_pairs(const txattn_problem *p, int w, int np, int row_kb, double enough) {
+  return vector_head(p, w, np, row_kb, BANDED_ROW_COST_PAIRS, enough);
+}
+
+double banded_scalar_cost_pairs(const txattn_problem *p, double enough) {
+  const double heads = (double)p->batch * (double)p->heads_q;
+  double per_head = 0.0;
+  for (int64_t i = 0; i < p->n_q && per_head * heads < enough; i++) {
+    int64_t lo, hi;
+    txattn_visible_range(p, i, &lo, &hi);
+    per_head += (double)(hi - lo) + BANDED_SCALAR_ROW_COST_PAIRS;
+  }
+  return per_head * heads;
 }

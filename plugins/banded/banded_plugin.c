@@ -42,13 +42,12 @@ static txattn_status banded_neon_run(const txattn_kernel_call *call) {
 }
 #endif
 
-/* What each vector kernel costs: the pairs of its panel and row blocks, padded past the visible
-   keys, plus BANDED_ROW_COST_PAIRS a row (for one head). */
+/* What each kernel costs: banded_pairs.c. */
 #define BANDED_PAIRS(id, ISA)                                                                      \
   static double banded_##id##_pairs(const txattn_problem *p, const int64_t *tunables) {            \
     (void)tunables;                                                                                \
-    return banded_pairs_computed(p, BANDED_##ISA##_W, BANDED_##ISA##_NP, BANDED_##ISA##_ROW_KB) +  \
-           BANDED_ROW_COST_PAIRS * (double)p->batch * (double)p->heads_q * (double)p->n_q;         \
+    return banded_vector_cost_pairs(p, BANDED_##ISA##_W, BANDED_##ISA##_NP, BANDED_##ISA##_ROW_KB, \
+                                    INFINITY);                                                     \
   }
 #if defined(__x86_64__)
 BANDED_PAIRS(avx2, AVX2)
@@ -58,17 +57,9 @@ BANDED_PAIRS(avx512, AVX512)
 BANDED_PAIRS(neon, NEON)
 #endif
 
-/* banded.scalar computes exactly the visible pairs, and per row a little more than they cost:
-   BANDED_SCALAR_ROW_COST_PAIRS (banded.h). */
 static double banded_scalar_pairs(const txattn_problem *p, const int64_t *tunables) {
   (void)tunables;
-  double pairs = 0.0;
-  for (int64_t i = 0; i < p->n_q; i++) {
-    int64_t lo, hi;
-    txattn_visible_range(p, i, &lo, &hi);
-    pairs += (double)(hi - lo) + BANDED_SCALAR_ROW_COST_PAIRS;
-  }
-  return pairs * (double)p->batch * (double)p->heads_q;
+  return banded_scalar_cost_pairs(p, INFINITY);
 }
 
 static const txattn_kernel_desc banded_scalar = {

@@ -59,7 +59,7 @@ static void ops_row(const banded_head *hd, const banded_ops *ops, int64_t i, int
 
 void banded_ops_head(const banded_head *hd, const banded_ops *ops) {
   const txattn_problem *p = hd->p;
-  for (int64_t i = 0; i < p->n_q; i++) {
+  for (int64_t i = hd->row0; i < hd->row1; i++) {
     int64_t lo, hi;
     txattn_visible_range(p, i, &lo, &hi);
     if (lo < hi) {
@@ -71,24 +71,35 @@ void banded_ops_head(const banded_head *hd, const banded_ops *ops) {
   }
 }
 
+void banded_head_init(banded_head *hd, const txattn_kernel_call *call, void *workspace) {
+  const txattn_tensors *t = call->tensors;
+  *hd = (banded_head){.p = call->problem,
+                      .q_row = t->q_layout.row,
+                      .k_row = t->k_layout.row,
+                      .v_row = t->v_layout.row,
+                      .o_row = t->o_layout.row,
+                      .row0 = 0,
+                      .row1 = call->problem->n_q,
+                      .workspace = workspace};
+}
+
+void banded_head_at(banded_head *hd, const txattn_tensors *t, int64_t b, int64_t h) {
+  const txattn_problem *p = hd->p;
+  const int64_t h_kv = h / (p->heads_q / p->heads_kv);
+  hd->q = txattn_row(t->q, &t->q_layout, b, h, 0);
+  hd->k = txattn_row(t->k, &t->k_layout, b, h_kv, 0);
+  hd->v = txattn_row(t->v, &t->v_layout, b, h_kv, 0);
+  hd->o = txattn_row_mut(t->o, &t->o_layout, b, h, 0);
+}
+
 txattn_status banded_run(const txattn_kernel_call *call, banded_head_fn head, int panels) {
   const txattn_problem *p = call->problem;
-  const txattn_tensors *t = call->tensors;
   if (call->workspace_size < banded_workspace_bytes(p, panels)) return TXATTN_E_INTERNAL;
-
-  banded_head hd = {.p = p,
-                    .q_row = t->q_layout.row,
-                    .k_row = t->k_layout.row,
-                    .v_row = t->v_layout.row,
-                    .o_row = t->o_layout.row,
-                    .workspace = call->workspace};
+  banded_head hd;
+  banded_head_init(&hd, call, call->workspace);
   for (int64_t b = 0; b < p->batch; b++) {
     for (int64_t h = 0; h < p->heads_q; h++) {
-      int64_t h_kv = h / (p->heads_q / p->heads_kv);
-      hd.q = txattn_row(t->q, &t->q_layout, b, h, 0);
-      hd.k = txattn_row(t->k, &t->k_layout, b, h_kv, 0);
-      hd.v = txattn_row(t->v, &t->v_layout, b, h_kv, 0);
-      hd.o = txattn_row_mut(t->o, &t->o_layout, b, h, 0);
+      banded_head_at(&hd, call->tensors, b, h);
       head(&hd);
     }
   }

@@ -1,0 +1,37 @@
+/* Executes a banded_omp plan (banded_omp_plan.h): the only place that starts OpenMP threads, and
+ * only from inside the kernel's run(). Every thread's scratch is a slice of the host's workspace:
+ * nothing is allocated here. */
+#include <omp.h>
+
+#include "banded_omp_plan.h"
+
+static int64_t min64(int64_t a, int64_t b) {
+  return a < b ? a : b;
+}
+
+/* Task k: chunk-major, so the tasks run in the order of their rows' cost when rev puts the widest
+   rows (causal: the last ones) first and the cheap ones fill the end; heads interleaved. */
+static void run_task(const bomp_plan *pl, const txattn_kernel_call *call, banded_head *hd,
+                     int64_t k) {
+  const txattn_problem *p = pl->p;
+  const int64_t c = k / pl->heads, head = k % pl->heads;
+  const int64_t chunk = pl->rev ? pl->chunks - 1 - c : c;
+  banded_head_at(hd, call->tensors, head / p->heads_q, head % p->heads_q);
+  hd->row0 = chunk * pl->chunk_rows;
+  hd->row1 = min64(hd->row0 + pl->chunk_rows, p->n_q);
+  pl->kernel->head(hd);
+}
+
+txattn_status bomp_run(const bomp_plan *pl, const txattn_kernel_call *call) {
+  char *ws = call->workspace;
+  if (pl->threads == 1) return banded_run(call, pl->kernel->head, pl->kernel->panels);
+  const int64_t tasks = pl->heads * pl->chunks;
+#pragma omp parallel num_threads(pl->threads)
+  {
+    banded_head hd;
+    banded_head_init(&hd, call, ws + (size_t)omp_get_thread_num() * pl->scratch_bytes);
+#pragma omp for schedule(dynamic)
+    for (int64_t k = 0; k < tasks; k++) run_task(pl, call, &hd, k);
+  }
+  return TXATTN_OK;
+}
