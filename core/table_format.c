@@ -24,6 +24,7 @@
 
 typedef struct rd {
   txattn_table *t;
+  int64_t version; /* the file's format_version */
   txattn_status s; /* E_TABLE, or E_NOMEM */
   char why[768];
 } rd;
@@ -375,13 +376,27 @@ static int read_candidate(rd *r, const json_t *o, const char *path, tun_view *tu
   return 1;
 }
 
+/* "tie" (format_version 2): true or absent. */
+static int read_tie(rd *r, const json_t *o, const char *path, int *tie) {
+  const json_t *v = json_object_get(o, "tie");
+  char p[PATH_LEN];
+  join(p, path, "tie");
+  *tie = 0;
+  if (v == NULL) return 1;
+  if (r->version < 2) return err(r, p, "a tie needs format_version 2");
+  if (!json_is_true(v)) return err(r, p, "expected true (or no \"tie\"), got %s", kind(v));
+  *tie = 1;
+  return 1;
+}
+
 static int read_point(rd *r, const json_t *o, const char *path, size_t cls) {
-  static const char *const keys[] = {"n", "r", "candidates", NULL};
+  static const char *const keys[] = {"n", "r", "tie", "candidates", NULL};
   const txattn_table_class *key = &r->t->classes[cls].key;
   int64_t n, rr;
+  int tie;
   char p[PATH_LEN], q[PATH_LEN], why[512];
   if (!keys_ok(r, o, path, keys) || !get_int(r, o, path, "n", 1, BIG, &n) ||
-      !read_r(r, o, path, key, &rr))
+      !read_r(r, o, path, key, &rr) || !read_tie(r, o, path, &tie))
     return 0;
   json_t *a = get_array(r, o, path, "candidates");
   if (a == NULL) return 0;
@@ -395,14 +410,17 @@ static int read_point(rd *r, const json_t *o, const char *path, size_t cls) {
   for (size_t i = 0; ok && i < k; i++) {
     item(q, p, i);
     ok = read_candidate(r, json_array_get(a, i), q, &tun[i], &c[i]);
-    if (ok && i > 0 && !(c[i].time_s >= c[i - 1].time_s))
+    if (ok && i > (size_t)tie && !(c[i].time_s >= c[i - 1].time_s))
       ok = err(r, q,
                "time_s %g is less than the previous candidate's %g: candidates are listed "
-               "fastest first",
-               c[i].time_s, c[i - 1].time_s);
+               "fastest first%s",
+               c[i].time_s, c[i - 1].time_s, tie ? " after the chosen one" : "");
   }
+  if (ok && tie && (k < 2 || c[0].time_s < c[1].time_s))
+    ok = err(r, p, "the point is a tie but its first candidate is the fastest");
   if (ok) {
-    txattn_status s = txattn__tm_add_point(r->t, cls, n, rr, c, k, 0, why, sizeof why);
+    txattn_status s =
+        txattn__tm_add_point(r->t, cls, n, rr, c, k, tie ? 0 : -1, 0, why, sizeof why);
     if (s != TXATTN_OK) ok = model_err(r, path, s, why);
   }
   free(c);
@@ -568,11 +586,13 @@ static int read_root(rd *r, const json_t *root) {
     return err(r, "format", "\"%.40s\" is not \"%s\": not a txtune dispatch table", format,
                TXATTN_TABLE_FORMAT);
   if (!get_int(r, root, "", "format_version", 0, INT32_MAX, &version)) return 0;
-  if (version != TXATTN_TABLE_FORMAT_VERSION)
+  if (version < 1 || version > TXATTN_TABLE_FORMAT_VERSION)
     return err(r, "format_version",
-               "%" PRId64 " is not supported: this library (%s) reads format_version %d; `txtune "
-               "profile` writes a table it can read",
+               "%" PRId64 " is not supported: this library (%s) reads format_version 1 to %d; "
+               "`txtune profile` writes a table it can read",
                version, txattn_version_string(), TXATTN_TABLE_FORMAT_VERSION);
+  r->version = version;
+  r->t->format_version = (int)version;
   return keys_ok(r, root, "", keys) && read_header(r, root) &&
          read_list(r, root, "classes", read_class) &&
          read_list(r, root, "excluded", read_exclusion);
@@ -603,7 +623,7 @@ txattn_status txattn_table_load(const char *path, txattn_table **out) {
   json_error_t e;
   json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &e);
   if (root == NULL) return open_error(path, &e);
-  rd r = {txattn__tm_new(), TXATTN_E_TABLE, ""};
+  rd r = {.t = txattn__tm_new(), .s = TXATTN_E_TABLE};
   int ok = r.t != NULL && (r.t->path = strdup(path)) != NULL;
   if (!ok) r.s = TXATTN_E_NOMEM;
   if (ok) ok = read_root(&r, root);

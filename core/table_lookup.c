@@ -4,8 +4,9 @@
  * windows the two nearest measured r values, so 1, 2 or 4 points. Each kernel measured at every one
  * of them gets a time interpolated bilinearly in (log n, log r) from its fastest entry at each
  * point (log time too: times follow powers of n, so this is exact for a power law); the smallest
- * wins, with the tunables it had at the nearest of the points. When every surrounding point has the
- * same winner, this is that winner: the problem lies in its region. Kernels that cannot run here or
+ * wins, with the tunables it had at the nearest of the points. When every surrounding point names
+ * the same winner (its first candidate: the fastest, or at a tie the one the profiler chose among
+ * near-equal times), that one wins: the problem lies in its region. Kernels that cannot run here or
  * decline the problem are skipped, so the next best is taken. Outside the measured range, or with a
  * surrounding point missing, there is no entry and the built-in estimate decides. */
 #include <inttypes.h>
@@ -174,9 +175,27 @@ static int viable(const txattn__point *p, size_t i, const txattn_problem *r, cha
   return 1;
 }
 
+/* The winner every surrounding point names (its first candidate), or NULL if they differ. At a
+   tie (txattn__point.tie) that winner is not the fastest: the profiler chose it among times within
+   their noise, and the lookup keeps that choice rather than re-ranking by time. */
+static const txattn__kernel *agreed_winner(const around *a) {
+  const txattn__cand *w = &a->at[0].p->cands[0];
+  for (size_t i = 1; i < a->n; i++)
+    if (!txattn__tm_same_candidate(&a->at[i].p->cands[0], w)) return NULL;
+  return w->k;
+}
+
+/* x ranks before y: the agreed winner first, else the shorter interpolated time. */
+static int before(const ranked *x, const ranked *y, const txattn__kernel *agreed) {
+  if (y->k == NULL) return 1;
+  if (agreed != NULL && (x->k == agreed || y->k == agreed)) return x->k == agreed;
+  return x->logt < y->logt;
+}
+
 static void rank(const around *a, const txattn_problem *r, ranked *best, ranked *second,
                  char *skipped, size_t size) {
   const txattn__point *p0 = a->at[0].p;
+  const txattn__kernel *agreed = agreed_winner(a);
   for (size_t i = 0; i < p0->n_cands; i++) {
     if (!viable(p0, i, r, skipped, size, best->k == NULL)) continue;
     const txattn__kernel *k = p0->cands[i].k;
@@ -189,10 +208,10 @@ static void rank(const around *a, const txattn_problem *r, ranked *best, ranked 
     }
     if (c < a->n) continue; /* not measured at every surrounding point */
     ranked x = {k, logt};
-    if (best->k == NULL || logt < best->logt) {
+    if (before(&x, best, agreed)) {
       *second = *best;
       *best = x;
-    } else if (second->k == NULL || logt < second->logt) {
+    } else if (before(&x, second, agreed)) {
       *second = x;
     }
   }
@@ -232,8 +251,9 @@ static void explain(const around *a, const ranked *best, const ranked *second, c
   where(a, best, place, sizeof place);
   txattn__fmt_time(exp(best->logt), t, sizeof t);
   if (second->k)
-    snprintf(runner, sizeof runner, ", runner-up %s by %.2fx", second->k->desc->name,
-             exp(second->logt - best->logt));
+    snprintf(runner, sizeof runner, ", runner-up %s by %.2fx%s", second->k->desc->name,
+             exp(second->logt - best->logt),
+             second->logt < best->logt ? " (a tie within the measured noise)" : "");
   snprintf(why, size, "table: %s (class %s): %s ~%s%s%s%s%s", place, a->cls, best->k->desc->name, t,
            runner, *skipped ? " (skipped: " : "", skipped, *skipped ? ")" : "");
 }

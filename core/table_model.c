@@ -422,8 +422,31 @@ static int cand_order(const void *pa, const void *pb) {
   return strcmp(ta, tb);
 }
 
-static txattn_status copy_cands(const txattn_table_candidate *in, size_t n, txattn__cand **out,
-                                char *why, size_t size) {
+/* The chosen candidate first, the others fastest first; *tie when the chosen one is slower than
+   the fastest. */
+static txattn_status order_cands(txattn__cand *c, size_t n, long chosen, int *tie, char *why,
+                                 size_t size) {
+  *tie = 0;
+  if (chosen < 0) {
+    qsort(c, n, sizeof *c, cand_order);
+    return TXATTN_OK;
+  }
+  txattn__cand w = c[chosen];
+  c[chosen] = c[0];
+  c[0] = w;
+  qsort(c + 1, n - 1, sizeof *c, cand_order);
+  if (n < 2 || cand_order(&c[0], &c[1]) <= 0) return TXATTN_OK; /* the fastest after all */
+  *tie = 1;
+  if (!(c[0].time_s <= TXATTN__TIE_MAX_RATIO * c[1].time_s))
+    return fail(TXATTN_E_INVALID, why, size,
+                "the chosen candidate (%s, %g s) is more than %g x the fastest (%s, %g s): a tie "
+                "is a choice among near-equal times",
+                c[0].kernel, c[0].time_s, TXATTN__TIE_MAX_RATIO, c[1].kernel, c[1].time_s);
+  return TXATTN_OK;
+}
+
+static txattn_status copy_cands(const txattn_table_candidate *in, size_t n, long chosen,
+                                txattn__cand **out, int *tie, char *why, size_t size) {
   txattn__cand *c = calloc(n, sizeof *c);
   if (c == NULL) return NOMEM(why, size);
   size_t done = 0;
@@ -441,12 +464,12 @@ static txattn_status copy_cands(const txattn_table_candidate *in, size_t n, txat
         s = fail(TXATTN_E_INVALID, why, size, "candidates[%zu] repeats candidates[%zu] (%s)", done,
                  j, c[j].kernel);
   }
+  if (s == TXATTN_OK) s = order_cands(c, n, chosen, tie, why, size);
   if (s != TXATTN_OK) {
     for (size_t j = 0; j < done && j < n; j++) cand_free(&c[j]);
     free(c);
     return s;
   }
-  qsort(c, n, sizeof *c, cand_order);
   *out = c;
   return TXATTN_OK;
 }
@@ -467,8 +490,8 @@ static long point_slot(const txattn__class *k, int64_t n, int64_t r) {
 }
 
 txattn_status txattn__tm_add_point(txattn_table *t, size_t cls, int64_t n, int64_t r,
-                                   const txattn_table_candidate *cands, size_t n_cands, int reindex,
-                                   char *why, size_t size) {
+                                   const txattn_table_candidate *cands, size_t n_cands, long chosen,
+                                   int reindex, char *why, size_t size) {
   if (cls >= t->n_classes)
     return fail(TXATTN_E_INVALID, why, size, "class %zu is out of range (the table has %zu)", cls,
                 t->n_classes);
@@ -483,10 +506,14 @@ txattn_status txattn__tm_add_point(txattn_table *t, size_t cls, int64_t n, int64
                 "the class already has a point at n = %" PRId64 ", r = %" PRId64, n, r);
   if (k->n_points >= MAX_POINTS)
     return fail(TXATTN_E_INVALID, why, size, "a class holds at most %d points", MAX_POINTS);
+  if (chosen >= (long)n_cands)
+    return fail(TXATTN_E_INVALID, why, size, "chosen = %ld is not a candidate (there are %zu)",
+                chosen, n_cands);
   txattn__cand *c = NULL;
-  txattn_status s = copy_cands(cands, n_cands, &c, why, size);
+  int tie = 0;
+  txattn_status s = copy_cands(cands, n_cands, chosen, &c, &tie, why, size);
   if (s != TXATTN_OK) return s;
-  txattn__point p = {n, r, n_cands, c, 0};
+  txattn__point p = {n, r, n_cands, c, tie, 0};
   if (!grow((void **)&k->points, &k->cap_points, k->n_points, sizeof *k->points)) {
     point_free(&p);
     return NOMEM(why, size);

@@ -34,7 +34,8 @@ typedef struct txattn__cand {
 typedef struct txattn__point {
   int64_t n, r;
   size_t n_cands;
-  txattn__cand *cands; /* fastest first */
+  txattn__cand *cands; /* the winner first, then fastest first */
+  int tie;             /* the winner is not the fastest: it was chosen among near-equal ones */
   size_t region;       /* the region holding this point */
 } txattn__point;
 
@@ -93,11 +94,14 @@ txattn_status txattn__tm_add_plugin(txattn_table *t, const char *name, const cha
                                     const char *build, char *why, size_t size);
 txattn_status txattn__tm_add_class(txattn_table *t, const txattn_table_class *c, size_t *index,
                                    char *why, size_t size);
-/* Copies the candidates and sorts them fastest first (ties by kernel name); with reindex, derives
-   the class's regions and index again (else the caller calls txattn__tm_reindex once at the end). */
+/* Copies the candidates and sorts them fastest first (equal times by kernel name); chosen >= 0
+   names the winner (cands[chosen] goes first: a tie when it is not the fastest, then it may be at
+   most TXATTN__TIE_MAX_RATIO x the fastest), -1 the fastest. With reindex, derives the class's
+   regions and index again (else the caller calls txattn__tm_reindex once at the end). */
+#define TXATTN__TIE_MAX_RATIO 1.25
 txattn_status txattn__tm_add_point(txattn_table *t, size_t cls, int64_t n, int64_t r,
-                                   const txattn_table_candidate *cands, size_t n_cands, int reindex,
-                                   char *why, size_t size);
+                                   const txattn_table_candidate *cands, size_t n_cands, long chosen,
+                                   int reindex, char *why, size_t size);
 txattn_status txattn__tm_add_exclusion(txattn_table *t, const txattn_table_exclusion *e, char *why,
                                        size_t size);
 

@@ -1,6 +1,7 @@
 /* The public builder and reader of dispatch tables (txattn/table.h): thin wrappers over the model
  * that check arguments and set txattn_last_error. */
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,8 +30,20 @@ txattn_status txattn_table_add_point(txattn_table *t, size_t cls, int64_t n, int
                                      const txattn_table_candidate *cands, size_t n_cands) {
   char why[512];
   NEED(t, "txattn_table_add_point", "t");
-  return from_model(txattn__tm_add_point(t, cls, n, r, cands, n_cands, 1, why, sizeof why),
+  return from_model(txattn__tm_add_point(t, cls, n, r, cands, n_cands, -1, 1, why, sizeof why),
                     "txattn_table_add_point", why);
+}
+
+txattn_status txattn_table_add_point_chosen(txattn_table *t, size_t cls, int64_t n, int64_t r,
+                                            const txattn_table_candidate *cands, size_t n_cands,
+                                            size_t chosen) {
+  char why[512];
+  NEED(t, "txattn_table_add_point_chosen", "t");
+  TXATTN_RETURN_IF(chosen > LONG_MAX, TXATTN_E_INVALID,
+                   "txattn_table_add_point_chosen: chosen = %zu is not a candidate", chosen);
+  return from_model(
+      txattn__tm_add_point(t, cls, n, r, cands, n_cands, (long)chosen, 1, why, sizeof why),
+      "txattn_table_add_point_chosen", why);
 }
 
 txattn_status txattn_table_add_exclusion(txattn_table *t, const txattn_table_exclusion *e) {
@@ -117,7 +130,7 @@ txattn_status txattn_table_point_get(const txattn_table *t, size_t cls, size_t p
   const txattn__point *p;
   NEED(t && out, "txattn_table_point_get", t ? "out" : "t");
   TXATTN_FORWARD_IF_ERROR(point_of(t, "txattn_table_point_get", cls, point, &p));
-  *out = (txattn_table_point){p->n, p->r, p->n_cands};
+  *out = (txattn_table_point){p->n, p->r, p->n_cands, p->tie};
   return txattn__ok();
 }
 

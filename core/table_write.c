@@ -78,6 +78,7 @@ static json_t *point_json(const txattn__class *k, const txattn__point *p) {
   if (ok) {
     put(o, "n", json_integer(p->n), &ok);
     if (k->key.mask == TXATTN_MASK_WINDOW) put(o, "r", json_integer(p->r), &ok);
+    if (p->tie) put(o, "tie", json_true(), &ok);
     for (size_t i = 0; ok && i < p->n_cands; i++)
       ok = json_array_append_new(a, candidate_json(&p->cands[i])) == 0;
     put(o, "candidates", a, &ok);
@@ -195,7 +196,7 @@ static json_t *table_json(const txattn_table *t) {
   int ok = o != NULL;
   if (!ok) return NULL;
   put(o, "format", json_string(TXATTN_TABLE_FORMAT), &ok);
-  put(o, "format_version", json_integer(t->format_version), &ok);
+  put(o, "format_version", json_integer(TXATTN_TABLE_FORMAT_VERSION), &ok);
   put(o, "library_version", json_string(t->library_version ? t->library_version : ""), &ok);
   put(o, "created", json_string(t->created ? t->created : ""), &ok);
   put(o, "machine", machine_json(&t->machine), &ok);

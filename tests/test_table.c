@@ -236,6 +236,126 @@ Test(table, round_trip_through_a_file) {
   txattn_context_free(ctx);
 }
 
+/* ---- ties: a winner chosen among near-equal times ---- */
+
+/* The causal table with a point at n = 512 where masked.scalar is fastest by 1% and the caller
+   chooses naive.scalar (candidate `chosen` of {masked, naive, tiled}). */
+static txattn_status add_tie_point(const txattn_context *ctx, txattn_table *t, size_t ci,
+                                   double naive_s, size_t chosen) {
+  const char *names[3][8];
+  int64_t values[3][8];
+  const char *kernels[] = {"masked.scalar", "naive.scalar", "tiled.scalar"};
+  double times[] = {1e-3, naive_s, 2e-3};
+  txattn_table_candidate c[3];
+  for (size_t i = 0; i < 3; i++) {
+    size_t nt = tc_tunables(ctx, kernels[i], 0, names[i], values[i]);
+    c[i] = (txattn_table_candidate){kernels[i], nt, names[i], values[i], times[i], 1e-7, 0.02};
+  }
+  return txattn_table_add_point_chosen(t, ci, 512, 0, c, 3, chosen);
+}
+
+Test(table, a_tie_keeps_the_chosen_winner_through_a_file) {
+  new_dir();
+  txattn_context *ctx = tc_context(NULL, "", 1);
+  txattn_table *t, *u = NULL;
+  TC_ASSERT_OK(txattn_table_create(ctx, &t));
+  size_t ci = tc_add_causal(ctx, t);
+  TC_ASSERT_OK(add_tie_point(ctx, t, ci, 1.01e-3, 1));
+  TC_ASSERT_OK(txattn_table_write(t, file));
+  TC_ASSERT_OK(txattn_table_load(file, &u));
+  for (int k = 0; k < 2; k++) {
+    const txattn_table *x = k ? u : t;
+    txattn_table_point pt;
+    txattn_table_candidate c0, c1;
+    TC_ASSERT_OK(txattn_table_point_get(x, ci, 2, &pt)); /* 64, 256, 512 */
+    TC_ASSERT_OK(txattn_table_candidate_get(x, ci, 2, 0, &c0));
+    TC_ASSERT_OK(txattn_table_candidate_get(x, ci, 2, 1, &c1));
+    cr_expect(pt.n == 512 && pt.tie == 1, "%s: n %lld tie %d", k ? "read" : "built",
+              (long long)pt.n, pt.tie);
+    cr_expect(strcmp(c0.kernel, "naive.scalar") == 0 && strcmp(c1.kernel, "masked.scalar") == 0,
+              "%s: %s, %s", k ? "read" : "built", c0.kernel, c1.kernel);
+    /* naive wins 64..512 (its region's runner-up margin at the tie is below 1) */
+    txattn_table_region g;
+    TC_ASSERT_OK(txattn_table_region_get(x, ci, 0, &g));
+    cr_expect(g.n_hi == 512 && strcmp(g.winner.kernel, "naive.scalar") == 0 && g.margin < 1,
+              "region 0: n ..%lld %s by %g", (long long)g.n_hi, g.winner.kernel, g.margin);
+  }
+  char *a = dump_text(t), *b = dump_text(u);
+  cr_expect_str_eq(a, b);
+  txattn_table_header h;
+  TC_ASSERT_OK(txattn_table_header_get(u, &h));
+  cr_expect_eq(h.format_version, TXATTN_TABLE_FORMAT_VERSION);
+  /* the dispatcher follows the choice */
+  txattn_context *follower = tc_context(NULL, file, 1);
+  char kernel[64], why[512];
+  txattn_problem p = {.n_q = 512, .d_qk = TC_D, .mask = TXATTN_MASK_CAUSAL};
+  tc_pick(follower, &p, kernel, sizeof kernel, why, sizeof why);
+  cr_expect_str_eq(kernel, "naive.scalar", "%s", why);
+  free(a);
+  free(b);
+  txattn_context_free(follower);
+  txattn_table_free(t);
+  txattn_table_free(u);
+  txattn_context_free(ctx);
+}
+
+Test(table, a_tie_is_a_choice_among_near_equal_times) {
+  txattn_context *ctx = tc_context(NULL, "", 1);
+  txattn_table *t;
+  TC_ASSERT_OK(txattn_table_create(ctx, &t));
+  size_t ci = tc_add_causal(ctx, t);
+  cr_expect_eq(add_tie_point(ctx, t, ci, 1.3e-3, 1), TXATTN_E_INVALID, "1.3x the fastest");
+  cr_expect(text_mentions(txattn_last_error(), "more than 1.25", NULL), "%s", txattn_last_error());
+  cr_expect_eq(add_tie_point(ctx, t, ci, 1.01e-3, 3), TXATTN_E_INVALID, "no candidate 3");
+  TC_ASSERT_OK(add_tie_point(ctx, t, ci, 1.01e-3, 0)); /* the fastest: no tie */
+  txattn_table_point pt;
+  TC_ASSERT_OK(txattn_table_point_get(t, ci, 2, &pt));
+  cr_expect(pt.n == 512 && pt.tie == 0);
+  txattn_table_free(t);
+  txattn_context_free(ctx);
+}
+
+/* A file's tie: only in format_version 2, and only where the first candidate is not the fastest. */
+Test(table, a_malformed_tie_names_the_field) {
+  new_dir();
+  txattn_context *ctx = tc_context(NULL, "", 1);
+  txattn_table *t;
+  TC_ASSERT_OK(txattn_table_create(ctx, &t));
+  size_t ci = tc_add_causal(ctx, t);
+  TC_ASSERT_OK(add_tie_point(ctx, t, ci, 1.01e-3, 1));
+  TC_ASSERT_OK(txattn_table_write(t, file));
+  static const struct {
+    int version;
+    int swap; /* put the fastest first, keeping the tie */
+    const char *pattern;
+  } cases[] = {{1, 0, "classes\\[0\\]\\.points\\[2\\]\\.tie: a tie needs format_version 2"},
+               {2, 1, "classes\\[0\\]\\.points\\[2\\]\\.candidates: the point is a tie but"}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    json_error_t e;
+    json_t *root = json_load_file(file, 0, &e);
+    cr_assert(root != NULL, "%s", e.text);
+    json_object_set_new(root, "format_version", json_integer(cases[i].version));
+    json_t *pts = json_object_get(json_array_get(json_object_get(root, "classes"), 0), "points");
+    json_t *cands = json_object_get(json_array_get(pts, 2), "candidates");
+    if (cases[i].swap) {
+      json_t *first = json_incref(json_array_get(cands, 0));
+      json_array_remove(cands, 0);
+      json_array_insert_new(cands, 1, first);
+    }
+    char path[SCRATCH_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/tie%zu.json", dir, i);
+    cr_assert(json_dump_file(root, path, JSON_INDENT(1)) == 0);
+    json_decref(root);
+    txattn_table *u = NULL;
+    cr_expect_eq(txattn_table_load(path, &u), TXATTN_E_TABLE, "case %zu", i);
+    cr_expect(u == NULL);
+    cr_expect(matches(txattn_last_error(), cases[i].pattern), "case %zu: %s", i,
+              txattn_last_error());
+  }
+  txattn_table_free(t);
+  txattn_context_free(ctx);
+}
+
 /* ---- reading: fixtures, truncations, corruption ---- */
 
 typedef struct fixture {
@@ -249,7 +369,7 @@ static const fixture fixtures[] = {
      ": at classes\\[1\\]\\.points\\[0\\]\\.n: expected an integer, got a string"},
     {"missing_field.json",
      ": at classes\\[0\\]\\.points\\[0\\]\\.candidates\\[0\\]: the field \"time_s\" is missing"},
-    {"future_version.json", ": at format_version: 2 is not supported.*reads format_version 1"},
+    {"future_version.json", ": at format_version: 3 is not supported.*reads format_version 1 to 2"},
     {"not_a_table.json", ": at format: .*not a txtune dispatch table"},
 };
 

@@ -265,17 +265,19 @@ static void record(profile_run *r, prof_grid_class *gc, int64_t n, int64_t rr, p
                                      .time_s = c[i].time_s,
                                      .max_error = c[i].max_error,
                                      .spread = c[i].rough ? -1 : c[i].spread};
+  size_t w = prof_choose(c, nc);
   txattn_status s = add_class(r, gc);
-  if (s == TXATTN_OK) s = txattn_table_add_point(r->table, gc->table_index, n, rr, tc, nc);
+  if (s == TXATTN_OK)
+    s = txattn_table_add_point_chosen(r->table, gc->table_index, n, rr, tc, nc, w);
   if (s != TXATTN_OK) {
     prof_progress_end(&r->prog);
     tx_print_lib_error("profile", "cannot record a point", s);
     return;
   }
   r->n_points++;
-  size_t w = 0;
-  for (size_t i = 1; i < nc; i++)
-    if (c[i].time_s < c[w].time_s) w = i;
+  int tie = 0;
+  for (size_t i = 0; i < nc; i++) tie |= c[i].time_s < c[w].time_s;
+  r->n_ties += (size_t)tie;
   if (c[w].spread >= 0 && r->n_spreads < sizeof r->spreads / sizeof r->spreads[0])
     r->spreads[r->n_spreads++] = c[w].spread;
 }

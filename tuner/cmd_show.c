@@ -159,7 +159,7 @@ static void print_points(const show_run *r, size_t ci, size_t n_points) {
     if (txattn_table_point_get(r->t, ci, i, &p) != TXATTN_OK) continue;
     printf("    n=%lld", (long long)p.n);
     if (p.r) printf(" r=%lld", (long long)p.r);
-    printf(":");
+    printf("%s:", p.tie ? " (a tie: the first chosen among times within their noise)" : "");
     double first = 0;
     for (size_t k = 0; k < p.n_candidates; k++) {
       txattn_table_candidate c;

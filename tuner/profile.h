@@ -36,7 +36,8 @@ typedef struct prof_cand {
   const char *name;
   int slot; /* 0: the kernel's default tunables; k > 0: its k-th variant (the same slot at every n) */
   int sparse;   /* its cost follows the visible pairs, not n_q x n_kv (TXATTN_KERNEL_SPARSE) */
-  int threaded; /* it runs on more than one thread here (TXATTN_KERNEL_THREADED, a context of more) */
+  int parallel; /* its kernel may start threads (TXATTN_KERNEL_THREADED) */
+  int threaded; /* it runs on more than one thread here (parallel, in a context of more) */
   size_t n_tun;
   const char *tun_names[PROF_MAX_TUNABLES];
   int64_t tun_values[PROF_MAX_TUNABLES];
@@ -100,6 +101,16 @@ txattn_status prof_time(prof_cand *c, size_t *n, const txattn_tensors *t, const 
    `deadline` (a tx_clock() time): a candidate left without a run has n_runs == 0. */
 txattn_status prof_time_until(prof_cand *c, size_t *n, const txattn_tensors *t,
                               const prof_settings *s, double deadline);
+
+/* The winner of a point: the fastest candidate, or, among the candidates within the noise of it, the
+   preferred one: a kernel that starts no threads, then the kernel's default tunables, then the
+   name. Within the noise: at most (1 + tol) x the fastest, tol the larger spread of the two (a
+   rough one's counts as none) within PROF_TIE_MIN..PROF_TIE_MAX. Same code under two names
+   (tiled.avx2 and tiled_omp.avx2 on one thread) or two tiles a few percent apart are ties that
+   two profiles would otherwise settle by the noise of the moment. */
+#define PROF_TIE_MIN 0.02
+#define PROF_TIE_MAX 0.05
+size_t prof_choose(const prof_cand *c, size_t n);
 
 /* The progress line on stderr (only when it is a terminal). */
 typedef struct prof_progress {

@@ -84,7 +84,8 @@ size_t prof_candidate_add(txattn_context *ctx, const txattn_problem *p, const ch
       c.kernel = k;
       c.name = info.name;
       c.sparse = (info.flags & TXATTN_KERNEL_SPARSE) != 0;
-      c.threaded = (info.flags & TXATTN_KERNEL_THREADED) && txattn_context_threads(ctx) > 1;
+      c.parallel = (info.flags & TXATTN_KERNEL_THREADED) != 0;
+      c.threaded = c.parallel && txattn_context_threads(ctx) > 1;
     }
   }
   c.n_tun = txattn_plan_tunable_count(c.plan);
@@ -111,7 +112,8 @@ size_t prof_candidates(txattn_context *ctx, const txattn_problem *p, const prof_
     c.kernel = k;
     c.name = info.name;
     c.sparse = (info.flags & TXATTN_KERNEL_SPARSE) != 0;
-    c.threaded = (info.flags & TXATTN_KERNEL_THREADED) && txattn_context_threads(ctx) > 1;
+    c.parallel = (info.flags & TXATTN_KERNEL_THREADED) != 0;
+    c.threaded = c.parallel && txattn_context_threads(ctx) > 1;
     if (txattn_plan_create(ctx, p, info.name, &c.plan) != TXATTN_OK) continue; /* not applicable */
     c.n_tun = txattn_plan_tunable_count(c.plan);
     if (c.n_tun > PROF_MAX_TUNABLES) {
@@ -210,6 +212,28 @@ static void summarise(prof_cand *c) {
   qsort(v, (size_t)n, sizeof v[0], tx_cmp_double);
   c->time_s = median(c);
   c->spread = (v[n - 1 - n / 4] - v[n / 4]) / c->time_s;
+}
+
+/* Tie-break order: a kernel that starts no threads, the kernel's default tunables, then by name
+   (the slot last, so that the order is total). */
+static int preferred(const prof_cand *a, const prof_cand *b) {
+  if (a->parallel != b->parallel) return a->parallel < b->parallel;
+  if ((a->slot == 0) != (b->slot == 0)) return a->slot == 0;
+  int c = strcmp(a->name, b->name);
+  return c != 0 ? c < 0 : a->slot < b->slot;
+}
+
+size_t prof_choose(const prof_cand *c, size_t n) {
+  size_t fast = 0, w;
+  for (size_t i = 1; i < n; i++)
+    if (c[i].time_s < c[fast].time_s) fast = i;
+  w = fast;
+  for (size_t i = 0; i < n; i++) {
+    double sa = c[fast].rough ? -1 : c[fast].spread, sb = c[i].rough ? -1 : c[i].spread;
+    double tol = fmin(PROF_TIE_MAX, fmax(PROF_TIE_MIN, fmax(sa, sb)));
+    if (c[i].time_s <= (1 + tol) * c[fast].time_s && preferred(&c[i], &c[w])) w = i;
+  }
+  return w;
 }
 
 static int wanted(const prof_cand *c, const prof_settings *s) {

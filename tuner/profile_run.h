@@ -82,7 +82,7 @@ typedef struct profile_run {
   double slack;         /* the seconds the plan leaves free */
   double scale;         /* measured over predicted seconds of recent points (MIN..MAX_SCALE) */
   double scale_spent, scale_predicted; /* decaying sums behind it */
-  size_t n_points, n_skipped, n_excluded;
+  size_t n_points, n_skipped, n_excluded, n_ties;
   double spreads[4096];
   size_t n_spreads;
 } profile_run;

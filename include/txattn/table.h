@@ -1,10 +1,10 @@
 /* txattn dispatch tables: building, writing, reading and checking the measured table that
  * `txtune profile` writes and libtxattn's dispatcher follows.
  *
- * The file format ("txtune-dispatch-table", format_version 1, JSON) is documented in
+ * The file format ("txtune-dispatch-table", format_version 2, JSON) is documented in
  * core/dispatch_table.md. A table holds a header (library version, the machine's fingerprint, each
  * plugin's name, version and build) and, per class of problems, the measured points (every exact
- * candidate's time, fastest first), the regions derived from them and the candidates excluded
+ * candidate's time; the winner first, the others fastest first), the regions derived from them and the candidates excluded
  * as inexact.
  *
  * A class is what must match exactly for a table entry to apply to a problem: mask kind (and, for
@@ -33,8 +33,9 @@
 extern "C" {
 #endif
 
-#define TXATTN_TABLE_FORMAT         "txtune-dispatch-table"
-#define TXATTN_TABLE_FORMAT_VERSION 1
+#define TXATTN_TABLE_FORMAT "txtune-dispatch-table"
+/* Written by this library; it reads versions 1 and 2 (2 added ties: a point's `tie`). */
+#define TXATTN_TABLE_FORMAT_VERSION 2
 
 typedef struct txattn_table txattn_table;
 
@@ -71,6 +72,10 @@ typedef struct txattn_table_candidate {
 typedef struct txattn_table_point {
   int64_t n, r; /* r is 0 in classes without a window */
   size_t n_candidates;
+  /* 1: candidate 0, the winner, is not the fastest: it was chosen among candidates whose times
+     differ by less than their measured noise (txattn_table_add_point_chosen); 0: it is the
+     fastest. The other candidates follow fastest first. */
+  int tie;
 } txattn_table_point;
 
 /* A region: a rectangle of measured points (n_lo..n_hi, r_lo..r_hi) with one winner. */
@@ -129,6 +134,14 @@ TXATTN_API txattn_status txattn_table_add_class(txattn_table *t, const txattn_ta
 TXATTN_API txattn_status txattn_table_add_point(txattn_table *t, size_t cls, int64_t n, int64_t r,
                                                 const txattn_table_candidate *cands,
                                                 size_t n_cands);
+/* The same, with cands[chosen] as the winner (stored first, the others fastest first). When it is
+   not the fastest the point is a tie (txattn_table_point.tie): the profiler found the times within
+   their noise and chose by a preference of its own; it may be at most 1.25x the fastest
+   (E_INVALID otherwise). */
+TXATTN_API txattn_status txattn_table_add_point_chosen(txattn_table *t, size_t cls, int64_t n,
+                                                       int64_t r,
+                                                       const txattn_table_candidate *cands,
+                                                       size_t n_cands, size_t chosen);
 TXATTN_API txattn_status txattn_table_add_exclusion(txattn_table *t,
                                                     const txattn_table_exclusion *e);
 
