@@ -23,7 +23,8 @@ static const char about[] =
     "pick (the margin) against the noise it measured there: the larger relative spread (IQR /\n"
     "median) of the two candidates' timings, and at least the profile's median spread over all\n"
     "its winners (the header's profile.noise_median_spread) since a spread of a few runs can be\n"
-    "0 by chance, and at least the run-to-run noise: the median change of a candidate's time\n"
+    "0 by chance, and the smallest difference the profile treats as a tie (profile.ties), and\n"
+    "at least the run-to-run noise: the median change of a candidate's time\n"
     "from A to B over every candidate both timed, which runs seconds apart within one profile\n"
     "understate. A flip is within the noise when, in both tables, the margin is at most that\n"
     "noise; above it when a table measured the other's choice as clearly slower: the choice is\n"
@@ -137,13 +138,17 @@ static void judge(const side *sd, size_t cls, size_t point, const txattn_table_c
   }
 }
 
-/* The profile's median spread over its winners, from the header's free-form profile object. */
+/* From the header's free-form profile object: the profile's median spread over its winners, and at
+   least the smallest difference it treats as a tie (profile.ties.within[0]: below it the profile
+   found times it cannot tell apart, so its choice there says nothing). */
 static double noise_floor(const txattn_table *t) {
   txattn_table_header h;
   if (txattn_table_header_get(t, &h) != TXATTN_OK || !*h.profile) return 0;
   json_t *o = json_loads(h.profile, 0, NULL);
   json_t *v = json_object_get(o, "noise_median_spread");
+  json_t *tie = json_array_get(json_object_get(json_object_get(o, "ties"), "within"), 0);
   double floor = json_is_number(v) ? json_number_value(v) : 0;
+  if (json_is_number(tie)) floor = fmax(floor, json_number_value(tie));
   json_decref(o);
   return isfinite(floor) && floor > 0 ? floor : 0;
 }

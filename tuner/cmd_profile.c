@@ -44,10 +44,14 @@ static const char about[] =
     "lost by 3x at most or, threaded and once in the race, when n grew 4x (threads that wait\n"
     "for a core another process holds can lose by far for a while); so is the dense masked\n"
     "kernel, for the summary.\n"
-    "Close calls (the leader's call under 5 ms and another candidate within 5% of it, or\n"
+    "Close calls (the leader's call under 5 ms and another candidate within 10% of it, or\n"
     "within 50% when one of them is threaded) are timed again after each later n, two runs\n"
     "each (3 visits, 4 by default, 6 patient): their time is the median of the visits' medians\n"
     "and their spread the visits' spread, since speeds drift over seconds, threaded ones most.\n"
+    "Ties: where other candidates are within the noise of the fastest (their spread, 3% to 6%,\n"
+    "up to 15% with a threaded one) the point's winner is the preferred one among them (a kernel\n"
+    "that starts no threads, then the kernel's default tunables, then the name), marked as a tie,\n"
+    "so that two profiles choose alike where their measurements cannot tell the kernels apart.\n"
     "The budget is a hard cap: before each point the time of every point left is predicted from\n"
     "each class's last points (growing with the visible pairs, or n_q x n_kv for dense kernels,\n"
     "corrected by how far the predictions were off so far), and the runs of each candidate in\n"
@@ -185,6 +189,7 @@ static size_t plan_point(profile_run *r, prof_course *co, const prof_work *w, pr
     const prof_track *t = prof_course_track(co, c[i].kernel, c[i].slot);
     prof_tier tier = prof_course_tier(co, t, w, &r->drop);
     c[i].predict_s = r->scale * prof_course_predict(co, t, w);
+    c[i].expect_s = c[i].predict_s;
     /* a CONFIRM candidate is planned at two runs (it is likely to lose by the prune ratio after
        them), but one that keeps up gets as many as the others */
     c[i].want = tier == PROF_OPTIONAL ? 1 : prof_runs_for(r, r->target_s, c[i].predict_s);

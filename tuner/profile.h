@@ -46,6 +46,7 @@ typedef struct prof_cand {
   int want;         /* timed runs planned for it (0: the settings' rounds) */
   int optional;     /* timed only because there was time to spare: a point stands without it */
   double predict_s; /* expected time of one call (0: unknown), so a deadline is not overrun */
+  double expect_s;  /* the plan's prediction, which timing leaves alone (0: none) */
   double first_s;   /* its warm-up call */
   int64_t reps;
   double runs[PROF_MAX_RUNS];
@@ -105,11 +106,16 @@ txattn_status prof_time_until(prof_cand *c, size_t *n, const txattn_tensors *t,
 /* The winner of a point: the fastest candidate, or, among the candidates within the noise of it, the
    preferred one: a kernel that starts no threads, then the kernel's default tunables, then the
    name. Within the noise: at most (1 + tol) x the fastest, tol the larger spread of the two (a
-   rough one's counts as none) within PROF_TIE_MIN..PROF_TIE_MAX. Same code under two names
-   (tiled.avx2 and tiled_omp.avx2 on one thread) or two tiles a few percent apart are ties that
-   two profiles would otherwise settle by the noise of the moment. */
-#define PROF_TIE_MIN 0.02
-#define PROF_TIE_MAX 0.05
+   rough one's counts as none) within PROF_TIE_MIN..PROF_TIE_MAX, or up to PROF_TIE_MAX_THREADED
+   when one of them runs on several threads. Same code under two names (tiled.avx2 and
+   tiled_omp.avx2 on one thread) or two tiles a few percent apart are ties that two profiles would
+   otherwise settle by the noise of the moment. The bounds are what two default profiles in a row
+   measured on the 2-vCPU development VM: a single-thread candidate's time moved by 1-2% (median)
+   and up to 6% at a point, and the same code under two names (its own plan and workspace each)
+   differed by 3-6% in one profile; a 2-thread one's by 10-30% at calls under 0.1 ms. */
+#define PROF_TIE_MIN          0.03
+#define PROF_TIE_MAX          0.06
+#define PROF_TIE_MAX_THREADED 0.15
 size_t prof_choose(const prof_cand *c, size_t n);
 
 /* The progress line on stderr (only when it is a terminal). */

@@ -78,7 +78,8 @@ void prof_set_header(profile_run *r, double elapsed) {
       "\"revisits\": {\"visits\": %d, \"runs_per_visit\": 2, \"max_call_s\": %g, "
       "\"close_single\": %g, \"close_threaded\": %g, \"points\": %zu, \"time\": \"median of "
       "the visits' medians (the point's own runs the first), spread over them\"}, "
-      "\"ties\": {\"within\": [%g, %g], \"prefer\": \"a kernel that starts no threads, then "
+      "\"ties\": {\"within\": [%g, %g], \"within_threaded\": %g, \"prefer\": \"a kernel that "
+      "starts no threads, then "
       "the kernel's default tunables, then the name\", \"points\": %zu}, "
       "\"plan\": {\"fill\": %g, \"model_scale\": %.3f}, \"points\": %zu, "
       "\"points_left_out\": %zu, \"noise_median_spread\": %.4f, \"load_1min\": %s, "
@@ -87,8 +88,9 @@ void prof_set_header(profile_run *r, double elapsed) {
       MAX_TARGET_S, fmax(PROF_FIRST_PRUNE_RATIO, r->s.prune_ratio), r->s.prune_ratio,
       r->drop.short_ratio, r->drop.long_ratio, r->drop.long_call_s, OPTIONAL_MAX_CALL_S,
       OPTIONAL_MAX_RATIO, OPTIONAL_SHARE, RECHECK_GROWTH, r->rv.visits, REVISIT_MAX_CALL_S,
-      PROF_CLOSE_SINGLE, PROF_CLOSE_THREADED, r->n_revisited, PROF_TIE_MIN, PROF_TIE_MAX, r->n_ties,
-      PLAN_FILL, r->scale, r->n_points, r->n_skipped, noise, load, levels);
+      PROF_CLOSE_SINGLE, PROF_CLOSE_THREADED, r->n_revisited, PROF_TIE_MIN, PROF_TIE_MAX,
+      PROF_TIE_MAX_THREADED, r->n_ties, PLAN_FILL, r->scale, r->n_points, r->n_skipped, noise, load,
+      levels);
   txattn_status s = txattn_table_set_profile(r->table, json);
   if (s != TXATTN_OK) tx_print_lib_error("profile", "cannot record the settings", s);
 }

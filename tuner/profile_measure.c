@@ -230,7 +230,8 @@ size_t prof_choose(const prof_cand *c, size_t n) {
   w = fast;
   for (size_t i = 0; i < n; i++) {
     double sa = c[fast].rough ? -1 : c[fast].spread, sb = c[i].rough ? -1 : c[i].spread;
-    double tol = fmin(PROF_TIE_MAX, fmax(PROF_TIE_MIN, fmax(sa, sb)));
+    double most = c[i].threaded || c[fast].threaded ? PROF_TIE_MAX_THREADED : PROF_TIE_MAX;
+    double tol = fmin(most, fmax(PROF_TIE_MIN, fmax(sa, sb)));
     if (c[i].time_s <= (1 + tol) * c[fast].time_s && preferred(&c[i], &c[w])) w = i;
   }
   return w;
@@ -241,14 +242,22 @@ static int wanted(const prof_cand *c, const prof_settings *s) {
   return w < 1 ? 1 : w > PROF_MAX_RUNS ? PROF_MAX_RUNS : w;
 }
 
+/* A single run over twice as slow as the plan expected: one stall (a thread waiting for a core the
+   host gave to someone else: 10 ms in a 2 ms run seen on the VM), not yet a verdict. */
+#define STALL_RATIO 2.0
+
 /* After a round: candidates whose fastest run is slower than `ratio` x the leader's median stop
-   (the leader: the smallest median among those with `runs` runs or more). */
+   (the leader: the smallest median among those with `runs` runs or more), except after one run
+   that looks like a stall, which gets a second. */
 static void prune(prof_cand *c, size_t n, int runs, double ratio) {
   double leader = INFINITY;
   for (size_t i = 0; i < n; i++)
     if (c[i].n_runs >= runs && median(&c[i]) < leader) leader = median(&c[i]);
-  for (size_t i = 0; i < n; i++)
-    if (!c[i].keep && c[i].n_runs >= runs && fastest(&c[i]) > ratio * leader) c[i].rough = 1;
+  for (size_t i = 0; i < n; i++) {
+    int stall = c[i].n_runs == 1 && c[i].expect_s > 0 && c[i].runs[0] > STALL_RATIO * c[i].expect_s;
+    if (!c[i].keep && !stall && c[i].n_runs >= runs && fastest(&c[i]) > ratio * leader)
+      c[i].rough = 1;
+  }
 }
 
 /* Removes c[i], keeping the others in order (its plan freed unless borrowed). */

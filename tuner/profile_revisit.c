@@ -1,7 +1,6 @@
 /* txtune profile: close calls timed again later (see profile_revisit.h). */
 #include "profile_revisit.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 

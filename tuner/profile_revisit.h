@@ -21,7 +21,7 @@
 /* A candidate is a contender when its time is within this fraction of the leader's: near ties
    between single-thread kernels, and anything within half when one of the two runs on several
    threads (whose speed drifts by 20-40% from one profile to the next on a shared 2-vCPU machine). */
-#define PROF_CLOSE_SINGLE   0.05
+#define PROF_CLOSE_SINGLE   0.10
 #define PROF_CLOSE_THREADED 0.5
 
 /* A point kept open: its candidates (and their plans) until it is settled. */
