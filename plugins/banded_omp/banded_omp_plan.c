@@ -14,21 +14,31 @@
    packs the window's key panels again and finds K and V cold): one head of n = 4096 on 2 threads
    in chunks of 16, 32, 128 and 512 rows took 479, 456, 437 and 424 us at d = 64, window 17 + 17,
    and 5046, 4830, 4547 and 4478 us at d = 128, window 129 + 129; 256 rows keep it near 1%.
+   BOMP_MIN_SHORT_CHUNK_ROWS: chunks that long leave few tasks on short heads, and the threads idle
+   in turn: 3 heads of n = 344 on 2 threads were 3 tasks, 2 of them on one thread (causal, d = 128:
+   0.90 ms, against tiled_omp.avx2's 0.79); in chunks of 172 rows, 0.70 ms. So where 256-row chunks
+   balance badly, chunks go down to 64 rows (2 heads of n = 512 in 128-row chunks instead of 256:
+   4% slower, so only where it pays).
    The test build (BOMP_TEST_TEAM, see CMakeLists.txt) starts a team for any work and cuts heads
    into the shortest chunks, so that the batteries' small shapes run the parallel path and its
    chunk boundaries. */
 #ifdef BOMP_TEST_TEAM
 #define BOMP_MIN_FLOPS_PER_THREAD 0.0
 #define BOMP_MIN_CHUNK_ROWS       BANDED_MR
+#define BOMP_MIN_SHORT_CHUNK_ROWS BANDED_MR
 #else
 #define BOMP_MIN_FLOPS_PER_THREAD 5e5
 #define BOMP_MIN_CHUNK_ROWS       256
+#define BOMP_MIN_SHORT_CHUNK_ROWS 64
 #endif
 
 /* Tasks per thread the chunks aim at: with dynamic scheduling a thread that loses its core for a
    while leaves its remaining tasks to the others, and the last tasks' unevenness is a quarter of
    a thread's share at most. */
 #define BOMP_TASKS_PER_THREAD 4
+/* Where the tasks (counted equal) would keep the threads busy less than this fraction of the time,
+   chunks get shorter (BOMP_MIN_SHORT_CHUNK_ROWS). */
+#define BOMP_MIN_BALANCE 0.9
 
 static int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
@@ -54,13 +64,20 @@ static int threads_for_work(const bomp_plan *pl, int n_threads) {
   return (int)(flops / BOMP_MIN_FLOPS_PER_THREAD);
 }
 
+/* The fraction of the time n equal tasks keep t threads busy. */
+static double balance(int64_t n, int64_t t) {
+  return (double)n / (double)(t * ceil_div(n, t));
+}
+
 /* Chunks per head: enough for BOMP_TASKS_PER_THREAD tasks per thread, none shorter than
-   BOMP_MIN_CHUNK_ROWS rows (a head shorter than that is one task). */
+   BOMP_MIN_CHUNK_ROWS rows (a head shorter than that is one task); if those balance badly, the
+   fewest chunks of at least BOMP_MIN_SHORT_CHUNK_ROWS rows that balance well. */
 static void choose_chunks(bomp_plan *pl, int64_t t) {
   const int64_t n_q = pl->p->n_q;
   const int64_t want = ceil_div(BOMP_TASKS_PER_THREAD * t, pl->heads);
-  const int64_t most = max64(1, n_q / BOMP_MIN_CHUNK_ROWS);
-  const int64_t chunks = min64(want, most);
+  int64_t chunks = min64(want, max64(1, n_q / BOMP_MIN_CHUNK_ROWS));
+  const int64_t most = max64(1, n_q / BOMP_MIN_SHORT_CHUNK_ROWS);
+  while (chunks < most && balance(pl->heads * chunks, t) < BOMP_MIN_BALANCE) chunks++;
   pl->chunk_rows = ceil_div(ceil_div(n_q, chunks), BANDED_MR) * BANDED_MR;
   pl->chunks = ceil_div(n_q, pl->chunk_rows);
 }
