@@ -26,6 +26,23 @@ function(txattn_add_plugin name)
   endif()
 endfunction()
 
+# txattn_add_team_test_plugin(<name> DEFINE <macro> SOURCES <files...> [LIBS <libs...>])
+# For a threaded plugin: a test build <name>_test_team of it, compiled with <macro> defined (the
+# plugin then starts a team for any work and splits it as finely as it can), into a directory of
+# its own, and the ctests <name>_test_team_check_2 and _3: `txtune check` over it runs every
+# battery shape through the parallel paths, with 2 threads and oversubscribed.
+function(txattn_add_team_test_plugin name)
+  cmake_parse_arguments(ARG "" "DEFINE" "SOURCES;LIBS" ${ARGN})
+  set(dir "${CMAKE_CURRENT_BINARY_DIR}/test-team-plugins")
+  txattn_add_plugin(${name}_test_team SOURCES ${ARG_SOURCES} LIBS ${ARG_LIBS} OUTPUT_DIR "${dir}"
+                    NO_INSTALL)
+  target_compile_definitions(txattn_plugin_${name}_test_team PRIVATE ${ARG_DEFINE})
+  foreach(threads 2 3)
+    add_test(NAME ${name}_test_team_check_${threads}
+             COMMAND txtune check --plugin-path "${dir}" --threads ${threads})
+  endforeach()
+endfunction()
+
 # txattn_isa_sources(<target> [SCALAR <files...>] [AVX2 <files...>] [AVX512 <files...>]
 #                    [NEON <files...>])
 # Adds each ISA's sources to <target> with the flags that ISA's code is compiled with, and only when
