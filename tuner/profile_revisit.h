@@ -18,8 +18,9 @@
 #include "profile.h"
 
 #define PROF_MAX_CONTENDERS 3
-/* A candidate is a contender when its time is within this fraction of the leader's: near ties
-   between single-thread kernels, and anything within half when one of the two runs on several
+/* A candidate is a contender when its time is within this fraction of the leader's: between
+   single-thread kernels 10%, the ties (profile.h: up to 6%) and those just past them, so that the
+   tie rule decides on revisited times; anything within half when one of the two runs on several
    threads (whose speed drifts by 20-40% from one profile to the next on a shared 2-vCPU machine). */
 #define PROF_CLOSE_SINGLE   0.10
 #define PROF_CLOSE_THREADED 0.5
