@@ -227,11 +227,13 @@ static tx_args_result parse(const tx_cmd_spec *spec, int argc, char **argv) {
       print_help(spec, stdout);
       return TX_ARGS_HELP;
     }
-    if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0')
+    const int short_out = strcmp(arg, "-o") == 0; /* -o FILE: --output FILE, where there is one */
+    if (!short_out && (strncmp(arg, "--", 2) != 0 || arg[2] == '\0'))
       return fail(spec, "unexpected argument '%s'", arg);
-    const char *name = arg + 2, *eq = strchr(name, '=');
+    const char *name = short_out ? "output" : arg + 2, *eq = short_out ? NULL : strchr(name, '=');
     size_t len = eq ? (size_t)(eq - name) : strlen(name);
     const tx_opt *o = find_opt(spec, name, len);
+    if (!o && short_out) return fail(spec, "unknown option '-o'");
     if (!o) return fail(spec, "unknown option '--%.*s'", (int)len, name);
     if (o->kind == TX_OPT_FLAG) {
       if (eq) return fail(spec, "--%s takes no value", o->name);

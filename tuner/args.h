@@ -66,7 +66,8 @@ typedef struct tx_cmd_spec {
 #define TX_EXIT_FAIL  1
 #define TX_EXIT_USAGE 2
 
-/* argv[0] is the subcommand name; options start at argv[1]. Returns -1 when the command should run,
+/* argv[0] is the subcommand name; options start at argv[1]; -o FILE stands for --output FILE in a
+   command that has --output. Returns -1 when the command should run,
    else its exit status: TX_EXIT_OK after printing --help, TX_EXIT_USAGE after printing an error and
    the usage to stderr. */
 int tx_args_parse_cmd(const tx_cmd_spec *spec, int argc, char **argv);

@@ -155,9 +155,6 @@ static int parse(bench_run *r, int argc, char **argv) {
                           "--n N|LIST|A..B --d D [--mask KIND[,KIND...] --left L --right R] "
                           "[--json] [-o FILE] [options]",
                           about, r->groups, 4};
-  static char output[] = "--output"; /* the option parser knows long names only */
-  for (int i = 1; i < argc; i++)
-    if (strcmp(argv[i], "-o") == 0) argv[i] = output;
   int rc = tx_args_parse_cmd(&r->spec, argc, argv);
   if (rc >= 0) return rc;
   if (o->verify && o->no_verify)

@@ -48,9 +48,6 @@ static int parse(plot_run *r, int argc, char **argv) {
   r->groups[0] = (tx_opt_group){"Options", r->opts, 3};
   r->spec =
       (tx_cmd_spec){"plot", "[--from FILE | --table FILE] [-o FILE.svg]", about, r->groups, 1};
-  static char output[] = "--output"; /* the option parser knows long names only */
-  for (int i = 1; i < argc; i++)
-    if (strcmp(argv[i], "-o") == 0) argv[i] = output;
   int rc = tx_args_parse_cmd(&r->spec, argc, argv);
   if (rc >= 0) return rc;
   if (r->from_path && r->table_path)

@@ -87,9 +87,6 @@ static int parse(profile_run *r, int argc, char **argv) {
                           "[--quick | --patient] [--threads LIST] [--d LIST] [--n-max N] "
                           "[--budget S] [-o FILE]",
                           about, r->groups, 1};
-  static char output[] = "--output"; /* the option parser knows long names only */
-  for (int i = 1; i < argc; i++)
-    if (strcmp(argv[i], "-o") == 0) argv[i] = output;
   int rc = tx_args_parse_cmd(&r->spec, argc, argv);
   if (rc >= 0) return rc;
   if (r->quick && r->patient)
