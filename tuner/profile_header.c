@@ -78,9 +78,9 @@ void prof_set_header(profile_run *r, double elapsed) {
       "\"revisits\": {\"visits\": %d, \"runs_per_visit\": 2, \"max_call_s\": %g, "
       "\"close_single\": %g, \"close_threaded\": %g, \"points\": %zu, \"time\": \"median of "
       "the visits' medians (the point's own runs the first), spread over them\"}, "
-      "\"ties\": {\"within\": [%g, %g], \"within_threaded\": %g, \"prefer\": \"a kernel that "
-      "starts no threads, then "
-      "the kernel's default tunables, then the name\", \"points\": %zu}, "
+      "\"ties\": {\"within\": [%g, %g], \"within_threaded\": %g, \"prefer\": \"a candidate "
+      "timed in full (not rough), then a kernel that starts no threads, then the kernel's default "
+      "tunables, then the name\", \"points\": %zu}, "
       "\"plan\": {\"fill\": %g, \"model_scale\": %.3f}, \"points\": %zu, "
       "\"points_left_out\": %zu, \"noise_median_spread\": %.4f, \"load_1min\": %s, "
       "\"levels\": %s}",
