@@ -26,9 +26,14 @@ static const char about[] =
     "0 by chance, and the smallest difference the profile treats as a tie (profile.ties), and\n"
     "at least the run-to-run noise: the median change of a candidate's time\n"
     "from A to B over every candidate both timed, which runs seconds apart within one profile\n"
-    "understate. A flip is within the noise when, in both tables, the margin is at most that\n"
-    "noise; above it when a table measured the other's choice as clearly slower: the choice is\n"
-    "not stable there. When a table did not time the other's pick at that point (a profile stops\n"
+    "understate. Each table measured the gap between the two picks once; a flip is above the\n"
+    "noise when the two measurements contradict each other (they differ by more than the two\n"
+    "tables' noise together: each found its own pick clearly faster, say) or when, taken\n"
+    "together (their mean), they find one pick slower than the other by more than the larger\n"
+    "noise: the choice is not stable there. Otherwise it is within the noise; \"tie edge\" when\n"
+    "both tables measured the same pick as the faster and one took the other as a tie (within\n"
+    "its tie limit, profile.ties), since a limit has an edge that a gap close to it can fall\n"
+    "either side of. When a table did not time the other's pick at that point (a profile stops\n"
     "timing candidates that lost at smaller n), the flip is counted apart as not comparable.\n"
     "Two profiles in a row should show no flip above the noise:\n"
     "  txtune profile -o a.json && txtune profile -o b.json && txtune compare a.json b.json\n"
@@ -47,11 +52,18 @@ typedef struct flip {
   txattn_table_candidate win[2]; /* each table's winner, as that table measured it */
   double margin[2], noise[2];    /* in table i: time of the other's winner / own winner - 1 */
   int verdict;                   /* FLIP_* */
+  int why;                       /* WHY_* */
   size_t cls_index;              /* A's */
 } flip;
 
 enum { FLIP_WITHIN, FLIP_ABOVE, FLIP_UNTIMED };
 static const char *const verdicts[] = {"within noise", "ABOVE NOISE", "not comparable"};
+/* Why: the measurements contradict each other, or together find a pick slower; within the noise,
+   both found the same pick faster (one table took the other as a tie), or they do not agree on
+   which is faster, but within the noise. */
+enum { WHY_NONE, WHY_CONTRADICT, WHY_SLOWER, WHY_TIE_EDGE };
+static const char *const whys[] = {"", " (they contradict)", " (slower in both)", " (tie edge)"};
+static const char *const why_keys[] = {"", "contradict", "slower_in_both", "tie_edge"};
 
 /* How much one candidate's time moved from A to B at one point: |t_B / t_A - 1|. */
 typedef struct drift {
@@ -67,7 +79,7 @@ typedef struct compare_run {
   tx_opt_group groups[1];
   tx_cmd_spec spec;
   size_t points, same, only[2];
-  size_t quiet, loud, untimed;
+  size_t quiet, loud, untimed, tie_edges;
   drift *drift; /* every candidate both timed fully */
   size_t n_drift, drift_cap;
   double drift_median; /* over all of them */
@@ -220,6 +232,25 @@ static double drift_median(const compare_run *r, size_t cls, const char *kernel,
   return n ? scratch[n / 2] : 0;
 }
 
+/* A flip both tables timed: gap_k = ln(time of B's pick / time of A's pick) in table k, as each
+   measured it (gap_A = ln(1 + margin_A), gap_B = -ln(1 + margin_B)). The two contradict each other
+   when they differ by more than both tables' noise; taken together (their mean) they find a pick
+   slower when the mean is beyond the larger noise. */
+static void judge_flip(flip *f) {
+  double gap_a = log1p(f->margin[0]), gap_b = -log1p(f->margin[1]);
+  double apart = fabs(gap_a - gap_b), mean = 0.5 * (gap_a + gap_b);
+  if (apart > log1p(f->noise[0]) + log1p(f->noise[1])) {
+    f->verdict = FLIP_ABOVE;
+    f->why = WHY_CONTRADICT;
+  } else if (fabs(mean) > log1p(fmax(f->noise[0], f->noise[1]))) {
+    f->verdict = FLIP_ABOVE;
+    f->why = WHY_SLOWER;
+  } else {
+    f->verdict = FLIP_WITHIN;
+    f->why = (gap_a > 0) == (gap_b > 0) ? WHY_TIE_EDGE : WHY_NONE;
+  }
+}
+
 /* Each flip against the noise: the candidates' own spreads, the profile's, and the run-to-run
    drift, overall and of the two kernels in that class (2-thread kernels on a shared VM drift far
    more between runs than within one). */
@@ -232,15 +263,18 @@ static int verdicts_for_flips(compare_run *r) {
     double moved =
         fmax(r->drift_median, fmax(drift_median(r, f->cls_index, f->win[0].kernel, scratch),
                                    drift_median(r, f->cls_index, f->win[1].kernel, scratch)));
-    int above = 0, untimed = 0;
+    int untimed = 0;
     for (int k = 0; k < 2; k++) {
       f->noise[k] = fmax(f->noise[k], moved);
       untimed |= isinf(f->margin[k]);
-      above |= !isinf(f->margin[k]) && f->margin[k] > f->noise[k];
     }
-    f->verdict = above ? FLIP_ABOVE : untimed ? FLIP_UNTIMED : FLIP_WITHIN;
+    if (untimed)
+      f->verdict = FLIP_UNTIMED;
+    else
+      judge_flip(f);
     size_t *count[] = {&r->quiet, &r->loud, &r->untimed};
     (*count[f->verdict])++;
+    r->tie_edges += f->why == WHY_TIE_EDGE;
   }
   free(scratch);
   return 1;
@@ -309,14 +343,15 @@ static void print_text(const compare_run *r) {
     tx_table_init(&t, "CLASS|>N|>R|A PICKS|B PICKS|B'S PICK IN A|A'S PICK IN B|VERDICT");
     for (size_t i = 0; i < r->n_flips; i++) {
       const flip *f = &r->flips[i];
-      char n[24], rr[24], w0[160], w1[160], m0[64], m1[64];
+      char n[24], rr[24], w0[160], w1[160], m0[64], m1[64], v[48];
       snprintf(n, sizeof n, "%lld", (long long)f->n);
       snprintf(rr, sizeof rr, "%lld", (long long)f->r);
       fmt_cand(&f->win[0], w0, sizeof w0);
       fmt_cand(&f->win[1], w1, sizeof w1);
       fmt_margin(f->margin[0], f->noise[0], m0, sizeof m0);
       fmt_margin(f->margin[1], f->noise[1], m1, sizeof m1);
-      const char *cells[] = {f->cls, n, f->r ? rr : NULL, w0, w1, m0, m1, verdicts[f->verdict]};
+      snprintf(v, sizeof v, "%s%s", verdicts[f->verdict], whys[f->why]);
+      const char *cells[] = {f->cls, n, f->r ? rr : NULL, w0, w1, m0, m1, v};
       tx_table_add(&t, cells);
     }
     printf("\nwhere the winners differ (margin: how much slower that table measured the other's "
@@ -329,7 +364,12 @@ static void print_text(const compare_run *r) {
          r->points, r->same, r->quiet, r->quiet == 1 ? "" : "s", r->loud, r->untimed);
   if (r->only[0] || r->only[1])
     printf(" (%zu points only in A, %zu only in B)", r->only[0], r->only[1]);
-  printf("\n%s\n", r->loud ? "not stable: a table measured the other's choice as clearly slower"
+  if (r->tie_edges)
+    printf("\n%zu of the flips within the noise at a tie's edge (both tables found the same pick "
+           "faster)",
+           r->tie_edges);
+  printf("\n%s\n", r->loud ? "not stable: where a flip is above the noise, the tables contradict "
+                             "each other or together find one pick clearly slower"
                            : "stable: every difference lies within the measured noise");
 }
 
@@ -357,6 +397,7 @@ static void print_json(const compare_run *r) {
   tx_json_kv_int(&j, "flips_within_noise", (int64_t)r->quiet);
   tx_json_kv_int(&j, "flips_above_noise", (int64_t)r->loud);
   tx_json_kv_int(&j, "flips_not_comparable", (int64_t)r->untimed);
+  tx_json_kv_int(&j, "flips_at_tie_edge", (int64_t)r->tie_edges);
   tx_json_kv_double(&j, "noise_floor_a", r->s[0].noise_floor);
   tx_json_kv_double(&j, "noise_floor_b", r->s[1].noise_floor);
   tx_json_kv_double(&j, "run_to_run_noise", r->drift_median);
@@ -380,6 +421,7 @@ static void print_json(const compare_run *r) {
     tx_json_kv_double(&j, "noise_in_b", f->noise[1]);
     static const char *const keys[] = {"within_noise", "above_noise", "not_comparable"};
     tx_json_kv_string(&j, "verdict", keys[f->verdict]);
+    if (f->why != WHY_NONE) tx_json_kv_string(&j, "reason", why_keys[f->why]);
     tx_json_end_object(&j);
   }
   tx_json_end_array(&j);
