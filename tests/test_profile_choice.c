@@ -35,9 +35,15 @@ Test(profile_choice, the_fastest_wins_when_nothing_is_within_the_noise) {
   cr_expect_eq(prof_choose(c, 3), 1);
 }
 
-Test(profile_choice, within_the_tie_floor_the_name_decides) {
-  /* spreads far below PROF_TIE_MIN: the floor makes b (2% slower) a tie, and "a" < "b" */
+Test(profile_choice, alike_in_every_preference_the_faster_wins) {
+  /* within the tie floor, but neither is preferred: not the name ("a" < "b"), the time decides */
   prof_cand c[] = {timed("b", 0, 0, 1.00, 0.001), timed("a", 0, 0, 1.02, 0.001)};
+  cr_expect_eq(prof_choose(c, 2), 0);
+}
+
+Test(profile_choice, a_kernel_that_starts_no_threads_is_preferred_within_the_tie_floor) {
+  /* spreads far below PROF_TIE_MIN: the floor makes z (2% slower) a tie */
+  prof_cand c[] = {timed("a_omp", 0, 1, 1.00, 0.001), timed("z", 0, 0, 1.02, 0.001)};
   cr_expect_eq(prof_choose(c, 2), 1);
   /* just past the floor it is not */
   c[1].time_s = 1.0 + PROF_TIE_MIN + 0.002;
@@ -45,16 +51,11 @@ Test(profile_choice, within_the_tie_floor_the_name_decides) {
 }
 
 Test(profile_choice, a_wide_spread_widens_the_tie_up_to_its_limit) {
-  prof_cand c[] = {timed("b", 0, 0, 1.00, 0.05), timed("a", 0, 0, 1.045, 0.001)};
+  prof_cand c[] = {timed("tiled", 1, 0, 1.00, 0.05), timed("tiled", 0, 0, 1.045, 0.001)};
   cr_expect_eq(prof_choose(c, 2), 1, "4.5%% slower with a 5%% spread is a tie");
   c[0].spread = 0.5; /* no wider than PROF_TIE_MAX between single-thread kernels */
   c[1].time_s = 1.0 + PROF_TIE_MAX + 0.005;
   cr_expect_eq(prof_choose(c, 2), 0);
-}
-
-Test(profile_choice, a_kernel_that_starts_no_threads_is_preferred) {
-  prof_cand c[] = {timed("a_omp", 0, 1, 1.00, 0.001), timed("z", 0, 0, 1.02, 0.001)};
-  cr_expect_eq(prof_choose(c, 2), 1);
 }
 
 Test(profile_choice, the_default_tunables_are_preferred_to_a_variant) {
@@ -63,7 +64,7 @@ Test(profile_choice, the_default_tunables_are_preferred_to_a_variant) {
 }
 
 Test(profile_choice, a_threaded_pair_ties_up_to_the_threaded_limit) {
-  prof_cand c[] = {timed("b_omp", 0, 1, 1.00, 0.12), timed("a_omp", 0, 1, 1.11, 0.01)};
+  prof_cand c[] = {timed("omp", 1, 1, 1.00, 0.12), timed("omp", 0, 1, 1.11, 0.01)};
   c[0].threaded = c[1].threaded = 1;
   cr_expect_eq(prof_choose(c, 2), 1, "11%% with a 12%% spread on several threads is a tie");
   c[0].spread = 0.5;
@@ -82,4 +83,12 @@ Test(profile_choice, a_rough_time_never_wins_a_tie) {
   /* but a rough one faster by more than the noise wins: it is the fastest */
   d[0].time_s = 0.90;
   cr_expect_eq(prof_choose(d, 2), 0);
+}
+
+Test(profile_choice, a_single_run_is_not_timed_in_full) {
+  /* not pruned, but planned with one run (a candidate out of the race): no median, no spread */
+  prof_cand one = timed("tiled", 0, 0, 1.01, -1);
+  one.n_runs = 1;
+  prof_cand c[] = {timed("tiled", 1, 0, 1.00, 0.001), one};
+  cr_expect_eq(prof_choose(c, 2), 0);
 }

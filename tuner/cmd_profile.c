@@ -51,7 +51,7 @@ static const char about[] =
     "Ties: where other candidates are within the noise of the fastest (their spread, 3% to 6%,\n"
     "up to 15% with a threaded one) the point's winner is the preferred one among them (one timed\n"
     "in full, not a single run; a kernel that starts no threads; the kernel's default tunables;\n"
-    "then the name), marked as a tie,\n"
+    "of candidates alike in these, the faster), marked as a tie,\n"
     "so that two profiles choose alike where their measurements cannot tell the kernels apart.\n"
     "The budget is a hard cap: before each point the time of every point left is predicted from\n"
     "each class's last points (growing with the visible pairs, or n_q x n_kv for dense kernels,\n"

@@ -93,8 +93,12 @@ int prof_check(prof_checks *c, txattn_context *ctx, size_t cls, const txattn_pro
    PROF_FIRST_PRUNE_RATIO if larger) x the leader's median stop (rough; `keep` ones never do).
    In each round the threaded candidates run after the others, and the first run of each group
    follows a few milliseconds of untimed calls of its candidate, so that none is timed while the
-   OpenMP threads of another spin or while its own wake up. The candidates may be reordered. time_s is the median of the runs (a rough candidate's: the
-   fastest), spread (max - min of the middle half) / median, -1 with fewer than two runs.
+   OpenMP threads of another spin or while its own wake up. Last, a candidate not timed in full
+   (one run, or pruned) whose time is within the widest tie limit (PROF_TIE_MAX, or
+   PROF_TIE_MAX_THREADED) of the fastest one timed in full gets as many runs as that one, so that
+   prof_choose decides a tie on medians. The candidates may be reordered. time_s is the median of
+   the runs (a rough candidate's: the fastest), spread (max - min of the middle half) / median, -1
+   with fewer than two runs.
    Returns TXATTN_OK, or the first failure (the candidate is then dropped: n is updated; its plan
    freed unless borrowed). */
 txattn_status prof_time(prof_cand *c, size_t *n, const txattn_tensors *t, const prof_settings *s);
@@ -103,13 +107,14 @@ txattn_status prof_time(prof_cand *c, size_t *n, const txattn_tensors *t, const 
 txattn_status prof_time_until(prof_cand *c, size_t *n, const txattn_tensors *t,
                               const prof_settings *s, double deadline);
 
-/* The winner of a point: the fastest candidate, or, among the candidates within the noise of it, the
-   preferred one: a candidate timed in full (not rough), a kernel that starts no threads, then the
-   kernel's default tunables, then the name. Within the noise: at most (1 + tol) x the fastest, tol the larger spread of the two (a
-   rough one's counts as none) within PROF_TIE_MIN..PROF_TIE_MAX, or up to PROF_TIE_MAX_THREADED
-   when one of them runs on several threads. Same code under two names (tiled.avx2 and
-   tiled_omp.avx2 on one thread) or two tiles a few percent apart are ties that two profiles would
-   otherwise settle by the noise of the moment. The bounds are what two default profiles in a row
+/* The winner of a point: the fastest candidate, or, among the candidates within the noise of it,
+   the preferred one: a candidate timed in full (not rough), a kernel that starts no threads, then
+   the kernel's default tunables; of candidates alike in these, the faster. Within the noise: at
+   most (1 + tol) x the fastest, tol the larger spread of the two (a rough one's counts as none)
+   within PROF_TIE_MIN..PROF_TIE_MAX, or up to PROF_TIE_MAX_THREADED when one of them runs on
+   several threads. Same code under two names (tiled.avx2 and tiled_omp.avx2 on one thread) or two
+   tiles a few percent apart are ties that two profiles would otherwise settle by the noise of the
+   moment. The bounds are what two default profiles in a row
    measured on the 2-vCPU development VM: a single-thread candidate's time moved by 1-2% (median)
    and up to 6% at a point, and the same code under two names (its own plan and workspace each)
    differed by 3-6% in one profile; a 2-thread one's by 10-30% at calls under 0.1 ms. */

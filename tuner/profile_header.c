@@ -80,7 +80,7 @@ void prof_set_header(profile_run *r, double elapsed) {
       "the visits' medians (the point's own runs the first), spread over them\"}, "
       "\"ties\": {\"within\": [%g, %g], \"within_threaded\": %g, \"prefer\": \"a candidate "
       "timed in full (not rough), then a kernel that starts no threads, then the kernel's default "
-      "tunables, then the name\", \"points\": %zu}, "
+      "tunables; of candidates alike in these, the faster\", \"points\": %zu}, "
       "\"plan\": {\"fill\": %g, \"model_scale\": %.3f}, \"points\": %zu, "
       "\"points_left_out\": %zu, \"noise_median_spread\": %.4f, \"load_1min\": %s, "
       "\"levels\": %s}",
