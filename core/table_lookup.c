@@ -144,6 +144,7 @@ static const txattn__cand *best_of(const txattn__point *p, const txattn__kernel 
 typedef struct ranked {
   const txattn__kernel *k;
   double logt;
+  int wins; /* the winner of a surrounding point */
 } ranked;
 
 /* Appends "name reason" to the skipped list. */
@@ -175,27 +176,29 @@ static int viable(const txattn__point *p, size_t i, const txattn_problem *r, cha
   return 1;
 }
 
-/* The winner every surrounding point names (its first candidate), or NULL if they differ. At a
-   tie (txattn__point.tie) that winner is not the fastest: the profiler chose it among times within
-   their noise, and the lookup keeps that choice rather than re-ranking by time. */
-static const txattn__kernel *agreed_winner(const around *a) {
-  const txattn__cand *w = &a->at[0].p->cands[0];
-  for (size_t i = 1; i < a->n; i++)
-    if (!txattn__tm_same_candidate(&a->at[i].p->cands[0], w)) return NULL;
-  return w->k;
+/* Whether k is the winner (first candidate) of a surrounding point. At a tie (txattn__point.tie)
+   that winner is not the fastest: the profiler chose it among times within their noise. */
+static int wins_around(const around *a, const txattn__kernel *k) {
+  for (size_t i = 0; i < a->n; i++)
+    if (a->at[i].p->cands[0].k == k) return 1;
+  return 0;
 }
 
-/* x ranks before y: the agreed winner first, else the shorter interpolated time. */
-static int before(const ranked *x, const ranked *y, const txattn__kernel *agreed) {
+/* x ranks before y: a kernel that wins at a surrounding point before one that wins at none, then
+   the shorter interpolated time. So where every point around names one kernel it stays (the
+   profile's choice of a tie, or tiles of one kernel that differ from point to point, are kept
+   rather than re-ranked by time), and between two winners the lookup chooses one of them: a kernel
+   that won nowhere around (tiled_omp.avx2 on one thread, a few percent behind both) does not take
+   the shape between them on interpolated times inside the noise. */
+static int before(const ranked *x, const ranked *y) {
   if (y->k == NULL) return 1;
-  if (agreed != NULL && (x->k == agreed || y->k == agreed)) return x->k == agreed;
+  if (x->wins != y->wins) return x->wins;
   return x->logt < y->logt;
 }
 
 static void rank(const around *a, const txattn_problem *r, ranked *best, ranked *second,
                  char *skipped, size_t size) {
   const txattn__point *p0 = a->at[0].p;
-  const txattn__kernel *agreed = agreed_winner(a);
   for (size_t i = 0; i < p0->n_cands; i++) {
     if (!viable(p0, i, r, skipped, size, best->k == NULL)) continue;
     const txattn__kernel *k = p0->cands[i].k;
@@ -207,11 +210,11 @@ static void rank(const around *a, const txattn_problem *r, ranked *best, ranked 
       logt += a->at[c].w * log(y->time_s);
     }
     if (c < a->n) continue; /* not measured at every surrounding point */
-    ranked x = {k, logt};
-    if (before(&x, best, agreed)) {
+    ranked x = {k, logt, wins_around(a, k)};
+    if (before(&x, best)) {
       *second = *best;
       *best = x;
-    } else if (before(&x, second, agreed)) {
+    } else if (before(&x, second)) {
       *second = x;
     }
   }
@@ -275,7 +278,7 @@ int txattn__table_choose(const txattn_context *ctx, const txattn_problem *r,
   if (a.c == NULL) return say(why, size, "no table entry: the table has no class %s", a.cls);
   if (!find_corners(&a, n, rr, inner, sizeof inner))
     return say(why, size, "no table entry: %s", inner);
-  ranked best = {NULL, 0}, second = {NULL, 0};
+  ranked best = {NULL, 0, 0}, second = {NULL, 0, 0};
   char skipped[160] = "";
   rank(&a, r, &best, &second, skipped, sizeof skipped);
   if (best.k == NULL)

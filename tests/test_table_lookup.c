@@ -115,6 +115,48 @@ Test(table_lookup, between_points_the_interpolated_times_decide) {
   txattn_context_free(ctx);
 }
 
+/* tiled.scalar is a close second at both points (1% behind naive at 256, 1% behind masked at 1024),
+   so its interpolated time in between is the smallest, but it won neither: the winners decide. */
+Test(table_lookup, between_two_winners_a_kernel_that_won_neither_does_not_take_the_shape) {
+  scratch_dir(dir, sizeof dir, 0755);
+  snprintf(file, sizeof file, "%s/dispatch.json", dir);
+  txattn_context *maker = tc_context(NULL, "", 1);
+  txattn_table *t;
+  TC_ASSERT_OK(txattn_table_create(maker, &t));
+  txattn_table_class c = {TXATTN_MASK_CAUSAL, TXATTN_TABLE_WINDOW_NONE, TC_D, TC_D, 1, 1, 0, 1, 1};
+  size_t ci;
+  TC_ASSERT_OK(txattn_table_add_class(t, &c, &ci));
+  tc_cand lo[] = {
+      {"naive.scalar", 1.00e-3, 0}, {"tiled.scalar", 1.01e-3, 0}, {"masked.scalar", 2.0e-3, 0}};
+  tc_cand hi[] = {
+      {"masked.scalar", 10.0e-3, 0}, {"tiled.scalar", 10.1e-3, 0}, {"naive.scalar", 18.0e-3, 0}};
+  tc_add_point(maker, t, ci, 256, 0, lo, 3);
+  tc_add_point(maker, t, ci, 1024, 0, hi, 3);
+  TC_ASSERT_OK(txattn_table_write(t, file));
+  txattn_context_free(maker);
+  txattn_context *ctx = tc_context(NULL, file, 1);
+  cr_assert_eq(txattn_context_table_status(ctx), TXATTN_TABLE_LOADED, "%s",
+               txattn_context_table_state(ctx));
+  int picked[2] = {0, 0};
+  for (int64_t n = 300; n < 1024; n += 100) {
+    char kernel[64], why[512], want[64];
+    txattn_problem p = causal(n);
+    tc_pick(ctx, &p, kernel, sizeof kernel, why, sizeof why);
+    tc_expected(t, ci, n, 0, want, sizeof want);
+    cr_expect_str_eq(kernel, want, "n = %lld: %s", (long long)n, why);
+    cr_expect_str_neq(kernel, "tiled.scalar", "n = %lld: %s", (long long)n, why);
+    int masked = strcmp(kernel, "masked.scalar") == 0;
+    /* the runner-up is the other winner, not the kernel with the smaller interpolated time */
+    cr_expect(strstr(why, masked ? "runner-up naive.scalar" : "runner-up masked.scalar") != NULL,
+              "n = %lld: %s", (long long)n, why);
+    picked[masked]++;
+  }
+  cr_expect(picked[0] > 0 && picked[1] > 0, "both winners should take part (%d, %d)", picked[0],
+            picked[1]);
+  txattn_table_free(t);
+  txattn_context_free(ctx);
+}
+
 Test(table_lookup, windows_interpolate_in_n_and_r) {
   txattn_table *t;
   txattn_context *ctx = following(&t);

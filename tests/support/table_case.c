@@ -153,6 +153,22 @@ static double time_at(const txattn_table *t, size_t cls, int64_t n, int64_t r, c
   return 0;
 }
 
+/* Whether kernel is the winner (the first candidate) of point (n, r). */
+static int winner_at(const txattn_table *t, size_t cls, int64_t n, int64_t r, const char *kernel) {
+  size_t np;
+  txattn_table_class c;
+  TC_ASSERT_OK(txattn_table_class_get(t, cls, &c, &np, NULL));
+  for (size_t i = 0; i < np; i++) {
+    txattn_table_point p;
+    txattn_table_candidate x;
+    TC_ASSERT_OK(txattn_table_point_get(t, cls, i, &p));
+    if (p.n != n || p.r != r) continue;
+    TC_ASSERT_OK(txattn_table_candidate_get(t, cls, i, 0, &x));
+    return strcmp(x.kernel, kernel) == 0;
+  }
+  return 0;
+}
+
 static double weight(int64_t lo, int64_t hi, int64_t x) {
   return lo == hi ? 0 : log((double)x / (double)lo) / log((double)hi / (double)lo);
 }
@@ -164,16 +180,24 @@ void tc_expected(const txattn_table *t, size_t cls, int64_t n, int64_t r, char *
   int64_t n0, n1, r0 = 0, r1 = 0;
   kernel[0] = '\0';
   if (!bracket(t, cls, 0, n, &n0, &n1) || !bracket(t, cls, 1, r, &r0, &r1)) return;
-  double wn = weight(n0, n1, n), wr = weight(r0, r1, r), best = INFINITY;
-  for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++) {
-    double t00 = time_at(t, cls, n0, r0, kernels[k]), t10 = time_at(t, cls, n1, r0, kernels[k]),
-           t01 = time_at(t, cls, n0, r1, kernels[k]), t11 = time_at(t, cls, n1, r1, kernels[k]);
-    if (t00 == 0 || t10 == 0 || t01 == 0 || t11 == 0) continue;
-    double lt = (1 - wn) * (1 - wr) * log(t00) + wn * (1 - wr) * log(t10) +
-                (1 - wn) * wr * log(t01) + wn * wr * log(t11);
-    if (lt < best) {
-      best = lt;
-      snprintf(kernel, size, "%s", kernels[k]);
+  double wn = weight(n0, n1, n), wr = weight(r0, r1, r);
+  /* the kernels that win a surrounding point first; the others only if none of those is there */
+  for (int winners = 1; winners >= 0 && !kernel[0]; winners--) {
+    double best = INFINITY;
+    for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++) {
+      const int64_t ns[4] = {n0, n1, n0, n1}, rs[4] = {r0, r0, r1, r1};
+      double lt = 0, w[4] = {(1 - wn) * (1 - wr), wn * (1 - wr), (1 - wn) * wr, wn * wr};
+      int measured = 1, wins = 0;
+      for (int c = 0; c < 4; c++) {
+        double tc = time_at(t, cls, ns[c], rs[c], kernels[k]);
+        measured &= tc > 0;
+        wins |= winner_at(t, cls, ns[c], rs[c], kernels[k]);
+        lt += tc > 0 ? w[c] * log(tc) : 0;
+      }
+      if (measured && wins == winners && lt < best) {
+        best = lt;
+        snprintf(kernel, size, "%s", kernels[k]);
+      }
     }
   }
 }
