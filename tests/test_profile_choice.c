@@ -50,12 +50,21 @@ Test(profile_choice, a_kernel_that_starts_no_threads_is_preferred_within_the_tie
   cr_expect_eq(prof_choose(c, 2), 0);
 }
 
+/* The fastest (a variant) has a spread of `spread`: the default tunables `within` slower are a tie;
+   with any spread, the tie stops at `limit`. */
+static void expect_tie_up_to(double spread, double within, double limit, int threaded) {
+  prof_cand c[] = {timed("tiled", 1, threaded, 1.00, spread),
+                   timed("tiled", 0, threaded, 1.0 + within, 0.001)};
+  c[0].threaded = c[1].threaded = threaded;
+  cr_expect_eq(prof_choose(c, 2), 1, "%.1f%% slower with a %.1f%% spread is a tie", 100 * within,
+               100 * spread);
+  c[0].spread = 0.5;
+  c[1].time_s = 1.0 + limit + 0.005;
+  cr_expect_eq(prof_choose(c, 2), 0, "no tie past %.0f%%", 100 * limit);
+}
+
 Test(profile_choice, a_wide_spread_widens_the_tie_up_to_its_limit) {
-  prof_cand c[] = {timed("tiled", 1, 0, 1.00, 0.05), timed("tiled", 0, 0, 1.045, 0.001)};
-  cr_expect_eq(prof_choose(c, 2), 1, "4.5%% slower with a 5%% spread is a tie");
-  c[0].spread = 0.5; /* no wider than PROF_TIE_MAX between single-thread kernels */
-  c[1].time_s = 1.0 + PROF_TIE_MAX + 0.005;
-  cr_expect_eq(prof_choose(c, 2), 0);
+  expect_tie_up_to(0.05, 0.045, PROF_TIE_MAX, 0);
 }
 
 Test(profile_choice, the_default_tunables_are_preferred_to_a_variant) {
@@ -64,12 +73,7 @@ Test(profile_choice, the_default_tunables_are_preferred_to_a_variant) {
 }
 
 Test(profile_choice, a_threaded_pair_ties_up_to_the_threaded_limit) {
-  prof_cand c[] = {timed("omp", 1, 1, 1.00, 0.12), timed("omp", 0, 1, 1.11, 0.01)};
-  c[0].threaded = c[1].threaded = 1;
-  cr_expect_eq(prof_choose(c, 2), 1, "11%% with a 12%% spread on several threads is a tie");
-  c[0].spread = 0.5;
-  c[1].time_s = 1.0 + PROF_TIE_MAX_THREADED + 0.01;
-  cr_expect_eq(prof_choose(c, 2), 0);
+  expect_tie_up_to(0.12, 0.11, PROF_TIE_MAX_THREADED, 1);
 }
 
 /* A rough time is one run, or the fastest run of a candidate that was out of the race: it does not

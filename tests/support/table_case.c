@@ -133,40 +133,41 @@ static int bracket(const txattn_table *t, size_t cls, int use_r, int64_t x, int6
   return *lo >= 0 && *hi >= 0;
 }
 
-/* The fastest time of kernel at point (n, r); 0 if it was not measured there. */
-static double time_at(const txattn_table *t, size_t cls, int64_t n, int64_t r, const char *kernel) {
+/* The index of point (n, r) in class cls of t; -1 if it was not measured. */
+static long point_at(const txattn_table *t, size_t cls, int64_t n, int64_t r) {
   size_t np;
   txattn_table_class c;
   TC_ASSERT_OK(txattn_table_class_get(t, cls, &c, &np, NULL));
   for (size_t i = 0; i < np; i++) {
     txattn_table_point p;
     TC_ASSERT_OK(txattn_table_point_get(t, cls, i, &p));
-    if (p.n != n || p.r != r) continue;
-    double best = 0;
-    for (size_t k = 0; k < p.n_candidates; k++) {
-      txattn_table_candidate x;
-      TC_ASSERT_OK(txattn_table_candidate_get(t, cls, i, k, &x));
-      if (strcmp(x.kernel, kernel) == 0 && (best == 0 || x.time_s < best)) best = x.time_s;
-    }
-    return best;
+    if (p.n == n && p.r == r) return (long)i;
   }
-  return 0;
+  return -1;
+}
+
+/* The fastest time of kernel at point (n, r); 0 if it was not measured there. */
+static double time_at(const txattn_table *t, size_t cls, int64_t n, int64_t r, const char *kernel) {
+  long i = point_at(t, cls, n, r);
+  txattn_table_point p;
+  double best = 0;
+  if (i < 0) return 0;
+  TC_ASSERT_OK(txattn_table_point_get(t, cls, (size_t)i, &p));
+  for (size_t k = 0; k < p.n_candidates; k++) {
+    txattn_table_candidate x;
+    TC_ASSERT_OK(txattn_table_candidate_get(t, cls, (size_t)i, k, &x));
+    if (strcmp(x.kernel, kernel) == 0 && (best == 0 || x.time_s < best)) best = x.time_s;
+  }
+  return best;
 }
 
 /* Whether kernel is the winner (the first candidate) of point (n, r). */
 static int winner_at(const txattn_table *t, size_t cls, int64_t n, int64_t r, const char *kernel) {
-  size_t np;
-  txattn_table_class c;
-  TC_ASSERT_OK(txattn_table_class_get(t, cls, &c, &np, NULL));
-  for (size_t i = 0; i < np; i++) {
-    txattn_table_point p;
-    txattn_table_candidate x;
-    TC_ASSERT_OK(txattn_table_point_get(t, cls, i, &p));
-    if (p.n != n || p.r != r) continue;
-    TC_ASSERT_OK(txattn_table_candidate_get(t, cls, i, 0, &x));
-    return strcmp(x.kernel, kernel) == 0;
-  }
-  return 0;
+  long i = point_at(t, cls, n, r);
+  txattn_table_candidate x;
+  if (i < 0) return 0;
+  TC_ASSERT_OK(txattn_table_candidate_get(t, cls, (size_t)i, 0, &x));
+  return strcmp(x.kernel, kernel) == 0;
 }
 
 static double weight(int64_t lo, int64_t hi, int64_t x) {
