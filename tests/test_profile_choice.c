@@ -96,3 +96,18 @@ Test(profile_choice, a_single_run_is_not_timed_in_full) {
   prof_cand c[] = {timed("tiled", 1, 0, 1.00, 0.001), one};
   cr_expect_eq(prof_choose(c, 2), 0);
 }
+
+/* Among one kernel's tile variants (the race follows that one to the next n): the same rule. */
+Test(profile_choice, among_one_kernels_variants_the_same_rule) {
+  prof_cand c[] = {timed("banded", 0, 0, 0.50, 0.001), timed("tiled", 1, 0, 1.00, 0.001),
+                   timed("tiled", 0, 0, 1.01, 0.001), timed("tiled", 2, 0, 0.99, 0.001)};
+  c[0].kernel = 0;
+  c[1].kernel = c[2].kernel = c[3].kernel = 1;
+  cr_expect_eq(prof_choose_kernel(c, 4, 1), 2, "the default tunables, within the noise");
+  c[3].time_s = 0.95;
+  cr_expect_eq(prof_choose_kernel(c, 4, 1), 3, "a variant faster by more than the noise");
+  cr_expect_eq(prof_choose_kernel(c, 4, 0), 0);
+  cr_expect_eq(prof_choose_kernel(c, 4, 7), 4, "no candidate of that kernel");
+  c[0].n_runs = 0;
+  cr_expect_eq(prof_choose_kernel(c, 4, 0), 4, "nor one that was not timed");
+}

@@ -122,6 +122,9 @@ txattn_status prof_time_until(prof_cand *c, size_t *n, const txattn_tensors *t,
 #define PROF_TIE_MAX          0.06
 #define PROF_TIE_MAX_THREADED 0.15
 size_t prof_choose(const prof_cand *c, size_t n);
+/* The same among the candidates of one kernel (its tile variants) that were timed (n_runs > 0);
+   n if there is none. */
+size_t prof_choose_kernel(const prof_cand *c, size_t n, size_t kernel);
 
 /* The progress line on stderr (only when it is a terminal). */
 typedef struct prof_progress {

@@ -220,10 +220,7 @@ void prof_course_learn(prof_course *c, const prof_cand *x, size_t n, const prof_
     t->time_s = x[i].time_s;
     t->pairs = t->sparse ? w->pairs : w->dense;
     t->n = w->n;
-    t->kernel_best = 1;
-    for (size_t j = 0; j < n; j++)
-      if (x[j].n_runs > 0 && x[j].kernel == x[i].kernel && x[j].time_s < x[i].time_s)
-        t->kernel_best = 0;
+    t->kernel_best = prof_choose_kernel(x, n, x[i].kernel) == i;
   }
   c->pairs = w->pairs;
   c->best_s = best;

@@ -31,7 +31,9 @@ typedef struct prof_track {
   double time_s, pairs, prev_time_s, prev_pairs;
   double ratio[2]; /* its time over that point's best there and at the point before ([0] latest) */
   double best_ratio; /* the smallest such ratio so far */
-  int kernel_best;   /* at the last point it was timed, no other slot of its kernel was faster */
+  int kernel_best;   /* at the last point it was timed, the slot of its kernel that the point's
+                        rule (prof_choose) picks among that kernel's slots: the fastest, or the
+                        preferred one (default tunables) within the noise of it */
 } prof_track;
 
 /* A class at one r (window classes have one course per r, the others one), along n: what the

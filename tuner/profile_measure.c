@@ -1,5 +1,6 @@
 /* txtune profile: the candidates of one point (kernel x tunables) and their interleaved timing. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -234,18 +235,26 @@ static int preferred(const prof_cand *a, const prof_cand *b) {
   return c != 0 ? c < 0 : a->slot < b->slot;
 }
 
-size_t prof_choose(const prof_cand *c, size_t n) {
-  size_t fast = 0, w;
-  for (size_t i = 1; i < n; i++)
-    if (c[i].time_s < c[fast].time_s) fast = i;
+size_t prof_choose_kernel(const prof_cand *c, size_t n, size_t kernel) {
+  size_t fast = n, w;
+  for (size_t i = 0; i < n; i++)
+    if ((kernel == SIZE_MAX || c[i].kernel == kernel) && c[i].n_runs > 0 &&
+        (fast == n || c[i].time_s < c[fast].time_s))
+      fast = i;
+  if (fast == n) return n;
   w = fast;
   for (size_t i = 0; i < n; i++) {
+    if ((kernel != SIZE_MAX && c[i].kernel != kernel) || c[i].n_runs == 0) continue;
     double sa = in_full(&c[fast]) ? c[fast].spread : -1, sb = in_full(&c[i]) ? c[i].spread : -1;
     double most = c[i].threaded || c[fast].threaded ? PROF_TIE_MAX_THREADED : PROF_TIE_MAX;
     double tol = fmin(most, fmax(PROF_TIE_MIN, fmax(sa, sb)));
     if (c[i].time_s <= (1 + tol) * c[fast].time_s && preferred(&c[i], &c[w])) w = i;
   }
   return w;
+}
+
+size_t prof_choose(const prof_cand *c, size_t n) {
+  return prof_choose_kernel(c, n, SIZE_MAX);
 }
 
 static int wanted(const prof_cand *c, const prof_settings *s) {
