@@ -45,7 +45,8 @@ static const char about[] =
     "for a core another process holds can lose by far for a while); so is the dense masked\n"
     "kernel, for the summary.\n"
     "Close calls (the leader's call under 5 ms and another candidate within 10% of it, or\n"
-    "within 50% when one of them is threaded) are timed again after each later n, two runs\n"
+    "within 50% when one of them is threaded, measured there or expected from the smaller n)\n"
+    "are timed again after each later n, two runs\n"
     "each (3 visits, 4 by default, 6 patient): their time is the median of the visits' medians\n"
     "and their spread the visits' spread, since speeds drift over seconds, threaded ones most.\n"
     "Ties: where other candidates are within the noise of the fastest (their spread, 3% to 6%,\n"
@@ -188,6 +189,7 @@ static size_t plan_point(profile_run *r, prof_course *co, const prof_work *w, pr
     prof_tier tier = prof_course_tier(co, t, w, &r->drop);
     c[i].predict_s = r->scale * prof_course_predict(co, t, w);
     c[i].expect_s = c[i].predict_s;
+    c[i].history = t != NULL && t->pairs > 0;
     /* a CONFIRM candidate is planned at two runs (it is likely to lose by the prune ratio after
        them), but one that keeps up gets as many as the others */
     c[i].want = tier == PROF_OPTIONAL ? 1 : prof_runs_for(r, r->target_s, c[i].predict_s);

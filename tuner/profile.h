@@ -47,6 +47,7 @@ typedef struct prof_cand {
   int optional;     /* timed only because there was time to spare: a point stands without it */
   double predict_s; /* expected time of one call (0: unknown), so a deadline is not overrun */
   double expect_s;  /* the plan's prediction, which timing leaves alone (0: none) */
+  int history;      /* expect_s follows its own times at smaller n (else the point's best's) */
   double first_s;   /* its warm-up call */
   int64_t reps;
   double runs[PROF_MAX_RUNS];

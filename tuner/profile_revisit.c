@@ -24,7 +24,10 @@ int prof_close_call(const prof_cand *c, size_t n, size_t *who) {
       for (int j = 0; j < k; j++) taken |= who[j] == i;
       if (taken || c[i].n_runs == 0) continue;
       double close = c[i].threaded || c[lead].threaded ? PROF_CLOSE_THREADED : PROF_CLOSE_SINGLE;
-      if (c[i].time_s > (1 + close) * c[lead].time_s) continue;
+      int now = c[i].time_s <= (1 + close) * c[lead].time_s;
+      int expected = c[i].history && c[lead].history && c[lead].expect_s > 0 &&
+                     c[i].expect_s <= (1 + close) * c[lead].expect_s;
+      if (!now && !expected) continue;
       if (best == n || c[i].time_s < c[best].time_s) best = i;
     }
     if (best == n) break;
