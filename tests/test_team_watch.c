@@ -54,6 +54,43 @@ Test(team_watch, the_estimate_is_thread_0s_time_per_task) {
   cr_assert_eq(call(&r, 2, 0, 7 * MS, 2, 2, 4 * MS), 1);
 }
 
+Test(team_watch, a_team_faster_on_the_whole_keeps_its_size_through_late_calls) {
+  team_watch w = {0};
+  int64_t now = 0;
+  for (int i = 0; i < 50; i++, now += MS) /* 0.3 ms a call where one thread takes 0.8 */
+    cr_assert_eq(call(&w, 2, now, 300000, 2, 1, 400000), 0);
+  /* calls that lose a 7.2 ms time slice each: the team's lead of 25 ms lasts three of them */
+  for (int i = 0; i < 3; i++, now += 10 * MS)
+    cr_assert_eq(call(&w, 2, now, 8 * MS, 2, 1, 400000), 0, "late call %d", i);
+  cr_assert_eq(team_watch_size(&w, 2, now), 2);
+  cr_assert_eq(call(&w, 2, now, 8 * MS, 2, 1, 400000), 1, "the fourth uses it up");
+  cr_assert_eq(team_watch_size(&w, 2, now + 8 * MS), 1);
+}
+
+Test(team_watch, a_long_good_record_fades) {
+  team_watch w = {0};
+  int64_t now = 0;
+  for (int i = 0; i < 100000; i++, now += MS)
+    cr_assert_eq(call(&w, 2, now, 300000, 2, 1, 400000), 0);
+  /* 30 s of a team 2.7 times faster than one thread, then a process takes a core */
+  int late = 0;
+  while (late < 20 && !call(&w, 2, now, 8 * MS, 2, 1, 400000)) {
+    late++;
+    now += 10 * MS;
+  }
+  cr_assert_gt(late, 0, "the first late call is covered by the team's record");
+  cr_assert_lt(late, 20, "but only the last %.0f ms of it count", TEAM_WATCH_HORIZON_NS / 1e6);
+}
+
+Test(team_watch, a_hiccup_is_no_late_team) {
+  /* 4 times the estimate, but 0.6 ms lost: a woken core, an interrupt */
+  team_watch w = {0};
+  cr_assert_eq(call(&w, 2, 0, 800000, 2, 2, 200000), 0);
+  cr_assert_eq(call(&w, 2, 0, TEAM_WATCH_MIN_LOSS_NS + 200000 - 1, 2, 2, 200000), 0);
+  cr_assert_eq(team_watch_size(&w, 2, 1 * MS), 2);
+  cr_assert_eq(call(&w, 2, 0, TEAM_WATCH_MIN_LOSS_NS + 200000, 2, 2, 200000), 1);
+}
+
 Test(team_watch, nothing_is_counted_without_a_team_or_thread_0s_tasks) {
   team_watch w = {0};
   cr_assert_eq(call(&w, 1, 0, 100 * MS, 4, 4, 1 * MS), 0, "a team of one");
