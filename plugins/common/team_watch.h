@@ -40,10 +40,10 @@
 
 /* A late call: its region lasted more than this many times the one-thread estimate, and lost at
    least TEAM_WATCH_MIN_LOSS_NS against it: a time slice lost, not a hiccup. In a default profile
-   on the quiet development VM, 32 of about 40000 team calls were 1.5 times late, all but one by
-   less than 1 ms (a woken vCPU, a host interrupt: 12-700 us), several within a second, which
-   halved the team for up to a quarter of a second and skewed the times the profile took there;
-   a team held up by a competing process loses 3-12 ms a call. */
+   on the quiet development VM, 32 of more than 30000 team calls were 1.5 times late, all but one
+   by less than 1 ms (a woken vCPU, a host interrupt: 12-700 us), 8 of them within 1.3 s, each of
+   which doubled the last period at a smaller team and skewed the times the profile took there; a
+   team held up by a competing process loses 3-12 ms a call. */
 #define TEAM_WATCH_LATE        1.5
 #define TEAM_WATCH_MIN_LOSS_NS 1000000
 /* A late call caps the team only if the team's calls since the last cap, this one included, took
