@@ -30,7 +30,10 @@ endfunction()
 # For a threaded plugin: a test build <name>_test_team of it, compiled with <macro> defined (the
 # plugin then starts a team for any work and splits it as finely as it can), into a directory of
 # its own, and the ctests <name>_test_team_check_2 and _3: `txtune check` over it runs every
-# battery shape through the parallel paths, with 2 threads and oversubscribed.
+# battery shape through the parallel paths, with 2 threads and oversubscribed; and
+# <name>_test_team_check_alone: the same plans on 2 threads run by a team of one
+# (OMP_THREAD_LIMIT=1), as the team watch (plugins/common/team_watch.h) runs them when it caps
+# the team.
 function(txattn_add_team_test_plugin name)
   cmake_parse_arguments(ARG "" "DEFINE" "SOURCES;LIBS" ${ARGN})
   set(dir "${CMAKE_CURRENT_BINARY_DIR}/test-team-plugins")
@@ -41,6 +44,9 @@ function(txattn_add_team_test_plugin name)
     add_test(NAME ${name}_test_team_check_${threads}
              COMMAND txtune check --plugin-path "${dir}" --threads ${threads})
   endforeach()
+  add_test(NAME ${name}_test_team_check_alone
+           COMMAND txtune check --plugin-path "${dir}" --threads 2)
+  set_tests_properties(${name}_test_team_check_alone PROPERTIES ENVIRONMENT OMP_THREAD_LIMIT=1)
 endfunction()
 
 # txattn_isa_sources(<target> [SCALAR <files...>] [AVX2 <files...>] [AVX512 <files...>]
