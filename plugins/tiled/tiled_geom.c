@@ -172,11 +172,15 @@ double tiled_cost_pairs(const tiled_geom *g, const tiled_ops *ops) {
 
 /* The rule, fitted to measurements of tiled.avx2 on Zen 2 (32 KiB L1d, 512 KiB L2, 8 MiB L3 share;
  * no mask; the tuner refines it per machine):
- *  - block_k: the packed K and V block (bc * (d_qk + d_v) floats) takes half of L2, at most 512 keys;
- *    if that leaves fewer than 256 keys, up to 256 as long as the block fits in L2. Large blocks
- *    amortise each row's per-block softmax work and each accumulator tile's load and store: at
- *    n = 4096, d = 64 ran at 80.7 / 83.3 / 85.2 GFLOP/s with 128 / 256 / 512 keys (1024: 82.9),
- *    d = 128 at 88.6 / 90.6 / 90.7, and d = 256 at 90.7 with 128 keys against 94.7 with 256.
+ *  - block_k: the largest packed K and V block (bc * (d_qk + d_v) floats) that fits in L2, at most
+ *    512 keys. Large blocks amortise each row's per-block softmax work and each accumulator tile's
+ *    load and store: at n = 4096, d = 64 ran at 80.7 / 83.3 / 85.2 GFLOP/s with 128 / 256 / 512
+ *    keys (1024: 82.9), d = 128 at 88.6 / 90.6 / 90.7, and d = 256 at 90.7 with 128 keys against
+ *    94.7 with 256. An earlier rule took half of L2 (256 keys at d = 128); two profiles found 512
+ *    faster at every d = 128 class (geometric mean over about 130 points 1.010-1.017), and 15
+ *    interleaved runs (h 2, n 1024 and 4096, no mask and causal) gave (42, 512), this rule's
+ *    blocks, 0.971-0.990 of the time of (60, 256); block_q from 42 to 84 rows at 512 keys within
+ *    1.6%.
  *  - block_q: the query block's scores, queries and accumulators (br * (bc + d_qk + d_v) floats)
  *    take a quarter of L2 beside the K/V block (n = 4096, d = 128: 90.6 / 91.7 / 91.4 / 87.9
  *    GFLOP/s with 30 / 60 / 90 / 120 rows; d = 64 flat from 30 to 180 rows), or half of L2 when the
@@ -190,9 +194,8 @@ void tiled_default_blocks(const txattn_problem *p, const txattn_machine *m, int 
   const int64_t l3 = m && m->l3_bytes > 0 ? m->l3_bytes : 8 * 1024 * 1024;
   const int64_t width = (p->d_qk + p->d_v) * (int64_t)sizeof(float);
   const int64_t rows = p->n_q * (p->heads_q / p->heads_kv);
-  int64_t k = l2 / 2 / width, q;
+  int64_t k = l2 / width, q;
   if (k > 512) k = 512;
-  if (k < 256) k = l2 / width < 256 ? l2 / width : 256;
   k = k < kw ? kw : k / kw * kw;
   q = (p->n_kv * width > l3 / 2 ? l2 / 2 : l2 / 4) / ((k + p->d_qk + p->d_v) * 4);
   q = q > 256 ? 256 : q < mr ? mr : q / mr * mr;

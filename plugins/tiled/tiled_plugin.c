@@ -86,8 +86,8 @@ static int tiled_applicable(const txattn_problem *p, const char **why) {
        "the L3 share)",                                                                            \
        MR, 1024 / (MR) * (MR), MR},                                                                \
       {sizeof(txattn_tunable), "block_k",                                                          \
-       "keys per packed K/V block; default: the block (block_k x (d_qk + d_v) floats) in half "    \
-       "of L2, 256..512 keys",                                                                     \
+       "keys per packed K/V block; default: the largest block (block_k x (d_qk + d_v) floats) "    \
+       "that fits in L2, at most 512 keys",                                                        \
        KW, 2048 / (KW) * (KW), KW},                                                                \
   };                                                                                               \
   static size_t tiled_workspace_##id(const txattn_problem *p, int n_threads,                       \
