@@ -44,9 +44,29 @@ static size_t add_variant(txattn_context *ctx, const txattn_problem *p, const pr
   return n + 1;
 }
 
+/* Whether the default of tunable i is cut to what problem p has: the kernel's default for the same
+   problem 4 times as long is larger. Raising it would only make a block larger than the problem
+   (the tiled kernels at n 256 take block_k 256 where they take 512 from n 512 on): the same work
+   with a larger stride, which two profiles measured 1-5% apart either way and so split ties. */
+static int default_cut_by_problem(txattn_context *ctx, const txattn_problem *p,
+                                  const prof_cand *base, size_t i) {
+  txattn_problem longer = *p;
+  txattn_plan *plan = NULL;
+  int64_t value = 0;
+  longer.n_q = p->n_q * 4;
+  longer.n_kv = (p->n_kv > 0 ? p->n_kv : p->n_q) * 4;
+  if (txattn_plan_create(ctx, &longer, base->name, &plan) != TXATTN_OK) return 0;
+  int cut = txattn_plan_tunable_count(plan) == base->n_tun &&
+            txattn_plan_tunable_get(plan, i, NULL, &value) == TXATTN_OK &&
+            value > base->tun_values[i];
+  txattn_plan_free(plan);
+  return cut;
+}
+
 /* The variants of a kernel's default tunables the settings ask for: one (the last tunable, the
-   key block in tiled kernels, doubled, or halved at its maximum) or, patient, the first tunable
-   at 1/2, 1 and 2 times its default by the second at 1/2, 1, 2 and 4 times its own. */
+   key block in tiled kernels, doubled; halved at its maximum, or in slot 2 where the problem cut
+   its default) or, patient, the first tunable at 1/2, 1 and 2 times its default by the second at 1/2,
+   1, 2 and 4 times its own. */
 static size_t add_variants(txattn_context *ctx, const txattn_problem *p, const prof_cand *base,
                            const prof_settings *s, prof_cand *out, size_t n, size_t cap) {
   txattn_tunable_info ti[PROF_MAX_TUNABLES];
@@ -57,8 +77,11 @@ static size_t add_variants(txattn_context *ctx, const txattn_problem *p, const p
   if (s->variants == 1 && base->n_tun > 0) {
     size_t last = base->n_tun - 1;
     int64_t up = snap(v[last] * 2, &ti[last]);
-    v[last] = up != v[last] ? up : snap(v[last] / 2, &ti[last]);
-    return add_variant(ctx, p, base, v, 1, out, n, cap);
+    int cut = up != v[last] && default_cut_by_problem(ctx, p, base, last);
+    v[last] = up == v[last] || cut ? snap(v[last] / 2, &ti[last]) : up;
+    /* a halved cut default is another tile than the doubled one at larger n: a slot of its own,
+       so that the race (profile_grid.h) does not follow the two as one */
+    return add_variant(ctx, p, base, v, cut ? 2 : 1, out, n, cap);
   }
   if (s->variants < 2 || base->n_tun == 0 || base->n_tun > 2) return n;
   static const int num[] = {1, 1, 2, 4}, den[] = {2, 1, 1, 1}; /* x 1/2, 1, 2, 4 */
