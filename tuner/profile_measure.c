@@ -65,8 +65,8 @@ static int default_cut_by_problem(txattn_context *ctx, const txattn_problem *p,
 
 /* The variants of a kernel's default tunables the settings ask for: one (the last tunable, the
    key block in tiled kernels, doubled; halved at its maximum, or in slot 2 where the problem cut
-   its default) or, patient, the first tunable at 1/2, 1 and 2 times its default by the second at 1/2,
-   1, 2 and 4 times its own. */
+   its default) or, patient, the first tunable at 1/2, 1 and 2 times its default by the second at
+   1/2, 1, 2 and 4 times its own. */
 static size_t add_variants(txattn_context *ctx, const txattn_problem *p, const prof_cand *base,
                            const prof_settings *s, prof_cand *out, size_t n, size_t cap) {
   txattn_tunable_info ti[PROF_MAX_TUNABLES];

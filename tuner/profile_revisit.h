@@ -47,8 +47,8 @@ typedef struct prof_revisits {
 /* Contenders of a measured point: the leader and up to PROF_MAX_CONTENDERS - 1 others within a
    close-call margin of it (wider when a threaded kernel is involved), as measured here or as the
    plan expected from the smaller n (expect_s): a candidate that a stall made look far slower at
-   this point only (the same code as the leader, 34% behind in one profile) is timed again too. Returns their count (1: no
-   close call) and writes their indices to who. */
+   this point only (the same code as the leader, 34% behind in one profile) is timed again too.
+   Returns their count (1: no close call) and writes their indices to who. */
 int prof_close_call(const prof_cand *c, size_t n, size_t *who);
 
 /* Keeps the point open if it is a close call with a short enough leader: takes c (a copy of the
