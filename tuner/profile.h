@@ -58,8 +58,8 @@ typedef struct prof_cand {
   double time_s, spread;
 } prof_cand;
 
-/* The length of a timed run of calls of t seconds: the repetitions that make it last 1.25 x
-   min_run_s (the warm-up's prediction), or one call. */
+/* The length of a run of calls of t seconds: the repetitions that make it last 1.25 x min_run_s
+   (the warm-up's prediction), or one call, and the untimed call before them (profile_measure.c). */
 double prof_run_len(const prof_settings *s, double t);
 
 /* The candidates of one point: every usable kernel that takes the problem, with its default
