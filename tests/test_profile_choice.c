@@ -111,3 +111,14 @@ Test(profile_choice, among_one_kernels_variants_the_same_rule) {
   c[0].n_runs = 0;
   cr_expect_eq(prof_choose_kernel(c, 4, 0), 4, "nor one that was not timed");
 }
+
+/* The cost of a run, which the profile's plan counts on: the timed calls that make it last 1.25 x
+   min_run_s (one call if longer), and the untimed call of its own before them while a call takes
+   50 ms at most (so that no run starts in the caches another candidate left). */
+Test(profile_choice, a_run_costs_its_timed_calls_and_one_lead_in_call) {
+  prof_settings s = {.mode = PROF_DEFAULT, .min_run_s = 0.002, .rounds = 5, .prune_ratio = 1.15};
+  cr_expect_float_eq(prof_run_len(&s, 0.001), 0.003 + 0.001, 1e-12); /* 3 calls + lead-in */
+  cr_expect_float_eq(prof_run_len(&s, 0.01), 0.01 + 0.01, 1e-12);    /* 1 call + lead-in */
+  cr_expect_float_eq(prof_run_len(&s, 0.05), 0.05 + 0.05, 1e-12);
+  cr_expect_float_eq(prof_run_len(&s, 0.2), 0.2, 1e-12); /* too long for a lead-in */
+}

@@ -12,6 +12,7 @@
 #include "args.h"
 #include "commands.h"
 #include "context_cli.h"
+#include "cpu_use.h"
 #include "json.h"
 #include "table.h"
 #include "timing.h"
@@ -37,6 +38,8 @@ static const char about[] =
     "timing candidates that lost at smaller n), the flip is counted apart as not comparable.\n"
     "Two profiles in a row should show no flip above the noise:\n"
     "  txtune profile -o a.json && txtune profile -o b.json && txtune compare a.json b.json\n"
+    "A note under the verdict names a table profiled while other processes used a quarter of a\n"
+    "core or more (its header's profile.cpu_others): its timings measured them too.\n"
     "Exit status: 0 no flip above the noise; 1 a flip above it, or a table cannot be read;\n"
     "2 usage error.";
 
@@ -44,6 +47,7 @@ typedef struct side {
   const char *file;
   txattn_table *t;
   double noise_floor; /* the profile's median spread, 0 if the header has none */
+  double others;      /* cores' worth other processes used while it measured; < 0 unknown */
 } side;
 
 typedef struct flip {
@@ -163,6 +167,17 @@ static double noise_floor(const txattn_table *t) {
   if (json_is_number(tie)) floor = fmax(floor, json_number_value(tie));
   json_decref(o);
   return isfinite(floor) && floor > 0 ? floor : 0;
+}
+
+/* The header's profile.cpu_others.during_cores (cpu_use.h); -1 if the table has none. */
+static double others_during(const txattn_table *t) {
+  txattn_table_header h;
+  if (txattn_table_header_get(t, &h) != TXATTN_OK || !*h.profile) return -1;
+  json_t *o = json_loads(h.profile, 0, NULL);
+  json_t *v = json_object_get(json_object_get(o, "cpu_others"), "during_cores");
+  double cores = json_is_number(v) ? json_number_value(v) : -1;
+  json_decref(o);
+  return isfinite(cores) && cores >= 0 ? cores : -1;
 }
 
 static int add_flip(compare_run *r, const flip *f) {
@@ -371,6 +386,11 @@ static void print_text(const compare_run *r) {
   printf("\n%s\n", r->loud ? "not stable: where a flip is above the noise, the tables contradict "
                              "each other or together find one pick clearly slower"
                            : "stable: every difference lies within the measured noise");
+  for (int k = 0; k < 2; k++)
+    if (r->s[k].others >= TX_CPU_OTHERS_WARN)
+      printf("note: %s was profiled while other processes used %.2f cores' worth of the CPUs: "
+             "its timings measured them too (threaded kernels most)\n",
+             k ? "B" : "A", r->s[k].others);
 }
 
 static void json_cand(tx_json *j, const char *key, const txattn_table_candidate *c) {
@@ -400,6 +420,13 @@ static void print_json(const compare_run *r) {
   tx_json_kv_int(&j, "flips_at_tie_edge", (int64_t)r->tie_edges);
   tx_json_kv_double(&j, "noise_floor_a", r->s[0].noise_floor);
   tx_json_kv_double(&j, "noise_floor_b", r->s[1].noise_floor);
+  for (int k = 0; k < 2; k++) {
+    tx_json_key(&j, k ? "others_cores_b" : "others_cores_a");
+    if (r->s[k].others >= 0)
+      tx_json_double(&j, r->s[k].others);
+    else
+      tx_json_null(&j);
+  }
   tx_json_kv_double(&j, "run_to_run_noise", r->drift_median);
   tx_json_kv_int(&j, "run_to_run_samples", (int64_t)r->n_drift);
   tx_json_kv_int(&j, "points_only_in_a", (int64_t)r->only[0]);
@@ -437,6 +464,7 @@ static int run_compare(compare_run *r) {
       return TX_EXIT_FAIL;
     }
     r->s[k].noise_floor = noise_floor(r->s[k].t);
+    r->s[k].others = others_during(r->s[k].t);
   }
   txattn_table_header h;
   if (txattn_table_header_get(r->s[0].t, &h) != TXATTN_OK) return TX_EXIT_FAIL;

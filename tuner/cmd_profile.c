@@ -450,10 +450,33 @@ static int write_table(profile_run *r) {
   return TX_EXIT_OK;
 }
 
+/* Other processes busy on the CPUs: every timing measures them too, threaded kernels' most (two
+   default profiles beside `yes` on one of 2 cores: 4 flips above the noise, all at 2-thread
+   points; alone, none). Said before the first point, from OTHERS_SAMPLE_S of sleep, and after the
+   last, over the whole run; the header records both. */
+#define OTHERS_SAMPLE_S 0.2
+
+static void say_others(const char *when, double others, double steal) {
+  if (others >= TX_CPU_OTHERS_WARN)
+    fprintf(stderr,
+            "txtune profile: %s, other processes used %.2f cores' worth of the CPUs: the timings "
+            "measure them too (threaded kernels most), and a table profiled so may not hold on a "
+            "quiet machine\n",
+            when, others);
+  if (steal >= TX_CPU_OTHERS_WARN)
+    fprintf(stderr,
+            "txtune profile: %s, the hypervisor gave %.2f cores' worth of this machine's CPUs to "
+            "other guests: the timings measure that too\n",
+            when, steal);
+}
+
 static int run_profile(profile_run *r) {
   r->start = tx_clock(); /* the budget covers the whole command */
   settings(r);
   r->scale = 1;
+  tx_cpu_use_sample(OTHERS_SAMPLE_S, &r->others_before, &r->steal_before);
+  say_others("before the first point", r->others_before, r->steal_before);
+  tx_cpu_use_now(&r->use_start);
   int rc =
       prof_grid_build(&r->g, &r->spec, &r->threads, &r->d, r->n_max, r->s.mode, r->plugin_path);
   if (rc) return rc;
@@ -468,8 +491,12 @@ static int run_profile(profile_run *r) {
     fprintf(stderr, "txtune profile: nothing was measured within the %g s budget\n", r->budget_s);
     return TX_EXIT_FAIL;
   }
+  tx_cpu_use end;
+  tx_cpu_use_now(&end);
+  tx_cpu_use_others(&r->use_start, &end, &r->others_during, &r->steal_during);
   prof_set_header(r, prof_now_s(r));
   if ((rc = write_table(r)) != 0) return rc;
+  say_others("while it measured", r->others_during, r->steal_during);
   printf("\nwho wins where (time: the winner's median per call; vs masked: how much faster than "
          "the dense OpenBLAS kernel):\n");
   prof_summary(r->table, stdout);

@@ -50,7 +50,15 @@ static double load_1min(void) {
   return l1;
 }
 
-/* The settings, the protocol and the measured noise (the winners' median relative spread). */
+static void cores_json(double cores, char *buf, size_t size) {
+  if (cores < 0)
+    snprintf(buf, size, "null");
+  else
+    snprintf(buf, size, "%.3f", cores);
+}
+
+/* The settings, the protocol, the measured noise (the winners' median relative spread) and what
+   other processes and the hypervisor took of the CPUs before and while it measured. */
 void prof_set_header(profile_run *r, double elapsed) {
   static const char *const names[] = {"quick", "default", "patient"};
   char json[8192], th[256], d[256], n[512], rs[128], load[32] = "null", levels[4096];
@@ -62,6 +70,11 @@ void prof_set_header(profile_run *r, double elapsed) {
   list_json(rs, sizeof rs, r->g.r, r->g.n_r);
   levels_json(r, levels, sizeof levels);
   if (load_1min() >= 0) snprintf(load, sizeof load, "%.2f", load_1min());
+  char ob[16], sb[16], od[16], sd[16];
+  cores_json(r->others_before, ob, sizeof ob);
+  cores_json(r->steal_before, sb, sizeof sb);
+  cores_json(r->others_during, od, sizeof od);
+  cores_json(r->steal_during, sd, sizeof sd);
   qsort(r->spreads, r->n_spreads, sizeof r->spreads[0], tx_cmp_double);
   double noise = r->n_spreads ? r->spreads[r->n_spreads / 2] : 0;
   snprintf(
@@ -83,14 +96,17 @@ void prof_set_header(profile_run *r, double elapsed) {
       "tunables; of candidates alike in these, the faster\", \"points\": %zu}, "
       "\"plan\": {\"fill\": %g, \"model_scale\": %.3f}, \"points\": %zu, "
       "\"points_left_out\": %zu, \"noise_median_spread\": %.4f, \"load_1min\": %s, "
-      "\"levels\": %s}",
+      "\"cpu_others\": {\"before_cores\": %s, \"during_cores\": %s, \"steal_before_cores\": %s, "
+      "\"steal_during_cores\": %s, \"what\": \"other processes' busy time (/proc/stat less "
+      "txtune's own) and the hypervisor's steal, over the wall time: a short sleep before the "
+      "first point, then the whole run\"}, \"levels\": %s}",
       names[r->s.mode], r->budget_s, elapsed, th, d, n, rs, r->s.min_run_s, MIN_RUNS, r->s.rounds,
       MAX_TARGET_S, fmax(PROF_FIRST_PRUNE_RATIO, r->s.prune_ratio), r->s.prune_ratio,
       r->drop.short_ratio, r->drop.long_ratio, r->drop.long_call_s, OPTIONAL_MAX_CALL_S,
       OPTIONAL_MAX_RATIO, OPTIONAL_SHARE, RECHECK_GROWTH, r->rv.visits, REVISIT_MAX_CALL_S,
       PROF_CLOSE_SINGLE, PROF_CLOSE_THREADED, r->n_revisited, PROF_TIE_MIN, PROF_TIE_MAX,
       PROF_TIE_MAX_THREADED, r->n_ties, PLAN_FILL, r->scale, r->n_points, r->n_skipped, noise, load,
-      levels);
+      ob, od, sb, sd, levels);
   txattn_status s = txattn_table_set_profile(r->table, json);
   if (s != TXATTN_OK) tx_print_lib_error("profile", "cannot record the settings", s);
 }

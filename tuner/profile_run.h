@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "args.h"
+#include "cpu_use.h"
 #include "profile.h"
 #include "profile_grid.h"
 #include "profile_revisit.h"
@@ -85,6 +86,10 @@ typedef struct profile_run {
   size_t n_points, n_skipped, n_excluded, n_ties;
   double spreads[4096];
   size_t n_spreads;
+  /* what other processes used of the CPUs (cpu_use.h): over a short sleep before the first point,
+     and from then to the end (cores' worth, < 0 unknown), and the counters at the first point */
+  double others_before, steal_before, others_during, steal_during;
+  tx_cpu_use use_start;
 } profile_run;
 
 /* Seconds since the run started, and how long before the budget's end no call may end. */
