@@ -485,7 +485,9 @@ static int run_profile(profile_run *r) {
     tx_print_lib_error("profile", "cannot start a table", s);
     return TX_EXIT_FAIL;
   }
-  if (!(r->checks = prof_checks_new())) return TX_EXIT_FAIL;
+  if (!(r->checks = prof_checks_new()) || !(r->iso = prof_isolation_new(r->plugin_path)))
+    return TX_EXIT_FAIL;
+  prof_checks_isolate(r->checks, r->iso);
   measure_all(r);
   if (r->n_points == 0) {
     fprintf(stderr, "txtune profile: nothing was measured within the %g s budget\n", r->budget_s);
@@ -511,6 +513,7 @@ int tx_cmd_profile(int argc, char **argv) {
   prof_revisits_free(&r->rv);
   txattn_table_free(r->table);
   prof_checks_free(r->checks);
+  prof_isolation_free(r->iso);
   prof_grid_free(&r->g);
   tx_strlist_free(&r->threads);
   tx_strlist_free(&r->d);

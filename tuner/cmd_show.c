@@ -211,8 +211,8 @@ static void print_excluded(const show_run *r, size_t n) {
     if (x.r) printf(" r=%lld", (long long)x.r);
     if (x.max_error == x.max_error)
       printf(": max error %.3g: %s\n", x.max_error, x.reason);
-    else
-      printf(": output not finite: %s\n", x.reason);
+    else /* no finite error: the reason says why (an output not finite, a crash) */
+      printf(": %s\n", x.reason);
   }
 }
 

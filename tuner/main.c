@@ -5,6 +5,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "profile_isolate.h"
 #include "txattn/plugin.h"
 #include "txattn/txattn.h"
 
@@ -77,6 +78,8 @@ int main(int argc, char **argv) {
     char *help_argv[] = {argv[2], "--help", NULL};
     return find_command(argv[2])->run(2, help_argv);
   }
+  if (strcmp(cmd, "__check-server") == 0) /* txtune profile's own child (profile_isolate.h) */
+    return tx_cmd_check_server(argc - 1, argv + 1);
   const tx_command *c = find_command(cmd);
   if (!c) {
     fprintf(stderr, "txtune: unknown %s '%s'\n", cmd[0] == '-' ? "option" : "command", cmd);

@@ -85,6 +85,10 @@ void prof_checks_free(prof_checks *c);
    0 if the answer was remembered. */
 int prof_check(prof_checks *c, txattn_context *ctx, size_t cls, const txattn_problem *small,
                const prof_cand *cand, double *err, char *why, size_t why_size, int *fresh);
+/* From now on c's checks run in iso's child process (profile_isolate.h), where one can be started;
+   NULL: in this process. */
+struct prof_isolation;
+void prof_checks_isolate(prof_checks *c, struct prof_isolation *iso);
 
 /* Times the candidates at one point on the tensors t. Each gets a timed warm-up call (first_s);
    its repetitions per run are predicted from that call so that a run lasts min_run_s, and doubled

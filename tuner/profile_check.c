@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "profile.h"
+#include "profile_isolate.h"
 #include "tensors.h"
 #include "verify.h"
 
@@ -37,10 +38,15 @@ struct prof_checks {
   size_t n, cap;
   check_shape *s;
   size_t n_s, cap_s;
+  prof_isolation *iso; /* NULL: checks run in this process */
 };
 
 prof_checks *prof_checks_new(void) {
   return calloc(1, sizeof(prof_checks));
+}
+
+void prof_checks_isolate(prof_checks *c, prof_isolation *iso) {
+  c->iso = iso;
 }
 
 void prof_checks_free(prof_checks *c) {
@@ -124,16 +130,23 @@ int prof_check(prof_checks *c, txattn_context *ctx, size_t cls, const txattn_pro
   check_entry *e = find(c, cls, r, cand);
   *fresh = e == NULL;
   if (!e) {
-    check_shape *sh = shape_of(c, cls, small);
-    if (!sh || !grow((void **)&c->e, &c->cap, c->n, sizeof *c->e)) return -1;
-    e = &c->e[c->n++];
+    if (!grow((void **)&c->e, &c->cap, c->n, sizeof *c->e)) return -1;
+    e = &c->e[c->n];
     memset(e, 0, sizeof *e);
     e->cls = cls;
     e->r = r;
     e->kernel = cand->kernel;
     e->n_tun = cand->n_tun;
     memcpy(e->values, cand->tun_values, cand->n_tun * sizeof(int64_t));
-    run_check(ctx, sh, cand, e);
+    e->verdict = c->iso ? prof_isolated_check(c->iso, txattn_context_threads(ctx), cls, small, cand,
+                                              &e->err, e->why, sizeof e->why)
+                        : -2;
+    if (e->verdict == -2) { /* in this process */
+      check_shape *sh = shape_of(c, cls, small);
+      if (!sh) return -1;
+      run_check(ctx, sh, cand, e);
+    }
+    c->n++;
   }
   *err = e->err;
   snprintf(why, why_size, "%s", e->why);

@@ -11,6 +11,7 @@
 #include "cpu_use.h"
 #include "profile.h"
 #include "profile_grid.h"
+#include "profile_isolate.h"
 #include "profile_revisit.h"
 #include "tensors.h"
 
@@ -70,7 +71,8 @@ typedef struct profile_run {
   prof_grid g;
   txattn_table *table;
   prof_checks *checks;
-  prof_revisits rv; /* close calls still open */
+  prof_isolation *iso; /* the checks' child process (profile_isolate.h) */
+  prof_revisits rv;    /* close calls still open */
   size_t n_revisited;
   prof_progress prog;
   double start;

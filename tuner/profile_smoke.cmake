@@ -31,6 +31,20 @@ if(DEFINED SLOPPY_PLUGIN_PATH)
   endif()
   return()
 endif()
+if(DEFINED CRASHY_PLUGIN_PATH)
+  # with a kernel that crashes: its checks run in a child process, so the profile survives it and
+  # excludes it with what happened (a signal; under AddressSanitizer, its report's exit status)
+  run(profile "wrote .*: [1-9][0-9]* points.*, [1-9][0-9]* candidates excluded as inexact"
+      profile --quick --d 16 --n-max 64 --threads 1 --budget 20 --plugin-path "${CRASHY_PLUGIN_PATH}"
+      -o "${OUT}")
+  run(show "excluded as inexact.*crashy.scalar in none d16/16 g1 t1 at n=193: .*(crashed on its check \\(n = 193\\): signal 11|ended the check process on its check \\(n = 193\\), exit status [1-9])"
+      show --points --plugin-path "${CRASHY_PLUGIN_PATH}" "${OUT}")
+  file(READ "${OUT}" table)
+  if(NOT table MATCHES "\"excluded\".*\"kernel\": \"crashy" OR "${table}" MATCHES "\"points\"[^]]*crashy")
+    message(FATAL_ERROR "crashy.scalar should be in excluded[] only:\n${table}")
+  endif()
+  return()
+endif()
 run(profile "wrote .*: [1-9][0-9]* points.*who wins where.*none d16/16 g1 t1 .*causal d16/16 g1 t1 decode"
     profile --quick --d 16 --n-max 256 --threads 1,2 --budget ${BUDGET} -o "${OUT}")
 run(show "here: fits this machine.*class none d16/16 g1 t1" show "${OUT}")

@@ -1,0 +1,39 @@
+/* txtune profile: the exactness checks in a child process, so that a kernel which crashes or hangs
+   on its check shape is excluded, with what happened as the reason, instead of taking the profile
+   down: a third-party plugin's bug costs that kernel, not the table.
+
+   The child is txtune itself, started again as `txtune __check-server` (from /proc/self/exe), with
+   the profile's plugin path; it answers one check a line (prof_check in its own process, with its
+   own inputs and reference). When it dies or does not answer within PROF_CHECK_TIMEOUT_S, the
+   candidate being checked is excluded and the next check starts a new child. Where no child can
+   be started (no /proc/self/exe, an emulator that cannot run it directly), the checks run in the
+   profile's own process, as prof_check does without isolation. */
+#ifndef TXTUNE_PROFILE_ISOLATE_H
+#define TXTUNE_PROFILE_ISOLATE_H
+
+#include <stddef.h>
+
+#include "profile.h"
+
+/* A check shape is small (n = 193): even the naive kernel under an emulator checks it in well
+   under a second. */
+#define PROF_CHECK_TIMEOUT_S 60.0
+
+typedef struct prof_isolation prof_isolation;
+
+/* plugin_path as the profile's contexts were opened with (NULL: the library's default). Starts no
+   process yet. */
+prof_isolation *prof_isolation_new(const char *plugin_path);
+/* Stops the child, if one runs. NULL is fine. */
+void prof_isolation_free(prof_isolation *iso);
+
+/* cand's check on `small` (class cls) in the child, for a context of `threads` threads: 1 exact,
+   0 not (or crashed, or hung: *why says which), -1 it cannot run there; -2 when no child can be
+   started (the caller checks in its own process). */
+int prof_isolated_check(prof_isolation *iso, int threads, size_t cls, const txattn_problem *small,
+                        const prof_cand *cand, double *err, char *why, size_t why_size);
+
+/* The child: `txtune __check-server [--plugin-path DIRS]`, requests on stdin, answers on stdout. */
+int tx_cmd_check_server(int argc, char **argv);
+
+#endif
