@@ -14,6 +14,7 @@
 #include "context_cli.h"
 #include "cpu_use.h"
 #include "json.h"
+#include "core_latency.h"
 #include "table.h"
 #include "timing.h"
 #include "txattn/table.h"
@@ -35,7 +36,12 @@ static const char about[] =
     "both tables measured the same pick as the faster and one took the other as a tie (within\n"
     "its tie limit, profile.ties), since a limit has an edge that a gap close to it can fall\n"
     "either side of. When a table did not time the other's pick at that point (a profile stops\n"
-    "timing candidates that lost at smaller n), the flip is counted apart as not comparable.\n"
+    "timing candidates that lost at smaller n), the flip is counted apart as not comparable; so "
+    "is\n"
+    "a flip in a threaded class where the tables measured the round trip of a cache line between\n"
+    "two CPUs (profile.levels[].core_round_trip_ns) 1.5 times apart or more: a virtual machine's\n"
+    "host moved its vCPUs to cores nearer or farther apart, which changes what threads that\n"
+    "share data pay, and the two tables then measured two machines.\n"
     "Two profiles in a row should show no flip above the noise:\n"
     "  txtune profile -o a.json && txtune profile -o b.json && txtune compare a.json b.json\n"
     "A note under the verdict names a table profiled while other processes used a quarter of a\n"
@@ -48,6 +54,7 @@ typedef struct side {
   txattn_table *t;
   double noise_floor; /* the profile's median spread, 0 if the header has none */
   double others;      /* cores' worth other processes used while it measured; < 0 unknown */
+  json_t *levels;     /* the header's profile.levels (core_round_trip_ns per n), NULL if none */
 } side;
 
 typedef struct flip {
@@ -58,6 +65,8 @@ typedef struct flip {
   int verdict;                   /* FLIP_* */
   int why;                       /* WHY_* */
   size_t cls_index;              /* A's */
+  int threads;                   /* the class's */
+  double trip_ns[2];             /* each table's core round trip at n (core_latency.h), < 0 none */
 } flip;
 
 enum { FLIP_WITHIN, FLIP_ABOVE, FLIP_UNTIMED };
@@ -65,9 +74,11 @@ static const char *const verdicts[] = {"within noise", "ABOVE NOISE", "not compa
 /* Why: the measurements contradict each other, or together find a pick slower; within the noise,
    both found the same pick faster (one table took the other as a tie), or they do not agree on
    which is faster, but within the noise. */
-enum { WHY_NONE, WHY_CONTRADICT, WHY_SLOWER, WHY_TIE_EDGE };
-static const char *const whys[] = {"", " (they contradict)", " (slower in both)", " (tie edge)"};
-static const char *const why_keys[] = {"", "contradict", "slower_in_both", "tie_edge"};
+enum { WHY_NONE, WHY_CONTRADICT, WHY_SLOWER, WHY_TIE_EDGE, WHY_MACHINE };
+static const char *const whys[] = {"", " (they contradict)", " (slower in both)", " (tie edge)",
+                                   " (the machine changed)"};
+static const char *const why_keys[] = {"", "contradict", "slower_in_both", "tie_edge",
+                                       "machine_changed"};
 
 /* How much one candidate's time moved from A to B at one point: |t_B / t_A - 1|. */
 typedef struct drift {
@@ -169,6 +180,31 @@ static double noise_floor(const txattn_table *t) {
   return isfinite(floor) && floor > 0 ? floor : 0;
 }
 
+/* The header's profile.levels, for their core_round_trip_ns (core_latency.h); NULL if none. */
+static json_t *levels_of(const txattn_table *t) {
+  txattn_table_header h;
+  if (txattn_table_header_get(t, &h) != TXATTN_OK || !*h.profile) return NULL;
+  json_t *o = json_loads(h.profile, 0, NULL);
+  json_t *levels = json_object_get(o, "levels");
+  if (json_is_array(levels))
+    json_incref(levels);
+  else
+    levels = NULL;
+  json_decref(o);
+  return levels;
+}
+
+static double trip_at(const side *s, int64_t n) {
+  size_t i;
+  json_t *L;
+  json_array_foreach(s->levels, i, L) {
+    json_t *v = json_object_get(L, "core_round_trip_ns");
+    if (json_integer_value(json_object_get(L, "n")) == n && json_is_number(v))
+      return json_number_value(v);
+  }
+  return -1;
+}
+
 /* The header's profile.cpu_others.during_cores (cpu_use.h); -1 if the table has none. */
 static double others_during(const txattn_table *t) {
   txattn_table_header h;
@@ -206,6 +242,7 @@ static int compare_point(compare_run *r, const size_t ci[2], const size_t pi[2],
   }
   txattn_table_class_describe(cls, f.cls, sizeof f.cls);
   f.cls_index = ci[0];
+  f.threads = cls->threads;
   f.n = p->n;
   f.r = p->r;
   for (int k = 0; k < 2; k++)
@@ -283,10 +320,16 @@ static int verdicts_for_flips(compare_run *r) {
       f->noise[k] = fmax(f->noise[k], moved);
       untimed |= isinf(f->margin[k]);
     }
-    if (untimed)
+    for (int k = 0; k < 2; k++) f->trip_ns[k] = trip_at(&r->s[k], f->n);
+    double lo = fmin(f->trip_ns[0], f->trip_ns[1]), hi = fmax(f->trip_ns[0], f->trip_ns[1]);
+    if (untimed) {
       f->verdict = FLIP_UNTIMED;
-    else
+    } else if (f->threads > 1 && lo > 0 && hi >= TX_CORE_ROUND_TRIP_CHANGE * lo) {
+      f->verdict = FLIP_UNTIMED; /* the host moved the CPUs between the tables */
+      f->why = WHY_MACHINE;
+    } else {
       judge_flip(f);
+    }
     size_t *count[] = {&r->quiet, &r->loud, &r->untimed};
     (*count[f->verdict])++;
     r->tie_edges += f->why == WHY_TIE_EDGE;
@@ -358,14 +401,18 @@ static void print_text(const compare_run *r) {
     tx_table_init(&t, "CLASS|>N|>R|A PICKS|B PICKS|B'S PICK IN A|A'S PICK IN B|VERDICT");
     for (size_t i = 0; i < r->n_flips; i++) {
       const flip *f = &r->flips[i];
-      char n[24], rr[24], w0[160], w1[160], m0[64], m1[64], v[48];
+      char n[24], rr[24], w0[160], w1[160], m0[64], m1[64], v[96];
       snprintf(n, sizeof n, "%lld", (long long)f->n);
       snprintf(rr, sizeof rr, "%lld", (long long)f->r);
       fmt_cand(&f->win[0], w0, sizeof w0);
       fmt_cand(&f->win[1], w1, sizeof w1);
       fmt_margin(f->margin[0], f->noise[0], m0, sizeof m0);
       fmt_margin(f->margin[1], f->noise[1], m1, sizeof m1);
-      snprintf(v, sizeof v, "%s%s", verdicts[f->verdict], whys[f->why]);
+      if (f->why == WHY_MACHINE)
+        snprintf(v, sizeof v, "%s (the machine changed: core round trip %.0f, %.0f ns)",
+                 verdicts[f->verdict], f->trip_ns[0], f->trip_ns[1]);
+      else
+        snprintf(v, sizeof v, "%s%s", verdicts[f->verdict], whys[f->why]);
       const char *cells[] = {f->cls, n, f->r ? rr : NULL, w0, w1, m0, m1, v};
       tx_table_add(&t, cells);
     }
@@ -375,7 +422,8 @@ static void print_text(const compare_run *r) {
     tx_table_free(&t);
   }
   printf("\n%zu points in both tables: %zu same winner, %zu flip%s within the measured noise, %zu "
-         "above it, %zu not comparable (a table did not time the other's pick)",
+         "above it, %zu not comparable (a table did not time the other's pick, or the host moved "
+         "the CPUs)",
          r->points, r->same, r->quiet, r->quiet == 1 ? "" : "s", r->loud, r->untimed);
   if (r->only[0] || r->only[1])
     printf(" (%zu points only in A, %zu only in B)", r->only[0], r->only[1]);
@@ -449,6 +497,9 @@ static void print_json(const compare_run *r) {
     static const char *const keys[] = {"within_noise", "above_noise", "not_comparable"};
     tx_json_kv_string(&j, "verdict", keys[f->verdict]);
     if (f->why != WHY_NONE) tx_json_kv_string(&j, "reason", why_keys[f->why]);
+    for (int k = 0; k < 2; k++)
+      if (f->trip_ns[k] >= 0)
+        tx_json_kv_double(&j, k ? "core_round_trip_ns_b" : "core_round_trip_ns_a", f->trip_ns[k]);
     tx_json_end_object(&j);
   }
   tx_json_end_array(&j);
@@ -465,6 +516,7 @@ static int run_compare(compare_run *r) {
     }
     r->s[k].noise_floor = noise_floor(r->s[k].t);
     r->s[k].others = others_during(r->s[k].t);
+    r->s[k].levels = levels_of(r->s[k].t);
   }
   txattn_table_header h;
   if (txattn_table_header_get(r->s[0].t, &h) != TXATTN_OK) return TX_EXIT_FAIL;
@@ -495,7 +547,10 @@ int tx_cmd_compare(int argc, char **argv) {
   memset(&r, 0, sizeof r);
   int rc = parse(&r, &argc, argv);
   if (rc < 0) rc = run_compare(&r);
-  for (int k = 0; k < 2; k++) txattn_table_free(r.s[k].t);
+  for (int k = 0; k < 2; k++) {
+    txattn_table_free(r.s[k].t);
+    json_decref(r.s[k].levels);
+  }
   free(r.flips);
   free(r.drift);
   return rc;

@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "context_cli.h"
 #include "profile_run.h"
+#include "core_latency.h"
 #include "timing.h"
 
 #define MAX_CANDS 128
@@ -409,6 +410,9 @@ static void revisit(profile_run *r, size_t ni) {
   prof_revisits_settle(&r->rv, 0, record_open, r);
 }
 
+/* CPUs paired with the first for the core round trip at each n (core_latency.h): about 1 ms each. */
+#define ROUND_TRIP_PAIRS 4
+
 /* Every class at one n before any at the next, so a budget that runs out costs the largest n. */
 static void measure_all(profile_run *r) {
   prof_progress_init(&r->prog, prof_grid_points(&r->g), r->budget_s);
@@ -416,6 +420,8 @@ static void measure_all(profile_run *r) {
   for (size_t ni = 0; ni < r->g.n_n; ni++) {
     prof_level *L = &r->levels[r->n_levels++];
     *L = (prof_level){.n = r->g.n[ni], .target_lo = INFINITY, .target_hi = 0};
+    /* how far apart the CPUs are now: a host can move them for minutes at a time */
+    L->trip_ns = r->g.n_ctx > 1 ? tx_core_round_trip_ns(ROUND_TRIP_PAIRS) : -1;
     for (size_t ci = 0; ci < r->g.n_cls; ci++) {
       const int64_t *rs;
       size_t n_r = prof_grid_rs(&r->g, &r->g.cls[ci], &rs);
@@ -448,6 +454,25 @@ static int write_table(profile_run *r) {
   if (r->n_skipped) printf(" (%zu left out: over the %g s budget)", r->n_skipped, r->budget_s);
   printf(", %zu candidates excluded as inexact, in %.1f s\n", r->n_excluded, prof_now_s(r));
   return TX_EXIT_OK;
+}
+
+/* A core round trip that moved while the profile measured: its threaded points measured two
+   machines. */
+static void say_round_trip(const profile_run *r) {
+  const prof_level *lo = NULL, *hi = NULL;
+  for (size_t i = 0; i < r->n_levels; i++) {
+    const prof_level *L = &r->levels[i];
+    if (L->trip_ns < 0 || L->points == 0) continue;
+    if (!lo || L->trip_ns < lo->trip_ns) lo = L;
+    if (!hi || L->trip_ns > hi->trip_ns) hi = L;
+  }
+  if (lo && hi->trip_ns >= TX_CORE_ROUND_TRIP_CHANGE * lo->trip_ns)
+    fprintf(stderr,
+            "txtune profile: a cache line's round trip between two CPUs took %.0f ns before n = "
+            "%lld and %.0f ns before n = %lld: the CPUs moved while it measured (a virtual "
+            "machine's host can do that), and its %d-thread points measured both\n",
+            lo->trip_ns, (long long)lo->n, hi->trip_ns, (long long)hi->n,
+            r->g.threads[r->g.n_ctx - 1]);
 }
 
 /* Other processes busy on the CPUs: every timing measures them too, threaded kernels' most (two
@@ -499,6 +524,7 @@ static int run_profile(profile_run *r) {
   prof_set_header(r, prof_now_s(r));
   if ((rc = write_table(r)) != 0) return rc;
   say_others("while it measured", r->others_during, r->steal_during);
+  say_round_trip(r);
   printf("\nwho wins where (time: the winner's median per call; vs masked: how much faster than "
          "the dense OpenBLAS kernel):\n");
   prof_summary(r->table, stdout);

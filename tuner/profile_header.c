@@ -32,12 +32,17 @@ static void levels_json(const profile_run *r, char *buf, size_t size) {
     char lo[32], hi[32];
     target_json(L->target_lo, lo, sizeof lo);
     target_json(L->target_hi, hi, sizeof hi);
+    char trip[32];
+    if (L->trip_ns < 0)
+      snprintf(trip, sizeof trip, "null");
+    else
+      snprintf(trip, sizeof trip, "%.0f", L->trip_ns);
     used += (size_t)snprintf(buf + used, size - used,
                              "%s{\"n\": %lld, \"points\": %zu, \"run_target_s\": [%s, %s], "
                              "\"predicted_s\": %.2f, \"spent_s\": %.2f, \"optional_s\": %.2f, "
-                             "\"revisit_s\": %.2f}",
+                             "\"revisit_s\": %.2f, \"core_round_trip_ns\": %s}",
                              i ? ", " : "", (long long)L->n, L->points, lo, hi, L->predicted_s,
-                             L->spent_s, L->optional_s, L->revisit_s);
+                             L->spent_s, L->optional_s, L->revisit_s, trip);
   }
   if (used < size) snprintf(buf + used, size - used, "]");
 }
@@ -99,7 +104,10 @@ void prof_set_header(profile_run *r, double elapsed) {
       "\"cpu_others\": {\"before_cores\": %s, \"during_cores\": %s, \"steal_before_cores\": %s, "
       "\"steal_during_cores\": %s, \"what\": \"other processes' busy time (/proc/stat less "
       "txtune's own) and the hypervisor's steal, over the wall time: a short sleep before the "
-      "first point, then the whole run\"}, \"levels\": %s}",
+      "first point, then the whole run\"}, \"core_round_trip_ns\": \"levels[].core_round_trip_ns: "
+      "a cache line's round trip "
+      "between two CPUs before the level's points (the host can move a virtual machine's CPUs "
+      "nearer or farther apart)\", \"levels\": %s}",
       names[r->s.mode], r->budget_s, elapsed, th, d, n, rs, r->s.min_run_s, MIN_RUNS, r->s.rounds,
       MAX_TARGET_S, fmax(PROF_FIRST_PRUNE_RATIO, r->s.prune_ratio), r->s.prune_ratio,
       r->drop.short_ratio, r->drop.long_ratio, r->drop.long_call_s, OPTIONAL_MAX_CALL_S,

@@ -48,6 +48,10 @@ endif()
 run(profile "wrote .*: [1-9][0-9]* points.*who wins where.*none d16/16 g1 t1 .*causal d16/16 g1 t1 decode"
     profile --quick --d 16 --n-max 256 --threads 1,2 --budget ${BUDGET} -o "${OUT}")
 run(show "here: fits this machine.*class none d16/16 g1 t1" show "${OUT}")
+file(READ "${OUT}" table)
+if(NOT table MATCHES "\"levels\": \\[[^]]*\"n\": 64,[^}]*\"core_round_trip_ns\": [0-9]+")
+  message(FATAL_ERROR "the header should record the core round trip measured at n = 64:\n${table}")
+endif()
 set(ENV{TXATTN_TABLE} "${OUT}")
 run(explain "why: table: (region|interpolated|measured point)" explain --n 128 --d 16 --threads 1)
 run(explain_window "why: table: (region|interpolated|measured point)"
