@@ -36,12 +36,12 @@ static const char about[] =
     "both tables measured the same pick as the faster and one took the other as a tie (within\n"
     "its tie limit, profile.ties), since a limit has an edge that a gap close to it can fall\n"
     "either side of. When a table did not time the other's pick at that point (a profile stops\n"
-    "timing candidates that lost at smaller n), the flip is counted apart as not comparable; so "
-    "is\n"
-    "a flip in a threaded class where the tables measured the round trip of a cache line between\n"
-    "two CPUs (profile.levels[].core_round_trip_ns) 1.5 times apart or more: a virtual machine's\n"
-    "host moved its vCPUs to cores nearer or farther apart, which changes what threads that\n"
-    "share data pay, and the two tables then measured two machines.\n"
+    "timing candidates that lost at smaller n), the flip is counted apart as not comparable; so\n"
+    "is a flip in a threaded class where the tables measured the round trip of a cache line\n"
+    "between two CPUs (profile.levels[].core_round_trip_ns) 1.5 times apart or more: a virtual\n"
+    "machine's host moved its vCPUs to cores nearer or farther apart (or a busy machine held a\n"
+    "thread up), which changes what threads that share data pay: the two tables measured two\n"
+    "machines.\n"
     "Two profiles in a row should show no flip above the noise:\n"
     "  txtune profile -o a.json && txtune profile -o b.json && txtune compare a.json b.json\n"
     "A note under the verdict names a table profiled while other processes used a quarter of a\n"
@@ -325,7 +325,7 @@ static int verdicts_for_flips(compare_run *r) {
     if (untimed) {
       f->verdict = FLIP_UNTIMED;
     } else if (f->threads > 1 && lo > 0 && hi >= TX_CORE_ROUND_TRIP_CHANGE * lo) {
-      f->verdict = FLIP_UNTIMED; /* the host moved the CPUs between the tables */
+      f->verdict = FLIP_UNTIMED; /* the CPUs were nearer or farther apart: two machines */
       f->why = WHY_MACHINE;
     } else {
       judge_flip(f);
@@ -422,8 +422,8 @@ static void print_text(const compare_run *r) {
     tx_table_free(&t);
   }
   printf("\n%zu points in both tables: %zu same winner, %zu flip%s within the measured noise, %zu "
-         "above it, %zu not comparable (a table did not time the other's pick, or the host moved "
-         "the CPUs)",
+         "above it, %zu not comparable (a table did not time the other's pick, or the CPUs' round "
+         "trip differed)",
          r->points, r->same, r->quiet, r->quiet == 1 ? "" : "s", r->loud, r->untimed);
   if (r->only[0] || r->only[1])
     printf(" (%zu points only in A, %zu only in B)", r->only[0], r->only[1]);
