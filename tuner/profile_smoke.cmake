@@ -15,34 +15,32 @@ function(run name match)
   message(STATUS "${name}: ok\n${out}")
 endfunction()
 
+# A profile with a kernel it must exclude (name.scalar): `show` says why (why_match, after the
+# exclusion's place), and the table lists it in excluded[] only, never in a point.
+function(profile_excludes name plugin_path why_match)
+  run(profile "wrote .*: [1-9][0-9]* points.*, [1-9][0-9]* candidates excluded as inexact"
+      profile --quick --d 16 --n-max 64 --threads 1 --budget 20 --plugin-path "${plugin_path}"
+      -o "${OUT}")
+  run(show "excluded as inexact.*${name}.scalar in none d16/16 g1 t1 at n=193: ${why_match}"
+      show --points --plugin-path "${plugin_path}" "${OUT}")
+  file(READ "${OUT}" table)
+  if(NOT table MATCHES "\"excluded\".*\"kernel\": \"${name}" OR
+     table MATCHES "\"points\"[^]]*${name}")
+    message(FATAL_ERROR "${name}.scalar should be in excluded[] only:\n${table}")
+  endif()
+endfunction()
+
 file(REMOVE "${OUT}")
 if(DEFINED SLOPPY_PLUGIN_PATH)
-  # with a deliberately inexact kernel: excluded with its error, never in a point
-  run(profile "wrote .*: [1-9][0-9]* points.*, [1-9][0-9]* candidates excluded as inexact"
-      profile --quick --d 16 --n-max 64 --threads 1 --budget 20 --plugin-path "${SLOPPY_PLUGIN_PATH}"
-      -o "${OUT}")
-  run(show "excluded as inexact.*sloppy.scalar in none d16/16 g1 t1 at n=193: max error [0-9.e-]+: "
-      show --points --plugin-path "${SLOPPY_PLUGIN_PATH}" "${OUT}")
-  file(READ "${OUT}" table)
-  string(REGEX MATCH "\"points\".*\"kernel\": \"sloppy" in_points "${table}")
-  string(REGEX MATCH "\"excluded\".*\"kernel\": \"sloppy" in_excluded "${table}")
-  if(NOT in_excluded OR "${table}" MATCHES "\"points\"[^]]*sloppy")
-    message(FATAL_ERROR "sloppy.scalar should be in excluded[] only:\n${table}")
-  endif()
+  # a deliberately inexact kernel: excluded with its error
+  profile_excludes(sloppy "${SLOPPY_PLUGIN_PATH}" "max error [0-9.e-]+: ")
   return()
 endif()
 if(DEFINED CRASHY_PLUGIN_PATH)
-  # with a kernel that crashes: its checks run in a child process, so the profile survives it and
+  # a kernel that crashes: its checks run in a child process, so the profile survives it and
   # excludes it with what happened (a signal; under AddressSanitizer, its report's exit status)
-  run(profile "wrote .*: [1-9][0-9]* points.*, [1-9][0-9]* candidates excluded as inexact"
-      profile --quick --d 16 --n-max 64 --threads 1 --budget 20 --plugin-path "${CRASHY_PLUGIN_PATH}"
-      -o "${OUT}")
-  run(show "excluded as inexact.*crashy.scalar in none d16/16 g1 t1 at n=193: .*(crashed on its check \\(n = 193\\): signal 11|ended the check process on its check \\(n = 193\\), exit status [1-9])"
-      show --points --plugin-path "${CRASHY_PLUGIN_PATH}" "${OUT}")
-  file(READ "${OUT}" table)
-  if(NOT table MATCHES "\"excluded\".*\"kernel\": \"crashy" OR "${table}" MATCHES "\"points\"[^]]*crashy")
-    message(FATAL_ERROR "crashy.scalar should be in excluded[] only:\n${table}")
-  endif()
+  profile_excludes(crashy "${CRASHY_PLUGIN_PATH}"
+    ".*(crashed on its check \\(n = 193\\): signal 11|ended the check process on its check \\(n = 193\\), exit status [1-9])")
   return()
 endif()
 run(profile "wrote .*: [1-9][0-9]* points.*who wins where.*none d16/16 g1 t1 .*causal d16/16 g1 t1 decode"
