@@ -102,6 +102,25 @@ static int read_line(prof_isolation *iso, double timeout_s, char *line, size_t s
   }
 }
 
+/* The child's environment: the profile's, with OpenMP's threads told to sleep as soon as a region
+   ends. By default libgomp's threads spin a while first, and the child's did so right when the
+   profile began to time the candidates it had just checked: other processes (the child) took
+   0.016 of a core over a default profile, in bursts at the start of each point. */
+static char **child_environment(void) {
+  size_t n = 0;
+  while (environ[n]) n++;
+  char **env = malloc((n + 2) * sizeof *env);
+  if (!env) return NULL;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (strncmp(environ[i], "OMP_WAIT_POLICY=", 16) != 0 &&
+        strncmp(environ[i], "GOMP_SPINCOUNT=", 15) != 0)
+      env[k++] = environ[i];
+  env[k++] = "OMP_WAIT_POLICY=passive";
+  env[k] = NULL;
+  return env;
+}
+
 static int start_child(prof_isolation *iso) {
   char exe[4096];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -126,7 +145,9 @@ static int start_child(prof_isolation *iso) {
     argv[3] = iso->plugin_path;
   }
   pid_t pid;
-  int rc = posix_spawn(&pid, exe, &fa, NULL, argv, environ);
+  char **env = child_environment();
+  int rc = env ? posix_spawn(&pid, exe, &fa, NULL, argv, env) : -1;
+  free(env);
   posix_spawn_file_actions_destroy(&fa);
   close(in[0]);
   close(out[1]);
