@@ -38,7 +38,9 @@ static const char about[] =
     "either side of. When a table did not time the other's pick at that point (a profile stops\n"
     "timing candidates that lost at smaller n), the flip is counted apart as not comparable; so\n"
     "is a flip in a threaded class where the tables measured the round trip of a cache line\n"
-    "between two CPUs (profile.levels[].core_round_trip_ns) 1.5 times apart or more: a virtual\n"
+    "between two CPUs (profile.levels[].core_round_trip_ns, before the level's points, and\n"
+    "core_round_trip_end_ns, after them) 1.5 times apart or more, within a table or between the\n"
+    "two: a virtual\n"
     "machine's host moved its vCPUs to cores nearer or farther apart (or a busy machine held a\n"
     "thread up), which changes what threads that share data pay: the two tables measured two\n"
     "machines.\n"
@@ -66,7 +68,8 @@ typedef struct flip {
   int why;                       /* WHY_* */
   size_t cls_index;              /* A's */
   int threads;                   /* the class's */
-  double trip_ns[2];             /* each table's core round trip at n (core_latency.h), < 0 none */
+  double trip_lo[2], trip_hi[2]; /* each table's core round trips at n, before and after its
+                                    points (core_latency.h), < 0 none */
 } flip;
 
 enum { FLIP_WITHIN, FLIP_ABOVE, FLIP_UNTIMED };
@@ -194,15 +197,31 @@ static json_t *levels_of(const txattn_table *t) {
   return levels;
 }
 
-static double trip_at(const side *s, int64_t n) {
+/* The smallest and largest core round trip the table measured at level n (before and after its
+   points); both < 0 if none. */
+static void trips_at(const side *s, int64_t n, double *lo, double *hi) {
+  static const char *const keys[] = {"core_round_trip_ns", "core_round_trip_end_ns"};
   size_t i;
   json_t *L;
+  *lo = *hi = -1;
   json_array_foreach(s->levels, i, L) {
-    json_t *v = json_object_get(L, "core_round_trip_ns");
-    if (json_integer_value(json_object_get(L, "n")) == n && json_is_number(v))
-      return json_number_value(v);
+    if (json_integer_value(json_object_get(L, "n")) != n) continue;
+    for (int k = 0; k < 2; k++) {
+      json_t *v = json_object_get(L, keys[k]);
+      if (!json_is_number(v)) continue;
+      double t = json_number_value(v);
+      if (*lo < 0 || t < *lo) *lo = t;
+      if (*hi < 0 || t > *hi) *hi = t;
+    }
   }
-  return -1;
+}
+
+/* "54" or "54-432": a table's round trips at a level. */
+static void fmt_trips(double lo, double hi, char *buf, size_t size) {
+  if (hi > lo)
+    snprintf(buf, size, "%.0f-%.0f", lo, hi);
+  else
+    snprintf(buf, size, "%.0f", lo);
 }
 
 /* The header's profile.cpu_others.during_cores (cpu_use.h); -1 if the table has none. */
@@ -320,8 +339,8 @@ static int verdicts_for_flips(compare_run *r) {
       f->noise[k] = fmax(f->noise[k], moved);
       untimed |= isinf(f->margin[k]);
     }
-    for (int k = 0; k < 2; k++) f->trip_ns[k] = trip_at(&r->s[k], f->n);
-    double lo = fmin(f->trip_ns[0], f->trip_ns[1]), hi = fmax(f->trip_ns[0], f->trip_ns[1]);
+    for (int k = 0; k < 2; k++) trips_at(&r->s[k], f->n, &f->trip_lo[k], &f->trip_hi[k]);
+    double lo = fmin(f->trip_lo[0], f->trip_lo[1]), hi = fmax(f->trip_hi[0], f->trip_hi[1]);
     if (untimed) {
       f->verdict = FLIP_UNTIMED;
     } else if (f->threads > 1 && lo > 0 && hi >= TX_CORE_ROUND_TRIP_CHANGE * lo) {
@@ -401,17 +420,20 @@ static void print_text(const compare_run *r) {
     tx_table_init(&t, "CLASS|>N|>R|A PICKS|B PICKS|B'S PICK IN A|A'S PICK IN B|VERDICT");
     for (size_t i = 0; i < r->n_flips; i++) {
       const flip *f = &r->flips[i];
-      char n[24], rr[24], w0[160], w1[160], m0[64], m1[64], v[96];
+      char n[24], rr[24], w0[160], w1[160], m0[64], m1[64], v[160];
       snprintf(n, sizeof n, "%lld", (long long)f->n);
       snprintf(rr, sizeof rr, "%lld", (long long)f->r);
       fmt_cand(&f->win[0], w0, sizeof w0);
       fmt_cand(&f->win[1], w1, sizeof w1);
       fmt_margin(f->margin[0], f->noise[0], m0, sizeof m0);
       fmt_margin(f->margin[1], f->noise[1], m1, sizeof m1);
-      if (f->why == WHY_MACHINE)
-        snprintf(v, sizeof v, "%s (the machine changed: core round trip %.0f, %.0f ns)",
-                 verdicts[f->verdict], f->trip_ns[0], f->trip_ns[1]);
-      else
+      if (f->why == WHY_MACHINE) {
+        char ta[48], tb[48]; /* "54-432" */
+        fmt_trips(f->trip_lo[0], f->trip_hi[0], ta, sizeof ta);
+        fmt_trips(f->trip_lo[1], f->trip_hi[1], tb, sizeof tb);
+        snprintf(v, sizeof v, "%s (the machine changed: core round trip %s, %s ns)",
+                 verdicts[f->verdict], ta, tb);
+      } else
         snprintf(v, sizeof v, "%s%s", verdicts[f->verdict], whys[f->why]);
       const char *cells[] = {f->cls, n, f->r ? rr : NULL, w0, w1, m0, m1, v};
       tx_table_add(&t, cells);
@@ -498,8 +520,12 @@ static void print_json(const compare_run *r) {
     tx_json_kv_string(&j, "verdict", keys[f->verdict]);
     if (f->why != WHY_NONE) tx_json_kv_string(&j, "reason", why_keys[f->why]);
     for (int k = 0; k < 2; k++)
-      if (f->trip_ns[k] >= 0)
-        tx_json_kv_double(&j, k ? "core_round_trip_ns_b" : "core_round_trip_ns_a", f->trip_ns[k]);
+      if (f->trip_lo[k] >= 0) {
+        tx_json_kv_double(&j, k ? "core_round_trip_min_ns_b" : "core_round_trip_min_ns_a",
+                          f->trip_lo[k]);
+        tx_json_kv_double(&j, k ? "core_round_trip_max_ns_b" : "core_round_trip_max_ns_a",
+                          f->trip_hi[k]);
+      }
     tx_json_end_object(&j);
   }
   tx_json_end_array(&j);

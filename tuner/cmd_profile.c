@@ -428,6 +428,7 @@ static void measure_all(profile_run *r) {
       for (size_t ri = 0; ri < n_r; ri++) measure_point(r, (prof_at){ni, ci, ri});
     }
     revisit(r, ni);
+    L->trip_end_ns = r->g.n_ctx > 1 ? tx_core_round_trip_ns(ROUND_TRIP_PAIRS) : -1;
   }
   for (int k = 1; k < r->rv.visits && r->rv.n > 0; k++) revisit(r, r->g.n_n - 1);
   prof_revisits_settle(&r->rv, 1, record_open, r);
@@ -459,20 +460,23 @@ static int write_table(profile_run *r) {
 /* A core round trip that moved while the profile measured: its threaded points measured two
    machines. */
 static void say_round_trip(const profile_run *r) {
-  const prof_level *lo = NULL, *hi = NULL;
+  double lo = -1, hi = -1;
+  int64_t n_lo = 0, n_hi = 0;
   for (size_t i = 0; i < r->n_levels; i++) {
     const prof_level *L = &r->levels[i];
-    if (L->trip_ns < 0 || L->points == 0) continue;
-    if (!lo || L->trip_ns < lo->trip_ns) lo = L;
-    if (!hi || L->trip_ns > hi->trip_ns) hi = L;
+    const double trip[2] = {L->trip_ns, L->trip_end_ns};
+    for (int k = 0; k < 2 && L->points > 0; k++) {
+      if (trip[k] < 0) continue;
+      if (lo < 0 || trip[k] < lo) lo = trip[k], n_lo = L->n;
+      if (hi < 0 || trip[k] > hi) hi = trip[k], n_hi = L->n;
+    }
   }
-  if (lo && hi->trip_ns >= TX_CORE_ROUND_TRIP_CHANGE * lo->trip_ns)
+  if (lo > 0 && hi >= TX_CORE_ROUND_TRIP_CHANGE * lo)
     fprintf(stderr,
-            "txtune profile: a cache line's round trip between two CPUs took %.0f ns before n = "
-            "%lld and %.0f ns before n = %lld: the CPUs moved while it measured (a virtual "
-            "machine's host can do that), and its %d-thread points measured both\n",
-            lo->trip_ns, (long long)lo->n, hi->trip_ns, (long long)hi->n,
-            r->g.threads[r->g.n_ctx - 1]);
+            "txtune profile: a cache line's round trip between two CPUs took %.0f ns at n = %lld "
+            "and %.0f ns at n = %lld: the CPUs moved while it measured (a virtual machine's host "
+            "can do that), and its %d-thread points measured both\n",
+            lo, (long long)n_lo, hi, (long long)n_hi, r->g.threads[r->g.n_ctx - 1]);
 }
 
 /* Other processes busy on the CPUs: every timing measures them too, threaded kernels' most (two

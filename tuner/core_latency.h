@@ -5,8 +5,8 @@
    tiled_omp call at h 2, n 128 took 93-130 us against 68 us (its threads read the K/V blocks the
    other packed), banded_omp's 67 us hardly moved, and two profiles taken either side of such a
    change disagreed at the 2-thread points of n 128 and 256. Each thread's FMA rate did not move
-   (2 threads at 2.0 times one). `txtune profile` measures it before each n (the header's
-   levels[].core_round_trip_ns) and `txtune compare` does not compare threaded points measured
+   (2 threads at 2.0 times one). `txtune profile` measures it before and after each n (the
+   header's levels[].core_round_trip_ns and core_round_trip_end_ns) and `txtune compare` does not compare threaded points measured
    across such a change. */
 #ifndef TXTUNE_CORE_LATENCY_H
 #define TXTUNE_CORE_LATENCY_H

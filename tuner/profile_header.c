@@ -23,6 +23,13 @@ static void target_json(double t, char *buf, size_t size) {
     snprintf(buf, size, "%.4f", t);
 }
 
+static void trip_json(double ns, char *buf, size_t size) {
+  if (ns < 0)
+    snprintf(buf, size, "null");
+  else
+    snprintf(buf, size, "%.0f", ns);
+}
+
 /* Per n: the plans' targets (seconds of runs per candidate in the race; null: the most runs), the
    predicted and the spent seconds of the candidates in the race, and those of the others. */
 static void levels_json(const profile_run *r, char *buf, size_t size) {
@@ -32,17 +39,16 @@ static void levels_json(const profile_run *r, char *buf, size_t size) {
     char lo[32], hi[32];
     target_json(L->target_lo, lo, sizeof lo);
     target_json(L->target_hi, hi, sizeof hi);
-    char trip[32];
-    if (L->trip_ns < 0)
-      snprintf(trip, sizeof trip, "null");
-    else
-      snprintf(trip, sizeof trip, "%.0f", L->trip_ns);
+    char trip[32], trip_end[32];
+    trip_json(L->trip_ns, trip, sizeof trip);
+    trip_json(L->trip_end_ns, trip_end, sizeof trip_end);
     used += (size_t)snprintf(buf + used, size - used,
                              "%s{\"n\": %lld, \"points\": %zu, \"run_target_s\": [%s, %s], "
                              "\"predicted_s\": %.2f, \"spent_s\": %.2f, \"optional_s\": %.2f, "
-                             "\"revisit_s\": %.2f, \"core_round_trip_ns\": %s}",
+                             "\"revisit_s\": %.2f, \"core_round_trip_ns\": %s, "
+                             "\"core_round_trip_end_ns\": %s}",
                              i ? ", " : "", (long long)L->n, L->points, lo, hi, L->predicted_s,
-                             L->spent_s, L->optional_s, L->revisit_s, trip);
+                             L->spent_s, L->optional_s, L->revisit_s, trip, trip_end);
   }
   if (used < size) snprintf(buf + used, size - used, "]");
 }
@@ -106,8 +112,9 @@ void prof_set_header(profile_run *r, double elapsed) {
       "txtune's own) and the hypervisor's steal, over the wall time: a short sleep before the "
       "first point, then the whole run\"}, \"core_round_trip_ns\": \"levels[].core_round_trip_ns: "
       "a cache line's round trip "
-      "between two CPUs before the level's points (the host can move a virtual machine's CPUs "
-      "nearer or farther apart)\", \"levels\": %s}",
+      "between two CPUs before the level's points, and core_round_trip_end_ns after them and the "
+      "visits that follow (the host can move a virtual machine's CPUs nearer or farther apart)\", "
+      "\"levels\": %s}",
       names[r->s.mode], r->budget_s, elapsed, th, d, n, rs, r->s.min_run_s, MIN_RUNS, r->s.rounds,
       MAX_TARGET_S, fmax(PROF_FIRST_PRUNE_RATIO, r->s.prune_ratio), r->s.prune_ratio,
       r->drop.short_ratio, r->drop.long_ratio, r->drop.long_call_s, OPTIONAL_MAX_CALL_S,

@@ -54,7 +54,8 @@ typedef struct prof_level {
   double predicted_s, spent_s; /* the points' candidates in the race, as planned (scaled) */
   double optional_s;           /* seconds spent on candidates out of the race */
   double revisit_s;            /* seconds spent on visits of close calls after the points */
-  double trip_ns; /* the core round trip before the points (core_latency.h); < 0 none */
+  double trip_ns, trip_end_ns; /* the core round trip before the points and after the visits
+                                   (core_latency.h); < 0 none */
   size_t points;
 } prof_level;
 
