@@ -56,7 +56,8 @@ typedef struct side {
   txattn_table *t;
   double noise_floor; /* the profile's median spread, 0 if the header has none */
   double others;      /* cores' worth other processes used while it measured; < 0 unknown */
-  json_t *levels;     /* the header's profile.levels (core_round_trip_ns per n), NULL if none */
+  json_t *profile;    /* the header's free-form profile object, parsed once; NULL if none */
+  json_t *levels;     /* its levels (core_round_trip_ns per n), borrowed; NULL if none */
 } side;
 
 typedef struct flip {
@@ -171,30 +172,19 @@ static void judge(const side *sd, size_t cls, size_t point, const txattn_table_c
 /* From the header's free-form profile object: the profile's median spread over its winners, and at
    least the smallest difference it treats as a tie (profile.ties.within[0]: below it the profile
    found times it cannot tell apart, so its choice there says nothing). */
-static double noise_floor(const txattn_table *t) {
-  txattn_table_header h;
-  if (txattn_table_header_get(t, &h) != TXATTN_OK || !*h.profile) return 0;
-  json_t *o = json_loads(h.profile, 0, NULL);
-  json_t *v = json_object_get(o, "noise_median_spread");
-  json_t *tie = json_array_get(json_object_get(json_object_get(o, "ties"), "within"), 0);
+static double noise_floor(const json_t *profile) {
+  json_t *v = json_object_get(profile, "noise_median_spread");
+  json_t *tie = json_array_get(json_object_get(json_object_get(profile, "ties"), "within"), 0);
   double floor = json_is_number(v) ? json_number_value(v) : 0;
   if (json_is_number(tie)) floor = fmax(floor, json_number_value(tie));
-  json_decref(o);
   return isfinite(floor) && floor > 0 ? floor : 0;
 }
 
-/* The header's profile.levels, for their core_round_trip_ns (core_latency.h); NULL if none. */
-static json_t *levels_of(const txattn_table *t) {
+/* The header's profile object, parsed; NULL if the table has none. */
+static json_t *profile_of(const txattn_table *t) {
   txattn_table_header h;
   if (txattn_table_header_get(t, &h) != TXATTN_OK || !*h.profile) return NULL;
-  json_t *o = json_loads(h.profile, 0, NULL);
-  json_t *levels = json_object_get(o, "levels");
-  if (json_is_array(levels))
-    json_incref(levels);
-  else
-    levels = NULL;
-  json_decref(o);
-  return levels;
+  return json_loads(h.profile, 0, NULL);
 }
 
 /* The smallest and largest core round trip the table measured at level n (before and after its
@@ -224,14 +214,10 @@ static void fmt_trips(double lo, double hi, char *buf, size_t size) {
     snprintf(buf, size, "%.0f", lo);
 }
 
-/* The header's profile.cpu_others.during_cores (cpu_use.h); -1 if the table has none. */
-static double others_during(const txattn_table *t) {
-  txattn_table_header h;
-  if (txattn_table_header_get(t, &h) != TXATTN_OK || !*h.profile) return -1;
-  json_t *o = json_loads(h.profile, 0, NULL);
-  json_t *v = json_object_get(json_object_get(o, "cpu_others"), "during_cores");
+/* profile.cpu_others.during_cores (cpu_use.h); -1 if the table has none. */
+static double others_during(const json_t *profile) {
+  json_t *v = json_object_get(json_object_get(profile, "cpu_others"), "during_cores");
   double cores = json_is_number(v) ? json_number_value(v) : -1;
-  json_decref(o);
   return isfinite(cores) && cores >= 0 ? cores : -1;
 }
 
@@ -540,9 +526,11 @@ static int run_compare(compare_run *r) {
       tx_print_lib_error("compare", "cannot read a table", s);
       return TX_EXIT_FAIL;
     }
-    r->s[k].noise_floor = noise_floor(r->s[k].t);
-    r->s[k].others = others_during(r->s[k].t);
-    r->s[k].levels = levels_of(r->s[k].t);
+    r->s[k].profile = profile_of(r->s[k].t);
+    r->s[k].noise_floor = noise_floor(r->s[k].profile);
+    r->s[k].others = others_during(r->s[k].profile);
+    json_t *levels = json_object_get(r->s[k].profile, "levels");
+    r->s[k].levels = json_is_array(levels) ? levels : NULL;
   }
   txattn_table_header h;
   if (txattn_table_header_get(r->s[0].t, &h) != TXATTN_OK) return TX_EXIT_FAIL;
@@ -575,7 +563,7 @@ int tx_cmd_compare(int argc, char **argv) {
   if (rc < 0) rc = run_compare(&r);
   for (int k = 0; k < 2; k++) {
     txattn_table_free(r.s[k].t);
-    json_decref(r.s[k].levels);
+    json_decref(r.s[k].profile);
   }
   free(r.flips);
   free(r.drift);

@@ -35,11 +35,6 @@ static void *answer(void *arg) {
   return NULL;
 }
 
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* The median batch's round trip between the calling thread (on its CPU) and one on cpu. */
 static double pair_ns(int cpu) {
   pong p = {.cpu = cpu, .trips = (long)(BATCHES + 1) * TRIPS};
@@ -57,7 +52,7 @@ static double pair_ns(int cpu) {
     if (b > 0) batch[b - 1] = 1e9 * (tx_clock() - t0) / TRIPS;
   }
   pthread_join(th, NULL);
-  qsort(batch, BATCHES, sizeof batch[0], cmp);
+  qsort(batch, BATCHES, sizeof batch[0], tx_cmp_double);
   return batch[BATCHES / 2];
 }
 
@@ -83,7 +78,7 @@ double tx_core_round_trip_ns(int max_pairs) {
   }
   pthread_setaffinity_np(pthread_self(), sizeof self, &self);
   if (n == 0) return -1;
-  qsort(ns, (size_t)n, sizeof ns[0], cmp);
+  qsort(ns, (size_t)n, sizeof ns[0], tx_cmp_double);
   return ns[n / 2];
 }
 #else

@@ -23,11 +23,12 @@ static void target_json(double t, char *buf, size_t size) {
     snprintf(buf, size, "%.4f", t);
 }
 
-static void trip_json(double ns, char *buf, size_t size) {
-  if (ns < 0)
+/* v with printf format fmt, or null where it is unknown (< 0). */
+static void known_json(double v, const char *fmt, char *buf, size_t size) {
+  if (v < 0)
     snprintf(buf, size, "null");
   else
-    snprintf(buf, size, "%.0f", ns);
+    snprintf(buf, size, fmt, v);
 }
 
 /* Per n: the plans' targets (seconds of runs per candidate in the race; null: the most runs), the
@@ -40,8 +41,8 @@ static void levels_json(const profile_run *r, char *buf, size_t size) {
     target_json(L->target_lo, lo, sizeof lo);
     target_json(L->target_hi, hi, sizeof hi);
     char trip[32], trip_end[32];
-    trip_json(L->trip_ns, trip, sizeof trip);
-    trip_json(L->trip_end_ns, trip_end, sizeof trip_end);
+    known_json(L->trip_ns, "%.0f", trip, sizeof trip);
+    known_json(L->trip_end_ns, "%.0f", trip_end, sizeof trip_end);
     used += (size_t)snprintf(buf + used, size - used,
                              "%s{\"n\": %lld, \"points\": %zu, \"run_target_s\": [%s, %s], "
                              "\"predicted_s\": %.2f, \"spent_s\": %.2f, \"optional_s\": %.2f, "
@@ -61,13 +62,6 @@ static double load_1min(void) {
   return l1;
 }
 
-static void cores_json(double cores, char *buf, size_t size) {
-  if (cores < 0)
-    snprintf(buf, size, "null");
-  else
-    snprintf(buf, size, "%.3f", cores);
-}
-
 /* The settings, the protocol, the measured noise (the winners' median relative spread) and what
    other processes and the hypervisor took of the CPUs before and while it measured. */
 void prof_set_header(profile_run *r, double elapsed) {
@@ -82,10 +76,10 @@ void prof_set_header(profile_run *r, double elapsed) {
   levels_json(r, levels, sizeof levels);
   if (load_1min() >= 0) snprintf(load, sizeof load, "%.2f", load_1min());
   char ob[16], sb[16], od[16], sd[16];
-  cores_json(r->others_before, ob, sizeof ob);
-  cores_json(r->steal_before, sb, sizeof sb);
-  cores_json(r->others_during, od, sizeof od);
-  cores_json(r->steal_during, sd, sizeof sd);
+  known_json(r->others_before, "%.3f", ob, sizeof ob);
+  known_json(r->steal_before, "%.3f", sb, sizeof sb);
+  known_json(r->others_during, "%.3f", od, sizeof od);
+  known_json(r->steal_during, "%.3f", sd, sizeof sd);
   qsort(r->spreads, r->n_spreads, sizeof r->spreads[0], tx_cmp_double);
   double noise = r->n_spreads ? r->spreads[r->n_spreads / 2] : 0;
   snprintf(
