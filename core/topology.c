@@ -3,8 +3,10 @@
  * costs about 2 ms here, and the load itself under 1 ms; every context then copies the result.
  *
  * hwloc honours HWLOC_XMLFILE (and HWLOC_SYNTHETIC) by itself, but when the XML file cannot be
- * read it silently falls back to this system. We hand the file to hwloc_topology_set_xml
- * ourselves so that a failure is reported (errno) instead of going unnoticed. hwloc is silent
+ * read it silently falls back to this system, or (a file its built-in parser finds broken) fails
+ * the load. We hand the file to hwloc_topology_set_xml ourselves so that either is reported
+ * (errno) instead of going unnoticed; without a topology, machine.c takes the caches from cpuid
+ * and the cores from the CPUs this process may use. hwloc is silent
  * about bad XML unless HWLOC_XML_VERBOSE is set (the user asked for it then); it may still print
  * "critical" errors about an inconsistent topology from the OS, which HWLOC_HIDE_ERRORS=2 silences:
  * we do not set that variable ourselves, since changing the environment of the host program from
@@ -89,7 +91,16 @@ static void probe(void) {
   hwloc_topology_set_icache_types_filter(t, HWLOC_TYPE_FILTER_KEEP_NONE);
   const char *xml = use_xml_file(t);
   if (hwloc_topology_load(t) != 0) {
-    snprintf(topo.problem, sizeof topo.problem, "hwloc_topology_load failed (%s)", strerror(errno));
+    /* hwloc's own XML parser reads the file only here (libxml2's, a plugin, already in
+       hwloc_topology_set_xml): a broken file fails the load, and hwloc, which reads HWLOC_XMLFILE
+       again at every load, cannot be asked for this system instead */
+    if (xml)
+      snprintf(topo.problem, sizeof topo.problem,
+               "cannot load HWLOC_XMLFILE=%.200s (%s): no topology from hwloc", xml,
+               strerror(errno));
+    else
+      snprintf(topo.problem, sizeof topo.problem, "hwloc_topology_load failed (%s)",
+               strerror(errno));
     hwloc_topology_destroy(t);
     return;
   }
