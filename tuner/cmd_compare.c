@@ -26,9 +26,11 @@ static const char about[] =
     "median) of the two candidates' timings, and at least the profile's median spread over all\n"
     "its winners (the header's profile.noise_median_spread) since a spread of a few runs can be\n"
     "0 by chance, and the smallest difference the profile treats as a tie (profile.ties), and\n"
-    "at least the run-to-run noise: the median change of a candidate's time\n"
-    "from A to B over every candidate both timed, which runs seconds apart within one profile\n"
-    "understate. Each table measured the gap between the two picks once; a flip is above the\n"
+    "at least the run-to-run noise: the median change from A to B of a candidate's time\n"
+    "against the median change of its point's candidates, over every candidate both timed,\n"
+    "which runs seconds apart within one profile understate (against the point, as a margin\n"
+    "is a ratio: a change of the machine's speed as a whole moves every candidate alike). Each\n"
+    "table measured the gap between the two picks once; a flip is above the\n"
     "noise when the two measurements contradict each other (they differ by more than the two\n"
     "tables' noise together: each found its own pick clearly faster, say) or when, taken\n"
     "together (their mean), they find one pick slower than the other by more than the larger\n"
@@ -255,27 +257,49 @@ static int compare_point(compare_run *r, const size_t ci[2], const size_t pi[2],
   return add_flip(r, &f);
 }
 
-/* How much the same candidate's time moved from A to B at the same point, for every candidate
-   both timed fully (with a spread): the run-to-run noise, which a profile's own spreads (runs
-   seconds apart) understate. */
+/* How much the same candidate's time moved from A to B at the same point, against the point's
+   candidates as a whole, for every candidate both timed fully (with a spread): the run-to-run
+   noise of a margin, which a profile's own spreads (runs seconds apart) understate. Each
+   candidate's factor t_B / t_A is set against the median factor of the point's candidates, as a
+   margin is a ratio: the host's speed as a whole moves by 10% and more between two profiles (the
+   Zen 3 VM: a candidate's own time by 11% in the median, its ratio to the winner by 5%), which
+   moves every candidate of a point alike and no margin. */
 static int add_drift(compare_run *r, const size_t ci[2], const size_t pi[2], size_t n_a) {
-  for (size_t i = 0; i < n_a; i++) {
+  double *factor = malloc((n_a ? n_a : 1) * sizeof *factor);
+  double *sorted = malloc((n_a ? n_a : 1) * sizeof *sorted);
+  const char **kernel = malloc((n_a ? n_a : 1) * sizeof *kernel);
+  size_t m = 0;
+  int ok = factor && sorted && kernel;
+  for (size_t i = 0; ok && i < n_a; i++) {
     txattn_table_candidate a;
     double margin, ignored;
     if (txattn_table_candidate_get(r->s[0].t, ci[0], pi[0], i, &a) != TXATTN_OK || a.spread < 0)
       continue;
     judge(&r->s[1], ci[1], pi[1], &a, &a, &margin, &ignored); /* finds a in B: b / a - 1 */
     if (isinf(margin)) continue;
-    if (r->n_drift == r->drift_cap) {
-      size_t cap = r->drift_cap ? 2 * r->drift_cap : 64;
-      drift *d = realloc(r->drift, cap * sizeof *d);
-      if (d == NULL) return 0;
-      r->drift = d;
-      r->drift_cap = cap;
-    }
-    r->drift[r->n_drift++] = (drift){ci[0], a.kernel, fabs(margin)};
+    kernel[m] = a.kernel;
+    sorted[m] = factor[m] = 1 + margin;
+    m++;
   }
-  return 1;
+  if (ok && m > 0) {
+    qsort(sorted, m, sizeof *sorted, tx_cmp_double);
+    double common = m % 2 ? sorted[m / 2] : 0.5 * (sorted[m / 2 - 1] + sorted[m / 2]);
+    for (size_t i = 0; i < m && ok; i++) {
+      if (r->n_drift == r->drift_cap) {
+        size_t cap = r->drift_cap ? 2 * r->drift_cap : 64;
+        drift *d = realloc(r->drift, cap * sizeof *d);
+        ok = d != NULL;
+        if (!ok) break;
+        r->drift = d;
+        r->drift_cap = cap;
+      }
+      r->drift[r->n_drift++] = (drift){ci[0], kernel[i], fabs(factor[i] / common - 1)};
+    }
+  }
+  free(factor);
+  free(sorted);
+  free(kernel);
+  return ok;
 }
 
 /* The median change over the drifts of class cls (any class: SIZE_MAX) and kernel (any: NULL). */
@@ -398,8 +422,8 @@ static void fmt_margin(double m, double noise, char *buf, size_t size) {
 static void print_text(const compare_run *r) {
   printf("A: %s (median spread of its winners %.1f%%)\nB: %s (%.1f%%)\n", r->s[0].file,
          100 * r->s[0].noise_floor, r->s[1].file, 100 * r->s[1].noise_floor);
-  printf("run-to-run noise: a candidate's time moved by %.1f%% (median over %zu timed in both; "
-         "per class and kernel for the flips below)\n",
+  printf("run-to-run noise: a candidate's time moved by %.1f%% against its point's (median over "
+         "%zu timed in both; per class and kernel for the flips below)\n",
          100 * r->drift_median, r->n_drift);
   if (r->n_flips) {
     tx_table t;
