@@ -261,9 +261,9 @@ static int compare_point(compare_run *r, const size_t ci[2], const size_t pi[2],
    candidates as a whole, for every candidate both timed fully (with a spread): the run-to-run
    noise of a margin, which a profile's own spreads (runs seconds apart) understate. Each
    candidate's factor t_B / t_A is set against the median factor of the point's candidates, as a
-   margin is a ratio: the host's speed as a whole moves by 10% and more between two profiles (the
-   Zen 3 VM: a candidate's own time by 11% in the median, its ratio to the winner by 5%), which
-   moves every candidate of a point alike and no margin. */
+   margin is a ratio: the host's speed as a whole moves between two profiles (on the Zen 3 VM, four
+   default profiles: a candidate's own time by 7-8% in the median, against its point's by 2-2.4%),
+   which moves every candidate of a point alike and no margin. */
 static int add_drift(compare_run *r, const size_t ci[2], const size_t pi[2], size_t n_a) {
   double *factor = malloc((n_a ? n_a : 1) * sizeof *factor);
   double *sorted = malloc((n_a ? n_a : 1) * sizeof *sorted);
