@@ -13,7 +13,6 @@
 
 #define PROF_MAX_TUNABLES 8
 #define PROF_MAX_RUNS     16
-#define PROF_MAX_ROUNDS   (2 * PROF_MAX_RUNS)
 /* After one run each, only candidates this much slower than the leader stop: one run can be an
    unlucky one. */
 #define PROF_FIRST_PRUNE_RATIO 3.0
@@ -51,32 +50,13 @@ typedef struct prof_cand {
   int history;      /* expect_s follows its own times at smaller n (else the point's best's) */
   double first_s;   /* its warm-up call */
   int64_t reps;
-  double runs[PROF_MAX_RUNS]; /* seconds a call, as measured */
-  double adj[PROF_MAX_RUNS];  /* the same with the drift all candidates shared taken out */
-  int round[PROF_MAX_RUNS];   /* the round each was taken in (< PROF_MAX_ROUNDS; -1: alone) */
-  int n_runs;                 /* 0 after prof_time: the deadline came first, it was not timed */
+  double runs[PROF_MAX_RUNS];
+  int n_runs;   /* 0 after prof_time: the deadline came first, it was not timed */
   int rough;    /* pruned, or planned with one run: time_s is its fastest run, no spread */
   int keep;     /* never pruned: validate times the dispatcher's pick in full */
   int borrowed; /* the plan belongs to another copy: prof_time_until never frees it */
   double time_s, spread;
 } prof_cand;
-
-/* Takes the drift that the candidates timed together share out of their runs (adj from runs).
-   The host's speed moves by 30% and more within a second or two (measured on the Zen 3 VM:
-   tiled.avx2 at n 1024 took 3.6 ms a call, 4.8 ms a second later and 7.0 ms for a quarter of a
-   second in between), but two kernels timed in turn keep their ratio within a few percent
-   through it (0.73 +- 0.02 over 6 s of 50 ms windows). So runs taken in the same round (a few
-   milliseconds apart) are compared with each other: a round's factor is the median, over the
-   candidates with two runs or more, of their run there over their median, and each of their runs
-   is divided by its round's factor (two passes; a round with fewer than two such runs keeps factor
-   1). A candidate's median and spread are then those of its ratio to the others, at their level.
-   A candidate with a single run (pruned after the first round) keeps it as measured: it has
-   nothing of its own to set against the round, and the first round is not like the others (runs
-   25-35% off their candidate's median, one candidate's and not its neighbours', were seen there
-   on the Zen 3 VM), so a factor from the two or three candidates that stay could move it by as
-   much: corrected so, tiled.avx2 looked 5% faster than banded.avx2 at a window of 17 keys, n
-   4096, where two other profiles measured it 1.6-2x slower. */
-void prof_remove_drift(prof_cand *c, size_t n);
 
 /* The length of a run of calls of t seconds: the repetitions that make it last 1.25 x min_run_s
    (the warm-up's prediction), or one call, and the untimed call before them (profile_measure.c). */
@@ -122,8 +102,8 @@ void prof_checks_isolate(prof_checks *c, struct prof_isolation *iso);
    (one run, or pruned) whose time is within the widest tie limit (PROF_TIE_MAX, or
    PROF_TIE_MAX_THREADED) of the fastest one timed in full gets as many runs as that one, so that
    prof_choose decides a tie on medians. The candidates may be reordered. time_s is the median of
-   the runs with the shared drift taken out (prof_remove_drift; a rough candidate's: the fastest),
-   spread (max - min of the middle half) / median, -1 with fewer than two runs.
+   the runs (a rough candidate's: the fastest), spread (max - min of the middle half) / median, -1
+   with fewer than two runs.
    Returns TXATTN_OK, or the first failure (the candidate is then dropped: n is updated; its plan
    freed unless borrowed). */
 txattn_status prof_time(prof_cand *c, size_t *n, const txattn_tensors *t, const prof_settings *s);

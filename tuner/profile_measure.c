@@ -203,10 +203,8 @@ static txattn_status warm_up(prof_cand *c, const txattn_tensors *t, const prof_s
   return TXATTN_OK;
 }
 
-/* One timed run, in round `round`; the first of a candidate doubles its repetitions until it
-   lasts min_run_s. */
-static txattn_status sample(prof_cand *c, const txattn_tensors *t, const prof_settings *s,
-                            int round) {
+/* One timed run; the first of a candidate doubles its repetitions until it lasts min_run_s. */
+static txattn_status sample(prof_cand *c, const txattn_tensors *t, const prof_settings *s) {
   double sec;
   if (c->predict_s <= LEAD_IN_MAX_CALL_S) {
     txattn_status st = txattn_plan_execute(c->plan, t);
@@ -218,24 +216,22 @@ static txattn_status sample(prof_cand *c, const txattn_tensors *t, const prof_se
     if (c->n_runs > 0 || sec >= s->min_run_s || c->reps >= REPS_MAX) break;
     c->reps *= 2;
   }
-  c->runs[c->n_runs] = c->adj[c->n_runs] = sec / (double)c->reps;
-  c->round[c->n_runs++] = round < PROF_MAX_ROUNDS ? round : -1;
+  c->runs[c->n_runs++] = sec / (double)c->reps;
   c->predict_s = sec / (double)c->reps;
   return TXATTN_OK;
 }
 
-/* The fastest and the median of the runs with the shared drift taken out (prof_remove_drift). */
 static double fastest(const prof_cand *c) {
-  double m = c->adj[0];
+  double m = c->runs[0];
   for (int i = 1; i < c->n_runs; i++)
-    if (c->adj[i] < m) m = c->adj[i];
+    if (c->runs[i] < m) m = c->runs[i];
   return m;
 }
 
 static double median(const prof_cand *c) {
   double v[PROF_MAX_RUNS];
   int n = c->n_runs;
-  memcpy(v, c->adj, (size_t)n * sizeof v[0]);
+  memcpy(v, c->runs, (size_t)n * sizeof v[0]);
   qsort(v, (size_t)n, sizeof v[0], tx_cmp_double);
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
@@ -251,7 +247,7 @@ static void summarise(prof_cand *c) {
   }
   double v[PROF_MAX_RUNS];
   int n = c->n_runs;
-  memcpy(v, c->adj, (size_t)n * sizeof v[0]);
+  memcpy(v, c->runs, (size_t)n * sizeof v[0]);
   qsort(v, (size_t)n, sizeof v[0], tx_cmp_double);
   c->time_s = median(c);
   c->spread = (v[n - 1 - n / 4] - v[n / 4]) / c->time_s;
@@ -358,24 +354,23 @@ static txattn_status pre_roll(prof_cand *c, const txattn_tensors *t) {
   return TXATTN_OK;
 }
 
-/* A timed run of c in round `round`, after a pre-roll if the last candidate run (*kind: -1 none,
-   else its `threaded`) was of the other kind. */
+/* A timed run of c, after a pre-roll if the last candidate run (*kind: -1 none, else its
+   `threaded`) was of the other kind. */
 static txattn_status next_run(prof_cand *c, const txattn_tensors *t, const prof_settings *s,
-                              int round, int *kind) {
+                              int *kind) {
   txattn_status st = TXATTN_OK;
   if (*kind >= 0 && *kind != c->threaded) st = pre_roll(c, t);
   *kind = c->threaded;
-  return st == TXATTN_OK ? sample(c, t, s, round) : st;
+  return st == TXATTN_OK ? sample(c, t, s) : st;
 }
 
 /* Ties are decided on medians (prof_choose), so a candidate that is not timed in full (one run, or
    pruned) but whose time is within the widest tie limit of the fastest one that is gets as many runs
-   as that one had (at least two), now, as far as the deadline allows, each in a round of its own
-   with a run of that fastest one (while it has room for runs), so that the drift is taken out of
-   them as out of the others'. Such a candidate is mostly one out of the race (often the kernel's
-   default tunables) timed once at a long call. */
+   as that one had (at least two), now, one after another, as far as the deadline allows. Such a
+   candidate is mostly one out of the race (often the kernel's default tunables) timed once at a
+   long call, which back-to-back runs measure well. */
 static txattn_status confirm_near_ties(prof_cand *c, size_t *n, const txattn_tensors *t,
-                                       const prof_settings *s, double deadline, int round) {
+                                       const prof_settings *s, double deadline) {
   size_t lead = *n;
   for (size_t i = 0; i < *n; i++)
     if (in_full(&c[i]) && (lead == *n || c[i].time_s < c[lead].time_s)) lead = i;
@@ -388,28 +383,16 @@ static txattn_status confirm_near_ties(prof_cand *c, size_t *n, const txattn_ten
     double most = c[i].threaded || lead_threaded ? PROF_TIE_MAX_THREADED : PROF_TIE_MAX;
     if (c[i].n_runs == 0 || in_full(&c[i]) || c[i].time_s > (1 + most) * lead_s) continue;
     if (too_late(&c[i], (double)(runs - c[i].n_runs) * (double)c[i].reps, deadline)) continue;
-    int kind = -1;
-    txattn_status st = TXATTN_OK, lead_st = TXATTN_OK;
-    while (st == TXATTN_OK && c[i].n_runs < runs && round < PROF_MAX_ROUNDS) {
-      if (c[lead].n_runs < PROF_MAX_RUNS) lead_st = next_run(&c[lead], t, s, round, &kind);
-      if (lead_st != TXATTN_OK) break;
-      st = next_run(&c[i], t, s, round++, &kind);
-    }
-    if (lead_st != TXATTN_OK) { /* the fastest ran before and fails now: no more confirming */
-      first = first != TXATTN_OK ? first : lead_st;
-      break;
-    }
+    txattn_status st = c[i].threaded ? pre_roll(&c[i], t) : TXATTN_OK;
+    while (st == TXATTN_OK && c[i].n_runs < runs) st = sample(&c[i], t, s);
     if (st != TXATTN_OK) {
       first = first != TXATTN_OK ? first : st;
-      drop(c, n, i);
-      if (i < lead) lead--; /* the ones after i moved down */
-      i--;
+      drop(c, n, i--);
       continue;
     }
     c[i].rough = 0;
+    summarise(&c[i]);
   }
-  prof_remove_drift(c, *n);
-  for (size_t i = 0; i < *n; i++) summarise(&c[i]);
   return first;
 }
 
@@ -440,17 +423,15 @@ txattn_status prof_time_until(prof_cand *c, size_t *n, const txattn_tensors *t,
     for (size_t i = 0; i < *n; i++) {
       if (c[i].reps == 0 || c[i].rough || c[i].n_runs >= wanted(&c[i], s)) continue;
       if (too_late(&c[i], (double)c[i].reps + 1, deadline)) continue;
-      txattn_status st = next_run(&c[i], t, s, r, &kind);
+      txattn_status st = next_run(&c[i], t, s, &kind);
       if (st != TXATTN_OK) {
         first = first != TXATTN_OK ? first : st;
         drop(c, n, i--);
       }
     }
-    prof_remove_drift(c, *n);
     prune(c, *n, r + 1, r == 0 ? fmax(PROF_FIRST_PRUNE_RATIO, s->prune_ratio) : s->prune_ratio);
   }
-  prof_remove_drift(c, *n);
   for (size_t i = 0; i < *n; i++) summarise(&c[i]);
-  txattn_status st = confirm_near_ties(c, n, t, s, deadline, most);
+  txattn_status st = confirm_near_ties(c, n, t, s, deadline);
   return first != TXATTN_OK ? first : st;
 }

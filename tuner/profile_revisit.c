@@ -57,7 +57,6 @@ int prof_revisits_keep(prof_revisits *rv, size_t ci, size_t ri, int64_t n, int64
   for (int j = 0; j < k; j++) {
     pt->who[j] = who[j];
     pt->visit_s[j][0] = c[who[j]].time_s;
-    pt->visit_no[j][0] = 0;
     pt->n_visits[j] = 1;
   }
   return 1;
@@ -104,7 +103,6 @@ static void visit(prof_open_point *pt, const txattn_tensors *t, const prof_setti
       txattn_plan_free(c->plan);
       c->plan = NULL;
     } else if (copy[i].n_runs > 0 && pt->n_visits[j] < PROF_MAX_RUNS) {
-      pt->visit_no[j][pt->n_visits[j]] = pt->visits + 1;
       pt->visit_s[j][pt->n_visits[j]++] = copy[i].time_s;
     }
   }
@@ -136,19 +134,6 @@ static void settle_contender(prof_cand *c, double *v, int n) {
   c->rough = 0;
 }
 
-/* The contenders' visits with the drift they shared taken out, each visit a round. */
-static void settle_point(prof_open_point *pt) {
-  prof_cand v[PROF_MAX_CONTENDERS];
-  memset(v, 0, sizeof v);
-  for (int j = 0; j < pt->n_who; j++) {
-    v[j].n_runs = pt->n_visits[j];
-    memcpy(v[j].runs, pt->visit_s[j], (size_t)v[j].n_runs * sizeof v[j].runs[0]);
-    memcpy(v[j].round, pt->visit_no[j], (size_t)v[j].n_runs * sizeof v[j].round[0]);
-  }
-  prof_remove_drift(v, (size_t)pt->n_who);
-  for (int j = 0; j < pt->n_who; j++) settle_contender(&pt->c[pt->who[j]], v[j].adj, v[j].n_runs);
-}
-
 void prof_revisits_settle(prof_revisits *rv, int all,
                           void (*record)(void *arg, prof_open_point *pt), void *arg) {
   size_t kept = 0;
@@ -158,7 +143,8 @@ void prof_revisits_settle(prof_revisits *rv, int all,
       rv->pts[kept++] = *pt;
       continue;
     }
-    settle_point(pt);
+    for (int j = 0; j < pt->n_who; j++)
+      settle_contender(&pt->c[pt->who[j]], pt->visit_s[j], pt->n_visits[j]);
     record(arg, pt);
     prof_candidates_free(pt->c, pt->nc);
     free(pt->c);

@@ -7,8 +7,7 @@
  * each other and not with the next profile. So a point whose leaders are close is kept open: its
  * contenders are timed again after each later n (a visit: two runs each, interleaved as at the
  * point), and its time is the median of the visits' medians, its spread theirs: the noise the
- * table then records is the one a second profile would meet. The visits are seconds apart, so the
- * drift the contenders share is taken out of them first, each visit a round (prof_remove_drift).
+ * table then records is the one a second profile would meet.
  */
 #ifndef TXTUNE_PROFILE_REVISIT_H
 #define TXTUNE_PROFILE_REVISIT_H
@@ -35,7 +34,6 @@ typedef struct prof_open_point {
   size_t nc;
   size_t who[PROF_MAX_CONTENDERS];                    /* the contenders' indices in c */
   double visit_s[PROF_MAX_CONTENDERS][PROF_MAX_RUNS]; /* each one's median per visit */
-  int visit_no[PROF_MAX_CONTENDERS][PROF_MAX_RUNS];   /* and which visit (0: the point's runs) */
   int n_visits[PROF_MAX_CONTENDERS], n_who, visits;
 } prof_open_point;
 
