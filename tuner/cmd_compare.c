@@ -265,41 +265,34 @@ static int compare_point(compare_run *r, const size_t ci[2], const size_t pi[2],
    default profiles: a candidate's own time by 7-8% in the median, against its point's by 2-2.4%),
    which moves every candidate of a point alike and no margin. */
 static int add_drift(compare_run *r, const size_t ci[2], const size_t pi[2], size_t n_a) {
-  double *factor = malloc((n_a ? n_a : 1) * sizeof *factor);
-  double *sorted = malloc((n_a ? n_a : 1) * sizeof *sorted);
-  const char **kernel = malloc((n_a ? n_a : 1) * sizeof *kernel);
-  size_t m = 0;
-  int ok = factor && sorted && kernel;
-  for (size_t i = 0; ok && i < n_a; i++) {
+  size_t start = r->n_drift; /* the point's factors go in first, then become their changes */
+  for (size_t i = 0; i < n_a; i++) {
     txattn_table_candidate a;
     double margin, ignored;
     if (txattn_table_candidate_get(r->s[0].t, ci[0], pi[0], i, &a) != TXATTN_OK || a.spread < 0)
       continue;
     judge(&r->s[1], ci[1], pi[1], &a, &a, &margin, &ignored); /* finds a in B: b / a - 1 */
     if (isinf(margin)) continue;
-    kernel[m] = a.kernel;
-    sorted[m] = factor[m] = 1 + margin;
-    m++;
-  }
-  if (ok && m > 0) {
-    qsort(sorted, m, sizeof *sorted, tx_cmp_double);
-    double common = m % 2 ? sorted[m / 2] : 0.5 * (sorted[m / 2 - 1] + sorted[m / 2]);
-    for (size_t i = 0; i < m && ok; i++) {
-      if (r->n_drift == r->drift_cap) {
-        size_t cap = r->drift_cap ? 2 * r->drift_cap : 64;
-        drift *d = realloc(r->drift, cap * sizeof *d);
-        ok = d != NULL;
-        if (!ok) break;
-        r->drift = d;
-        r->drift_cap = cap;
-      }
-      r->drift[r->n_drift++] = (drift){ci[0], kernel[i], fabs(factor[i] / common - 1)};
+    if (r->n_drift == r->drift_cap) {
+      size_t cap = r->drift_cap ? 2 * r->drift_cap : 64;
+      drift *d = realloc(r->drift, cap * sizeof *d);
+      if (d == NULL) return 0;
+      r->drift = d;
+      r->drift_cap = cap;
     }
+    r->drift[r->n_drift++] = (drift){ci[0], a.kernel, 1 + margin};
   }
-  free(factor);
+  size_t m = r->n_drift - start;
+  if (m == 0) return 1;
+  double *sorted = malloc(m * sizeof *sorted);
+  if (sorted == NULL) return 0;
+  for (size_t i = 0; i < m; i++) sorted[i] = r->drift[start + i].change;
+  qsort(sorted, m, sizeof *sorted, tx_cmp_double);
+  double common = m % 2 ? sorted[m / 2] : 0.5 * (sorted[m / 2 - 1] + sorted[m / 2]);
+  for (size_t i = start; i < r->n_drift; i++)
+    r->drift[i].change = fabs(r->drift[i].change / common - 1);
   free(sorted);
-  free(kernel);
-  return ok;
+  return 1;
 }
 
 /* The median change over the drifts of class cls (any class: SIZE_MAX) and kernel (any: NULL). */
