@@ -233,7 +233,7 @@ static double median(const prof_cand *c) {
   int n = c->n_runs;
   memcpy(v, c->runs, (size_t)n * sizeof v[0]);
   qsort(v, (size_t)n, sizeof v[0], tx_cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  return tx_sorted_median(v, (size_t)n);
 }
 
 /* The median and the spread of the middle half (the whole range with up to three runs); a rough

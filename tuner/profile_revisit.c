@@ -128,7 +128,7 @@ double prof_revisits_visit(prof_revisits *rv, const txattn_tensors *t, int64_t b
 static void settle_contender(prof_cand *c, double *v, int n) {
   if (n < 2) return;
   qsort(v, (size_t)n, sizeof v[0], tx_cmp_double);
-  double median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  double median = tx_sorted_median(v, (size_t)n);
   c->time_s = median;
   c->spread = (v[n - 1 - n / 4] - v[n / 4]) / median;
   c->rough = 0;

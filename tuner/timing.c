@@ -25,6 +25,10 @@ int tx_cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+double tx_sorted_median(const double *v, size_t n) {
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 enum { MAX_RUNS = 1000 };
 
 txattn_status tx_measure(tx_run_fn fn, void *arg, const tx_timing_opts *opts, tx_timing *out) {
@@ -48,8 +52,7 @@ txattn_status tx_measure(tx_run_fn fn, void *arg, const tx_timing_opts *opts, tx
   }
 
   qsort(per_call, (size_t)runs, sizeof per_call[0], tx_cmp_double);
-  out->median_s =
-      runs % 2 ? per_call[runs / 2] : 0.5 * (per_call[runs / 2 - 1] + per_call[runs / 2]);
+  out->median_s = tx_sorted_median(per_call, (size_t)runs);
   out->min_s = per_call[0];
   out->max_s = per_call[runs - 1];
   out->reps = reps;

@@ -3,6 +3,7 @@
 #ifndef TXTUNE_TIMING_H
 #define TXTUNE_TIMING_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "txattn/txattn.h"
@@ -10,6 +11,8 @@
 double tx_clock(void); /* seconds on the monotonic clock */
 /* qsort comparator of doubles, ascending (medians of timings) */
 int tx_cmp_double(const void *a, const void *b);
+/* The median of n > 0 values sorted ascending (the mean of the middle two when n is even) */
+double tx_sorted_median(const double *v, size_t n);
 
 typedef txattn_status (*tx_run_fn)(void *arg);
 
