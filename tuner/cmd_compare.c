@@ -22,9 +22,10 @@
 static const char about[] =
     "Compares two dispatch tables point by point (the points of a class both measured): the\n"
     "winner each picks and, where they differ, how much slower each table measured the other's\n"
-    "pick (the margin) against the noise it measured there: the larger relative spread (IQR /\n"
-    "median) of the two candidates' timings, and at least the profile's median spread over all\n"
-    "its winners (the header's profile.noise_median_spread) since a spread of a few runs can be\n"
+    "pick (the margin) against the noise it measured there: the larger relative spread of the\n"
+    "two candidates' timings (the range of their runs over the median: what a median of a few\n"
+    "runs is known to), and at least the profile's median spread over all its winners (the\n"
+    "header's profile.noise_median_spread) since a spread of a few runs can be\n"
     "0 by chance, and the smallest difference the profile treats as a tie (profile.ties), and\n"
     "at least the run-to-run noise: the median change from A to B of a candidate's time\n"
     "against the median change of its point's candidates, over every candidate both timed,\n"

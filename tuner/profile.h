@@ -102,8 +102,8 @@ void prof_checks_isolate(prof_checks *c, struct prof_isolation *iso);
    (one run, or pruned) whose time is within the widest tie limit (PROF_TIE_MAX, or
    PROF_TIE_MAX_THREADED) of the fastest one timed in full gets as many runs as that one, so that
    prof_choose decides a tie on medians. The candidates may be reordered. time_s is the median of
-   the runs (a rough candidate's: the fastest), spread (max - min of the middle half) / median, -1
-   with fewer than two runs.
+   the runs (a rough candidate's: the fastest), spread their (max - min) / median
+   (tx_sorted_spread), -1 with fewer than two runs.
    Returns TXATTN_OK, or the first failure (the candidate is then dropped: n is updated; its plan
    freed unless borrowed). */
 txattn_status prof_time(prof_cand *c, size_t *n, const txattn_tensors *t, const prof_settings *s);

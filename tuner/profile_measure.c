@@ -236,7 +236,7 @@ static double median(const prof_cand *c) {
   return tx_sorted_median(v, (size_t)n);
 }
 
-/* The median and the spread of the middle half (the whole range with up to three runs); a rough
+/* The median and the spread (the runs' range over their median, tx_sorted_spread); a rough
    candidate keeps its fastest run. */
 static void summarise(prof_cand *c) {
   if (c->n_runs == 0) return;
@@ -249,8 +249,8 @@ static void summarise(prof_cand *c) {
   int n = c->n_runs;
   memcpy(v, c->runs, (size_t)n * sizeof v[0]);
   qsort(v, (size_t)n, sizeof v[0], tx_cmp_double);
-  c->time_s = median(c);
-  c->spread = (v[n - 1 - n / 4] - v[n / 4]) / c->time_s;
+  c->time_s = tx_sorted_median(v, (size_t)n);
+  c->spread = tx_sorted_spread(v, (size_t)n);
 }
 
 /* Timed in full: a median of runs, with a spread (not pruned, not a single run). */

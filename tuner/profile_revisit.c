@@ -57,6 +57,7 @@ int prof_revisits_keep(prof_revisits *rv, size_t ci, size_t ri, int64_t n, int64
   for (int j = 0; j < k; j++) {
     pt->who[j] = who[j];
     pt->visit_s[j][0] = c[who[j]].time_s;
+    pt->visit_no[j][0] = 0;
     pt->n_visits[j] = 1;
   }
   return 1;
@@ -103,6 +104,7 @@ static void visit(prof_open_point *pt, const txattn_tensors *t, const prof_setti
       txattn_plan_free(c->plan);
       c->plan = NULL;
     } else if (copy[i].n_runs > 0 && pt->n_visits[j] < PROF_MAX_RUNS) {
+      pt->visit_no[j][pt->n_visits[j]] = pt->visits + 1;
       pt->visit_s[j][pt->n_visits[j]++] = copy[i].time_s;
     }
   }
@@ -123,15 +125,45 @@ double prof_revisits_visit(prof_revisits *rv, const txattn_tensors *t, int64_t b
   return tx_clock() - start;
 }
 
-/* The contender's time and spread over its visits: the median of the visits' medians, and the
-   spread of their middle half (the whole range with up to three). */
+/* The contender's time and spread over its visits: the median of the visits' medians, and their
+   range over it (tx_sorted_spread). */
 static void settle_contender(prof_cand *c, double *v, int n) {
   if (n < 2) return;
   qsort(v, (size_t)n, sizeof v[0], tx_cmp_double);
   double median = tx_sorted_median(v, (size_t)n);
   c->time_s = median;
-  c->spread = (v[n - 1 - n / 4] - v[n / 4]) / median;
+  c->spread = tx_sorted_spread(v, (size_t)n);
   c->rough = 0;
+}
+
+/* The factor of visit `no` against the point: the median, over the contenders timed in it, of
+   their time there over their time at the point; 0 if fewer than two were (nothing shared). */
+static double visit_factor(const prof_open_point *pt, int no) {
+  double f[PROF_MAX_CONTENDERS];
+  size_t m = 0;
+  for (int j = 0; j < pt->n_who; j++)
+    for (int k = 1; k < pt->n_visits[j]; k++)
+      if (pt->visit_no[j][k] == no && pt->visit_s[j][0] > 0)
+        f[m++] = pt->visit_s[j][k] / pt->visit_s[j][0];
+  if (m < 2) return 0;
+  qsort(f, m, sizeof f[0], tx_cmp_double);
+  return tx_sorted_median(f, m);
+}
+
+/* Each contender's visits divided by their visit's factor (the point's own runs as they are; a
+   visit with no factor left out), then settled. */
+static void settle_point(prof_open_point *pt) {
+  double factor[PROF_MAX_RUNS + 1] = {1};
+  for (int no = 1; no <= pt->visits && no <= PROF_MAX_RUNS; no++) factor[no] = visit_factor(pt, no);
+  for (int j = 0; j < pt->n_who; j++) {
+    double v[PROF_MAX_RUNS];
+    int n = 0;
+    for (int k = 0; k < pt->n_visits[j]; k++) {
+      int no = pt->visit_no[j][k];
+      if (no <= PROF_MAX_RUNS && factor[no] > 0) v[n++] = pt->visit_s[j][k] / factor[no];
+    }
+    settle_contender(&pt->c[pt->who[j]], v, n);
+  }
 }
 
 void prof_revisits_settle(prof_revisits *rv, int all,
@@ -143,8 +175,7 @@ void prof_revisits_settle(prof_revisits *rv, int all,
       rv->pts[kept++] = *pt;
       continue;
     }
-    for (int j = 0; j < pt->n_who; j++)
-      settle_contender(&pt->c[pt->who[j]], pt->visit_s[j], pt->n_visits[j]);
+    settle_point(pt);
     record(arg, pt);
     prof_candidates_free(pt->c, pt->nc);
     free(pt->c);

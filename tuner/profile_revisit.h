@@ -8,6 +8,15 @@
  * contenders are timed again after each later n (a visit: two runs each, interleaved as at the
  * point), and its time is the median of the visits' medians, its spread theirs: the noise the
  * table then records is the one a second profile would meet.
+ *
+ * A visit is seconds after the point, at another speed of the host, so what the contenders of a
+ * visit share (their median factor against their own runs at the point) is taken out of it: the
+ * contenders keep the level of the point, where the other candidates were timed with them. Taken
+ * as measured, the visits moved the contenders alone: on the Zen 3 VM (speed modes 1.5x apart,
+ * from milliseconds to seconds long) banded.avx2 took 12.0 us a call at causal n 64 against 15.3
+ * us for tiled.avx2 in the same rounds, and 17.5 us over its visits, so the table took tiled.avx2,
+ * 13% "faster"; tiled_omp.avx2 at n 256, d 128 had 788 us at the point, 601 us over its visits,
+ * and tiled.avx2 (the same code, 838 us at the point, not visited) came out 39% slower.
  */
 #ifndef TXTUNE_PROFILE_REVISIT_H
 #define TXTUNE_PROFILE_REVISIT_H
@@ -34,6 +43,7 @@ typedef struct prof_open_point {
   size_t nc;
   size_t who[PROF_MAX_CONTENDERS];                    /* the contenders' indices in c */
   double visit_s[PROF_MAX_CONTENDERS][PROF_MAX_RUNS]; /* each one's median per visit */
+  int visit_no[PROF_MAX_CONTENDERS][PROF_MAX_RUNS];   /* and which visit (0: the point's runs) */
   int n_visits[PROF_MAX_CONTENDERS], n_who, visits;
 } prof_open_point;
 
@@ -65,7 +75,8 @@ double prof_revisits_visit(prof_revisits *rv, const txattn_tensors *t, int64_t b
                            const prof_settings *s, double deadline, double allowance);
 
 /* Settles the points that had all their visits (every one if `all`): contenders' time_s and
-   spread from their visits, then record(arg, point) and the plans are freed. */
+   spread from their visits at the point's level (see above), then record(arg, point) and the
+   plans are freed. */
 void prof_revisits_settle(prof_revisits *rv, int all,
                           void (*record)(void *arg, prof_open_point *pt), void *arg);
 

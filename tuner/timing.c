@@ -29,6 +29,10 @@ double tx_sorted_median(const double *v, size_t n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+double tx_sorted_spread(const double *v, size_t n) {
+  return (v[n - 1] - v[0]) / tx_sorted_median(v, n);
+}
+
 enum { MAX_RUNS = 1000 };
 
 txattn_status tx_measure(tx_run_fn fn, void *arg, const tx_timing_opts *opts, tx_timing *out) {

@@ -13,6 +13,15 @@ double tx_clock(void); /* seconds on the monotonic clock */
 int tx_cmp_double(const void *a, const void *b);
 /* The median of n > 0 values sorted ascending (the mean of the middle two when n is even) */
 double tx_sorted_median(const double *v, size_t n);
+/* The relative spread of n >= 2 timings sorted ascending: their range over their median,
+   (max - min) / median. The range is what a median of a few runs is known to: the smallest and
+   the largest of k runs bound the median of the runs' distribution with probability 1 - 2^(1-k)
+   (75% with 3, 94% with 5, 98% with 7), where the middle half of 5 (second to fourth) bound it
+   with 62.5% only. On the Zen 3 VM a kernel's runs fall in two speeds 1.4x apart, from
+   milliseconds to seconds at a time, and two candidates whose middle halves were 0-3% wide
+   differed by 5-12% with the same code under two names (tiled.avx2 and tiled_omp.avx2 on one
+   thread). */
+double tx_sorted_spread(const double *v, size_t n);
 
 typedef txattn_status (*tx_run_fn)(void *arg);
 

@@ -66,7 +66,7 @@ typedef struct txattn_table_candidate {
   double time_s; /* the median time of one call, > 0 */
   double
       max_error; /* max|O - O_ref| / max|V| against txattn_reference, <= TXATTN_EXACT_TOLERANCE */
-  double spread; /* the timings' relative spread (e.g. IQR / median); < 0: not measured */
+  double spread; /* the timings' relative spread (txtune: range / median); < 0: not measured */
 } txattn_table_candidate;
 
 typedef struct txattn_table_point {
