@@ -19,8 +19,9 @@ double tx_sorted_median(const double *v, size_t n);
    (75% with 3, 94% with 5, 98% with 7), where the middle half of 5 (second to fourth) bound it
    with 62.5% only. On the Zen 3 VM a kernel's runs fall in two speeds 1.4x apart, from
    milliseconds to seconds at a time, and two candidates whose middle halves were 0-3% wide
-   differed by 5-12% with the same code under two names (tiled.avx2 and tiled_omp.avx2 on one
-   thread). */
+   differed by 5-12% with the same loop under two names (tiled.avx2 and tiled_omp.avx2 on one
+   thread, whose workspaces are laid out otherwise: 5% apart in the slow mode, alike in the fast
+   one, when called in turn). */
 double tx_sorted_spread(const double *v, size_t n);
 
 typedef txattn_status (*tx_run_fn)(void *arg);
