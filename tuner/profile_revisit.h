@@ -12,11 +12,11 @@
  * A visit is seconds after the point, at another speed of the host, so what the contenders of a
  * visit share (their median factor against their own runs at the point) is taken out of it: the
  * contenders keep the level of the point, where the other candidates were timed with them. Taken
- * as measured, the visits moved the contenders alone: on the Zen 3 VM (speed modes 1.5x apart,
+ * as measured, the visits moved the contenders alone: on the Zen 3 VM (speed modes 1.4x apart,
  * from milliseconds to seconds long) banded.avx2 took 12.0 us a call at causal n 64 against 15.3
  * us for tiled.avx2 in the same rounds, and 17.5 us over its visits, so the table took tiled.avx2,
  * 13% "faster"; tiled_omp.avx2 at n 256, d 128 had 788 us at the point, 601 us over its visits,
- * and tiled.avx2 (the same code, 838 us at the point, not visited) came out 39% slower.
+ * and tiled.avx2 (the same loop, 838 us at the point, not visited) came out 39% slower.
  */
 #ifndef TXTUNE_PROFILE_REVISIT_H
 #define TXTUNE_PROFILE_REVISIT_H
