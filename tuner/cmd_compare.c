@@ -288,8 +288,7 @@ static int add_drift(compare_run *r, const size_t ci[2], const size_t pi[2], siz
   double *sorted = malloc(m * sizeof *sorted);
   if (sorted == NULL) return 0;
   for (size_t i = 0; i < m; i++) sorted[i] = r->drift[start + i].change;
-  qsort(sorted, m, sizeof *sorted, tx_cmp_double);
-  double common = tx_sorted_median(sorted, m);
+  double common = tx_sort_median(sorted, m);
   for (size_t i = start; i < r->n_drift; i++)
     r->drift[i].change = fabs(r->drift[i].change / common - 1);
   free(sorted);

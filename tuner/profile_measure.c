@@ -232,8 +232,7 @@ static double median(const prof_cand *c) {
   double v[PROF_MAX_RUNS];
   int n = c->n_runs;
   memcpy(v, c->runs, (size_t)n * sizeof v[0]);
-  qsort(v, (size_t)n, sizeof v[0], tx_cmp_double);
-  return tx_sorted_median(v, (size_t)n);
+  return tx_sort_median(v, (size_t)n);
 }
 
 /* The median and the spread (the runs' range over their median, tx_sorted_spread); a rough
@@ -248,8 +247,7 @@ static void summarise(prof_cand *c) {
   double v[PROF_MAX_RUNS];
   int n = c->n_runs;
   memcpy(v, c->runs, (size_t)n * sizeof v[0]);
-  qsort(v, (size_t)n, sizeof v[0], tx_cmp_double);
-  c->time_s = tx_sorted_median(v, (size_t)n);
+  c->time_s = tx_sort_median(v, (size_t)n);
   c->spread = tx_sorted_spread(v, (size_t)n);
 }
 

@@ -129,9 +129,7 @@ double prof_revisits_visit(prof_revisits *rv, const txattn_tensors *t, int64_t b
    range over it (tx_sorted_spread). */
 static void settle_contender(prof_cand *c, double *v, int n) {
   if (n < 2) return;
-  qsort(v, (size_t)n, sizeof v[0], tx_cmp_double);
-  double median = tx_sorted_median(v, (size_t)n);
-  c->time_s = median;
+  c->time_s = tx_sort_median(v, (size_t)n);
   c->spread = tx_sorted_spread(v, (size_t)n);
   c->rough = 0;
 }
@@ -145,9 +143,7 @@ static double visit_factor(const prof_open_point *pt, int no) {
     for (int k = 1; k < pt->n_visits[j]; k++)
       if (pt->visit_no[j][k] == no && pt->visit_s[j][0] > 0)
         f[m++] = pt->visit_s[j][k] / pt->visit_s[j][0];
-  if (m < 2) return 0;
-  qsort(f, m, sizeof f[0], tx_cmp_double);
-  return tx_sorted_median(f, m);
+  return m < 2 ? 0 : tx_sort_median(f, m);
 }
 
 /* Each contender's visits divided by their visit's factor (the point's own runs as they are; a

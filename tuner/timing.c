@@ -25,12 +25,17 @@ int tx_cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-double tx_sorted_median(const double *v, size_t n) {
+static double sorted_median(const double *v, size_t n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+double tx_sort_median(double *v, size_t n) {
+  qsort(v, n, sizeof v[0], tx_cmp_double);
+  return sorted_median(v, n);
+}
+
 double tx_sorted_spread(const double *v, size_t n) {
-  return (v[n - 1] - v[0]) / tx_sorted_median(v, n);
+  return (v[n - 1] - v[0]) / sorted_median(v, n);
 }
 
 enum { MAX_RUNS = 1000 };
@@ -55,8 +60,7 @@ txattn_status tx_measure(tx_run_fn fn, void *arg, const tx_timing_opts *opts, tx
     per_call[runs++] = t / (double)reps;
   }
 
-  qsort(per_call, (size_t)runs, sizeof per_call[0], tx_cmp_double);
-  out->median_s = tx_sorted_median(per_call, (size_t)runs);
+  out->median_s = tx_sort_median(per_call, (size_t)runs);
   out->min_s = per_call[0];
   out->max_s = per_call[runs - 1];
   out->reps = reps;

@@ -11,8 +11,9 @@
 double tx_clock(void); /* seconds on the monotonic clock */
 /* qsort comparator of doubles, ascending (medians of timings) */
 int tx_cmp_double(const void *a, const void *b);
-/* The median of n > 0 values sorted ascending (the mean of the middle two when n is even) */
-double tx_sorted_median(const double *v, size_t n);
+/* Sorts n > 0 values ascending in place and returns their median (the mean of the middle two
+   when n is even); v stays sorted, for tx_sorted_spread. */
+double tx_sort_median(double *v, size_t n);
 /* The relative spread of n >= 2 timings sorted ascending: their range over their median,
    (max - min) / median. The range is what a median of a few runs is known to: the smallest and
    the largest of k runs bound the median of the runs' distribution with probability 1 - 2^(1-k)
