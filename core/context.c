@@ -111,6 +111,8 @@ txattn_status txattn_kernel_get(const txattn_context *ctx, size_t i, txattn_kern
       .flags = k->desc->flags,
       .plugin_version = pl->desc->version,
       .plugin_build = pl->build,
+      .one_thread_same_as =
+          TXATTN_KERNEL_DESC_HAS(k->desc, one_thread_same_as) ? k->desc->one_thread_same_as : NULL,
   };
   return txattn__ok();
 }

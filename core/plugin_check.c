@@ -90,6 +90,17 @@ static int kernel_fields_ok(const txattn_kernel_desc *k, char *why, size_t size)
   if (k->applicable == NULL) return bad(why, size, "applicable is NULL");
   if (k->workspace_size == NULL) return bad(why, size, "workspace_size is NULL");
   if (k->run == NULL) return bad(why, size, "run is NULL");
+  if (TXATTN_KERNEL_DESC_HAS(k, one_thread_same_as) && k->one_thread_same_as != NULL) {
+    if (!name_ok(k->one_thread_same_as, 1))
+      return bad(why, size, "one_thread_same_as must name a kernel (\"<algorithm>.<isa>\")");
+    if (!(k->flags & TXATTN_KERNEL_THREADED))
+      return bad(why, size,
+                 "one_thread_same_as names \"%.63s\", but the kernel is not "
+                 "TXATTN_KERNEL_THREADED (it always runs on one thread)",
+                 k->one_thread_same_as);
+    if (strncmp(k->one_thread_same_as, k->name, 64) == 0)
+      return bad(why, size, "one_thread_same_as names the kernel itself");
+  }
   return tunables_ok(k, why, size);
 }
 

@@ -119,6 +119,18 @@ static const struct defect defects[] = {
      "broken_kernel_truncated.scalar",
      "a kernel descriptor ending before run",
      {"struct_size", "truncat", "size", "short", NULL}},
+    {BROKEN("twin_not_threaded"),
+     "broken_twin_not_threaded.scalar",
+     "a kernel that never threads naming a one-thread twin",
+     {"one_thread_same_as", "threaded", NULL}},
+    {BROKEN("twin_self"),
+     "broken_twin_self.scalar",
+     "a kernel naming itself as its one-thread twin",
+     {"one_thread_same_as", "itself", NULL}},
+    {BROKEN("twin_name"),
+     "broken_twin_name.scalar",
+     "a one-thread twin named \"Naive\"",
+     {"one_thread_same_as", "name", NULL}},
     {"bad.so", NULL, "a text file named .so", {"elf", "dlopen", "load", "shared object", NULL}},
 };
 #define N_DEFECTS (sizeof defects / sizeof defects[0])

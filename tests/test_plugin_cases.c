@@ -12,7 +12,10 @@
  *
  * The kernels' own cost of a call (cost_pairs, for the dispatcher's fallback estimate: the score
  * pairs they compute plus a fixed cost per row), read from the plugins' descriptors, against a
- * brute-force count of the pairs from the test oracle's visibility. */
+ * brute-force count of the pairs from the test oracle's visibility.
+ *
+ * A threaded kernel that names its one-thread twin (one_thread_same_as, which txtune profile then
+ * leaves to the twin on one thread) gives the twin's bits there. */
 #include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
@@ -21,6 +24,7 @@
 
 #include <criterion/criterion.h>
 
+#include "attn_case.h"
 #include "banded.h"
 #include "oracle.h"
 #include "tiled_internal.h"
@@ -281,4 +285,95 @@ Test(plugin_cases, banded_cost_pairs_is_the_computed_pairs_plus_the_row_cost) {
                 got, vis, fixed);
     }
   }
+}
+
+/* ---- one_thread_same_as: a threaded kernel's twin on one thread ---- */
+
+/* What the profile leaves to the twin must be the twin's loop: on one thread the two give the same
+   bits, on problems that take each code path (dense, causal, windows that straddle blocks, GQA,
+   decode, strided tensors, odd sizes), each with its default tunables (which must be the same). */
+static const struct shape twin_shapes[] = {
+    {.heads_q = 2, .n_q = 37, .d_qk = 16, .mask = TXATTN_MASK_NONE},
+    {.heads_q = 3,
+     .n_q = 300,
+     .d_qk = 64,
+     .mask = TXATTN_MASK_CAUSAL,
+     .layout = LAYOUT_INTERLEAVED},
+    {.batch = 2,
+     .heads_q = 4,
+     .heads_kv = 2,
+     .n_q = 257,
+     .d_qk = 32,
+     .d_v = 24,
+     .mask = TXATTN_MASK_WINDOW,
+     .left = 70,
+     .right = 9,
+     .layout = LAYOUT_PADDED},
+    {.heads_q = 8, .heads_kv = 2, .n_q = 1, .n_kv = 1000, .d_qk = 64, .mask = TXATTN_MASK_CAUSAL},
+    {.heads_q = 1,
+     .n_q = 700,
+     .n_kv = 650,
+     .d_qk = 128,
+     .mask = TXATTN_MASK_WINDOW,
+     .left = 129,
+     .right = 129,
+     .layout = LAYOUT_MIXED},
+};
+
+#define TWIN_MAX_TUNABLES 8
+
+/* Runs kernel on c into c->o (cleared first); returns its default tunables' count, and the values in
+   tun. */
+static size_t run_default(txattn_context *ctx, struct attn_case *c, const char *kernel,
+                          int64_t *tun) {
+  txattn_plan *plan = NULL;
+  cr_assert_eq(txattn_plan_create(ctx, &c->problem, kernel, &plan), TXATTN_OK, "%s: %s", kernel,
+               txattn_last_error());
+  size_t n = txattn_plan_tunable_count(plan);
+  for (size_t i = 0; i < n && i < TWIN_MAX_TUNABLES; i++)
+    txattn_plan_tunable_get(plan, i, NULL, &tun[i]);
+  txattn_tensors t = case_tensors(c);
+  case_clear_output(c);
+  cr_assert_eq(txattn_plan_execute(plan, &t), TXATTN_OK, "%s: %s", kernel, txattn_last_error());
+  txattn_plan_free(plan);
+  return n;
+}
+
+Test(plugin_cases, on_one_thread_a_kernel_gives_its_twins_bits) {
+  txattn_context *ctx = test_context(1);
+  struct kernel_list l;
+  test_kernel_list(ctx, &l);
+  int pairs = 0;
+  for (size_t i = 0; i < l.n; i++) {
+    const txattn_kernel_info *k = &l.k[i];
+    if (k->one_thread_same_as == NULL) continue;
+    const txattn_kernel_info *twin = test_kernel_find(&l, k->one_thread_same_as);
+    cr_assert(twin != NULL, "%s names %s, which is not loaded", k->name, k->one_thread_same_as);
+    cr_expect(k->flags & TXATTN_KERNEL_THREADED, "%s is not threaded", k->name);
+    cr_expect(!(twin->flags & TXATTN_KERNEL_THREADED), "%s's twin %s is threaded", k->name,
+              twin->name);
+    cr_expect_str_eq(k->isa, twin->isa, "%s and its twin %s", k->name, twin->name);
+    if (!k->usable || !twin->usable) continue;
+    for (size_t s = 0; s < sizeof twin_shapes / sizeof twin_shapes[0]; s++) {
+      struct attn_case c;
+      char desc[256];
+      shape_describe(&twin_shapes[s], desc, sizeof desc);
+      case_init(&c, &twin_shapes[s], 7 + s);
+      int64_t tk[TWIN_MAX_TUNABLES] = {0}, tt[TWIN_MAX_TUNABLES] = {0};
+      size_t nk = run_default(ctx, &c, k->name, tk);
+      float *mine = malloc(c.o.len * sizeof(float));
+      cr_assert(mine != NULL, "out of memory");
+      memcpy(mine, c.o.data, c.o.len * sizeof(float));
+      size_t nt = run_default(ctx, &c, twin->name, tt);
+      cr_expect(nk == nt && memcmp(tk, tt, sizeof tk) == 0,
+                "%s and %s default to other tunables on %s", k->name, twin->name, desc);
+      cr_expect(memcmp(mine, c.o.data, c.o.len * sizeof(float)) == 0,
+                "%s on one thread differs from %s on %s", k->name, twin->name, desc);
+      free(mine);
+      case_free(&c);
+    }
+    pairs++;
+  }
+  cr_expect_geq(pairs, 4, "only %d shipped kernels name a usable twin", pairs);
+  txattn_context_free(ctx);
 }

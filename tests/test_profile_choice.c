@@ -1,12 +1,16 @@
 /* txtune profile's choice of a point's winner (tuner/profile_measure.c, prof_choose): the fastest,
    or among the candidates within the noise of it the preferred one. The rule is what makes two
-   profiles in a row agree, so each part of it is pinned here on made-up timings. */
+   profiles in a row agree, so each part of it is pinned here on made-up timings. And which kernels
+   are a point's candidates (prof_candidates), on the build tree's plugins. */
 #include <stddef.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
 
 #include "profile.h"
+#include "test_context.h"
+
+TestSuite(profile_choice, .init = test_env_clean, .fini = test_check_leaks);
 
 /* A candidate timed in full: its median and the spread of its runs. */
 static prof_cand timed(const char *name, int slot, int parallel, double time_s, double spread) {
@@ -121,4 +125,49 @@ Test(profile_choice, a_run_costs_its_timed_calls_and_one_lead_in_call) {
   cr_expect_float_eq(prof_run_len(&s, 0.01), 0.01 + 0.01, 1e-12);    /* 1 call + lead-in */
   cr_expect_float_eq(prof_run_len(&s, 0.05), 0.05 + 0.05, 1e-12);
   cr_expect_float_eq(prof_run_len(&s, 0.2), 0.2, 1e-12); /* too long for a lead-in */
+}
+
+/* ---- the candidates of a point ---- */
+
+/* Whether the candidates list kernel. */
+static int lists(const prof_cand *c, size_t n, const char *kernel) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(c[i].name, kernel) == 0) return 1;
+  return 0;
+}
+
+/* On one thread a threaded kernel that names its twin (one_thread_same_as) is left to it, unless
+   the settings time every kernel (validate); on two threads both are candidates. */
+Test(profile_choice, on_one_thread_a_kernels_twin_stands_in_for_it) {
+  txattn_problem p = {.heads_q = 2, .n_q = 256, .d_qk = 64, .mask = TXATTN_MASK_CAUSAL};
+  prof_settings s = {.mode = PROF_DEFAULT,
+                     .min_run_s = 0.002,
+                     .rounds = 5,
+                     .prune_ratio = 1.15,
+                     .variants = 0,
+                     .one_loop_once = 1};
+  prof_cand c[64];
+  int checked = 0;
+  for (int threads = 1; threads <= 2; threads++) {
+    txattn_context *ctx = test_context(threads);
+    for (int once = 0; once <= 1; once++) {
+      s.one_loop_once = once;
+      size_t n = prof_candidates(ctx, &p, &s, c, 64);
+      for (size_t k = 0; k < txattn_kernel_count(ctx); k++) {
+        txattn_kernel_info info;
+        cr_assert_eq(txattn_kernel_get(ctx, k, &info), TXATTN_OK);
+        if (!info.usable || info.one_thread_same_as == NULL) continue;
+        int left = threads == 1 && once;
+        cr_expect(lists(c, n, info.one_thread_same_as), "%s is not a candidate",
+                  info.one_thread_same_as);
+        cr_expect_eq(lists(c, n, info.name), !left, "%s on %d thread(s), one_loop_once %d: %s",
+                     info.name, threads, once, left ? "timed beside its twin" : "left out");
+        cr_expect_eq(prof_twin_stands_in(ctx, &p, &info), threads == 1);
+        checked++;
+      }
+      prof_candidates_free(c, n);
+    }
+    txattn_context_free(ctx);
+  }
+  cr_expect_geq(checked, 8, "only %d kernels name a twin", checked);
 }

@@ -116,6 +116,7 @@ static void json_kernel(tx_json *j, const txattn_kernel_info *k) {
   tx_json_kv_string(j, "isa", k->isa);
   tx_json_kv_bool(j, "threaded", (k->flags & TXATTN_KERNEL_THREADED) != 0);
   tx_json_kv_bool(j, "sparse", (k->flags & TXATTN_KERNEL_SPARSE) != 0);
+  tx_json_kv_string(j, "one_thread_same_as", k->one_thread_same_as);
   tx_json_kv_string(j, "plugin", k->plugin);
   tx_json_kv_string(j, "plugin_version", k->plugin_version);
   tx_json_kv_string(j, "path", k->path);

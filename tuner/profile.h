@@ -28,6 +28,9 @@ typedef struct prof_settings {
                          than this x the leader's median stops there (rough); after the first,
                          PROF_FIRST_PRUNE_RATIO if larger */
   int variants;       /* 0: default tunables only; 1: plus one; 2: a grid (patient) */
+  int one_loop_once;  /* on one thread, a kernel that names its one-thread twin (txattn/plugin.h:
+                         one_thread_same_as) is left to the twin where that one is there
+                         (prof_twin_stands_in); validate times both */
 } prof_settings;
 
 /* One candidate (kernel x tunables) at one point. */
@@ -62,9 +65,15 @@ typedef struct prof_cand {
    (the warm-up's prediction), or one call, and the untimed call before them (profile_measure.c). */
 double prof_run_len(const prof_settings *s, double t);
 
-/* The candidates of one point: every usable kernel that takes the problem, with its default
-   tunables and the variants the settings ask for. Plans are made for p; names live as long as
-   the plans. Returns the number of candidates written to out (at most cap). */
+/* Whether, on one thread, the kernel `info` describes is left to its one-thread twin at p: ctx
+   runs one thread, the kernel names a twin (one_thread_same_as) and the twin makes a plan for p
+   (it is loaded, usable and applicable). */
+int prof_twin_stands_in(txattn_context *ctx, const txattn_problem *p,
+                        const txattn_kernel_info *info);
+/* The candidates of one point: every usable kernel that takes the problem (but one whose twin
+   stands in for it, if s->one_loop_once), with its default tunables and the variants the settings
+   ask for. Plans are made for p; names live as long as the plans. Returns the number of candidates
+   written to out (at most cap). */
 size_t prof_candidates(txattn_context *ctx, const txattn_problem *p, const prof_settings *s,
                        prof_cand *out, size_t cap);
 void prof_candidates_free(prof_cand *c, size_t n);

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "context_cli.h"
 #include "profile_run.h"
@@ -54,6 +55,37 @@ static void levels_json(const profile_run *r, char *buf, size_t size) {
   if (used < size) snprintf(buf + used, size - used, "]");
 }
 
+/* Whether ctx has a usable kernel of that name. */
+static int usable_kernel(txattn_context *ctx, const char *name) {
+  for (size_t k = 0; k < txattn_kernel_count(ctx); k++) {
+    txattn_kernel_info info;
+    if (txattn_kernel_get(ctx, k, &info) == TXATTN_OK && info.usable &&
+        strcmp(info.name, name) == 0)
+      return 1;
+  }
+  return 0;
+}
+
+/* {"tiled_omp.avx2": "tiled.avx2", ...}: the kernels the one-thread classes left to their twins
+   (prof_twin_stands_in), where both are usable; {} without a one-thread class. */
+static void twins_json(const profile_run *r, char *buf, size_t size) {
+  size_t used = (size_t)snprintf(buf, size, "{");
+  for (size_t c = 0; c < r->g.n_ctx; c++) {
+    txattn_context *ctx = r->g.ctx[c];
+    if (!r->s.one_loop_once || txattn_context_threads(ctx) != 1) continue;
+    for (size_t k = 0; k < txattn_kernel_count(ctx) && used < size; k++) {
+      txattn_kernel_info info;
+      if (txattn_kernel_get(ctx, k, &info) != TXATTN_OK || !info.usable ||
+          info.one_thread_same_as == NULL || !usable_kernel(ctx, info.one_thread_same_as))
+        continue;
+      used += (size_t)snprintf(buf + used, size - used, "%s\"%s\": \"%s\"", used > 1 ? ", " : "",
+                               info.name, info.one_thread_same_as);
+    }
+    break;
+  }
+  if (used < size) snprintf(buf + used, size - used, "}");
+}
+
 static double load_1min(void) {
   FILE *f = fopen("/proc/loadavg", "r");
   double l1 = -1;
@@ -66,7 +98,8 @@ static double load_1min(void) {
    other processes and the hypervisor took of the CPUs before and while it measured. */
 void prof_set_header(profile_run *r, double elapsed) {
   static const char *const names[] = {"quick", "default", "patient"};
-  char json[8192], th[256], d[256], n[512], rs[128], load[32] = "null", levels[4096];
+  char json[10240], th[256], d[256], n[512], rs[128], load[32] = "null", levels[4096];
+  char twins[1024];
   int64_t t[GRID_MAX_CTX];
   for (size_t i = 0; i < r->g.n_ctx; i++) t[i] = r->g.threads[i];
   list_json(th, sizeof th, t, r->g.n_ctx);
@@ -74,6 +107,7 @@ void prof_set_header(profile_run *r, double elapsed) {
   list_json(n, sizeof n, r->g.n, r->g.n_n);
   list_json(rs, sizeof rs, r->g.r, r->g.n_r);
   levels_json(r, levels, sizeof levels);
+  twins_json(r, twins, sizeof twins);
   if (load_1min() >= 0) snprintf(load, sizeof load, "%.2f", load_1min());
   char ob[16], sb[16], od[16], sd[16];
   known_json(r->others_before, "%.3f", ob, sizeof ob);
@@ -99,6 +133,9 @@ void prof_set_header(profile_run *r, double elapsed) {
       "\"ties\": {\"within\": [%g, %g], \"within_threaded\": %g, \"prefer\": \"a candidate "
       "timed in full (not rough), then a kernel that starts no threads, then the kernel's default "
       "tunables; of candidates alike in these, the faster\", \"points\": %zu}, "
+      "\"one_thread\": {\"left_to_twin\": %s, \"what\": \"a threaded kernel that runs another's "
+      "loop on one thread (the plugin says so: one_thread_same_as) is not timed on one thread "
+      "where that one takes the problem\"}, "
       "\"plan\": {\"fill\": %g, \"model_scale\": %.3f}, \"points\": %zu, "
       "\"points_left_out\": %zu, \"noise_median_spread\": %.4f, \"load_1min\": %s, "
       "\"cpu_others\": {\"before_cores\": %s, \"during_cores\": %s, \"steal_before_cores\": %s, "
@@ -114,8 +151,8 @@ void prof_set_header(profile_run *r, double elapsed) {
       r->drop.short_ratio, r->drop.long_ratio, r->drop.long_call_s, OPTIONAL_MAX_CALL_S,
       OPTIONAL_MAX_RATIO, OPTIONAL_SHARE, RECHECK_GROWTH, r->rv.visits, REVISIT_MAX_CALL_S,
       PROF_CLOSE_SINGLE, PROF_CLOSE_THREADED, r->n_revisited, PROF_TIE_MIN, PROF_TIE_MAX,
-      PROF_TIE_MAX_THREADED, r->n_ties, PLAN_FILL, r->scale, r->n_points, r->n_skipped, noise, load,
-      ob, od, sb, sd, levels);
+      PROF_TIE_MAX_THREADED, r->n_ties, twins, PLAN_FILL, r->scale, r->n_points, r->n_skipped,
+      noise, load, ob, od, sb, sd, levels);
   txattn_status s = txattn_table_set_profile(r->table, json);
   if (s != TXATTN_OK) tx_print_lib_error("profile", "cannot record the settings", s);
 }

@@ -125,12 +125,22 @@ size_t prof_candidate_add(txattn_context *ctx, const txattn_problem *p, const ch
   return n + 1;
 }
 
+int prof_twin_stands_in(txattn_context *ctx, const txattn_problem *p,
+                        const txattn_kernel_info *info) {
+  if (info->one_thread_same_as == NULL || txattn_context_threads(ctx) != 1) return 0;
+  txattn_plan *plan = NULL;
+  int ok = txattn_plan_create(ctx, p, info->one_thread_same_as, &plan) == TXATTN_OK;
+  txattn_plan_free(plan);
+  return ok;
+}
+
 size_t prof_candidates(txattn_context *ctx, const txattn_problem *p, const prof_settings *s,
                        prof_cand *out, size_t cap) {
   size_t n = 0;
   for (size_t k = 0; k < txattn_kernel_count(ctx) && n < cap; k++) {
     txattn_kernel_info info;
     if (txattn_kernel_get(ctx, k, &info) != TXATTN_OK || !info.usable) continue;
+    if (s->one_loop_once && prof_twin_stands_in(ctx, p, &info)) continue;
     prof_cand c;
     memset(&c, 0, sizeof c);
     c.kernel = k;

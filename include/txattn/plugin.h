@@ -104,6 +104,13 @@ typedef struct txattn_kernel_desc {
      time = 2 (d_qk + d_v) cost_pairs / (speed_hint 1e9 threads). NULL: the visible pairs for
      TXATTN_KERNEL_SPARSE kernels, all batch heads_q n_q n_kv pairs otherwise. */
   double (*cost_pairs)(const txattn_problem *p, const int64_t *tunables);
+  /* ---- ABI 1.2 (TXATTN_KERNEL_DESC_HAS(desc, one_thread_same_as)) ---- */
+  /* Optional, for a TXATTN_KERNEL_THREADED kernel: the name of the kernel whose loop this one runs
+     on one thread (the single-thread kernel it splits across threads), bit for bit its results.
+     txtune does not time this kernel on one thread where that one is loaded, usable and applicable:
+     two names for one loop only split their ties on noise, and the profile's time goes to the
+     kernels that differ. NULL: none. */
+  const char *one_thread_same_as;
 } txattn_kernel_desc;
 
 /* The smallest struct_size of a kernel descriptor (ABI 1.0), and whether desc carries `field`. */

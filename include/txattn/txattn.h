@@ -123,6 +123,8 @@ typedef struct txattn_kernel_info {
   unsigned flags;             /* TXATTN_KERNEL_* of txattn/plugin.h */
   const char *plugin_version; /* the plugin's own version string */
   const char *plugin_build;   /* "fnv1a64x4:<16 hex digits>": a hash of the plugin file's bytes */
+  /* the kernel whose loop this threaded one runs on one thread (txattn/plugin.h), NULL if none */
+  const char *one_thread_same_as;
 } txattn_kernel_info;
 
 TXATTN_API size_t txattn_kernel_count(const txattn_context *ctx);

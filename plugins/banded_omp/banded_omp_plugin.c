@@ -63,6 +63,7 @@ static double bomp_scalar_cost(const txattn_problem *p, double enough) {
       .workspace_size = bomp_workspace_##id,                                                       \
       .run = bomp_run_##id,                                                                        \
       .cost_pairs = bomp_pairs_##id,                                                               \
+      .one_thread_same_as = "banded." #id,                                                         \
   };
 
 BOMP_KERNEL(scalar, TXATTN_ISA_SCALAR, banded_head_scalar, 0, bomp_scalar_cost,

@@ -110,6 +110,7 @@ static int tomp_applicable(const txattn_problem *p, const char **why) {
       .tunables = tomp_tunables_##id,                                                              \
       .default_tunables = tomp_defaults_##id,                                                      \
       .cost_pairs = tomp_pairs_##id,                                                               \
+      .one_thread_same_as = "tiled." #id,                                                          \
   };
 
 /* speed_hint: GFLOP/s per thread, measured with `txtune bench --threads 2` on Zen 2 (2 cores, no

@@ -27,7 +27,18 @@ MAYBE_UNUSED static const txattn_kernel_desc kernel = {
     .name = KERNEL_NAME,
     .summary = "a kernel in a deliberately broken test plugin",
     .isa = TXATTN_ISA_SCALAR,
+#if defined(BREAK_TWIN_NOT_THREADED) /* a one-thread twin for a kernel that never threads */
     .flags = 0,
+    .one_thread_same_as = "naive.scalar",
+#elif defined(BREAK_TWIN_SELF)
+    .flags = TXATTN_KERNEL_THREADED,
+    .one_thread_same_as = KERNEL_NAME,
+#elif defined(BREAK_TWIN_NAME)
+    .flags = TXATTN_KERNEL_THREADED,
+    .one_thread_same_as = "Naive",
+#else
+    .flags = 0,
+#endif
     .speed_hint = 0.1f,
     .applicable = test_exact_applicable,
     .workspace_size = test_exact_workspace,

@@ -66,6 +66,9 @@ const char *scratch_everything(char *dir, size_t dir_size, char *path, size_t pa
                                       "txattn_test_broken_null_run.so",
                                       "txattn_test_broken_kernel_name.so",
                                       "txattn_test_broken_kernel_truncated.so",
+                                      "txattn_test_broken_twin_not_threaded.so",
+                                      "txattn_test_broken_twin_self.so",
+                                      "txattn_test_broken_twin_name.so",
                                       TEST_GOOD_FILE,
                                       TEST_FOREIGN_FILE,
                                       TEST_DUPLICATE_FILE};
