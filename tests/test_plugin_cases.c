@@ -12,7 +12,8 @@
  *
  * The kernels' own cost of a call (cost_pairs, for the dispatcher's fallback estimate: the score
  * pairs they compute plus a fixed cost per row), read from the plugins' descriptors, against a
- * brute-force count of the pairs from the test oracle's visibility.
+ * brute-force count of the pairs from the test oracle's visibility, and on long problems (which the
+ * kernels count a period of groups at a time) against a count group by group.
  *
  * A threaded kernel that names its one-thread twin (one_thread_same_as, which txtune profile then
  * leaves to the twin on one thread) gives the twin's bits there. */
@@ -283,6 +284,129 @@ Test(plugin_cases, banded_cost_pairs_is_the_computed_pairs_plus_the_row_cost) {
       cr_expect(got >= vis + fixed && got <= vis + fixed + slack,
                 "%s, shape %zu: cost %.0f pairs, %.0f visible + %.0f for the rows", kd->name, s,
                 got, vis, fixed);
+    }
+  }
+}
+
+/* ---- cost_pairs of long problems: O(1) in n, the same count ---- */
+
+/* The kernels count a long problem's groups a period at a time (plugins/common/visible_pieces.h);
+   here every group is counted one by one, from the rows' visible ranges, as the kernels walk them:
+   a tiled group of mr stacked rows touches the kw-key panels of its rows' hull; a banded group of
+   BANDED_MR rows is one group when its rows all see keys and its union is at most twice its
+   shortest row, else its first row goes alone and the next group starts one row later. */
+static double groups_tiled(const txattn_problem *p, int64_t mr, int64_t kw) {
+  const int64_t group = p->heads_q / p->heads_kv, rows = p->n_q * group;
+  double n = 0.0;
+  for (int64_t t0 = 0; t0 < rows; t0 += mr) {
+    const int64_t t1 = t0 + mr < rows ? t0 + mr : rows;
+    int64_t lo = -1, hi = -1;
+    for (int64_t i = t0 / group; i <= (t1 - 1) / group; i++) {
+      int64_t a, b;
+      txattn_visible_range(p, i, &a, &b);
+      if (a < b && lo < 0) lo = a;
+      if (a < b) hi = b;
+    }
+    if (lo >= 0) n += (double)(mr * kw) * (double)((hi + kw - 1) / kw - lo / kw);
+  }
+  return n * (double)p->batch * (double)p->heads_kv;
+}
+
+static double groups_banded(const txattn_problem *p, int64_t w, int64_t np, int64_t row_kb) {
+  double n = 0.0;
+  for (int64_t i = 0; i < p->n_q;) {
+    int64_t base = INT64_MAX, end = 0, shortest = INT64_MAX, a, b;
+    int whole = i + BANDED_MR <= p->n_q;
+    for (int64_t m = 0; m < BANDED_MR && whole; m++) {
+      txattn_visible_range(p, i + m, &a, &b);
+      whole = a < b;
+      base = a < base ? a : base;
+      end = b > end ? b : end;
+      shortest = b - a < shortest ? b - a : shortest;
+    }
+    if (whole && end - base <= 2 * shortest) {
+      const int64_t panels = (end + w - 1) / w - base / w;
+      n += (double)(BANDED_MR * w * (panels >= np ? (panels + np - 1) / np * np : panels));
+      i += BANDED_MR;
+      continue;
+    }
+    txattn_visible_range(p, i, &a, &b);
+    const int64_t k = b - a, rest = k % row_kb;
+    if (k > 0) n += (double)(rest > 0 && rest >= row_kb / 4 ? (k / row_kb + 1) * row_kb : k);
+    i++;
+  }
+  return n * (double)p->batch * (double)p->heads_q;
+}
+
+static double visible_by_rows(const txattn_problem *p) {
+  double n = 0.0;
+  for (int64_t i = 0; i < p->n_q; i++) {
+    int64_t a, b;
+    txattn_visible_range(p, i, &a, &b);
+    n += (double)(b - a);
+  }
+  return n * (double)p->batch * (double)p->heads_q;
+}
+
+/* Long shapes whose pieces (rows that see no key, ranges that grow, move or shrink) each span many
+   periods of groups; GQA stacks heads into the tiled groups. */
+static const txattn_problem long_shapes[] = {
+    {1, 1, 1, 20000, 20000, 64, 64, TXATTN_MASK_NONE, 0, 0, 0.125f},
+    {1, 1, 1, 20011, 20011, 64, 64, TXATTN_MASK_CAUSAL, 0, 0, 0.125f},
+    {2, 8, 2, 9001, 9001, 32, 32, TXATTN_MASK_WINDOW, 129, 129, 0.25f},
+    {1, 4, 1, 15000, 6000, 16, 16, TXATTN_MASK_WINDOW, 700, 3, 0.25f}, /* rows with no key */
+    {1, 3, 3, 12000, 17000, 16, 16, TXATTN_MASK_CAUSAL, 0, 0, 0.25f},  /* chunked prefill */
+    {1, 2, 2, 10000, 10000, 16, 16, TXATTN_MASK_WINDOW, TXATTN_UNBOUNDED, 40, 0.25f},
+    {1, 1, 1, 10000, 10000, 16, 16, TXATTN_MASK_WINDOW, 2, 0, 0.25f}, /* too narrow for groups */
+    {1, 6, 2, 8000, 8000, 16, 16, TXATTN_MASK_WINDOW, 1025, 1025, 0.25f},
+};
+
+/* The banded vector kernels' panel width, panels a block and row block (banded.h), by ISA. */
+static int banded_blocks(const char *isa, int64_t *w, int64_t *np, int64_t *row_kb) {
+  if (strcmp(isa, "avx2") == 0) {
+    *w = BANDED_AVX2_W, *np = BANDED_AVX2_NP, *row_kb = BANDED_AVX2_ROW_KB;
+  } else if (strcmp(isa, "avx512") == 0) {
+    *w = BANDED_AVX512_W, *np = BANDED_AVX512_NP, *row_kb = BANDED_AVX512_ROW_KB;
+  } else if (strcmp(isa, "neon") == 0) {
+    *w = BANDED_NEON_W, *np = BANDED_NEON_NP, *row_kb = BANDED_NEON_ROW_KB;
+  } else {
+    return 0;
+  }
+  return 1;
+}
+
+Test(plugin_cases, long_problems_cost_the_same_pairs_as_counted_group_by_group) {
+  const char *plugins[] = {"tiled", "tiled_omp", "banded", "banded_omp"};
+  for (size_t pi = 0; pi < 4; pi++) {
+    struct plugin pl;
+    plugin_open(&pl, plugins[pi]);
+    const int tiled = pi < 2;
+    for (size_t k = 0; k < pl.desc->n_kernels; k++) {
+      const txattn_kernel_desc *kd = pl.desc->kernels[k];
+      const char *isa = strchr(kd->name, '.') + 1;
+      for (size_t s = 0; s < sizeof long_shapes / sizeof long_shapes[0]; s++) {
+        const txattn_problem *p = &long_shapes[s];
+        const double rows = (double)(p->batch * p->heads_q * p->n_q);
+        double want, got;
+        int64_t w, np, row_kb;
+        if (tiled) {
+          int64_t tun[2], smallest[2];
+          kd->default_tunables(p, NULL, tun);
+          smallest[0] = kd->tunables[0].multiple_of, smallest[1] = kd->tunables[1].multiple_of;
+          want = groups_tiled(p, smallest[0], smallest[1]) + TILED_ROW_COST_PAIRS * rows;
+          got = kd->cost_pairs(p, tun);
+          cr_expect_eq(kd->cost_pairs(p, smallest), got, "%s, shape %zu: the blocks changed it",
+                       kd->name, s);
+        } else if (banded_blocks(isa, &w, &np, &row_kb)) {
+          want = groups_banded(p, w, np, row_kb) + BANDED_ROW_COST_PAIRS * rows;
+          got = kd->cost_pairs(p, NULL);
+        } else { /* banded.scalar: the visible pairs */
+          want = visible_by_rows(p) + BANDED_SCALAR_ROW_COST_PAIRS * rows;
+          got = kd->cost_pairs(p, NULL);
+        }
+        cr_expect_eq(got, want, "%s, long shape %zu: cost %.0f, counted group by group %.0f",
+                     kd->name, s, got, want);
+      }
     }
   }
 }

@@ -91,13 +91,13 @@ void banded_head_neon(const banded_head *hd);
 #endif
 
 /* The (query, key) score pairs a vector kernel with these blocks computes for p: whole panel blocks
-   of a group's union, whole row blocks padded past a row's last key. O(n_q). */
+   of a group's union, whole row blocks padded past a row's last key. Exact, in O(1) of n
+   (banded_pairs.c). */
 double banded_pairs_computed(const txattn_problem *p, int w, int np, int row_kb);
 /* The kernels' cost_pairs (txattn_kernel_desc) for the whole call: a vector kernel's computed
    pairs plus BANDED_ROW_COST_PAIRS a row; banded.scalar's visible pairs plus
-   BANDED_SCALAR_ROW_COST_PAIRS a row. The count stops once it reaches `enough` (INFINITY: the
-   whole count), so that a caller asking only "at least this much?" pays O(rows) only for small
-   calls. */
+   BANDED_SCALAR_ROW_COST_PAIRS a row. The vector count stops once it reaches `enough` (INFINITY:
+   the whole count), so that a caller asking only "at least this much?" stops early. */
 double banded_vector_cost_pairs(const txattn_problem *p, int w, int np, int row_kb, double enough);
 double banded_scalar_cost_pairs(const txattn_problem *p, double enough);
 /* What a vector kernel does per query row besides its score pairs (transposing keys into the ring,

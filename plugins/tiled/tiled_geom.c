@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "tiled_internal.h"
+#include "visible_pieces.h"
 
 #define TILED_ALIGN 64
 
@@ -116,19 +117,18 @@ size_t tiled_packed_head_bytes(const tiled_geom *g) {
 }
 
 /* Visible ranges only move forward with the query position (txattn_visible_range), so the keys any
-   row sees run from the first non-empty row's start to the last non-empty row's end. */
+   row sees run from the first non-empty row's start to the last row's end. O(log n_q). */
 void tiled_key_span(const tiled_geom *g, int64_t *kb0, int64_t *kb1) {
-  int64_t first = -1, last = -1;
-  for (int64_t i = 0; i < g->p->n_q; i++) {
-    int64_t lo, hi;
-    txattn_visible_range(g->p, i, &lo, &hi);
-    if (lo < hi) {
-      if (first < 0) first = lo;
-      last = hi;
-    }
+  const int64_t first = visible_first_row(g->p);
+  int64_t lo, hi, a, last;
+  if (first == g->p->n_q) {
+    *kb0 = *kb1 = 0;
+    return;
   }
-  *kb0 = first < 0 ? 0 : first / g->bc;
-  *kb1 = first < 0 ? 0 : ceil_div(last, g->bc);
+  txattn_visible_range(g->p, first, &lo, &hi);
+  txattn_visible_range(g->p, g->p->n_q - 1, &a, &last);
+  *kb0 = lo / g->bc;
+  *kb1 = ceil_div(last, g->bc);
 }
 
 /* The hull [*lo, *hi) of the visible ranges of positions [i0, i1] (empty: *lo >= *hi). Rows with
@@ -148,19 +148,67 @@ static void positions_hull(const txattn_problem *p, int64_t i0, int64_t i1, int6
   }
 }
 
+/* The panels (of kw keys) the hull of rows [t0, t1) touches, times step x kw. */
+static double group_pairs(const tiled_geom *g, int64_t t0, int64_t t1, int64_t step, int64_t kw) {
+  int64_t lo, hi;
+  positions_hull(g->p, t0 / g->group, (t1 - 1) / g->group, &lo, &hi);
+  return lo < hi ? (double)(step * kw) * (double)(ceil_div(hi, kw) - lo / kw) : 0.0;
+}
+
+static int64_t gcd64(int64_t a, int64_t b) {
+  while (b) {
+    int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
 /* Scores are computed per register group of mr stacked rows and K panel of kw keys that some row of
    the group sees (panels lie on a grid of kw keys from key 0, block_k being a multiple of kw), so
    the count depends on neither block size: per group, the panels its rows' hull touches. The direct
    path computes its rows (no padding rows) against the hull of their keys. Every (batch, kv head)
-   has the same geometry. O(n_q + rows / mr). */
+   has the same geometry.
+   Within a piece of positions (visible_pieces.h) each end of the hull is constant or moves with the
+   position, so P groups later (P x mr stacked rows a multiple of group x kw: positions P x mr /
+   group later, a whole number of panels) a group touches the same panels, or as many more as the
+   ends moved apart: the groups' counts grow by the same amount every P groups. The groups inside
+   one piece are summed from its first P + 1, the others counted one by one: O(pieces x P) groups
+   whatever n. */
 double tiled_pairs_computed(const tiled_geom *g, const tiled_ops *ops) {
   const int64_t step = g->direct ? g->rows : ops->mr, kw = g->direct ? 1 : ops->kw;
+  const int64_t groups = ceil_div(g->rows, step), whole = g->rows / step;
+  const int64_t period = g->group * kw / gcd64(step, g->group * kw);
+  int64_t starts[VISIBLE_PIECES_MAX];
+  const int pieces = visible_pieces(g->p, starts);
   double per_head = 0.0;
-  for (int64_t t0 = 0; t0 < g->rows; t0 += step) {
-    const int64_t t1 = t0 + step < g->rows ? t0 + step : g->rows;
-    int64_t lo, hi;
-    positions_hull(g->p, t0 / g->group, (t1 - 1) / g->group, &lo, &hi);
-    if (lo < hi) per_head += (double)(step * kw) * (double)(ceil_div(hi, kw) - lo / kw);
+  int piece = 0;
+  for (int64_t b = 0; b < groups;) {
+    const int64_t t0 = b * step, first = t0 / g->group;
+    while (piece + 1 < pieces && starts[piece + 1] <= first) piece++;
+    const int64_t end = piece + 1 < pieces ? starts[piece + 1] : g->p->n_q;
+    /* groups b.. whose last position is before the piece's end, whole groups only */
+    int64_t inside = end * g->group / step;
+    inside = inside < whole ? inside : whole;
+    if (inside - b >
+        period) { /* group b + q period + k counts f(b + k) + q (f(b + period) - f(b)) */
+      const int64_t whole_periods = (inside - b) / period, rest = (inside - b) % period;
+      double sum = 0.0, head = 0.0;
+      for (int64_t k = 0; k < period; k++) {
+        const double f = group_pairs(g, (b + k) * step, (b + k + 1) * step, step, kw);
+        sum += f;
+        head += k < rest ? f : 0.0;
+      }
+      const double rise = group_pairs(g, (b + period) * step, (b + period + 1) * step, step, kw) -
+                          group_pairs(g, b * step, (b + 1) * step, step, kw);
+      const double q = (double)whole_periods;
+      per_head +=
+          q * sum + rise * (double)period * q * (q - 1) / 2 + head + (double)rest * q * rise;
+      b = inside;
+      continue;
+    }
+    per_head += group_pairs(g, t0, t0 + step < g->rows ? t0 + step : g->rows, step, kw);
+    b++;
   }
   return per_head * (double)g->p->batch * (double)g->p->heads_kv;
 }
