@@ -46,15 +46,6 @@ static double single_rows(const txattn_problem *p, int64_t i, int64_t i1, int ro
   return pairs;
 }
 
-static int64_t gcd64(int64_t a, int64_t b) {
-  while (b) {
-    int64_t t = a % b;
-    a = b;
-    b = t;
-  }
-  return a;
-}
-
 /* Where the loop stands at row i, in the piece [i, end) of rows (visible_pieces.h) whose visible
    range is `width` keys at i and grows by `slope` (-1, 0 or 1) a row: the rows before which every
    group from i on is taken as a group, its count growing by the same amount every `period`
@@ -85,7 +76,7 @@ static int64_t settled_end(int64_t i, int64_t end, int64_t width, int slope, int
 static double vector_head(const txattn_problem *p, int w, int np, int row_kb, double row_cost,
                           double enough) {
   const double heads = (double)p->batch * (double)p->heads_q;
-  const int64_t period = (int64_t)w * np / gcd64(BANDED_MR, (int64_t)w * np);
+  const int64_t period = (int64_t)w * np / visible_gcd(BANDED_MR, (int64_t)w * np);
   int64_t starts[VISIBLE_PIECES_MAX];
   const int pieces = visible_pieces(p, starts);
   double per_head = 0.0;

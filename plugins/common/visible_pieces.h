@@ -12,6 +12,16 @@
 
 #define VISIBLE_PIECES_MAX 4
 
+/* The greatest common divisor of a > 0 and b > 0: the periods of the groups' counts. */
+static inline int64_t visible_gcd(int64_t a, int64_t b) {
+  while (b) {
+    int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
 /* The first row that sees a key (n_q if none): rows with no key come first. */
 static inline int64_t visible_first_row(const txattn_problem *p) {
   int64_t a = 0, b = p->n_q;

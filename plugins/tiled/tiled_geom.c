@@ -155,15 +155,6 @@ static double group_pairs(const tiled_geom *g, int64_t t0, int64_t t1, int64_t s
   return lo < hi ? (double)(step * kw) * (double)(ceil_div(hi, kw) - lo / kw) : 0.0;
 }
 
-static int64_t gcd64(int64_t a, int64_t b) {
-  while (b) {
-    int64_t t = a % b;
-    a = b;
-    b = t;
-  }
-  return a;
-}
-
 /* Scores are computed per register group of mr stacked rows and K panel of kw keys that some row of
    the group sees (panels lie on a grid of kw keys from key 0, block_k being a multiple of kw), so
    the count depends on neither block size: per group, the panels its rows' hull touches. The direct
@@ -178,7 +169,7 @@ static int64_t gcd64(int64_t a, int64_t b) {
 double tiled_pairs_computed(const tiled_geom *g, const tiled_ops *ops) {
   const int64_t step = g->direct ? g->rows : ops->mr, kw = g->direct ? 1 : ops->kw;
   const int64_t groups = ceil_div(g->rows, step), whole = g->rows / step;
-  const int64_t period = g->group * kw / gcd64(step, g->group * kw);
+  const int64_t period = g->group * kw / visible_gcd(step, g->group * kw);
   int64_t starts[VISIBLE_PIECES_MAX];
   const int pieces = visible_pieces(g->p, starts);
   double per_head = 0.0;
