@@ -362,17 +362,22 @@ static const txattn_problem long_shapes[] = {
 };
 
 /* The banded vector kernels' panel width, panels a block and row block (banded.h), by ISA. */
+static const struct {
+  const char *isa;
+  int64_t w, np, row_kb;
+} banded_isas[] = {
+    {"avx2", BANDED_AVX2_W, BANDED_AVX2_NP, BANDED_AVX2_ROW_KB},
+    {"avx512", BANDED_AVX512_W, BANDED_AVX512_NP, BANDED_AVX512_ROW_KB},
+    {"neon", BANDED_NEON_W, BANDED_NEON_NP, BANDED_NEON_ROW_KB},
+};
+
 static int banded_blocks(const char *isa, int64_t *w, int64_t *np, int64_t *row_kb) {
-  if (strcmp(isa, "avx2") == 0) {
-    *w = BANDED_AVX2_W, *np = BANDED_AVX2_NP, *row_kb = BANDED_AVX2_ROW_KB;
-  } else if (strcmp(isa, "avx512") == 0) {
-    *w = BANDED_AVX512_W, *np = BANDED_AVX512_NP, *row_kb = BANDED_AVX512_ROW_KB;
-  } else if (strcmp(isa, "neon") == 0) {
-    *w = BANDED_NEON_W, *np = BANDED_NEON_NP, *row_kb = BANDED_NEON_ROW_KB;
-  } else {
-    return 0;
-  }
-  return 1;
+  for (size_t i = 0; i < sizeof banded_isas / sizeof banded_isas[0]; i++)
+    if (strcmp(isa, banded_isas[i].isa) == 0) {
+      *w = banded_isas[i].w, *np = banded_isas[i].np, *row_kb = banded_isas[i].row_kb;
+      return 1;
+    }
+  return 0;
 }
 
 Test(plugin_cases, long_problems_cost_the_same_pairs_as_counted_group_by_group) {

@@ -65,6 +65,9 @@ typedef struct prof_cand {
    (the warm-up's prediction), or one call, and the untimed call before them (profile_measure.c). */
 double prof_run_len(const prof_settings *s, double t);
 
+/* The index (for txattn_kernel_get) of ctx's kernel of that name, its info in *info; SIZE_MAX if
+   there is none. */
+size_t prof_kernel_find(txattn_context *ctx, const char *name, txattn_kernel_info *info);
 /* Whether, on one thread, the kernel `info` describes is left to its one-thread twin at p: ctx
    runs one thread, the kernel names a twin (one_thread_same_as) and the twin makes a plan for p
    (it is loaded, usable and applicable). */

@@ -3,8 +3,8 @@
    table says how it was measured. */
 #include <math.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "context_cli.h"
 #include "profile_run.h"
@@ -55,17 +55,6 @@ static void levels_json(const profile_run *r, char *buf, size_t size) {
   if (used < size) snprintf(buf + used, size - used, "]");
 }
 
-/* Whether ctx has a usable kernel of that name. */
-static int usable_kernel(txattn_context *ctx, const char *name) {
-  for (size_t k = 0; k < txattn_kernel_count(ctx); k++) {
-    txattn_kernel_info info;
-    if (txattn_kernel_get(ctx, k, &info) == TXATTN_OK && info.usable &&
-        strcmp(info.name, name) == 0)
-      return 1;
-  }
-  return 0;
-}
-
 /* {"tiled_omp.avx2": "tiled.avx2", ...}: the kernels the one-thread classes left to their twins
    (prof_twin_stands_in), where both are usable; {} without a one-thread class. */
 static void twins_json(const profile_run *r, char *buf, size_t size) {
@@ -74,9 +63,10 @@ static void twins_json(const profile_run *r, char *buf, size_t size) {
     txattn_context *ctx = r->g.ctx[c];
     if (!r->s.one_loop_once || txattn_context_threads(ctx) != 1) continue;
     for (size_t k = 0; k < txattn_kernel_count(ctx) && used < size; k++) {
-      txattn_kernel_info info;
+      txattn_kernel_info info, twin;
       if (txattn_kernel_get(ctx, k, &info) != TXATTN_OK || !info.usable ||
-          info.one_thread_same_as == NULL || !usable_kernel(ctx, info.one_thread_same_as))
+          info.one_thread_same_as == NULL ||
+          prof_kernel_find(ctx, info.one_thread_same_as, &twin) == SIZE_MAX || !twin.usable)
         continue;
       used += (size_t)snprintf(buf + used, size - used, "%s\"%s\": \"%s\"", used > 1 ? ", " : "",
                                info.name, info.one_thread_same_as);

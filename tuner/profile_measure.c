@@ -94,6 +94,22 @@ static size_t add_variants(txattn_context *ctx, const txattn_problem *p, const p
   return n;
 }
 
+size_t prof_kernel_find(txattn_context *ctx, const char *name, txattn_kernel_info *info) {
+  for (size_t k = 0; k < txattn_kernel_count(ctx); k++)
+    if (txattn_kernel_get(ctx, k, info) == TXATTN_OK && strcmp(info->name, name) == 0) return k;
+  return SIZE_MAX;
+}
+
+/* c's kernel fields: kernel k of ctx, as info describes it. */
+static void set_kernel(prof_cand *c, txattn_context *ctx, size_t k,
+                       const txattn_kernel_info *info) {
+  c->kernel = k;
+  c->name = info->name;
+  c->sparse = (info->flags & TXATTN_KERNEL_SPARSE) != 0;
+  c->parallel = (info->flags & TXATTN_KERNEL_THREADED) != 0;
+  c->threaded = c->parallel && txattn_context_threads(ctx) > 1;
+}
+
 size_t prof_candidate_add(txattn_context *ctx, const txattn_problem *p, const char *kernel,
                           const char *const *names, const int64_t *values, size_t n_tun,
                           prof_cand *out, size_t n, size_t cap) {
@@ -102,16 +118,9 @@ size_t prof_candidate_add(txattn_context *ctx, const txattn_problem *p, const ch
   memset(&c, 0, sizeof c);
   if (txattn_plan_create_tuned(ctx, p, kernel, names, values, n_tun, &c.plan) != TXATTN_OK)
     return n;
-  for (size_t k = 0; k < txattn_kernel_count(ctx); k++) {
-    txattn_kernel_info info;
-    if (txattn_kernel_get(ctx, k, &info) == TXATTN_OK && strcmp(info.name, kernel) == 0) {
-      c.kernel = k;
-      c.name = info.name;
-      c.sparse = (info.flags & TXATTN_KERNEL_SPARSE) != 0;
-      c.parallel = (info.flags & TXATTN_KERNEL_THREADED) != 0;
-      c.threaded = c.parallel && txattn_context_threads(ctx) > 1;
-    }
-  }
+  txattn_kernel_info info;
+  size_t k = prof_kernel_find(ctx, kernel, &info);
+  if (k != SIZE_MAX) set_kernel(&c, ctx, k, &info);
   c.n_tun = txattn_plan_tunable_count(c.plan);
   for (size_t i = 0; i < c.n_tun && i < PROF_MAX_TUNABLES; i++)
     txattn_plan_tunable_get(c.plan, i, &c.tun_names[i], &c.tun_values[i]);
@@ -143,11 +152,7 @@ size_t prof_candidates(txattn_context *ctx, const txattn_problem *p, const prof_
     if (s->one_loop_once && prof_twin_stands_in(ctx, p, &info)) continue;
     prof_cand c;
     memset(&c, 0, sizeof c);
-    c.kernel = k;
-    c.name = info.name;
-    c.sparse = (info.flags & TXATTN_KERNEL_SPARSE) != 0;
-    c.parallel = (info.flags & TXATTN_KERNEL_THREADED) != 0;
-    c.threaded = c.parallel && txattn_context_threads(ctx) > 1;
+    set_kernel(&c, ctx, k, &info);
     if (txattn_plan_create(ctx, p, info.name, &c.plan) != TXATTN_OK) continue; /* not applicable */
     c.n_tun = txattn_plan_tunable_count(c.plan);
     if (c.n_tun > PROF_MAX_TUNABLES) {
