@@ -33,9 +33,32 @@ static const char *kernel_file(const txattn_plan *plan) {
   return txattn__kernel_plugin(plan->ctx, plan->kernel)->path;
 }
 
+/* The values the kernel runs the plan's problem with (ABI 1.3 fit_tunables, if it has one): each
+   within its declared range and no larger than given, or the plugin is at fault. */
+static txattn_status fit_tunables(txattn_plan *plan) {
+  const txattn_kernel_desc *d = plan->kernel->desc;
+  if (!TXATTN_KERNEL_DESC_HAS(d, fit_tunables) || d->fit_tunables == NULL) return TXATTN_OK;
+  int64_t given[TXATTN_MAX_TUNABLES]; /* the loader refused kernels with more */
+  memcpy(given, plan->tunables, d->n_tunables * sizeof *given);
+  d->fit_tunables(&plan->problem, plan->tunables);
+  for (size_t i = 0; i < d->n_tunables; i++) {
+    const txattn_tunable *t = &d->tunables[i];
+    TXATTN_RETURN_IF(!txattn__tunable_value_ok(t, plan->tunables[i]) ||
+                         plan->tunables[i] > given[i],
+                     TXATTN_E_PLUGIN,
+                     "kernel %s (%s): fit_tunables turned %s = %" PRId64 " into %" PRId64
+                     " (a fitted value must be within [%" PRId64 ", %" PRId64
+                     "] in steps of %" PRId64 " and no larger than given)",
+                     d->name, kernel_file(plan), t->name, given[i], plan->tunables[i], t->min,
+                     t->max, t->multiple_of);
+  }
+  return TXATTN_OK;
+}
+
 /* The dispatch table's values (chosen: checked against the kernel's declaration when the context
    loaded the table), else the kernel's defaults for this problem and machine; then the caller's
-   (txattn_plan_create_tuned). The defaults are checked against the declared ranges. */
+   (txattn_plan_create_tuned); last, fitted to the problem (fit_tunables). The defaults are checked
+   against the declared ranges. */
 static txattn_status set_tunables(txattn_plan *plan, const int64_t *chosen,
                                   const txattn__tunable_override *ov) {
   const txattn_kernel_desc *d = plan->kernel->desc;
@@ -55,7 +78,8 @@ static txattn_status set_tunables(txattn_plan *plan, const int64_t *chosen,
                        t->multiple_of);
     }
   }
-  return ov ? txattn__tunables_override(d, plan->tunables, ov) : TXATTN_OK;
+  if (ov) TXATTN_FORWARD_IF_ERROR(txattn__tunables_override(d, plan->tunables, ov));
+  return fit_tunables(plan);
 }
 
 static txattn_status prepare(txattn_plan *plan, const int64_t *chosen,

@@ -451,6 +451,64 @@ Test(dispatch, an_abi_1_0_descriptor_loads_and_its_missing_fields_are_not_read) 
   txattn_context_free(ctx);
 }
 
+/* The value of tunable `name` in a plan of kernel for n_q rows (the caller's `given`, or the
+   defaults if given < 0). */
+static int64_t fitted(txattn_context *ctx, const char *kernel, int64_t n_q, int64_t given) {
+  txattn_problem p = {.n_q = n_q, .d_qk = 16};
+  const char *names[] = {TEST_FIT_TUNABLE};
+  txattn_plan *plan = NULL;
+  cr_assert_eq(txattn_plan_create_tuned(ctx, &p, kernel, names, &given, given >= 0, &plan),
+               TXATTN_OK, "%s at n_q %lld: %s", kernel, (long long)n_q, txattn_last_error());
+  int64_t v = -1;
+  const char *name = NULL;
+  cr_assert_eq(txattn_plan_tunable_count(plan), 1);
+  cr_assert_eq(txattn_plan_tunable_get(plan, 0, &name, &v), TXATTN_OK);
+  cr_expect_str_eq(name, TEST_FIT_TUNABLE);
+  txattn_plan_free(plan);
+  return v;
+}
+
+/* A kernel's fit_tunables (ABI 1.3) has the last word on a plan's tunables, the defaults' and the
+   caller's alike: the test kernel cuts its block (default 64) to n_q. */
+Test(dispatch, a_plan_carries_the_tunables_its_kernel_fitted_to_the_problem) {
+  txattn_context *ctx = context_of(TEST_FIT_FILE, TEST_THRIFTY_FILE);
+  cr_expect_eq(fitted(ctx, TEST_FIT_KERNEL, 16, -1), 16, "the default was not fitted");
+  cr_expect_eq(fitted(ctx, TEST_FIT_KERNEL, 100, -1), 64, "a default that fits was changed");
+  cr_expect_eq(fitted(ctx, TEST_FIT_KERNEL, 16, 40), 16, "the caller's value was not fitted");
+  cr_expect_eq(fitted(ctx, TEST_FIT_KERNEL, 100, 40), 40, "a caller's value that fits was changed");
+  txattn_context_free(ctx);
+}
+
+static void expect_all_of(const char *text, const char *const *words) {
+  for (; *words; words++)
+    cr_expect(strstr(text, *words) != NULL, "\"%s\" lacks \"%s\"", text, *words);
+}
+
+/* A fit that grows a value (beyond the given one, here beyond the declared range too) is the
+   plugin's fault: no plan, TXATTN_E_PLUGIN, and a message naming the kernel, the tunable and the
+   values. */
+Test(dispatch, a_fit_that_grows_a_tunable_is_refused_as_the_plugins_fault) {
+  txattn_context *ctx = context_of(TEST_BADFIT_FILE, TEST_THRIFTY_FILE);
+  txattn_problem p = {.n_q = 16, .d_qk = 16};
+  const char *names[] = {TEST_FIT_TUNABLE};
+  const int64_t given[] = {10};
+  txattn_plan *plan = NULL;
+  cr_expect_eq(txattn_plan_create(ctx, &p, TEST_BADFIT_KERNEL, &plan), TXATTN_E_PLUGIN);
+  cr_expect_null(plan);
+  expect_all_of(txattn_last_error(), (const char *[]){TEST_BADFIT_KERNEL, "fit_tunables",
+                                                      TEST_FIT_TUNABLE " = 64 into 65", NULL});
+  cr_expect_eq(txattn_plan_create_tuned(ctx, &p, TEST_BADFIT_KERNEL, names, given, 1, &plan),
+               TXATTN_E_PLUGIN);
+  cr_expect_null(plan);
+  expect_all_of(txattn_last_error(),
+                (const char *[]){TEST_FIT_TUNABLE " = 10 into 11", "no larger than given", NULL});
+  /* the dispatcher's own pick is not the broken kernel's business */
+  cr_expect_eq(txattn_plan_create(ctx, &p, TEST_THRIFTY_KERNEL, &plan), TXATTN_OK, "%s",
+               txattn_last_error());
+  txattn_plan_free(plan);
+  txattn_context_free(ctx);
+}
+
 /* Without a table, the estimate follows the shipped kernels' cost_pairs: a narrow window goes to
    the banded kernel (the tiled one computes whole 16-key panels and pays its per-row packing), a
    wide one and dense attention to the tiled kernel. Measured on Zen 2 (txtune bench, n = 16384,

@@ -16,7 +16,8 @@
  * kernels count a period of groups at a time) against a count group by group.
  *
  * A threaded kernel that names its one-thread twin (one_thread_same_as, which txtune profile then
- * leaves to the twin on one thread) gives the twin's bits there. */
+ * leaves to the twin on one thread) gives the twin's bits there. And a kernel that fits its tunables
+ * to a problem (fit_tunables) gives with the fitted ones the bits of the ones given. */
 #include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
@@ -504,5 +505,141 @@ Test(plugin_cases, on_one_thread_a_kernel_gives_its_twins_bits) {
     pairs++;
   }
   cr_expect_geq(pairs, 4, "only %d shipped kernels name a usable twin", pairs);
+  txattn_context_free(ctx);
+}
+
+/* ---- fit_tunables ---- */
+
+/* Runs kd (of a plugin opened by hand) on c with these tunables on n_threads threads into c->o,
+   as the host would: a 64-byte aligned workspace of the size the kernel asks for. */
+static void run_call(const txattn_kernel_desc *kd, struct attn_case *c, const int64_t *tun,
+                     int n_threads) {
+  const size_t ws = kd->workspace_size(&c->full, n_threads, tun);
+  cr_assert(ws != SIZE_MAX, "%s: no workspace size", kd->name);
+  void *w = ws ? aligned_alloc(64, (ws + 63) / 64 * 64) : NULL;
+  cr_assert(ws == 0 || w != NULL, "out of memory");
+  const txattn_tensors t = {.q = c->q.data,
+                            .k = c->k.data,
+                            .v = c->v.data,
+                            .o = c->o.data,
+                            .q_layout = c->q.layout,
+                            .k_layout = c->k.layout,
+                            .v_layout = c->v.layout,
+                            .o_layout = c->o.layout};
+  const txattn_kernel_call call = {.struct_size = sizeof call,
+                                   .problem = &c->full,
+                                   .tensors = &t,
+                                   .workspace = w,
+                                   .workspace_size = ws,
+                                   .n_threads = n_threads,
+                                   .tunables = tun};
+  case_clear_output(c);
+  cr_assert_eq(kd->run(&call), TXATTN_OK, "%s failed", kd->name);
+  free(w);
+}
+
+static int64_t largest(const txattn_tunable *t) {
+  return t->max / t->multiple_of * t->multiple_of;
+}
+static int64_t smallest(const txattn_tunable *t) {
+  return (t->min + t->multiple_of - 1) / t->multiple_of * t->multiple_of;
+}
+
+#define FIT_SETS 4
+
+/* The settings tried: every tunable at its largest, every one at its smallest, the defaults, and
+   the first at its largest with the others at their defaults. */
+static void fit_settings(const txattn_kernel_desc *kd, const txattn_problem *p,
+                         int64_t set[FIT_SETS][TWIN_MAX_TUNABLES]) {
+  kd->default_tunables(p, NULL, set[2]);
+  for (size_t i = 0; i < kd->n_tunables; i++) {
+    set[0][i] = largest(&kd->tunables[i]);
+    set[1][i] = smallest(&kd->tunables[i]);
+    set[3][i] = i == 0 ? set[0][i] : set[2][i];
+  }
+}
+
+/* A kernel that fits its tunables to a problem (ABI 1.3 fit_tunables, which the host applies to
+   every plan) must compute, with the fitted values, the very bits it computes with the values
+   given; the fitted ones stay within their declared ranges, are no larger than given, and fitting
+   them again changes nothing. Every shipped kernel with tunables fits them, on the problems of the
+   twin test above (dense, causal, GQA windows straddling blocks, decode, strides), from the largest
+   tiles (which exceed every one of these problems, so some value is cut on each), the smallest and
+   the defaults; the host's plan reports the fitted values. */
+Test(plugin_cases, a_fitted_tile_gives_the_bits_of_the_tile_given) {
+  txattn_context *ctx = test_context(2);
+  struct kernel_list l;
+  test_kernel_list(ctx, &l);
+  const char *plugins[] = {"tiled", "tiled_omp", "masked"};
+  int kernels = 0;
+  for (size_t pi = 0; pi < sizeof plugins / sizeof plugins[0]; pi++) {
+    struct plugin pl;
+    plugin_open(&pl, plugins[pi]);
+    for (size_t k = 0; k < pl.desc->n_kernels; k++) {
+      const txattn_kernel_desc *kd = pl.desc->kernels[k];
+      const txattn_kernel_info *info = test_kernel_find(&l, kd->name);
+      cr_assert(kd->n_tunables > 0 && kd->n_tunables <= TWIN_MAX_TUNABLES, "%s", kd->name);
+      cr_assert(TXATTN_KERNEL_DESC_HAS(kd, fit_tunables) && kd->fit_tunables != NULL,
+                "%s declares no fit_tunables", kd->name);
+      cr_assert(info != NULL, "%s is not loaded", kd->name);
+      if (!info->usable) continue;
+      const int threads = (kd->flags & TXATTN_KERNEL_THREADED) ? 2 : 1;
+      for (size_t s = 0; s < sizeof twin_shapes / sizeof twin_shapes[0]; s++) {
+        struct attn_case c;
+        char desc[256];
+        shape_describe(&twin_shapes[s], desc, sizeof desc);
+        case_init(&c, &twin_shapes[s], 31 + s);
+        int64_t set[FIT_SETS][TWIN_MAX_TUNABLES] = {{0}};
+        fit_settings(kd, &c.full, set);
+        float *given_bits = malloc(c.o.len * sizeof(float));
+        cr_assert(given_bits != NULL, "out of memory");
+        for (int v = 0; v < FIT_SETS; v++) {
+          int64_t fit[TWIN_MAX_TUNABLES], again[TWIN_MAX_TUNABLES];
+          memcpy(fit, set[v], sizeof fit);
+          kd->fit_tunables(&c.full, fit);
+          memcpy(again, fit, sizeof again);
+          kd->fit_tunables(&c.full, again);
+          int cut = 0;
+          for (size_t i = 0; i < kd->n_tunables; i++) {
+            const txattn_tunable *t = &kd->tunables[i];
+            cr_expect(fit[i] >= t->min && fit[i] <= t->max && fit[i] % t->multiple_of == 0 &&
+                          fit[i] <= set[v][i] && again[i] == fit[i],
+                      "%s on %s: %s = %lld fitted to %lld, again to %lld", kd->name, desc, t->name,
+                      (long long)set[v][i], (long long)fit[i], (long long)again[i]);
+            cut |= fit[i] != set[v][i];
+          }
+          cr_expect(v != 0 || cut, "%s on %s: the largest tiles were not cut", kd->name, desc);
+          if (!cut) continue;
+          run_call(kd, &c, set[v], threads);
+          memcpy(given_bits, c.o.data, c.o.len * sizeof(float));
+          run_call(kd, &c, fit, threads);
+          cr_expect(memcmp(given_bits, c.o.data, c.o.len * sizeof(float)) == 0,
+                    "%s on %s: the fitted tiles give other bits than setting %d", kd->name, desc,
+                    v);
+        }
+        /* the host's plan carries the fitted values */
+        const char *names[TWIN_MAX_TUNABLES];
+        for (size_t i = 0; i < kd->n_tunables; i++) names[i] = kd->tunables[i].name;
+        txattn_plan *plan = NULL;
+        cr_assert_eq(txattn_plan_create_tuned(ctx, &c.problem, kd->name, names, set[0],
+                                              kd->n_tunables, &plan),
+                     TXATTN_OK, "%s: %s", kd->name, txattn_last_error());
+        int64_t fit[TWIN_MAX_TUNABLES];
+        memcpy(fit, set[0], sizeof fit);
+        kd->fit_tunables(&c.full, fit);
+        for (size_t i = 0; i < kd->n_tunables; i++) {
+          int64_t got = -1;
+          txattn_plan_tunable_get(plan, i, NULL, &got);
+          cr_expect_eq(got, fit[i], "%s on %s: the plan has %s = %lld, the fit %lld", kd->name,
+                       desc, names[i], (long long)got, (long long)fit[i]);
+        }
+        txattn_plan_free(plan);
+        free(given_bits);
+        case_free(&c);
+      }
+      kernels++;
+    }
+  }
+  cr_expect_geq(kernels, 3, "only %d usable kernels fit their tunables", kernels);
   txattn_context_free(ctx);
 }

@@ -24,8 +24,16 @@ static int same_values(const prof_cand *a, const prof_cand *b) {
   return 1;
 }
 
-/* Adds base's kernel with the tunables `values` if that candidate is new and the kernel makes a
-   plan with them. */
+/* Whether c's tunables are those of a candidate of out[0..n). */
+static int known(const prof_cand *c, const prof_cand *out, size_t n) {
+  for (size_t j = 0; j < n; j++)
+    if (same_values(&out[j], c)) return 1;
+  return 0;
+}
+
+/* Adds base's kernel with the tunables `values` if the kernel makes a plan with them and that
+   candidate is new: as the plan runs them, fitted to the problem (plugin.h: fit_tunables), so that a
+   tile the problem makes the same as another (a key block past the keys) is not timed twice. */
 static size_t add_variant(txattn_context *ctx, const txattn_problem *p, const prof_cand *base,
                           const int64_t *values, int slot, prof_cand *out, size_t n, size_t cap) {
   if (n >= cap) return n;
@@ -33,13 +41,16 @@ static size_t add_variant(txattn_context *ctx, const txattn_problem *p, const pr
   c.plan = NULL;
   c.slot = slot;
   for (size_t i = 0; i < c.n_tun; i++) c.tun_values[i] = values[i];
-  for (size_t j = 0; j < n; j++)
-    if (same_values(&out[j], &c)) return n;
-  if (txattn_plan_create_tuned(ctx, p, c.name, c.tun_names, c.tun_values, c.n_tun, &c.plan) !=
-      TXATTN_OK)
+  if (known(&c, out, n) || txattn_plan_create_tuned(ctx, p, c.name, c.tun_names, c.tun_values,
+                                                    c.n_tun, &c.plan) != TXATTN_OK)
     return n;
   /* the plan's names live as long as it does */
-  for (size_t i = 0; i < c.n_tun; i++) txattn_plan_tunable_get(c.plan, i, &c.tun_names[i], NULL);
+  for (size_t i = 0; i < c.n_tun; i++)
+    txattn_plan_tunable_get(c.plan, i, &c.tun_names[i], &c.tun_values[i]);
+  if (known(&c, out, n)) {
+    txattn_plan_free(c.plan);
+    return n;
+  }
   out[n] = c;
   return n + 1;
 }
@@ -124,9 +135,7 @@ size_t prof_candidate_add(txattn_context *ctx, const txattn_problem *p, const ch
   c.n_tun = txattn_plan_tunable_count(c.plan);
   for (size_t i = 0; i < c.n_tun && i < PROF_MAX_TUNABLES; i++)
     txattn_plan_tunable_get(c.plan, i, &c.tun_names[i], &c.tun_values[i]);
-  int known = c.name == NULL || c.n_tun > PROF_MAX_TUNABLES;
-  for (size_t j = 0; j < n && !known; j++) known = same_values(&out[j], &c);
-  if (known) {
+  if (c.name == NULL || c.n_tun > PROF_MAX_TUNABLES || known(&c, out, n)) {
     txattn_plan_free(c.plan);
     return n;
   }
@@ -314,18 +323,22 @@ static int wanted(const prof_cand *c, const prof_settings *s) {
 }
 
 /* A single run over twice as slow as the plan expected: one stall (a thread waiting for a core the
-   host gave to someone else: 10 ms in a 2 ms run seen on the VM), not yet a verdict. */
+   host gave to someone else: 10 ms in a 2 ms run seen on the VM), not yet a verdict. Nor is a single
+   run where the plan expected nothing (the first n of a class): two default profiles in a row each
+   pruned a 2-thread kernel after one run at n 64 that took 13 and 24 times its time in the other
+   (738 us against 31 us), and took another kernel there. */
 #define STALL_RATIO 2.0
 
 /* After a round: candidates whose fastest run is slower than `ratio` x the leader's median stop
    (the leader: the smallest median among those with `runs` runs or more), except after one run
-   that looks like a stall, which gets a second. */
+   that looks like a stall, or that nothing was expected of, which gets a second. */
 static void prune(prof_cand *c, size_t n, int runs, double ratio) {
   double leader = INFINITY;
   for (size_t i = 0; i < n; i++)
     if (c[i].n_runs >= runs && median(&c[i]) < leader) leader = median(&c[i]);
   for (size_t i = 0; i < n; i++) {
-    int stall = c[i].n_runs == 1 && c[i].expect_s > 0 && c[i].runs[0] > STALL_RATIO * c[i].expect_s;
+    int stall =
+        c[i].n_runs == 1 && (c[i].expect_s <= 0 || c[i].runs[0] > STALL_RATIO * c[i].expect_s);
     if (!c[i].keep && !stall && c[i].n_runs >= runs && fastest(&c[i]) > ratio * leader)
       c[i].rough = 1;
   }

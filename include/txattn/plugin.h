@@ -111,6 +111,16 @@ typedef struct txattn_kernel_desc {
      two names for one loop only split their ties on noise, and the profile's time goes to the
      kernels that differ. NULL: none. */
   const char *one_thread_same_as;
+  /* ---- ABI 1.3 (TXATTN_KERNEL_DESC_HAS(desc, fit_tunables)) ---- */
+  /* Optional, for a kernel with tunables: cuts values (n_tunables of them, each within its declared
+     range) in place to the smallest that make the same call for p, bit for bit: a key block longer
+     than p's keys is one block of all the keys, as long as the keys are. The host passes every
+     plan's tunables through it (defaults, a table's and a caller's alike), so a plan reports the
+     tiles it runs, sizes its workspace for them, and two settings that compute the same thing are
+     one (txtune does not time a tile twice where the problem makes two tiles one). A fitted value
+     must stay within the declared range and be no larger than the one given: the host refuses the
+     plan (TXATTN_E_PLUGIN) otherwise. NULL: the values as given. */
+  void (*fit_tunables)(const txattn_problem *p, int64_t *values);
 } txattn_kernel_desc;
 
 /* The smallest struct_size of a kernel descriptor (ABI 1.0), and whether desc carries `field`. */

@@ -30,6 +30,15 @@ static void masked_default_tunables(const txattn_problem *p, const txattn_machin
   values[0] = masked_default_block(p);
 }
 
+/* A block of a whole head's rows or more stacks block / n_q heads of the group (masked_geometry.c):
+   every length that stacks as many is the same call as the shortest, heads x n_q. */
+static void masked_fit_tunables(const txattn_problem *p, int64_t *values) {
+  const int64_t group = p->heads_q / p->heads_kv;
+  if (values[0] < p->n_q) return;
+  const int64_t heads = values[0] / p->n_q;
+  values[0] = (heads < group ? heads : group) * p->n_q;
+}
+
 static const txattn_kernel_desc masked_scalar = {
     .struct_size = sizeof(txattn_kernel_desc),
     .name = "masked.scalar",
@@ -47,6 +56,7 @@ static const txattn_kernel_desc masked_scalar = {
     .n_tunables = sizeof masked_tunables / sizeof masked_tunables[0],
     .tunables = masked_tunables,
     .default_tunables = masked_default_tunables,
+    .fit_tunables = masked_fit_tunables,
 };
 
 static const txattn_kernel_desc *const masked_kernels[] = {&masked_scalar};

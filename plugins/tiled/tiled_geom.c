@@ -232,13 +232,25 @@ void tiled_default_blocks(const txattn_problem *p, const txattn_machine *m, int 
   const int64_t l2 = m && m->l2_bytes > 0 ? m->l2_bytes : 512 * 1024;
   const int64_t l3 = m && m->l3_bytes > 0 ? m->l3_bytes : 8 * 1024 * 1024;
   const int64_t width = (p->d_qk + p->d_v) * (int64_t)sizeof(float);
-  const int64_t rows = p->n_q * (p->heads_q / p->heads_kv);
   int64_t k = l2 / width, q;
   if (k > 512) k = 512;
   k = k < kw ? kw : k / kw * kw;
   q = (p->n_kv * width > l3 / 2 ? l2 / 2 : l2 / 4) / ((k + p->d_qk + p->d_v) * 4);
   q = q > 256 ? 256 : q < mr ? mr : q / mr * mr;
   /* never more than the problem has: small problems keep a small workspace */
-  *bc = k < round_up(p->n_kv, kw) ? k : round_up(p->n_kv, kw);
-  *br = q < round_up(rows, mr) ? q : round_up(rows, mr);
+  int64_t blocks[2] = {q, k};
+  tiled_fit_blocks(p, mr, kw, blocks);
+  *br = blocks[0];
+  *bc = blocks[1];
+}
+
+/* A block at least as long as what it blocks (the stacked rows, the keys) is one block of all of
+   them, whatever its length beyond: the same call as the block rounded up to the register block
+   (mr rows, kw keys), bit for bit, only with a larger workspace. Shorter blocks stay: another
+   length cuts the rows or keys elsewhere. */
+void tiled_fit_blocks(const txattn_problem *p, int mr, int kw, int64_t *blocks) {
+  const int64_t rows = round_up(p->n_q * (p->heads_q / p->heads_kv), mr);
+  const int64_t keys = round_up(p->n_kv, kw);
+  if (blocks[0] > rows) blocks[0] = rows;
+  if (blocks[1] > keys) blocks[1] = keys;
 }

@@ -152,6 +152,9 @@ double tiled_cost_pairs(const tiled_geom *g, const tiled_ops *ops);
 /* Cache-derived default block sizes (see the rule in tiled_geom.c); m may be NULL. */
 void tiled_default_blocks(const txattn_problem *p, const txattn_machine *m, int mr, int kw,
                           int64_t *br, int64_t *bc);
+/* fit_tunables (plugin.h, ABI 1.3) of the tiled kernels: blocks = {block_q, block_k}, each cut to
+   what p has (its stacked rows, its keys) rounded up to mr rows and kw keys. */
+void tiled_fit_blocks(const txattn_problem *p, int mr, int kw, int64_t *blocks);
 
 /* tiled_merge.c */
 /* Writes the output rows [t0, t1) of (b, kvh) from unnormalised outputs acc (row r at r * g->dvp)

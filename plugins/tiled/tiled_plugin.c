@@ -104,6 +104,9 @@ static int tiled_applicable(const txattn_problem *p, const char **why) {
   static void tiled_defaults_##id(const txattn_problem *p, const txattn_machine *m,                \
                                   int64_t *values) {                                               \
     tiled_default_blocks(p, m, MR, KW, &values[0], &values[1]);                                    \
+  }                                                                                                \
+  static void tiled_fit_##id(const txattn_problem *p, int64_t *values) {                           \
+    tiled_fit_blocks(p, MR, KW, values);                                                           \
   }
 
 #define TILED_DESC(id, ISA_ENUM, SUMMARY, SPEED)                                                   \
@@ -121,6 +124,7 @@ static int tiled_applicable(const txattn_problem *p, const char **why) {
       .tunables = tiled_tunables_##id,                                                             \
       .default_tunables = tiled_defaults_##id,                                                     \
       .cost_pairs = tiled_pairs_##id,                                                              \
+      .fit_tunables = tiled_fit_##id,                                                              \
   };
 
 /* speed_hint: GFLOP/s measured with `txtune bench --n 4096 --d 64 --threads 1` on a Zen 2 core

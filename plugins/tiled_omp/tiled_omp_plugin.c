@@ -93,6 +93,9 @@ static int tomp_applicable(const txattn_problem *p, const char **why) {
   static void tomp_defaults_##id(const txattn_problem *p, const txattn_machine *m,                 \
                                  int64_t *values) {                                                \
     tomp_default_blocks(p, m, MR, KW, values);                                                     \
+  }                                                                                                \
+  static void tomp_fit_##id(const txattn_problem *p, int64_t *values) {                            \
+    tiled_fit_blocks(p, MR, KW, values);                                                           \
   }
 
 #define TOMP_DESC(id, ISA_ENUM, SUMMARY, SPEED)                                                    \
@@ -111,6 +114,7 @@ static int tomp_applicable(const txattn_problem *p, const char **why) {
       .default_tunables = tomp_defaults_##id,                                                      \
       .cost_pairs = tomp_pairs_##id,                                                               \
       .one_thread_same_as = "tiled." #id,                                                          \
+      .fit_tunables = tomp_fit_##id,                                                               \
   };
 
 /* speed_hint: GFLOP/s per thread, measured with `txtune bench --threads 2` on Zen 2 (2 cores, no

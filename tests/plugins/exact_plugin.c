@@ -1,8 +1,8 @@
 /* A well-formed plugin with one exact kernel. CMake builds it several times with different
  * TEST_PLUGIN_NAME / TEST_KERNEL_NAME / TEST_KERNEL_ISA / TEST_APPLICABLE / TEST_SPEED_HINT, giving
  * the good plugin, its spare copy, the kernel for an ISA this CPU lacks, the picky kernel, the
- * duplicate, and kernels that count their work (TEST_PAIRS_SCALE), one with an ABI 1.0 descriptor
- * (TEST_DESC_SIZE). */
+ * duplicate, kernels that count their work (TEST_PAIRS_SCALE), one with an ABI 1.0 descriptor
+ * (TEST_DESC_SIZE), and kernels that fit a tunable to the problem (TEST_FIT, TEST_FIT_BAD). */
 #include "exact_kernel.h"
 #include "test_plugin_names.h"
 
@@ -49,6 +49,37 @@ static double test_cost_pairs(const txattn_problem *p, const int64_t *tunables) 
 #define TEST_PAIRS_FN NULL
 #endif
 
+#ifdef TEST_FIT
+/* One tunable, which the kernel ignores, fitted to the problem (ABI 1.3 fit_tunables): cut to n_q,
+   or (TEST_FIT_BAD) grown by one, which the host must refuse. */
+static const txattn_tunable test_tunables[] = {
+    {sizeof(txattn_tunable), TEST_FIT_TUNABLE, "rows per block (ignored)", 1, 64, 1},
+};
+static void test_default_tunables(const txattn_problem *p, const txattn_machine *m,
+                                  int64_t *values) {
+  (void)p;
+  (void)m;
+  values[0] = 64;
+}
+static void test_fit_tunables(const txattn_problem *p, int64_t *values) {
+#ifdef TEST_FIT_BAD
+  (void)p;
+  values[0] += 1;
+#else
+  if (values[0] > p->n_q) values[0] = p->n_q;
+#endif
+}
+#define TEST_N_TUNABLES 1
+#define TEST_TUNABLES   test_tunables
+#define TEST_DEFAULTS   test_default_tunables
+#define TEST_FIT_FN     test_fit_tunables
+#else
+#define TEST_N_TUNABLES 0
+#define TEST_TUNABLES   NULL
+#define TEST_DEFAULTS   NULL
+#define TEST_FIT_FN     NULL
+#endif
+
 static const txattn_kernel_desc kernel = {
     .struct_size = TEST_DESC_SIZE,
     .name = TEST_KERNEL_NAME,
@@ -61,7 +92,11 @@ static const txattn_kernel_desc kernel = {
     .applicable = TEST_APPLICABLE,
     .workspace_size = test_exact_workspace,
     .run = test_exact_run,
+    .n_tunables = TEST_N_TUNABLES,
+    .tunables = TEST_TUNABLES,
+    .default_tunables = TEST_DEFAULTS,
     .cost_pairs = TEST_PAIRS_FN,
+    .fit_tunables = TEST_FIT_FN,
 };
 
 static const txattn_kernel_desc *const kernels[] = {&kernel};

@@ -9,6 +9,9 @@
 #define TEST_PADDED_KERNEL    "testpadded.scalar"  /* claims 8x the visible pairs */
 #define TEST_THRIFTY_KERNEL   "testthrifty.scalar" /* claims 1/8 of them */
 #define TEST_LEGACY_KERNEL    "testlegacy.scalar"  /* ABI 1.0 size; its claim must be ignored */
+#define TEST_FIT_KERNEL       "testfit.scalar"     /* fits its tunable to n_q */
+#define TEST_BADFIT_KERNEL    "testbadfit.scalar"  /* its fit grows the tunable */
+#define TEST_FIT_TUNABLE      "block"
 
 /* A kernel for an ISA of the other architecture, so this CPU surely lacks it. */
 #if defined(__aarch64__)
@@ -28,5 +31,7 @@
 #define TEST_PADDED_FILE    "txattn_test_padded.so"
 #define TEST_THRIFTY_FILE   "txattn_test_thrifty.so"
 #define TEST_LEGACY_FILE    "txattn_test_legacy.so"
+#define TEST_FIT_FILE       "txattn_test_fit.so"
+#define TEST_BADFIT_FILE    "txattn_test_badfit.so"
 
 #endif
