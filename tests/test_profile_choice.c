@@ -1,16 +1,27 @@
 /* txtune profile's choice of a point's winner (tuner/profile_measure.c, prof_choose): the fastest,
    or among the candidates within the noise of it the preferred one. The rule is what makes two
-   profiles in a row agree, so each part of it is pinned here on made-up timings. And which kernels
-   are a point's candidates (prof_candidates), on the build tree's plugins. */
+   profiles in a row agree, so each part of it is pinned here on made-up timings. Which kernels
+   are a point's candidates (prof_candidates), on the build tree's plugins. And what the timing
+   (prof_time) does with a candidate it pruned close to the leader, on a test kernel whose calls
+   take as long as its tunable says. */
 #include <stddef.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
 
 #include "profile.h"
+#include "scratch.h"
 #include "test_context.h"
+#include "test_plugin_names.h"
 
-TestSuite(profile_choice, .init = test_env_clean, .fini = test_check_leaks);
+static char scratch[SCRATCH_PATH_MAX];
+
+static void cleanup(void) {
+  scratch_remove(scratch);
+  test_check_leaks();
+}
+
+TestSuite(profile_choice, .init = test_env_clean, .fini = cleanup);
 
 /* A candidate timed in full: its median and the spread of its runs. */
 static prof_cand timed(const char *name, int slot, int parallel, double time_s, double spread) {
@@ -170,4 +181,68 @@ Test(profile_choice, on_one_thread_a_kernels_twin_stands_in_for_it) {
     txattn_context_free(ctx);
   }
   cr_expect_geq(checked, 8, "only %d kernels name a twin", checked);
+}
+
+/* ---- timing ---- */
+
+/* The candidate of the spin kernel whose calls take us microseconds. */
+static const prof_cand *spinning(const prof_cand *c, size_t n, int64_t us) {
+  for (size_t i = 0; i < n; i++)
+    if (c[i].tun_values[0] == us) return &c[i];
+  return NULL;
+}
+
+/* Calls of 100 us (the leader), 115 us and 400 us, pruned at 1.05 x the leader: after two rounds
+   the two slower ones are out of the race (a call lasts at least its spin). The 115 us one, within
+   the confirmation ratio of the leader, is then timed against it run for run and counts as timed
+   in full (three paired runs, a spread); the 400 us one stays rough; the leader keeps its five
+   runs. Without the room to confirm (confirm_share 0; it is no near tie), the 115 us one stays as
+   pruned. What is asserted is what the timing did, not how long anything took: a timing whose runs
+   other processes slowed so much that the premise fails (the leader pruned, the 115 us one not
+   pruned, pruned beyond the ratio, or a near tie, which is confirmed whatever the room) is done
+   again, up to 10 times in all. */
+Test(profile_choice, a_pruned_candidate_close_to_the_leader_is_timed_again_against_it) {
+  scratch_dir(scratch, sizeof scratch, 0755);
+  scratch_copy_plugin(scratch, TEST_SPIN_FILE, NULL, 0644);
+  txattn_context *ctx = test_context_at(scratch, 1);
+  txattn_problem p = {.n_q = 4, .d_qk = 4};
+  float q[16] = {0}, k[16] = {0}, v[16] = {0}, o[16];
+  const txattn_tensors t = {.q = q, .k = k, .v = v, .o = o};
+  const char *names[] = {TEST_SPIN_TUNABLE};
+  const int64_t us[] = {100, 115, 400};
+  prof_cand c[3];
+  size_t n = 0;
+  for (int i = 0; i < 3; i++)
+    n = prof_candidate_add(ctx, &p, TEST_SPIN_KERNEL, names, &us[i], 1, c, n, 3);
+  cr_assert_eq(n, 3, "%s", txattn_last_error());
+  prof_settings s = {.mode = PROF_DEFAULT, .min_run_s = 0.001, .rounds = 5, .prune_ratio = 1.05};
+  int checked[2] = {0, 0};
+  for (int attempt = 0; attempt < 10 && !(checked[0] && checked[1]); attempt++) {
+    const int room = attempt % 2 == 0;
+    s.confirm_share = room ? 10 : 0; /* three candidates make a cheap point */
+    cr_assert_eq(prof_time(c, &n, &t, &s), TXATTN_OK, "%s", txattn_last_error());
+    cr_assert_eq(n, 3);
+    const prof_cand *lead = spinning(c, n, 100), *near = spinning(c, n, 115),
+                    *far = spinning(c, n, 400);
+    cr_assert(lead && near && far);
+    cr_expect(far->rough && far->spread < 0, "the 400 us candidate was not left rough");
+    const int pruned = near->n_runs < 5, confirmed = !near->rough && near->n_runs == 3;
+    /* a call of it lasts 115 us at least, so it was a near tie only if the leader came out slow */
+    const int could_tie = (1 + PROF_TIE_MAX) * lead->time_s >= 115e-6;
+    if (lead->rough || !pruned ||
+        (!confirmed && near->time_s > PROF_CONFIRM_RATIO * lead->time_s) || (!room && could_tie))
+      continue;
+    cr_expect(lead->n_runs == 5 && lead->spread >= 0, "the leader: %d runs", lead->n_runs);
+    if (room)
+      cr_expect(confirmed && near->spread >= 0, "the 115 us candidate: %d runs%s, spread %g",
+                near->n_runs, near->rough ? ", rough" : "", near->spread);
+    else
+      cr_expect(near->rough && near->n_runs < 5,
+                "the 115 us candidate: %d runs%s, without the room to confirm", near->n_runs,
+                near->rough ? ", rough" : "");
+    checked[room] = 1;
+  }
+  cr_expect(checked[0] && checked[1], "the timing never pruned the 115 us candidate close enough");
+  prof_candidates_free(c, n);
+  txattn_context_free(ctx);
 }

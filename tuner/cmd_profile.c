@@ -110,11 +110,12 @@ static int parse(profile_run *r, int argc, char **argv) {
 }
 
 static void settings(profile_run *r) {
-  /* mode, min run, most runs, prune ratio (within a point), variants, one loop once */
+  /* mode, min run, most runs, prune ratio (within a point), variants, one loop once, confirm
+     share */
   static const prof_settings modes[] = {
-      {PROF_QUICK, 1e-3, 3, 1.15, 0, 1},
-      {PROF_DEFAULT, 2e-3, 5, 1.15, 1, 1},
-      {PROF_PATIENT, 5e-3, 7, 1.15, 2, 1},
+      {PROF_QUICK, 1e-3, 3, 1.15, 0, 1, 0.25},
+      {PROF_DEFAULT, 2e-3, 5, 1.15, 1, 1, 0.5},
+      {PROF_PATIENT, 5e-3, 7, 1.15, 2, 1, 1.0},
   };
   static const double budgets[] = {30, 180, 1800};
   static const int visits[] = {3, 4, 6}; /* of a close call, after its own runs */

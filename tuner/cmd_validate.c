@@ -314,7 +314,7 @@ int tx_cmd_validate(int argc, char **argv) {
   if (rc >= 0) return rc;
   if ((rc = load(&r)) != 0) return rc;
   r.rng = (uint64_t)r.seed;
-  r.s = (prof_settings){PROF_DEFAULT, 2e-3, 5, 3.0, 0, 0}; /* every kernel, twins too */
+  r.s = (prof_settings){PROF_DEFAULT, 2e-3, 5, 3.0, 0, 0, 0.5}; /* every kernel, twins too */
   tx_table tab;
   tx_table_init(&tab, "SHAPE|>T|PICK|>PICK TIME|FASTEST|>FASTEST TIME|>PICK/FASTEST");
   rc = sample_all(&r, &tab);

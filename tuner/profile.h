@@ -22,15 +22,17 @@ typedef enum prof_mode { PROF_QUICK, PROF_DEFAULT, PROF_PATIENT } prof_mode;
 /* How hard one point is measured; set by the mode. */
 typedef struct prof_settings {
   prof_mode mode;
-  double min_run_s;   /* one timed run lasts at least this long */
-  int rounds;         /* the most timed runs per candidate, taken round-robin */
-  double prune_ratio; /* after each round from the second, a candidate whose fastest run is slower
+  double min_run_s;     /* one timed run lasts at least this long */
+  int rounds;           /* the most timed runs per candidate, taken round-robin */
+  double prune_ratio;   /* after each round from the second, a candidate whose fastest run is slower
                          than this x the leader's median stops there (rough); after the first,
                          PROF_FIRST_PRUNE_RATIO if larger */
-  int variants;       /* 0: default tunables only; 1: plus one; 2: a grid (patient) */
-  int one_loop_once;  /* on one thread, a kernel that names its one-thread twin (txattn/plugin.h:
+  int variants;         /* 0: default tunables only; 1: plus one; 2: a grid (patient) */
+  int one_loop_once;    /* on one thread, a kernel that names its one-thread twin (txattn/plugin.h:
                          one_thread_same_as) is left to the twin where that one is there
                          (prof_twin_stands_in); validate times both */
+  double confirm_share; /* confirming pruned candidates close to the leader, beyond the near
+                           ties, may cost this fraction of a point's timing (profile_measure.c) */
 } prof_settings;
 
 /* One candidate (kernel x tunables) at one point. */
@@ -111,13 +113,17 @@ void prof_checks_isolate(prof_checks *c, struct prof_isolation *iso);
    In each round the threaded candidates run after the others, and the first run of each group
    follows a few milliseconds of untimed calls of its candidate, so that none is timed while the
    OpenMP threads of another spin or while its own wake up. Last, a candidate not timed in full
-   (one run, or pruned) whose time is within the widest tie limit (PROF_TIE_MAX, or
-   PROF_TIE_MAX_THREADED) of the fastest one timed in full gets as many runs as that one, so that
-   prof_choose decides a tie on medians. The candidates may be reordered. time_s is the median of
-   the runs (a rough candidate's: the fastest), spread their (max - min) / median
+   (one run, or pruned) whose time is within PROF_CONFIRM_RATIO (PROF_CONFIRM_RATIO_THREADED when
+   it or the leader runs on several threads) of the fastest one timed in full is timed again
+   against that one, run for run (profile_measure.c: near ties always, the others as the settings'
+   confirm_share allows), and counts as timed in full. The candidates may be reordered. time_s is
+   the median of the runs (a rough candidate's: the fastest; a confirmed one's: the leader's time
+   times the median ratio of its paired runs), spread their (max - min) / median
    (tx_sorted_spread), -1 with fewer than two runs.
    Returns TXATTN_OK, or the first failure (the candidate is then dropped: n is updated; its plan
    freed unless borrowed). */
+#define PROF_CONFIRM_RATIO          1.4
+#define PROF_CONFIRM_RATIO_THREADED 1.5
 txattn_status prof_time(prof_cand *c, size_t *n, const txattn_tensors *t, const prof_settings *s);
 /* The same, but no call starts that is predicted (predict_s, then the calls made) to end after
    `deadline` (a tx_clock() time): a candidate left without a run has n_runs == 0. */

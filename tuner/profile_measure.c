@@ -390,35 +390,115 @@ static txattn_status next_run(prof_cand *c, const txattn_tensors *t, const prof_
   return st == TXATTN_OK ? sample(c, t, s) : st;
 }
 
-/* Ties are decided on medians (prof_choose), so a candidate that is not timed in full (one run, or
-   pruned) but whose time is within the widest tie limit of the fastest one that is gets as many runs
-   as that one had (at least two), now, one after another, as far as the deadline allows. Such a
-   candidate is mostly one out of the race (often the kernel's default tunables) timed once at a
-   long call, which back-to-back runs measure well. */
-static txattn_status confirm_near_ties(prof_cand *c, size_t *n, const txattn_tensors *t,
-                                       const prof_settings *s, double deadline) {
+/* A candidate out of the race (pruned, or planned with one run) whose time is within
+   PROF_CONFIRM_RATIO (PROF_CONFIRM_RATIO_THREADED where it or the leader runs on several threads;
+   the host's speed modes are 1.4x apart, a 2-thread call's drift wider) of the fastest one timed
+   in full is timed again against that leader, run for run: CONFIRM_PAIRS times one run of the
+   leader and then one of its own, each set against the other; its time becomes the leader's times
+   the median of those ratios, and its spread theirs. The runs of a round are tens of milliseconds
+   apart and the host's speed modes (1.4x apart on the Zen 3 VM) last from milliseconds to seconds,
+   so a candidate whose few runs met a slow spell and the leader's not is pruned on a ratio the
+   next profile does not see: in two default profiles in a row, tiled.avx2's default tiles at
+   window 129, d 128, n 2048 were pruned on runs 18% slower than block_k 1024, which the other
+   profile and the two before it measured 1-2% apart (the flip above the noise that pair had; the
+   flips above the noise in the session before were all against such a time). Back to back, the
+   ratio of two runs holds through a spell that covers both. Near ties (within the widest tie limit)
+   are confirmed whatever it costs, as far as the deadline allows, since prof_choose decides them
+   on medians; the others, closest first, while confirming costs less than the settings'
+   confirm_share of the point's timing before it (a default profile: half). */
+#define CONFIRM_PAIRS 3
+
+/* One timed run of c that is not recorded (its repetitions as set), after a pre-roll if the last
+   run was of the other kind (next_run); seconds per call in *per_call. */
+static txattn_status run_aside(prof_cand *c, const txattn_tensors *t, int *kind, double *per_call) {
+  txattn_status st = TXATTN_OK;
+  if (*kind >= 0 && *kind != c->threaded) st = pre_roll(c, t);
+  *kind = c->threaded;
+  if (st == TXATTN_OK && c->predict_s <= LEAD_IN_MAX_CALL_S) st = txattn_plan_execute(c->plan, t);
+  double sec = 0;
+  if (st == TXATTN_OK) st = run_reps(c, t, c->reps, &sec);
+  *per_call = sec / (double)c->reps;
+  return st;
+}
+
+/* The paired runs of c against the leader lead; on success c is timed in full. A failed call
+   leaves *bad at the candidate whose call failed. */
+static txattn_status confirm_against(prof_cand *c, prof_cand *lead, const txattn_tensors *t,
+                                     const prof_settings *s, int *kind, prof_cand **bad) {
+  double ratio[CONFIRM_PAIRS];
+  for (int k = 0; k < CONFIRM_PAIRS; k++) {
+    double lead_s;
+    txattn_status st = run_aside(lead, t, kind, &lead_s);
+    *bad = lead;
+    if (st == TXATTN_OK) {
+      st = next_run(c, t, s, kind);
+      *bad = c;
+    }
+    if (st != TXATTN_OK) return st;
+    ratio[k] = c->runs[--c->n_runs] / lead_s; /* the run stands in the ratio, not by itself */
+  }
+  for (int k = 0; k < CONFIRM_PAIRS; k++) c->runs[k] = ratio[k] * lead->time_s;
+  c->n_runs = CONFIRM_PAIRS;
+  c->rough = 0;
+  summarise(c);
+  return TXATTN_OK;
+}
+
+/* The calls the paired runs of c against lead make. */
+static double confirm_calls(const prof_cand *c, const prof_cand *lead) {
+  return CONFIRM_PAIRS * ((double)c->reps + (double)lead->reps + 2);
+}
+
+/* The candidates to confirm against lead, closest first; returns how many (written to who). */
+static size_t rough_near(const prof_cand *c, size_t n, size_t lead, size_t *who) {
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    double ratio =
+        c[i].threaded || c[lead].threaded ? PROF_CONFIRM_RATIO_THREADED : PROF_CONFIRM_RATIO;
+    if (c[i].n_runs == 0 || in_full(&c[i]) || c[i].time_s > ratio * c[lead].time_s) continue;
+    size_t k = m++;
+    for (; k > 0 && c[who[k - 1]].time_s > c[i].time_s; k--) who[k] = who[k - 1];
+    who[k] = i;
+  }
+  return m;
+}
+
+static txattn_status confirm_rough(prof_cand *c, size_t *n, const txattn_tensors *t,
+                                   const prof_settings *s, double deadline, double point_s) {
   size_t lead = *n;
   for (size_t i = 0; i < *n; i++)
     if (in_full(&c[i]) && (lead == *n || c[i].time_s < c[lead].time_s)) lead = i;
   if (lead == *n) return TXATTN_OK;
-  int runs = c[lead].n_runs;
-  double lead_s = c[lead].time_s;
-  int lead_threaded = c[lead].threaded;
+  size_t *who = malloc(*n * sizeof *who);
+  unsigned char *failed = calloc(*n, 1);
+  if (who == NULL || failed == NULL) {
+    free(who);
+    free(failed);
+    return TXATTN_E_NOMEM;
+  }
+  size_t m = rough_near(c, *n, lead, who);
   txattn_status first = TXATTN_OK;
-  for (size_t i = 0; i < *n; i++) {
-    double most = c[i].threaded || lead_threaded ? PROF_TIE_MAX_THREADED : PROF_TIE_MAX;
-    if (c[i].n_runs == 0 || in_full(&c[i]) || c[i].time_s > (1 + most) * lead_s) continue;
-    if (too_late(&c[i], (double)(runs - c[i].n_runs) * (double)c[i].reps, deadline)) continue;
-    txattn_status st = c[i].threaded ? pre_roll(&c[i], t) : TXATTN_OK;
-    while (st == TXATTN_OK && c[i].n_runs < runs) st = sample(&c[i], t, s);
+  double start = tx_clock();
+  int kind = -1;
+  for (size_t k = 0; k < m; k++) {
+    prof_cand *x = &c[who[k]], *bad = NULL;
+    double most = x->threaded || c[lead].threaded ? PROF_TIE_MAX_THREADED : PROF_TIE_MAX;
+    double calls = confirm_calls(x, &c[lead]);
+    double cost = calls * fmax(x->predict_s, c[lead].predict_s);
+    if (too_late(x, calls, deadline) || (x->time_s > (1 + most) * c[lead].time_s &&
+                                         tx_clock() - start + cost > s->confirm_share * point_s))
+      continue; /* not confirmed: it stays as it was */
+    txattn_status st = confirm_against(x, &c[lead], t, s, &kind, &bad);
     if (st != TXATTN_OK) {
       first = first != TXATTN_OK ? first : st;
-      drop(c, n, i--);
-      continue;
+      failed[bad - c] = 1;
+      if (bad == &c[lead]) break;
     }
-    c[i].rough = 0;
-    summarise(&c[i]);
   }
+  for (size_t i = *n; i-- > 0;) /* from the last, so that the indices stay valid */
+    if (failed[i]) drop(c, n, i);
+  free(who);
+  free(failed);
   return first;
 }
 
@@ -430,6 +510,7 @@ txattn_status prof_time_until(prof_cand *c, size_t *n, const txattn_tensors *t,
                               const prof_settings *s, double deadline) {
   txattn_status first = TXATTN_OK;
   int most = 0, kind = -1;
+  double start = tx_clock();
   threaded_last(c, *n);
   for (size_t i = 0; i < *n; i++) {
     c[i].n_runs = 0;
@@ -458,6 +539,6 @@ txattn_status prof_time_until(prof_cand *c, size_t *n, const txattn_tensors *t,
     prune(c, *n, r + 1, r == 0 ? fmax(PROF_FIRST_PRUNE_RATIO, s->prune_ratio) : s->prune_ratio);
   }
   for (size_t i = 0; i < *n; i++) summarise(&c[i]);
-  txattn_status st = confirm_near_ties(c, n, t, s, deadline);
+  txattn_status st = confirm_rough(c, n, t, s, deadline, tx_clock() - start);
   return first != TXATTN_OK ? first : st;
 }

@@ -2,7 +2,11 @@
  * TEST_PLUGIN_NAME / TEST_KERNEL_NAME / TEST_KERNEL_ISA / TEST_APPLICABLE / TEST_SPEED_HINT, giving
  * the good plugin, its spare copy, the kernel for an ISA this CPU lacks, the picky kernel, the
  * duplicate, kernels that count their work (TEST_PAIRS_SCALE), one with an ABI 1.0 descriptor
- * (TEST_DESC_SIZE), and kernels that fit a tunable to the problem (TEST_FIT, TEST_FIT_BAD). */
+ * (TEST_DESC_SIZE), kernels that fit a tunable to the problem (TEST_FIT, TEST_FIT_BAD), and one whose
+ * calls take as long as a tunable says (TEST_SPIN). */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <time.h>
+
 #include "exact_kernel.h"
 #include "test_plugin_names.h"
 
@@ -73,11 +77,45 @@ static void test_fit_tunables(const txattn_problem *p, int64_t *values) {
 #define TEST_TUNABLES   test_tunables
 #define TEST_DEFAULTS   test_default_tunables
 #define TEST_FIT_FN     test_fit_tunables
+#elif defined(TEST_SPIN)
+/* A kernel whose call takes as long as its one tunable says (it computes the exact output, then
+   spins until that many microseconds have passed since it started): the tuner's timing meets
+   candidates whose times are known. */
+static const txattn_tunable test_tunables[] = {
+    {sizeof(txattn_tunable), TEST_SPIN_TUNABLE, "microseconds a call takes", 1, 1000000, 1},
+};
+static void test_default_tunables(const txattn_problem *p, const txattn_machine *m,
+                                  int64_t *values) {
+  (void)p;
+  (void)m;
+  values[0] = 100;
+}
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+static txattn_status test_spin_run(const txattn_kernel_call *call) {
+  const double end = now_s() + 1e-6 * (double)call->tunables[0];
+  txattn_status st = test_exact_run(call);
+  while (now_s() < end) {
+  }
+  return st;
+}
+#define TEST_RUN        test_spin_run
+#define TEST_N_TUNABLES 1
+#define TEST_TUNABLES   test_tunables
+#define TEST_DEFAULTS   test_default_tunables
+#define TEST_FIT_FN     NULL
 #else
 #define TEST_N_TUNABLES 0
 #define TEST_TUNABLES   NULL
 #define TEST_DEFAULTS   NULL
 #define TEST_FIT_FN     NULL
+#endif
+
+#ifndef TEST_RUN
+#define TEST_RUN test_exact_run
 #endif
 
 static const txattn_kernel_desc kernel = {
@@ -91,7 +129,7 @@ static const txattn_kernel_desc kernel = {
     .speed_hint = TEST_SPEED_HINT,
     .applicable = TEST_APPLICABLE,
     .workspace_size = test_exact_workspace,
-    .run = test_exact_run,
+    .run = TEST_RUN,
     .n_tunables = TEST_N_TUNABLES,
     .tunables = TEST_TUNABLES,
     .default_tunables = TEST_DEFAULTS,

@@ -12,6 +12,8 @@
 #define TEST_FIT_KERNEL       "testfit.scalar"     /* fits its tunable to n_q */
 #define TEST_BADFIT_KERNEL    "testbadfit.scalar"  /* its fit grows the tunable */
 #define TEST_FIT_TUNABLE      "block"
+#define TEST_SPIN_KERNEL      "testspin.scalar" /* a call takes spin_us microseconds */
+#define TEST_SPIN_TUNABLE     "spin_us"
 
 /* A kernel for an ISA of the other architecture, so this CPU surely lacks it. */
 #if defined(__aarch64__)
@@ -33,5 +35,6 @@
 #define TEST_LEGACY_FILE    "txattn_test_legacy.so"
 #define TEST_FIT_FILE       "txattn_test_fit.so"
 #define TEST_BADFIT_FILE    "txattn_test_badfit.so"
+#define TEST_SPIN_FILE      "txattn_test_spin.so"
 
 #endif
