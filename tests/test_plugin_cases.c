@@ -518,14 +518,7 @@ static void run_call(const txattn_kernel_desc *kd, struct attn_case *c, const in
   cr_assert(ws != SIZE_MAX, "%s: no workspace size", kd->name);
   void *w = ws ? aligned_alloc(64, (ws + 63) / 64 * 64) : NULL;
   cr_assert(ws == 0 || w != NULL, "out of memory");
-  const txattn_tensors t = {.q = c->q.data,
-                            .k = c->k.data,
-                            .v = c->v.data,
-                            .o = c->o.data,
-                            .q_layout = c->q.layout,
-                            .k_layout = c->k.layout,
-                            .v_layout = c->v.layout,
-                            .o_layout = c->o.layout};
+  const txattn_tensors t = case_kernel_tensors(c);
   const txattn_kernel_call call = {.struct_size = sizeof call,
                                    .problem = &c->full,
                                    .tensors = &t,

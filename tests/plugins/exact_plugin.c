@@ -53,18 +53,12 @@ static double test_cost_pairs(const txattn_problem *p, const int64_t *tunables) 
 #define TEST_PAIRS_FN NULL
 #endif
 
-#ifdef TEST_FIT
+#if defined(TEST_FIT)
 /* One tunable, which the kernel ignores, fitted to the problem (ABI 1.3 fit_tunables): cut to n_q,
    or (TEST_FIT_BAD) grown by one, which the host must refuse. */
-static const txattn_tunable test_tunables[] = {
-    {sizeof(txattn_tunable), TEST_FIT_TUNABLE, "rows per block (ignored)", 1, 64, 1},
-};
-static void test_default_tunables(const txattn_problem *p, const txattn_machine *m,
-                                  int64_t *values) {
-  (void)p;
-  (void)m;
-  values[0] = 64;
-}
+#define TEST_TUNABLE                                                                               \
+  { sizeof(txattn_tunable), TEST_FIT_TUNABLE, "rows per block (ignored)", 1, 64, 1 }
+#define TEST_TUNABLE_INIT 64
 static void test_fit_tunables(const txattn_problem *p, int64_t *values) {
 #ifdef TEST_FIT_BAD
   (void)p;
@@ -73,23 +67,14 @@ static void test_fit_tunables(const txattn_problem *p, int64_t *values) {
   if (values[0] > p->n_q) values[0] = p->n_q;
 #endif
 }
-#define TEST_N_TUNABLES 1
-#define TEST_TUNABLES   test_tunables
-#define TEST_DEFAULTS   test_default_tunables
-#define TEST_FIT_FN     test_fit_tunables
+#define TEST_FIT_FN test_fit_tunables
 #elif defined(TEST_SPIN)
 /* A kernel whose call takes as long as its one tunable says (it computes the exact output, then
    spins until that many microseconds have passed since it started): the tuner's timing meets
    candidates whose times are known. */
-static const txattn_tunable test_tunables[] = {
-    {sizeof(txattn_tunable), TEST_SPIN_TUNABLE, "microseconds a call takes", 1, 1000000, 1},
-};
-static void test_default_tunables(const txattn_problem *p, const txattn_machine *m,
-                                  int64_t *values) {
-  (void)p;
-  (void)m;
-  values[0] = 100;
-}
+#define TEST_TUNABLE                                                                               \
+  { sizeof(txattn_tunable), TEST_SPIN_TUNABLE, "microseconds a call takes", 1, 1000000, 1 }
+#define TEST_TUNABLE_INIT 100
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -102,18 +87,28 @@ static txattn_status test_spin_run(const txattn_kernel_call *call) {
   }
   return st;
 }
-#define TEST_RUN        test_spin_run
+#define TEST_RUN          test_spin_run
+#endif
+
+#ifdef TEST_TUNABLE
+static const txattn_tunable test_tunables[] = {TEST_TUNABLE};
+static void test_default_tunables(const txattn_problem *p, const txattn_machine *m,
+                                  int64_t *values) {
+  (void)p;
+  (void)m;
+  values[0] = TEST_TUNABLE_INIT;
+}
 #define TEST_N_TUNABLES 1
 #define TEST_TUNABLES   test_tunables
 #define TEST_DEFAULTS   test_default_tunables
-#define TEST_FIT_FN     NULL
 #else
 #define TEST_N_TUNABLES 0
 #define TEST_TUNABLES   NULL
 #define TEST_DEFAULTS   NULL
-#define TEST_FIT_FN     NULL
 #endif
-
+#ifndef TEST_FIT_FN
+#define TEST_FIT_FN NULL
+#endif
 #ifndef TEST_RUN
 #define TEST_RUN test_exact_run
 #endif

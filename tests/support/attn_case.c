@@ -229,16 +229,24 @@ void case_free(struct attn_case *c) {
   memset(c, 0, sizeof *c);
 }
 
-txattn_tensors case_tensors(const struct attn_case *c) {
+static txattn_tensors tensors_as(const struct attn_case *c, int explicit_layouts) {
   txattn_tensors t = {.q = c->q.data,
                       .k = c->k.data,
                       .v = c->v.data,
                       .o = c->o.data,
-                      .q_layout = c->q.passed,
-                      .k_layout = c->k.passed,
-                      .v_layout = c->v.passed,
-                      .o_layout = c->o.passed};
+                      .q_layout = explicit_layouts ? c->q.layout : c->q.passed,
+                      .k_layout = explicit_layouts ? c->k.layout : c->k.passed,
+                      .v_layout = explicit_layouts ? c->v.layout : c->v.passed,
+                      .o_layout = explicit_layouts ? c->o.layout : c->o.passed};
   return t;
+}
+
+txattn_tensors case_tensors(const struct attn_case *c) {
+  return tensors_as(c, 0);
+}
+
+txattn_tensors case_kernel_tensors(const struct attn_case *c) {
+  return tensors_as(c, 1);
 }
 
 txattn_tensors case_dense_tensors(const struct attn_case *c) {

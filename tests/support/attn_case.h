@@ -69,7 +69,9 @@ void shape_describe(const struct shape *s, char *buf, size_t size);
 /* Builds the case (asserts on failure). The same shape and seed always give the same inputs. */
 void case_init(struct attn_case *c, const struct shape *s, uint64_t seed);
 void case_free(struct attn_case *c);
-txattn_tensors case_tensors(const struct attn_case *c);       /* strided inputs, output o */
+txattn_tensors case_tensors(const struct attn_case *c); /* strided inputs, output o */
+/* The same with every layout explicit, as the host passes tensors to a kernel's run(). */
+txattn_tensors case_kernel_tensors(const struct attn_case *c);
 txattn_tensors case_dense_tensors(const struct attn_case *c); /* contiguous copies, output o_ref */
 void case_clear_output(struct attn_case *c);                  /* o := CASE_OUTPUT_SENTINEL */
 /* Runs txattn_reference on the contiguous copies into o_ref (asserts it succeeds). */
