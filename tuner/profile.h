@@ -122,6 +122,14 @@ void prof_checks_isolate(prof_checks *c, struct prof_isolation *iso);
    (tx_sorted_spread), -1 with fewer than two runs.
    Returns TXATTN_OK, or the first failure (the candidate is then dropped: n is updated; its plan
    freed unless borrowed). */
+/* The ratio of a's time to b's, run for run: `pairs` times one run of each, b first in even
+   pairs and a first in odd ones, so that neither is always the one that follows the other (the
+   repetitions prof_time set for each, after its lead-in call; no run is recorded), ratios[k] the
+   k-th pair's a / b. Both must have been timed by prof_time. The host's speed drifts between
+   the runs of one candidate; a pair's two runs mostly share it. A failed call returns its status
+   and leaves *failed (if not NULL) at its candidate. */
+txattn_status prof_paired_runs(prof_cand *a, prof_cand *b, const txattn_tensors *t, int pairs,
+                               double *ratios, prof_cand **failed);
 #define PROF_CONFIRM_RATIO          1.4
 #define PROF_CONFIRM_RATIO_THREADED 1.5
 txattn_status prof_time(prof_cand *c, size_t *n, const txattn_tensors *t, const prof_settings *s);

@@ -393,8 +393,8 @@ static txattn_status next_run(prof_cand *c, const txattn_tensors *t, const prof_
 /* A candidate out of the race (pruned, or planned with one run) whose time is within
    PROF_CONFIRM_RATIO (PROF_CONFIRM_RATIO_THREADED where it or the leader runs on several threads;
    the host's speed modes are 1.4x apart, a 2-thread call's drift wider) of the fastest one timed
-   in full is timed again against that leader, run for run: CONFIRM_PAIRS times one run of the
-   leader and then one of its own, each set against the other; its time becomes the leader's times
+   in full is timed again against that leader, run for run: CONFIRM_PAIRS pairs of one run of each
+   (prof_paired_runs), each set against the other; its time becomes the leader's times
    the median of those ratios, and its spread theirs. The runs of a round are tens of milliseconds
    apart and the host's speed modes (1.4x apart on the Zen 3 VM) last from milliseconds to seconds,
    so a candidate whose few runs met a slow spell and the leader's not is pruned on a ratio the
@@ -421,22 +421,31 @@ static txattn_status run_aside(prof_cand *c, const txattn_tensors *t, int *kind,
   return st;
 }
 
-/* The paired runs of c against the leader lead; on success c is timed in full. A failed call
-   leaves *bad at the candidate whose call failed. */
-static txattn_status confirm_against(prof_cand *c, prof_cand *lead, const txattn_tensors *t,
-                                     const prof_settings *s, int *kind, prof_cand **bad) {
-  double ratio[CONFIRM_PAIRS];
-  for (int k = 0; k < CONFIRM_PAIRS; k++) {
-    double lead_s;
-    txattn_status st = run_aside(lead, t, kind, &lead_s);
-    *bad = lead;
-    if (st == TXATTN_OK) {
-      st = next_run(c, t, s, kind);
-      *bad = c;
+txattn_status prof_paired_runs(prof_cand *a, prof_cand *b, const txattn_tensors *t, int pairs,
+                               double *ratios, prof_cand **failed) {
+  int kind = -1;
+  for (int k = 0; k < pairs; k++) {
+    double sec[2];
+    prof_cand *order[2] = {k % 2 ? a : b, k % 2 ? b : a}; /* b a, a b, b a, ... */
+    for (int j = 0; j < 2; j++) {
+      txattn_status st = run_aside(order[j], t, &kind, &sec[j]);
+      if (st != TXATTN_OK) {
+        if (failed) *failed = order[j];
+        return st;
+      }
     }
-    if (st != TXATTN_OK) return st;
-    ratio[k] = c->runs[--c->n_runs] / lead_s; /* the run stands in the ratio, not by itself */
+    ratios[k] = k % 2 ? sec[0] / sec[1] : sec[1] / sec[0];
   }
+  return TXATTN_OK;
+}
+
+/* The paired runs of c against the leader lead; on success c is timed in full: its runs are the
+   leader's time times each pair's ratio. A failed call leaves *failed at its candidate. */
+static txattn_status confirm_against(prof_cand *c, prof_cand *lead, const txattn_tensors *t,
+                                     prof_cand **failed) {
+  double ratio[CONFIRM_PAIRS];
+  txattn_status st = prof_paired_runs(c, lead, t, CONFIRM_PAIRS, ratio, failed);
+  if (st != TXATTN_OK) return st;
   for (int k = 0; k < CONFIRM_PAIRS; k++) c->runs[k] = ratio[k] * lead->time_s;
   c->n_runs = CONFIRM_PAIRS;
   c->rough = 0;
@@ -479,7 +488,6 @@ static txattn_status confirm_rough(prof_cand *c, size_t *n, const txattn_tensors
   size_t m = rough_near(c, *n, lead, who);
   txattn_status first = TXATTN_OK;
   double start = tx_clock();
-  int kind = -1;
   for (size_t k = 0; k < m; k++) {
     prof_cand *x = &c[who[k]], *bad = NULL;
     double most = x->threaded || c[lead].threaded ? PROF_TIE_MAX_THREADED : PROF_TIE_MAX;
@@ -488,7 +496,7 @@ static txattn_status confirm_rough(prof_cand *c, size_t *n, const txattn_tensors
     if (too_late(x, calls, deadline) || (x->time_s > (1 + most) * c[lead].time_s &&
                                          tx_clock() - start + cost > s->confirm_share * point_s))
       continue; /* not confirmed: it stays as it was */
-    txattn_status st = confirm_against(x, &c[lead], t, s, &kind, &bad);
+    txattn_status st = confirm_against(x, &c[lead], t, &bad);
     if (st != TXATTN_OK) {
       first = first != TXATTN_OK ? first : st;
       failed[bad - c] = 1;
