@@ -57,12 +57,24 @@ Test(profile_choice, alike_in_every_preference_the_faster_wins) {
 }
 
 Test(profile_choice, a_kernel_that_starts_no_threads_is_preferred_within_the_tie_floor) {
-  /* spreads far below PROF_TIE_MIN: the floor makes z (2% slower) a tie */
+  /* on one thread (neither runs on several); spreads far below PROF_TIE_MIN: the floor makes z (2%
+     slower) a tie */
   prof_cand c[] = {timed("a_omp", 0, 1, 1.00, 0.001), timed("z", 0, 0, 1.02, 0.001)};
   cr_expect_eq(prof_choose(c, 2), 1);
   /* just past the floor it is not */
   c[1].time_s = 1.0 + PROF_TIE_MIN + 0.002;
   cr_expect_eq(prof_choose(c, 2), 0);
+}
+
+/* Where one of the two runs on several threads, starting none is no preference: within the tie the
+   faster wins (a single-thread kernel ties with a threaded one only while the other CPU gives the
+   threads little, a spell the next profile does not meet). */
+Test(profile_choice, beside_a_kernel_on_several_threads_the_faster_takes_the_tie) {
+  prof_cand c[] = {timed("a_omp", 0, 1, 1.00, 0.001), timed("z", 0, 0, 1.02, 0.001)};
+  c[0].threaded = 1;
+  cr_expect_eq(prof_choose(c, 2), 0, "the single-thread kernel took the tie from a threaded one");
+  c[1].time_s = 0.99;
+  cr_expect_eq(prof_choose(c, 2), 1);
 }
 
 /* The fastest (a variant) has a spread of `spread`: the default tunables `within` slower are a tie;

@@ -139,8 +139,9 @@ txattn_status prof_time_until(prof_cand *c, size_t *n, const txattn_tensors *t,
                               const prof_settings *s, double deadline);
 
 /* The winner of a point: the fastest candidate, or, among the candidates within the noise of it,
-   the preferred one: a candidate timed in full (not rough), a kernel that starts no threads, then
-   the kernel's default tunables; of candidates alike in these, the faster. Within the noise: at
+   the preferred one: a candidate timed in full (not rough), a kernel that starts no threads (where
+   neither runs on several threads: on one thread), then the kernel's default tunables; of
+   candidates alike in these, the faster. Within the noise: at
    most (1 + tol) x the fastest, tol the larger spread of the two (a rough one's counts as none)
    within PROF_TIE_MIN..PROF_TIE_MAX, or up to PROF_TIE_MAX_THREADED when one of them runs on
    several threads. Same code under two names (tiled.avx2 and tiled_omp.avx2 on one thread) or two

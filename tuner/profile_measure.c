@@ -282,13 +282,19 @@ static int in_full(const prof_cand *c) {
 
 /* Tie-break order: a candidate timed in full before one that is not (its fastest run, of one run
    or of a candidate out of the race: in two default profiles 15-25 of about 100 ties went to such
-   a time, and the next profile measured one of them 7.7% slower), then a kernel that starts no
-   threads, then the kernel's default tunables; alike in these, the faster (a preference by name
-   took banded_omp over tiled_omp on two threads where both profiles measured it 5-11% slower and
-   `txtune bench` 10%), then the name and slot, so that the order is total. */
+   a time, and the next profile measured one of them 7.7% slower), then, on one thread, a kernel
+   that starts no threads, then the kernel's default tunables; alike in these, the faster (a
+   preference by name took banded_omp over tiled_omp on two threads where both profiles measured it
+   5-11% slower and `txtune bench` 10%), then the name and slot, so that the order is total. Where
+   one of the two runs on several threads there is no preference for the one that does not: a
+   single-thread kernel ties with a threaded one only while the other CPU gives the threads little,
+   which on the 2-vCPU VM came and went in spells of a second or so, and a table that met one there
+   took the single-thread kernel where the next measured it 1.6-2x behind (7 of the 8 flips above
+   the noise over the 15 pairings of six default profiles; without the preference, none in the 6
+   pairings of four). */
 static int preferred(const prof_cand *a, const prof_cand *b) {
   if (in_full(a) != in_full(b)) return in_full(a);
-  if (a->parallel != b->parallel) return a->parallel < b->parallel;
+  if (a->parallel != b->parallel && !a->threaded && !b->threaded) return a->parallel < b->parallel;
   if ((a->slot == 0) != (b->slot == 0)) return a->slot == 0;
   if (a->time_s != b->time_s) return a->time_s < b->time_s;
   int c = strcmp(a->name, b->name);
