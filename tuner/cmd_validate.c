@@ -45,9 +45,10 @@ static const char about[] =
     "libtxattn picks and every applicable kernel, with its default tunables and with those the\n"
     "table holds near the shape, interleaved as `txtune profile` does, and prints the pick's\n"
     "time over the fastest (the regret): per shape, the geometric mean and the worst. Where\n"
-    "the pick is not the fastest, the regret is measured run for run: the median ratio of 7\n"
-    "runs of the pick each right after one of the fastest, which share the host's speed of the\n"
-    "moment (1 if the pick comes out faster); the times shown are each one's median.\n"
+    "the pick is not the fastest, the regret is measured run for run: the median ratio over 7\n"
+    "pairs of runs of the two in turn (which of the two goes first alternating), each pair\n"
+    "sharing the host's speed of the moment (1 if the pick comes out faster); the times shown\n"
+    "are each one's median.\n"
     "Targets: geometric mean <= 1.05, worst <= 1.25. Timing is noisy on a loaded machine:\n"
     "the result is printed, not judged (exit status 0 unless something fails to run).";
 
