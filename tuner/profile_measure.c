@@ -228,12 +228,15 @@ static txattn_status warm_up(prof_cand *c, const txattn_tensors *t, const prof_s
 }
 
 /* One timed run; the first of a candidate doubles its repetitions until it lasts min_run_s. */
+/* The untimed call before a run (LEAD_IN_MAX_CALL_S). */
+static txattn_status lead_in(prof_cand *c, const txattn_tensors *t) {
+  return c->predict_s <= LEAD_IN_MAX_CALL_S ? txattn_plan_execute(c->plan, t) : TXATTN_OK;
+}
+
 static txattn_status sample(prof_cand *c, const txattn_tensors *t, const prof_settings *s) {
   double sec;
-  if (c->predict_s <= LEAD_IN_MAX_CALL_S) {
-    txattn_status st = txattn_plan_execute(c->plan, t);
-    if (st != TXATTN_OK) return st;
-  }
+  txattn_status lead = lead_in(c, t);
+  if (lead != TXATTN_OK) return lead;
   for (;;) {
     txattn_status st = run_reps(c, t, c->reps, &sec);
     if (st != TXATTN_OK) return st;
@@ -388,11 +391,17 @@ static txattn_status pre_roll(prof_cand *c, const txattn_tensors *t) {
 
 /* A timed run of c, after a pre-roll if the last candidate run (*kind: -1 none, else its
    `threaded`) was of the other kind. */
+/* The pre-roll c's run needs if the last candidate run (*kind: -1 none, else its `threaded`) was
+   of the other kind; *kind becomes c's. */
+static txattn_status switch_kind(prof_cand *c, const txattn_tensors *t, int *kind) {
+  txattn_status st = *kind >= 0 && *kind != c->threaded ? pre_roll(c, t) : TXATTN_OK;
+  *kind = c->threaded;
+  return st;
+}
+
 static txattn_status next_run(prof_cand *c, const txattn_tensors *t, const prof_settings *s,
                               int *kind) {
-  txattn_status st = TXATTN_OK;
-  if (*kind >= 0 && *kind != c->threaded) st = pre_roll(c, t);
-  *kind = c->threaded;
+  txattn_status st = switch_kind(c, t, kind);
   return st == TXATTN_OK ? sample(c, t, s) : st;
 }
 
@@ -417,10 +426,8 @@ static txattn_status next_run(prof_cand *c, const txattn_tensors *t, const prof_
 /* One timed run of c that is not recorded (its repetitions as set), after a pre-roll if the last
    run was of the other kind (next_run); seconds per call in *per_call. */
 static txattn_status run_aside(prof_cand *c, const txattn_tensors *t, int *kind, double *per_call) {
-  txattn_status st = TXATTN_OK;
-  if (*kind >= 0 && *kind != c->threaded) st = pre_roll(c, t);
-  *kind = c->threaded;
-  if (st == TXATTN_OK && c->predict_s <= LEAD_IN_MAX_CALL_S) st = txattn_plan_execute(c->plan, t);
+  txattn_status st = switch_kind(c, t, kind);
+  if (st == TXATTN_OK) st = lead_in(c, t);
   double sec = 0;
   if (st == TXATTN_OK) st = run_reps(c, t, c->reps, &sec);
   *per_call = sec / (double)c->reps;
