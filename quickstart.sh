@@ -3,14 +3,54 @@
 # through sudo), builds into build/, lists the kernels, checks every one against the fp64 reference,
 # benchmarks a representative shape, then profiles this machine (txtune profile --quick, about 30 s)
 # and prints which kernel it chose for each class of shapes; libtxattn follows that table from then on.
-set -euo pipefail
+#
+# Installing and building must succeed: without them there is nothing to run, so a failure there
+# stops the script. A later step that fails is said (which step, its exit status) and the script
+# goes on, so the profile still runs; the script then exits 1 naming every step that failed.
+set -uo pipefail
 umask 022 # the plugin loader refuses plugin directories that group or others can write
-cd "$(dirname "$0")"
+cd "$(dirname "$0")" || exit 1
 
-bash .ci/install-deps
-cmake -S . -B build
-cmake --build build -j2
-build/bin/txtune list
-build/bin/txtune check
-build/bin/txtune bench --n 4096 --d 64 --mask causal
-build/bin/txtune profile --quick
+failed=()
+
+# step NAME COMMAND...: runs a step that may fail without stopping the others.
+step() {
+  local name=$1
+  shift
+  echo "==> quickstart: $name: $*"
+  "$@"
+  local rc=$?
+  if [ "$rc" -ne 0 ]; then
+    echo "quickstart: step '$name' FAILED with exit status $rc: $*; going on" >&2
+    failed+=("$name (exit status $rc)")
+  fi
+}
+
+# required NAME COMMAND...: a step the others need; its failure ends the script.
+required() {
+  local name=$1
+  shift
+  echo "==> quickstart: $name: $*"
+  "$@"
+  local rc=$?
+  if [ "$rc" -ne 0 ]; then
+    echo "quickstart: step '$name' FAILED with exit status $rc: $*; stopping: nothing can run" \
+      "without it" >&2
+    exit "$rc"
+  fi
+}
+
+required install bash .ci/install-deps
+required configure cmake -S . -B build
+required build cmake --build build -j2
+step list build/bin/txtune list
+step check build/bin/txtune check
+step bench build/bin/txtune bench --n 4096 --d 64 --mask causal
+step profile build/bin/txtune profile --quick
+
+if [ "${#failed[@]}" -gt 0 ]; then
+  summary=$(printf '%s, ' "${failed[@]}")
+  echo "quickstart: ${#failed[@]} step(s) failed: ${summary%, } (see their output above)" >&2
+  exit 1
+fi
+echo "quickstart: every step succeeded"

@@ -1,6 +1,10 @@
 /* The dispatcher: a named kernel, else the dispatch table's choice (table_lookup.c), else the
  * cheapest by a documented estimate. Every choice comes with one line on why, which names the
- * table's region or interpolation, or why the table had no entry. */
+ * table's region or interpolation, or why the table had no entry. When its choice cannot plan or
+ * run, the next of the estimate's ranking stands in (the failed kernels left out); a named kernel
+ * has no stand-in. When every candidate fails, the status is E_UNSUPPORTED only if each one
+ * declined (E_UNSUPPORTED), else that of the first other failure: the first real error is the
+ * most telling. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +12,7 @@
 
 #include "dispatch.h"
 #include "error.h"
+#include "log.h"
 #include "problem.h"
 #include "table_context.h"
 
@@ -97,6 +102,97 @@ static txattn_status no_candidate(const txattn_context *ctx, const txattn_proble
   return txattn__fail(TXATTN_E_UNSUPPORTED, "no usable kernel handles this problem: %s", list);
 }
 
+void txattn__failures_init(txattn__failures *f) {
+  f->n = 0;
+  f->first = TXATTN_E_UNSUPPORTED;
+  f->n_kernels = 0;
+  f->list[0] = '\0';
+}
+
+int txattn__kernel_failure(txattn_status s) {
+  return s == TXATTN_E_PLUGIN || s == TXATTN_E_NOMEM || s == TXATTN_E_UNSUPPORTED ||
+         s == TXATTN_E_INTERNAL;
+}
+
+/* Appends sep and text to the list in buf (of size >= 4 bytes, "" at first); a list that no longer
+   fits ends with "..." and takes nothing more. */
+static void append(char *buf, size_t size, const char *sep, const char *text) {
+  size_t used = strlen(buf);
+  if (used >= 3 && strcmp(buf + used - 3, "...") == 0) return;
+  int n = snprintf(buf + used, size - used, "%s%s", used ? sep : "", text);
+  if (n < 0 || used + (size_t)n >= size) strcpy(buf + size - 4, "...");
+}
+
+#define MAX_REASON 200 /* characters of one kernel's reason in lists */
+
+int txattn__failures_add(txattn__failures *f, const txattn_context *ctx, const txattn__kernel *k,
+                         txattn_status s, const char *stage, const char *message) {
+  if (f->n == TXATTN__MAX_FAILED) return 0;
+  f->k[f->n++] = k;
+  f->n_kernels = ctx->reg.n_kernels;
+  if (f->first == TXATTN_E_UNSUPPORTED) f->first = s;
+  /* the host's messages start "kernel NAME (FILE)": the list names the kernel already */
+  const char *name = k->desc->name, *file = txattn__kernel_plugin(ctx, k)->path;
+  size_t nn = strlen(name), nf = strlen(file);
+  if (strncmp(message, "kernel ", 7) == 0 && strncmp(message + 7, name, nn) == 0 &&
+      strncmp(message + 7 + nn, " (", 2) == 0 && strncmp(message + 9 + nn, file, nf) == 0 &&
+      message[9 + nn + nf] == ')') {
+    message += 10 + nn + nf;
+    message += strncmp(message, ": ", 2) == 0 ? 2 : message[0] == ' ';
+  }
+  char entry[MAX_REASON + 160];
+  snprintf(entry, sizeof entry, "%.63s %s (%s: %.*s%s)", name, stage, txattn_status_name(s),
+           MAX_REASON, message, strlen(message) > MAX_REASON ? "..." : "");
+  append(f->list, sizeof f->list, "; ", entry);
+  txattn__log("kernel %s %s: %s: %s; the dispatcher takes its next candidate", name, stage,
+              txattn_status_name(s), message);
+  return 1;
+}
+
+txattn_status txattn__failures_fail(const txattn__failures *f, const char *fn, const char *verb) {
+  size_t others = f->n_kernels > f->n ? f->n_kernels - f->n : 0;
+  char rest[96] = "";
+  if (others > 0)
+    snprintf(rest, sizeof rest, " (%zu other kernel%s cannot run here or decline%s it)", others,
+             others == 1 ? "" : "s", others == 1 ? "s" : "");
+  return txattn__fail(f->first, "%s: no kernel could %s this problem: %s%s", fn, verb, f->list,
+                      rest);
+}
+
+/* The kernel's index in ctx's registry. */
+static size_t index_of(const txattn_context *ctx, const txattn__kernel *k) {
+  return (size_t)(k - ctx->reg.kernels);
+}
+
+static int skipped(const txattn__failures *skip, const txattn__kernel *k) {
+  for (size_t i = 0; skip != NULL && i < skip->n; i++)
+    if (skip->k[i] == k) return 1;
+  return 0;
+}
+
+/* Estimates every candidate once (est[i] = -1 for the others), then rules out the kernels in
+   skip: only the first call of a walk pays for the kernels' cost_pairs. */
+static txattn_status rank(txattn__dispatcher *d) {
+  const txattn_context *ctx = d->ctx;
+  size_t n = ctx->reg.n_kernels;
+  if (d->est == NULL) {
+    d->est = n <= sizeof d->est_local / sizeof d->est_local[0] ? d->est_local
+                                                               : malloc(n * sizeof *d->est);
+    TXATTN_RETURN_IF(d->est == NULL, TXATTN_E_NOMEM, "txattn_plan_create: out of memory");
+    double pairs = txattn__visible_pairs(d->r);
+    for (size_t i = 0; i < n; i++) {
+      const txattn__kernel *k = &ctx->reg.kernels[i];
+      const char *ignored = NULL;
+      d->est[i] = k->usable && k->desc->applicable(d->r, &ignored) && !skipped(d->skip, k)
+                      ? estimate(ctx, k, d->r, pairs)
+                      : -1;
+    }
+  }
+  for (size_t i = 0; d->skip != NULL && i < d->skip->n; i++)
+    d->est[index_of(ctx, d->skip->k[i])] = -1;
+  return TXATTN_OK;
+}
+
 typedef struct ranked {
   const txattn__kernel *k;
   double t;
@@ -106,52 +202,84 @@ static int better(ranked a, ranked b) {
   return b.k == NULL || a.t < b.t || (a.t == b.t && strcmp(a.k->desc->name, b.k->desc->name) < 0);
 }
 
-/* no_entry: why the dispatch table had no say, for the reason line. */
-static txattn_status by_estimate(const txattn_context *ctx, const txattn_problem *r,
-                                 const char *no_entry, const txattn__kernel **out, char *why,
+/* The estimate's best candidate left, with the runner-up in the reason line. */
+static txattn_status by_estimate(txattn__dispatcher *d, const txattn__kernel **out, char *why,
                                  size_t size) {
-  double pairs = txattn__visible_pairs(r);
+  const txattn_context *ctx = d->ctx;
+  TXATTN_FORWARD_IF_ERROR(rank(d));
   ranked best = {NULL, 0}, second = {NULL, 0};
   for (size_t i = 0; i < ctx->reg.n_kernels; i++) {
-    const txattn__kernel *k = &ctx->reg.kernels[i];
-    const char *ignored = NULL;
-    if (!k->usable || !k->desc->applicable(r, &ignored)) continue;
-    ranked c = {k, estimate(ctx, k, r, pairs)};
+    if (!(d->est[i] >= 0)) continue;
+    ranked c = {&ctx->reg.kernels[i], d->est[i]};
     if (better(c, best)) {
       second = best;
       best = c;
     } else if (better(c, second))
       second = c;
   }
-  if (best.k == NULL) return no_candidate(ctx, r);
+  if (best.k == NULL && (d->skip == NULL || d->skip->n == 0)) return no_candidate(ctx, d->r);
+  *out = best.k;
+  if (best.k == NULL) return TXATTN_OK; /* every candidate failed */
   char t1[32], t2[32];
   if (second.k == NULL)
-    snprintf(why, size, "estimate (%s): %s %s (the only usable kernel that handles this problem)",
-             no_entry, best.k->desc->name, txattn__fmt_time(best.t, t1, sizeof t1));
+    snprintf(why, size, "estimate (%s): %s %s (the only %s kernel that handles this problem)",
+             d->context, best.k->desc->name, txattn__fmt_time(best.t, t1, sizeof t1),
+             d->skip && d->skip->n ? "other usable" : "usable");
   else
-    snprintf(why, size, "estimate (%s): %s %s < %s %s (runner-up)", no_entry, best.k->desc->name,
+    snprintf(why, size, "estimate (%s): %s %s < %s %s (runner-up)", d->context, best.k->desc->name,
              txattn__fmt_time(best.t, t1, sizeof t1), second.k->desc->name,
              txattn__fmt_time(second.t, t2, sizeof t2));
-  *out = best.k;
   return TXATTN_OK;
 }
 
-txattn_status txattn__dispatch(const txattn_context *ctx, const txattn_problem *r,
-                               const char *explicit_name, const txattn__kernel **out,
-                               const int64_t **tunables, char *why, size_t size) {
+txattn_status txattn__dispatch_first(txattn__dispatcher *d, const txattn_context *ctx,
+                                     const txattn_problem *r, const char *explicit_name,
+                                     const txattn__failures *skip, const txattn__kernel **out,
+                                     const int64_t **tunables, char *why, size_t size) {
   const char *forced = getenv("TXATTN_FORCE_KERNEL");
-  char no_entry[320];
+  d->ctx = ctx;
+  d->r = r;
+  d->skip = skip;
+  d->fixed = 0;
+  d->table_choice = NULL;
+  d->est = NULL;
   *tunables = NULL;
+  *out = NULL;
   if (explicit_name != NULL) {
+    d->fixed = 1;
     snprintf(why, size, "requested by the caller");
     return named(ctx, r, explicit_name, "requested by the caller", out);
   }
   if (forced != NULL && forced[0] != '\0') {
+    d->fixed = 1;
     snprintf(why, size, "forced by TXATTN_FORCE_KERNEL");
     return named(ctx, r, forced, "forced by TXATTN_FORCE_KERNEL", out);
   }
   if (ctx->reg.n_kernels == 0) return none_loaded(ctx);
-  if (txattn__table_choose(ctx, r, out, tunables, why, size)) return TXATTN_OK;
-  snprintf(no_entry, sizeof no_entry, "%s", why);
-  return by_estimate(ctx, r, no_entry, out, why, size);
+  if (txattn__table_choose(ctx, r, out, tunables, why, size)) {
+    d->table_choice = *out;
+    if (!skipped(skip, *out)) return TXATTN_OK;
+    snprintf(d->context, sizeof d->context, "the table's choice %s failed", (*out)->desc->name);
+    *out = NULL;
+    *tunables = NULL;
+  } else {
+    snprintf(d->context, sizeof d->context, "%s", why);
+  }
+  return by_estimate(d, out, why, size);
+}
+
+txattn_status txattn__dispatch_next(txattn__dispatcher *d, const txattn__kernel **out,
+                                    const int64_t **tunables, char *why, size_t size) {
+  *out = NULL;
+  *tunables = NULL;
+  if (d->fixed) return TXATTN_OK;
+  if (d->est == NULL && d->table_choice != NULL) /* the table's choice failed to plan */
+    snprintf(d->context, sizeof d->context, "the table's choice %s failed",
+             d->table_choice->desc->name);
+  return by_estimate(d, out, why, size);
+}
+
+void txattn__dispatch_end(txattn__dispatcher *d) {
+  if (d->est != NULL && d->est != d->est_local) free(d->est);
+  d->est = NULL;
 }

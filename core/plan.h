@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 
 #include "context.h"
+#include "dispatch.h"
 #include "workspace.h"
 
 struct txattn_plan {
@@ -20,7 +21,8 @@ struct txattn_plan {
   int64_t *tunables;      /* kernel->desc->n_tunables values, NULL if none */
   size_t workspace_size;
   txattn__workspace_pool *pool; /* NULL when workspace_size is 0 */
-  char why[384];
+  int fixed; /* the caller or TXATTN_FORCE_KERNEL named the kernel: no other may stand in */
+  char why[768];
 };
 
 void txattn__plan_retain(txattn_plan *plan);
@@ -35,6 +37,17 @@ typedef struct txattn__tunable_override {
 /* txattn_plan_create, with the caller's tunables applied last when ov is not NULL. */
 txattn_status txattn__plan_new(txattn_context *ctx, const txattn_problem *p, const char *kernel,
                                const txattn__tunable_override *ov, txattn_plan **out);
+/* Plans the resolved problem r as txattn_plan_create does: when a kernel the dispatcher chose
+   cannot plan r (txattn__kernel_failure), the next candidate is tried, and so on; failed records
+   each failure and holds the kernels not to try (a caller retrying after a run failure adds that
+   kernel first). When none is left: txattn__failures_fail(failed, fn, verb). A named kernel's own
+   failure is returned as it is. */
+txattn_status txattn__plan_make(txattn_context *ctx, const txattn_problem *r, const char *kernel,
+                                const txattn__tunable_override *ov, txattn__failures *failed,
+                                const char *fn, const char *verb, txattn_plan **out);
+/* Runs plan on tensors checked against its problem (txattn__tensors_check): every failure is the
+   kernel's (its run() or its workspace). */
+txattn_status txattn__plan_run(const txattn_plan *plan, const txattn_tensors *x);
 /* Checks ov against d's declared tunables (E_INVALID naming the bad one) and writes its values
    into values (d's declared order). */
 txattn_status txattn__tunables_override(const txattn_kernel_desc *d, int64_t *values,

@@ -9,6 +9,7 @@
 #include "error.h"
 #include "plan.h"
 #include "problem.h"
+#include "tensors.h"
 
 int txattn__plan_cache_init(txattn__plan_cache *c) {
   memset(c->entries, 0, sizeof c->entries);
@@ -59,26 +60,38 @@ static txattn__cache_entry *lookup(txattn__plan_cache *c, const txattn_problem *
   return NULL;
 }
 
+/* Puts plan in slot e (the cache's reference), or in a free or least recently used one. */
+static txattn__cache_entry *keep(txattn__plan_cache *c, txattn__cache_entry *e,
+                                 const txattn_problem *r, const char *forced, txattn_plan *plan) {
+  if (e == NULL) e = victim(c);
+  if (e->plan != NULL) txattn__plan_release(e->plan);
+  *e = (txattn__cache_entry){*r, "", plan, ++c->clock};
+  strcpy(e->forced, forced);
+  return e;
+}
+
+static const char *forced_kernel(void) {
+  const char *forced = getenv("TXATTN_FORCE_KERNEL");
+  return forced ? forced : "";
+}
+
 /* A plan for r with a reference for the caller. Plans are made under the lock: creation is cheap
    next to an execution, and it keeps two threads from making the same plan. */
 static txattn_status cached_plan(txattn_context *ctx, const txattn_problem *r, txattn_plan **out) {
   txattn__plan_cache *c = &ctx->cache;
-  const char *forced = getenv("TXATTN_FORCE_KERNEL");
-  forced = forced ? forced : "";
+  const char *forced = forced_kernel();
   pthread_mutex_lock(&c->lock);
   txattn__cache_entry *e = lookup(c, r, forced);
   txattn_status s = TXATTN_OK;
   if (e == NULL) {
-    txattn_plan *plan;
-    s = txattn_plan_create(ctx, r, NULL, &plan);
+    txattn_plan *plan = NULL;
+    txattn__failures failed;
+    txattn__failures_init(&failed);
+    s = txattn__plan_make(ctx, r, NULL, NULL, &failed, "txattn_attention", "plan", &plan);
     if (s == TXATTN_OK && strlen(forced) >= sizeof e->forced)
       *out = plan; /* not a kernel name: no caching */
-    else if (s == TXATTN_OK) {
-      e = victim(c);
-      if (e->plan != NULL) txattn__plan_release(e->plan);
-      *e = (txattn__cache_entry){*r, "", plan, 0};
-      strcpy(e->forced, forced);
-    }
+    else if (s == TXATTN_OK)
+      e = keep(c, NULL, r, forced, plan);
   }
   if (e != NULL) {
     e->last_used = ++c->clock;
@@ -89,14 +102,53 @@ static txattn_status cached_plan(txattn_context *ctx, const txattn_problem *r, t
   return s;
 }
 
+/* After plan's kernel failed to run with status s: the dispatcher's next candidates, each planned
+   and run in turn until one computes the output (which it rewrites whole); the cache then keeps
+   that plan for r instead of the failed one. When every kernel fails, the error lists them. */
+static txattn_status retry(txattn_context *ctx, const txattn_problem *r, const txattn_tensors *x,
+                           const txattn_plan *plan, txattn_status s) {
+  txattn__failures failed;
+  txattn__failures_init(&failed);
+  txattn__failures_add(&failed, ctx, plan->kernel, s, "failed at run time", txattn_last_error());
+  for (;;) {
+    txattn_plan *next;
+    TXATTN_FORWARD_IF_ERROR(
+        txattn__plan_make(ctx, r, NULL, NULL, &failed, "txattn_attention", "compute", &next));
+    s = txattn__plan_run(next, x);
+    if (s == TXATTN_OK) {
+      txattn__plan_cache *c = &ctx->cache;
+      const char *forced = forced_kernel();
+      pthread_mutex_lock(&c->lock);
+      txattn__cache_entry *e = lookup(c, r, forced);
+      if (strlen(forced) < sizeof e->forced && (e == NULL || e->plan == plan))
+        keep(c, e, r, forced, next); /* else another thread replaced it already */
+      else
+        txattn__plan_release(next);
+      pthread_mutex_unlock(&c->lock);
+      return txattn__ok();
+    }
+    int again = !next->fixed && txattn__kernel_failure(s) &&
+                txattn__failures_add(&failed, ctx, next->kernel, s, "failed at run time",
+                                     txattn_last_error());
+    txattn__plan_release(next);
+    if (!again) return s;
+  }
+}
+
 txattn_status txattn_attention(txattn_context *ctx, const txattn_problem *p,
                                const txattn_tensors *t) {
   TXATTN_RETURN_IF(ctx == NULL, TXATTN_E_INVALID, "txattn_attention: ctx is NULL");
   txattn_problem r;
-  txattn_plan *plan;
+  txattn_plan *plan = NULL;
+  txattn_tensors x;
   TXATTN_FORWARD_IF_ERROR(txattn__problem_resolve(p, &r));
   TXATTN_FORWARD_IF_ERROR(cached_plan(ctx, &r, &plan));
-  txattn_status s = txattn_plan_execute(plan, t);
+  txattn_status s = txattn__tensors_check(&plan->problem, t, &x);
+  if (s == TXATTN_OK) {
+    s = txattn__plan_run(plan, &x);
+    if (s != TXATTN_OK && !plan->fixed && txattn__kernel_failure(s))
+      s = retry(ctx, &r, &x, plan, s);
+  }
   txattn__plan_release(plan);
   return s;
 }

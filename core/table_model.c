@@ -185,10 +185,12 @@ static int candidate_ok(const txattn_table_candidate *c, char *why, size_t size)
     return bad(why, size, "time_s = %g is not a time in seconds (0 < t < 1e6)", c->time_s);
   if (!(isfinite(c->max_error) && c->max_error >= 0))
     return bad(why, size, "max_error = %g is not a number >= 0", c->max_error);
+  /* max_error is max|O - O_ref| / txattn_error_bound * TXATTN_EXACT_TOLERANCE (dispatch_table.md):
+     above the tolerance exactly when the output was outside the bound */
   if (c->max_error > TXATTN_EXACT_TOLERANCE)
     return bad(why, size,
-               "%s is not exact (max_error %g > %g): an inexact candidate belongs in the "
-               "exclusions",
+               "%s is not exact (max_error %g > %g, outside txattn_error_bound): an inexact "
+               "candidate belongs in the exclusions",
                c->kernel, c->max_error, TXATTN_EXACT_TOLERANCE);
   if (!isnan(c->spread) && c->spread >= 0 && !(c->spread <= 100))
     return bad(why, size, "spread = %g is outside 0..100", c->spread);

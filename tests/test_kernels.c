@@ -2,7 +2,9 @@
  * curated battery of shapes: sizes around powers of two, n_q != n_kv both ways, d_v != d_qk, every
  * mask with narrow, one-sided, unbounded and huge windows, batches, GQA/MQA, strided layouts,
  * explicit scales, large inputs, rows with no visible key and NaN inputs. */
+#include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -113,6 +115,20 @@ static struct shape battery[] = {
     {SQUARE(65, 64), NONE, .scale = 0x1p-10f, .amplitude = 100.0f},
     {SQUARE(257, 16), WINDOW(8, 8), .scale = 0x1p-8f, .amplitude = 100.0f},
     {SQUARE(7, 128), CAUSAL, .amplitude = 100.0f},
+    /* large logits: q and k x 8, 30 and 100 with their fractions, so the fp32 scores round and the
+       bound of txattn_error_bound grows with L (docs/error_bound.md) */
+    {SQUARE(65, 64), NONE, .amplitude = 8.0f, .fractional = 1},
+    {SQUARE(128, 64), CAUSAL, .amplitude = 8.0f, .fractional = 1},
+    {SQUARE(257, 128), WINDOW(16, 16), .amplitude = 8.0f, .fractional = 1},
+    {SQUARE(128, 64), CAUSAL, .amplitude = 30.0f, .fractional = 1},
+    {SQUARE(65, 128), NONE, .amplitude = 30.0f, .fractional = 1},
+    {DIMS(1, 4, 2, 97, 97, 64, 64), WINDOW(8, 8), .amplitude = 30.0f, .fractional = 1},
+    {SQUARE(129, 128), CAUSAL, .amplitude = 100.0f, .fractional = 1},
+    {DIMS(1, 1, 1, 65, 257, 64, 64), NONE, .amplitude = 100.0f, .fractional = 1},
+    /* an outlier channel: every score carries a large common term that rounds differently per key */
+    {SQUARE(128, 64), NONE, .amplitude = 3.0f, .fractional = 1, .outlier = 100.0f},
+    {SQUARE(65, 128), CAUSAL, .amplitude = 3.0f, .fractional = 1, .outlier = 30.0f},
+    {SQUARE(65, 256), WINDOW(16, 16), .amplitude = 3.0f, .fractional = 1, .outlier = 100.0f},
     /* NaN: the rows that read it are NaN, the others finite; a row with no key stays exact zero */
     {SQUARE(17, 16), NONE, .poison = POISON_Q},
     {SQUARE(65, 64), CAUSAL, .poison = POISON_K},
@@ -160,6 +176,67 @@ Test(kernels, the_issue_2_kernels_are_present_and_usable) {
     const txattn_kernel_info *k = test_kernel_find(&kernels, required[i]);
     cr_assert(k != NULL, "kernel %s is missing from the build tree's plugins", required[i]);
     cr_expect(k->usable, "%s is not usable: %s", k->name, k->why_unusable ? k->why_unusable : "?");
+  }
+  txattn_context_free(ctx);
+}
+
+/* The large-logit shapes of the battery with more seeds, for every usable kernel: within the bound,
+   and with room to spare, since the bound's constant c = 3 + sqrt(d_qk) must not be what barely
+   holds: max|O - O_ref| / (max|V| u L) must stay below 3c / 4 (measured: at most 0.08 c with
+   random q and k, 0.5 c with the outlier channel at d 256; docs/error_bound.md). */
+static struct shape large_logits[] = {
+    {SQUARE(128, 64), CAUSAL, .amplitude = 8.0f, .fractional = 1},
+    {SQUARE(65, 128), NONE, .amplitude = 8.0f, .fractional = 1},
+    {SQUARE(128, 64), CAUSAL, .amplitude = 30.0f, .fractional = 1},
+    {SQUARE(97, 128), WINDOW(16, 16), .amplitude = 30.0f, .fractional = 1},
+    {SQUARE(65, 64), NONE, .amplitude = 100.0f, .fractional = 1},
+    {SQUARE(128, 64), NONE, .amplitude = 3.0f, .fractional = 1, .outlier = 100.0f},
+    {SQUARE(65, 256), CAUSAL, .amplitude = 3.0f, .fractional = 1, .outlier = 100.0f},
+};
+
+ParameterizedTestParameters(kernels, stay_well_within_the_error_bound_on_large_logits) {
+  return cr_make_param_array(struct shape, large_logits,
+                             sizeof large_logits / sizeof large_logits[0]);
+}
+
+ParameterizedTest(struct shape *s, kernels, stay_well_within_the_error_bound_on_large_logits) {
+  char desc[256], msg[512];
+  shape_describe(s, desc, sizeof desc);
+  txattn_context *ctx = test_context(0);
+  struct kernel_list kernels;
+  test_kernel_list(ctx, &kernels);
+  for (uint64_t seed = 1; seed <= 3; seed++) {
+    struct attn_case c;
+    case_init(&c, s, seed * 7919);
+    case_run_reference(&c);
+    const txattn_problem *p = &c.full;
+    double max_v = 0.0, l = case_logit_scale(&c), cst = 3.0 + sqrt((double)p->d_qk);
+    for (size_t x = 0; x < (size_t)(p->batch * p->heads_kv * p->n_kv * p->d_v); x++)
+      max_v = fmax(max_v, fabs((double)c.v_dense[x]));
+    double want = max_v * fmax(TXATTN_EXACT_TOLERANCE, cst * 0x1p-24 * l);
+    cr_assert(fabs(c.tolerance - want) <= 1e-9 * want, "%s: txattn_error_bound %g, by hand %g",
+              desc, c.tolerance, want);
+    cr_assert(c.tolerance > TXATTN_EXACT_TOLERANCE * max_v,
+              "%s: L = %g is not large enough to test the bound", desc, l);
+    for (size_t k = 0; k < kernels.n; k++) {
+      if (!kernels.k[k].usable) continue;
+      txattn_plan *plan = NULL;
+      txattn_status st = txattn_plan_create(ctx, &c.problem, kernels.k[k].name, &plan);
+      cr_assert_eq(st, TXATTN_OK, "%s on %s: %s", kernels.k[k].name, desc, txattn_last_error());
+      txattn_tensors t = case_tensors(&c);
+      case_clear_output(&c);
+      cr_assert_eq(txattn_plan_execute(plan, &t), TXATTN_OK, "%s", txattn_last_error());
+      txattn_plan_free(plan);
+      double err;
+      cr_assert(case_check_output(&c, &err, msg, sizeof msg), "%s on %s (seed %llu): %s",
+                kernels.k[k].name, desc, (unsigned long long)seed, msg);
+      double ratio = err / (max_v * 0x1p-24 * l);
+      cr_expect(ratio < 0.75 * cst, "%s on %s (seed %llu): error %g = %.3g max|V| u L, c = %.3g",
+                kernels.k[k].name, desc, (unsigned long long)seed, err, ratio, cst);
+      cr_log_info("%s on %s: max|O - O_ref| / (max|V| u L) = %.3f (c = %.2f)", kernels.k[k].name,
+                  desc, ratio, cst);
+    }
+    case_free(&c);
   }
   txattn_context_free(ctx);
 }

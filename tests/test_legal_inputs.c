@@ -42,7 +42,12 @@ static void expect_accepted(const txattn_problem *p, txattn_tensors t, size_t o_
   txattn_tensors oracle_t = t;
   oracle_t.o = want;
   cr_assert(oracle_attention(p, &oracle_t) == 0);
-  double tol = TXATTN_EXACT_TOLERANCE * max_v;
+  double tol = -1.0;
+  cr_assert_eq(txattn_error_bound(p, &t, &tol), TXATTN_OK, "txattn_error_bound: %s",
+               txattn_last_error());
+  /* inputs of magnitude about 1 (|V| <= max_v, most near it): the bound is the plain tolerance */
+  cr_assert(tol <= TXATTN_EXACT_TOLERANCE * max_v && tol >= 0.9 * TXATTN_EXACT_TOLERANCE * max_v,
+            "%s: bound %g, max|V| about %g", what, tol, max_v);
   txattn_context *ctx = test_context(0);
   struct kernel_list kernels;
   test_kernel_list(ctx, &kernels);

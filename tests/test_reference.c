@@ -290,3 +290,140 @@ ParameterizedTest(struct shape *s, reference, agrees_with_oracle_and_layouts) {
   cr_assert(case_check_output(&c, &err, msg, sizeof msg), "%s: strided reference: %s", desc, msg);
   case_free(&c);
 }
+
+/* ---- txattn_error_bound: the formula of txattn.h on inputs whose L is worked out by hand ---- */
+
+TestSuite(error_bound, .init = test_env_clean, .fini = test_check_leaks, .timeout = 60);
+
+static double bound_of(const txattn_problem *p, const float *q, const float *k, const float *v,
+                       float *o) {
+  txattn_tensors t = {.q = q, .k = k, .v = v, .o = o};
+  double b = -1.0;
+  txattn_status s = txattn_error_bound(p, &t, &b);
+  cr_assert_eq(s, TXATTN_OK, "txattn_error_bound: %s: %s", txattn_status_name(s),
+               txattn_last_error());
+  return b;
+}
+
+static double formula(double max_v, int64_t d_qk, double l) {
+  double rel = (3.0 + sqrt((double)d_qk)) * 0x1p-24 * l;
+  return max_v * (rel > TXATTN_EXACT_TOLERANCE ? rel : TXATTN_EXACT_TOLERANCE);
+}
+
+static void expect_bound(double got, double want, const char *what) {
+  cr_expect(fabs(got - want) <= 1e-12 * want, "%s: bound %.17g, want %.17g", what, got, want);
+}
+
+Test(error_bound, l_counts_only_the_pairs_a_causal_mask_shows) {
+  /* rows at positions 1 and 2 (n_q 2, n_kv 3): row 0 sees keys 0-1, row 1 keys 0-2 */
+  float q[4] = {1000, -2000, 3, 4}, k[6] = {1000, 500, -7, 1, 2000, 2000};
+  float v[6] = {1, -4, 2, 3, -0.5f, 0.25f}, o[4];
+  txattn_problem p = {.n_q = 2, .n_kv = 3, .d_qk = 2, .mask = TXATTN_MASK_CAUSAL, .scale = 0.5f};
+  /* visible sums of |q_c k_c|: 2e6, 9000 (row 0); 5000, 23, 14000 (row 1). Row 0 with key 2 would
+     give 6e6, but it cannot see key 2. */
+  expect_bound(bound_of(&p, q, k, v, o), formula(4.0, 2, 0.5 * 2e6), "causal");
+  p.mask = TXATTN_MASK_NONE; /* now row 0 sees key 2 */
+  expect_bound(bound_of(&p, q, k, v, o), formula(4.0, 2, 0.5 * 6e6), "no mask");
+  p.scale = -0.5f; /* |scale| */
+  expect_bound(bound_of(&p, q, k, v, o), formula(4.0, 2, 0.5 * 6e6), "negative scale");
+}
+
+Test(error_bound, a_window_hides_a_large_pair_and_its_value_row) {
+  /* window (0, 0), n_q 2, n_kv 4: rows at positions 2 and 3 see only keys 2 and 3; key 0 has huge
+     k and v, which count for nothing */
+  float q[2 * 3] = {1, 2, 3, -1, 0.5f, 2}, o[2 * 2];
+  float k[4 * 3] = {1e4f, 1e4f, 1e4f, 0, 0, 0, 1, 1, 1, 2, -2, 0.25f};
+  float v[4 * 2] = {1e3f, -1e3f, 0, 0, 0.5f, -0.75f, 0.125f, 0.5f};
+  txattn_problem p = {
+      .n_q = 2, .n_kv = 4, .d_qk = 3, .d_v = 2, .mask = TXATTN_MASK_WINDOW, .scale = 1.0f};
+  /* row 0 . key 2: 1 + 2 + 3 = 6; row 1 . key 3: 2 + 1 + 0.5 = 3.5: L = 6, far below the floor */
+  expect_bound(bound_of(&p, q, k, v, o), TXATTN_EXACT_TOLERANCE * 0.75, "window (0, 0)");
+  /* scale 1e6 makes L = 6e6: the second term takes over */
+  p.scale = 1e6f;
+  expect_bound(bound_of(&p, q, k, v, o), formula(0.75, 3, 6e6), "window (0, 0), scale 1e6");
+}
+
+Test(error_bound, query_heads_pair_with_their_kv_heads) {
+  /* two query heads, one query and one key each; kv head 1 holds the large key */
+  float q[2 * 2] = {1, 1, 300, 300}, k[2 * 2] = {1, -1, 200, 200}, v[2 * 1] = {1, 2}, o[2];
+  txattn_problem p = {.heads_q = 2, .heads_kv = 2, .n_q = 1, .d_qk = 2, .d_v = 1, .scale = 1.0f};
+  /* 2 kv heads: head 0 . kv 0 = 2, head 1 . kv 1 = 120000 */
+  expect_bound(bound_of(&p, q, k, v, o), formula(2.0, 2, 120000), "GQA 2/2");
+  /* 1 kv head: both query heads read kv head 0: 2 and 600; V row of kv head 0 only */
+  p.heads_kv = 1;
+  expect_bound(bound_of(&p, q, k, v, o), formula(1.0, 2, 600), "MQA 2/1");
+}
+
+Test(error_bound, nan_and_infinite_inputs_are_left_to_the_nan_rule) {
+  float q[2 * 2] = {NAN, 1e4f, 1, 1}, k[2 * 2] = {1e4f, 1e4f, 1, INFINITY};
+  float v[2 * 2] = {NAN, 3, -INFINITY, 0.5f}, o[4];
+  txattn_problem p = {.n_q = 2, .d_qk = 2, .scale = 1.0f};
+  /* row 0 reads a NaN and row 1 . key 1 is infinite: only row 1 . key 0 counts (2e4); max|V| over
+     the finite values is 3 */
+  double b = bound_of(&p, q, k, v, o);
+  cr_expect(isfinite(b), "bound %g", b);
+  expect_bound(b, formula(3.0, 2, 2e4), "NaN and Inf");
+}
+
+Test(error_bound, zero_values_give_a_zero_bound) {
+  float q[2] = {1e6f, 1e6f}, k[2] = {1e6f, -1e6f}, v[2] = {0, 0}, o[2];
+  txattn_problem p = {.n_q = 1, .d_qk = 2};
+  cr_expect_eq(bound_of(&p, q, k, v, o), 0.0, "a zero V averages to exactly zero");
+}
+
+Test(error_bound, refuses_what_txattn_reference_refuses_and_leaves_the_bound_alone) {
+  float q[4] = {1, 2, 3, 4}, k[4] = {1, 2, 3, 4}, v[4] = {1, 2, 3, 4}, o[4];
+  txattn_problem good = {.n_q = 2, .d_qk = 2};
+  txattn_tensors t = {.q = q, .k = k, .v = v, .o = o};
+  double b = 12345.0;
+  cr_expect_eq(txattn_error_bound(NULL, &t, &b), TXATTN_E_INVALID);
+  cr_expect_eq(txattn_error_bound(&good, NULL, &b), TXATTN_E_INVALID);
+  cr_expect_eq(txattn_error_bound(&good, &t, NULL), TXATTN_E_INVALID);
+  txattn_problem bad = good;
+  bad.d_qk = 0;
+  cr_expect_eq(txattn_error_bound(&bad, &t, &b), TXATTN_E_INVALID);
+  bad = good;
+  bad.mask = (txattn_mask)7;
+  cr_expect_eq(txattn_error_bound(&bad, &t, &b), TXATTN_E_INVALID);
+  bad = good;
+  bad.scale = NAN;
+  cr_expect_eq(txattn_error_bound(&bad, &t, &b), TXATTN_E_INVALID);
+  txattn_tensors overlap = t;
+  overlap.o = (float *)q; /* o must not overlap q */
+  cr_expect_eq(txattn_error_bound(&good, &overlap, &b), TXATTN_E_INVALID);
+  txattn_tensors no_k = t;
+  no_k.k = NULL;
+  cr_expect_eq(txattn_error_bound(&good, &no_k, &b), TXATTN_E_INVALID);
+  cr_expect_neq(txattn_last_error()[0], '\0', "no reason given");
+  cr_expect_eq(b, 12345.0, "*bound was written on error: %g", b);
+  /* and what txattn_reference accepts, it accepts */
+  cr_expect_eq(txattn_error_bound(&good, &t, &b), TXATTN_OK, "%s", txattn_last_error());
+  cr_expect_eq(b, TXATTN_EXACT_TOLERANCE * 4.0);
+}
+
+/* Inputs of magnitude about 1, q, k and v uniform in [-1, 1): the bound is exactly the plain
+   tolerance at every head size up to 256 (L stays below 6, under the L = 168 / (3 + sqrt(d_qk)) at
+   which the second term takes over), for every mask: the ordinary case is not a bit looser. */
+Test(error_bound, is_the_plain_tolerance_for_inputs_of_magnitude_one) {
+  static const int64_t dims[] = {1, 16, 64, 128, 256};
+  for (size_t x = 0; x < sizeof dims / sizeof dims[0]; x++)
+    for (int mask = TXATTN_MASK_NONE; mask <= TXATTN_MASK_WINDOW; mask++) {
+      struct shape s = {
+          .n_q = 96, .n_kv = 128, .d_qk = dims[x], .d_v = 32, .mask = (txattn_mask)mask, .left = 8};
+      struct attn_case c;
+      case_init(&c, &s, 5 + (uint64_t)x);
+      double max_v = 0.0;
+      for (size_t e = 0; e < (size_t)(128 * 32); e++)
+        if (fabs((double)c.v_dense[e]) > max_v) max_v = fabs((double)c.v_dense[e]);
+      if (mask == TXATTN_MASK_WINDOW) { /* keys 0..23 are visible to no row: recompute */
+        max_v = 0.0;
+        for (size_t e = 24 * 32; e < (size_t)(128 * 32); e++)
+          if (fabs((double)c.v_dense[e]) > max_v) max_v = fabs((double)c.v_dense[e]);
+      }
+      cr_expect_eq(c.tolerance, TXATTN_EXACT_TOLERANCE * max_v,
+                   "d %lld mask %d: bound %.9g, the plain tolerance %.9g (L = %g)",
+                   (long long)dims[x], mask, c.tolerance, TXATTN_EXACT_TOLERANCE * max_v,
+                   case_logit_scale(&c));
+      case_free(&c);
+    }
+}

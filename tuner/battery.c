@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "problem_cli.h"
+#include "txattn/plugin.h"
 
 #define INF    TXATTN_UNBOUNDED
 #define NONE   TXATTN_MASK_NONE
@@ -14,108 +15,124 @@
 #define V_NAN(b, g, j, c)                                                                          \
   { TX_NAN_IN_V, b, g, j, c }
 
-/* Fields: problem, layout, input scale, NaN site, quick. Window fields are {left, right}. */
+/* Fields: problem, layout, input scale, NaN site, quick, outlier. Window fields are {left, right}. */
 static const tx_case cases[] = {
     /* sequence lengths, including the odd ones that leave tails in every blocking */
-    {{.n_q = 1, .d_qk = 64}, 0, 0, {0}, 1},
-    {{.n_q = 2, .d_qk = 64}, 0, 0, {0}, 0},
-    {{.n_q = 3, .d_qk = 64}, 0, 0, {0}, 1},
-    {{.n_q = 7, .d_qk = 64}, 0, 0, {0}, 0},
-    {{.n_q = 17, .d_qk = 64}, 0, 0, {0}, 1},
-    {{.n_q = 64, .d_qk = 64}, 0, 0, {0}, 0},
-    {{.n_q = 65, .d_qk = 64}, 0, 0, {0}, 1},
-    {{.n_q = 257, .d_qk = 64}, 0, 0, {0}, 0},
-    {{.n_q = 1, .d_qk = 64, .mask = CAUSAL}, 0, 0, {0}, 0},
-    {{.n_q = 2, .d_qk = 64, .mask = CAUSAL}, 0, 0, {0}, 1},
-    {{.n_q = 3, .d_qk = 64, .mask = CAUSAL}, 0, 0, {0}, 0},
-    {{.n_q = 7, .d_qk = 64, .mask = CAUSAL}, 0, 0, {0}, 1},
-    {{.n_q = 17, .d_qk = 64, .mask = CAUSAL}, 0, 0, {0}, 0},
-    {{.n_q = 64, .d_qk = 64, .mask = CAUSAL}, 0, 0, {0}, 0},
-    {{.n_q = 65, .d_qk = 64, .mask = CAUSAL}, 0, 0, {0}, 1},
-    {{.n_q = 257, .d_qk = 64, .mask = CAUSAL}, 0, 0, {0}, 0},
+    {{.n_q = 1, .d_qk = 64}, 0, 0, {0}, 1, 0},
+    {{.n_q = 2, .d_qk = 64}, 0, 0, {0}, 0, 0},
+    {{.n_q = 3, .d_qk = 64}, 0, 0, {0}, 1, 0},
+    {{.n_q = 7, .d_qk = 64}, 0, 0, {0}, 0, 0},
+    {{.n_q = 17, .d_qk = 64}, 0, 0, {0}, 1, 0},
+    {{.n_q = 64, .d_qk = 64}, 0, 0, {0}, 0, 0},
+    {{.n_q = 65, .d_qk = 64}, 0, 0, {0}, 1, 0},
+    {{.n_q = 257, .d_qk = 64}, 0, 0, {0}, 0, 0},
+    {{.n_q = 1, .d_qk = 64, .mask = CAUSAL}, 0, 0, {0}, 0, 0},
+    {{.n_q = 2, .d_qk = 64, .mask = CAUSAL}, 0, 0, {0}, 1, 0},
+    {{.n_q = 3, .d_qk = 64, .mask = CAUSAL}, 0, 0, {0}, 0, 0},
+    {{.n_q = 7, .d_qk = 64, .mask = CAUSAL}, 0, 0, {0}, 1, 0},
+    {{.n_q = 17, .d_qk = 64, .mask = CAUSAL}, 0, 0, {0}, 0, 0},
+    {{.n_q = 64, .d_qk = 64, .mask = CAUSAL}, 0, 0, {0}, 0, 0},
+    {{.n_q = 65, .d_qk = 64, .mask = CAUSAL}, 0, 0, {0}, 1, 0},
+    {{.n_q = 257, .d_qk = 64, .mask = CAUSAL}, 0, 0, {0}, 0, 0},
     /* head sizes */
-    {{.n_q = 33, .d_qk = 1}, 0, 0, {0}, 1},
-    {{.n_q = 33, .d_qk = 3}, 0, 0, {0}, 1},
-    {{.n_q = 33, .d_qk = 16}, 0, 0, {0}, 0},
-    {{.n_q = 33, .d_qk = 80}, 0, 0, {0}, 0},
-    {{.n_q = 33, .d_qk = 128}, 0, 0, {0}, 1},
-    {{.n_q = 65, .d_qk = 1, .mask = CAUSAL}, 0, 0, {0}, 0},
-    {{.n_q = 65, .d_qk = 3, .mask = CAUSAL}, 0, 0, {0}, 0},
-    {{.n_q = 65, .d_qk = 16, .mask = CAUSAL}, 0, 0, {0}, 0},
-    {{.n_q = 65, .d_qk = 80, .mask = CAUSAL}, 0, 0, {0}, 1},
-    {{.n_q = 65, .d_qk = 128, .mask = CAUSAL}, 0, 0, {0}, 0},
+    {{.n_q = 33, .d_qk = 1}, 0, 0, {0}, 1, 0},
+    {{.n_q = 33, .d_qk = 3}, 0, 0, {0}, 1, 0},
+    {{.n_q = 33, .d_qk = 16}, 0, 0, {0}, 0, 0},
+    {{.n_q = 33, .d_qk = 80}, 0, 0, {0}, 0, 0},
+    {{.n_q = 33, .d_qk = 128}, 0, 0, {0}, 1, 0},
+    {{.n_q = 65, .d_qk = 1, .mask = CAUSAL}, 0, 0, {0}, 0, 0},
+    {{.n_q = 65, .d_qk = 3, .mask = CAUSAL}, 0, 0, {0}, 0, 0},
+    {{.n_q = 65, .d_qk = 16, .mask = CAUSAL}, 0, 0, {0}, 0, 0},
+    {{.n_q = 65, .d_qk = 80, .mask = CAUSAL}, 0, 0, {0}, 1, 0},
+    {{.n_q = 65, .d_qk = 128, .mask = CAUSAL}, 0, 0, {0}, 0, 0},
     /* d_v != d_qk */
-    {{.n_q = 17, .d_qk = 64, .d_v = 16}, 0, 0, {0}, 1},
-    {{.n_q = 33, .d_qk = 16, .d_v = 80, .mask = CAUSAL}, 0, 0, {0}, 1},
-    {{.n_q = 7, .d_qk = 3, .d_v = 1, .mask = WINDOW, 1, 1}, 0, 0, {0}, 0},
-    {{.n_q = 65, .d_qk = 128, .d_v = 64, .mask = CAUSAL}, 0, 0, {0}, 0},
+    {{.n_q = 17, .d_qk = 64, .d_v = 16}, 0, 0, {0}, 1, 0},
+    {{.n_q = 33, .d_qk = 16, .d_v = 80, .mask = CAUSAL}, 0, 0, {0}, 1, 0},
+    {{.n_q = 7, .d_qk = 3, .d_v = 1, .mask = WINDOW, 1, 1}, 0, 0, {0}, 0, 0},
+    {{.n_q = 65, .d_qk = 128, .d_v = 64, .mask = CAUSAL}, 0, 0, {0}, 0, 0},
     /* n_q != n_kv: decoding (n_q = 1), chunked prefill (n_q < n_kv), n_q > n_kv (rows with no key)
      */
-    {{.n_q = 1, .n_kv = 257, .d_qk = 64}, 0, 0, {0}, 1},
-    {{.n_q = 1, .n_kv = 257, .d_qk = 64, .mask = CAUSAL}, 0, 0, {0}, 0},
-    {{.n_q = 1, .n_kv = 1000, .d_qk = 64, .mask = WINDOW, 8, 0}, 0, 0, {0}, 0},
-    {{.heads_q = 8, .heads_kv = 2, .n_q = 1, .n_kv = 300, .d_qk = 128}, 0, 0, {0}, 1},
-    {{.n_q = 17, .n_kv = 65, .d_qk = 64, .mask = CAUSAL}, 0, 0, {0}, 1},
-    {{.n_q = 64, .n_kv = 257, .d_qk = 64, .mask = WINDOW, 8, 8}, 0, 0, {0}, 0},
-    {{.n_q = 65, .n_kv = 17, .d_qk = 64}, 0, 0, {0}, 0},
-    {{.n_q = 65, .n_kv = 17, .d_qk = 64, .mask = CAUSAL}, 0, 0, {0}, 1},
-    {{.n_q = 33, .n_kv = 7, .d_qk = 16, .mask = WINDOW, 2, 0}, 0, 0, {0}, 0},
-    {{.n_q = 9, .n_kv = 4, .d_qk = 16, .mask = WINDOW, 0, 0}, 0, 0, {0}, 1},
+    {{.n_q = 1, .n_kv = 257, .d_qk = 64}, 0, 0, {0}, 1, 0},
+    {{.n_q = 1, .n_kv = 257, .d_qk = 64, .mask = CAUSAL}, 0, 0, {0}, 0, 0},
+    {{.n_q = 1, .n_kv = 1000, .d_qk = 64, .mask = WINDOW, 8, 0}, 0, 0, {0}, 0, 0},
+    {{.heads_q = 8, .heads_kv = 2, .n_q = 1, .n_kv = 300, .d_qk = 128}, 0, 0, {0}, 1, 0},
+    {{.n_q = 17, .n_kv = 65, .d_qk = 64, .mask = CAUSAL}, 0, 0, {0}, 1, 0},
+    {{.n_q = 64, .n_kv = 257, .d_qk = 64, .mask = WINDOW, 8, 8}, 0, 0, {0}, 0, 0},
+    {{.n_q = 65, .n_kv = 17, .d_qk = 64}, 0, 0, {0}, 0, 0},
+    {{.n_q = 65, .n_kv = 17, .d_qk = 64, .mask = CAUSAL}, 0, 0, {0}, 1, 0},
+    {{.n_q = 33, .n_kv = 7, .d_qk = 16, .mask = WINDOW, 2, 0}, 0, 0, {0}, 0, 0},
+    {{.n_q = 9, .n_kv = 4, .d_qk = 16, .mask = WINDOW, 0, 0}, 0, 0, {0}, 1, 0},
     /* windows: zero, narrow, one-sided, unbounded sides, wider than n */
-    {{.n_q = 65, .d_qk = 64, .mask = WINDOW, 0, 0}, 0, 0, {0}, 1},
-    {{.n_q = 65, .d_qk = 64, .mask = WINDOW, 1, 1}, 0, 0, {0}, 0},
-    {{.n_q = 65, .d_qk = 64, .mask = WINDOW, 8, 8}, 0, 0, {0}, 1},
-    {{.n_q = 65, .d_qk = 64, .mask = WINDOW, 8, 0}, 0, 0, {0}, 0},
-    {{.n_q = 65, .d_qk = 64, .mask = WINDOW, 0, 8}, 0, 0, {0}, 0},
-    {{.n_q = 65, .d_qk = 64, .mask = WINDOW, INF, 4}, 0, 0, {0}, 0},
-    {{.n_q = 65, .d_qk = 64, .mask = WINDOW, 4, INF}, 0, 0, {0}, 1},
-    {{.n_q = 65, .d_qk = 64, .mask = WINDOW, INF, INF}, 0, 0, {0}, 0},
-    {{.n_q = 65, .d_qk = 64, .mask = WINDOW, 100, 100}, 0, 0, {0}, 0},
-    {{.n_q = 257, .d_qk = 64, .mask = WINDOW, 1000, 0}, 0, 0, {0}, 0},
-    {{.n_q = 257, .d_qk = 64, .mask = WINDOW, 8, 8}, 0, 0, {0}, 1},
-    {{.n_q = 257, .d_qk = 32, .mask = WINDOW, 0, INF}, 0, 0, {0}, 0},
+    {{.n_q = 65, .d_qk = 64, .mask = WINDOW, 0, 0}, 0, 0, {0}, 1, 0},
+    {{.n_q = 65, .d_qk = 64, .mask = WINDOW, 1, 1}, 0, 0, {0}, 0, 0},
+    {{.n_q = 65, .d_qk = 64, .mask = WINDOW, 8, 8}, 0, 0, {0}, 1, 0},
+    {{.n_q = 65, .d_qk = 64, .mask = WINDOW, 8, 0}, 0, 0, {0}, 0, 0},
+    {{.n_q = 65, .d_qk = 64, .mask = WINDOW, 0, 8}, 0, 0, {0}, 0, 0},
+    {{.n_q = 65, .d_qk = 64, .mask = WINDOW, INF, 4}, 0, 0, {0}, 0, 0},
+    {{.n_q = 65, .d_qk = 64, .mask = WINDOW, 4, INF}, 0, 0, {0}, 1, 0},
+    {{.n_q = 65, .d_qk = 64, .mask = WINDOW, INF, INF}, 0, 0, {0}, 0, 0},
+    {{.n_q = 65, .d_qk = 64, .mask = WINDOW, 100, 100}, 0, 0, {0}, 0, 0},
+    {{.n_q = 257, .d_qk = 64, .mask = WINDOW, 1000, 0}, 0, 0, {0}, 0, 0},
+    {{.n_q = 257, .d_qk = 64, .mask = WINDOW, 8, 8}, 0, 0, {0}, 1, 0},
+    {{.n_q = 257, .d_qk = 32, .mask = WINDOW, 0, INF}, 0, 0, {0}, 0, 0},
     /* batch, GQA, MQA */
-    {{.batch = 2, .heads_q = 3, .n_q = 17, .d_qk = 64, .mask = CAUSAL}, 0, 0, {0}, 1},
-    {{.batch = 2, .n_q = 65, .d_qk = 32}, 0, 0, {0}, 0},
-    {{.heads_q = 4, .heads_kv = 2, .n_q = 65, .d_qk = 64, .mask = CAUSAL}, 0, 0, {0}, 1},
-    {{.heads_q = 4, .heads_kv = 2, .n_q = 33, .d_qk = 64, .mask = WINDOW, 8, 8}, 0, 0, {0}, 0},
-    {{.heads_q = 4, .heads_kv = 1, .n_q = 33, .d_qk = 64, .mask = WINDOW, 8, 8}, 0, 0, {0}, 1},
-    {{.heads_q = 4, .heads_kv = 1, .n_q = 65, .d_qk = 64}, 0, 0, {0}, 0},
+    {{.batch = 2, .heads_q = 3, .n_q = 17, .d_qk = 64, .mask = CAUSAL}, 0, 0, {0}, 1, 0},
+    {{.batch = 2, .n_q = 65, .d_qk = 32}, 0, 0, {0}, 0, 0},
+    {{.heads_q = 4, .heads_kv = 2, .n_q = 65, .d_qk = 64, .mask = CAUSAL}, 0, 0, {0}, 1, 0},
+    {{.heads_q = 4, .heads_kv = 2, .n_q = 33, .d_qk = 64, .mask = WINDOW, 8, 8}, 0, 0, {0}, 0, 0},
+    {{.heads_q = 4, .heads_kv = 1, .n_q = 33, .d_qk = 64, .mask = WINDOW, 8, 8}, 0, 0, {0}, 1, 0},
+    {{.heads_q = 4, .heads_kv = 1, .n_q = 65, .d_qk = 64}, 0, 0, {0}, 0, 0},
     /* interleaved [b, n, h, d] strides */
-    {{.heads_q = 4, .n_q = 65, .d_qk = 64}, ILV, 0, {0}, 1},
+    {{.heads_q = 4, .n_q = 65, .d_qk = 64}, ILV, 0, {0}, 1, 0},
     {{.batch = 2, .heads_q = 4, .heads_kv = 2, .n_q = 17, .n_kv = 33, .d_qk = 64, .mask = CAUSAL},
      ILV,
      0,
      {0},
-     1},
-    {{.heads_q = 2, .n_q = 65, .d_qk = 16, .mask = WINDOW, 8, 8}, ILV, 0, {0}, 0},
-    {{.heads_q = 4, .heads_kv = 1, .n_q = 17, .d_qk = 64, .d_v = 80}, ILV, 0, {0}, 0},
+     1,
+     0},
+    {{.heads_q = 2, .n_q = 65, .d_qk = 16, .mask = WINDOW, 8, 8}, ILV, 0, {0}, 0, 0},
+    {{.heads_q = 4, .heads_kv = 1, .n_q = 17, .d_qk = 64, .d_v = 80}, ILV, 0, {0}, 0, 0},
     /* explicit scale */
-    {{.n_q = 65, .d_qk = 64, .scale = 0.5f}, 0, 0, {0}, 1},
-    {{.n_q = 65, .d_qk = 64, .mask = CAUSAL, .scale = 2.0f}, 0, 0, {0}, 0},
-    {{.n_q = 65, .d_qk = 64, .mask = WINDOW, 8, 8, .scale = 0.01f}, 0, 0, {0}, 0},
-    {{.n_q = 17, .d_qk = 64, .scale = -0.5f}, 0, 0, {0}, 0},
+    {{.n_q = 65, .d_qk = 64, .scale = 0.5f}, 0, 0, {0}, 1, 0},
+    {{.n_q = 65, .d_qk = 64, .mask = CAUSAL, .scale = 2.0f}, 0, 0, {0}, 0, 0},
+    {{.n_q = 65, .d_qk = 64, .mask = WINDOW, 8, 8, .scale = 0.01f}, 0, 0, {0}, 0, 0},
+    {{.n_q = 17, .d_qk = 64, .scale = -0.5f}, 0, 0, {0}, 0, 0},
     /* inputs x 100: scores in the thousands must not overflow the exponentials */
-    {{.n_q = 65, .d_qk = 64}, 0, 100, {0}, 1},
-    {{.n_q = 257, .d_qk = 64, .mask = CAUSAL}, 0, 100, {0}, 0},
-    {{.n_q = 65, .d_qk = 64, .mask = WINDOW, 8, 8}, 0, 100, {0}, 0},
-    {{.n_q = 33, .d_qk = 128}, 0, 100, {0}, 1},
+    {{.n_q = 65, .d_qk = 64}, 0, 100, {0}, 1, 0},
+    {{.n_q = 257, .d_qk = 64, .mask = CAUSAL}, 0, 100, {0}, 0, 0},
+    {{.n_q = 65, .d_qk = 64, .mask = WINDOW, 8, 8}, 0, 100, {0}, 0, 0},
+    {{.n_q = 33, .d_qk = 128}, 0, 100, {0}, 1, 0},
+    /* large logits: q and k x 8, 30 and 100 with fractions, so that fp32 scores round; the
+       error bound of txattn_error_bound grows with them (docs/error_bound.md) */
+    {{.n_q = 65, .d_qk = 64}, 0, 8, {0}, 1, 0},
+    {{.n_q = 128, .d_qk = 64, .mask = CAUSAL}, 0, 8, {0}, 0, 0},
+    {{.n_q = 257, .d_qk = 128, .mask = WINDOW, 16, 16}, 0, 8, {0}, 0, 0},
+    {{.n_q = 128, .d_qk = 64, .mask = CAUSAL}, 0, 30, {0}, 1, 0},
+    {{.n_q = 65, .d_qk = 128}, 0, 30, {0}, 0, 0},
+    {{.n_q = 129, .d_qk = 64, .mask = WINDOW, 8, 8}, 0, 30, {0}, 0, 0},
+    {{.heads_q = 4, .heads_kv = 2, .n_q = 97, .d_qk = 128, .mask = CAUSAL}, 0, 100, {0}, 0, 0},
+    {{.n_q = 65, .n_kv = 257, .d_qk = 64}, 0, 100, {0}, 1, 0},
+    /* an outlier channel: every score shares a large term whose rounding differs per key */
+    {{.n_q = 128, .d_qk = 64}, 0, 0, {0}, 1, 100},
+    {{.n_q = 65, .d_qk = 128, .mask = CAUSAL}, 0, 0, {0}, 0, 30},
+    {{.n_q = 65, .d_qk = 256, .mask = WINDOW, 16, 16}, 0, 0, {0}, 0, 100},
     /* NaN propagation: rows that read the NaN through a visible key are NaN, the others stay finite
      */
-    {{.n_q = 17, .d_qk = 64, .mask = CAUSAL}, 0, 0, K_NAN(0, 0, 5, 0), 1},
-    {{.n_q = 33, .d_qk = 64, .mask = WINDOW, 2, 2}, 0, 0, V_NAN(0, 0, 10, 3), 1},
-    {{.n_q = 7, .d_qk = 16}, 0, 0, K_NAN(0, 0, 0, 15), 0},
+    {{.n_q = 17, .d_qk = 64, .mask = CAUSAL}, 0, 0, K_NAN(0, 0, 5, 0), 1, 0},
+    {{.n_q = 33, .d_qk = 64, .mask = WINDOW, 2, 2}, 0, 0, V_NAN(0, 0, 10, 3), 1, 0},
+    {{.n_q = 7, .d_qk = 16}, 0, 0, K_NAN(0, 0, 0, 15), 0, 0},
     {{.batch = 2, .heads_q = 4, .heads_kv = 2, .n_q = 17, .d_qk = 64, .mask = CAUSAL},
      0,
      0,
      K_NAN(1, 1, 3, 7),
+     0,
      0},
-    {{.n_q = 1, .n_kv = 257, .d_qk = 64, .mask = WINDOW, 8, 0}, 0, 0, V_NAN(0, 0, 100, 0), 0},
-    {{.n_q = 65, .d_qk = 64, .mask = WINDOW, 1, 1}, 0, 0, V_NAN(0, 0, 30, 5), 0},
+    {{.n_q = 1, .n_kv = 257, .d_qk = 64, .mask = WINDOW, 8, 0}, 0, 0, V_NAN(0, 0, 100, 0), 0, 0},
+    {{.n_q = 65, .d_qk = 64, .mask = WINDOW, 1, 1}, 0, 0, V_NAN(0, 0, 30, 5), 0, 0},
     /* longer: the size the "about 5e-7" figure of an online-softmax kernel refers to */
-    {{.n_q = 2048, .d_qk = 64}, 0, 0, {0}, 0},
-    {{.n_q = 1024, .d_qk = 64, .mask = CAUSAL}, 0, 0, {0}, 0},
-    {{.heads_q = 4, .heads_kv = 1, .n_q = 1, .n_kv = 4096, .d_qk = 128}, 0, 0, {0}, 0},
+    {{.n_q = 2048, .d_qk = 64}, 0, 0, {0}, 0, 0},
+    {{.n_q = 1024, .d_qk = 64, .mask = CAUSAL}, 0, 0, {0}, 0, 0},
+    {{.heads_q = 4, .heads_kv = 1, .n_q = 1, .n_kv = 4096, .d_qk = 128}, 0, 0, {0}, 0, 0},
 };
 
 size_t tx_battery_size(void) {
@@ -134,6 +151,16 @@ int tx_case_prepare(const tx_case *c, size_t index, tx_buffers *b, char *err, si
   }
   if (tx_buffers_alloc(b, &p, c->layout, 1, err, err_size) != 0) return -1;
   tx_buffers_fill(b, UINT64_C(0x7478747565) + index, c->input_scale != 0 ? c->input_scale : 1.0f);
+  if (c->outlier != 0) {
+    for (int64_t bb = 0; bb < p.batch; bb++) {
+      for (int64_t h = 0; h < p.heads_q; h++)
+        for (int64_t i = 0; i < p.n_q; i++)
+          txattn_row_mut(b->q, &b->q_str, bb, h, i)[0] = c->outlier;
+      for (int64_t h = 0; h < p.heads_kv; h++)
+        for (int64_t j = 0; j < p.n_kv; j++)
+          txattn_row_mut(b->k, &b->k_str, bb, h, j)[0] = c->outlier;
+    }
+  }
   tx_plant_nan(b, &c->nan);
   return 0;
 }
@@ -147,6 +174,8 @@ void tx_case_format(const tx_case *c, char *buf, size_t size) {
     e += (size_t)snprintf(extra + e, sizeof extra - e, " [b,n,h,d]");
   if (c->input_scale != 0 && c->input_scale != 1)
     e += (size_t)snprintf(extra + e, sizeof extra - e, " x%g", (double)c->input_scale);
+  if (c->outlier != 0)
+    e += (size_t)snprintf(extra + e, sizeof extra - e, " q,k[0]=%g", (double)c->outlier);
   if (c->nan.where != TX_NAN_NONE)
     snprintf(extra + e, sizeof extra - e, " NaN@%s[%lld,%lld,%lld,%lld]",
              c->nan.where == TX_NAN_IN_K ? "K" : "V", (long long)c->nan.batch,

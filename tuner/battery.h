@@ -1,6 +1,6 @@
 /* The shapes `txtune check` runs every kernel on: a curated list that covers every rule of the
-   contract (lengths, head sizes, masks and windows, GQA, strides, scale, large inputs, rows with no
-   visible key, NaN propagation) rather than a cross product. */
+   contract (lengths, head sizes, masks and windows, GQA, strides, scale, large inputs and large
+   logits, rows with no visible key, NaN propagation) rather than a cross product. */
 #ifndef TXTUNE_BATTERY_H
 #define TXTUNE_BATTERY_H
 
@@ -15,6 +15,9 @@ typedef struct tx_case {
   float input_scale; /* q, k and v are this times standard normal; 0 means 1 */
   tx_nan_site nan;   /* where a NaN is planted, if anywhere */
   int quick;         /* part of `txtune check --quick` */
+  /* not 0: channel 0 of every q and k row is this value, as in models with an outlier channel;
+     every score then carries a large common term that fp32 must round */
+  float outlier;
 } tx_case;
 
 size_t tx_battery_size(void);

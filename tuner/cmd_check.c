@@ -6,6 +6,7 @@
 
 #include "args.h"
 #include "battery.h"
+#include "check_plans.h"
 #include "commands.h"
 #include "context_cli.h"
 #include "json.h"
@@ -53,16 +54,23 @@ typedef struct check_run {
   size_t n_results, n_cases;
   int64_t ref_failures;
   char ref_failure[512];
+  tx_plan_pass plans; /* the planning pass on large shapes (check_plans.h) */
   int label_width, name_width;
 } check_run;
 
 static const char about[] =
     "Runs every usable kernel (or those --kernel names) on a curated battery of shapes and\n"
     "compares each output with txattn_reference (fp64). A kernel passes a shape when\n"
-    "  max|O - O_ref| / max|V| <= TXATTN_EXACT_TOLERANCE,\n"
+    "  max|O - O_ref| <= txattn_error_bound = max|V| * max(1e-5, (3 + sqrt(d_qk)) * 2^-24 * L),\n"
+    "  L = |scale| * max over visible pairs of sum_c |q_c k_c| (1e-5 * max|V| unless the logits\n"
+    "  are large: then fp32 scores must round, docs/error_bound.md),\n"
     "rows with no visible key are exact zeros, and rows that read a planted NaN through a\n"
     "visible key are NaN (and only those). Shapes a kernel declares unsupported are skipped\n"
     "and counted.\n"
+    "Then every usable kernel, and the dispatcher (no kernel named), is asked for a plan on large\n"
+    "shapes (n 4096 to 65536, d up to 256, GQA 32/8, decode; fewer with --quick), which are not\n"
+    "run: a kernel passes a shape when it plans it or declines it (TXATTN_E_UNSUPPORTED); any\n"
+    "other status fails it, with the reason; the dispatcher must plan every shape.\n"
     "Exit status: 0 all passed; 1 a kernel failed or could not be checked; 2 usage error.";
 
 /* Returns -1 to go on, else the exit code (help printed, or a usage error). */
@@ -199,11 +207,12 @@ static size_t count_selected(const check_run *r) {
 
 /* A kernel that could not be checked at all fails only when it was asked for by name. */
 static int kernel_failed(const check_run *r, size_t k) {
-  return r->stats[k].failed > 0 || (!r->sel[k].info.usable && r->sel[k].requested);
+  return r->stats[k].failed > 0 || (!r->sel[k].info.usable && r->sel[k].requested) ||
+         tx_plan_pass_failed(&r->plans, k);
 }
 
 static int overall_pass(const check_run *r, size_t *n_checked) {
-  int pass = r->ref_failures == 0;
+  int pass = r->ref_failures == 0 && !tx_plan_pass_failed(&r->plans, SIZE_MAX);
   *n_checked = 0;
   for (size_t k = 0; k < r->n_sel; k++) {
     *n_checked += (size_t)r->sel[k].info.usable;
@@ -228,7 +237,10 @@ static void summary_row(const check_run *r, tx_table *t, size_t k) {
   snprintf(err, sizeof err, "%.2e", s->max_error);
   int compared = s->max_error >= 0;
   if (compared) tx_case_format(tx_battery_get(s->worst_case), worst, sizeof worst);
-  const char *res = s->failed ? "FAIL" : s->run ? "PASS" : "no shape applies";
+  const char *res = s->failed                           ? "FAIL"
+                    : tx_plan_pass_failed(&r->plans, k) ? "FAIL (planning)"
+                    : s->run                            ? "PASS"
+                                                        : "no shape applies";
   const char *cells[] = {info->name, run, skipped, compared ? err : NULL, compared ? worst : NULL,
                          res};
   tx_table_add(t, cells);
@@ -240,6 +252,12 @@ static void summary_row(const check_run *r, tx_table *t, size_t k) {
   }
 }
 
+static size_t n_usable_of(const check_run *r) {
+  size_t n = 0;
+  for (size_t k = 0; k < r->n_sel; k++) n += (size_t)r->sel[k].info.usable;
+  return n;
+}
+
 static void print_text(const check_run *r, double seconds) {
   tx_table t;
   tx_table_init(&t, "KERNEL|>SHAPES|>SKIPPED|>MAX ERROR|WORST SHAPE|RESULT");
@@ -249,6 +267,7 @@ static void print_text(const check_run *r, double seconds) {
     tx_table_print(&t, stdout, "");
   }
   tx_table_free(&t);
+  if (n_usable_of(r)) tx_plan_pass_print(&r->plans, r->sel, r->n_sel);
   if (r->ref_failures)
     printf("\ntxattn_reference broke the contract on %lld shapes; first: %s\n",
            (long long)r->ref_failures, r->ref_failure);
@@ -261,7 +280,9 @@ static void print_text(const check_run *r, double seconds) {
     printf("\nPASS: %zu kernel%s exact on %zu shapes (%.1f s)\n", n_checked,
            n_checked == 1 ? "" : "s", count_selected(r), seconds);
   else
-    printf("\nFAIL: %zu of %zu kernels failed (%.1f s)\n", n_failed, r->n_sel, seconds);
+    printf("\nFAIL: %zu of %zu kernels failed%s (%.1f s)\n", n_failed, r->n_sel,
+           tx_plan_pass_failed(&r->plans, SIZE_MAX) ? "; the dispatcher failed to plan" : "",
+           seconds);
 }
 
 static void json_kernel(tx_json *j, const check_run *r, size_t k) {
@@ -283,6 +304,7 @@ static void json_kernel(tx_json *j, const check_run *r, size_t k) {
   if (s->failed) tx_case_format(tx_battery_get(s->first_failure->case_index), label, sizeof label);
   tx_json_kv_string(j, "first_failure_shape", s->failed ? label : NULL);
   tx_json_kv_string(j, "first_failure", s->failed ? s->first_failure->msg : NULL);
+  if (info->usable && r->plans.stats) tx_plan_pass_json_kernel(j, &r->plans, k);
   tx_json_kv_bool(j, "pass", !kernel_failed(r, k));
   tx_json_end_object(j);
 }
@@ -322,6 +344,7 @@ static void print_json(const check_run *r, double seconds) {
   for (size_t k = 0; k < r->n_sel; k++) json_kernel(&j, r, k);
   tx_json_end_array(&j);
   if (r->o.verbose) json_results(&j, r);
+  if (r->plans.stats) tx_plan_pass_json(&j, &r->plans);
   tx_json_kv_bool(&j, "pass", overall_pass(r, &n_checked));
   tx_json_end_object(&j);
   tx_json_finish(&j);
@@ -338,8 +361,8 @@ static int run_battery(check_run *r) {
   for (size_t k = 0; k < r->n_sel; k++) r->stats[k].max_error = -1; /* none yet */
   set_widths(r);
   if (!r->o.json)
-    printf("txtune check: %zu shapes per kernel, %d thread%s, exact when max|O - O_ref| <= %g * "
-           "max|V|\n",
+    printf("txtune check: %zu shapes per kernel, %d thread%s, exact when max|O - O_ref| <= "
+           "max|V| * max(%g, (3 + sqrt(d_qk)) * 2^-24 * L)\n",
            count_selected(r), txattn_context_threads(r->ctx),
            txattn_context_threads(r->ctx) == 1 ? "" : "s", TXATTN_EXACT_TOLERANCE);
   size_t n_usable = 0;
@@ -347,6 +370,11 @@ static int run_battery(check_run *r) {
   double t0 = tx_clock();
   for (size_t i = 0; i < r->n_cases && n_usable; i++)
     if (case_selected(r, i) && run_case(r, i) != 0) return TX_EXIT_FAIL;
+  if (n_usable && tx_plan_pass_run(r->ctx, r->sel, r->n_sel, r->o.quick, r->o.verbose && !r->o.json,
+                                   &r->plans) != 0) {
+    fprintf(stderr, "txtune check: out of memory\n");
+    return TX_EXIT_FAIL;
+  }
   double seconds = tx_clock() - t0;
   if (r->o.json)
     print_json(r, seconds);
@@ -370,6 +398,7 @@ int tx_cmd_check(int argc, char **argv) {
   int rc = run(&r, argc, argv);
   free(r.stats);
   free(r.results);
+  tx_plan_pass_free(&r.plans);
   free(r.sel);
   txattn_context_free(r.ctx);
   tx_strlist_free(&r.o.kernels);

@@ -30,7 +30,12 @@ static const char about[] =
     "decode (n_q = 1 against n keys) and GQA (group 4, causal); each at the thread counts\n"
     "--threads (1 and all), with one head (one GQA group) per thread. Each candidate (kernel x\n"
     "tunables) is first checked against txattn_reference on a small shape of its class (n =\n"
-    "193): an inexact one is excluded and the table says why. On one thread, a threaded kernel\n"
+    "193): an inexact one is excluded and the table says why. A kernel that fails to plan a\n"
+    "point (with any status but TXATTN_E_UNSUPPORTED, by which a kernel declines a problem: a\n"
+    "default tile outside its own declaration, say) is left out of that point only, the reason\n"
+    "an exclusion of the table; the profile goes on, says on stderr each kernel's first failure\n"
+    "and every point where the estimate's pick failed (libtxattn without a table fails or falls\n"
+    "back there), and its summary lists those kernels. On one thread, a threaded kernel\n"
     "that runs another's loop there (its plugin names it: one_thread_same_as) is left to that\n"
     "one, as two names for one loop would only split their ties on noise.\n"
     "A point: each candidate gets a timed warm-up call, which predicts the repetitions that make\n"
@@ -152,6 +157,97 @@ static void add_exclusion(profile_run *r, const prof_grid_class *gc, const txatt
                               .max_error = err,
                               .reason = *why ? why : "not exact"};
   if (txattn_table_add_exclusion(r->table, &x) == TXATTN_OK) r->n_excluded++;
+}
+
+/* ---- kernels that fail to plan ---- */
+
+/* The failure of pf whose kernel text names first (the dispatcher lists the kernels it tried in
+   order), SIZE_MAX if it names none. */
+static size_t first_named(const char *text, const prof_plan_failures *pf) {
+  size_t first = SIZE_MAX;
+  const char *at = NULL;
+  for (size_t i = 0; i < pf->n; i++) {
+    const char *p = strstr(text, pf->f[i].name);
+    if (p && (at == NULL || p < at)) at = p, first = i;
+  }
+  return first;
+}
+
+/* Which of the kernels that failed to plan p the estimate picks there (an index into pf), or
+   SIZE_MAX if none: judged by the dispatcher itself, which the profile's contexts leave to the
+   estimate (no table). Either it cannot plan p (the kernel its message names, else the first
+   failure), or it planned another kernel and its reason names one of pf as having failed (it
+   falls back along its ranking and says which failed). `outcome` says which of the two. */
+static size_t estimate_pick(txattn_context *ctx, const txattn_problem *p,
+                            const prof_plan_failures *pf, char *outcome, size_t size) {
+  txattn_plan *plan = NULL;
+  txattn_status s = txattn_plan_create(ctx, p, NULL, &plan);
+  size_t pick = SIZE_MAX;
+  if (s != TXATTN_OK) {
+    const char *msg = txattn_last_error();
+    pick = first_named(msg, pf);
+    snprintf(outcome, size, "without a table libtxattn cannot plan this point: %s: %s",
+             txattn_status_name(s), msg);
+    return pick == SIZE_MAX ? 0 : pick;
+  }
+  const char *why = txattn_plan_why(plan);
+  if (strstr(why, "fail") || strstr(why, "could not") || strstr(why, "TXATTN_E_"))
+    pick = first_named(why, pf);
+  snprintf(outcome, size, "without a table libtxattn falls back to %s here",
+           txattn_plan_kernel(plan));
+  txattn_plan_free(plan);
+  return pick;
+}
+
+/* Copies s into buf as one line of printable characters, as the table's reasons are. */
+static void one_line(char *buf, size_t size, const char *s) {
+  snprintf(buf, size, "%s", s);
+  for (char *c = buf; *c; c++)
+    if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = ' ';
+}
+
+/* The kernels that failed to plan the point p (`what`) are left out of it: each (kernel, point)
+   is an exclusion of the table with the reason, a kernel's first failure is said on stderr, and
+   so is a point where the estimate's pick is among them (libtxattn without a table fails or
+   falls back there). */
+static void plan_failures(profile_run *r, const prof_grid_class *gc, int64_t n, int64_t rr,
+                          const txattn_problem *p, const prof_plan_failures *pf, const char *what) {
+  char outcome[512], reason[512], text[512];
+  size_t pick = estimate_pick(r->g.ctx[gc->ctx], p, pf, outcome, sizeof outcome);
+  prof_progress_end(&r->prog);
+  for (size_t i = 0; i < pf->n; i++) {
+    const prof_plan_failure *f = &pf->f[i];
+    if (i == pick)
+      snprintf(text, sizeof text, "failed to plan (the estimate's pick here; %.180s): %.280s",
+               outcome, f->why);
+    else
+      snprintf(text, sizeof text, "failed to plan: %.380s", f->why);
+    one_line(reason, sizeof reason, text);
+    txattn_table_exclusion x = {
+        .cls = gc->cls, .kernel = f->name, .n = n, .r = rr, .max_error = NAN, .reason = reason};
+    txattn_status s = txattn_table_add_exclusion(r->table, &x);
+    if (s != TXATTN_OK)
+      tx_print_lib_error("profile", "cannot record a kernel that failed to plan", s);
+    r->n_plan_failures++;
+    size_t k = 0;
+    while (k < r->n_failed_kernels && strcmp(r->failed[k].name, f->name) != 0) k++;
+    if (k == r->n_failed_kernels && k < MAX_FAILED_KERNELS) {
+      prof_failed_kernel *fk = &r->failed[r->n_failed_kernels++];
+      fk->name = f->name;
+      snprintf(fk->first_at, sizeof fk->first_at, "%s", what);
+      snprintf(fk->first_why, sizeof fk->first_why, "%s", f->why);
+      fprintf(stderr,
+              "txtune profile: %s failed to plan %s: %s; it is left out of every point it fails "
+              "to plan (the table's exclusions list them) and the profile goes on\n",
+              f->name, what, f->why);
+    }
+    if (k < r->n_failed_kernels) r->failed[k].points++;
+  }
+  if (pick != SIZE_MAX) {
+    r->n_pick_failed++;
+    fprintf(stderr, "txtune profile: %s: the estimate's pick, %s, failed to plan; %s\n", what,
+            pf->f[pick].name, outcome);
+  }
 }
 
 /* Keeps the candidates that are exact on the class's small shape; the others are excluded (once)
@@ -382,7 +478,9 @@ static void measure_point(profile_run *r, prof_at at) {
   txattn_problem p = prof_grid_problem(gc, n, rr);
   prof_work w = prof_grid_work(&p);
   prof_cand c[MAX_CANDS];
-  size_t nc = prof_candidates(r->g.ctx[gc->ctx], &p, &r->s, c, MAX_CANDS);
+  prof_plan_failures pf;
+  size_t nc = prof_candidates_failed(r->g.ctx[gc->ctx], &p, &r->s, c, MAX_CANDS, &pf);
+  if (pf.n > 0) plan_failures(r, gc, n, rr, &p, &pf, what);
   nc = keep_exact(r, gc, rr, c, plan_point(r, co, &w, c, nc));
   if (nc > 0 && !time_point(r, &p, c, &nc)) {
     leave_out(r, co);
@@ -471,7 +569,18 @@ static int write_table(profile_run *r) {
   }
   printf("wrote %s: %zu points", path, r->n_points);
   if (r->n_skipped) printf(" (%zu left out: over the %g s budget)", r->n_skipped, r->budget_s);
-  printf(", %zu candidates excluded as inexact, in %.1f s\n", r->n_excluded, prof_now_s(r));
+  printf(", %zu candidates excluded as inexact, %zu kernel%s failed to plan, in %.1f s\n",
+         r->n_excluded, r->n_failed_kernels, r->n_failed_kernels == 1 ? "" : "s", prof_now_s(r));
+  if (r->n_failed_kernels == 0) return TX_EXIT_OK;
+  printf("\nkernels that failed to plan points (left out of each; the table's exclusions list "
+         "every one, `txtune show` with the reason):\n");
+  for (size_t k = 0; k < r->n_failed_kernels; k++)
+    printf("  %s: %zu point%s, the first %s: %s\n", r->failed[k].name, r->failed[k].points,
+           r->failed[k].points == 1 ? "" : "s", r->failed[k].first_at, r->failed[k].first_why);
+  if (r->n_pick_failed)
+    printf("at %zu point%s the estimate's pick was one of them: without a table libtxattn fails "
+           "or falls back to another kernel there\n",
+           r->n_pick_failed, r->n_pick_failed == 1 ? "" : "s");
   return TX_EXIT_OK;
 }
 

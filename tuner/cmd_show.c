@@ -197,9 +197,23 @@ static void print_class(const show_run *r, size_t ci) {
   if (r->points) print_points(r, ci, n_points);
 }
 
+/* An exclusion the profile made because the kernel could not plan the point (its reason starts
+   so), not because it failed the exactness check. */
+#define PLAN_FAILURE_PREFIX "failed to plan"
+static int failed_to_plan(const txattn_table_exclusion *x) {
+  return strncmp(x->reason, PLAN_FAILURE_PREFIX, strlen(PLAN_FAILURE_PREFIX)) == 0;
+}
+
 static void print_excluded(const show_run *r, size_t n) {
   if (n == 0) return;
-  printf("\nexcluded as inexact (%zu):\n", n);
+  size_t n_plan = 0;
+  for (size_t i = 0; i < n; i++) {
+    txattn_table_exclusion x;
+    if (txattn_table_exclusion_get(r->t, i, &x) == TXATTN_OK) n_plan += (size_t)failed_to_plan(&x);
+  }
+  printf("\nexcluded (%zu): %zu failed the exactness check (inexact, or crashed on it), %zu "
+         "failed to plan a point\n",
+         n, n - n_plan, n_plan);
   for (size_t i = 0; i < n; i++) {
     txattn_table_exclusion x;
     char d[96], tun[256];
@@ -209,10 +223,12 @@ static void print_excluded(const show_run *r, size_t n) {
     printf("  %s%s%s in %s at n=%lld", x.kernel, x.n_tunables ? " " : "", x.n_tunables ? tun : "",
            d, (long long)x.n);
     if (x.r) printf(" r=%lld", (long long)x.r);
-    if (x.max_error == x.max_error)
-      printf(": max error %.3g: %s\n", x.max_error, x.reason);
-    else /* no finite error: the reason says why (an output not finite, a crash) */
+    if (failed_to_plan(&x))
       printf(": %s\n", x.reason);
+    else if (x.max_error == x.max_error)
+      printf(": not exact, max error %.3g: %s\n", x.max_error, x.reason);
+    else /* no finite error: the reason says why (an output not finite, a crash) */
+      printf(": failed the exactness check: %s\n", x.reason);
   }
 }
 

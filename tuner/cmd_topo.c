@@ -30,6 +30,7 @@ typedef struct topo_run {
   tx_cmd_spec spec;
   txattn_context *ctx;
   txattn_machine_info m;
+  size_t n_failed; /* (kernel, d) plans that FAILED: a status other than TXATTN_E_UNSUPPORTED */
 } topo_run;
 
 static const char about[] =
@@ -41,9 +42,13 @@ static const char about[] =
     "head size, the tunables its cache-derived defaults give for n_q = n_kv = --n (no mask, one\n"
     "head, no dispatch table), and each tunable's description and constraints as the kernel\n"
     "declares them.\n"
+    "A kernel that cannot plan the problem is listed with the reason: \"declines\" when it says\n"
+    "it does not take the problem (TXATTN_E_UNSUPPORTED), FAILED on any other status (its\n"
+    "defaults break its own declaration on these caches, say).\n"
     "Override: --cache, else $TXATTN_CACHES: \"l1d=48K,l2=1M,l3=32M\", any subset; sizes take\n"
     "K, M or G (powers of 1024) or count bytes.\n"
-    "Exit status: 0 ok; 1 the context could not be made (a malformed override); 2 usage error.";
+    "Exit status: 0 ok; 1 the context could not be made (a malformed override), or a usable\n"
+    "kernel FAILED to plan the problem for a head size; 2 usage error.";
 
 static int parse_d_list(topo_run *r) {
   if (r->d_list.n == 0) {
@@ -114,29 +119,35 @@ static const char *size_text(int64_t bytes, char *buf, size_t size) {
 }
 
 /* A plan with kernel forced for the representative problem of head size d; NULL with why set
-   when the kernel cannot take it. */
+   when the kernel cannot take it (*status, if not NULL, gets the status). */
 static txattn_plan *make_plan(const topo_run *r, const char *kernel, int64_t d, char *why,
-                              size_t size) {
+                              size_t size, txattn_status *status) {
   txattn_problem p = {.n_q = r->n, .d_qk = d};
   txattn_plan *plan = NULL;
   txattn_status s = txattn_plan_create(r->ctx, &p, kernel, &plan);
   if (s != TXATTN_OK) snprintf(why, size, "%s: %s", txattn_status_name(s), txattn_last_error());
+  if (status) *status = s;
   return plan;
 }
 
-/* 1 when the kernel is usable and declares tunables (judged by a plan for the first d that it
-   takes). */
-static int tunable_kernel(const topo_run *r, const txattn_kernel_info *k) {
-  if (!k->usable) return 0;
+/* Whether kernel i FAILED to plan the problem for some head size (a status other than
+   TXATTN_E_UNSUPPORTED, which only says it declines the problem). */
+static int kernel_fails(const topo_run *r, const txattn_kernel_info *k) {
   for (size_t i = 0; i < r->n_d; i++) {
     char why[8];
-    txattn_plan *plan = make_plan(r, k->name, r->d[i], why, sizeof why);
-    if (plan == NULL) continue;
-    size_t n = txattn_plan_tunable_count(plan);
+    txattn_status s;
+    txattn_plan *plan = make_plan(r, k->name, r->d[i], why, sizeof why, &s);
     txattn_plan_free(plan);
-    return n > 0;
+    if (s != TXATTN_OK && s != TXATTN_E_UNSUPPORTED) return 1;
   }
   return 0;
+}
+
+/* 1 when the kernel is usable and declares tunables (as its plugin declares them, so a kernel
+   that cannot plan is judged too), or is usable and FAILED to plan: either is listed. */
+static int tunable_kernel(const topo_run *r, size_t i, const txattn_kernel_info *k) {
+  if (!k->usable) return 0;
+  return txattn_kernel_tunable_count(r->ctx, i) > 0 || kernel_fails(r, k);
 }
 
 /* ---- text ---- */
@@ -194,36 +205,37 @@ static void tunables_text(const txattn_plan *plan, char *buf, size_t size) {
   }
 }
 
-static void add_tile_rows(const topo_run *r, const txattn_kernel_info *k, tx_table *t) {
+static void add_tile_rows(topo_run *r, const txattn_kernel_info *k, tx_table *t) {
   for (size_t i = 0; i < r->n_d; i++) {
     char d[24], vals[256], why[512];
+    txattn_status s;
     snprintf(d, sizeof d, "%" PRId64, r->d[i]);
-    txattn_plan *plan = make_plan(r, k->name, r->d[i], why, sizeof why);
+    txattn_plan *plan = make_plan(r, k->name, r->d[i], why, sizeof why, &s);
+    int failed = plan == NULL && s != TXATTN_E_UNSUPPORTED;
     if (plan) tunables_text(plan, vals, sizeof vals);
-    const char *cells[] = {k->name, d, plan ? vals : "-"};
+    if (plan && !vals[0]) snprintf(vals, sizeof vals, "(no tunables)");
+    const char *cells[] = {k->name, d, plan ? vals : failed ? "FAILED" : "declines"};
     tx_table_add(t, cells);
-    if (!plan) tx_table_note(t, "cannot plan: %s", why);
+    if (!plan) tx_table_note(t, "%s: %s", failed ? "cannot plan" : "declines the problem", why);
+    r->n_failed += (size_t)failed;
     txattn_plan_free(plan);
   }
 }
 
-/* Each tunable's declared description and constraints (from a plan for the first d it takes). */
-static void print_rules(const topo_run *r, const txattn_kernel_info *k) {
-  txattn_plan *plan = NULL;
-  char why[8];
-  for (size_t i = 0; i < r->n_d && !plan; i++) plan = make_plan(r, k->name, r->d[i], why, 8);
-  if (!plan) return;
+/* Each tunable's declared description and constraints, as kernel ki declares them. */
+static void print_rules(const topo_run *r, size_t ki, const txattn_kernel_info *k) {
+  size_t n = txattn_kernel_tunable_count(r->ctx, ki);
+  if (n == 0) return;
   printf("  %s: %s\n", k->name, k->summary);
-  for (size_t i = 0; i < txattn_plan_tunable_count(plan); i++) {
+  for (size_t i = 0; i < n; i++) {
     txattn_tunable_info ti;
-    if (txattn_plan_tunable_info(plan, i, &ti) != TXATTN_OK) continue;
+    if (txattn_kernel_tunable_get(r->ctx, ki, i, &ti) != TXATTN_OK) continue;
     printf("    %-12s %s; a multiple of %" PRId64 " in %" PRId64 "..%" PRId64 "\n", ti.name,
            ti.summary, ti.multiple_of, ti.min, ti.max);
   }
-  txattn_plan_free(plan);
 }
 
-static void print_tiles(const topo_run *r) {
+static void print_tiles(topo_run *r) {
   char l1[32], l2[32], l3[32];
   printf("\ntile sizes for n_q = n_kv = %" PRId64 ", no mask, 1 head, %d threads,\n"
          "derived from l1d %s, l2 %s, l3 %s per core (no dispatch table):\n",
@@ -234,7 +246,7 @@ static void print_tiles(const topo_run *r) {
   size_t n = txattn_kernel_count(r->ctx), shown = 0;
   for (size_t i = 0; i < n; i++) {
     txattn_kernel_info k;
-    if (txattn_kernel_get(r->ctx, i, &k) != TXATTN_OK || !tunable_kernel(r, &k)) continue;
+    if (txattn_kernel_get(r->ctx, i, &k) != TXATTN_OK || !tunable_kernel(r, i, &k)) continue;
     add_tile_rows(r, &k, &t);
     shown++;
   }
@@ -248,8 +260,13 @@ static void print_tiles(const topo_run *r) {
   printf("\nrules (each kernel's description of its tunables; the defaults above follow them):\n");
   for (size_t i = 0; i < n; i++) {
     txattn_kernel_info k;
-    if (txattn_kernel_get(r->ctx, i, &k) == TXATTN_OK && tunable_kernel(r, &k)) print_rules(r, &k);
+    if (txattn_kernel_get(r->ctx, i, &k) == TXATTN_OK && tunable_kernel(r, i, &k))
+      print_rules(r, i, &k);
   }
+  if (r->n_failed)
+    printf("\nFAIL: %zu plan%s above FAILED: a kernel whose tiles cannot be derived here cannot "
+           "run this problem (libtxattn's dispatcher takes another kernel)\n",
+           r->n_failed, r->n_failed == 1 ? "" : "s");
 }
 
 /* ---- JSON ---- */
@@ -312,12 +329,12 @@ static void json_caches(tx_json *j, const txattn_machine_info *m) {
   tx_json_end_object(j);
 }
 
-static void json_declared(tx_json *j, const txattn_plan *plan) {
+static void json_declared(tx_json *j, const topo_run *r, size_t ki) {
   tx_json_key(j, "tunables");
   tx_json_begin_array(j);
-  for (size_t i = 0; i < txattn_plan_tunable_count(plan); i++) {
+  for (size_t i = 0; i < txattn_kernel_tunable_count(r->ctx, ki); i++) {
     txattn_tunable_info ti;
-    if (txattn_plan_tunable_info(plan, i, &ti) != TXATTN_OK) continue;
+    if (txattn_kernel_tunable_get(r->ctx, ki, i, &ti) != TXATTN_OK) continue;
     tx_json_begin_object(j);
     tx_json_kv_string(j, "name", ti.name);
     tx_json_kv_string(j, "summary", ti.summary);
@@ -329,15 +346,22 @@ static void json_declared(tx_json *j, const txattn_plan *plan) {
   tx_json_end_array(j);
 }
 
-static void json_by_d(tx_json *j, const topo_run *r, const txattn_kernel_info *k) {
+static void json_by_d(tx_json *j, topo_run *r, const txattn_kernel_info *k) {
   tx_json_key(j, "by_d");
   tx_json_begin_array(j);
   for (size_t i = 0; i < r->n_d; i++) {
     char why[512];
-    txattn_plan *plan = make_plan(r, k->name, r->d[i], why, sizeof why);
+    txattn_status s;
+    txattn_plan *plan = make_plan(r, k->name, r->d[i], why, sizeof why, &s);
+    int failed = plan == NULL && s != TXATTN_E_UNSUPPORTED;
+    r->n_failed += (size_t)failed;
     tx_json_begin_object(j);
     tx_json_kv_int(j, "d", r->d[i]);
-    if (plan == NULL) tx_json_kv_string(j, "error", why);
+    if (plan == NULL) {
+      tx_json_kv_string(j, "status", txattn_status_name(s));
+      tx_json_kv_bool(j, "failed", failed);
+      tx_json_kv_string(j, "error", why);
+    }
     if (plan) {
       tx_json_key(j, "values");
       tx_json_begin_object(j);
@@ -354,20 +378,16 @@ static void json_by_d(tx_json *j, const topo_run *r, const txattn_kernel_info *k
   tx_json_end_array(j);
 }
 
-static void json_kernel(tx_json *j, const topo_run *r, const txattn_kernel_info *k) {
-  txattn_plan *plan = NULL;
-  char why[8];
-  for (size_t i = 0; i < r->n_d && !plan; i++) plan = make_plan(r, k->name, r->d[i], why, 8);
+static void json_kernel(tx_json *j, topo_run *r, size_t ki, const txattn_kernel_info *k) {
   tx_json_begin_object(j);
   tx_json_kv_string(j, "name", k->name);
   tx_json_kv_string(j, "summary", k->summary);
-  if (plan) json_declared(j, plan);
+  json_declared(j, r, ki);
   json_by_d(j, r, k);
   tx_json_end_object(j);
-  txattn_plan_free(plan);
 }
 
-static void print_json(const topo_run *r) {
+static void print_json(topo_run *r) {
   tx_json j;
   tx_json_init(&j, stdout);
   tx_json_begin_object(&j);
@@ -382,10 +402,11 @@ static void print_json(const topo_run *r) {
   tx_json_begin_array(&j);
   for (size_t i = 0; i < txattn_kernel_count(r->ctx); i++) {
     txattn_kernel_info k;
-    if (txattn_kernel_get(r->ctx, i, &k) == TXATTN_OK && tunable_kernel(r, &k))
-      json_kernel(&j, r, &k);
+    if (txattn_kernel_get(r->ctx, i, &k) == TXATTN_OK && tunable_kernel(r, i, &k))
+      json_kernel(&j, r, i, &k);
   }
   tx_json_end_array(&j);
+  tx_json_kv_int(&j, "plan_failures", (int64_t)r->n_failed);
   tx_json_end_object(&j);
   tx_json_finish(&j);
 }
@@ -402,6 +423,7 @@ int tx_cmd_topo(int argc, char **argv) {
       print_caches(&r);
       print_tiles(&r);
     }
+    rc = r.n_failed ? TX_EXIT_FAIL : TX_EXIT_OK;
   }
   txattn_context_free(r.ctx);
   tx_strlist_free(&r.d_list);

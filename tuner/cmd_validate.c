@@ -1,7 +1,9 @@
 /* txtune validate: the regret of the dispatch table on shapes it was NOT measured on. For random
    shapes between its grid points (n, r, heads, within its classes) it times the dispatcher's pick
    and every applicable kernel (default tunables and those the table has), and reports pick time
-   over the fastest: per shape, the geometric mean and the worst. It prints; it never judges. */
+   over the fastest: per shape, the geometric mean and the worst. It prints; it judges only when
+   asked to (--fail-above). */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,9 +27,10 @@
 #define SEED           UINT64_C(0x76616c6964)
 
 typedef struct validate_run {
-  const char *table_path, *plugin_path;
+  const char *table_path, *plugin_path, *fail_above;
+  double max_geomean, max_worst; /* --fail-above G,W; 0 when not given */
   int64_t samples, seed, max_n;
-  tx_opt opts[5];
+  tx_opt opts[6];
   tx_opt_group groups[1];
   tx_cmd_spec spec;
   char path[4096];
@@ -50,7 +53,39 @@ static const char about[] =
     "sharing the host's speed of the moment (1 if the pick comes out faster); the times shown\n"
     "are each one's median.\n"
     "Targets: geometric mean <= 1.05, worst <= 1.25. Timing is noisy on a loaded machine:\n"
-    "the result is printed, not judged (exit status 0 unless something fails to run).";
+    "by default the result is printed, not judged. With --fail-above G,W it is judged: exit\n"
+    "status 1, with a line naming the target exceeded, when the geometric mean exceeds G or\n"
+    "the worst exceeds W (two numbers >= 1; --fail-above 1.05,1.25 holds the table to the\n"
+    "targets above).\n"
+    "Exit status: 0 measured (and within --fail-above, if given); 1 a target of --fail-above\n"
+    "exceeded, or something failed to run; 2 usage error.";
+
+/* One target of --fail-above: a finite number >= 1 that ends at `end` (',' or the string's end). */
+static int target(const char *s, char stop, double *out) {
+  char *end;
+  if (!((*s >= '0' && *s <= '9') || *s == '.')) return 0; /* no sign, space, inf or nan */
+  for (const char *c = s; *c && *c != stop; c++)
+    if (!strchr("0123456789.eE+-", *c)) return 0; /* no hexadecimal */
+  errno = 0;
+  double v = strtod(s, &end);
+  if (end == s || *end != stop || errno || !isfinite(v) || v < 1) return 0;
+  *out = v;
+  return 1;
+}
+
+/* --fail-above G,W, strictly: two numbers >= 1 and nothing else. Returns -1 to go on, else a
+   usage error's exit status. */
+static int parse_targets(validate_run *r) {
+  const char *s = r->fail_above;
+  if (s == NULL) return -1;
+  const char *comma = strchr(s, ',');
+  if (comma == NULL || !target(s, ',', &r->max_geomean) || !target(comma + 1, '\0', &r->max_worst))
+    return tx_args_usage_error(&r->spec,
+                               "--fail-above expects G,W: two numbers >= 1 (the targets of the "
+                               "geometric mean and of the worst), got '%s'",
+                               s);
+  return -1;
+}
 
 static int parse(validate_run *r, int argc, char **argv) {
   r->samples = 12;
@@ -65,10 +100,13 @@ static int parse(validate_run *r, int argc, char **argv) {
                     INT64_C(1) << 20);
   o[4] = tx_opt_string("plugin-path", &r->plugin_path, "DIRS",
                        "plugin directories, ':'-separated [$TXATTN_PLUGIN_PATH, else the default]");
-  r->groups[0] = (tx_opt_group){"Options", r->opts, 5};
-  r->spec =
-      (tx_cmd_spec){"validate", "[--table FILE] [--samples K] [--seed S]", about, r->groups, 1};
-  return tx_args_parse_cmd(&r->spec, argc, argv);
+  o[5] = tx_opt_string("fail-above", &r->fail_above, "G,W",
+                       "exit 1 when the regret's geometric mean exceeds G or its worst W [none]");
+  r->groups[0] = (tx_opt_group){"Options", r->opts, 6};
+  r->spec = (tx_cmd_spec){"validate", "[--table FILE] [--samples K] [--seed S] [--fail-above G,W]",
+                          about, r->groups, 1};
+  int rc = tx_args_parse_cmd(&r->spec, argc, argv);
+  return rc >= 0 ? rc : parse_targets(r);
 }
 
 static double uniform(validate_run *r) { /* splitmix64 */
@@ -203,7 +241,14 @@ static void fmt_pick(const prof_cand *c, char *buf, size_t size) {
 static size_t gather(validate_run *r, txattn_context *ctx, const txattn_problem *p, int threads,
                      prof_cand *c, char *why, size_t why_size) {
   txattn_plan *pick = NULL;
-  if (txattn_plan_create(ctx, p, NULL, &pick) != TXATTN_OK) return 0;
+  txattn_status s = txattn_plan_create(ctx, p, NULL, &pick);
+  if (s != TXATTN_OK) { /* said, and the shape is drawn again */
+    char shape[160];
+    tx_problem_format(p, shape, sizeof shape);
+    fprintf(stderr, "txtune validate: libtxattn cannot plan %s on %d thread%s: %s: %s\n", shape,
+            threads, threads == 1 ? "" : "s", txattn_status_name(s), txattn_last_error());
+    return 0;
+  }
   const char *names[PROF_MAX_TUNABLES];
   int64_t values[PROF_MAX_TUNABLES];
   size_t nt = txattn_plan_tunable_count(pick);
@@ -323,6 +368,21 @@ static int sample_all(validate_run *r, tx_table *tab) {
   return rc;
 }
 
+/* --fail-above: exit status 1, saying which target was exceeded, when one was. */
+static int judge(const validate_run *r, double geomean) {
+  if (r->fail_above == NULL) return TX_EXIT_OK;
+  int over_g = geomean > r->max_geomean, over_w = r->worst > r->max_worst;
+  if (over_g)
+    printf("FAIL: the geometric mean of the regret, %.3f, exceeds %g (--fail-above)\n", geomean,
+           r->max_geomean);
+  if (over_w)
+    printf("FAIL: the worst regret, %.3f, exceeds %g (--fail-above)\n", r->worst, r->max_worst);
+  if (!over_g && !over_w)
+    printf("PASS: geometric mean %.3f <= %g and worst %.3f <= %g (--fail-above)\n", geomean,
+           r->max_geomean, r->worst, r->max_worst);
+  return over_g || over_w ? TX_EXIT_FAIL : TX_EXIT_OK;
+}
+
 int tx_cmd_validate(int argc, char **argv) {
   validate_run r;
   memset(&r, 0, sizeof r);
@@ -342,8 +402,9 @@ int tx_cmd_validate(int argc, char **argv) {
     fprintf(stderr, "txtune validate: the table has no class with two measured n to draw from\n");
     return TX_EXIT_FAIL;
   }
+  double geomean = exp(r.log_sum / (double)r.n_done);
   printf("\nregret over %zu shapes off the grid (table %s): geometric mean %.3f (target <= 1.05), "
          "worst %.3f (target <= 1.25)\n",
-         r.n_done, r.path, exp(r.log_sum / (double)r.n_done), r.worst);
-  return TX_EXIT_OK;
+         r.n_done, r.path, geomean, r.worst);
+  return judge(&r, geomean);
 }

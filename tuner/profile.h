@@ -75,12 +75,31 @@ size_t prof_kernel_find(txattn_context *ctx, const char *name, txattn_kernel_inf
    (it is loaded, usable and applicable). */
 int prof_twin_stands_in(txattn_context *ctx, const txattn_problem *p,
                         const txattn_kernel_info *info);
+/* A kernel that failed to plan a problem with its default tunables, with a status other than
+   TXATTN_E_UNSUPPORTED (which only says the kernel declines the problem): a broken kernel, which
+   the profile leaves out of that point and reports. */
+#define PROF_MAX_PLAN_FAILURES 32
+typedef struct prof_plan_failure {
+  size_t kernel;    /* index for txattn_kernel_get */
+  const char *name; /* lives as long as the context */
+  txattn_status status;
+  char why[384]; /* "TXATTN_E_PLUGIN: <the library's message>" */
+} prof_plan_failure;
+typedef struct prof_plan_failures {
+  size_t n;
+  prof_plan_failure f[PROF_MAX_PLAN_FAILURES];
+} prof_plan_failures;
+
 /* The candidates of one point: every usable kernel that takes the problem (but one whose twin
    stands in for it, if s->one_loop_once), with its default tunables and the variants the settings
    ask for. Plans are made for p; names live as long as the plans. Returns the number of candidates
-   written to out (at most cap). */
+   written to out (at most cap). A kernel that fails to plan p otherwise than by declining it is
+   left out. */
 size_t prof_candidates(txattn_context *ctx, const txattn_problem *p, const prof_settings *s,
                        prof_cand *out, size_t cap);
+/* The same, and the kernels that failed to plan p go to *failed. */
+size_t prof_candidates_failed(txattn_context *ctx, const txattn_problem *p, const prof_settings *s,
+                              prof_cand *out, size_t cap, prof_plan_failures *failed);
 void prof_candidates_free(prof_cand *c, size_t n);
 /* Appends kernel with the given tunables (the others at their defaults) unless it is there already
    or the kernel declines; returns the new count. */

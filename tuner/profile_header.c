@@ -127,7 +127,11 @@ void prof_set_header(profile_run *r, double elapsed) {
       "loop on one thread (the plugin says so: one_thread_same_as) is not timed on one thread "
       "where that one takes the problem\"}, "
       "\"plan\": {\"fill\": %g, \"model_scale\": %.3f}, \"points\": %zu, "
-      "\"points_left_out\": %zu, \"noise_median_spread\": %.4f, \"load_1min\": %s, "
+      "\"points_left_out\": %zu, \"plan_failures\": {\"kernels\": %zu, \"kernel_points\": "
+      "%zu, \"estimate_pick_points\": %zu, \"what\": \"kernels that failed to plan a point "
+      "otherwise than by declining it: left out of that point (each an exclusion), and the points "
+      "where the estimate's pick was one of them\"}, \"noise_median_spread\": %.4f, "
+      "\"load_1min\": %s, "
       "\"cpu_others\": {\"before_cores\": %s, \"during_cores\": %s, \"steal_before_cores\": %s, "
       "\"steal_during_cores\": %s, \"what\": \"other processes' busy time (/proc/stat less "
       "txtune's own) and the hypervisor's steal, over the wall time: a short sleep before the "
@@ -142,7 +146,8 @@ void prof_set_header(profile_run *r, double elapsed) {
       OPTIONAL_MAX_RATIO, OPTIONAL_SHARE, RECHECK_GROWTH, r->rv.visits, REVISIT_MAX_CALL_S,
       PROF_CLOSE_SINGLE, PROF_CLOSE_THREADED, r->n_revisited, PROF_TIE_MIN, PROF_TIE_MAX,
       PROF_TIE_MAX_THREADED, r->n_ties, twins, PLAN_FILL, r->scale, r->n_points, r->n_skipped,
-      noise, load, ob, od, sb, sd, levels);
+      r->n_failed_kernels, r->n_plan_failures, r->n_pick_failed, noise, load, ob, od, sb, sd,
+      levels);
   txattn_status s = txattn_table_set_profile(r->table, json);
   if (s != TXATTN_OK) tx_print_lib_error("profile", "cannot record the settings", s);
 }

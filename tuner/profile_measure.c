@@ -1,6 +1,7 @@
 /* txtune profile: the candidates of one point (kernel x tunables) and their interleaved timing. */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -154,7 +155,13 @@ int prof_twin_stands_in(txattn_context *ctx, const txattn_problem *p,
 
 size_t prof_candidates(txattn_context *ctx, const txattn_problem *p, const prof_settings *s,
                        prof_cand *out, size_t cap) {
+  return prof_candidates_failed(ctx, p, s, out, cap, NULL);
+}
+
+size_t prof_candidates_failed(txattn_context *ctx, const txattn_problem *p, const prof_settings *s,
+                              prof_cand *out, size_t cap, prof_plan_failures *failed) {
   size_t n = 0;
+  if (failed) failed->n = 0;
   for (size_t k = 0; k < txattn_kernel_count(ctx) && n < cap; k++) {
     txattn_kernel_info info;
     if (txattn_kernel_get(ctx, k, &info) != TXATTN_OK || !info.usable) continue;
@@ -162,7 +169,17 @@ size_t prof_candidates(txattn_context *ctx, const txattn_problem *p, const prof_
     prof_cand c;
     memset(&c, 0, sizeof c);
     set_kernel(&c, ctx, k, &info);
-    if (txattn_plan_create(ctx, p, info.name, &c.plan) != TXATTN_OK) continue; /* not applicable */
+    txattn_status st = txattn_plan_create(ctx, p, info.name, &c.plan);
+    if (st != TXATTN_OK) {
+      if (st != TXATTN_E_UNSUPPORTED && failed && failed->n < PROF_MAX_PLAN_FAILURES) {
+        prof_plan_failure *f = &failed->f[failed->n++];
+        f->kernel = k;
+        f->name = info.name;
+        f->status = st;
+        snprintf(f->why, sizeof f->why, "%s: %s", txattn_status_name(st), txattn_last_error());
+      }
+      continue; /* declined (not applicable), or broken */
+    }
     c.n_tun = txattn_plan_tunable_count(c.plan);
     if (c.n_tun > PROF_MAX_TUNABLES) {
       txattn_plan_free(c.plan);

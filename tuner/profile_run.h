@@ -59,6 +59,15 @@ typedef struct prof_level {
   size_t points;
 } prof_level;
 
+/* A kernel that failed to plan points of the grid (prof_plan_failure): how many, and the first. */
+#define MAX_FAILED_KERNELS 32
+typedef struct prof_failed_kernel {
+  const char *name;
+  size_t points;
+  char first_at[160];  /* "none d64/64 g1 t1 n=4096" */
+  char first_why[384]; /* "TXATTN_E_PLUGIN: ..." */
+} prof_failed_kernel;
+
 typedef struct profile_run {
   int quick, patient;
   tx_strlist threads, d;
@@ -88,6 +97,10 @@ typedef struct profile_run {
   double scale;         /* measured over predicted seconds of recent points (MIN..MAX_SCALE) */
   double scale_spent, scale_predicted; /* decaying sums behind it */
   size_t n_points, n_skipped, n_excluded, n_ties;
+  /* kernels that failed to plan a point: left out of that point, each (kernel, point) an
+     exclusion of the table; and the points where the estimate's pick was one of them */
+  prof_failed_kernel failed[MAX_FAILED_KERNELS];
+  size_t n_failed_kernels, n_plan_failures, n_pick_failed;
   double spreads[4096];
   size_t n_spreads;
   /* what other processes used of the CPUs (cpu_use.h): over a short sleep before the first point,

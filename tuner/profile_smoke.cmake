@@ -18,10 +18,10 @@ endfunction()
 # A profile with a kernel it must exclude (name.scalar): `show` says why (why_match, after the
 # exclusion's place), and the table lists it in excluded[] only, never in a point.
 function(profile_excludes name plugin_path why_match)
-  run(profile "wrote .*: [1-9][0-9]* points.*, [1-9][0-9]* candidates excluded as inexact"
+  run(profile "wrote .*: [1-9][0-9]* points.*, [1-9][0-9]* candidates excluded as inexact, 0 kernels failed to plan"
       profile --quick --d 16 --n-max 64 --threads 1 --budget 20 --plugin-path "${plugin_path}"
       -o "${OUT}")
-  run(show "excluded as inexact.*${name}.scalar in none d16/16 g1 t1 at n=193: ${why_match}"
+  run(show "excluded \\([1-9][0-9]*\\): [1-9][0-9]* failed the exactness check.*${name}.scalar in none d16/16 g1 t1 at n=193: ${why_match}"
       show --points --plugin-path "${plugin_path}" "${OUT}")
   file(READ "${OUT}" table)
   if(NOT table MATCHES "\"excluded\".*\"kernel\": \"${name}" OR
@@ -33,7 +33,25 @@ endfunction()
 file(REMOVE "${OUT}")
 if(DEFINED SLOPPY_PLUGIN_PATH)
   # a deliberately inexact kernel: excluded with its error
-  profile_excludes(sloppy "${SLOPPY_PLUGIN_PATH}" "max error [0-9.e-]+: ")
+  profile_excludes(sloppy "${SLOPPY_PLUGIN_PATH}" "not exact, max error [0-9.e-]+: ")
+  return()
+endif()
+if(DEFINED PLANFAIL_PLUGIN_PATH)
+  # bigbroken.scalar cannot plan from n = 256 on (a default tile outside its declaration), and it
+  # is the estimate's pick: the profile excludes it from those points with the reason, says so on
+  # stderr, names it in its summary, and measures steady.scalar there
+  # (stdout, then stderr)
+  run(profile "wrote .*: [1-9][0-9]* points.*, 0 candidates excluded as inexact, 1 kernel failed to plan.*bigbroken.scalar: [1-9][0-9]* points, the first none d16/16 g1 t1 n=256: TXATTN_E_PLUGIN: .*at [1-9][0-9]* points the estimate's pick was one of them.*txtune profile: bigbroken.scalar failed to plan none d16/16 g1 t1 n=256: TXATTN_E_PLUGIN: .*block_k = 2000.*the profile goes on.*txtune profile: none d16/16 g1 t1 n=256: the estimate's pick, bigbroken.scalar, failed to plan; without a table libtxattn (cannot plan|falls back)"
+      profile --quick --d 16 --n-max 256 --threads 1 --budget 20
+      --plugin-path "${PLANFAIL_PLUGIN_PATH}" -o "${OUT}")
+  run(show "excluded \\([1-9][0-9]*\\): 0 failed the exactness check .*, [1-9][0-9]* failed to plan a point\n  bigbroken.scalar in none d16/16 g1 t1 at n=256: failed to plan \\(the estimate's pick here; .*\\): TXATTN_E_PLUGIN: kernel bigbroken.scalar"
+      show --points --plugin-path "${PLANFAIL_PLUGIN_PATH}" "${OUT}")
+  file(READ "${OUT}" table)
+  if(NOT table MATCHES "\"excluded\": \\[.*\"kernel\": \"bigbroken.scalar\".*\"n\": 256,.*\"reason\": \"failed to plan" OR
+     NOT table MATCHES "\"n\": 256,[ \n]*\"candidates\": \\[[ \n]*{\"kernel\": \"steady.scalar\"" OR
+     NOT table MATCHES "\"plan_failures\": {[ \n]*\"kernels\": 1,[ \n]*\"kernel_points\": [1-9]")
+    message(FATAL_ERROR "bigbroken.scalar should be excluded at n = 256 and steady.scalar measured there:\n${table}")
+  endif()
   return()
 endif()
 if(DEFINED CRASHY_PLUGIN_PATH)

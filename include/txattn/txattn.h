@@ -13,7 +13,12 @@
  *  - A row with no visible key gets an output row of exact zeros (+0.0f). A NaN in any value a row reads
  *    through a visible key (its q row, or any element of a visible key's k or v row) makes every element
  *    of that output row NaN.
- *  - "Exact": max|O - O_ref| <= TXATTN_EXACT_TOLERANCE * max|V| against txattn_reference().
+ *  - "Exact": max|O - O_ref| <= txattn_error_bound() against txattn_reference(), where
+ *      bound = max|V| * max(TXATTN_EXACT_TOLERANCE, (3 + sqrt(d_qk)) * 2^-24 * L),
+ *      L = |scale| * max over visible (query row, key) pairs of sum_c |q_c k_c|,
+ *    max|V| over the finite values of the V rows some query sees. For inputs of magnitude about 1
+ *    the bound is TXATTN_EXACT_TOLERANCE * max|V|; it grows with L only where fp32 scores must round
+ *    (large logits). Rows with NaN are judged by the NaN rule above, not by the bound.
  *
  * Errors: every function returns a status; txattn_last_error() gives this thread's last failure in words.
  * The library never prints unless TXATTN_VERBOSE is set, and never aborts or exits.
@@ -45,7 +50,8 @@ extern "C" {
 TXATTN_API int txattn_version(void);                /* of the library linked at run time */
 TXATTN_API const char *txattn_version_string(void); /* "0.1.0" */
 
-/* The one definition of "exact": max|O - O_ref| <= TXATTN_EXACT_TOLERANCE * max|V|. */
+/* The floor of the bound on max|O - O_ref| / max|V| (txattn_error_bound): what every kernel meets
+   wherever the scores are small enough for fp32 to hold them closely (L <= 10 or so). */
 #define TXATTN_EXACT_TOLERANCE 1e-5
 
 typedef enum txattn_status {
@@ -141,23 +147,38 @@ TXATTN_API txattn_status txattn_rejected_get(const txattn_context *ctx, size_t i
                                              txattn_rejected_info *out);
 
 /* kernel == NULL: the dispatcher chooses; else that kernel, or E_NOT_FOUND / E_UNSUPPORTED with the
-   reason. TXATTN_FORCE_KERNEL=name in the environment forces the dispatcher's choice. */
+   reason. TXATTN_FORCE_KERNEL=name in the environment forces the dispatcher's choice. When the
+   kernel the dispatcher chose (by table or estimate) cannot plan p (E_PLUGIN, E_NOMEM, an
+   unexpected E_UNSUPPORTED), the next of the estimate's ranking is tried, and so on;
+   txattn_plan_why and TXATTN_VERBOSE name each kernel that failed and why. Only when none plans
+   does this fail, listing each one's reason, with E_UNSUPPORTED if every kernel declined, else
+   the first failure's status. A named or forced kernel's own error is returned as it is. */
 TXATTN_API txattn_status txattn_plan_create(txattn_context *ctx, const txattn_problem *p,
                                             const char *kernel, txattn_plan **out);
 /* Callable from many threads at once on one plan. */
 TXATTN_API txattn_status txattn_plan_execute(const txattn_plan *plan, const txattn_tensors *t);
 TXATTN_API const char *txattn_plan_kernel(const txattn_plan *plan);
-/* Why the dispatcher chose this kernel, in one line ("forced by TXATTN_FORCE_KERNEL", "estimate: ...") */
+/* Why the dispatcher chose this kernel, in one line ("forced by TXATTN_FORCE_KERNEL", "estimate: ...",
+   after any kernel that could not plan: "a.b could not plan (TXATTN_E_PLUGIN: ...); estimate: ...") */
 TXATTN_API const char *txattn_plan_why(const txattn_plan *plan);
 /* The plan in one line: kernel, tunables, threads, problem. Returns what snprintf would. */
 TXATTN_API int txattn_plan_describe(const txattn_plan *plan, char *buf, size_t size);
 TXATTN_API void txattn_plan_free(txattn_plan *plan); /* NULL is fine */
 
-/* plan + execute, with a small per-context cache of plans */
+/* plan + execute, with a small per-context cache of plans. Plans as txattn_plan_create(kernel
+   NULL) does; when that kernel then fails to run (E_PLUGIN, E_INTERNAL, E_NOMEM, E_UNSUPPORTED),
+   the next candidate that plans computes the whole output instead and its plan is the one cached
+   (not when TXATTN_FORCE_KERNEL names the kernel); when every kernel fails, the error lists them. */
 TXATTN_API txattn_status txattn_attention(txattn_context *ctx, const txattn_problem *p,
                                           const txattn_tensors *t);
 /* fp64 accumulation, single-threaded: the oracle */
 TXATTN_API txattn_status txattn_reference(const txattn_problem *p, const txattn_tensors *t);
+/* *bound = the largest max|O - O_ref| a kernel may have on these inputs (the formula at the top of
+   this file; t->o is checked as txattn_reference checks it, not read). Validates as
+   txattn_reference does; *bound is untouched on error. Costs about what txattn_reference costs.
+   The sqrt(d_qk) term is the rounding of the d_qk-term dot products; see docs/error_bound.md. */
+TXATTN_API txattn_status txattn_error_bound(const txattn_problem *p, const txattn_tensors *t,
+                                            double *bound);
 
 /* The machine as the library sees it: what tile sizes are derived from and what a dispatch table is
    tied to. Cache sizes are per core, in bytes. */

@@ -209,34 +209,47 @@ double tiled_cost_pairs(const tiled_geom *g, const tiled_ops *ops) {
   return tiled_pairs_computed(g, ops) + (g->direct ? 0.0 : TILED_ROW_COST_PAIRS * rows);
 }
 
-/* The rule, fitted to measurements of tiled.avx2 on Zen 2 (32 KiB L1d, 512 KiB L2, 8 MiB L3 share;
- * no mask; the tuner refines it per machine):
- *  - block_k: the largest packed K and V block (bc * (d_qk + d_v) floats) that fits in L2, at most
- *    512 keys. Large blocks amortise each row's per-block softmax work and each accumulator tile's
- *    load and store: at n = 4096, d = 64 ran at 80.7 / 83.3 / 85.2 GFLOP/s with 128 / 256 / 512
- *    keys (1024: 82.9), d = 128 at 88.6 / 90.6 / 90.7, and d = 256 at 90.7 with 128 keys against
- *    94.7 with 256. An earlier rule took half of L2 (256 keys at d = 128); two profiles found 512
- *    faster at every d = 128 class (geometric mean over about 130 points 1.010-1.017), and 15
- *    interleaved runs (h 2, n 1024 and 4096, no mask and causal) gave (42, 512), this rule's
- *    blocks, 0.971-0.990 of the time of (60, 256); block_q from 42 to 84 rows at 512 keys within
- *    1.6%.
- *  - block_q: the query block's scores, queries and accumulators (br * (bc + d_qk + d_v) floats)
- *    take a quarter of L2 beside the K/V block (n = 4096, d = 128: 90.6 / 91.7 / 91.4 / 87.9
- *    GFLOP/s with 30 / 60 / 90 / 120 rows; d = 64 flat from 30 to 180 rows), or half of L2 when the
- *    packed K/V of a head exceeds half the L3 share: each query block streams it from memory
- *    again, so more rows per block pay off (n = 16384, d = 128: 75.7 with 60 rows, 83.6 with 126;
- *    d = 64: 72.8 with 48 rows, 76.6 with 102).
- * Neither exceeds what the problem has. Unknown caches count as 512 KiB L2 and 8 MiB L3. */
+double tiled_problem_cost_pairs(const txattn_problem *p, const tiled_ops *ops, int64_t br,
+                                int64_t bc) {
+  tiled_geom g;
+  if (tiled_geom_init(&g, p, NULL, ops, br, bc)) return tiled_cost_pairs(&g, ops);
+  const double rows = (double)p->batch * (double)p->heads_q * (double)p->n_q;
+  return rows * ((double)p->n_kv + TILED_ROW_COST_PAIRS);
+}
+
+/* A block size from a rule's estimate v: v rounded down to a multiple of step, then kept within
+   [step, hi rounded down to a multiple of step], so the result is a valid value of a tunable
+   declared as [step, >= hi] in steps of step whatever v (0, negative, huge) is. */
+static int64_t block_within(int64_t v, int64_t step, int64_t hi) {
+  int64_t top = hi / step * step;
+  if (top < step) top = step;
+  v = v / step * step;
+  return v < step ? step : v > top ? top : v;
+}
+
+/* The rule, fitted on tiled.avx2 with a 512 KiB L2 and an 8 MiB L3 share (no mask; txtune profile
+ * refines it per machine): block_k keys of packed K and V (block_k x (d_qk + d_v) floats) fill L2,
+ * at most 512 keys; block_q rows of scores, queries and accumulators (block_q x (block_k + d_qk +
+ * d_v) floats) take a quarter of L2 beside them, or half when a head's packed K/V exceeds half the
+ * L3 share (each query block then streams it from memory, and more rows pay off), at most 256
+ * rows. Unknown caches count as 512 KiB L2 and 8 MiB L3. Larger caches than the largest the rule
+ * has run on count as those (below). Neither block exceeds what the problem has; each is a
+ * multiple of its register block within the declared range (TILED_BLOCK_Q_MAX, TILED_BLOCK_K_MAX)
+ * whatever the caches. Figures: docs/measurements.md. */
 void tiled_default_blocks(const txattn_problem *p, const txattn_machine *m, int mr, int kw,
                           int64_t *br, int64_t *bc) {
-  const int64_t l2 = m && m->l2_bytes > 0 ? m->l2_bytes : 512 * 1024;
-  const int64_t l3 = m && m->l3_bytes > 0 ? m->l3_bytes : 8 * 1024 * 1024;
-  const int64_t width = (p->d_qk + p->d_v) * (int64_t)sizeof(float);
-  int64_t k = l2 / width, q;
-  if (k > 512) k = 512;
-  k = k < kw ? kw : k / kw * kw;
-  q = (p->n_kv * width > l3 / 2 ? l2 / 2 : l2 / 4) / ((k + p->d_qk + p->d_v) * 4);
-  q = q > 256 ? 256 : q < mr ? mr : q / mr * mr;
+  int64_t l2 = m && m->l2_bytes > 0 ? m->l2_bytes : TILED_RULE_L2_UNKNOWN;
+  int64_t l3 = m && m->l3_bytes > 0 ? m->l3_bytes : TILED_RULE_L3_UNKNOWN;
+  /* At most the largest measured: 1 MiB L2 (Zen 4; a 2 MiB Sapphire Rapids ran at 67-77% of its FMA
+     peak with 1 MiB tiles) and a 16 MiB L3 share (Zen 4 VM): bigger caches get those tiles. */
+  if (l2 > TILED_RULE_L2_MAX) l2 = TILED_RULE_L2_MAX;
+  if (l3 > TILED_RULE_L3_MAX) l3 = TILED_RULE_L3_MAX;
+  /* floats per key of packed K and V; d_qk, d_v <= INT64_MAX / 4 (the tensors' bytes fit) */
+  const int64_t width = p->d_qk + p->d_v;
+  const int64_t k = block_within(l2 / 4 / width, kw, TILED_RULE_BLOCK_K);
+  /* a head's packed K/V (n_kv x width x 4 bytes) beyond half the L3 share, without overflow */
+  const int64_t share = p->n_kv > l3 / 8 / width ? l2 / 2 : l2 / 4;
+  const int64_t q = block_within(share / 4 / (k + width), mr, TILED_RULE_BLOCK_Q);
   /* never more than the problem has: small problems keep a small workspace */
   int64_t blocks[2] = {q, k};
   tiled_fit_blocks(p, mr, kw, blocks);

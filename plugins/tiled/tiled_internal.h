@@ -149,7 +149,35 @@ double tiled_pairs_computed(const tiled_geom *g, const tiled_ops *ops);
 /* The fallback estimate's cost of one call (cost_pairs in plugin.h): the computed pairs plus
    TILED_ROW_COST_PAIRS a query row on the blocked path. */
 double tiled_cost_pairs(const tiled_geom *g, const tiled_ops *ops);
-/* Cache-derived default block sizes (see the rule in tiled_geom.c); m may be NULL. */
+/* The same for problem p and blocks br, bc; where their geometry does not fit (tiled_geom_init
+   fails: blocks of terabytes, which no workspace holds either), every pair plus the row cost, so
+   that the count is always finite and >= 0. */
+double tiled_problem_cost_pairs(const txattn_problem *p, const tiled_ops *ops, int64_t br,
+                                int64_t bc);
+/* The declared ranges of the tunables (tiled and tiled_omp kernels): block_q in [mr, this rounded
+   down to mr] in steps of mr, block_k in [kw, this rounded down to kw] in steps of kw. */
+#define TILED_BLOCK_Q_MAX 1024
+#define TILED_BLOCK_K_MAX 2048
+/* The default rule's inputs and bounds (tiled_geom.c): caches assumed when unknown, the largest
+   caches it sizes from, and its largest blocks (within the declared ranges). */
+#define TILED_RULE_L2_UNKNOWN (INT64_C(512) << 10)
+#define TILED_RULE_L3_UNKNOWN (INT64_C(8) << 20)
+#define TILED_RULE_L2_MAX     (INT64_C(1) << 20)
+#define TILED_RULE_L3_MAX     (INT64_C(16) << 20)
+#define TILED_RULE_BLOCK_Q    256
+#define TILED_RULE_BLOCK_K    512
+_Static_assert(TILED_RULE_BLOCK_Q <= TILED_BLOCK_Q_MAX && TILED_RULE_BLOCK_K <= TILED_BLOCK_K_MAX,
+               "the default rule's blocks must lie within the declared ranges");
+/* What `txtune topo` shows of the rule (the tunables' summaries). */
+#define TILED_BLOCK_Q_SUMMARY                                                                      \
+  "stacked query rows (all heads of a GQA group) per block; default: the block's scores, "         \
+  "queries and accumulators in a quarter of L2 (half when a head's packed K/V exceeds half the "   \
+  "L3 share), at most 256 rows, L2 counted as at most 1 MiB and the L3 share as at most 16 MiB"
+#define TILED_BLOCK_K_SUMMARY                                                                      \
+  "keys per packed K/V block; default: the largest block (block_k x (d_qk + d_v) floats) that "    \
+  "fits in L2 counted as at most 1 MiB (one K panel if none does), at most 512 keys"
+/* Cache-derived default block sizes (see the rule in tiled_geom.c); m may be NULL. Always a valid
+   value of each tunable (a multiple of mr, kw within the declared range), whatever m and p. */
 void tiled_default_blocks(const txattn_problem *p, const txattn_machine *m, int mr, int kw,
                           int64_t *br, int64_t *bc);
 /* fit_tunables (plugin.h, ABI 1.3) of the tiled kernels: blocks = {block_q, block_k}, each cut to

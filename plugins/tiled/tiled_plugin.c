@@ -32,12 +32,10 @@ static size_t tiled_workspace(const tiled_ops *ops, const txattn_problem *p,
          tiled_scratch_bytes(&g, ops, streams(&g));
 }
 
-/* -1 (unusable: the host then counts for itself) if the geometry does not fit. */
 static double tiled_pairs(const tiled_ops *ops, const txattn_problem *p, const int64_t *tunables) {
   int64_t br, bc;
-  tiled_geom g;
   blocks_of(ops, p, tunables, &br, &bc);
-  return tiled_geom_init(&g, p, NULL, ops, br, bc) ? tiled_cost_pairs(&g, ops) : -1.0;
+  return tiled_problem_cost_pairs(p, ops, br, bc);
 }
 
 static txattn_status tiled_run(const tiled_ops *ops, const txattn_kernel_call *call) {
@@ -80,15 +78,10 @@ static int tiled_applicable(const txattn_problem *p, const char **why) {
    block_k of the packed K panel's keys) and wrappers binding the ISA's ops table. */
 #define TILED_KERNEL(id, OPS, MR, KW)                                                              \
   static const txattn_tunable tiled_tunables_##id[] = {                                            \
-      {sizeof(txattn_tunable), "block_q",                                                          \
-       "stacked query rows (all heads of a GQA group) per block; default: the block's scores, "    \
-       "queries and accumulators in a quarter of L2 (half when a head's packed K/V exceeds half "  \
-       "the L3 share)",                                                                            \
-       MR, 1024 / (MR) * (MR), MR},                                                                \
-      {sizeof(txattn_tunable), "block_k",                                                          \
-       "keys per packed K/V block; default: the largest block (block_k x (d_qk + d_v) floats) "    \
-       "that fits in L2, at most 512 keys",                                                        \
-       KW, 2048 / (KW) * (KW), KW},                                                                \
+      {sizeof(txattn_tunable), "block_q", TILED_BLOCK_Q_SUMMARY, MR,                               \
+       TILED_BLOCK_Q_MAX / (MR) * (MR), MR},                                                       \
+      {sizeof(txattn_tunable), "block_k", TILED_BLOCK_K_SUMMARY, KW,                               \
+       TILED_BLOCK_K_MAX / (KW) * (KW), KW},                                                       \
   };                                                                                               \
   static size_t tiled_workspace_##id(const txattn_problem *p, int n_threads,                       \
                                      const int64_t *tunables) {                                    \

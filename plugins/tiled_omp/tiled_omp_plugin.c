@@ -25,12 +25,11 @@ static size_t tomp_workspace(const tiled_ops *ops, const txattn_problem *p, int 
 }
 
 /* The single-thread kernel's count: a split of the keys falls on key blocks, which hold whole K
-   panels, and every other mode runs whole query blocks; -1 if the geometry does not fit. */
+   panels, and every other mode runs whole query blocks. */
 static double tomp_pairs(const tiled_ops *ops, const txattn_problem *p, const int64_t *tunables) {
   int64_t br, bc;
-  tiled_geom g;
   blocks_of(ops, p, tunables, &br, &bc);
-  return tiled_geom_init(&g, p, NULL, ops, br, bc) ? tiled_cost_pairs(&g, ops) : -1.0;
+  return tiled_problem_cost_pairs(p, ops, br, bc);
 }
 
 static txattn_status tomp_run_call(const tiled_ops *ops, const txattn_kernel_call *call) {
@@ -75,10 +74,10 @@ static int tomp_applicable(const txattn_problem *p, const char **why) {
    table. */
 #define TOMP_KERNEL(id, OPS, MR, KW)                                                               \
   static const txattn_tunable tomp_tunables_##id[] = {                                             \
-      {sizeof(txattn_tunable), "block_q",                                                          \
-       "stacked query rows (all heads of a GQA group) per block", MR, 1024 / (MR) * (MR), MR},     \
-      {sizeof(txattn_tunable), "block_k", "keys per packed K/V block", KW, 2048 / (KW) * (KW),     \
-       KW},                                                                                        \
+      {sizeof(txattn_tunable), "block_q", TILED_BLOCK_Q_SUMMARY, MR,                               \
+       TILED_BLOCK_Q_MAX / (MR) * (MR), MR},                                                       \
+      {sizeof(txattn_tunable), "block_k", TILED_BLOCK_K_SUMMARY, KW,                               \
+       TILED_BLOCK_K_MAX / (KW) * (KW), KW},                                                       \
   };                                                                                               \
   static size_t tomp_workspace_##id(const txattn_problem *p, int n_threads,                        \
                                     const int64_t *tunables) {                                     \

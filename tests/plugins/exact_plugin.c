@@ -2,8 +2,10 @@
  * TEST_PLUGIN_NAME / TEST_KERNEL_NAME / TEST_KERNEL_ISA / TEST_APPLICABLE / TEST_SPEED_HINT, giving
  * the good plugin, its spare copy, the kernel for an ISA this CPU lacks, the picky kernel, the
  * duplicate, kernels that count their work (TEST_PAIRS_SCALE), one with an ABI 1.0 descriptor
- * (TEST_DESC_SIZE), kernels that fit a tunable to the problem (TEST_FIT, TEST_FIT_BAD), and one whose
- * calls take as long as a tunable says (TEST_SPIN). */
+ * (TEST_DESC_SIZE), kernels that fit a tunable to the problem (TEST_FIT, TEST_FIT_BAD), one whose
+ * calls take as long as a tunable says (TEST_SPIN), and broken ones the dispatcher must get past:
+ * a default outside its declared range (TEST_BAD_DEFAULT), a workspace no machine has
+ * (TEST_WORKSPACE), a run that fails (TEST_RUN_STATUS). */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <time.h>
 
@@ -88,6 +90,34 @@ static txattn_status test_spin_run(const txattn_kernel_call *call) {
   return st;
 }
 #define TEST_RUN          test_spin_run
+#elif defined(TEST_BAD_DEFAULT)
+/* One tunable whose default lies outside the kernel's own declared range: the host refuses it. */
+#define TEST_TUNABLE                                                                               \
+  { sizeof(txattn_tunable), TEST_BAD_DEFAULT_TUNABLE, "rows per block (ignored)", 1, 64, 1 }
+#define TEST_TUNABLE_INIT 1000
+#endif
+
+#ifdef TEST_WORKSPACE
+/* A workspace of TEST_WORKSPACE bytes, which the kernel never touches. */
+static size_t test_big_workspace(const txattn_problem *p, int n_threads, const int64_t *tunables) {
+  (void)p;
+  (void)n_threads;
+  (void)tunables;
+  return TEST_WORKSPACE;
+}
+#define TEST_WORKSPACE_FN test_big_workspace
+#else
+#define TEST_WORKSPACE_FN test_exact_workspace
+#endif
+
+#ifdef TEST_RUN_STATUS
+/* A run that fails with TEST_RUN_STATUS after writing a wrong value to the output, which the kernel
+   that stands in must overwrite. */
+static txattn_status test_failing_run(const txattn_kernel_call *call) {
+  call->tensors->o[0] = 1e30f;
+  return TEST_RUN_STATUS;
+}
+#define TEST_RUN test_failing_run
 #endif
 
 #ifdef TEST_TUNABLE
@@ -123,7 +153,7 @@ static const txattn_kernel_desc kernel = {
     .flags = TXATTN_KERNEL_THREADED | TXATTN_KERNEL_SPARSE,
     .speed_hint = TEST_SPEED_HINT,
     .applicable = TEST_APPLICABLE,
-    .workspace_size = test_exact_workspace,
+    .workspace_size = TEST_WORKSPACE_FN,
     .run = TEST_RUN,
     .n_tunables = TEST_N_TUNABLES,
     .tunables = TEST_TUNABLES,

@@ -63,11 +63,13 @@ void shape_describe(const struct shape *s, char *buf, size_t size) {
     snprintf(window, sizeof window, "(%s,%s)", l, r);
   }
   if (s->scale != 0.0f) snprintf(scale, sizeof scale, "%g", (double)s->scale);
-  snprintf(buf, size, "b%lld h%lld/%lld n%lldx%lld d%lld/%lld %s%s scale=%s x%g %s%s",
+  char extra[48] = "";
+  if (s->outlier != 0.0f) snprintf(extra, sizeof extra, " q,k[0]=%g", (double)s->outlier);
+  snprintf(buf, size, "b%lld h%lld/%lld n%lldx%lld d%lld/%lld %s%s scale=%s x%g%s%s %s%s",
            (long long)p.batch, (long long)p.heads_q, (long long)p.heads_kv, (long long)p.n_q,
            (long long)p.n_kv, (long long)p.d_qk, (long long)p.d_v, mask_name(s), window, scale,
-           (double)(s->amplitude != 0.0f ? s->amplitude : 1.0f), layout_name(s->layout),
-           poisons[s->poison]);
+           (double)(s->amplitude != 0.0f ? s->amplitude : 1.0f), s->fractional ? " real" : "",
+           extra, layout_name(s->layout), poisons[s->poison]);
 }
 
 static void tensor_layout(struct tensor *t, enum layout_kind kind) {
@@ -122,7 +124,8 @@ static uint64_t next_random(uint64_t *state) { /* splitmix64 */
 }
 
 /* Fills the strided tensor and its contiguous copy with the same values. */
-static float *fill_input(struct tensor *t, float amplitude, uint64_t *state) {
+static float *fill_input(struct tensor *t, float amplitude, int fractional, float outlier,
+                         uint64_t *state) {
   float *dense = malloc((size_t)(t->batch * t->heads * t->rows * t->dim) * sizeof *dense);
   cr_assert(dense != NULL, "out of memory for a test tensor");
   size_t x = 0;
@@ -132,7 +135,8 @@ static float *fill_input(struct tensor *t, float amplitude, uint64_t *state) {
         for (int64_t c = 0; c < t->dim; c++) {
           double u = (double)(next_random(state) >> 40) / (double)(1u << 24); /* [0, 1) */
           float value = (float)((2.0 * u - 1.0) * amplitude);
-          if (amplitude > 1.0f) value = rintf(value);
+          if (amplitude > 1.0f && !fractional) value = rintf(value);
+          if (outlier != 0.0f && c == 0) value = outlier;
           t->data[offset(t, b, h, i, c)] = value;
           dense[x++] = value;
         }
@@ -183,13 +187,6 @@ static void plant_poison(struct attn_case *c) {
   }
 }
 
-static double finite_max_abs(const float *x, size_t n) {
-  double m = 0.0;
-  for (size_t i = 0; i < n; i++)
-    if (isfinite(x[i]) && fabs((double)x[i]) > m) m = fabs((double)x[i]);
-  return m;
-}
-
 void case_init(struct attn_case *c, const struct shape *s, uint64_t seed) {
   const txattn_problem *p = &c->full;
   int mixed = s->layout == LAYOUT_MIXED;
@@ -207,14 +204,42 @@ void case_init(struct attn_case *c, const struct shape *s, uint64_t seed) {
                CASE_OUTPUT_SENTINEL);
   uint64_t state = seed;
   float amplitude = s->amplitude != 0.0f ? s->amplitude : 1.0f;
-  c->q_dense = fill_input(&c->q, amplitude, &state);
-  c->k_dense = fill_input(&c->k, amplitude, &state);
-  c->v_dense = fill_input(&c->v, amplitude, &state);
+  c->q_dense = fill_input(&c->q, amplitude, s->fractional, s->outlier, &state);
+  c->k_dense = fill_input(&c->k, amplitude, s->fractional, s->outlier, &state);
+  c->v_dense = fill_input(&c->v, amplitude, s->fractional, 0.0f, &state);
   c->o_ref = malloc((size_t)(p->batch * p->heads_q * p->n_q * p->d_v) * sizeof *c->o_ref);
   cr_assert(c->o_ref != NULL, "out of memory for a test tensor");
   plant_poison(c);
-  c->tolerance = TXATTN_EXACT_TOLERANCE *
-                 finite_max_abs(c->v_dense, (size_t)(p->batch * p->heads_kv * p->n_kv * p->d_v));
+  txattn_tensors dense = case_dense_tensors(c);
+  txattn_status st = txattn_error_bound(&c->problem, &dense, &c->tolerance);
+  cr_assert_eq(st, TXATTN_OK, "txattn_error_bound failed: %s: %s", txattn_status_name(st),
+               txattn_last_error());
+}
+
+void case_bound_inputs(struct attn_case *c) {
+  txattn_tensors t = case_tensors(c);
+  txattn_status st = txattn_error_bound(&c->problem, &t, &c->tolerance);
+  cr_assert_eq(st, TXATTN_OK, "txattn_error_bound failed: %s: %s", txattn_status_name(st),
+               txattn_last_error());
+}
+
+double case_logit_scale(const struct attn_case *c) {
+  const txattn_problem *p = &c->full;
+  double l = 0.0;
+  for (int64_t b = 0; b < p->batch; b++)
+    for (int64_t h = 0; h < p->heads_q; h++)
+      for (int64_t i = 0; i < p->n_q; i++)
+        for (int64_t j = 0; j < p->n_kv; j++) {
+          if (!oracle_visible(p, i, j)) continue;
+          const float *q = c->q_dense + ((b * p->heads_q + h) * p->n_q + i) * p->d_qk;
+          const float *k =
+              c->k_dense +
+              ((b * p->heads_kv + h / (p->heads_q / p->heads_kv)) * p->n_kv + j) * p->d_qk;
+          double sum = 0.0;
+          for (int64_t x = 0; x < p->d_qk; x++) sum += fabs((double)q[x] * (double)k[x]);
+          if (sum > l) l = sum;
+        }
+  return fabs((double)p->scale) * l;
 }
 
 void case_free(struct attn_case *c) {

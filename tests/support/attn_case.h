@@ -41,6 +41,12 @@ struct shape {
   float amplitude;
   enum layout_kind layout;
   enum poison_kind poison;
+  /* 1: amplitudes above 1 keep their fractions, so the fp32 scores round (large logits, judged by
+     txattn_error_bound rather than the plain tolerance) */
+  int fractional;
+  /* not 0: channel 0 of every q and k row is this value, as in models with an outlier channel; every
+     score then carries a large common term whose rounding differs per key */
+  float outlier;
 };
 
 struct tensor {
@@ -57,7 +63,8 @@ struct attn_case {
   txattn_problem full;    /* every default filled in, by the test's own reading of txattn.h */
   struct tensor q, k, v, o;
   float *q_dense, *k_dense, *v_dense, *o_ref;
-  double tolerance; /* TXATTN_EXACT_TOLERANCE * max|V| over the finite values of V */
+  double tolerance; /* txattn_error_bound of the inputs: TXATTN_EXACT_TOLERANCE * max|V| unless
+                       the logits are large */
   int64_t poison_b, poison_h, poison_i, poison_c; /* h is a kv head for POISON_K and POISON_V */
 };
 
@@ -74,6 +81,11 @@ txattn_tensors case_tensors(const struct attn_case *c); /* strided inputs, outpu
 txattn_tensors case_kernel_tensors(const struct attn_case *c);
 txattn_tensors case_dense_tensors(const struct attn_case *c); /* contiguous copies, output o_ref */
 void case_clear_output(struct attn_case *c);                  /* o := CASE_OUTPUT_SENTINEL */
+/* tolerance := txattn_error_bound of the strided inputs, after a test changed them. */
+void case_bound_inputs(struct attn_case *c);
+/* L of txattn.h's bound, |scale| * max over visible pairs of sum_c |q_c k_c|, worked out here from
+   the contiguous copies (NaN products left out). */
+double case_logit_scale(const struct attn_case *c);
 /* Runs txattn_reference on the contiguous copies into o_ref (asserts it succeeds). */
 void case_run_reference(struct attn_case *c);
 /* A hash of every input buffer, gaps included: a kernel must not write to its inputs. */

@@ -14,6 +14,10 @@ void test_env_clean(void) {
   static const char *vars[] = {"TXATTN_PLUGIN_PATH", "TXATTN_FORCE_KERNEL", "TXATTN_MAX_ISA",
                                "TXATTN_TABLE",       "TXATTN_VERBOSE",      "TXATTN_CACHES"};
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
+  /* The one variable the suite passes on: an ISA cap for a whole run, so that CI can run the
+     kernel battery as a CPU without AVX-512 (or AVX2) would. */
+  const char *cap = getenv("TXATTN_TEST_MAX_ISA");
+  if (cap && cap[0]) setenv("TXATTN_MAX_ISA", cap, 1);
   /* The default dispatch table lives under $XDG_CACHE_HOME (else ~/.cache): point both at a place
      with no table, so a developer's own profile cannot steer the tests. */
   setenv("XDG_CACHE_HOME", "/nonexistent/txattn-tests", 1);
@@ -29,6 +33,24 @@ void test_check_leaks(void) {
 #endif
 }
 
+/* TXATTN_MAX_ISA's order; neon ranks with avx2 (above scalar, as the cap treats it). */
+static int isa_rank(const char *isa) {
+  return strcmp(isa, "scalar") == 0 ? 0 : strcmp(isa, "avx512") == 0 ? 2 : 1;
+}
+
+/* Under TXATTN_TEST_MAX_ISA (while a test has not set a cap of its own), no kernel above the cap
+   may be usable: else a capped CI run would test nothing new. */
+static void expect_test_cap(const txattn_context *ctx) {
+  const char *cap = getenv("TXATTN_TEST_MAX_ISA"), *set = getenv("TXATTN_MAX_ISA");
+  if (!cap || !cap[0] || !set || strcmp(cap, set) != 0) return;
+  for (size_t i = 0; i < txattn_kernel_count(ctx); i++) {
+    txattn_kernel_info k;
+    if (txattn_kernel_get(ctx, i, &k) != TXATTN_OK || !k.usable) continue;
+    cr_assert(isa_rank(k.isa) <= isa_rank(cap), "TXATTN_TEST_MAX_ISA=%s leaves %s usable", cap,
+              k.name);
+  }
+}
+
 txattn_context *test_context_at(const char *plugin_path, int n_threads) {
   txattn_options opts = {.plugin_path = plugin_path, .table_path = "", .n_threads = n_threads};
   txattn_context *ctx = NULL;
@@ -36,6 +58,7 @@ txattn_context *test_context_at(const char *plugin_path, int n_threads) {
   cr_assert_eq(s, TXATTN_OK, "txattn_context_create(plugin_path=%s): %s: %s",
                plugin_path ? plugin_path : "NULL", txattn_status_name(s), txattn_last_error());
   cr_assert(ctx != NULL, "txattn_context_create returned OK and no context");
+  expect_test_cap(ctx);
   return ctx;
 }
 

@@ -9,7 +9,9 @@
 #define TEST_MAX_KERNELS 64
 
 /* Criterion suite .init: clears every TXATTN_* variable a developer's shell might export, so each
-   test starts from the defaults and sets only what it tests. */
+   test starts from the defaults and sets only what it tests. Then TXATTN_TEST_MAX_ISA, when set,
+   becomes TXATTN_MAX_ISA: CI runs the suites that hold under any ISA (kernels) with each lower cap.
+   Suites that compare the usable kernels with the CPU (dispatch) fail under a cap by design. */
 void test_env_clean(void);
 /* Criterion suite .fini: in sanitizer builds, a leak in the test's process aborts it in teardown,
    since Criterion would otherwise count the test as passed and the leak report would scroll by
