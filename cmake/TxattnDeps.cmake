@@ -3,7 +3,7 @@ find_package(Threads REQUIRED)
 find_package(OpenMP REQUIRED COMPONENTS C)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc)
-# jansson parses and writes the dispatch table (core/dispatch_table.md): strict JSON with line:column
+# jansson parses and writes the dispatch table (docs/dispatch_table.md): strict JSON with line:column
 # in its errors. libjansson-dev.
 pkg_check_modules(JANSSON REQUIRED IMPORTED_TARGET jansson)
 

@@ -1,4 +1,4 @@
-/* Reading a dispatch table file (core/dispatch_table.md describes the format). jansson parses the
+/* Reading a dispatch table file (docs/dispatch_table.md describes the format). jansson parses the
  * JSON, so syntax errors come with line:column; then every field is checked for its type and range
  * and the first bad one is reported with its JSON path ("classes[2].points[0].n"). Values go
  * through the same builders as txattn_table_add_* (table_model.c), and the regions in the file must

@@ -1,4 +1,4 @@
-/* Writing a dispatch table: the model as JSON (core/dispatch_table.md), laid out for people (a
+/* Writing a dispatch table: the model as JSON (docs/dispatch_table.md), laid out for people (a
  * value that fits in a line stays on one line, so each candidate is one line), and written
  * atomically: a temporary file beside the target, fsync, rename over it, fsync of the directory.
  * A reader therefore sees the old table or the new one, never a part of one, even when the

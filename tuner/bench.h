@@ -73,7 +73,7 @@ extern const tx_bench_env_var tx_bench_env[TX_BENCH_N_ENV];
 
 /* The object `txtune bench --json` prints for a single problem. */
 void tx_bench_json_single(tx_json *j, const tx_bench_setup *s, const tx_bench_point *pt);
-/* The sweep document (tuner/bench_sweep.md): machine, settings, and every point. */
+/* The sweep document (docs/bench_sweep.md): machine, settings, and every point. */
 void tx_bench_json_sweep(tx_json *j, const tx_bench_setup *s, const txattn_context *ctx,
                          const tx_bench_point *pts, size_t n_pts);
 

@@ -75,7 +75,7 @@ static const char about[] =
     "window points). More than one problem makes a sweep: one table per problem, then per mask\n"
     "kind each kernel's fitted log-log slope of time against n (about 2 for dense kernels, 1\n"
     "for windowed ones) and where the fastest kernel changes. With --json or -o the sweep is\n"
-    "one JSON document, format \"" TX_SWEEP_FORMAT "\" (see tuner/bench_sweep.md): the machine,\n"
+    "one JSON document, format \"" TX_SWEEP_FORMAT "\" (see docs/bench_sweep.md): the machine,\n"
     "the settings and per problem the same object a single --json run prints. `txtune plot\n"
     "--from FILE` draws it.\n"
     "\n"

@@ -2,7 +2,7 @@
  * `txtune profile` writes and libtxattn's dispatcher follows.
  *
  * The file format ("txtune-dispatch-table", format_version 2, JSON) is documented in
- * core/dispatch_table.md. A table holds a header (library version, the machine's fingerprint, each
+ * docs/dispatch_table.md. A table holds a header (library version, the machine's fingerprint, each
  * plugin's name, version and build) and, per class of problems, the measured points (every exact
  * candidate's time; the winner first, the others fastest first), the regions derived from them and the candidates excluded
  * as inexact.

@@ -53,7 +53,7 @@ void tc_pick(txattn_context *ctx, const txattn_problem *p, char *kernel, size_t 
 /* What the dispatch table's rule picks at (n, r) in class cls of t: the smallest time interpolated
    in (log n, log r) from each kernel's fastest entry at the surrounding measured points, among the
    kernels that win one of those points if any of them was measured at all of them, else among the
-   others. Written from the rule in core/dispatch_table.md, not from the library's code. "" if
+   others. Written from the rule in docs/dispatch_table.md, not from the library's code. "" if
    none. */
 void tc_expected(const txattn_table *t, size_t cls, int64_t n, int64_t r, char *kernel,
                  size_t size);
