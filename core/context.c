@@ -5,8 +5,8 @@
 #include "context.h"
 #include "error.h"
 #include "log.h"
-#include "machine.h"
-#include "table_context.h"
+#include "machine/machine.h"
+#include "table/table_context.h"
 
 static void destroy(txattn_context *ctx) {
   txattn__plan_cache_destroy(&ctx->cache);
@@ -73,6 +73,13 @@ static int have_ctx(const txattn_context *ctx, const char *fn) {
   return ctx != NULL;
 }
 
+txattn_status txattn_context_machine(const txattn_context *ctx, txattn_machine_info *out) {
+  TXATTN_RETURN_IF(ctx == NULL || out == NULL, TXATTN_E_INVALID,
+                   "txattn_context_machine: %s is NULL", ctx == NULL ? "ctx" : "out");
+  *out = ctx->machine_info;
+  return txattn__ok();
+}
+
 int txattn_context_threads(const txattn_context *ctx) {
   return have_ctx(ctx, "txattn_context_threads") ? ctx->n_threads : 0;
 }
@@ -107,7 +114,7 @@ txattn_status txattn_kernel_get(const txattn_context *ctx, size_t i, txattn_kern
       .path = pl->path,
       .usable = k->usable,
       .why_unusable = k->why_unusable,
-      .isa = txattn__isa_name(k->desc->isa),
+      .isa = txattn_isa_name(k->desc->isa),
       .flags = k->desc->flags,
       .plugin_version = pl->desc->version,
       .plugin_build = pl->build,

@@ -14,7 +14,7 @@
 #include "error.h"
 #include "log.h"
 #include "problem.h"
-#include "table_context.h"
+#include "table/table_lookup.h"
 
 static const txattn__kernel *find(const txattn_context *ctx, const char *name) {
   for (size_t i = 0; i < ctx->reg.n_kernels; i++)

@@ -2,8 +2,8 @@
  * hash, and it need not be one: it tells builds apart (a rebuilt or upgraded plugin), it defends
  * against no one, since whoever can replace a plugin file runs code in every process loading it.
  *
- * Byte-wise FNV-1a chains one 64-bit multiplication per byte (~1.4 ns/byte: half a millisecond for
- * the bundled plugins, at every context creation). So the FNV-1a step runs on 64-bit words (host
+ * Byte-wise FNV-1a chains one 64-bit multiplication per byte, too slow to run over every plugin at
+ * every context creation (docs/measurements.md). So the FNV-1a step runs on 64-bit words (host
  * byte order) in four interleaved lanes whose multiplications overlap; the tail bytes, the length
  * and the four lanes are then folded in byte-wise. Each step is a bijection of the lane state, so
  * any single changed word changes the result. Written "fnv1a64x4:<16 hex digits>". */

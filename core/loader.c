@@ -25,6 +25,7 @@
 #include "loader.h"
 #include "log.h"
 #include "plugin_check.h"
+#include "plugin_path.h"
 
 /* Makes room for one more element of size elem in *arr. 0 when out of memory. */
 static int grow(void **arr, size_t *cap, size_t n, size_t elem) {

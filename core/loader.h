@@ -4,7 +4,7 @@
 
 #include <sys/types.h>
 
-#include "cpu.h"
+#include "machine/cpu.h"
 #include "file_hash.h"
 #include "txattn/plugin.h"
 
@@ -40,12 +40,6 @@ typedef struct txattn__registry {
   char *search_path; /* the directories searched, for messages */
   txattn__isa_state isa;
 } txattn__registry;
-
-/* The plugin search path: explicit if non-NULL, else $TXATTN_PLUGIN_PATH (read with secure_getenv;
-   set but empty counts as unset), else the directory "txattn/plugins" beside libtxattn.so if it
-   exists (the build tree and any install prefix), else the compiled-in install directory. malloc'd;
-   NULL if out of memory. */
-char *txattn__plugin_path(const char *explicit_path);
 
 /* Loads every acceptable plugin of the path; skipped files and directories are recorded with a
    reason. Fails only when out of memory (reg is then still safe to free). */

@@ -12,6 +12,7 @@
 #include "error.h"
 #include "log.h"
 #include "plan.h"
+#include "plan_tuned.h"
 #include "plugin_check.h"
 #include "problem.h"
 #include "tensors.h"

@@ -48,9 +48,4 @@ txattn_status txattn__plan_make(txattn_context *ctx, const txattn_problem *r, co
 /* Runs plan on tensors checked against its problem (txattn__tensors_check): every failure is the
    kernel's (its run() or its workspace). */
 txattn_status txattn__plan_run(const txattn_plan *plan, const txattn_tensors *x);
-/* Checks ov against d's declared tunables (E_INVALID naming the bad one) and writes its values
-   into values (d's declared order). */
-txattn_status txattn__tunables_override(const txattn_kernel_desc *d, int64_t *values,
-                                        const txattn__tunable_override *ov);
-
 #endif

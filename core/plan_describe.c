@@ -33,8 +33,7 @@ static void put_side(out *o, int64_t w) {
 }
 
 static void put_mask(out *o, const txattn_problem *p) {
-  static const char *const names[] = {"none", "causal", "window"};
-  put(o, " mask=%s", names[p->mask]);
+  put(o, " mask=%s", txattn_mask_name(p->mask));
   if (p->mask != TXATTN_MASK_WINDOW) return;
   put(o, "(");
   put_side(o, p->window_left);

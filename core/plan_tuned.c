@@ -7,6 +7,7 @@
 #include "context.h"
 #include "error.h"
 #include "plan.h"
+#include "plan_tuned.h"
 #include "plugin_check.h"
 
 /* "block_q, block_k", or "none" */

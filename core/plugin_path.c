@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "loader.h"
+#include "plugin_path.h"
 
 static const char anchor = 0; /* any address inside libtxattn.so tells dladdr which file we are */
 

@@ -5,14 +5,11 @@
  * kernel as transparent huge pages (where the kernel offers them: /sys/kernel/mm/
  * transparent_hugepage/enabled "always" or "madvise"). Why: a tiled kernel keeps a packed K/V
  * block of up to half of L2 and its scores beside it, and on 4 KiB pages where those land in the
- * physically indexed L2 depends on which pages the allocator recycled: in `txtune profile`
- * (which makes and frees thousands of plans) tiled.avx2 at n 512, d 64, block_k 512 took 1.06-1.23
- * ms at 8 of 15 points of three runs against 0.83 ms at the others and in a fresh process; with
- * huge pages from 256 KiB on, 0.82-0.86 ms at 13 of 15 (two at 1.06-1.09 ms; from 64 KiB on, 14
- * of 15). A huge page is contiguous, so the blocks' cache sets are the same wherever the block
- * lands. What still varies is not found yet (the tensors on huge pages as well: 12 of 15). The
- * cost: a block takes whole 2 MiB pages (a workspace of 300 KiB, 2 MiB), once per plan and
- * thread. */
+ * physically indexed L2 depends on which pages the allocator recycled, so the same plan's time
+ * varied from process to process and within a profile; a huge page is contiguous, so the blocks'
+ * cache sets are the same wherever the block lands, which removed most of that variation
+ * (docs/measurements.md). The cost: a block takes whole 2 MiB pages (a workspace of 300 KiB,
+ * 2 MiB), once per plan and thread. */
 #define _DEFAULT_SOURCE /* madvise's MADV_HUGEPAGE (Linux) */
 #include <pthread.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
 /* Internal: reusable kernel workspaces for one plan. Many threads may execute one plan at once,
  * each needing its own workspace; a free list keeps one per concurrent caller, so after warm-up no
- * call allocates (fresh pages cost ~12 us per 4 KiB to touch). */
+ * call allocates or touches fresh pages (docs/measurements.md). */
 #ifndef TXATTN_CORE_WORKSPACE_H
 #define TXATTN_CORE_WORKSPACE_H
 

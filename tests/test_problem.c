@@ -1,5 +1,5 @@
 /* The small public helpers: problem defaults, visible-pair counts, txattn_visible_range of
- * plugin.h, versions, status names and the last-error string. */
+ * plugin.h, versions, status, ISA and mask names and the last-error string. */
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -182,6 +182,22 @@ Test(problem, every_status_has_its_name) {
   }
   const char *unknown = txattn_status_name((txattn_status)99);
   cr_expect(unknown != NULL && unknown[0] != '\0', "an unknown status still gets a printable name");
+}
+
+/* The names txtune, the table file and txattn_kernel_info spell, and "unknown" (never NULL) past
+   the enums. */
+Test(problem, every_isa_and_mask_has_its_name) {
+  static const char *isas[] = {"scalar", "avx2", "avx512", "neon"};
+  static const char *masks[] = {"none", "causal", "window"};
+  cr_assert_eq(TXATTN_ISA_COUNT_, 4, "a new ISA needs its name here and in core/names.c");
+  for (int i = 0; i < TXATTN_ISA_COUNT_; i++)
+    cr_expect_str_eq(txattn_isa_name((txattn_isa)i), isas[i]);
+  for (int m = TXATTN_MASK_NONE; m <= TXATTN_MASK_WINDOW; m++)
+    cr_expect_str_eq(txattn_mask_name((txattn_mask)m), masks[m]);
+  cr_expect_str_eq(txattn_isa_name(TXATTN_ISA_COUNT_), "unknown");
+  cr_expect_str_eq(txattn_isa_name((txattn_isa)-1), "unknown");
+  cr_expect_str_eq(txattn_mask_name((txattn_mask)(TXATTN_MASK_WINDOW + 1)), "unknown");
+  cr_expect_str_eq(txattn_mask_name((txattn_mask)-1), "unknown");
 }
 
 static void *last_error_of_new_thread(void *arg) {

@@ -1,6 +1,6 @@
-/* txtune profile's choice of a point's winner (tuner/profile_measure.c, prof_choose): the fastest,
-   or among the candidates within the noise of it the preferred one. The rule is what makes two
-   profiles in a row agree, so each part of it is pinned here on made-up timings. Which kernels
+/* txtune profile's choice of a point's winner (tuner/profile/profile_measure.c, prof_choose): the
+   fastest, or among the candidates within the noise of it the preferred one. The rule is what makes
+   two profiles in a row agree, so each part of it is pinned here on made-up timings. Which kernels
    are a point's candidates (prof_candidates), on the build tree's plugins. And what the timing
    (prof_time) does with a candidate it pruned close to the leader, on a test kernel whose calls
    take as long as its tunable says. */

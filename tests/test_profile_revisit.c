@@ -1,7 +1,7 @@
-/* txtune profile's close calls timed again later (tuner/profile_revisit.c): how a visited point is
-   settled. A visit comes seconds after the point, at another speed of the host; the contenders'
-   times must stay comparable with those of the candidates that were timed only at the point. The
-   visits' times are made up here (no plans: the settling is what is pinned). */
+/* txtune profile's close calls timed again later (tuner/profile/profile_revisit.c): how a visited
+   point is settled. A visit comes seconds after the point, at another speed of the host; the
+   contenders' times must stay comparable with those of the candidates that were timed only at the
+   point. The visits' times are made up here (no plans: the settling is what is pinned). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -167,7 +167,7 @@ static struct output txtune(const char *args) {
 
 static const char *const level_names[3] = {"l1d", "l2", "l3"};
 
-/* Sizes as txtune topo prints them (tuner/cmd_topo.c size_text). */
+/* Sizes as txtune topo prints them (tuner/inspect/cmd_topo.c size_text). */
 static const char *size_text(int64_t bytes, char *buf, size_t size) {
   if (bytes <= 0)
     snprintf(buf, size, "-");

@@ -1,5 +1,5 @@
 /* txtune: the command-line face of libtxattn. main() only dispatches; each subcommand lives in its
-   own cmd_<name>.c and parses its own options. */
+   own cmd_<name>.c (in inspect/, profile/, bench/ or quality/) and parses its own options. */
 #include <stdio.h>
 #include <string.h>
 
@@ -45,7 +45,7 @@ static void usage(FILE *f) {
              "\nExact scaled-dot-product attention: inspect, verify and time the kernels of "
              "libtxattn.\n\nCommands:\n");
   for (int i = 0; i < N_COMMANDS; i++)
-    fprintf(f, "  %-8s%s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "  %-10s%s\n", commands[i].name, commands[i].summary);
   fprintf(f, "\nExit status: 0 ok, 1 a check or run failed, 2 usage error.\n");
 }
 

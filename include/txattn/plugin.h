@@ -1,4 +1,4 @@
-/* txattn plugin ABI, version 1: how a shared object adds attention kernels to libtxattn.
+/* txattn plugin ABI, version 1.3: how a shared object adds attention kernels to libtxattn.
  *
  * A plugin is a shared object that exports one symbol, `txattn_plugin_entry` (TXATTN_PLUGIN_ENTRY_SYMBOL):
  *
@@ -9,8 +9,20 @@
  * plugin from another ABI is skipped with a reason, never fatal), validates every field, refuses duplicate
  * kernel names and checks each kernel's ISA against cpuid and the OS-enabled register state before it
  * calls anything in the kernel. Descriptors are const data that must live as long as the plugin is
- * loaded; every struct starts with struct_size so later ABI minor additions can append fields: the host
- * reads only the fields the plugin's struct_size covers.
+ * loaded; every struct starts with struct_size so a minor version can append fields: the host reads
+ * only the fields the plugin's struct_size covers.
+ *
+ * Versions. TXATTN_PLUGIN_ABI_VERSION is the major version: host and plugin must agree on it both
+ * ways. TXATTN_PLUGIN_ABI_MINOR is the newest minor version this header describes; each minor
+ * version appends optional fields to txattn_kernel_desc, which the host reads only where the
+ * descriptor's struct_size covers them (TXATTN_KERNEL_DESC_HAS), so a plugin built against an older
+ * header keeps loading. A plugin that must also build against older headers tests
+ * `#if TXATTN_PLUGIN_ABI_MINOR >= 3`. The minor versions added (docs/plugins.md has the log with commits and dates):
+ *   1.0  txattn_plugin_entry, TXATTN_PLUGIN_DEFINE, txattn_plugin_desc; txattn_kernel_desc from
+ *        struct_size to default_tunables; txattn_tunable, txattn_machine, txattn_kernel_call.
+ *   1.1  txattn_kernel_desc.cost_pairs; TXATTN_KERNEL_DESC_MIN_SIZE and TXATTN_KERNEL_DESC_HAS.
+ *   1.2  txattn_kernel_desc.one_thread_same_as.
+ *   1.3  txattn_kernel_desc.fit_tunables.
  *
  * Writing a plugin (see plugins/naive for a complete one):
  *   - build it with -fvisibility=hidden and export only the entry, e.g. with TXATTN_PLUGIN_DEFINE(desc);
@@ -35,7 +47,8 @@
 extern "C" {
 #endif
 
-#define TXATTN_PLUGIN_ABI_VERSION  1u
+#define TXATTN_PLUGIN_ABI_VERSION  1u /* major: host and plugin agree on it both ways */
+#define TXATTN_PLUGIN_ABI_MINOR    3u /* the newest minor version this header describes */
 #define TXATTN_PLUGIN_ENTRY_SYMBOL "txattn_plugin_entry"
 
 /* The instruction set a kernel needs. The host checks cpuid and XGETBV (x86) or HWCAP (arm64). */
@@ -46,6 +59,10 @@ typedef enum txattn_isa {
   TXATTN_ISA_NEON = 3,   /* arm64: Advanced SIMD (ASIMD) */
   TXATTN_ISA_COUNT_ = 4
 } txattn_isa;
+/* "scalar", "avx2", "avx512", "neon" (as in kernel names and txattn_kernel_info.isa); "unknown"
+   for a value outside the enum, never NULL. The library implements it, for programs and txtune: a
+   plugin links nothing of the library and must not call it. */
+TXATTN_API const char *txattn_isa_name(txattn_isa isa);
 
 /* Kernel capability flags */
 #define TXATTN_KERNEL_THREADED   (1u << 0) /* uses up to call->n_threads threads */
@@ -96,34 +113,32 @@ typedef struct txattn_kernel_desc {
   size_t n_tunables;
   const txattn_tunable *tunables;
   void (*default_tunables)(const txattn_problem *p, const txattn_machine *m, int64_t *values);
-  /* ---- ABI 1.1: the host reads this only when struct_size covers it (TXATTN_KERNEL_DESC_HAS) ---- */
-  /* Optional: what one call costs for p with these tunables, in score pairs: the (query, key) pairs
-     it computes, counting the padding of its blocks (a tiled kernel computes whole blocks at a
-     window's edge), plus its fixed per-row work (packing, rescaling, writing rows) counted as the
+  /* (1.1) Optional: what one call costs for p with these tunables, in score pairs: the (query, key)
+     pairs it computes, counting the padding of its blocks (a tiled kernel computes whole blocks at
+     a window's edge), plus its fixed per-row work (packing, rescaling, writing rows) counted as the
      pairs that would take as long. Used only by the fallback estimate:
      time = 2 (d_qk + d_v) cost_pairs / (speed_hint 1e9 threads). NULL: the visible pairs for
      TXATTN_KERNEL_SPARSE kernels, all batch heads_q n_q n_kv pairs otherwise. */
   double (*cost_pairs)(const txattn_problem *p, const int64_t *tunables);
-  /* ---- ABI 1.2 (TXATTN_KERNEL_DESC_HAS(desc, one_thread_same_as)) ---- */
-  /* Optional, for a TXATTN_KERNEL_THREADED kernel: the name of the kernel whose loop this one runs
-     on one thread (the single-thread kernel it splits across threads), bit for bit its results.
-     txtune does not time this kernel on one thread where that one is loaded, usable and applicable:
-     two names for one loop only split their ties on noise, and the profile's time goes to the
-     kernels that differ. NULL: none. */
+  /* (1.2) Optional, for a TXATTN_KERNEL_THREADED kernel: the name of the kernel whose loop this one
+     runs on one thread (the single-thread kernel it splits across threads), bit for bit its
+     results. txtune does not time this kernel on one thread where that one is loaded, usable and
+     applicable: two names for one loop only split their ties on noise, and the profile's time goes
+     to the kernels that differ. NULL: none. */
   const char *one_thread_same_as;
-  /* ---- ABI 1.3 (TXATTN_KERNEL_DESC_HAS(desc, fit_tunables)) ---- */
-  /* Optional, for a kernel with tunables: cuts values (n_tunables of them, each within its declared
-     range) in place to the smallest that make the same call for p, bit for bit: a key block longer
-     than p's keys is one block of all the keys, as long as the keys are. The host passes every
-     plan's tunables through it (defaults, a table's and a caller's alike), so a plan reports the
-     tiles it runs, sizes its workspace for them, and two settings that compute the same thing are
-     one (txtune does not time a tile twice where the problem makes two tiles one). A fitted value
-     must stay within the declared range and be no larger than the one given: the host refuses the
-     plan (TXATTN_E_PLUGIN) otherwise. NULL: the values as given. */
+  /* (1.3) Optional, for a kernel with tunables: cuts values (n_tunables of them, each within its
+     declared range) in place to the smallest that make the same call for p, bit for bit: a key
+     block longer than p's keys is one block of all the keys, as long as the keys are. The host
+     passes every plan's tunables through it (defaults, a table's and a caller's alike), so a plan
+     reports the tiles it runs, sizes its workspace for them, and two settings that compute the same
+     thing are one (txtune does not time a tile twice where the problem makes two tiles one). A
+     fitted value must stay within the declared range and be no larger than the one given: the host
+     refuses the plan (TXATTN_E_PLUGIN) otherwise. NULL: the values as given. */
   void (*fit_tunables)(const txattn_problem *p, int64_t *values);
 } txattn_kernel_desc;
 
-/* The smallest struct_size of a kernel descriptor (ABI 1.0), and whether desc carries `field`. */
+/* The smallest struct_size of a kernel descriptor (ABI 1.0), and whether desc carries `field` (the
+   host reads a field of 1.1 or later only when it does). */
 #define TXATTN_KERNEL_DESC_MIN_SIZE                                                                \
   (offsetof(txattn_kernel_desc, default_tunables) + sizeof(void (*)(void)))
 #define TXATTN_KERNEL_DESC_HAS(desc, field)                                                        \

@@ -76,6 +76,9 @@ typedef enum txattn_mask {
   TXATTN_MASK_CAUSAL = 1,
   TXATTN_MASK_WINDOW = 2,
 } txattn_mask;
+/* "none", "causal", "window" (as txtune and the dispatch table file spell them); "unknown" for a
+   value outside the enum, never NULL. */
+TXATTN_API const char *txattn_mask_name(txattn_mask mask);
 #define TXATTN_UNBOUNDED INT64_C(-1)
 
 typedef struct txattn_problem {      /* zero-initialised fields take the defaults in brackets */
@@ -105,7 +108,6 @@ typedef struct txattn_options {
   const char *plugin_path;
   const char *table_path; /* dispatch table; NULL: $TXATTN_TABLE, else the default; "": none */
   int n_threads;          /* 0: every CPU this process may run on */
-  /* additions */
   /* cache sizes "l1d=48K,l2=1M,l3=32M" (any subset) instead of what hwloc reports (checked for
      plausibility); NULL: $TXATTN_CACHES; "": no override */
   const char *caches;
@@ -124,8 +126,7 @@ typedef struct txattn_kernel_info {
   const char *summary, *plugin, *path;
   int usable; /* 0 when this CPU/OS lacks what it needs */
   const char *why_unusable;
-  /* additions */
-  const char *isa;            /* "scalar", "avx2", "avx512", "neon" */
+  const char *isa;            /* txattn_isa_name() of the kernel's ISA */
   unsigned flags;             /* TXATTN_KERNEL_* of txattn/plugin.h */
   const char *plugin_version; /* the plugin's own version string */
   const char *plugin_build;   /* "fnv1a64x4:<16 hex digits>": a hash of the plugin file's bytes */
@@ -193,7 +194,7 @@ typedef struct txattn_machine_info {
   int64_t hw_l1d_bytes, hw_l2_bytes, hw_l3_bytes; /* as reported by hwloc; 0 if it reported none */
   char cache_source[64];                          /* "hwloc", "hwloc+override", ... */
   char cache_notes[1024]; /* every value ignored, clamped or overridden, and why; "" if none */
-  /* additions (issue 4, topology): what the hw_* shares were computed from, for people */
+  /* what the hw_* shares were computed from, for people */
   int64_t hw_cache_total_bytes[3]; /* l1d, l2, l3: one cache's size as hwloc reports it; 0: none */
   int hw_cache_cores[3];           /* the cores sharing that cache (hw_* = total / cores) */
   char topology_source[192];       /* "hwloc 2.9.0: Linux backend, this system", an XML file ... */

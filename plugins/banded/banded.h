@@ -20,10 +20,8 @@
 /* Keys per float partial sum (see banded_rows.c) in banded.scalar. */
 #define BANDED_CHUNK 64
 /* The same in the vector kernels: a window of up to 256 keys is then one float sum per row, with no
-   double pass (27% faster at 64 + 64 + 1 keys than chunks of 64). The error stays far from the
-   tolerance: measured with all-equal scores (K rows identical) and V in [0.5, 1.5) at n = 4096,
-   max|O - O_ref| / max|V| is 4.7e-7 causal and 9.6e-8 with no mask (2.3e-7 and 5e-8 with chunks
-   of 64). A multiple of every vector width. */
+   double pass, which is faster, and the error stays far from the tolerance (both measured:
+   docs/measurements.md). A multiple of every vector width. */
 #define BANDED_VEC_CHUNK 256
 /* Floats of slack after the scores of a row: a vector kernel may write one whole block of keys
    (at most 16) past the last visible key, and pads the scores to a whole vector. */
@@ -101,12 +99,11 @@ double banded_pairs_computed(const txattn_problem *p, int w, int np, int row_kb)
 double banded_vector_cost_pairs(const txattn_problem *p, int w, int np, int row_kb, double enough);
 double banded_scalar_cost_pairs(const txattn_problem *p, double enough);
 /* What a vector kernel does per query row besides its score pairs (transposing keys into the ring,
-   the softmax's bookkeeping, writing the row), counted in score pairs of the same time. Measured
-   with banded.avx2 on Zen 2 (n = 16384, d = 64, windows of 1 to 1025 keys): time = 96 ns a row +
-   4.2 ns a pair (61 GFLOP/s), so 23 pairs a row. */
+   the softmax's bookkeeping, writing the row), counted in score pairs of the same time: fitted to
+   banded.avx2's time against windows of 1 to 1025 keys (docs/measurements.md). */
 #define BANDED_ROW_COST_PAIRS 23
-/* The same for banded.scalar (the softmax's bookkeeping and the row's write): about 100 ns a row
-   beside 18.6 ns a pair, so 5 pairs a row. */
+/* The same for banded.scalar (the softmax's bookkeeping and the row's write), fitted the same way
+   (docs/measurements.md). */
 #define BANDED_SCALAR_ROW_COST_PAIRS 5
 
 /* The widest visible range of any row, in keys. */

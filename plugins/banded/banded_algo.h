@@ -11,16 +11,14 @@
  *   - BANDED_HEAD_FN: the name of the head function this ISA exports (banded.h).
  *
  * Rows go BANDED_MR = 4 at a time (a group) whenever the four see a key each and their windows
- * overlap (their union is at most twice the shortest range), else one by one. Why groups: with a
- * window of 129 keys one row's K and V (66 KB at d = 64) spill the 32 KB L1, and a row-at-a-time
- * kernel whose every FMA loads its own vector ran at 1 FMA per cycle from L2; in a group each
- * loaded K or V vector feeds 3 or 4 FMAs. Measured at n = 16384, d = 64: 1.5x faster than rows one
- * by one at 64 + 64 + 1 keys, equal within noise at 8 + 8 + 1 (where one row's K and V fit L1).
+ * overlap (their union is at most twice the shortest range), else one by one. Why groups: once one
+ * row's K and V spill L1, a row-at-a-time kernel is bound by loads from L2; in a group each loaded
+ * K or V vector feeds 3 or 4 FMAs (the speed-up: docs/measurements.md).
  *
  * 1. Scores of a group, as in a GEMM: K is transposed once per head into panels of W keys (panel p
  *    holds keys [pW, pW + W), column c at p's c-th vector), packed as the rows reach them into a
  *    ring of panels; a register block of 4 rows x NP panels keeps 4 * NP accumulators (12 on AVX2:
- *    this core needs 12 independent FMA chains to issue 2 FMAs per cycle, 8 give 1.45) of length
+ *    enough independent FMA chains to issue 2 FMAs per cycle, docs/measurements.md) of length
  *    d_qk, fed per column by NP panel loads and 4 broadcasts of q. Scores land as whole vectors of
  *    one row's keys. The group computes the union of its rows' panels; keys a row does not see get
  *    -inf, so a NaN in such a key's K never reaches the row. The last block of a union that is not
@@ -433,8 +431,8 @@ BANDED_INLINE void prefetch_rows(const float *base, int64_t row, int64_t n_rows,
 }
 
 /* The rows a coming group reads first: the next group's q rows, and the K and V rows that enter
-   the window of the group after it. Measured at n = 16384, r = 17: 12-20% faster than leaving them
-   to the hardware prefetcher; prefetching the output rows as well was 7% slower. */
+   the window of the group after it; not the output rows, which were slower to prefetch than to
+   leave to the hardware (docs/measurements.md). */
 BANDED_INLINE void prefetch_next(const banded_head *hd, int64_t i, int64_t end) {
   const txattn_problem *p = hd->p;
   int64_t rows = min64(MR, max64(hd->row1 - i - MR, 0));

@@ -1,8 +1,8 @@
 /* banded.avx2: the banded vector kernel (banded_algo.h) over the shared AVX2 vector layer
  * (plugins/common), built with -mavx2 -mfma. The register blocks fit 16 ymm registers: group
  * scores 4 rows x 3 panels of 8 keys (12 accumulators, 3 panel vectors, 1 broadcast), group
- * weighted sums 3 rows x 4 vectors (12 accumulators, 1 value vector, 3 broadcasts; 4 x 2 measured
- * 1.5 FMAs per cycle against 1.9, 4 x 3 spills), a row alone 8 keys x 8 column vectors. */
+ * weighted sums 3 rows x 4 vectors (12 accumulators, 1 value vector, 3 broadcasts: the fastest
+ * shape that does not spill, docs/measurements.md), a row alone 8 keys x 8 column vectors. */
 #include <math.h>
 
 #include "vec_avx2.h"

@@ -69,9 +69,7 @@ static const txattn_kernel_desc banded_scalar = {
     .isa = TXATTN_ISA_SCALAR,
     .flags = TXATTN_KERNEL_SPARSE,
     /* GFLOP/s of one thread, 2 * (d_qk + d_v) flops per visible pair, once the per-row work is
-       counted apart: the slope of time against visible pairs over windows of 1 to 257 keys
-       (`txtune bench --threads 1 --n 16384 --d 64`, Zen 2) is 18.6 ns a pair, 13.7 GFLOP/s; 12.5
-       with no mask or causal at n = 1024 and 4096. */
+       counted apart: the slope of time against visible pairs (docs/measurements.md). */
     .speed_hint = 13.0f,
     .applicable = banded_applicable,
     .workspace_size = banded_scalar_workspace,
@@ -87,9 +85,8 @@ static const txattn_kernel_desc banded_avx2 = {
     .isa = TXATTN_ISA_AVX2,
     .flags = TXATTN_KERNEL_SPARSE,
     /* GFLOP/s of one thread over its computed pairs, 2 * (d_qk + d_v) flops each, once the per-row
-       work is counted apart (BANDED_ROW_COST_PAIRS): the slope of time against visible pairs over
-       windows of 1 to 1025 keys (`txtune bench --threads 1 --n 16384 --d 64`, Zen 2) is 4.2 ns a
-       pair, 61 GFLOP/s; 58 with no mask or causal at n = 4096. */
+       work is counted apart (BANDED_ROW_COST_PAIRS): the slope of time against visible pairs
+       (docs/measurements.md). */
     .speed_hint = 61.0f,
     .applicable = banded_applicable,
     .workspace_size = banded_vector_workspace,

@@ -6,10 +6,10 @@
  *
  * Sums over keys run in two levels: float within a chunk of BANDED_CHUNK keys (the vectorised inner
  * loops), double across chunks. One float sum over a whole row drifts by about n/5 ulp when its
- * terms are nearly equal (5e-5 at n = 4096 with broadcast keys), over the tolerance; chunked, the
+ * terms are nearly equal, over the tolerance at long rows (docs/measurements.md); chunked, the
  * error is that of 64 float additions whatever the row length, for d_v double additions per 64
  * keys. The vector kernels (banded_algo.h) keep the same scheme with longer float runs
- * (BANDED_VEC_CHUNK; banded.h has the measured error).
+ * (BANDED_VEC_CHUNK, banded.h).
  */
 #include "banded.h"
 

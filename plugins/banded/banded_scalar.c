@@ -10,9 +10,8 @@
 
 #include "banded.h"
 
-/* 8 partial sums = 2 SSE vectors. Measured at n = 2048, d = 64 and 128 on this machine: 16 lanes,
-   or two keys per pass over q, are 1.2-2x slower (GCC then vectorises across the lanes' outer loop
-   with shuffles and spills). */
+/* 8 partial sums = 2 SSE vectors: with 16 lanes, or two keys per pass over q, GCC vectorises
+   across the lanes' outer loop with shuffles and spills, which is slower (docs/measurements.md). */
 #define LANES 8
 
 static float dot(const float *restrict q, const float *restrict k, int64_t d) {

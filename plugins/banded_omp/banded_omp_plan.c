@@ -3,22 +3,13 @@
 #include "banded_omp_plan.h"
 
 /* BOMP_MIN_FLOPS_PER_THREAD: below this much work per thread (the flops the kernel computes,
-   2 (d_qk + d_v) cost_pairs), a team costs more than it saves. Measured on Zen 2 (2 cores),
-   banded_omp.avx2 on 2 threads against banded.avx2, window 17 + 17, 2 heads, d = 64 and 128,
-   n = 4 .. 512, 5 processes each: calls back to back (`txtune bench`, a warm team) break even at
-   about 2e5 flops a call (1.3e5: 1.01-1.06x the time, 2.5e5: 0.87-0.91x), and from 1e6 on take at
-   most 0.62x the time in every process; calls 5 ms apart (the team asleep) pay 3-5 us to wake it,
-   and from 1e6 flops on the team still won in every process (0.64-0.82x), below that as often lost
-   as won.
+   2 (d_qk + d_v) cost_pairs), a team costs more than it saves: the threshold is where a team on
+   2 threads won in every process, warm or asleep (docs/measurements.md).
    BOMP_MIN_CHUNK_ROWS: a chunk's start costs about the time of 1 to 3 of its rows (its first group
-   packs the window's key panels again and finds K and V cold): one head of n = 4096 on 2 threads
-   in chunks of 16, 32, 128 and 512 rows took 479, 456, 437 and 424 us at d = 64, window 17 + 17,
-   and 5046, 4830, 4547 and 4478 us at d = 128, window 129 + 129; 256 rows keep it near 1%.
+   packs the window's key panels again and finds K and V cold); 256 rows keep that near 1%.
    BOMP_MIN_SHORT_CHUNK_ROWS: chunks that long leave few tasks on short heads, and the threads idle
-   in turn: 3 heads of n = 344 on 2 threads were 3 tasks, 2 of them on one thread (causal, d = 128:
-   0.90 ms, against tiled_omp.avx2's 0.79); in chunks of 172 rows, 0.70 ms. So where 256-row chunks
-   balance badly, chunks go down to 64 rows (2 heads of n = 512 in 128-row chunks instead of 256:
-   4% slower, so only where it pays).
+   in turn; so where 256-row chunks balance badly, chunks go down to 64 rows, and only there, since
+   shorter chunks cost time elsewhere (docs/measurements.md).
    The test build (BOMP_TEST_TEAM, see CMakeLists.txt) starts a team for any work and cuts heads
    into the shortest chunks, so that the batteries' small shapes run the parallel path and its
    chunk boundaries. */

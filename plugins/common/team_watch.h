@@ -3,10 +3,8 @@
  *
  * Why: a parallel region ends when its last thread arrives. When another process holds the core a
  * team thread runs on (a build, a second program's threads: more runnable threads than cores), the
- * scheduler can park that thread for a whole time slice while the others wait at the region's end.
- * Measured on Zen 2 (2 vCPUs), h 2, n 334, d 64, causal, 2 threads, `txtune bench`: 0.24 ms a call
- * on a quiet machine, 0.5-12 ms (median of 3 processes: 10 ms) with `taskset -c 1 yes` running,
- * where one thread alone took 0.42 ms.
+ * scheduler can park that thread for a whole time slice while the others wait at the region's end,
+ * and a call then takes many times what one thread alone would have (docs/measurements.md).
  *
  * How: the thread that starts the region (thread 0) times its own tasks (team_clock); its time per
  * task times the number of tasks estimates what the call would have taken on one thread. A call
@@ -18,13 +16,12 @@
  * call a second, however often the full team happens to be on time in between; a stray late call
  * on a quiet machine costs nothing (the team's record is far ahead) or one base period.
  *
- * Both tests are needed. The first reacts at once: with one core taken by another process, h 2,
- * n 334 calls lost 4-12 ms each. The second keeps a team that is often held up but faster on the
- * whole: with every core shared by another busy process, `tiled_omp.avx2` lost a time slice on
- * some calls and still averaged 0.51 ms against 0.84 ms on one thread; judging each call alone
- * capped it and made it 0.96 ms. A thread 0 held up inside its own tasks inflates the estimate as
- * much as the region: that is no sign of a late team, and one thread alone would not have escaped
- * it.
+ * Both tests are needed. The first reacts at once: with one core taken by another process, every
+ * call loses a time slice. The second keeps a team that is often held up but faster on the whole
+ * (with every core shared, a team that loses a time slice on some calls can still beat one thread
+ * on average, and judging each call alone would cap it: docs/measurements.md). A thread 0 held up
+ * inside its own tasks inflates the estimate as much as the region: that is no sign of a late
+ * team, and one thread alone would not have escaped it.
  *
  * The kernels keep the same tasks whatever the team's size (a team of one runs them all, each
  * with the same arithmetic), so a call's results do not depend on the watch.
@@ -39,11 +36,10 @@
 #include <stdint.h>
 
 /* A late call: its region lasted more than this many times the one-thread estimate, and lost at
-   least TEAM_WATCH_MIN_LOSS_NS against it: a time slice lost, not a hiccup. In a default profile
-   on the quiet development VM, 32 of more than 30000 team calls were 1.5 times late, all but one
-   by less than 1 ms (a woken vCPU, a host interrupt: 12-700 us), 8 of them within 1.3 s, each of
-   which doubled the last period at a smaller team and skewed the times the profile took there; a
-   team held up by a competing process loses 3-12 ms a call. */
+   least TEAM_WATCH_MIN_LOSS_NS against it: a time slice lost, not a hiccup. A quiet machine's
+   hiccups (a woken vCPU, a host interrupt) cost well under 1 ms and would otherwise cap the team
+   and skew a profile's times; a team held up by a competing process loses milliseconds a call
+   (docs/measurements.md). */
 #define TEAM_WATCH_LATE        1.5
 #define TEAM_WATCH_MIN_LOSS_NS 1000000
 /* A late call caps the team only if the team's calls since the last cap, this one included, took

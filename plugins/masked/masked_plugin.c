@@ -47,8 +47,7 @@ static const txattn_kernel_desc masked_scalar = {
     /* not SPARSE: every block pays for all n_kv keys whatever the mask hides */
     .flags = TXATTN_KERNEL_THREADED,
     /* GFLOP/s of one thread over the dense n_q x n_kv pairs (what the dispatcher counts for a
-       kernel that is not SPARSE), measured by calling run() directly with no mask (d = 64, flops
-       over CPU time, the 2-core VM shared with other jobs): 33 at n = 1024, 32 at n = 4096. */
+       kernel that is not SPARSE), no mask (docs/measurements.md). */
     .speed_hint = 32.0f,
     .applicable = masked_applicable,
     .workspace_size = masked_workspace_size,

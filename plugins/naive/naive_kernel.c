@@ -3,8 +3,8 @@
  * For each output row: the scores of the visible keys, their softmax, and the weighted sum of the
  * values, one plain loop each. Only visible keys are touched (txattn_visible_range), which is also
  * what keeps a NaN in a masked-out key out of the row. Scores are float; the two sums over keys are
- * double, because a float sum of n nearly equal terms drifts by about n/5 ulp (5e-5 at n = 4096,
- * e.g. keys broadcast with stride 0), five times the tolerance.
+ * double, because a float sum of n nearly equal terms drifts by about n/5 ulp, over the tolerance
+ * at long rows (e.g. keys broadcast with stride 0; docs/measurements.md).
  */
 #include <math.h>
 

@@ -16,9 +16,8 @@ static const txattn_kernel_desc naive_scalar = {
     .isa = TXATTN_ISA_SCALAR,
     /* SPARSE: only the visible keys of a row are touched, so the cost follows the visible pairs. */
     .flags = TXATTN_KERNEL_SPARSE,
-    /* GFLOP/s of one thread, 2 * (d_qk + d_v) flops per visible pair, measured by calling run()
-       directly (d = 64, flops over CPU time, the 2-core VM shared with other jobs): 2.5 at n =
-       1024, 2.0 at n = 4096, no mask; 2.6 with a window of 8 + 8. */
+    /* GFLOP/s of one thread, 2 * (d_qk + d_v) flops per visible pair, at the larger n measured
+       (docs/measurements.md). */
     .speed_hint = 2.0f,
     .applicable = naive_applicable,
     .workspace_size = naive_workspace_size,

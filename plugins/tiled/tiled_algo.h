@@ -70,8 +70,8 @@ static inline int64_t tl_clamp(int64_t x, int64_t lo, int64_t hi) {
 /* ---- packing ---- */
 
 /* Rows are prefetched this many keys ahead while packing: a decode call packs every key block straight
-   from memory, and the hint keeps enough misses in flight (one thread, n_kv = 32768, d = 128, 32/8
-   heads: 44.8 -> 40.0 ms; 16 or 32 rows ahead did less). Always inlined: as a separate void function
+   from memory, and the hint keeps enough misses in flight (8 measured best, docs/measurements.md).
+   Always inlined: as a separate void function
    GCC 12 judges it free of side effects and deletes its calls. */
 #define TILED_PREFETCH_ROWS 8
 
@@ -295,8 +295,8 @@ static float tl_row_max(float *srow, int64_t a, int64_t b) {
 /* srow[c] = 2^(srow[c] * scale2 - ref) over the vectors covering [a, b); returns their sum. Scaling
    here, in one FMA with the subtraction, rounds once where pre-scaled queries would round every
    q[c] * scale2 into the dot product: that halves the score error with large logits, at no cost (an
-   FMA for a sub). Always inlined: called out of line (as GCC chooses once the direct path calls it
-   too), tiled.scalar lost 1.1% at n = 2048, d = 64. */
+   FMA for a sub). Always inlined: GCC puts it out of line once the direct path calls it too, which
+   costs time (docs/measurements.md). */
 TILED_INLINE float tl_row_exp(float *srow, int64_t a, int64_t b, float scale2, float ref) {
   const int64_t av = a / VEC_W * VEC_W, bv = (b + VEC_W - 1) / VEC_W * VEC_W;
   const vf r = vf_set1(-ref), sc = vf_set1(scale2);
@@ -397,8 +397,8 @@ static void tl_block_scores(const tiled_geom *g, const tiled_scratch *s, const f
 }
 
 /* Step 3 for group gi: acc = acc * alpha + P V over the keys every row of the group sees, V panel
-   by V panel with the group's P rows staying in L1 (measured 0-4% faster than V panel outer, group
-   inner); then the ragged keys row by row, after their row has been rescaled. */
+   by V panel with the group's P rows staying in L1 (no slower than V panel outer, group inner, and
+   sometimes faster: docs/measurements.md); then the ragged keys row by row, after their row has been rescaled. */
 static void tl_group_pv(const tiled_geom *g, const tiled_scratch *s, const float *vblk, int64_t k0,
                         int64_t nk, int64_t gi) {
   const int64_t dvp = g->dvp, bc = g->bc, r0 = gi * TILED_MR;

@@ -4,13 +4,11 @@
  * helpers and register-block macros); its td_run is the ops table's run_direct.
  *
  * Why: with one query block of at most 4 rows per head, the tiled path packs (transposes) every key
- * block for a single use and runs 6-row micro-kernels over the 4 rows; packing took 55% of its time
- * (tiled.avx2, n_q = 1, d = 128, heads 32 / 8, K and V in L3). Here each K and V row is copied
- * once into an L1 chunk buffer, a few rows at a time between the micro-kernels of the chunk before,
- * so that the copy's cache misses overlap their arithmetic (on this Zen 2 VM, loads whose values
- * feed the FMAs right away did not overlap with them: time was memory time plus compute time).
- * Same shape with n_kv = 32768 (K and V 268 MB): one thread 24.4 ms against 39.0 for the tiled
- * path, two threads (tiled_omp's key split) 13.6 against 20.1.
+ * block for a single use and runs 6-row micro-kernels over the 4 rows, and the packing dominates.
+ * Here each K and V row is copied once into an L1 chunk buffer, a few rows at a time between the
+ * micro-kernels of the chunk before, so that the copy's cache misses overlap their arithmetic
+ * (loads whose values feed the FMAs right away do not overlap with them). The gain at decode
+ * shapes, on one thread and two: docs/measurements.md.
  *
  * The rows are one register group of nr <= TILED_DIRECT_ROWS rows, nr a constant in each of the
  * chunk loop's copies (td_chunk): no padding rows are computed, so decode with one query head per
@@ -245,8 +243,8 @@ static void td_chunk(const tiled_geom *g, const tiled_scratch *s, const float *k
 
 /* Chunks of [ja, jb), each copied while the one before is computed (two sets of buffers). The
    copy is spread evenly over the chunk's micro-kernel calls (for d = 128 in AVX2, 32 rows over 6
-   score and 6 P V calls: 3 rows a call, which measured best; 2 or 5 rows a call, or no prefetch of
-   the chunk after, were 3-20% slower). */
+   score and 6 P V calls: 3 rows a call), with the chunk after prefetched: the fastest spread
+   measured (docs/measurements.md). */
 static void td_chunks(const tiled_geom *g, const td_view *kv, const tiled_scratch *s, int64_t nr,
                       int64_t ja, int64_t jb) {
   const int64_t kcs = TD_KC * g->dqkp, vcs = TD_KC * g->dvp;

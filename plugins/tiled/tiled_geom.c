@@ -240,8 +240,8 @@ void tiled_default_blocks(const txattn_problem *p, const txattn_machine *m, int 
                           int64_t *br, int64_t *bc) {
   int64_t l2 = m && m->l2_bytes > 0 ? m->l2_bytes : TILED_RULE_L2_UNKNOWN;
   int64_t l3 = m && m->l3_bytes > 0 ? m->l3_bytes : TILED_RULE_L3_UNKNOWN;
-  /* At most the largest measured: 1 MiB L2 (Zen 4; a 2 MiB Sapphire Rapids ran at 67-77% of its FMA
-     peak with 1 MiB tiles) and a 16 MiB L3 share (Zen 4 VM): bigger caches get those tiles. */
+  /* At most the largest measured: 1 MiB L2 and a 16 MiB L3 share; bigger caches get those tiles,
+     which also ran best on a 2 MiB L2 (docs/measurements.md). */
   if (l2 > TILED_RULE_L2_MAX) l2 = TILED_RULE_L2_MAX;
   if (l3 > TILED_RULE_L3_MAX) l3 = TILED_RULE_L3_MAX;
   /* floats per key of packed K and V; d_qk, d_v <= INT64_MAX / 4 (the tensors' bytes fit) */

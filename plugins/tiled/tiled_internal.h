@@ -31,12 +31,10 @@
 #include "txattn/plugin.h"
 
 /* Rows per (batch, kv head) up to which the direct path replaces the tiled one (n_q x group): one
-   register group. With 8 rows (two groups) the tiled path was as fast (n_kv = 16384, d = 128:
-   2.39 ms both) or faster (n_kv = 1024: 133 us against 147). */
+   register group; at two groups the tiled path is as fast or faster (docs/measurements.md). */
 #define TILED_DIRECT_ROWS 4
 /* Keys per chunk of the direct path: two chunks' K and V rows (32 KiB at d = 128) stay in L1 and
-   L2. Decode, n_kv = 32768, d = 128, heads 32 / 8, two threads: 13.4 ms with 16 keys, 13.9 with
-   32. */
+   L2; 16 keys measured faster than 32 (docs/measurements.md). */
 #define TILED_DIRECT_CHUNK 16
 
 /* Per-call geometry, derived once from the problem and the block sizes. */
@@ -110,9 +108,9 @@ typedef struct tiled_ops {
 } tiled_ops;
 
 /* Max error of exp2_array (the softmax's vf_exp2) on [-126, 0], in ulp of the correctly rounded
-   result, measured against exp2() in double on every float of the range (1.12e9 inputs): 1.0145
-   where the vector layer has a fused multiply-add (AVX2, AVX-512, NEON), 1.2915 in tiled.scalar,
-   whose a * b + c rounds twice. tests/test_vexp.c asserts these bounds. */
+   result, where the vector layer has a fused multiply-add (AVX2, AVX-512, NEON) and in
+   tiled.scalar, whose a * b + c rounds twice: just above the maxima measured over every float of
+   the range (docs/measurements.md). tests/test_vexp.c asserts these bounds. */
 #define TILED_EXP2_MAX_ULP_FMA    1.02
 #define TILED_EXP2_MAX_ULP_NO_FMA 1.30
 
@@ -142,9 +140,8 @@ void tiled_key_span(const tiled_geom *g, int64_t *kb0, int64_t *kb1);
 /* The (query, key) score pairs one call computes, exactly, in O(1) of n (tiled_geom.c). */
 double tiled_pairs_computed(const tiled_geom *g, const tiled_ops *ops);
 /* What a blocked (not direct) call does per query row besides its score pairs: packing K and V,
-   rescaling, normalising and writing the row, counted in score pairs of the same time. Measured
-   with tiled.avx2 on Zen 2 (n = 16384, d = 64, windows of 1 to 1025 keys): a fixed 2.4 to 2.6 ms
-   beyond what the computed pairs take at the dense speed, 48 to 52 pairs a row. */
+   rescaling, normalising and writing the row, counted in score pairs of the same time: fitted to
+   tiled.avx2's time against windows of 1 to 1025 keys (docs/measurements.md). */
 #define TILED_ROW_COST_PAIRS 48
 /* The fallback estimate's cost of one call (cost_pairs in plugin.h): the computed pairs plus
    TILED_ROW_COST_PAIRS a query row on the blocked path. */

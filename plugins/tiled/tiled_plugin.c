@@ -120,9 +120,8 @@ static int tiled_applicable(const txattn_problem *p, const char **why) {
       .fit_tunables = tiled_fit_##id,                                                              \
   };
 
-/* speed_hint: GFLOP/s measured with `txtune bench --n 4096 --d 64 --threads 1` on a Zen 2 core
-   (scalar 9.1, avx2 84.4); avx512 is not measured (no AVX-512 here): the AVX2 figure times the
-   214/106 FMA-peak ratio of a Zen 5 core; neon is not measured (qemu only). tiled_omp uses the same
+/* speed_hint: GFLOP/s of one thread at n 4096, d 64; avx512 and neon were not measured on their
+   hardware and are scaled from avx2 by FMA peaks (docs/measurements.md). tiled_omp uses the same
    figures per thread. */
 TILED_KERNEL(scalar, tiled_ops_scalar, TILED_SCALAR_MR, TILED_SCALAR_NRS *TILED_SCALAR_W)
 TILED_DESC(scalar, TXATTN_ISA_SCALAR,

@@ -2,9 +2,9 @@
  * tiled_omp_plan.h). No OpenMP here: workspace_size() calls it from the host's planning thread. */
 #include "tiled_omp_plan.h"
 
-/* Below this much work per thread, a team costs more than it saves: waking a warm libgomp team and
-   its closing barrier take a few microseconds here, a cold one (the first region of a process) tens
-   of them, while 2e6 flops take about 25 us on one AVX2 core. The test build (TOMP_TEST_TEAM, see
+/* Below this much work per thread, a team costs more than it saves: waking a libgomp team and its
+   closing barrier take microseconds (tens of them for the first region of a process), the time of
+   about this many flops on one core (docs/measurements.md). The test build (TOMP_TEST_TEAM, see
    CMakeLists.txt) starts a team for any work, so that the small shapes of the batteries run the
    parallel paths too. */
 #ifdef TOMP_TEST_TEAM

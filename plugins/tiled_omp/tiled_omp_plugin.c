@@ -116,12 +116,9 @@ static int tomp_applicable(const txattn_problem *p, const char **why) {
       .fit_tunables = tomp_fit_##id,                                                               \
   };
 
-/* speed_hint: GFLOP/s per thread, measured with `txtune bench --threads 2` on Zen 2 (2 cores, no
-   mask, d = 64): tiled_omp.avx2 at n = 4096, heads 8 ran 169.3 GFLOP/s on 2 threads (84.7 per
-   thread; tiled.avx2 85.7 on one, same run); tiled_omp.scalar at n = 2048, heads 2 ran 18.1 (9.0 per
-   thread). AVX-512 could not run there: the AVX2 figure times the ratio of the AVX-512 and AVX2
-   FMA peaks that issue 3 quotes per core (214 / 106 GFLOP/s). NEON: tiled.neon's hint, unmeasured
-   (qemu only). */
+/* speed_hint: GFLOP/s per thread on 2 threads, no mask, d = 64; AVX-512 is the AVX2 figure scaled
+   by the two FMA peaks and NEON is tiled.neon's hint, neither measured on its hardware
+   (docs/measurements.md). */
 TOMP_KERNEL(scalar, tiled_ops_scalar, TILED_SCALAR_MR, TILED_SCALAR_NRS *TILED_SCALAR_W)
 TOMP_DESC(scalar, TXATTN_ISA_SCALAR, "online-softmax tiles, portable C, OpenMP threads", 9.0f)
 #if defined(__x86_64__)

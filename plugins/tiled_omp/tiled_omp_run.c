@@ -138,10 +138,10 @@ static void qblock_task(const tomp_plan *pl, char *ws, int64_t phase, int64_t k,
 
 /* Whole heads per thread, when the heads split evenly over the team and each thread has a buffer of
    its own: thread t packs and runs heads t, t + team, ..., so no thread reads what another packed
-   and no barrier is needed. Why: on CPUs far apart (another core complex: a cache line's round
-   trip of 370-480 ns against 60-75 ns, as a VM's host sometimes placed the two vCPUs here) the
-   shared scheme below, where a query block often runs on the thread that did not pack its head,
-   took 93-100 us for h 2, n 128, d 64 against 67-69 us on near CPUs. The tasks are the same
+   and no barrier is needed. Why: on CPUs far apart (another core complex, where a VM's host may
+   place its vCPUs) the shared scheme below, where a query block often runs on the thread that did
+   not pack its head, pays a slow cache-line round trip for every block it reads
+   (docs/measurements.md). The tasks are the same
    (each key block packed and each query block run as one), so are the results and the watch's
    estimate. */
 static int whole_heads(const tomp_plan *pl, int team) {

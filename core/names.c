@@ -1,0 +1,15 @@
+/* The one home of the names of the ISAs and masks: the library's messages, txattn_kernel_info,
+ * TXATTN_MAX_ISA and the dispatch table file all spell them through these two functions. */
+#include "txattn/plugin.h"
+
+const char *txattn_isa_name(txattn_isa isa) {
+  static const char *const names[TXATTN_ISA_COUNT_] = {"scalar", "avx2", "avx512", "neon"};
+  unsigned i = (unsigned)isa;
+  return i < TXATTN_ISA_COUNT_ ? names[i] : "unknown";
+}
+
+const char *txattn_mask_name(txattn_mask mask) {
+  static const char *const names[] = {"none", "causal", "window"};
+  unsigned i = (unsigned)mask;
+  return i < sizeof names / sizeof names[0] ? names[i] : "unknown";
+}

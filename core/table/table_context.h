@@ -1,0 +1,20 @@
+/* Internal: the dispatch table a context loaded at creation, and its state for
+ * txattn_context_table_state. Immutable after txattn_context_create. */
+#ifndef TXATTN_CORE_TABLE_CONTEXT_H
+#define TXATTN_CORE_TABLE_CONTEXT_H
+
+#include "txattn/table.h"
+
+typedef struct txattn__ctx_table {
+  txattn_table_status status;
+  char *path;          /* the file looked for; "" when none is configured */
+  char *state;         /* txattn_context_table_state */
+  txattn_table *table; /* bound to the context; only when status is TXATTN_TABLE_LOADED */
+} txattn__ctx_table;
+
+/* Finds, reads, checks and binds the table (option: txattn_options.table_path). A missing,
+   malformed or stale table is a state, not a failure: only running out of memory fails. */
+txattn_status txattn__context_table_load(txattn_context *ctx, const char *option);
+void txattn__context_table_free(txattn__ctx_table *ct);
+
+#endif

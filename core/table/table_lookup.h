@@ -1,0 +1,24 @@
+/* Internal: the dispatcher's table lookup (table_lookup.c). */
+#ifndef TXATTN_CORE_TABLE_LOOKUP_H
+#define TXATTN_CORE_TABLE_LOOKUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "txattn/table.h"
+
+struct txattn__kernel; /* loader.h */
+
+/* The class key and coordinates of a resolved problem; 0 with the reason in why when no class
+   shape describes it. */
+int txattn__tm_class_of(const txattn_problem *r, int threads, txattn_table_class *cls, int64_t *n,
+                        int64_t *rr, char *why, size_t size);
+
+/* 1 when ctx's table chooses for the resolved problem r: *k gets the kernel, *tunables its values
+   in declared order (NULL if it declares none), and why a line starting "table: ". 0 otherwise,
+   and why says why there is no entry. */
+int txattn__table_choose(const txattn_context *ctx, const txattn_problem *r,
+                         const struct txattn__kernel **k, const int64_t **tunables, char *why,
+                         size_t size);
+
+#endif

@@ -1,0 +1,103 @@
+/* Internal: the records of a dispatch table in memory (txattn_table of txattn/table.h), shared by
+ * the builders (table_model.c), the index (table_regions.c), the file parser and writer, the
+ * fingerprint check, the binding to a context and the dispatcher's lookup; and the two equalities
+ * they all use, inline: no file's functions are declared here, so every file of table/ may include
+ * it without depending on another. */
+#ifndef TXATTN_CORE_TABLE_TYPES_H
+#define TXATTN_CORE_TABLE_TYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "txattn/table.h"
+
+struct txattn__kernel; /* loader.h */
+
+typedef struct txattn__tunables {
+  size_t n;
+  char **names;
+  int64_t *values;
+} txattn__tunables;
+
+typedef struct txattn__cand {
+  char *kernel;
+  txattn__tunables tun; /* in the order given */
+  double time_s, max_error, spread;
+  /* set when a context binds the table (table_bind.c): the kernel of that name, or NULL when the
+     context has none; its tunables in the kernel's declared order (NULL if it declares none) */
+  const struct txattn__kernel *k;
+  int64_t *kvals;
+} txattn__cand;
+
+typedef struct txattn__point {
+  int64_t n, r;
+  size_t n_cands;
+  txattn__cand *cands; /* the winner first, then fastest first */
+  int tie;             /* the winner is not the fastest: it was chosen among near-equal ones */
+  size_t region;       /* the region holding this point */
+} txattn__point;
+
+typedef struct txattn__region {
+  int64_t n_lo, n_hi, r_lo, r_hi;
+  size_t point;                   /* a point of the region: its first candidate is the winner */
+  double t_min, t_max, max_error; /* the winner's, over the region */
+  const char *runner_up;          /* points into a candidate; NULL if none */
+  double margin;                  /* 0 if no runner-up */
+} txattn__region;
+
+typedef struct txattn__class {
+  txattn_table_class key;
+  txattn__point *points; /* sorted by (r, n) */
+  size_t n_points, cap_points;
+  txattn__region *regions; /* sorted by (r_lo, n_lo) */
+  size_t n_regions;
+  /* the lookup index: distinct n and r values, ascending, and the point at each (r, n) */
+  int64_t *ns, *rs;
+  size_t n_ns, n_rs;
+  int32_t *grid; /* grid[ri * n_ns + ni]: index in points, or -1 */
+} txattn__class;
+
+typedef struct txattn__exclusion {
+  txattn_table_class key;
+  txattn__cand c; /* time_s and spread unused */
+  int64_t n, r;
+  char *reason;
+} txattn__exclusion;
+
+typedef struct txattn__tplugin {
+  char *name, *version, *build;
+} txattn__tplugin;
+
+struct txattn_table {
+  int format_version;
+  char *library_version, *created;
+  txattn_machine_info machine; /* only the fingerprint's fields */
+  txattn__tplugin *plugins;
+  size_t n_plugins;
+  char *profile; /* a JSON object's text, or NULL */
+  txattn__class *classes;
+  size_t n_classes, cap_classes;
+  txattn__exclusion *excluded;
+  size_t n_excluded, cap_excluded;
+  char *path; /* the file it was read from, or NULL */
+};
+
+/* The same kernel with the same tunables (as sets). */
+static inline int txattn__tm_same_candidate(const txattn__cand *a, const txattn__cand *b) {
+  if (strcmp(a->kernel, b->kernel) != 0 || a->tun.n != b->tun.n) return 0;
+  for (size_t i = 0; i < a->tun.n; i++) {
+    size_t j = 0;
+    while (j < b->tun.n && strcmp(a->tun.names[i], b->tun.names[j]) != 0) j++;
+    if (j == b->tun.n || a->tun.values[i] != b->tun.values[j]) return 0;
+  }
+  return 1;
+}
+
+/* The same class key (batch and heads_q are not part of it). */
+static inline int txattn__tm_same_key(const txattn_table_class *a, const txattn_table_class *b) {
+  return a->mask == b->mask && a->window == b->window && a->d_qk == b->d_qk && a->d_v == b->d_v &&
+         a->group == b->group && a->threads == b->threads && a->decode == b->decode;
+}
+
+#endif

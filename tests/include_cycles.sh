@@ -1,0 +1,150 @@
+#!/bin/sh
+# Fails when the files of a source tree (core/) depend on each other in a cycle.
+#
+# A file depends on the headers it includes, and a header depends on every other file that defines
+# a function or variable it declares (X.h on Y.c when X.h declares what Y.c defines; X.c, the
+# header's own source, does not count). So besides #include loops, a header that declares what
+# another file defines while that file includes it (the dispatch table's model header once declared
+# the lookup's, the reader's and the index's functions, all of which included it) is a cycle: each
+# declaration belongs in the header named after the file that defines it. Public headers
+# (txattn/..., outside the tree) are the API and are not followed.
+#
+#   include_cycles.sh DIR          check DIR (exit 1 and print every cycle found)
+#   include_cycles.sh --self-test  check that the check passes a layered tree and finds cycles
+set -eu
+
+check() {
+  dir=$1
+  files=$(find "$dir" -name '*.[ch]' | LC_ALL=C sort)
+  [ -n "$files" ] || {
+    echo "include_cycles: no C files under $dir" >&2
+    return 2
+  }
+  # shellcheck disable=SC2086 # one file per word: the tree's paths have no blanks
+  awk -v root="$dir" '
+    function stem(path) { sub(/\.[ch]$/, "", path); return path }
+    # the txattn_ names a top-level line defines or declares (followed by "(", "[" or "=")
+    function names(line, out,   n, m) {
+      n = 0
+      while (match(line, /txattn_[A-Za-z0-9_]*[ \t]*[([=]/)) {
+        m = substr(line, RSTART, RLENGTH)
+        sub(/[ \t]*[([=]$/, "", m)
+        out[++n] = m
+        line = substr(line, RSTART + RLENGTH)
+      }
+      return n
+    }
+    function add_edge(a, b, how) {
+      if (a == b || ((a, b) in edge)) return
+      edge[a, b] = how
+      adj[a] = adj[a] " " b
+    }
+    FNR == 1 {
+      nfiles++; file[nfiles] = FILENAME; is_file[FILENAME] = 1
+      base = FILENAME; sub(/.*\//, "", base); by_base[base] = by_base[base] " " FILENAME
+    }
+    /^#[ \t]*include[ \t]*"/ {
+      inc = $0; sub(/^#[ \t]*include[ \t]*"/, "", inc); sub(/".*/, "", inc)
+      n_inc++; inc_from[n_inc] = FILENAME; inc_name[n_inc] = inc
+      next
+    }
+    # top-level lines that define (in a .c, not ending in ";") or declare (in a .h) a name
+    /^[A-Za-z_]/ && !/^(static|typedef|struct|enum|union)[ \t]/ {
+      k = names($0, found)
+      if (FILENAME ~ /\.c$/) {
+        if ($0 !~ /;[ \t]*$/ && k > 0) defined_in[found[1]] = FILENAME
+      } else {
+        for (i = 1; i <= k; i++) { n_decl++; decl_in[n_decl] = FILENAME; decl_name[n_decl] = found[i] }
+      }
+    }
+    END {
+      # an include resolves to a file of the tree: beside the includer, else under the root
+      # (the one include directory), else by its name when it has no folder
+      for (i = 1; i <= n_inc; i++) {
+        f = inc_from[i]; h = inc_name[i]
+        d = f; sub(/[^\/]*$/, "", d)
+        target = ""
+        if ((d h) in is_file) target = d h
+        else if ((root "/" h) in is_file) target = root "/" h
+        else if (h !~ /\//) { split(by_base[h], cand, " "); target = cand[1] }
+        if (target != "") add_edge(f, target, "includes")
+      }
+      for (i = 1; i <= n_decl; i++) {
+        c = defined_in[decl_name[i]]
+        if (c != "" && stem(c) != stem(decl_in[i]))
+          add_edge(decl_in[i], c, "declares " decl_name[i] ", defined in")
+      }
+      for (i = 1; i <= nfiles; i++) if (color[file[i]] == "") dfs(file[i])
+      if (cycles) {
+        print "Declare each function in the header of the file that defines it, and put types" > "/dev/stderr"
+        print "several files share in a header of their own." > "/dev/stderr"
+        exit 1
+      }
+    }
+    # depth-first; each edge back to a file on the path closes a cycle, printed step by step
+    function dfs(u,   vs, n, i, v, j, k, nxt) {
+      color[u] = "grey"; depth++; stack[depth] = u
+      n = split(adj[u], vs, " ")
+      for (i = 1; i <= n; i++) {
+        v = vs[i]
+        if (color[v] == "grey") {
+          cycles++
+          print "cycle " cycles ":" > "/dev/stderr"
+          for (j = depth; j >= 1 && stack[j] != v; j--) ;
+          for (k = j; k <= depth; k++) {
+            nxt = k < depth ? stack[k + 1] : v
+            print "  " stack[k] " " edge[stack[k], nxt] " " nxt > "/dev/stderr"
+          }
+        } else if (color[v] == "") dfs(v)
+      }
+      color[u] = "black"; depth--
+    }
+  ' $files
+}
+
+self_test() {
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  fails=0
+  expect() { # expect pass|fail TREE
+    if check "$tmp/$2" 2>"$tmp/$2.log" >/dev/null; then got=pass; else got=fail; fi
+    if [ "$got" != "$1" ]; then
+      echo "self-test: tree $2: expected $1, got $got" >&2
+      cat "$tmp/$2.log" >&2
+      fails=1
+    fi
+  }
+  # layered: a uses b (in a folder, included by its path), b.h's own source defines its functions
+  mkdir -p "$tmp/layered/sub"
+  printf '#include "sub/b.h"\nint txattn_a(void);\n' >"$tmp/layered/a.h"
+  printf '#include "a.h"\nint txattn_a(void) { return txattn_b(); }\n' >"$tmp/layered/a.c"
+  printf 'int txattn_b(void);\n' >"$tmp/layered/sub/b.h"
+  printf '#include "b.h"\nint txattn_b(void) { return 0; }\n' >"$tmp/layered/sub/b.c"
+  expect pass layered
+  # two headers including each other
+  mkdir -p "$tmp/loop"
+  printf '#include "y.h"\n' >"$tmp/loop/x.h"
+  printf '#include "x.h"\n' >"$tmp/loop/y.h"
+  expect fail loop
+  # m.h declares what r.c defines, and r.c includes m.h (the old table_model.h)
+  mkdir -p "$tmp/declared"
+  printf 'int txattn_m(void);\nint txattn_r(int x,\n             int y);\n' >"$tmp/declared/m.h"
+  printf '#include "m.h"\nint txattn_m(void) { return txattn_r(1, 2); }\n' >"$tmp/declared/m.c"
+  printf '#include "m.h"\nint txattn_r(int x,\n             int y) { return x + y; }\n' \
+    >"$tmp/declared/r.c"
+  expect fail declared
+  [ "$fails" = 0 ] && echo "self-test: the check passes a layered tree and finds both kinds of cycle"
+  return "$fails"
+}
+
+case ${1-} in
+--self-test) self_test ;;
+"" | -*)
+  echo "usage: $0 DIR | --self-test" >&2
+  exit 2
+  ;;
+*)
+  check "$1"
+  echo "no include cycle among the files of $1"
+  ;;
+esac

@@ -1,0 +1,519 @@
+/* txtune bench: time every applicable kernel on one shape, or on a sweep of shapes (a list or
+ * doubling range of n, a list of mask kinds), verify it, and show the dispatcher's pick. */
+#define _GNU_SOURCE /* getloadavg */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "bench.h"
+#include "commands.h"
+#include "context_cli.h"
+#include "json.h"
+#include "kernels.h"
+#include "problem_cli.h"
+#include "roofline.h"
+#include "text_table.h"
+#include "buffers.h"
+#include "timing.h"
+#include "txattn/plugin.h"
+#include "verify.h"
+
+/* The fp64 reference is single-threaded: past this much work (visible pairs x (d_qk + d_v)) it
+   would take longer than the whole benchmark, so verification becomes opt-in. */
+#define VERIFY_WORK_LIMIT 4e9
+#define POISON            1.0e30f /* see cmd_check.c: unwritten outputs must not pass */
+#define SEED              UINT64_C(0x62656e6368)
+#define N_RUN_OPTS        8
+
+typedef struct bench_opts {
+  tx_problem_args prob;
+  tx_strlist n_items, mask_items; /* --n and --mask: lists, so a run can sweep them */
+  tx_context_args ctx;
+  tx_strlist kernels;
+  tx_roofline_args roof;
+  int64_t reps, min_time_ms;
+  double limit_s;
+  int verify, no_verify, json;
+  const char *output;
+} bench_opts;
+
+typedef struct bench_run {
+  bench_opts o;
+  tx_opt prob_opts[TX_PROBLEM_N_OPTS], run_opts[N_RUN_OPTS], ctx_opts[TX_CONTEXT_N_OPTS];
+  tx_opt roof_opts[TX_ROOFLINE_N_OPTS];
+  tx_opt_group groups[4];
+  tx_cmd_spec spec;
+  tx_sweep_axes axes;
+  txattn_problem *probs;
+  tx_bench_point *pts; /* one per problem */
+  size_t n_pts;
+  int sweep; /* more than one problem: the sweep's text and JSON */
+  txattn_context *ctx;
+  tx_kernel_sel *sel;
+  size_t n_sel;
+  tx_bench_setup setup;
+  tx_buffers b;         /* the current point's; freed before the next one */
+  tx_roofline roofline; /* with --roofline */
+  int progress;
+  char tmp_path[4096]; /* -o: written here, renamed over the output when complete */
+  FILE *out;
+} bench_run;
+
+static const char about[] =
+    "Times every usable kernel that can compute the problem (or those --kernel names) and\n"
+    "prints its median time, GFLOP/s, its error against txattn_reference, its time relative to\n"
+    "the fastest kernel and to the dense masked.* kernel, and the kernel the dispatcher picks.\n"
+    "A list or doubling range for --n (--n 1024..16384 is 1024, 2048, ... 16384; items combine:\n"
+    "--n 64..256,1000) or a list for --mask makes a sweep: a table per problem, then per mask\n"
+    "kind each kernel's log-log slope of time against n and where the fastest kernel changes.\n"
+    "With --json or -o a sweep is one JSON document, format \"" TX_SWEEP_FORMAT "\"\n"
+    "(docs/bench_sweep.md), which `txtune plot --from FILE` draws. --roofline first measures\n"
+    "the FMA peak of each ISA, OpenBLAS sgemm and memory bandwidth, and shows each kernel as a\n"
+    "fraction of them. How it times and verifies: docs/bench.md.\n"
+    "Exit status: 0 ok; 1 a kernel failed, was not exact, or a named kernel could not run (at\n"
+    "any problem of a sweep); 2 usage error.";
+
+static void bench_opts_table(bench_run *r) {
+  bench_opts *o = &r->o;
+  tx_opt *t = r->run_opts;
+  t[0] =
+      tx_opt_list("kernel", &o->kernels, "NAME[,NAME...]", "time only these kernels (repeatable)");
+  t[1] = tx_opt_int("reps", &o->reps, "R", "timed runs per kernel [5]", 1, 1000);
+  t[2] = tx_opt_int("min-time", &o->min_time_ms, "MS", "shortest timed run in ms [20]", 1, 60000);
+  t[3] = tx_opt_double("time-limit", &o->limit_s, "S",
+                       "seconds per kernel before runs stop being added [10]", 0, 1e6);
+  t[4] = tx_opt_flag("verify", &o->verify, "compare with the reference whatever the size");
+  t[5] = tx_opt_flag("no-verify", &o->no_verify, "do not compute the reference");
+  t[6] = tx_opt_flag("json", &o->json, "JSON on stdout instead of the tables");
+  t[7] = tx_opt_string("output", &o->output, "FILE",
+                       "also write the JSON to FILE (also -o); the tables stay on stdout");
+}
+
+/* --n and --mask of the shared problem options become lists: the sweep's axes. */
+static void sweep_opts(bench_run *r) {
+  for (size_t i = 0; i < TX_PROBLEM_N_OPTS; i++) {
+    tx_opt *t = &r->prob_opts[i];
+    if (strcmp(t->name, "n") == 0)
+      *t = tx_opt_list("n", &r->o.n_items, "N|A..B[,...]",
+                       "query rows; a list or A..B (A, 2A, 4A ... <= B) sweeps");
+    else if (strcmp(t->name, "mask") == 0)
+      *t = tx_opt_list("mask", &r->o.mask_items, "KIND[,KIND...]",
+                       "none, causal or window [none]; a list sweeps");
+  }
+}
+
+static int parse_axes(bench_run *r) {
+  int rc = tx_sweep_parse_n(&r->spec, &r->o.n_items, &r->axes);
+  if (!rc) rc = tx_sweep_parse_mask(&r->spec, &r->o.mask_items, &r->axes);
+  if (!rc) rc = tx_sweep_problems(&r->spec, &r->o.prob, &r->axes, &r->probs, &r->n_pts);
+  r->sweep = r->n_pts > 1;
+  return rc;
+}
+
+/* Returns -1 to go on, else the exit code. */
+static int parse(bench_run *r, int argc, char **argv) {
+  bench_opts *o = &r->o;
+  tx_problem_args_init(&o->prob);
+  tx_context_args_init(&o->ctx);
+  o->reps = 5;
+  o->min_time_ms = 20;
+  o->limit_s = 10;
+  tx_problem_opts(&o->prob, r->prob_opts);
+  sweep_opts(r);
+  bench_opts_table(r);
+  tx_context_opts(&o->ctx, r->ctx_opts);
+  tx_roofline_args_init(&o->roof);
+  tx_roofline_opts(&o->roof, r->roof_opts);
+  r->groups[0] = (tx_opt_group){"Problem", r->prob_opts, TX_PROBLEM_N_OPTS};
+  r->groups[1] = (tx_opt_group){"Benchmark", r->run_opts, N_RUN_OPTS};
+  r->groups[2] = (tx_opt_group){"Roofline", r->roof_opts, TX_ROOFLINE_N_OPTS};
+  r->groups[3] = (tx_opt_group){"Library", r->ctx_opts, TX_CONTEXT_N_OPTS};
+  r->spec = (tx_cmd_spec){"bench",
+                          "--n N|LIST|A..B --d D [--mask KIND[,KIND...] --left L --right R] "
+                          "[--json] [-o FILE] [options]",
+                          about, r->groups, 4};
+  int rc = tx_args_parse_cmd(&r->spec, argc, argv);
+  if (rc >= 0) return rc;
+  if (o->verify && o->no_verify)
+    return tx_args_usage_error(&r->spec, "--verify and --no-verify contradict each other");
+  if ((rc = tx_roofline_check_args(&r->spec, &o->roof)) != 0) return rc;
+  rc = parse_axes(r);
+  return rc ? rc : -1;
+}
+
+static void ask_dispatcher(bench_run *r, tx_bench_point *pt) {
+  txattn_plan *plan = NULL;
+  txattn_status s = txattn_plan_create(r->ctx, &pt->p, NULL, &plan);
+  pt->has_pick = s == TXATTN_OK;
+  if (pt->has_pick) {
+    snprintf(pt->pick, sizeof pt->pick, "%s", txattn_plan_kernel(plan));
+    snprintf(pt->pick_why, sizeof pt->pick_why, "%s", txattn_plan_why(plan));
+  } else {
+    snprintf(pt->pick_why, sizeof pt->pick_why, "%s: %s", txattn_status_name(s),
+             txattn_last_error());
+  }
+  txattn_plan_free(plan);
+}
+
+static int prepare(bench_run *r, tx_bench_point *pt) {
+  char err[256];
+  pt->pairs = txattn_problem_visible_pairs(&pt->p);
+  pt->flops = 2.0 * (double)(pt->p.d_qk + pt->p.d_v) * pt->pairs;
+  pt->verified = !r->o.no_verify &&
+                 (r->o.verify || pt->pairs * (double)(pt->p.d_qk + pt->p.d_v) < VERIFY_WORK_LIMIT);
+  pt->fastest = pt->masked = -1;
+  if (!(pt->res = calloc(r->n_sel ? r->n_sel : 1, sizeof *pt->res))) {
+    fprintf(stderr, "txtune bench: out of memory\n");
+    return TX_EXIT_FAIL;
+  }
+  if (tx_buffers_alloc(&r->b, &pt->p, TX_LAYOUT_CONTIGUOUS, pt->verified, err, sizeof err) != 0) {
+    fprintf(stderr, "txtune bench: %s\n", err);
+    return TX_EXIT_FAIL;
+  }
+  tx_buffers_fill(&r->b, SEED, 1.0f);
+  ask_dispatcher(r, pt);
+  if (!pt->verified) return 0;
+  double t0 = tx_clock();
+  txattn_status s = txattn_reference(&pt->p, &r->b.t_ref);
+  pt->ref_seconds = tx_clock() - t0;
+  if (s == TXATTN_OK) return 0;
+  tx_print_lib_error("bench", "the reference failed", s);
+  return TX_EXIT_FAIL;
+}
+
+typedef struct exec_arg {
+  const txattn_plan *plan;
+  const txattn_tensors *t;
+} exec_arg;
+
+static txattn_status exec_plan(void *arg) {
+  const exec_arg *a = arg;
+  return txattn_plan_execute(a->plan, a->t);
+}
+
+static void verify_kernel(bench_run *r, const tx_bench_point *pt, tx_bench_result *k) {
+  tx_verdict v;
+  tx_verify(&r->b, r->b.o, pt->verified ? r->b.o_ref : NULL, NULL, &v);
+  k->rel_error = v.rel_error;
+  k->exact = tx_verdict_pass(&v);
+  tx_verdict_explain(&v, k->why, sizeof k->why);
+}
+
+static void bench_kernel(bench_run *r, const tx_bench_point *pt, const txattn_kernel_info *info,
+                         tx_bench_result *k) {
+  k->rel_error = NAN;
+  if (!info->usable) {
+    k->state = TX_BENCH_UNUSABLE;
+    snprintf(k->why, sizeof k->why, "%s", info->why_unusable ? info->why_unusable : "?");
+    return;
+  }
+  txattn_plan *plan = NULL;
+  txattn_status s = txattn_plan_create(r->ctx, &pt->p, info->name, &plan);
+  if (s == TXATTN_OK) {
+    tx_fill_value(r->b.o, r->b.o_len, POISON);
+    exec_arg a = {plan, &r->b.t};
+    tx_timing_opts to = {1e-3 * (double)r->o.min_time_ms, (int)r->o.reps, r->o.limit_s};
+    s = tx_measure(exec_plan, &a, &to, &k->tm);
+  }
+  if (s == TXATTN_OK) {
+    k->state = TX_BENCH_OK;
+    verify_kernel(r, pt, k);
+  } else {
+    k->state = s == TXATTN_E_UNSUPPORTED ? TX_BENCH_NOT_APPLICABLE : TX_BENCH_FAILED;
+    snprintf(k->why, sizeof k->why, "%s%s%s",
+             s == TXATTN_E_UNSUPPORTED ? "" : txattn_status_name(s),
+             s == TXATTN_E_UNSUPPORTED ? "" : ": ", txattn_last_error());
+  }
+  txattn_plan_free(plan);
+}
+
+static void find_references(const bench_run *r, tx_bench_point *pt) {
+  for (size_t i = 0; i < r->n_sel; i++) {
+    if (pt->res[i].state != TX_BENCH_OK) continue;
+    double t = pt->res[i].tm.median_s;
+    if (pt->fastest < 0 || t < pt->res[pt->fastest].tm.median_s) pt->fastest = (long)i;
+    if (strncmp(r->sel[i].info.name, "masked.", 7) == 0 &&
+        (pt->masked < 0 || t < pt->res[pt->masked].tm.median_s))
+      pt->masked = (long)i;
+  }
+}
+
+int tx_bench_kernel_failed(const tx_bench_setup *s, const tx_bench_point *pt, size_t i) {
+  const tx_bench_result *k = &pt->res[i];
+  return k->state == TX_BENCH_FAILED || (k->state == TX_BENCH_OK && !k->exact) ||
+         (k->state != TX_BENCH_OK && s->sel[i].requested);
+}
+
+int tx_bench_point_status(const tx_bench_setup *s, const tx_bench_point *pt) {
+  if (pt->fastest < 0) return TX_EXIT_FAIL; /* nothing was measured */
+  for (size_t i = 0; i < s->n_sel; i++)
+    if (tx_bench_kernel_failed(s, pt, i)) return TX_EXIT_FAIL;
+  return TX_EXIT_OK;
+}
+
+static int exit_code(const bench_run *r) {
+  for (size_t i = 0; i < r->n_pts; i++)
+    if (tx_bench_point_status(&r->setup, &r->pts[i]) != TX_EXIT_OK) return TX_EXIT_FAIL;
+  return TX_EXIT_OK;
+}
+
+static void print_env(void) {
+  printf("  env:");
+  for (size_t i = 0; i < TX_BENCH_N_ENV; i++) {
+    const char *v = getenv(tx_bench_env[i].name);
+    if (v || tx_bench_env[i].always) printf(" %s=%s", tx_bench_env[i].name, v ? v : "(unset)");
+  }
+  printf("\n");
+}
+
+static void print_timing(const bench_run *r) {
+  printf("  timing: median of up to %lld runs of >= %lld ms each, at most %g s per kernel\n",
+         (long long)r->o.reps, (long long)r->o.min_time_ms, r->o.limit_s);
+}
+
+static void print_pick(const tx_bench_point *pt) {
+  if (pt->has_pick)
+    printf("  dispatcher picks %s: %s\n", pt->pick, pt->pick_why);
+  else
+    printf("  dispatcher has no kernel: %s\n", pt->pick_why);
+}
+
+static void print_header(const bench_run *r, const tx_bench_point *pt) {
+  char shape[192];
+  tx_problem_format(&pt->p, shape, sizeof shape);
+  int threads = r->setup.threads;
+  printf("txtune bench: %s, %d thread%s\n", shape, threads, threads == 1 ? "" : "s");
+  printf("  %.0f visible pairs, %.4g GFLOP per call\n", pt->pairs, 1e-9 * pt->flops);
+  if (pt->verified)
+    printf("  verified against txattn_reference (fp64, %.2f s)\n", pt->ref_seconds);
+  else
+    printf("  not verified against the reference%s\n",
+           r->o.no_verify ? " (--no-verify)" : ": too large for the default (use --verify)");
+  print_env();
+  print_pick(pt);
+  print_timing(r);
+}
+
+static void print_sweep_header(const bench_run *r) {
+  int threads = r->setup.threads;
+  printf("txtune bench sweep: %zu problems (%zu n x %zu mask kind%s), %d thread%s\n", r->n_pts,
+         r->axes.n_n, r->axes.n_mask, r->axes.n_mask == 1 ? "" : "s", threads,
+         threads == 1 ? "" : "s");
+  if (r->o.no_verify)
+    printf("  not verified against the reference (--no-verify)\n");
+  else if (r->o.verify)
+    printf("  every problem verified against txattn_reference (fp64)\n");
+  else
+    printf("  verified against txattn_reference (fp64) where visible pairs x (d_qk + d_v) < 4e9\n");
+  print_env();
+  print_timing(r);
+  if (!isnan(r->setup.load_before)) /* other work on the machine makes every time noisier */
+    printf("  load average %.2f when the sweep started\n", r->setup.load_before);
+  printf("  * the dispatcher's choice; x = median time / the named kernel's median time\n");
+}
+
+static void print_point_header(const bench_run *r, const tx_bench_point *pt, size_t i) {
+  char shape[192];
+  tx_problem_format(&pt->p, shape, sizeof shape);
+  printf("\n[%zu/%zu] %s: %.4g visible pairs, %.4g GFLOP per call, ", i + 1, r->n_pts, shape,
+         pt->pairs, 1e-9 * pt->flops);
+  if (pt->verified)
+    printf("verified (reference %.2f s)\n", pt->ref_seconds);
+  else
+    printf("not verified%s\n", r->o.no_verify ? "" : " (too large; --verify)");
+  print_pick(pt);
+}
+
+static void ratio_text(const tx_bench_point *pt, size_t i, long ref, char *buf, size_t size) {
+  if (ref >= 0 && pt->res[i].state == TX_BENCH_OK)
+    snprintf(buf, size, "%.2f", pt->res[i].tm.median_s / pt->res[ref].tm.median_s);
+  else
+    snprintf(buf, size, "-");
+}
+
+static void table_row(const bench_run *r, const tx_bench_point *pt, tx_table *t, size_t i) {
+  const tx_bench_result *k = &pt->res[i];
+  const char *name = r->sel[i].info.name;
+  char label[96], ms[32] = "-", gf[32] = "-", err[32] = "-", fast[32], msk[32], runs[48] = "-";
+  int picked = pt->has_pick && strcmp(name, pt->pick) == 0;
+  snprintf(label, sizeof label, "%s%s", name, picked ? " *" : "");
+  if (k->state == TX_BENCH_OK) {
+    snprintf(ms, sizeof ms, "%.4g", 1e3 * k->tm.median_s);
+    snprintf(gf, sizeof gf, "%.2f", 1e-9 * pt->flops / k->tm.median_s);
+    if (!isnan(k->rel_error)) snprintf(err, sizeof err, "%.1e", k->rel_error);
+    snprintf(runs, sizeof runs, "%dx%lld", k->tm.runs, (long long)k->tm.reps);
+  }
+  ratio_text(pt, i, pt->fastest, fast, sizeof fast);
+  ratio_text(pt, i, pt->masked, msk, sizeof msk);
+  const char *cells[] = {label, ms, gf, err, fast, msk, runs};
+  tx_table_add(t, cells);
+  static const char *const what[] = {"", "not usable", "not applicable", "FAILED"};
+  if (k->state != TX_BENCH_OK)
+    tx_table_note(t, "%s: %s", what[k->state], k->why);
+  else if (!k->exact)
+    tx_table_note(t, "%s", k->why);
+}
+
+tx_roof_kernel tx_bench_roof_kernel(const tx_bench_setup *s, const tx_bench_point *pt, size_t i) {
+  const txattn_kernel_info *info = &s->sel[i].info;
+  int threads = info->flags & TXATTN_KERNEL_THREADED ? s->threads : 1;
+  double t = pt->res[i].state == TX_BENCH_OK ? pt->res[i].tm.median_s : 0;
+  return (tx_roof_kernel){info->name, info->isa, threads, t};
+}
+
+static void print_roofline_fits(const bench_run *r, const tx_bench_point *pt) {
+  tx_roof_kernel *ks = calloc(r->n_sel ? r->n_sel : 1, sizeof *ks);
+  if (!ks) {
+    printf("\nroofline: out of memory\n");
+    return;
+  }
+  for (size_t i = 0; i < r->n_sel; i++) ks[i] = tx_bench_roof_kernel(&r->setup, pt, i);
+  tx_roof_work w = tx_roofline_work(&pt->p);
+  tx_roofline_print_fits(&r->roofline, &w, ks, r->n_sel, stdout);
+  free(ks);
+}
+
+static void print_text(const bench_run *r, const tx_bench_point *pt) {
+  char spec[160];
+  snprintf(spec, sizeof spec, "KERNEL|>MEDIAN ms|>GFLOP/s|>MAX ERROR|>x FASTEST|>x %s|>RUNSxREPS",
+           pt->masked >= 0 ? r->sel[pt->masked].info.name : "MASKED");
+  tx_table t;
+  tx_table_init(&t, spec);
+  for (size_t i = 0; i < r->n_sel; i++) table_row(r, pt, &t, i);
+  if (pt->fastest >= 0) {
+    printf("\n");
+    tx_table_print(&t, stdout, "");
+    if (!r->sweep)
+      printf("\n* the dispatcher's choice; x = median time / the named kernel's median time%s\n",
+             pt->masked >= 0 ? "" : " (no masked.* kernel was measured)");
+    if (r->o.roof.enabled) print_roofline_fits(r, pt);
+  } else {
+    printf("\nno kernel could be measured%s\n", r->n_sel ? ":" : " ('txtune list' shows why)");
+    if (r->n_sel) tx_table_print(&t, stdout, "  ");
+  }
+  tx_table_free(&t);
+}
+
+static void write_json(const bench_run *r, FILE *f) {
+  tx_json j;
+  tx_json_init(&j, f);
+  if (r->sweep)
+    tx_bench_json_sweep(&j, &r->setup, r->ctx, r->pts, r->n_pts);
+  else
+    tx_bench_json_single(&j, &r->setup, &r->pts[0]);
+  tx_json_finish(&j);
+}
+
+/* -o: opened before anything is measured, so a long sweep cannot end in an unwritable path; the
+   file appears complete or not at all. */
+static int open_output(bench_run *r) {
+  if (!r->o.output) return 0;
+  snprintf(r->tmp_path, sizeof r->tmp_path, "%s.tmp%ld", r->o.output, (long)getpid());
+  if ((r->out = fopen(r->tmp_path, "w"))) return 0;
+  fprintf(stderr, "txtune bench: cannot write %s: %s\n", r->tmp_path, strerror(errno));
+  return TX_EXIT_FAIL;
+}
+
+static int close_output(bench_run *r) {
+  write_json(r, r->out);
+  int bad = ferror(r->out);
+  bad |= fclose(r->out) != 0;
+  r->out = NULL;
+  if (!bad && rename(r->tmp_path, r->o.output) == 0) {
+    if (!r->o.json) printf("\nwrote %s\n", r->o.output);
+    return 0;
+  }
+  fprintf(stderr, "txtune bench: cannot write %s: %s\n", r->o.output, strerror(errno));
+  remove(r->tmp_path);
+  return TX_EXIT_FAIL;
+}
+
+/* Before the kernels, in the same run, so the ratios compare like with like. */
+static int measure_roofline(bench_run *r) {
+  if (r->progress) fprintf(stderr, "\r\033[K  measuring the roofline ...");
+  int rc = tx_roofline_measure(&r->o.roof, r->setup.threads, 1e-3 * (double)r->o.min_time_ms,
+                               &r->roofline);
+  if (r->progress) fprintf(stderr, "\r\033[K");
+  if (rc == 0 && !r->o.json) tx_roofline_print(&r->roofline, stdout);
+  fflush(stdout);
+  r->setup.roofline = &r->roofline;
+  return rc;
+}
+
+static int run_point(bench_run *r, size_t i) {
+  tx_bench_point *pt = &r->pts[i];
+  pt->p = r->probs[i];
+  int rc = prepare(r, pt);
+  if (rc) return rc;
+  if (!r->o.json) r->sweep ? print_point_header(r, pt, i) : print_header(r, pt);
+  fflush(stdout);
+  if (i == 0 && r->o.roof.enabled && (rc = measure_roofline(r)) != 0) return rc;
+  for (size_t k = 0; k < r->n_sel; k++) {
+    if (r->progress)
+      fprintf(stderr, "\r\033[K  [%zu/%zu] timing %s ...", i + 1, r->n_pts, r->sel[k].info.name);
+    bench_kernel(r, pt, &r->sel[k].info, &pt->res[k]);
+  }
+  if (r->progress) fprintf(stderr, "\r\033[K");
+  tx_buffers_free(&r->b);
+  find_references(r, pt);
+  if (!r->o.json) print_text(r, pt);
+  fflush(stdout);
+  return 0;
+}
+
+static int setup(bench_run *r) {
+  int rc = tx_context_open("bench", &r->o.ctx, &r->ctx);
+  if (!rc) rc = tx_kernels_select(&r->spec, r->ctx, &r->o.kernels, &r->sel, &r->n_sel);
+  if (rc) return rc;
+  if (!(r->pts = calloc(r->n_pts, sizeof *r->pts))) {
+    fprintf(stderr, "txtune bench: out of memory\n");
+    return TX_EXIT_FAIL;
+  }
+  r->setup = (tx_bench_setup){.sel = r->sel,
+                              .n_sel = r->n_sel,
+                              .threads = txattn_context_threads(r->ctx),
+                              .reps = r->o.reps,
+                              .min_time_ms = r->o.min_time_ms,
+                              .limit_s = r->o.limit_s};
+  double load[1];
+  r->setup.load_before = getloadavg(load, 1) == 1 ? load[0] : NAN;
+  r->progress = isatty(STDERR_FILENO);
+  return open_output(r);
+}
+
+static int run(bench_run *r, int argc, char **argv) {
+  int rc = parse(r, argc, argv);
+  if (rc >= 0) return rc;
+  if ((rc = setup(r)) != 0) return rc;
+  if (r->sweep && !r->o.json) print_sweep_header(r);
+  for (size_t i = 0; i < r->n_pts; i++)
+    if ((rc = run_point(r, i)) != 0) return rc;
+  if (r->sweep && !r->o.json) tx_sweep_print_summary(&r->setup, r->pts, r->n_pts, stdout);
+  if (r->o.json) write_json(r, stdout);
+  if (r->out && (rc = close_output(r)) != 0) return rc;
+  return exit_code(r);
+}
+
+int tx_cmd_bench(int argc, char **argv) {
+  bench_run r;
+  memset(&r, 0, sizeof r);
+  int rc = run(&r, argc, argv);
+  if (r.out) { /* a failure before the end: no partial document */
+    fclose(r.out);
+    remove(r.tmp_path);
+  }
+  tx_buffers_free(&r.b);
+  for (size_t i = 0; r.pts && i < r.n_pts; i++) free(r.pts[i].res);
+  free(r.pts);
+  free(r.probs);
+  free(r.sel);
+  txattn_context_free(r.ctx);
+  tx_strlist_free(&r.o.kernels);
+  tx_strlist_free(&r.o.n_items);
+  tx_strlist_free(&r.o.mask_items);
+  return rc;
+}

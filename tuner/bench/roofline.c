@@ -1,0 +1,312 @@
+/* The roofs of `txtune bench --roofline`: what is measured, in which order, and the header table
+   and JSON object that report it. */
+#define _GNU_SOURCE /* getloadavg, sched_getaffinity */
+#include "roofline.h"
+
+#include <math.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "text_table.h"
+
+#define MIB          (size_t)(1024 * 1024)
+#define ROOF_RUNS    3    /* best of: a roof is what the machine reaches, so few runs suffice */
+#define ROOF_LIMIT_S 2.0  /* per measurement, so a slow machine (or qemu) still finishes */
+#define GEMM_N       2048 /* the size the sgemm figures are for */
+
+void tx_roofline_args_init(tx_roofline_args *a) {
+  a->enabled = 0;
+  a->gemm_n = a->stream_mib = 0;
+}
+
+void tx_roofline_opts(tx_roofline_args *a, tx_opt *o) {
+  o[0] = tx_opt_flag("roofline", &a->enabled,
+                     "measure the machine's roofs first, show each kernel against them");
+  o[1] = tx_opt_int("gemm-n", &a->gemm_n, "N", "sgemm size N x N x N for --roofline [2048]", 64,
+                    16384);
+  o[2] = tx_opt_int("stream-mib", &a->stream_mib, "MIB",
+                    "bandwidth array size for --roofline [4 x L3, at least 64]", 1, 65536);
+}
+
+int tx_roofline_check_args(const tx_cmd_spec *spec, const tx_roofline_args *a) {
+  if (!a->enabled && (a->gemm_n || a->stream_mib))
+    return tx_args_usage_error(spec, "--%s needs --roofline", a->gemm_n ? "gemm-n" : "stream-mib");
+  return 0;
+}
+
+/* The L3 as Linux describes it in sysfs (what lscpu shows), else as glibc reports it, which in VMs
+   can be far off (256 MiB for a 16 MiB L3 here); 0 if neither knows. */
+static size_t l3_size(void) {
+  char path[80];
+  for (int i = 0; i < 8; i++) {
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+    FILE *f = fopen(path, "r");
+    if (!f) break;
+    int level = 0;
+    int ok = fscanf(f, "%d", &level) == 1;
+    fclose(f);
+    if (!ok || level != 3) continue;
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+    unsigned long kib = 0;
+    if ((f = fopen(path, "r"))) {
+      ok = fscanf(f, "%luK", &kib) == 1;
+      fclose(f);
+      if (ok && kib) return (size_t)kib * 1024;
+    }
+  }
+  long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  return l3 > 0 ? (size_t)l3 : 0;
+}
+
+/* STREAM's rule: each array at least 4 times the last-level cache. */
+static size_t stream_bytes(const tx_roofline_args *a, size_t l3) {
+  if (a->stream_mib) return (size_t)a->stream_mib * MIB;
+  size_t bytes = 4 * l3;
+  if (bytes < 64 * MIB) bytes = 64 * MIB;
+  if (bytes > 512 * MIB) bytes = 512 * MIB; /* an implausible L3 from a VM must not eat the RAM */
+  return bytes;
+}
+
+static void measure_peaks(tx_roofline *r, const tx_timing_opts *t) {
+  tx_peak_isa isas[TX_PEAK_MAX_ISAS];
+  r->n_peaks = tx_peak_isas(isas);
+  for (size_t i = 0; i < r->n_peaks; i++) {
+    tx_roof_peak *p = &r->peaks[i];
+    p->isa = isas[i];
+    for (int c = 0; c < r->n_counts; c++)
+      p->gflops[c] = p->isa.usable ? tx_peak_gflops(p->isa.loop, r->threads[c], t) : -1;
+  }
+}
+
+static int measure_memory(tx_roofline *r, const tx_timing_opts *t) {
+  tx_stream_arrays s;
+  if (tx_stream_alloc(&s, r->stream_bytes) != 0) {
+    fprintf(stderr, "txtune bench: --roofline: cannot allocate 3 x %zu MiB for the bandwidth\n",
+            r->stream_bytes / MIB);
+    return TX_EXIT_FAIL;
+  }
+  for (int c = 0; c < r->n_counts; c++) {
+    r->triad_gbs[c] = tx_stream_triad_gbs(&s, r->threads[c], t);
+    r->read_gbs[c] = tx_stream_read_gbs(&s, r->threads[c], t);
+  }
+  tx_stream_free(&s);
+  return 0;
+}
+
+static int measure_sgemm(tx_roofline *r, const tx_timing_opts *t) {
+  tx_sgemm_bufs g;
+  if (tx_sgemm_alloc(&g, r->gemm_n) != 0) {
+    fprintf(stderr, "txtune bench: --roofline: cannot allocate the %lld^2 sgemm matrices\n",
+            (long long)r->gemm_n);
+    return TX_EXIT_FAIL;
+  }
+  for (int c = 0; c < r->n_counts; c++) r->sgemm_gflops[c] = tx_sgemm_gflops(&g, r->threads[c], t);
+  tx_sgemm_free(&g);
+  return 0;
+}
+
+int tx_roofline_measure(const tx_roofline_args *a, int threads, double min_run_s, tx_roofline *r) {
+  double start = tx_clock(), load[1];
+  *r = (tx_roofline){.n_counts = threads > 1 ? 2 : 1,
+                     .threads = {1, threads},
+                     .gemm_n = a->gemm_n ? a->gemm_n : GEMM_N,
+                     .l3_bytes = l3_size(),
+                     .min_run_s = min_run_s,
+                     .runs = ROOF_RUNS,
+                     .load_before = getloadavg(load, 1) == 1 ? load[0] : -1};
+  r->stream_bytes = stream_bytes(a, r->l3_bytes);
+  tx_timing_opts t = {min_run_s, ROOF_RUNS, ROOF_LIMIT_S};
+  measure_peaks(r, &t);
+  int rc = measure_sgemm(r, &t);
+  if (rc == 0) rc = measure_memory(r, &t);
+  r->seconds = tx_clock() - start;
+  return rc;
+}
+
+const tx_roof_peak *tx_roofline_best_simd(const tx_roofline *r, int c) {
+  const tx_roof_peak *best = NULL;
+  for (size_t i = 0; i < r->n_peaks; i++) {
+    const tx_roof_peak *p = &r->peaks[i];
+    if (p->isa.loop != &tx_peak_scalar && p->gflops[c] > 0 &&
+        (!best || p->gflops[c] > best->gflops[c]))
+      best = p;
+  }
+  return best;
+}
+
+/* ---- report ---- */
+
+static const char *const blas_env[] = {"OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"};
+enum { N_BLAS_ENV = sizeof blas_env / sizeof blas_env[0] };
+
+enum { COL_ROOF, COL_HOW, COL_RATES }; /* then one column per thread count, then the unit */
+
+static void add_row(tx_table *t, const tx_roofline *r, const char *roof, const char *how,
+                    const double *v, const char *unit) {
+  char rates[TX_ROOF_MAX_COUNTS][32];
+  const char *cells[COL_RATES + TX_ROOF_MAX_COUNTS + 1] = {roof, how};
+  for (int c = 0; c < r->n_counts; c++) {
+    if (v && v[c] > 0)
+      snprintf(rates[c], sizeof rates[c], "%.1f", v[c]);
+    else
+      snprintf(rates[c], sizeof rates[c], "-");
+    cells[COL_RATES + c] = rates[c];
+  }
+  cells[COL_RATES + r->n_counts] = unit;
+  tx_table_add(t, cells);
+}
+
+static void add_balance_row(tx_table *t, const tx_roofline *r) {
+  double balance[TX_ROOF_MAX_COUNTS];
+  const tx_roof_peak *best = NULL;
+  for (int c = 0; c < r->n_counts; c++) {
+    const tx_roof_peak *p = tx_roofline_best_simd(r, c);
+    if (!p) p = &r->peaks[0]; /* no SIMD ISA here: the scalar peak */
+    balance[c] = r->triad_gbs[c] > 0 ? p->gflops[c] / r->triad_gbs[c] : -1;
+    best = p;
+  }
+  char how[64];
+  snprintf(how, sizeof how, "%s peak / triad bandwidth", best->isa.loop->isa);
+  add_row(t, r, "balance", how, balance, "flop/B");
+}
+
+static void fill_table(tx_table *t, const tx_roofline *r) {
+  char buf[160];
+  for (size_t i = 0; i < r->n_peaks; i++) {
+    const tx_roof_peak *p = &r->peaks[i];
+    snprintf(buf, sizeof buf, "fma %s", p->isa.loop->isa);
+    add_row(t, r, buf, p->isa.usable ? p->isa.loop->how : "-", p->gflops, "GFLOP/s");
+    if (!p->isa.usable) tx_table_note(t, "%s", p->isa.why);
+  }
+  snprintf(buf, sizeof buf, "OpenBLAS cblas_sgemm %lld^3, core %s", (long long)r->gemm_n,
+           tx_openblas_corename());
+  add_row(t, r, "sgemm", buf, r->sgemm_gflops, "GFLOP/s");
+  snprintf(buf, sizeof buf, "STREAM triad a = b + q c, 3 x %zu MiB, 12 B/element",
+           r->stream_bytes / MIB);
+  add_row(t, r, "triad", buf, r->triad_gbs, "GB/s");
+  snprintf(buf, sizeof buf, "sum of b and c, 2 x %zu MiB, 8 B/element", r->stream_bytes / MIB);
+  add_row(t, r, "read", buf, r->read_gbs, "GB/s");
+  add_balance_row(t, r);
+}
+
+static int cpus_available(void) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
+
+/* Cores that other processes keep busy halve a thread's share, and the multi-thread roofs with it:
+   say so when the best FMA peak scales clearly worse than the cores it could use. Writes the
+   warning into buf and returns 1, or returns 0. */
+static int scaling_warning(const tx_roofline *r, char *buf, size_t size) {
+  if (r->n_counts < 2) return 0;
+  const tx_roof_peak *p = tx_roofline_best_simd(r, 1);
+  if (!p) p = &r->peaks[0];
+  int cores = cpus_available();
+  double expect = r->threads[1] < cores ? r->threads[1] : cores;
+  double got = p->gflops[0] > 0 ? p->gflops[1] / p->gflops[0] : 0;
+  if (got >= 0.85 * expect) return 0;
+  snprintf(buf, size,
+           "the %d-thread %s peak is only %.2f x the 1-thread one with %d CPUs available (other"
+           " processes on the cores?): figures at %d threads understate the machine",
+           r->threads[1], p->isa.loop->isa, got, cores, r->threads[1]);
+  return 1;
+}
+
+void tx_roofline_print(const tx_roofline *r, FILE *f) {
+  char spec[128] = "ROOF|WHAT";
+  for (int c = 0; c < r->n_counts; c++) {
+    size_t len = strlen(spec);
+    snprintf(spec + len, sizeof spec - len, "|>%d THREAD%s", r->threads[c],
+             r->threads[c] == 1 ? "" : "S");
+  }
+  strcat(spec, "|UNIT");
+  tx_table t;
+  tx_table_init(&t, spec);
+  fill_table(&t, r);
+  fprintf(f, "\nroofline, measured in this run (%.1f s): best of %d runs of >= %g ms each",
+          r->seconds, r->runs, 1e3 * r->min_run_s);
+  if (r->load_before >= 0) fprintf(f, "; load average %.2f before", r->load_before);
+  fprintf(f, "\n");
+  tx_table_print(&t, f, "  ");
+  tx_table_free(&t);
+  fprintf(f, "  OpenBLAS: %s (%s build);", tx_openblas_config(), tx_openblas_threading());
+  for (int i = 0; i < N_BLAS_ENV; i++) {
+    const char *v = getenv(blas_env[i]);
+    fprintf(f, " %s=%s", blas_env[i], v ? v : "(unset)");
+  }
+  fprintf(f, "\n");
+  char warn[256];
+  if (scaling_warning(r, warn, sizeof warn)) fprintf(f, "  warning: %s\n", warn);
+  if (r->l3_bytes && r->stream_bytes < 4 * r->l3_bytes)
+    fprintf(f, "  note: the bandwidth arrays are under 4 x L3 (%zu MiB): caches inflate the GB/s\n",
+            r->l3_bytes / MIB);
+}
+
+static void json_rates(tx_json *j, const char *key, const tx_roofline *r, const double *v) {
+  tx_json_key(j, key);
+  tx_json_begin_array(j);
+  for (int c = 0; c < r->n_counts; c++) tx_json_double(j, v[c] > 0 ? v[c] : NAN);
+  tx_json_end_array(j);
+}
+
+static void json_peaks(tx_json *j, const tx_roofline *r) {
+  tx_json_key(j, "fma_peak");
+  tx_json_begin_array(j);
+  for (size_t i = 0; i < r->n_peaks; i++) {
+    const tx_roof_peak *p = &r->peaks[i];
+    tx_json_begin_object(j);
+    tx_json_kv_string(j, "isa", p->isa.loop->isa);
+    tx_json_kv_string(j, "loop", p->isa.loop->how);
+    tx_json_kv_bool(j, "usable", p->isa.usable);
+    tx_json_kv_string(j, "reason", p->isa.usable ? NULL : p->isa.why);
+    json_rates(j, "gflops", r, p->gflops);
+    tx_json_end_object(j);
+  }
+  tx_json_end_array(j);
+}
+
+static void json_sgemm(tx_json *j, const tx_roofline *r) {
+  tx_json_key(j, "sgemm");
+  tx_json_begin_object(j);
+  tx_json_kv_int(j, "n", r->gemm_n);
+  tx_json_kv_string(j, "corename", tx_openblas_corename());
+  tx_json_kv_string(j, "config", tx_openblas_config());
+  tx_json_kv_string(j, "threading", tx_openblas_threading());
+  for (int i = 0; i < N_BLAS_ENV; i++) tx_json_kv_string(j, blas_env[i], getenv(blas_env[i]));
+  json_rates(j, "gflops", r, r->sgemm_gflops);
+  tx_json_end_object(j);
+}
+
+static void json_bandwidth(tx_json *j, const tx_roofline *r) {
+  tx_json_key(j, "bandwidth");
+  tx_json_begin_object(j);
+  tx_json_kv_int(j, "array_bytes", (int64_t)r->stream_bytes);
+  tx_json_kv_int(j, "l3_bytes", (int64_t)r->l3_bytes);
+  tx_json_kv_string(j, "triad", "a[i] = b[i] + q * c[i], 12 bytes per element");
+  json_rates(j, "triad_gbs", r, r->triad_gbs);
+  tx_json_kv_string(j, "read", "sum of b[i] and c[i], 8 bytes per element");
+  json_rates(j, "read_gbs", r, r->read_gbs);
+  tx_json_end_object(j);
+}
+
+void tx_roofline_json(tx_json *j, const tx_roofline *r) {
+  tx_json_begin_object(j);
+  tx_json_kv_double(j, "seconds", r->seconds);
+  tx_json_kv_int(j, "runs", r->runs);
+  tx_json_kv_double(j, "min_run_s", r->min_run_s);
+  tx_json_kv_double(j, "load_average_before", r->load_before >= 0 ? r->load_before : NAN);
+  tx_json_key(j, "threads");
+  tx_json_begin_array(j);
+  for (int c = 0; c < r->n_counts; c++) tx_json_int(j, r->threads[c]);
+  tx_json_end_array(j);
+  char warn[256];
+  tx_json_kv_string(j, "warning", scaling_warning(r, warn, sizeof warn) ? warn : NULL);
+  json_peaks(j, r);
+  json_sgemm(j, r);
+  json_bandwidth(j, r);
+  tx_json_end_object(j);
+}

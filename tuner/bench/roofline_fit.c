@@ -1,0 +1,137 @@
+/* Each kernel against the roofs: its GFLOP/s as a fraction of the FMA peak of its own ISA at the
+   thread count it ran on, and, when the shape is memory-bound, its GB/s as a fraction of the
+   bandwidth at that count. */
+#include <math.h>
+#include <string.h>
+
+#include "roofline.h"
+#include "text_table.h"
+
+tx_roof_work tx_roofline_work(const txattn_problem *p) {
+  double q_rows = (double)(p->batch * p->heads_q * p->n_q);
+  double kv_rows = (double)(p->batch * p->heads_kv * p->n_kv), dims = (double)(p->d_qk + p->d_v);
+  tx_roof_work w;
+  w.flops = 2.0 * dims * txattn_problem_visible_pairs(p);
+  w.bytes = sizeof(float) * (q_rows + kv_rows) * dims; /* Q and O rows, K and V rows */
+  return w;
+}
+
+static int count_index(const tx_roofline *r, int threads) {
+  for (int c = 0; c < r->n_counts; c++)
+    if (r->threads[c] == threads) return c;
+  return -1;
+}
+
+static const tx_roof_peak *peak_of(const tx_roofline *r, const char *isa) {
+  for (size_t i = 0; i < r->n_peaks; i++)
+    if (strcmp(r->peaks[i].isa.loop->isa, isa) == 0) return &r->peaks[i];
+  return NULL;
+}
+
+int tx_roofline_fit(const tx_roofline *r, const tx_roof_work *w, const tx_roof_kernel *k,
+                    tx_roof_fit *out) {
+  memset(out, 0, sizeof *out);
+  int c = count_index(r, k->threads);
+  if (k->seconds <= 0 || c < 0 || !k->isa) return 0;
+  const tx_roof_peak *roof = peak_of(r, k->isa);
+  /* A scalar kernel may still run SIMD code (masked.* calls OpenBLAS; the compiler vectorises
+     loops for the baseline ISA): held to the scalar peak it could pass 100%. */
+  if (roof && roof->isa.loop == &tx_peak_scalar) {
+    const tx_roof_peak *simd = tx_roofline_best_simd(r, c);
+    if (simd) {
+      roof = simd;
+      out->for_scalar = 1;
+    }
+  }
+  if (!roof || roof->gflops[c] <= 0) return 0;
+  out->roof = roof;
+  out->peak_gflops = roof->gflops[c];
+  out->gflops = 1e-9 * w->flops / k->seconds;
+  out->fraction = out->gflops / out->peak_gflops;
+  out->intensity = w->bytes > 0 ? w->flops / w->bytes : INFINITY;
+  out->bandwidth_gbs = r->triad_gbs[c];
+  out->balance = out->bandwidth_gbs > 0 ? out->peak_gflops / out->bandwidth_gbs : INFINITY;
+  out->memory_bound = out->intensity < out->balance;
+  out->gbs = 1e-9 * w->bytes / k->seconds;
+  out->bw_fraction = out->bandwidth_gbs > 0 ? out->gbs / out->bandwidth_gbs : NAN;
+  return 1;
+}
+
+static void fit_row(tx_table *t, const tx_roof_kernel *k, const tx_roof_fit *f) {
+  char thr[16], roof[32], peak[32], gf[32], frac[32], ai[32], bal[32], gbs[32] = "-", bwf[32] = "-";
+  snprintf(thr, sizeof thr, "%d", k->threads);
+  snprintf(roof, sizeof roof, "%s%s", f->roof->isa.loop->isa, f->for_scalar ? " (a)" : "");
+  snprintf(peak, sizeof peak, "%.1f", f->peak_gflops);
+  snprintf(gf, sizeof gf, "%.2f", f->gflops);
+  snprintf(frac, sizeof frac, "%.1f%%", 100 * f->fraction);
+  snprintf(ai, sizeof ai, f->intensity < 1000 ? "%.3g" : "%.0f", f->intensity);
+  snprintf(bal, sizeof bal, f->balance < 1000 ? "%.3g" : "%.0f", f->balance);
+  if (f->memory_bound) {
+    snprintf(gbs, sizeof gbs, "%.2f", f->gbs);
+    snprintf(bwf, sizeof bwf, "%.1f%%", 100 * f->bw_fraction);
+  }
+  const char *cells[] = {k->name, thr, roof, peak, gf, frac, ai, bal, gbs, bwf};
+  tx_table_add(t, cells);
+}
+
+static void print_scalar_note(const tx_roofline *r, FILE *f) {
+  const tx_roof_peak *sp = peak_of(r, "scalar");
+  fprintf(f,
+          "  (a) a scalar kernel held to the best SIMD peak: it may still run SIMD code (masked.*\n"
+          "  calls OpenBLAS; compilers vectorise for the baseline ISA). The scalar mul+add peak\n"
+          "  is");
+  for (int c = 0; c < r->n_counts; c++)
+    fprintf(f, "%s %.1f GFLOP/s on %d thread%s", c ? "," : "", sp ? sp->gflops[c] : NAN,
+            r->threads[c], r->threads[c] == 1 ? "" : "s");
+  fprintf(f, ".\n");
+}
+
+void tx_roofline_print_fits(const tx_roofline *r, const tx_roof_work *w, const tx_roof_kernel *ks,
+                            size_t n, FILE *f) {
+  tx_table t;
+  tx_table_init(&t,
+                "KERNEL|>THREADS|ROOF|>PEAK GFLOP/s|>GFLOP/s|>% PEAK|>FLOP/B|>BALANCE|>GB/s|>% BW");
+  int rows = 0, any_scalar = 0;
+  for (size_t i = 0; i < n; i++) {
+    tx_roof_fit fit;
+    if (!tx_roofline_fit(r, w, &ks[i], &fit)) continue;
+    fit_row(&t, &ks[i], &fit);
+    any_scalar |= fit.for_scalar;
+    rows++;
+  }
+  if (rows == 0) {
+    fprintf(f, "\nroofline: no measured kernel has a roof for its ISA and thread count\n");
+  } else {
+    fprintf(f, "\nagainst the roofline (each kernel at the thread count it ran on):\n");
+    tx_table_print(&t, f, "  ");
+    fprintf(f,
+            "  %% PEAK: GFLOP/s / the FMA peak of the kernel's ISA at its thread count.\n"
+            "  FLOP/B: flops / bytes of Q, K, V and O each read or written once. BALANCE: peak /\n"
+            "  triad GB/s; below it the shape is memory-bound and GB/s (those bytes / median\n"
+            "  time) is shown as %% BW of the triad bandwidth at that thread count.\n");
+    if (any_scalar) print_scalar_note(r, f);
+  }
+  tx_table_free(&t);
+}
+
+void tx_roofline_json_fit(tx_json *j, const tx_roofline *r, const tx_roof_work *w,
+                          const tx_roof_kernel *k) {
+  tx_roof_fit f;
+  if (!tx_roofline_fit(r, w, k, &f)) {
+    tx_json_null(j);
+    return;
+  }
+  tx_json_begin_object(j);
+  tx_json_kv_int(j, "threads", k->threads);
+  tx_json_kv_string(j, "roof_isa", f.roof->isa.loop->isa);
+  tx_json_kv_bool(j, "scalar_held_to_simd_peak", f.for_scalar);
+  tx_json_kv_double(j, "peak_gflops", f.peak_gflops);
+  tx_json_kv_double(j, "fraction_of_peak", f.fraction);
+  tx_json_kv_double(j, "flop_per_byte", f.intensity);
+  tx_json_kv_double(j, "balance_flop_per_byte", f.balance);
+  tx_json_kv_bool(j, "memory_bound", f.memory_bound);
+  tx_json_kv_double(j, "gbs", f.gbs);
+  tx_json_kv_double(j, "bandwidth_gbs", f.bandwidth_gbs);
+  tx_json_kv_double(j, "fraction_of_bandwidth", f.memory_bound ? f.bw_fraction : NAN);
+  tx_json_end_object(j);
+}

@@ -1,0 +1,280 @@
+/* txtune show: a dispatch table for people (header, fingerprint, whether it fits this machine, and
+   per class who wins where, by how much), or normalised JSON for scripts. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "commands.h"
+#include "context_cli.h"
+#include "text_table.h"
+#include "txattn/plugin.h"
+#include "txattn/table.h"
+
+typedef struct show_run {
+  int json, points;
+  const char *file; /* the positional FILE, or NULL */
+  tx_context_args ctx_args;
+  tx_opt out_opts[2], ctx_opts[TX_CONTEXT_N_OPTS];
+  tx_opt_group groups[2];
+  tx_cmd_spec spec;
+  txattn_context *ctx;
+  txattn_table *t;
+  char path[4096];
+} show_run;
+
+static const char about[] =
+    "Shows a dispatch table: who measured it where (library, machine fingerprint, plugin builds),\n"
+    "whether it fits this machine and these plugins (libtxattn ignores a stale table, and this\n"
+    "says which field differs), and per class the regions of n (and r for windows) each kernel\n"
+    "wins, with its tunables, time, runner-up, margin and error. Without FILE: the table "
+    "libtxattn\n"
+    "loads: $TXATTN_TABLE, else $XDG_CACHE_HOME/txtune/dispatch.json, else\n"
+    "~/.cache/txtune/dispatch.json.";
+
+/* The one argument that is not an option or an option's value is FILE: the option parser knows
+   only options, so it is taken out of argv first. */
+static int take_file(show_run *r, int *argc, char **argv) {
+  int out = 1;
+  for (int i = 1; i < *argc; i++) {
+    const char *a = argv[i];
+    int takes_value = (strcmp(a, "--threads") == 0 || strcmp(a, "--plugin-path") == 0);
+    if (a[0] != '-' || strcmp(a, "-") == 0) {
+      if (r->file != NULL)
+        return tx_args_usage_error(&r->spec, "one FILE at most, got '%s' and '%s'", r->file, a);
+      r->file = a;
+      continue;
+    }
+    argv[out++] = argv[i];
+    if (takes_value && i + 1 < *argc) argv[out++] = argv[++i];
+  }
+  *argc = out;
+  return 0;
+}
+
+static int parse(show_run *r, int argc, char **argv) {
+  r->out_opts[0] = tx_opt_flag("json", &r->json, "the table as normalised JSON on stdout");
+  r->out_opts[1] =
+      tx_opt_flag("points", &r->points, "also every measured point with all its candidates");
+  tx_context_args_init(&r->ctx_args);
+  tx_context_opts(&r->ctx_args, r->ctx_opts);
+  r->groups[0] = (tx_opt_group){"Options", r->out_opts, 2};
+  r->groups[1] =
+      (tx_opt_group){"Library (to compare the table with)", r->ctx_opts, TX_CONTEXT_N_OPTS};
+  r->spec = (tx_cmd_spec){"show", "[FILE] [--json] [--points]", about, r->groups, 2};
+  int rc = take_file(r, &argc, argv);
+  return rc ? rc : tx_args_parse_cmd(&r->spec, argc, argv);
+}
+
+static void fmt_bytes(int64_t b, char *buf, size_t size) {
+  if (b >= (1 << 20) && b % (1 << 20) == 0)
+    snprintf(buf, size, "%lld MiB", (long long)(b >> 20));
+  else if (b >= 1024 && b % 1024 == 0)
+    snprintf(buf, size, "%lld KiB", (long long)(b >> 10));
+  else
+    snprintf(buf, size, "%lld B", (long long)b);
+}
+
+static void fmt_tunables(size_t n, const char *const *names, const int64_t *values, char *buf,
+                         size_t size) {
+  size_t used = 0;
+  snprintf(buf, size, "-");
+  for (size_t i = 0; i < n && used < size; i++) {
+    int k = snprintf(buf + used, size - used, "%s%s=%lld", i ? " " : "", names[i],
+                     (long long)values[i]);
+    used += k > 0 ? (size_t)k : 0;
+  }
+}
+
+static void print_header(const show_run *r, const txattn_table_header *h) {
+  const txattn_machine_info *m = &h->machine;
+  char l1[32], l2[32], l3[32];
+  fmt_bytes(m->l1d_bytes, l1, sizeof l1);
+  fmt_bytes(m->l2_bytes, l2, sizeof l2);
+  fmt_bytes(m->l3_bytes, l3, sizeof l3);
+  printf("dispatch table %s\n", h->path);
+  printf("  format %s %d, written by libtxattn %s at %s\n", TXATTN_TABLE_FORMAT, h->format_version,
+         h->library_version, h->created);
+  printf("  machine: %s %s (family %d, model %d, stepping %d), %d cores\n", m->vendor,
+         *m->brand ? m->brand : "(no brand string)", m->family, m->model, m->stepping, m->n_cores);
+  fputs("  isa:", stdout);
+  for (int b = 0; b < TXATTN_ISA_COUNT_; b++)
+    if (m->isa_mask & (1u << b)) printf(" %s", tx_isa_name(b));
+  printf("; caches used: l1d %s, l2 %s, l3 %s per core\n", l1, l2, l3);
+  for (size_t i = 0; i < h->n_plugins; i++) {
+    txattn_table_plugin p;
+    if (txattn_table_plugin_get(r->t, i, &p) == TXATTN_OK)
+      printf("  %-8s %s %s (%s)\n", i ? "" : "plugins:", p.name, p.version, p.build);
+  }
+  if (*h->profile) printf("  profile: %s\n", h->profile);
+}
+
+static void print_fit(const show_run *r) {
+  char why[4096];
+  txattn_status s = txattn_table_check(r->t, r->ctx, why, sizeof why);
+  if (s == TXATTN_OK)
+    printf("  here: fits this machine, this library and these plugins: libtxattn follows it\n");
+  else if (s == TXATTN_E_TABLE) {
+    printf("  here: STALE, libtxattn ignores it:\n");
+    for (char *d = why, *end; d != NULL; d = end ? end + 2 : NULL) {
+      end = strstr(d, "; ");
+      printf("    %.*s\n", end ? (int)(end - d) : (int)strlen(d), d);
+    }
+    printf("  `txtune profile` measures this machine again\n");
+  } else
+    printf("  here: cannot compare: %s\n", txattn_last_error());
+}
+
+static void fmt_range(int64_t lo, int64_t hi, char *buf, size_t size) {
+  if (lo == hi)
+    snprintf(buf, size, "%lld", (long long)lo);
+  else
+    snprintf(buf, size, "%lld..%lld", (long long)lo, (long long)hi);
+}
+
+static void region_row(tx_table *tab, const txattn_table_class *c, const txattn_table_region *g) {
+  char n[48], rr[48], tun[256], t1[32], t2[32], time[72], margin[32], err[32];
+  fmt_range(g->n_lo, g->n_hi, n, sizeof n);
+  fmt_range(g->r_lo, g->r_hi, rr, sizeof rr);
+  fmt_tunables(g->winner.n_tunables, g->winner.tunable_names, g->winner.tunable_values, tun,
+               sizeof tun);
+  tx_fmt_time(g->time_min_s, t1, sizeof t1);
+  tx_fmt_time(g->time_max_s, t2, sizeof t2);
+  snprintf(time, sizeof time, "%s..%s", t1, t2);
+  snprintf(margin, sizeof margin, g->runner_up ? "%.2fx" : "-", g->margin);
+  snprintf(err, sizeof err, "%.2g", g->max_error);
+  const char *cells[] = {n, rr, g->winner.kernel, tun, time, g->runner_up, margin, err};
+  if (c->mask == TXATTN_MASK_WINDOW) {
+    tx_table_add(tab, cells);
+  } else {
+    const char *no_r[] = {n, g->winner.kernel, tun, time, g->runner_up, margin, err};
+    tx_table_add(tab, no_r);
+  }
+}
+
+static void print_points(const show_run *r, size_t ci, size_t n_points) {
+  for (size_t i = 0; i < n_points; i++) {
+    txattn_table_point p;
+    if (txattn_table_point_get(r->t, ci, i, &p) != TXATTN_OK) continue;
+    printf("    n=%lld", (long long)p.n);
+    if (p.r) printf(" r=%lld", (long long)p.r);
+    printf("%s:", p.tie ? " (a tie: the first chosen among times within their noise)" : "");
+    double first = 0;
+    for (size_t k = 0; k < p.n_candidates; k++) {
+      txattn_table_candidate c;
+      char t[32], tun[256];
+      if (txattn_table_candidate_get(r->t, ci, i, k, &c) != TXATTN_OK) continue;
+      if (k == 0) first = c.time_s;
+      tx_fmt_time(c.time_s, t, sizeof t);
+      fmt_tunables(c.n_tunables, c.tunable_names, c.tunable_values, tun, sizeof tun);
+      printf("%s %s%s%s %s", k ? "," : "", c.kernel, c.n_tunables ? " " : "",
+             c.n_tunables ? tun : "", t);
+      if (k) printf(" (%.2fx)", c.time_s / first);
+    }
+    printf("\n");
+  }
+}
+
+static void print_class(const show_run *r, size_t ci) {
+  txattn_table_class c;
+  size_t n_points, n_regions;
+  char d[96];
+  if (txattn_table_class_get(r->t, ci, &c, &n_points, &n_regions) != TXATTN_OK) return;
+  txattn_table_class_describe(&c, d, sizeof d);
+  printf("\nclass %s (measured with batch %lld, %lld query heads): %zu points, %zu regions\n", d,
+         (long long)c.batch, (long long)c.heads_q, n_points, n_regions);
+  tx_table tab;
+  tx_table_init(&tab, c.mask == TXATTN_MASK_WINDOW
+                          ? ">N|>R|WINNER|TUNABLES|TIME|RUNNER-UP|>MARGIN|>MAX ERROR"
+                          : ">N|WINNER|TUNABLES|TIME|RUNNER-UP|>MARGIN|>MAX ERROR");
+  for (size_t i = 0; i < n_regions; i++) {
+    txattn_table_region g;
+    if (txattn_table_region_get(r->t, ci, i, &g) == TXATTN_OK) region_row(&tab, &c, &g);
+  }
+  tx_table_print(&tab, stdout, "  ");
+  tx_table_free(&tab);
+  if (r->points) print_points(r, ci, n_points);
+}
+
+/* An exclusion the profile made because the kernel could not plan the point (its reason starts
+   so), not because it failed the exactness check. */
+#define PLAN_FAILURE_PREFIX "failed to plan"
+static int failed_to_plan(const txattn_table_exclusion *x) {
+  return strncmp(x->reason, PLAN_FAILURE_PREFIX, strlen(PLAN_FAILURE_PREFIX)) == 0;
+}
+
+static void print_excluded(const show_run *r, size_t n) {
+  if (n == 0) return;
+  size_t n_plan = 0;
+  for (size_t i = 0; i < n; i++) {
+    txattn_table_exclusion x;
+    if (txattn_table_exclusion_get(r->t, i, &x) == TXATTN_OK) n_plan += (size_t)failed_to_plan(&x);
+  }
+  printf("\nexcluded (%zu): %zu failed the exactness check (inexact, or crashed on it), %zu "
+         "failed to plan a point\n",
+         n, n - n_plan, n_plan);
+  for (size_t i = 0; i < n; i++) {
+    txattn_table_exclusion x;
+    char d[96], tun[256];
+    if (txattn_table_exclusion_get(r->t, i, &x) != TXATTN_OK) continue;
+    txattn_table_class_describe(&x.cls, d, sizeof d);
+    fmt_tunables(x.n_tunables, x.tunable_names, x.tunable_values, tun, sizeof tun);
+    printf("  %s%s%s in %s at n=%lld", x.kernel, x.n_tunables ? " " : "", x.n_tunables ? tun : "",
+           d, (long long)x.n);
+    if (x.r) printf(" r=%lld", (long long)x.r);
+    if (failed_to_plan(&x))
+      printf(": %s\n", x.reason);
+    else if (x.max_error == x.max_error)
+      printf(": not exact, max error %.3g: %s\n", x.max_error, x.reason);
+    else /* no finite error: the reason says why (an output not finite, a crash) */
+      printf(": failed the exactness check: %s\n", x.reason);
+  }
+}
+
+static int load(show_run *r) {
+  if (r->file) {
+    snprintf(r->path, sizeof r->path, "%s", r->file);
+  } else if (txattn_table_default_path(r->path, sizeof r->path) != TXATTN_OK) {
+    fprintf(stderr, "txtune show: %s\n", txattn_last_error());
+    return TX_EXIT_FAIL;
+  }
+  txattn_status s = txattn_table_load(r->path, &r->t);
+  if (s == TXATTN_OK) return 0;
+  if (s == TXATTN_E_IO && !r->file)
+    fprintf(stderr, "txtune show: no table at %s: run `txtune profile` to measure this machine\n",
+            r->path);
+  else
+    tx_print_lib_error("show", "cannot use the table", s);
+  return TX_EXIT_FAIL;
+}
+
+int tx_cmd_show(int argc, char **argv) {
+  show_run r;
+  memset(&r, 0, sizeof r);
+  int rc = parse(&r, argc, argv);
+  if (rc >= 0) return rc;
+  if ((rc = load(&r)) != 0) return rc;
+  if (r.json) {
+    txattn_status s = txattn_table_dump(r.t, stdout);
+    txattn_table_free(r.t);
+    if (s != TXATTN_OK) tx_print_lib_error("show", "cannot print the table", s);
+    return s == TXATTN_OK ? TX_EXIT_OK : TX_EXIT_FAIL;
+  }
+  txattn_options opts = {.plugin_path = r.ctx_args.plugin_path,
+                         .table_path = "",
+                         .n_threads = (int)r.ctx_args.threads};
+  txattn_status s = txattn_context_create(&opts, &r.ctx);
+  txattn_table_header h;
+  txattn_table_header_get(r.t, &h);
+  print_header(&r, &h);
+  if (s == TXATTN_OK)
+    print_fit(&r);
+  else
+    tx_print_lib_error("show", "cannot compare with this machine", s);
+  for (size_t i = 0; i < h.n_classes; i++) print_class(&r, i);
+  print_excluded(&r, h.n_excluded);
+  txattn_table_free(r.t);
+  txattn_context_free(r.ctx);
+  return TX_EXIT_OK;
+}

@@ -1,0 +1,623 @@
+/* txtune profile: measures every exact kernel (x tunables) over a grid of shape classes on this
+   machine and writes the dispatch table libtxattn follows, then summarises who wins where.
+
+   The grid is measured n by n (every class at one n before any at the next). Before each point a
+   plan predicts the time of every point left from what each class learnt at its last points
+   (profile_grid.c) and sets the runs of the planned (not optional) candidates so that the rest fits
+   the budget; the budget is a hard cap all the same (points that would not fit are left out).
+   Close calls are timed again at later n before they are recorded (profile_revisit.h). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "context_cli.h"
+#include "profile_run.h"
+#include "core_latency.h"
+#include "timing.h"
+
+#define MAX_CANDS 128
+#define SEED      UINT64_C(0x70726f66696c65)
+#define CHECK_N   193 /* the small shape each candidate must be exact on: no multiple of a block */
+/* Visits after each n may use this share of the plan's slack (after the last n, the time left). */
+#define REVISIT_SHARE 0.5
+
+static const char about[] =
+    "Measures the installed kernels on this machine and writes the dispatch table libtxattn\n"
+    "follows from then on. The grid: head sizes --d, masks none, causal and centred windows,\n"
+    "decode and GQA, n doubling from 64 to --n-max, at each of --threads. Each candidate (kernel "
+    "x\n"
+    "tunables) is first checked against txattn_reference and excluded if inexact; the candidates\n"
+    "are then timed interleaved, close calls again at later n, and within the measured noise\n"
+    "the preferred one wins. The budget is a hard cap: points that would not fit are left out.\n"
+    "Modes: --quick (30 s, default tunables), default (3 min, one tile variant), --patient\n"
+    "(30 min, a grid of tiles). The table is written atomically to -o FILE, else $TXATTN_TABLE,\n"
+    "else $XDG_CACHE_HOME/txtune/dispatch.json, else ~/.cache/txtune/dispatch.json.\n"
+    "How it measures and chooses: docs/profiling.md.";
+
+static int parse(profile_run *r, int argc, char **argv) {
+  tx_opt *o = r->opts;
+  r->n_max = 0;
+  r->budget_s = 0;
+  o[0] = tx_opt_flag("quick", &r->quick, "about 30 s: fewer points, default tunables only");
+  o[1] = tx_opt_flag("patient", &r->patient, "a wider tile search (about 30 min)");
+  o[2] = tx_opt_list("threads", &r->threads, "LIST", "thread counts [1 and every core]");
+  o[3] = tx_opt_list("d", &r->d, "LIST", "head sizes [64,128]");
+  o[4] = tx_opt_int("n-max", &r->n_max, "N", "the largest n [16384; --quick 4096]", 64,
+                    INT64_C(1) << 20);
+  o[5] = tx_opt_double(
+      "budget", &r->budget_s, "S",
+      "seconds for the whole profile, a hard cap [180; --quick 30; --patient 1800]", 1, 1e6);
+  o[6] = tx_opt_string("output", &r->out, "FILE",
+                       "where to write the table (also -o FILE) [the default path]");
+  o[7] = tx_opt_string("plugin-path", &r->plugin_path, "DIRS",
+                       "plugin directories, ':'-separated [$TXATTN_PLUGIN_PATH, else the default]");
+  r->groups[0] = (tx_opt_group){"Options", r->opts, 8};
+  r->spec = (tx_cmd_spec){"profile",
+                          "[--quick | --patient] [--threads LIST] [--d LIST] [--n-max N] "
+                          "[--budget S] [-o FILE]",
+                          about, r->groups, 1};
+  int rc = tx_args_parse_cmd(&r->spec, argc, argv);
+  if (rc >= 0) return rc;
+  if (r->quick && r->patient)
+    return tx_args_usage_error(&r->spec, "--quick and --patient contradict each other");
+  return -1;
+}
+
+static void settings(profile_run *r) {
+  /* mode, min run, most runs, prune ratio (within a point), variants, one loop once, confirm
+     share */
+  static const prof_settings modes[] = {
+      {PROF_QUICK, 1e-3, 3, 1.15, 0, 1, 0.25},
+      {PROF_DEFAULT, 2e-3, 5, 1.15, 1, 1, 0.5},
+      {PROF_PATIENT, 5e-3, 7, 1.15, 2, 1, 1.0},
+  };
+  static const double budgets[] = {30, 180, 1800};
+  static const int visits[] = {3, 4, 6}; /* of a close call, after its own runs */
+  /* lost by more than this at two points in a row: optional (short calls, long calls, and
+     where long calls start) */
+  static const prof_cutoff cutoffs[] = {{3.0, 1.1, 0.02}, {3.0, 1.1, 0.02}, {3.0, 1.25, 0.02}};
+  int m = r->quick ? 0 : r->patient ? 2 : 1;
+  r->s = modes[m];
+  r->cutoff = cutoffs[m];
+  r->rv.visits = visits[m];
+  r->rv.max_call_s = REVISIT_MAX_CALL_S;
+  if (r->budget_s <= 0) r->budget_s = budgets[m];
+  if (r->n_max <= 0) r->n_max = r->quick ? 4096 : 16384;
+}
+
+/* ---- one point ---- */
+
+static void add_exclusion(profile_run *r, const prof_grid_class *gc, const txattn_problem *small,
+                          const prof_cand *c, double err, const char *why) {
+  txattn_table_exclusion x = {.cls = gc->cls,
+                              .kernel = c->name,
+                              .n_tunables = c->n_tun,
+                              .tunable_names = c->tun_names,
+                              .tunable_values = c->tun_values,
+                              .n = small->n_kv,
+                              .r = small->mask == TXATTN_MASK_WINDOW ? small->window_left : 0,
+                              .max_error = err,
+                              .reason = *why ? why : "not exact"};
+  if (txattn_table_add_exclusion(r->table, &x) == TXATTN_OK) r->n_excluded++;
+}
+
+/* ---- kernels that fail to plan ---- */
+
+/* The failure of pf whose kernel text names first (the dispatcher lists the kernels it tried in
+   order), SIZE_MAX if it names none. */
+static size_t first_named(const char *text, const prof_plan_failures *pf) {
+  size_t first = SIZE_MAX;
+  const char *at = NULL;
+  for (size_t i = 0; i < pf->n; i++) {
+    const char *p = strstr(text, pf->f[i].name);
+    if (p && (at == NULL || p < at)) at = p, first = i;
+  }
+  return first;
+}
+
+/* Which of the kernels that failed to plan p the estimate picks there (an index into pf), or
+   SIZE_MAX if none: judged by the dispatcher itself, which the profile's contexts leave to the
+   estimate (no table). Either it cannot plan p (the kernel its message names, else the first
+   failure), or it planned another kernel and its reason names one of pf as having failed (it
+   falls back along its ranking and says which failed). `outcome` says which of the two. */
+static size_t estimate_pick(txattn_context *ctx, const txattn_problem *p,
+                            const prof_plan_failures *pf, char *outcome, size_t size) {
+  txattn_plan *plan = NULL;
+  txattn_status s = txattn_plan_create(ctx, p, NULL, &plan);
+  size_t pick = SIZE_MAX;
+  if (s != TXATTN_OK) {
+    const char *msg = txattn_last_error();
+    pick = first_named(msg, pf);
+    snprintf(outcome, size, "without a table libtxattn cannot plan this point: %s: %s",
+             txattn_status_name(s), msg);
+    return pick == SIZE_MAX ? 0 : pick;
+  }
+  const char *why = txattn_plan_why(plan);
+  if (strstr(why, "fail") || strstr(why, "could not") || strstr(why, "TXATTN_E_"))
+    pick = first_named(why, pf);
+  snprintf(outcome, size, "without a table libtxattn falls back to %s here",
+           txattn_plan_kernel(plan));
+  txattn_plan_free(plan);
+  return pick;
+}
+
+/* Copies s into buf as one line of printable characters, as the table's reasons are. */
+static void one_line(char *buf, size_t size, const char *s) {
+  snprintf(buf, size, "%s", s);
+  for (char *c = buf; *c; c++)
+    if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = ' ';
+}
+
+/* The kernels that failed to plan the point p (`what`) are left out of it: each (kernel, point)
+   is an exclusion of the table with the reason, a kernel's first failure is said on stderr, and
+   so is a point where the estimate's pick is among them (libtxattn without a table fails or
+   falls back there). */
+static void plan_failures(profile_run *r, const prof_grid_class *gc, int64_t n, int64_t rr,
+                          const txattn_problem *p, const prof_plan_failures *pf, const char *what) {
+  char outcome[512], reason[512], text[512];
+  size_t pick = estimate_pick(r->g.ctx[gc->ctx], p, pf, outcome, sizeof outcome);
+  prof_progress_end(&r->prog);
+  for (size_t i = 0; i < pf->n; i++) {
+    const prof_plan_failure *f = &pf->f[i];
+    if (i == pick)
+      snprintf(text, sizeof text, "failed to plan (the estimate's pick here; %.180s): %.280s",
+               outcome, f->why);
+    else
+      snprintf(text, sizeof text, "failed to plan: %.380s", f->why);
+    one_line(reason, sizeof reason, text);
+    txattn_table_exclusion x = {
+        .cls = gc->cls, .kernel = f->name, .n = n, .r = rr, .max_error = NAN, .reason = reason};
+    txattn_status s = txattn_table_add_exclusion(r->table, &x);
+    if (s != TXATTN_OK)
+      tx_print_lib_error("profile", "cannot record a kernel that failed to plan", s);
+    r->n_plan_failures++;
+    size_t k = 0;
+    while (k < r->n_failed_kernels && strcmp(r->failed[k].name, f->name) != 0) k++;
+    if (k == r->n_failed_kernels && k < MAX_FAILED_KERNELS) {
+      prof_failed_kernel *fk = &r->failed[r->n_failed_kernels++];
+      fk->name = f->name;
+      snprintf(fk->first_at, sizeof fk->first_at, "%s", what);
+      snprintf(fk->first_why, sizeof fk->first_why, "%s", f->why);
+      fprintf(stderr,
+              "txtune profile: %s failed to plan %s: %s; it is left out of every point it fails "
+              "to plan (the table's exclusions list them) and the profile goes on\n",
+              f->name, what, f->why);
+    }
+    if (k < r->n_failed_kernels) r->failed[k].points++;
+  }
+  if (pick != SIZE_MAX) {
+    r->n_pick_failed++;
+    fprintf(stderr, "txtune profile: %s: the estimate's pick, %s, failed to plan; %s\n", what,
+            pf->f[pick].name, outcome);
+  }
+}
+
+/* Keeps the candidates that are exact on the class's small shape; the others are excluded (once)
+   or, if they cannot run it, dropped. */
+static size_t keep_exact(profile_run *r, prof_grid_class *gc, int64_t rr, prof_cand *c, size_t n) {
+  txattn_problem small = prof_grid_problem(gc, CHECK_N, rr);
+  txattn_context *ctx = r->g.ctx[gc->ctx];
+  size_t kept = 0;
+  for (size_t i = 0; i < n; i++) {
+    double err;
+    char why[256];
+    int fresh, v = prof_check(r->checks, ctx, gc->id, &small, &c[i], &err, why, sizeof why, &fresh);
+    if (v == 0 && fresh) add_exclusion(r, gc, &small, &c[i], err, why);
+    if (v == 1) {
+      c[i].max_error = err;
+      c[kept++] = c[i];
+    } else {
+      txattn_plan_free(c[i].plan);
+    }
+  }
+  return kept;
+}
+
+/* Whether an OPTIONAL candidate is timed at a point (of work w) whose other candidates cost
+   `point_s`: with calls of OPTIONAL_MAX_CALL_S at most, while the point's allowance lasts; a tile
+   its own kernel beat only if that was by the cutoff ratio at most (a near tie: both tiles' times
+   keep the table's comparisons honest); the dense kernel (the summary's baseline) if it costs no
+   more than the others; another one if it lost by OPTIONAL_MAX_RATIO at most or, threaded and
+   once planned, if it was last timed at RECHECK_GROWTH times a smaller n: threads that wait
+   for a core another process holds can make a kernel lose by far for a while. */
+static int afford(profile_run *r, const prof_history *t, const prof_cand *c, const prof_work *w,
+                  double point_s) {
+  double cost = prof_cand_cost(r, PROF_OPTIONAL, c->predict_s, 0);
+  if (c->predict_s > OPTIONAL_MAX_CALL_S || cost > r->optional_left) return 0;
+  if (t && !t->kernel_best && t->ratio[0] > r->cutoff.long_ratio) return 0;
+  if (t && t->dense && cost > point_s) return 0;
+  if (t && !t->dense && t->ratio[0] > OPTIONAL_MAX_RATIO &&
+      !(t->threaded && t->best_ratio <= r->cutoff.short_ratio && w->n >= RECHECK_GROWTH * t->n))
+    return 0;
+  r->optional_left -= cost;
+  return 1;
+}
+
+static double last_ratio(const prof_series *se, const prof_cand *c) {
+  const prof_history *t = prof_series_history((prof_series *)se, c->kernel, c->slot);
+  return t ? t->ratio[0] : 0;
+}
+
+/* How each candidate is timed here (want, predict_s, optional); the OPTIONAL ones, closest first,
+   only as afford() allows, the others are dropped. Returns the new count. */
+static size_t plan_point(profile_run *r, prof_series *se, const prof_work *w, prof_cand *c,
+                         size_t n) {
+  double point_s = 0;
+  for (size_t i = 0; i < n; i++) {
+    const prof_history *t = prof_series_history(se, c[i].kernel, c[i].slot);
+    prof_effort effort = prof_series_effort(se, t, w, &r->cutoff);
+    c[i].predict_s = r->scale * prof_series_predict(se, t, w);
+    c[i].expect_s = c[i].predict_s;
+    c[i].history = t != NULL && t->pairs > 0;
+    /* a CONFIRM candidate is planned at two runs (it is likely to lose by the prune ratio after
+       them), but one that keeps up gets as many as the others */
+    c[i].want = effort == PROF_OPTIONAL ? 1 : prof_runs_for(r, r->target_s, c[i].predict_s);
+    c[i].optional = effort == PROF_OPTIONAL;
+    if (!c[i].optional) point_s += prof_cand_cost(r, effort, c[i].predict_s, r->target_s);
+  }
+  size_t kept = 0, opt;
+  for (size_t i = 0; i < n; i++) /* the optional ones last, then by their last ratio */
+    if (!c[i].optional) {
+      prof_cand x = c[kept];
+      c[kept++] = c[i];
+      c[i] = x;
+    }
+  for (opt = kept; opt < n; opt++) {
+    size_t m = opt;
+    for (size_t i = opt + 1; i < n; i++)
+      if (last_ratio(se, &c[i]) < last_ratio(se, &c[m])) m = i;
+    prof_cand x = c[opt];
+    c[opt] = c[m];
+    c[m] = x;
+    if (afford(r, prof_series_history(se, c[opt].kernel, c[opt].slot), &c[opt], w, point_s))
+      c[kept++] = c[opt];
+    else
+      txattn_plan_free(c[opt].plan);
+  }
+  return kept;
+}
+
+/* The tensors of a point at n: the start of buffers sized for every class at n, allocated and
+   filled once per n (standard-normal inputs; the output is touched once, so no timed call pays
+   for its first touch). */
+static int tensors_for(profile_run *r, const txattn_problem *p, txattn_tensors *t) {
+  if (r->buf_n != p->n_kv) {
+    txattn_problem big = {.batch = 1, .heads_q = 1, .heads_kv = 1, .n_q = p->n_kv, .d_qk = 1};
+    for (size_t i = 0; i < r->g.n_cls; i++) {
+      const txattn_table_class *c = &r->g.cls[i].cls;
+      int64_t hkv = c->heads_q / c->group;
+      big.heads_q = c->heads_q > big.heads_q ? c->heads_q : big.heads_q;
+      big.heads_kv = hkv > big.heads_kv ? hkv : big.heads_kv;
+      big.d_qk = c->d_qk > big.d_qk ? c->d_qk : big.d_qk;
+    }
+    big.heads_q = (big.heads_q + big.heads_kv - 1) / big.heads_kv * big.heads_kv;
+    char err[256];
+    tx_buffers_free(&r->buf);
+    r->buf_n = 0;
+    if (txattn_problem_resolve(&big, &big) != TXATTN_OK ||
+        tx_buffers_alloc(&r->buf, &big, TX_LAYOUT_CONTIGUOUS, 0, err, sizeof err) != 0) {
+      prof_progress_end(&r->prog);
+      fprintf(stderr, "txtune profile: cannot allocate the tensors at n = %lld\n",
+              (long long)p->n_kv);
+      return -1;
+    }
+    tx_buffers_fill(&r->buf, SEED, 1.0f);
+    tx_fill_value(r->buf.o, r->buf.o_len, 0.0f);
+    r->buf_n = p->n_kv;
+  }
+  *t = (txattn_tensors){.q = r->buf.q, .k = r->buf.k, .v = r->buf.v, .o = r->buf.o};
+  return 0;
+}
+
+/* The class joins the table when its first point is measured, so the table lists the classes in
+   the grid's order even when a point is recorded later (profile_revisit.h). */
+static txattn_status add_class(profile_run *r, prof_grid_class *gc) {
+  if (gc->in_table) return TXATTN_OK;
+  txattn_status s = txattn_table_add_class(r->table, &gc->cls, &gc->table_index);
+  gc->in_table = s == TXATTN_OK;
+  return s;
+}
+
+static void record(profile_run *r, prof_grid_class *gc, int64_t n, int64_t rr, prof_cand *c,
+                   size_t nc) {
+  txattn_table_candidate tc[MAX_CANDS];
+  for (size_t i = 0; i < nc; i++)
+    tc[i] = (txattn_table_candidate){.kernel = c[i].name,
+                                     .n_tunables = c[i].n_tun,
+                                     .tunable_names = c[i].tun_names,
+                                     .tunable_values = c[i].tun_values,
+                                     .time_s = c[i].time_s,
+                                     .max_error = c[i].max_error,
+                                     .spread = c[i].rough ? -1 : c[i].spread};
+  size_t w = prof_choose(c, nc);
+  txattn_status s = add_class(r, gc);
+  if (s == TXATTN_OK)
+    s = txattn_table_add_point_chosen(r->table, gc->table_index, n, rr, tc, nc, w);
+  if (s != TXATTN_OK) {
+    prof_progress_end(&r->prog);
+    tx_print_lib_error("profile", "cannot record a point", s);
+    return;
+  }
+  r->n_points++;
+  int tie = 0;
+  for (size_t i = 0; i < nc; i++) tie |= c[i].time_s < c[w].time_s;
+  r->n_ties += (size_t)tie;
+  if (c[w].spread >= 0 && r->n_spreads < sizeof r->spreads / sizeof r->spreads[0])
+    r->spreads[r->n_spreads++] = c[w].spread;
+}
+
+/* Seconds the candidates (the optional ones, or the others) spent in timed calls. */
+static double call_seconds(const prof_cand *c, size_t n, int optional) {
+  double s = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (c[i].optional != optional) continue;
+    s += c[i].first_s;
+    for (int k = 0; k < c[i].n_runs; k++) s += c[i].runs[k] * (double)c[i].reps;
+  }
+  return s;
+}
+
+/* Times the planned candidates. Returns 1 if every one that is not optional got a run (the
+   optional ones that did not are removed), 0 if the point must be left out. */
+static int time_point(profile_run *r, const txattn_problem *p, prof_cand *c, size_t *n) {
+  txattn_tensors t;
+  if (tensors_for(r, p, &t) != 0) return 0;
+  txattn_status s = prof_time_until(c, n, &t, &r->s, r->start + r->budget_s - prof_end_reserve(r));
+  if (s != TXATTN_OK) {
+    prof_progress_end(&r->prog);
+    tx_print_lib_error("profile", "a candidate failed and is left out", s);
+  }
+  size_t kept = 0;
+  int whole = 1;
+  for (size_t i = 0; i < *n; i++) {
+    if (c[i].n_runs > 0) {
+      c[kept++] = c[i];
+    } else {
+      whole &= c[i].optional;
+      txattn_plan_free(c[i].plan);
+    }
+  }
+  *n = kept;
+  return whole && kept > 0;
+}
+
+static void describe_point(const prof_grid_class *gc, int64_t n, int64_t rr, char *buf,
+                           size_t size) {
+  char d[96];
+  txattn_table_class_describe(&gc->cls, d, sizeof d);
+  int len = snprintf(buf, size, "%s n=%lld", d, (long long)n);
+  if (rr && len > 0 && (size_t)len < size)
+    snprintf(buf + len, size - (size_t)len, " r=%lld", (long long)rr);
+}
+
+static void leave_out(profile_run *r, prof_series *se) {
+  se->stopped = 1;
+  r->n_skipped++;
+}
+
+/* Plans, checks, times and records the point at `at`; one that does not fit the budget is left out
+   with every larger n of its series. */
+static void measure_point(profile_run *r, prof_at at) {
+  prof_grid_class *gc = &r->g.cls[at.ci];
+  prof_series *se = &gc->series[at.ri];
+  const int64_t *rs;
+  prof_grid_rs(&r->g, gc, &rs);
+  int64_t n = r->g.n[at.ni], rr = rs[at.ri];
+  double started = tx_clock(), predicted = prof_plan(r, at);
+  r->prog.done++;
+  if (!se->stopped && prof_now_s(r) + predicted > r->budget_s - prof_end_reserve(r))
+    se->stopped = 1;
+  if (se->stopped) {
+    r->n_skipped++;
+    return;
+  }
+  prof_level *L = &r->levels[r->n_levels - 1];
+  L->target_lo = fmin(L->target_lo, r->target_s);
+  L->target_hi = fmax(L->target_hi, r->target_s);
+  char what[160];
+  describe_point(gc, n, rr, what, sizeof what);
+  prof_progress_show(&r->prog, what);
+  txattn_problem p = prof_grid_problem(gc, n, rr);
+  prof_work w = prof_grid_work(&p);
+  prof_cand c[MAX_CANDS];
+  prof_plan_failures pf;
+  size_t nc = prof_candidates_failed(r->g.ctx[gc->ctx], &p, &r->s, c, MAX_CANDS, &pf);
+  if (pf.n > 0) plan_failures(r, gc, n, rr, &p, &pf, what);
+  nc = keep_exact(r, gc, rr, c, plan_point(r, se, &w, c, nc));
+  if (nc > 0 && !time_point(r, &p, c, &nc)) {
+    leave_out(r, se);
+  } else if (nc > 0) {
+    double optional = call_seconds(c, nc, 1), spent = tx_clock() - started - optional;
+    prof_series_learn(se, c, nc, &w, spent - call_seconds(c, nc, 0));
+    prof_learn_scale(r, predicted, spent);
+    L->predicted_s += predicted;
+    L->spent_s += spent;
+    L->optional_s += optional;
+    L->points++;
+    if (add_class(r, gc) == TXATTN_OK &&
+        prof_revisits_keep(&r->rv, at.ci, at.ri, n, rr, &p, c, nc)) {
+      r->n_revisited++;
+      nc = 0; /* the candidates and their plans are the open point's now */
+    } else {
+      record(r, gc, n, rr, c, nc);
+    }
+  }
+  prof_candidates_free(c, nc);
+}
+
+static void record_open(void *arg, prof_open_point *pt) {
+  profile_run *r = arg;
+  record(r, &r->g.cls[pt->ci], pt->n, pt->r, pt->c, pt->nc);
+}
+
+/* After the points at the level ni: one more visit of the close calls still open, on a share of
+   the plan's slack (after the last n: all the time left); those that had all their visits are
+   recorded. */
+static void revisit(profile_run *r, size_t ni) {
+  double deadline = r->start + r->budget_s - prof_end_reserve(r), allowance = deadline - tx_clock();
+  if (ni + 1 < r->g.n_n) {
+    prof_plan(r, (prof_at){ni + 1, 0, 0});
+    allowance = REVISIT_SHARE * r->slack;
+  }
+  if (r->rv.n > 0 && r->buf_n > 0) {
+    txattn_tensors t = {.q = r->buf.q, .k = r->buf.k, .v = r->buf.v, .o = r->buf.o};
+    prof_progress_show(&r->prog, "close calls, timed again");
+    r->levels[r->n_levels - 1].revisit_s +=
+        prof_revisits_visit(&r->rv, &t, r->buf_n, &r->s, deadline, allowance);
+  }
+  prof_revisits_settle(&r->rv, 0, record_open, r);
+}
+
+/* CPUs paired with the first for the core round trip at each n (core_latency.h), each a short
+   probe (docs/measurements.md). */
+#define ROUND_TRIP_PAIRS 4
+
+/* Every class at one n before any at the next, so a budget that runs out costs the largest n. */
+static void measure_all(profile_run *r) {
+  prof_progress_init(&r->prog, prof_grid_points(&r->g), r->budget_s);
+  r->prog.start = r->start;
+  for (size_t ni = 0; ni < r->g.n_n; ni++) {
+    prof_level *L = &r->levels[r->n_levels++];
+    *L = (prof_level){.n = r->g.n[ni], .target_lo = INFINITY, .target_hi = 0};
+    /* how far apart the CPUs are now: a host can move them for minutes at a time */
+    L->trip_ns = r->g.n_ctx > 1 ? tx_core_round_trip_ns(ROUND_TRIP_PAIRS) : -1;
+    for (size_t ci = 0; ci < r->g.n_cls; ci++) {
+      const int64_t *rs;
+      size_t n_r = prof_grid_rs(&r->g, &r->g.cls[ci], &rs);
+      for (size_t ri = 0; ri < n_r; ri++) measure_point(r, (prof_at){ni, ci, ri});
+    }
+    revisit(r, ni);
+    L->trip_end_ns = r->g.n_ctx > 1 ? tx_core_round_trip_ns(ROUND_TRIP_PAIRS) : -1;
+  }
+  for (int k = 1; k < r->rv.visits && r->rv.n > 0; k++) revisit(r, r->g.n_n - 1);
+  prof_revisits_settle(&r->rv, 1, record_open, r);
+  prof_progress_end(&r->prog);
+  tx_buffers_free(&r->buf);
+}
+
+/* ---- the table ---- */
+
+static int write_table(profile_run *r) {
+  char path[4096];
+  if (r->out)
+    snprintf(path, sizeof path, "%s", r->out);
+  else if (txattn_table_default_path(path, sizeof path) != TXATTN_OK) {
+    fprintf(stderr, "txtune profile: %s\n", txattn_last_error());
+    return TX_EXIT_FAIL;
+  }
+  txattn_status s = txattn_table_write(r->table, path);
+  if (s != TXATTN_OK) {
+    tx_print_lib_error("profile", "cannot write the table", s);
+    return TX_EXIT_FAIL;
+  }
+  printf("wrote %s: %zu points", path, r->n_points);
+  if (r->n_skipped) printf(" (%zu left out: over the %g s budget)", r->n_skipped, r->budget_s);
+  printf(", %zu candidates excluded as inexact, %zu kernel%s failed to plan, in %.1f s\n",
+         r->n_excluded, r->n_failed_kernels, r->n_failed_kernels == 1 ? "" : "s", prof_now_s(r));
+  if (r->n_failed_kernels == 0) return TX_EXIT_OK;
+  printf("\nkernels that failed to plan points (left out of each; the table's exclusions list "
+         "every one, `txtune show` with the reason):\n");
+  for (size_t k = 0; k < r->n_failed_kernels; k++)
+    printf("  %s: %zu point%s, the first %s: %s\n", r->failed[k].name, r->failed[k].points,
+           r->failed[k].points == 1 ? "" : "s", r->failed[k].first_at, r->failed[k].first_why);
+  if (r->n_pick_failed)
+    printf("at %zu point%s the estimate's pick was one of them: without a table libtxattn fails "
+           "or falls back to another kernel there\n",
+           r->n_pick_failed, r->n_pick_failed == 1 ? "" : "s");
+  return TX_EXIT_OK;
+}
+
+/* A core round trip that moved while the profile measured: its threaded points measured two
+   machines. */
+static void say_round_trip(const profile_run *r) {
+  double lo = -1, hi = -1;
+  int64_t n_lo = 0, n_hi = 0;
+  for (size_t i = 0; i < r->n_levels; i++) {
+    const prof_level *L = &r->levels[i];
+    const double trip[2] = {L->trip_ns, L->trip_end_ns};
+    for (int k = 0; k < 2 && L->points > 0; k++) {
+      if (trip[k] < 0) continue;
+      if (lo < 0 || trip[k] < lo) lo = trip[k], n_lo = L->n;
+      if (hi < 0 || trip[k] > hi) hi = trip[k], n_hi = L->n;
+    }
+  }
+  if (lo > 0 && hi >= TX_CORE_ROUND_TRIP_CHANGE * lo)
+    fprintf(stderr,
+            "txtune profile: a cache line's round trip between two CPUs took %.0f ns at n = %lld "
+            "and %.0f ns at n = %lld: the CPUs moved while it measured (a virtual machine's host "
+            "can do that), and its %d-thread points measured both\n",
+            lo, (long long)n_lo, hi, (long long)n_hi, r->g.threads[r->g.n_ctx - 1]);
+}
+
+/* Other processes busy on the CPUs: every timing measures them too, threaded kernels' most ("Beside
+   a busy process", docs/measurements.md). Said before the first point, from OTHERS_SAMPLE_S of
+   sleep, and after the last, over the whole run; the header records both. */
+#define OTHERS_SAMPLE_S 0.2
+
+static void say_others(const char *when, double others, double steal) {
+  if (others >= TX_CPU_OTHERS_WARN)
+    fprintf(stderr,
+            "txtune profile: %s, other processes used %.2f cores' worth of the CPUs: the timings "
+            "measure them too (threaded kernels most), and a table profiled so may not hold on a "
+            "quiet machine\n",
+            when, others);
+  if (steal >= TX_CPU_OTHERS_WARN)
+    fprintf(stderr,
+            "txtune profile: %s, the hypervisor gave %.2f cores' worth of this machine's CPUs to "
+            "other guests: the timings measure that too\n",
+            when, steal);
+}
+
+static int run_profile(profile_run *r) {
+  r->start = tx_clock(); /* the budget covers the whole command */
+  settings(r);
+  r->scale = 1;
+  tx_cpu_use_sample(OTHERS_SAMPLE_S, &r->others_before, &r->steal_before);
+  say_others("before the first point", r->others_before, r->steal_before);
+  tx_cpu_use_now(&r->use_start);
+  int rc =
+      prof_grid_build(&r->g, &r->spec, &r->threads, &r->d, r->n_max, r->s.mode, r->plugin_path);
+  if (rc) return rc;
+  txattn_status s = txattn_table_create(r->g.ctx[0], &r->table);
+  if (s != TXATTN_OK) {
+    tx_print_lib_error("profile", "cannot start a table", s);
+    return TX_EXIT_FAIL;
+  }
+  if (!(r->checks = prof_checks_new()) || !(r->iso = prof_isolation_new(r->plugin_path)))
+    return TX_EXIT_FAIL;
+  prof_checks_isolate(r->checks, r->iso);
+  measure_all(r);
+  if (r->n_points == 0) {
+    fprintf(stderr, "txtune profile: nothing was measured within the %g s budget\n", r->budget_s);
+    return TX_EXIT_FAIL;
+  }
+  tx_cpu_use end;
+  tx_cpu_use_now(&end);
+  tx_cpu_use_others(&r->use_start, &end, &r->others_during, &r->steal_during);
+  prof_set_header(r, prof_now_s(r));
+  if ((rc = write_table(r)) != 0) return rc;
+  say_others("while it measured", r->others_during, r->steal_during);
+  say_round_trip(r);
+  printf("\nwho wins where (time: the winner's median per call; vs masked: how much faster than "
+         "the dense OpenBLAS kernel):\n");
+  prof_summary(r->table, stdout);
+  return TX_EXIT_OK;
+}
+
+int tx_cmd_profile(int argc, char **argv) {
+  profile_run *r = calloc(1, sizeof *r);
+  if (!r) return TX_EXIT_FAIL;
+  int rc = parse(r, argc, argv);
+  if (rc < 0) rc = run_profile(r);
+  prof_revisits_free(&r->rv);
+  txattn_table_free(r->table);
+  prof_checks_free(r->checks);
+  prof_isolation_free(r->iso);
+  prof_grid_free(&r->g);
+  tx_strlist_free(&r->threads);
+  tx_strlist_free(&r->d);
+  free(r);
+  return rc;
+}

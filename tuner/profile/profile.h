@@ -1,0 +1,193 @@
+/* txtune profile: the pieces shared by the command (cmd_profile.c), the measuring of one point
+   (profile_measure.c), the exactness checks (profile_check.c), the summary (profile_summary.c) and
+   the progress line (progress.c). */
+#ifndef TXTUNE_PROFILE_H
+#define TXTUNE_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "txattn/table.h"
+#include "txattn/txattn.h"
+
+#define PROF_MAX_TUNABLES 8
+#define PROF_MAX_RUNS     16
+/* After one run each, only candidates this much slower than the leader stop: one run can be an
+   unlucky one. */
+#define PROF_FIRST_PRUNE_RATIO 3.0
+
+typedef enum prof_mode { PROF_QUICK, PROF_DEFAULT, PROF_PATIENT } prof_mode;
+
+/* How hard one point is measured; set by the mode. */
+typedef struct prof_settings {
+  prof_mode mode;
+  double min_run_s;     /* one timed run lasts at least this long */
+  int rounds;           /* the most timed runs per candidate, taken round-robin */
+  double prune_ratio;   /* after each round from the second, a candidate whose fastest run is slower
+                         than this x the leader's median stops there (rough); after the first,
+                         PROF_FIRST_PRUNE_RATIO if larger */
+  int variants;         /* 0: default tunables only; 1: plus one; 2: a grid (patient) */
+  int one_loop_once;    /* on one thread, a kernel that names its one-thread twin (txattn/plugin.h:
+                         one_thread_same_as) is left to the twin where that one is there
+                         (prof_twin_stands_in); validate times both */
+  double confirm_share; /* confirming pruned candidates close to the leader, beyond the near
+                           ties, may cost this fraction of a point's timing (profile_measure.c) */
+} prof_settings;
+
+/* One candidate (kernel x tunables) at one point. */
+typedef struct prof_cand {
+  size_t kernel; /* index for txattn_kernel_get */
+  const char *name;
+  int slot; /* 0: the kernel's default tunables; k > 0: its k-th variant (the same slot at every n) */
+  int sparse;   /* its cost follows the visible pairs, not n_q x n_kv (TXATTN_KERNEL_SPARSE) */
+  int parallel; /* its kernel may start threads (TXATTN_KERNEL_THREADED) */
+  int threaded; /* it runs on more than one thread here (parallel, in a context of more) */
+  size_t n_tun;
+  const char *tun_names[PROF_MAX_TUNABLES];
+  int64_t tun_values[PROF_MAX_TUNABLES];
+  txattn_plan *plan;
+  double max_error;
+  int want;         /* timed runs planned for it (0: the settings' rounds) */
+  int optional;     /* timed only because there was time to spare: a point stands without it */
+  double predict_s; /* expected time of one call (0: unknown), so a deadline is not overrun */
+  double expect_s;  /* the plan's prediction, which timing leaves alone (0: none) */
+  int history;      /* expect_s follows its own times at smaller n (else the point's best's) */
+  double first_s;   /* its warm-up call */
+  int64_t reps;
+  double runs[PROF_MAX_RUNS];
+  int n_runs;   /* 0 after prof_time: the deadline came first, it was not timed */
+  int rough;    /* pruned, or planned with one run: time_s is its fastest run, no spread */
+  int keep;     /* never pruned: validate times the dispatcher's pick in full */
+  int borrowed; /* the plan belongs to another copy: prof_time_until never frees it */
+  double time_s, spread;
+} prof_cand;
+
+/* The length of a run of calls of t seconds: the repetitions that make it last 1.25 x min_run_s
+   (the warm-up's prediction), or one call, and the untimed call before them (profile_measure.c). */
+double prof_run_len(const prof_settings *s, double t);
+
+/* The index (for txattn_kernel_get) of ctx's kernel of that name, its info in *info; SIZE_MAX if
+   there is none. */
+size_t prof_kernel_find(txattn_context *ctx, const char *name, txattn_kernel_info *info);
+/* Whether, on one thread, the kernel `info` describes is left to its one-thread twin at p: ctx
+   runs one thread, the kernel names a twin (one_thread_same_as) and the twin makes a plan for p
+   (it is loaded, usable and applicable). */
+int prof_twin_stands_in(txattn_context *ctx, const txattn_problem *p,
+                        const txattn_kernel_info *info);
+/* A kernel that failed to plan a problem with its default tunables, with a status other than
+   TXATTN_E_UNSUPPORTED (which only says the kernel declines the problem): a broken kernel, which
+   the profile leaves out of that point and reports. */
+#define PROF_MAX_PLAN_FAILURES 32
+typedef struct prof_plan_failure {
+  size_t kernel;    /* index for txattn_kernel_get */
+  const char *name; /* lives as long as the context */
+  txattn_status status;
+  char why[384]; /* "TXATTN_E_PLUGIN: <the library's message>" */
+} prof_plan_failure;
+typedef struct prof_plan_failures {
+  size_t n;
+  prof_plan_failure f[PROF_MAX_PLAN_FAILURES];
+} prof_plan_failures;
+
+/* The candidates of one point: every usable kernel that takes the problem (but one whose twin
+   stands in for it, if s->one_loop_once), with its default tunables and the variants the settings
+   ask for. Plans are made for p; names live as long as the plans. Returns the number of candidates
+   written to out (at most cap). A kernel that fails to plan p otherwise than by declining it is
+   left out. */
+size_t prof_candidates(txattn_context *ctx, const txattn_problem *p, const prof_settings *s,
+                       prof_cand *out, size_t cap);
+/* The same, and the kernels that failed to plan p go to *failed. */
+size_t prof_candidates_failed(txattn_context *ctx, const txattn_problem *p, const prof_settings *s,
+                              prof_cand *out, size_t cap, prof_plan_failures *failed);
+void prof_candidates_free(prof_cand *c, size_t n);
+/* Appends kernel with the given tunables (the others at their defaults) unless it is there already
+   or the kernel declines; returns the new count. */
+size_t prof_candidate_add(txattn_context *ctx, const txattn_problem *p, const char *kernel,
+                          const char *const *names, const int64_t *values, size_t n_tun,
+                          prof_cand *out, size_t n, size_t cap);
+
+/* Exactness of candidates on a small shape of the class; results are remembered per class, r,
+   kernel and tunables so each is checked once. */
+typedef struct prof_checks prof_checks;
+prof_checks *prof_checks_new(void);
+void prof_checks_free(prof_checks *c);
+/* small: the class's problem shrunk to a size the fp64 reference does quickly. Returns 1 if exact
+   (error in *err), 0 if not (err: NaN if not finite; why gets the reason), -1 if the kernel
+   cannot run the small shape (then it is not measured either). *fresh: 1 if it was checked now,
+   0 if the answer was remembered. */
+int prof_check(prof_checks *c, txattn_context *ctx, size_t cls, const txattn_problem *small,
+               const prof_cand *cand, double *err, char *why, size_t why_size, int *fresh);
+/* From now on c's checks run in iso's child process (profile_isolate.h), where one can be started;
+   NULL: in this process. */
+struct prof_isolation;
+void prof_checks_isolate(prof_checks *c, struct prof_isolation *iso);
+
+/* Times the candidates at one point on the tensors t. Each gets a timed warm-up call (first_s);
+   its repetitions per run are predicted from that call so that a run lasts min_run_s, and doubled
+   while a run falls short (the run that is long enough is the first sample). Then timed runs are
+   taken round-robin, so drift hits all alike, until each has `want` (else the settings' rounds);
+   after each round, candidates whose fastest run is slower than prune_ratio (after the first:
+   PROF_FIRST_PRUNE_RATIO if larger) x the leader's median stop (rough; `keep` ones never do).
+   In each round the threaded candidates run after the others, and the first run of each group
+   follows a few milliseconds of untimed calls of its candidate, so that none is timed while the
+   OpenMP threads of another spin or while its own wake up. Last, a candidate not timed in full
+   (one run, or pruned) whose time is within PROF_CONFIRM_RATIO (PROF_CONFIRM_RATIO_THREADED when
+   it or the leader runs on several threads) of the fastest one timed in full is timed again
+   against that one, run for run (profile_measure.c: near ties always, the others as the settings'
+   confirm_share allows), and counts as timed in full. The candidates may be reordered. time_s is
+   the median of the runs (a rough candidate's: the fastest; a confirmed one's: the leader's time
+   times the median ratio of its paired runs), spread their (max - min) / median
+   (tx_sorted_spread), -1 with fewer than two runs.
+   Returns TXATTN_OK, or the first failure (the candidate is then dropped: n is updated; its plan
+   freed unless borrowed). */
+/* The ratio of a's time to b's, run for run: `pairs` times one run of each, b first in even
+   pairs and a first in odd ones, so that neither is always the one that follows the other (the
+   repetitions prof_time set for each, after its lead-in call; no run is recorded), ratios[k] the
+   k-th pair's a / b. Both must have been timed by prof_time. The host's speed drifts between
+   the runs of one candidate; a pair's two runs mostly share it. A failed call returns its status
+   and leaves *failed (if not NULL) at its candidate. */
+txattn_status prof_paired_runs(prof_cand *a, prof_cand *b, const txattn_tensors *t, int pairs,
+                               double *ratios, prof_cand **failed);
+#define PROF_CONFIRM_RATIO          1.4
+#define PROF_CONFIRM_RATIO_THREADED 1.5
+txattn_status prof_time(prof_cand *c, size_t *n, const txattn_tensors *t, const prof_settings *s);
+/* The same, but no call starts that is predicted (predict_s, then the calls made) to end after
+   `deadline` (a tx_clock() time): a candidate left without a run has n_runs == 0. */
+txattn_status prof_time_until(prof_cand *c, size_t *n, const txattn_tensors *t,
+                              const prof_settings *s, double deadline);
+
+/* The winner of a point: the fastest candidate, or, among the candidates within the noise of it,
+   the preferred one: a candidate timed in full (not rough), a kernel that starts no threads (where
+   neither runs on several threads: on one thread), then the kernel's default tunables; of
+   candidates alike in these, the faster. Within the noise: at
+   most (1 + tol) x the fastest, tol the larger spread of the two (a rough one's counts as none)
+   within PROF_TIE_MIN..PROF_TIE_MAX, or up to PROF_TIE_MAX_THREADED when one of them runs on
+   several threads. Same code under two names (tiled.avx2 and tiled_omp.avx2 on one thread) or two
+   tiles a few percent apart are ties that two profiles would otherwise settle by the noise of the
+   moment. The bounds are how far two default profiles in a row moved a candidate's time ("Tie
+   limits", docs/measurements.md). */
+#define PROF_TIE_MIN          0.03
+#define PROF_TIE_MAX          0.06
+#define PROF_TIE_MAX_THREADED 0.15
+size_t prof_choose(const prof_cand *c, size_t n);
+/* The same among the candidates of one kernel (its tile variants) that were timed (n_runs > 0);
+   n if there is none. */
+size_t prof_choose_kernel(const prof_cand *c, size_t n, size_t kernel);
+
+/* The progress line on stderr (only when it is a terminal). */
+typedef struct prof_progress {
+  int on;
+  size_t done, total;
+  double start, budget_s;
+  double predicted_end; /* tx_clock() time the plan expects to finish at (0: no plan yet) */
+} prof_progress;
+void prof_progress_init(prof_progress *p, size_t total, double budget_s);
+void prof_progress_show(prof_progress *p, const char *what);
+void prof_progress_end(prof_progress *p);
+
+/* Per class, which kernel wins where, and the speedup of the winner over the dense masked.*
+   kernel where it was measured. */
+void prof_summary(const txattn_table *t, FILE *f);
+
+#endif

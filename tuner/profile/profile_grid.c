@@ -1,0 +1,237 @@
+#include "profile_grid.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "context_cli.h"
+
+#define GQA_GROUP 4
+
+static const int64_t quick_r[] = {17, 129}, full_r[] = {17, 129, 1025};
+static const int64_t zero_r[] = {0};
+
+/* Parses a list of integers in [min, max]; returns 0 or a usage error. */
+static int int_list(const tx_cmd_spec *spec, const char *opt, const tx_strlist *l, int64_t min,
+                    int64_t max, int64_t *out, size_t cap, size_t *n) {
+  *n = 0;
+  for (size_t i = 0; i < l->n; i++) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(l->items[i], &end, 10);
+    if (errno || *end || end == l->items[i] || v < min || v > max)
+      return tx_args_usage_error(spec, "--%s expects integers in %lld..%lld, got '%s'", opt,
+                                 (long long)min, (long long)max, l->items[i]);
+    if (*n == cap) return tx_args_usage_error(spec, "--%s: at most %zu values", opt, cap);
+    out[(*n)++] = v;
+  }
+  return 0;
+}
+
+static int open_contexts(prof_grid *g, const char *plugin_path) {
+  for (size_t i = 0; i < g->n_ctx; i++) {
+    txattn_options o = {.plugin_path = plugin_path, .table_path = "", .n_threads = g->threads[i]};
+    txattn_status s = txattn_context_create(&o, &g->ctx[i]);
+    if (s != TXATTN_OK) {
+      tx_print_lib_error("profile", "cannot create the library context", s);
+      return TX_EXIT_FAIL;
+    }
+  }
+  return 0;
+}
+
+static int thread_counts(prof_grid *g, const tx_cmd_spec *spec, const tx_strlist *threads,
+                         const char *plugin_path) {
+  int64_t t[GRID_MAX_CTX];
+  if (threads->n) {
+    int rc = int_list(spec, "threads", threads, 1, 4096, t, GRID_MAX_CTX, &g->n_ctx);
+    for (size_t i = 0; i < g->n_ctx; i++) g->threads[i] = (int)t[i];
+    return rc;
+  }
+  txattn_context *all = NULL;
+  txattn_options o = {.plugin_path = plugin_path, .table_path = ""};
+  txattn_status s = txattn_context_create(&o, &all);
+  if (s != TXATTN_OK) {
+    tx_print_lib_error("profile", "cannot create the library context", s);
+    return TX_EXIT_FAIL;
+  }
+  g->threads[0] = 1;
+  g->threads[1] = txattn_context_threads(all);
+  g->n_ctx = g->threads[1] > 1 ? 2 : 1;
+  txattn_context_free(all);
+  return 0;
+}
+
+static void add_class(prof_grid *g, size_t ctx, txattn_mask mask, int64_t d, int64_t group,
+                      int decode) {
+  prof_grid_class *c = &g->cls[g->n_cls];
+  memset(c, 0, sizeof *c);
+  c->id = g->n_cls++;
+  c->ctx = ctx;
+  int t = g->threads[ctx];
+  c->cls = (txattn_table_class){.mask = mask,
+                                .window = mask == TXATTN_MASK_WINDOW ? TXATTN_TABLE_WINDOW_SYM
+                                                                     : TXATTN_TABLE_WINDOW_NONE,
+                                .d_qk = d,
+                                .d_v = d,
+                                .group = group,
+                                .threads = t,
+                                .decode = decode,
+                                .batch = 1,
+                                /* a head (group) per thread: the threaded kernels split each
+                                   head's query blocks and keys, so they have work enough */
+                                .heads_q = group * t};
+}
+
+static int classes(prof_grid *g) {
+  g->cls = calloc(g->n_ctx * (g->n_d * 3 + 2), sizeof *g->cls);
+  if (!g->cls) return TX_EXIT_FAIL;
+  for (size_t t = 0; t < g->n_ctx; t++) {
+    for (size_t i = 0; i < g->n_d; i++) {
+      add_class(g, t, TXATTN_MASK_NONE, g->d[i], 1, 0);
+      add_class(g, t, TXATTN_MASK_CAUSAL, g->d[i], 1, 0);
+      add_class(g, t, TXATTN_MASK_WINDOW, g->d[i], 1, 0);
+    }
+    add_class(g, t, TXATTN_MASK_CAUSAL, g->d[0], 1, 1);         /* decode */
+    add_class(g, t, TXATTN_MASK_CAUSAL, g->d[0], GQA_GROUP, 0); /* GQA */
+  }
+  return 0;
+}
+
+int prof_grid_build(prof_grid *g, const tx_cmd_spec *spec, const tx_strlist *threads,
+                    const tx_strlist *d, int64_t n_max, prof_mode mode, const char *plugin_path) {
+  memset(g, 0, sizeof *g);
+  int rc = thread_counts(g, spec, threads, plugin_path);
+  if (rc) return rc;
+  if (d->n) {
+    if ((rc = int_list(spec, "d", d, 1, 1024, g->d, GRID_MAX_D, &g->n_d)) != 0) return rc;
+  } else {
+    g->d[0] = 64;
+    g->d[1] = 128;
+    g->n_d = 2;
+  }
+  int step = mode == PROF_QUICK ? 4 : 2;
+  for (int64_t n = 64; n <= n_max && g->n_n < GRID_MAX_N; n *= step) g->n[g->n_n++] = n;
+  if (g->n[g->n_n - 1] != n_max && g->n_n < GRID_MAX_N) g->n[g->n_n++] = n_max;
+  const int64_t *r = mode == PROF_QUICK ? quick_r : full_r;
+  g->n_r = mode == PROF_QUICK ? 2 : 3;
+  memcpy(g->r, r, g->n_r * sizeof *r);
+  if ((rc = classes(g)) != 0) return rc;
+  return open_contexts(g, plugin_path);
+}
+
+void prof_grid_free(prof_grid *g) {
+  for (size_t i = 0; i < g->n_ctx; i++) txattn_context_free(g->ctx[i]);
+  free(g->cls);
+  memset(g, 0, sizeof *g);
+}
+
+size_t prof_grid_rs(const prof_grid *g, const prof_grid_class *c, const int64_t **rs) {
+  if (c->cls.mask != TXATTN_MASK_WINDOW) {
+    *rs = zero_r;
+    return 1;
+  }
+  *rs = g->r;
+  return g->n_r;
+}
+
+txattn_problem prof_grid_problem(const prof_grid_class *c, int64_t n, int64_t r) {
+  txattn_problem p = {.batch = c->cls.batch,
+                      .heads_q = c->cls.heads_q,
+                      .heads_kv = c->cls.heads_q / c->cls.group,
+                      .n_q = c->cls.decode ? 1 : n,
+                      .n_kv = n,
+                      .d_qk = c->cls.d_qk,
+                      .d_v = c->cls.d_v,
+                      .mask = c->cls.mask};
+  if (p.mask == TXATTN_MASK_WINDOW) p.window_left = p.window_right = r;
+  return p;
+}
+
+prof_history *prof_series_history(prof_series *c, size_t kernel, int slot) {
+  for (size_t i = 0; i < c->n_histories; i++)
+    if (c->histories[i].kernel == kernel && c->histories[i].slot == slot) return &c->histories[i];
+  return NULL;
+}
+
+prof_work prof_grid_work(const txattn_problem *p) {
+  txattn_problem dense = *p;
+  dense.mask = TXATTN_MASK_NONE;
+  return (prof_work){p->n_kv, txattn_problem_visible_pairs(p),
+                     txattn_problem_visible_pairs(&dense)};
+}
+
+double prof_series_predict(const prof_series *c, const prof_history *t, const prof_work *w) {
+  if (!t || t->pairs <= 0) return c->pairs > 0 ? c->best_s * w->pairs / c->pairs : 0;
+  double grow = (t->sparse ? w->pairs : w->dense) / t->pairs;
+  /* a fixed cost weighs less as n grows: along the line through the last two points, but growing
+     by at least half the work's growth (and its square root) and by at most the work's growth */
+  if (t->prev_pairs > 0 && t->pairs > t->prev_pairs && grow > 1) {
+    double slope = (t->time_s - t->prev_time_s) / (t->pairs - t->prev_pairs);
+    double line = 1 + slope * t->pairs * (grow - 1) / t->time_s, lo = fmax(sqrt(grow), grow / 2);
+    grow = line < lo ? lo : line > grow ? grow : line;
+  }
+  return t->time_s * grow;
+}
+
+prof_effort prof_series_effort(const prof_series *c, const prof_history *t, const prof_work *w,
+                               const prof_cutoff *cutoff) {
+  if (!t || t->ratio[0] <= 0) return PROF_FULL;
+  /* the point's calls are long when its winner's are: a candidate slowed by a fixed cost (a thread
+     that waits for a core another process holds) is not judged by the long-call ratio for it */
+  int long_call = prof_series_predict(c, NULL, w) >= cutoff->long_call_s;
+  double x = long_call ? cutoff->long_ratio : cutoff->short_ratio;
+  if (t->ratio[0] <= x) /* at long calls, each kernel's best tile only */
+    return !t->kernel_best && long_call ? PROF_OPTIONAL : PROF_FULL;
+  if (t->ratio[1] <= x || t->ratio[0] * t->ratio[0] / t->ratio[1] <= x)
+    return PROF_CONFIRM; /* one loss, or closing in fast enough to win at the next point */
+  return PROF_OPTIONAL;
+}
+
+static prof_history *history_of(prof_series *c, const prof_cand *x) {
+  prof_history *t = prof_series_history(c, x->kernel, x->slot);
+  if (t || c->n_histories == GRID_MAX_HISTORIES) return t;
+  t = &c->histories[c->n_histories++];
+  memset(t, 0, sizeof *t);
+  t->kernel = x->kernel;
+  t->slot = x->slot;
+  t->dense = strncmp(x->name, "masked.", 7) == 0;
+  t->sparse = x->sparse;
+  t->threaded = x->threaded;
+  return t;
+}
+
+void prof_series_learn(prof_series *c, const prof_cand *x, size_t n, const prof_work *w,
+                       double overhead_s) {
+  double best = INFINITY;
+  for (size_t i = 0; i < n; i++)
+    if (x[i].n_runs > 0 && x[i].time_s < best) best = x[i].time_s;
+  if (!(best < INFINITY)) return;
+  for (size_t i = 0; i < n; i++) {
+    prof_history *t = x[i].n_runs > 0 ? history_of(c, &x[i]) : NULL;
+    if (!t) continue;
+    t->ratio[1] = t->ratio[0];
+    t->ratio[0] = x[i].time_s / best;
+    if (t->best_ratio <= 0 || t->ratio[0] < t->best_ratio) t->best_ratio = t->ratio[0];
+    t->prev_time_s = t->time_s;
+    t->prev_pairs = t->pairs;
+    t->time_s = x[i].time_s;
+    t->pairs = t->sparse ? w->pairs : w->dense;
+    t->n = w->n;
+    t->kernel_best = prof_choose_kernel(x, n, x[i].kernel) == i;
+  }
+  c->pairs = w->pairs;
+  c->best_s = best;
+  c->overhead_s = overhead_s;
+}
+
+size_t prof_grid_points(const prof_grid *g) {
+  size_t n = 0;
+  for (size_t i = 0; i < g->n_cls; i++) {
+    const int64_t *rs;
+    n += prof_grid_rs(g, &g->cls[i], &rs) * g->n_n;
+  }
+  return n;
+}

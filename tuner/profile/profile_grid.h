@@ -1,0 +1,119 @@
+/* txtune profile's grid: the classes (mask, window, head size, GQA group, threads, decode) with a
+   library context per thread count, the n and r values measured, and per class and r what was
+   learnt along the way (each candidate's last times, so the next point's cost can be predicted
+   and candidates that keep losing are no longer timed in full). */
+#ifndef TXTUNE_PROFILE_GRID_H
+#define TXTUNE_PROFILE_GRID_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "args.h"
+#include "profile.h"
+
+#define GRID_MAX_CTX 8
+#define GRID_MAX_D   8
+#define GRID_MAX_N   24
+#define GRID_MAX_R   4
+
+#define GRID_MAX_HISTORIES 48 /* candidates followed per series */
+
+/* One candidate identity (kernel x variant slot) followed along n in one series: its timings. */
+typedef struct prof_history {
+  size_t kernel;
+  int slot;
+  int dense;    /* the dense masked.* kernel: the summary's baseline */
+  int sparse;   /* its cost follows the visible pairs; else the n_q x n_kv pairs */
+  int threaded; /* a threaded kernel: a core another process holds can slow it by far */
+  int64_t n;    /* the last n it was timed at */
+  /* its time at the last point it was timed and that point's work (pairs, visible ones if sparse),
+     then the same at the point before (0: none) */
+  double time_s, pairs, prev_time_s, prev_pairs;
+  double ratio[2]; /* its time over that point's best there and at the point before ([0] latest) */
+  double best_ratio; /* the smallest such ratio so far */
+  int kernel_best;   /* at the last point it was timed, the slot of its kernel that the point's
+                        rule (prof_choose) picks among that kernel's slots: the fastest, or the
+                        preferred one (default tunables) within the noise of it */
+} prof_history;
+
+/* A series of the grid: a class at one r (window classes have one series per r, the others one),
+   along n: what the points measured so far teach about the next. */
+typedef struct prof_series {
+  int stopped;          /* a point did not fit the budget: larger n are left out */
+  double pairs, best_s; /* the last point's visible pairs and its winner's time */
+  double overhead_s;    /* the last point's seconds outside timed kernel calls */
+  size_t n_histories;
+  prof_history histories[GRID_MAX_HISTORIES];
+} prof_series;
+
+/* How much a candidate is timed at the next point of its series. FULL: warm-up and the runs the
+   plan gives (at least two). CONFIRM: the same, but the plan counts on two: it lost by more than
+   the cutoff ratio at its last point only, or at its last two but closing in fast enough to win at
+   the next, and is likely to be pruned after two runs. OPTIONAL: it lost by more than the cutoff
+   ratio at its last two points, or, at long calls, it is a tile variant its own kernel beat at its
+   last point; timed (warm-up and one run) only when the budget has room to spare. The cutoff ratio
+   is long_ratio where the last winner's time, scaled to this point, is long_call_s or more,
+   short_ratio below. */
+typedef enum prof_effort { PROF_FULL, PROF_CONFIRM, PROF_OPTIONAL } prof_effort;
+
+/* The cutoff ratios of prof_effort, and the winner's time from which a call counts as long. */
+typedef struct prof_cutoff {
+  double short_ratio, long_ratio, long_call_s;
+} prof_cutoff;
+
+/* The work of a point: its n, its visible pairs and all its (query, key) pairs, n_q x n_kv x
+   heads. */
+typedef struct prof_work {
+  int64_t n;
+  double pairs, dense;
+} prof_work;
+prof_work prof_grid_work(const txattn_problem *p);
+
+prof_history *prof_series_history(prof_series *c, size_t kernel, int slot);
+prof_effort prof_series_effort(const prof_series *c, const prof_history *t, const prof_work *w,
+                               const prof_cutoff *cutoff);
+/* The expected seconds of one call of t (or, t NULL, of the last winner) at a point of work w:
+   along the line in its work through its last two measured points, but growing by at least half
+   the work's growth (and its square root) and by at most the work's growth; proportional to its
+   work with one point; 0 if nothing is known. */
+double prof_series_predict(const prof_series *c, const prof_history *t, const prof_work *w);
+/* Records a measured point: the candidates' times (c[0..n) with n_runs > 0). */
+void prof_series_learn(prof_series *c, const prof_cand *cand, size_t n, const prof_work *w,
+                       double overhead_s);
+
+typedef struct prof_grid_class {
+  size_t id; /* index in the grid */
+  txattn_table_class cls;
+  size_t ctx; /* index of the context with cls.threads */
+  int in_table;
+  size_t table_index;
+  prof_series series[GRID_MAX_R]; /* per r index (one, r = 0, without a window) */
+} prof_grid_class;
+
+typedef struct prof_grid {
+  txattn_context *ctx[GRID_MAX_CTX];
+  int threads[GRID_MAX_CTX];
+  size_t n_ctx;
+  int64_t d[GRID_MAX_D];
+  size_t n_d;
+  int64_t n[GRID_MAX_N];
+  size_t n_n;
+  int64_t r[GRID_MAX_R];
+  size_t n_r;
+  prof_grid_class *cls;
+  size_t n_cls;
+} prof_grid;
+
+/* Builds the grid and opens a context (no table) per thread count. Returns 0, or the exit code
+   after printing why. */
+int prof_grid_build(prof_grid *g, const tx_cmd_spec *spec, const tx_strlist *threads,
+                    const tx_strlist *d, int64_t n_max, prof_mode mode, const char *plugin_path);
+void prof_grid_free(prof_grid *g);
+/* The r values of class c (g->r for windows, else the single 0). */
+size_t prof_grid_rs(const prof_grid *g, const prof_grid_class *c, const int64_t **rs);
+/* The problem measured for class c at (n, r). */
+txattn_problem prof_grid_problem(const prof_grid_class *c, int64_t n, int64_t r);
+/* The number of points of the whole grid. */
+size_t prof_grid_points(const prof_grid *g);
+
+#endif

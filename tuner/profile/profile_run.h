@@ -1,0 +1,129 @@
+/* txtune profile: the state of one run, shared by the command (cmd_profile.c: the points and the
+   table), its plan (profile_plan.c: the cost model and the runs per candidate) and the table
+   header's profile object (profile_header.c). */
+#ifndef TXTUNE_PROFILE_RUN_H
+#define TXTUNE_PROFILE_RUN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "args.h"
+#include "cpu_use.h"
+#include "profile.h"
+#include "profile_grid.h"
+#include "profile_isolate.h"
+#include "profile_revisit.h"
+#include "buffers.h"
+
+#define MAX_LEVELS GRID_MAX_N
+#define MIN_RUNS   2 /* a planned candidate gets at least two runs: a median and a spread */
+/* The most seconds of runs a candidate is planned: long calls vary little */
+#define MAX_TARGET_S 1.0
+/* The plan fills this much of the budget; the rest absorbs mispredictions. No call starts that is
+   predicted to end later than END_RESERVE of the budget (at least END_RESERVE_MIN_S) before its
+   end: the table is still to be written, and a call may take longer than predicted. */
+#define PLAN_FILL         0.92
+#define END_RESERVE       0.01
+#define END_RESERVE_MIN_S 0.5
+/* Optional candidates may use this share of the slack, with calls of OPTIONAL_MAX_CALL_S at
+   most; see afford(). */
+#define OPTIONAL_SHARE      0.25
+#define OPTIONAL_MAX_CALL_S 0.25
+#define OPTIONAL_MAX_RATIO  3.0
+#define RECHECK_GROWTH      4
+/* The model's correction: measured over predicted seconds, over the points predicted to take at
+   least SCALE_MIN_POINT_S, older ones weighing SCALE_DECAY less at each, kept within
+   MIN_SCALE..MAX_SCALE. */
+#define SCALE_MIN_POINT_S 0.1
+#define SCALE_DECAY       0.8
+#define MIN_SCALE         1.0
+#define MAX_SCALE         3.0
+/* Close calls stay open for revisits (profile_revisit.h) when the leader's call is this short:
+   there the drift between profiles is largest and a visit costs little. */
+#define REVISIT_MAX_CALL_S 0.005
+
+/* Where the grid is: level (n index), class, r index. */
+typedef struct prof_at {
+  size_t ni, ci, ri;
+} prof_at;
+
+/* What the plans at one n decided and what it cost. */
+typedef struct prof_level {
+  int64_t n;
+  double target_lo, target_hi; /* the plans' targets for planned candidates (inf: the most) */
+  double predicted_s, spent_s; /* the points' planned candidates, as planned (scaled) */
+  double optional_s;           /* seconds spent on optional candidates */
+  double revisit_s;            /* seconds spent on visits of close calls after the points */
+  double trip_ns, trip_end_ns; /* the core round trip before the points and after the visits
+                                   (core_latency.h); < 0 none */
+  size_t points;
+} prof_level;
+
+/* A kernel that failed to plan points of the grid (prof_plan_failure): how many, and the first. */
+#define MAX_FAILED_KERNELS 32
+typedef struct prof_failed_kernel {
+  const char *name;
+  size_t points;
+  char first_at[160];  /* "none d64/64 g1 t1 n=4096" */
+  char first_why[384]; /* "TXATTN_E_PLUGIN: ..." */
+} prof_failed_kernel;
+
+typedef struct profile_run {
+  int quick, patient;
+  tx_strlist threads, d;
+  int64_t n_max;
+  double budget_s;
+  const char *out, *plugin_path;
+  tx_opt opts[8];
+  tx_opt_group groups[1];
+  tx_cmd_spec spec;
+  prof_settings s;
+  prof_cutoff cutoff;
+  prof_grid g;
+  txattn_table *table;
+  prof_checks *checks;
+  prof_isolation *iso; /* the checks' child process (profile_isolate.h) */
+  prof_revisits rv;    /* close calls still open */
+  size_t n_revisited;
+  prof_progress prog;
+  double start;
+  tx_buffers buf; /* the tensors of every point of the current n: each point uses their start */
+  int64_t buf_n;
+  prof_level levels[MAX_LEVELS];
+  size_t n_levels;
+  double target_s;      /* the plan in force: seconds of runs per planned candidate */
+  double optional_left; /* and what optional candidates may use at this point */
+  double slack;         /* the seconds the plan leaves free */
+  double scale;         /* measured over predicted seconds of recent points (MIN..MAX_SCALE) */
+  double scale_spent, scale_predicted; /* decaying sums behind it */
+  size_t n_points, n_skipped, n_excluded, n_ties;
+  /* kernels that failed to plan a point: left out of that point, each (kernel, point) an
+     exclusion of the table; and the points where the estimate's pick was one of them */
+  prof_failed_kernel failed[MAX_FAILED_KERNELS];
+  size_t n_failed_kernels, n_plan_failures, n_pick_failed;
+  double spreads[4096];
+  size_t n_spreads;
+  /* what other processes used of the CPUs (cpu_use.h): over a short sleep before the first point,
+     and from then to the end (cores' worth, < 0 unknown), and the counters at the first point */
+  double others_before, steal_before, others_during, steal_during;
+  tx_cpu_use use_start;
+} profile_run;
+
+/* Seconds since the run started, and how long before the budget's end no call may end. */
+double prof_now_s(const profile_run *r);
+double prof_end_reserve(const profile_run *r);
+
+/* Timed runs for a planned candidate with target_s seconds of runs and calls of t seconds. */
+int prof_runs_for(const profile_run *r, double target_s, double t);
+/* Predicted seconds of a candidate of that effort: its warm-up and its runs. */
+double prof_cand_cost(const profile_run *r, prof_effort effort, double t, double target_s);
+/* The plan before the point at `at` (target_s, slack, optional_left); returns the point's
+   predicted (scaled) seconds. */
+double prof_plan(profile_run *r, prof_at at);
+/* After a point: the model's correction learns how far its prediction was off. */
+void prof_learn_scale(profile_run *r, double predicted_s, double spent_s);
+
+/* The table header's profile object: the settings, the protocol and the measured noise. */
+void prof_set_header(profile_run *r, double elapsed);
+
+#endif
