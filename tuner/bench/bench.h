@@ -21,13 +21,33 @@ typedef enum tx_bench_state {
   TX_BENCH_FAILED
 } tx_bench_state;
 
+#define TX_BENCH_MAX_TUNABLES 8 /* per kernel */
+
+/* A tunable of a plan by name, and its value. */
+typedef struct tx_bench_tunable {
+  char name[32];
+  int64_t value;
+} tx_bench_tunable;
+
 typedef struct tx_bench_result {
   tx_bench_state state;
   char why[320];    /* for every state but OK; for OK a failed verification */
   tx_timing tm;     /* OK */
   double rel_error; /* NaN when not verified */
   int exact;        /* OK: the contract holds and (when verified) the error is within tolerance */
+  /* what it ran with: the plan's tunables, or when it did not plan, those --tunable asked for */
+  size_t n_ran;
+  tx_bench_tunable ran[TX_BENCH_MAX_TUNABLES];
 } tx_bench_result;
+
+/* What one timed entry plans: its kernel (sel[i].info.name) with the --tunable values it
+   declares, the others its defaults. With several settings of one kernel each is an entry,
+   labelled with the values that differ: "tiled.avx512[block_q=102]". */
+typedef struct tx_bench_tuning {
+  size_t n_set;
+  tx_bench_tunable set[TX_BENCH_MAX_TUNABLES];
+  char label[160]; /* the kernel's name when it has one entry */
+} tx_bench_tuning;
 
 /* One problem, every selected kernel measured on it. */
 typedef struct tx_bench_point {
@@ -42,8 +62,10 @@ typedef struct tx_bench_point {
 
 /* What every point of one run shares. */
 typedef struct tx_bench_setup {
-  const tx_kernel_sel *sel;
+  const tx_kernel_sel *sel;      /* an entry per kernel, or per setting of its tunables */
+  const tx_bench_tuning *tuning; /* one per entry of sel */
   size_t n_sel;
+  int tunables_given; /* --tunable: the text shows what each entry ran with */
   int threads;
   const tx_roofline *roofline; /* NULL without --roofline */
   int64_t reps, min_time_ms;
@@ -51,6 +73,8 @@ typedef struct tx_bench_setup {
   double load_before; /* the 1-minute load average when the run started; NaN if unknown */
 } tx_bench_setup;
 
+/* The name entry i is shown by: its label. */
+const char *tx_bench_label(const tx_bench_setup *s, size_t i);
 /* Kernel i failed at pt: it crashed, was not exact, or was named by --kernel and could not run. */
 int tx_bench_kernel_failed(const tx_bench_setup *s, const tx_bench_point *pt, size_t i);
 /* TX_EXIT_OK, or TX_EXIT_FAIL when nothing was measured or a kernel failed. */
@@ -67,6 +91,35 @@ typedef struct tx_bench_env_var {
 #define TX_BENCH_N_ENV 6
 extern const tx_bench_env_var tx_bench_env[TX_BENCH_N_ENV];
 
+/* ---- --tunable (bench_tunables.c) ---- */
+#define TX_BENCH_MAX_ENTRIES 256 /* settings of one kernel, and more entries than kernels */
+
+/* --tunable NAME=VALUE items, each pair once, in the order given. */
+typedef struct tx_bench_tunable_args {
+  tx_bench_tunable pairs[TX_LIST_MAX];
+  size_t n;
+} tx_bench_tunable_args;
+
+/* Returns 0, or prints a usage error and returns TX_EXIT_USAGE. */
+int tx_bench_parse_tunables(const tx_cmd_spec *spec, const tx_strlist *items,
+                            tx_bench_tunable_args *out);
+/* The entries to time: per kernel of sel, one per combination of the values given for the
+   tunables it declares (one with its defaults when it declares none of them). Returns 0 with
+   *sel_out and *tuning_out (free() both) and *n_out, or prints a usage error (a name no kernel
+   declares, too many entries) and returns TX_EXIT_USAGE. */
+int tx_bench_expand_tunables(const tx_cmd_spec *spec, const txattn_context *ctx,
+                             const tx_bench_tunable_args *a, const tx_kernel_sel *sel, size_t n_sel,
+                             tx_kernel_sel **sel_out, tx_bench_tuning **tuning_out, size_t *n_out);
+/* Times n <= TX_BENCH_MAX_ENTRIES settings of one kernel as tx_measure times one, each already
+   called once (the caller's warm-up and check), but interleaved: after each one's calibration, a
+   run of each in turn, so that the machine's drift moves them alike. status[i] is i's first
+   failure, else TXATTN_OK with tm[i]. */
+void tx_bench_measure_interleaved(tx_run_fn fn, void *const *args, size_t n,
+                                  const tx_timing_opts *o, tx_timing *tm, txattn_status *status);
+/* "block_q=12<sep>block_k=64", "-" when n is 0. */
+void tx_bench_tunables_text(const tx_bench_tunable *t, size_t n, const char *sep, char *buf,
+                            size_t size);
+
 /* ---- JSON (bench_json.c) ---- */
 #define TX_SWEEP_FORMAT         "txtune-bench-sweep"
 #define TX_SWEEP_FORMAT_VERSION 1
@@ -78,13 +131,14 @@ void tx_bench_json_sweep(tx_json *j, const tx_bench_setup *s, const txattn_conte
                          const tx_bench_point *pts, size_t n_pts);
 
 /* ---- sweeps (bench_sweep.c) ---- */
-#define TX_SWEEP_MAX_N 64
+#define TX_SWEEP_MAX_N     64
+#define TX_SWEEP_MAX_MASKS 8
 
 /* The swept values of --n and --mask: each --n item is N or A..B (A, 2A, 4A ... while <= B). */
 typedef struct tx_sweep_axes {
   int64_t n[TX_SWEEP_MAX_N];
   size_t n_n;
-  int mask[3]; /* txattn_mask values, in the order given; none given: one entry of -1 */
+  int mask[TX_SWEEP_MAX_MASKS]; /* txattn_mask values, in the order given; none given: -1 */
   size_t n_mask;
 } tx_sweep_axes;
 

@@ -24,7 +24,7 @@ static void json_problem(tx_json *j, const txattn_problem *p) {
   tx_json_kv_int(j, "n_kv", p->n_kv);
   tx_json_kv_int(j, "d_qk", p->d_qk);
   tx_json_kv_int(j, "d_v", p->d_v);
-  tx_json_kv_string(j, "mask", tx_mask_name(p->mask));
+  tx_json_kv_string(j, "mask", txattn_mask_name(p->mask));
   int w = p->mask == TXATTN_MASK_WINDOW; /* null: no window, or that side unbounded */
   tx_json_key(j, "window_left");
   w && p->window_left != TXATTN_UNBOUNDED ? tx_json_int(j, p->window_left) : tx_json_null(j);
@@ -47,12 +47,20 @@ static void json_ratio(tx_json *j, const char *key, const tx_bench_point *pt, si
   tx_json_kv_double(j, key, ok ? pt->res[i].tm.median_s / pt->res[ref].tm.median_s : NAN);
 }
 
+static void json_tunables(tx_json *j, const char *key, const tx_bench_tunable *t, size_t n) {
+  tx_json_key(j, key);
+  tx_json_begin_object(j);
+  for (size_t i = 0; i < n; i++) tx_json_kv_int(j, t[i].name, t[i].value);
+  tx_json_end_object(j);
+}
+
 static void json_kernel(tx_json *j, const tx_bench_setup *s, const tx_bench_point *pt, size_t i) {
   static const char *const states[] = {"ok", "unusable", "not_applicable", "failed"};
   const tx_bench_result *k = &pt->res[i];
   int ok = k->state == TX_BENCH_OK;
   tx_json_begin_object(j);
-  tx_json_kv_string(j, "name", s->sel[i].info.name);
+  tx_json_kv_string(j, "name", tx_bench_label(s, i));
+  tx_json_kv_string(j, "kernel", s->sel[i].info.name);
   tx_json_kv_string(j, "status", states[k->state]);
   tx_json_kv_string(j, "reason", *k->why ? k->why : NULL);
   tx_json_kv_double(j, "median_s", ok ? k->tm.median_s : NAN);
@@ -66,6 +74,9 @@ static void json_kernel(tx_json *j, const tx_bench_setup *s, const tx_bench_poin
   ok ? tx_json_bool(j, k->exact) : tx_json_null(j);
   json_ratio(j, "vs_fastest", pt, i, pt->fastest);
   json_ratio(j, "vs_masked", pt, i, pt->masked);
+  /* the plan's tunables, or when it did not plan, those it was asked to plan with */
+  json_tunables(j, "tunables", k->ran, k->n_ran);
+  json_tunables(j, "tunables_given", s->tuning[i].set, s->tuning[i].n_set);
   tx_json_kv_bool(j, "dispatcher_choice",
                   pt->has_pick && strcmp(s->sel[i].info.name, pt->pick) == 0);
   if (s->roofline) {
@@ -88,7 +99,7 @@ static void json_head(tx_json *j, const tx_bench_point *pt) {
 static void json_body(tx_json *j, const tx_bench_setup *s, const tx_bench_point *pt) {
   tx_json_kv_string(j, "dispatcher_kernel", pt->has_pick ? pt->pick : NULL);
   tx_json_kv_string(j, "dispatcher_why", pt->pick_why);
-  tx_json_kv_string(j, "masked_kernel", pt->masked >= 0 ? s->sel[pt->masked].info.name : NULL);
+  tx_json_kv_string(j, "masked_kernel", pt->masked >= 0 ? tx_bench_label(s, pt->masked) : NULL);
   tx_json_key(j, "kernels");
   tx_json_begin_array(j);
   for (size_t i = 0; i < s->n_sel; i++) json_kernel(j, s, pt, i);
@@ -132,7 +143,7 @@ static void json_machine(tx_json *j, const txattn_context *ctx) {
   tx_json_key(j, "isa");
   tx_json_begin_array(j);
   for (int i = 0; i < TXATTN_ISA_COUNT_; i++)
-    if (m.isa_mask & (1u << i)) tx_json_string(j, tx_isa_name(i));
+    if (m.isa_mask & (1u << i)) tx_json_string(j, txattn_isa_name((txattn_isa)i));
   tx_json_end_array(j);
   tx_json_kv_int(j, "cores", m.n_cores);
   tx_json_kv_int(j, "pus", m.n_pus);
@@ -165,7 +176,9 @@ static void json_kernel_list(tx_json *j, const tx_bench_setup *s) {
   for (size_t i = 0; i < s->n_sel; i++) {
     const txattn_kernel_info *k = &s->sel[i].info;
     tx_json_begin_object(j);
-    tx_json_kv_string(j, "name", k->name);
+    tx_json_kv_string(j, "name", tx_bench_label(s, i));
+    tx_json_kv_string(j, "kernel", k->name);
+    json_tunables(j, "tunables_given", s->tuning[i].set, s->tuning[i].n_set);
     tx_json_kv_string(j, "isa", k->isa);
     tx_json_kv_bool(j, "usable", k->usable);
     tx_json_kv_bool(j, "threaded", (k->flags & TXATTN_KERNEL_THREADED) != 0);

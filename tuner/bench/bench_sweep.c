@@ -65,18 +65,18 @@ int tx_sweep_parse_n(const tx_cmd_spec *spec, const tx_strlist *items, tx_sweep_
 }
 
 int tx_sweep_parse_mask(const tx_cmd_spec *spec, const tx_strlist *items, tx_sweep_axes *axes) {
-  static const txattn_mask kinds[] = {TXATTN_MASK_NONE, TXATTN_MASK_CAUSAL, TXATTN_MASK_WINDOW};
   axes->n_mask = 0;
   for (size_t i = 0; i < items->n; i++) {
-    int m = -1;
-    for (size_t k = 0; k < 3; k++)
-      if (strcmp(items->items[i], tx_mask_name(kinds[k])) == 0) m = (int)kinds[k];
-    if (m < 0)
+    txattn_mask kind;
+    if (!tx_mask_parse(items->items[i], &kind))
       return tx_args_usage_error(spec, "--mask expects none, causal or window, got '%s'",
                                  items->items[i]);
     int seen = 0;
-    for (size_t k = 0; k < axes->n_mask; k++) seen |= axes->mask[k] == m;
-    if (!seen) axes->mask[axes->n_mask++] = m;
+    for (size_t k = 0; k < axes->n_mask; k++) seen |= axes->mask[k] == (int)kind;
+    if (seen) continue;
+    if (axes->n_mask == TX_SWEEP_MAX_MASKS)
+      return tx_args_usage_error(spec, "--mask: more than %d kinds", TX_SWEEP_MAX_MASKS);
+    axes->mask[axes->n_mask++] = (int)kind;
   }
   if (axes->n_mask == 0) axes->mask[axes->n_mask++] = -1; /* as problem_cli: none, or a window */
   return 0;
@@ -172,7 +172,7 @@ static void summary_row(const tx_bench_setup *s, const tx_bench_point *const *g,
            tx_fmt_time(g[first]->res[k].tm.median_s, t0, sizeof t0), g[first]->p.n_q,
            tx_fmt_time(g[last]->res[k].tm.median_s, t1, sizeof t1), g[last]->p.n_q);
   fastest_at(g, n_g, k, where, sizeof where);
-  const char *cells[] = {label, s->sel[k].info.name, slope, times, where};
+  const char *cells[] = {label, tx_bench_label(s, k), slope, times, where};
   tx_table_add(t, cells);
 }
 

@@ -27,13 +27,14 @@
 #define VERIFY_WORK_LIMIT 4e9
 #define POISON            1.0e30f /* see cmd_check.c: unwritten outputs must not pass */
 #define SEED              UINT64_C(0x62656e6368)
-#define N_RUN_OPTS        8
+#define N_RUN_OPTS        9
 
 typedef struct bench_opts {
   tx_problem_args prob;
   tx_strlist n_items, mask_items; /* --n and --mask: lists, so a run can sweep them */
   tx_context_args ctx;
-  tx_strlist kernels;
+  tx_strlist kernels, tunable_items;
+  tx_bench_tunable_args tunables;
   tx_roofline_args roof;
   int64_t reps, min_time_ms;
   double limit_s;
@@ -53,7 +54,8 @@ typedef struct bench_run {
   size_t n_pts;
   int sweep; /* more than one problem: the sweep's text and JSON */
   txattn_context *ctx;
-  tx_kernel_sel *sel;
+  tx_kernel_sel *sel; /* an entry per kernel and setting of its tunables */
+  tx_bench_tuning *tuning;
   size_t n_sel;
   tx_bench_setup setup;
   tx_buffers b;         /* the current point's; freed before the next one */
@@ -73,7 +75,9 @@ static const char about[] =
     "With --json or -o a sweep is one JSON document, format \"" TX_SWEEP_FORMAT "\"\n"
     "(docs/bench_sweep.md), which `txtune plot --from FILE` draws. --roofline first measures\n"
     "the FMA peak of each ISA, OpenBLAS sgemm and memory bandwidth, and shows each kernel as a\n"
-    "fraction of them. How it times and verifies: docs/bench.md.\n"
+    "fraction of them. --tunable block_q=204,block_k=512 plans each kernel that declares those\n"
+    "tunables with them (the others with their defaults); a name given with several values\n"
+    "times each setting. How it times and verifies: docs/bench.md.\n"
     "Exit status: 0 ok; 1 a kernel failed, was not exact, or a named kernel could not run (at\n"
     "any problem of a sweep); 2 usage error.";
 
@@ -91,6 +95,8 @@ static void bench_opts_table(bench_run *r) {
   t[6] = tx_opt_flag("json", &o->json, "JSON on stdout instead of the tables");
   t[7] = tx_opt_string("output", &o->output, "FILE",
                        "also write the JSON to FILE (also -o); the tables stay on stdout");
+  t[8] = tx_opt_list("tunable", &o->tunable_items, "NAME=V[,...]",
+                     "plan with NAME=V where the kernel declares NAME (repeatable)");
 }
 
 /* --n and --mask of the shared problem options become lists: the sweep's axes. */
@@ -141,6 +147,7 @@ static int parse(bench_run *r, int argc, char **argv) {
   if (o->verify && o->no_verify)
     return tx_args_usage_error(&r->spec, "--verify and --no-verify contradict each other");
   if ((rc = tx_roofline_check_args(&r->spec, &o->roof)) != 0) return rc;
+  if ((rc = tx_bench_parse_tunables(&r->spec, &o->tunable_items, &o->tunables)) != 0) return rc;
   rc = parse_axes(r);
   return rc ? rc : -1;
 }
@@ -203,16 +210,57 @@ static void verify_kernel(bench_run *r, const tx_bench_point *pt, tx_bench_resul
   tx_verdict_explain(&v, k->why, sizeof k->why);
 }
 
-static void bench_kernel(bench_run *r, const tx_bench_point *pt, const txattn_kernel_info *info,
-                         tx_bench_result *k) {
+/* What the entry ran with: the plan's tunables, else those it was asked to plan with. */
+static void record_tunables(const txattn_plan *plan, const tx_bench_tuning *tn,
+                            tx_bench_result *k) {
+  size_t n = plan ? txattn_plan_tunable_count(plan) : tn->n_set;
+  k->n_ran = 0;
+  for (size_t i = 0; i < n && k->n_ran < TX_BENCH_MAX_TUNABLES; i++) {
+    tx_bench_tunable *t = &k->ran[k->n_ran];
+    const char *name = NULL;
+    if (!plan) {
+      *t = tn->set[i];
+    } else if (txattn_plan_tunable_get(plan, i, &name, &t->value) == TXATTN_OK && name) {
+      snprintf(t->name, sizeof t->name, "%s", name);
+    } else {
+      continue;
+    }
+    k->n_ran++;
+  }
+}
+
+static txattn_status plan_entry(bench_run *r, const tx_bench_point *pt, size_t i,
+                                txattn_plan **plan) {
+  const tx_bench_tuning *tn = &r->tuning[i];
+  if (!tn->n_set) return txattn_plan_create(r->ctx, &pt->p, r->sel[i].info.name, plan);
+  const char *names[TX_BENCH_MAX_TUNABLES];
+  int64_t values[TX_BENCH_MAX_TUNABLES];
+  for (size_t j = 0; j < tn->n_set; j++) {
+    names[j] = tn->set[j].name;
+    values[j] = tn->set[j].value;
+  }
+  return txattn_plan_create_tuned(r->ctx, &pt->p, r->sel[i].info.name, names, values, tn->n_set,
+                                  plan);
+}
+
+static void set_failed(tx_bench_result *k, txattn_status s) {
+  k->state = s == TXATTN_E_UNSUPPORTED ? TX_BENCH_NOT_APPLICABLE : TX_BENCH_FAILED;
+  snprintf(k->why, sizeof k->why, "%s%s%s", s == TXATTN_E_UNSUPPORTED ? "" : txattn_status_name(s),
+           s == TXATTN_E_UNSUPPORTED ? "" : ": ", txattn_last_error());
+}
+
+static void bench_kernel(bench_run *r, const tx_bench_point *pt, size_t i, tx_bench_result *k) {
+  const txattn_kernel_info *info = &r->sel[i].info;
   k->rel_error = NAN;
   if (!info->usable) {
     k->state = TX_BENCH_UNUSABLE;
     snprintf(k->why, sizeof k->why, "%s", info->why_unusable ? info->why_unusable : "?");
+    record_tunables(NULL, &r->tuning[i], k);
     return;
   }
   txattn_plan *plan = NULL;
-  txattn_status s = txattn_plan_create(r->ctx, &pt->p, info->name, &plan);
+  txattn_status s = plan_entry(r, pt, i, &plan);
+  record_tunables(s == TXATTN_OK ? plan : NULL, &r->tuning[i], k);
   if (s == TXATTN_OK) {
     tx_fill_value(r->b.o, r->b.o_len, POISON);
     exec_arg a = {plan, &r->b.t};
@@ -223,12 +271,64 @@ static void bench_kernel(bench_run *r, const tx_bench_point *pt, const txattn_ke
     k->state = TX_BENCH_OK;
     verify_kernel(r, pt, k);
   } else {
-    k->state = s == TXATTN_E_UNSUPPORTED ? TX_BENCH_NOT_APPLICABLE : TX_BENCH_FAILED;
-    snprintf(k->why, sizeof k->why, "%s%s%s",
-             s == TXATTN_E_UNSUPPORTED ? "" : txattn_status_name(s),
-             s == TXATTN_E_UNSUPPORTED ? "" : ": ", txattn_last_error());
+    set_failed(k, s);
   }
   txattn_plan_free(plan);
+}
+
+/* Entries first .. first + n - 1, the settings of one kernel: each planned, run once and checked,
+   then timed interleaved (tx_bench_measure_interleaved). */
+static void bench_settings(bench_run *r, const tx_bench_point *pt, size_t first, size_t n) {
+  txattn_plan *plans[TX_BENCH_MAX_ENTRIES] = {0};
+  exec_arg args[TX_BENCH_MAX_ENTRIES];
+  void *argp[TX_BENCH_MAX_ENTRIES];
+  size_t idx[TX_BENCH_MAX_ENTRIES], m = 0;
+  for (size_t i = first; i < first + n; i++) {
+    tx_bench_result *k = &pt->res[i];
+    const txattn_kernel_info *info = &r->sel[i].info;
+    k->rel_error = NAN;
+    record_tunables(NULL, &r->tuning[i], k);
+    if (!info->usable) {
+      k->state = TX_BENCH_UNUSABLE;
+      snprintf(k->why, sizeof k->why, "%s", info->why_unusable ? info->why_unusable : "?");
+      continue;
+    }
+    txattn_status s = plan_entry(r, pt, i, &plans[m]);
+    if (s == TXATTN_OK) {
+      record_tunables(plans[m], &r->tuning[i], k);
+      tx_fill_value(r->b.o, r->b.o_len, POISON);
+      args[m] = (exec_arg){plans[m], &r->b.t};
+      s = exec_plan(&args[m]);
+    }
+    if (s != TXATTN_OK) {
+      set_failed(k, s);
+      txattn_plan_free(plans[m]);
+      plans[m] = NULL;
+      continue;
+    }
+    k->state = TX_BENCH_OK;
+    verify_kernel(r, pt, k);
+    argp[m] = &args[m];
+    idx[m++] = i;
+  }
+  tx_timing tm[TX_BENCH_MAX_ENTRIES];
+  txattn_status st[TX_BENCH_MAX_ENTRIES];
+  tx_timing_opts to = {1e-3 * (double)r->o.min_time_ms, (int)r->o.reps, r->o.limit_s};
+  tx_bench_measure_interleaved(exec_plan, argp, m, &to, tm, st);
+  for (size_t j = 0; j < m; j++) {
+    if (st[j] == TXATTN_OK)
+      pt->res[idx[j]].tm = tm[j];
+    else
+      set_failed(&pt->res[idx[j]], st[j]);
+    txattn_plan_free(plans[j]);
+  }
+}
+
+/* The entries from k on that are settings of the same kernel (adjacent by construction). */
+static size_t settings_of(const bench_run *r, size_t k) {
+  size_t n = 1;
+  while (k + n < r->n_sel && strcmp(r->sel[k + n].info.name, r->sel[k].info.name) == 0) n++;
+  return n;
 }
 
 static void find_references(const bench_run *r, tx_bench_point *pt) {
@@ -240,6 +340,10 @@ static void find_references(const bench_run *r, tx_bench_point *pt) {
         (pt->masked < 0 || t < pt->res[pt->masked].tm.median_s))
       pt->masked = (long)i;
   }
+}
+
+const char *tx_bench_label(const tx_bench_setup *s, size_t i) {
+  return s->tuning[i].label;
 }
 
 int tx_bench_kernel_failed(const tx_bench_setup *s, const tx_bench_point *pt, size_t i) {
@@ -298,6 +402,11 @@ static void print_header(const bench_run *r, const tx_bench_point *pt) {
   print_timing(r);
 }
 
+static void print_tunables_note(void) {
+  printf("TUNABLES: what each plan ran with: --tunable's values where the kernel declares them, "
+         "else its defaults\n");
+}
+
 static void print_sweep_header(const bench_run *r) {
   int threads = r->setup.threads;
   printf("txtune bench sweep: %zu problems (%zu n x %zu mask kind%s), %d thread%s\n", r->n_pts,
@@ -314,6 +423,10 @@ static void print_sweep_header(const bench_run *r) {
   if (!isnan(r->setup.load_before)) /* other work on the machine makes every time noisier */
     printf("  load average %.2f when the sweep started\n", r->setup.load_before);
   printf("  * the dispatcher's choice; x = median time / the named kernel's median time\n");
+  if (r->setup.tunables_given) {
+    printf("  ");
+    print_tunables_note();
+  }
 }
 
 static void print_point_header(const bench_run *r, const tx_bench_point *pt, size_t i) {
@@ -337,10 +450,11 @@ static void ratio_text(const tx_bench_point *pt, size_t i, long ref, char *buf, 
 
 static void table_row(const bench_run *r, const tx_bench_point *pt, tx_table *t, size_t i) {
   const tx_bench_result *k = &pt->res[i];
-  const char *name = r->sel[i].info.name;
-  char label[96], ms[32] = "-", gf[32] = "-", err[32] = "-", fast[32], msk[32], runs[48] = "-";
-  int picked = pt->has_pick && strcmp(name, pt->pick) == 0;
-  snprintf(label, sizeof label, "%s%s", name, picked ? " *" : "");
+  char label[192], ms[32] = "-", gf[32] = "-", err[32] = "-", fast[32], msk[32], runs[48] = "-";
+  char tun[256];
+  int picked = pt->has_pick && strcmp(r->sel[i].info.name, pt->pick) == 0;
+  snprintf(label, sizeof label, "%s%s", tx_bench_label(&r->setup, i), picked ? " *" : "");
+  tx_bench_tunables_text(k->ran, k->n_ran, " ", tun, sizeof tun);
   if (k->state == TX_BENCH_OK) {
     snprintf(ms, sizeof ms, "%.4g", 1e3 * k->tm.median_s);
     snprintf(gf, sizeof gf, "%.2f", 1e-9 * pt->flops / k->tm.median_s);
@@ -349,7 +463,7 @@ static void table_row(const bench_run *r, const tx_bench_point *pt, tx_table *t,
   }
   ratio_text(pt, i, pt->fastest, fast, sizeof fast);
   ratio_text(pt, i, pt->masked, msk, sizeof msk);
-  const char *cells[] = {label, ms, gf, err, fast, msk, runs};
+  const char *cells[] = {label, ms, gf, err, fast, msk, runs, tun};
   tx_table_add(t, cells);
   static const char *const what[] = {"", "not usable", "not applicable", "FAILED"};
   if (k->state != TX_BENCH_OK)
@@ -362,7 +476,7 @@ tx_roof_kernel tx_bench_roof_kernel(const tx_bench_setup *s, const tx_bench_poin
   const txattn_kernel_info *info = &s->sel[i].info;
   int threads = info->flags & TXATTN_KERNEL_THREADED ? s->threads : 1;
   double t = pt->res[i].state == TX_BENCH_OK ? pt->res[i].tm.median_s : 0;
-  return (tx_roof_kernel){info->name, info->isa, threads, t};
+  return (tx_roof_kernel){tx_bench_label(s, i), info->isa, threads, t};
 }
 
 static void print_roofline_fits(const bench_run *r, const tx_bench_point *pt) {
@@ -378,9 +492,10 @@ static void print_roofline_fits(const bench_run *r, const tx_bench_point *pt) {
 }
 
 static void print_text(const bench_run *r, const tx_bench_point *pt) {
-  char spec[160];
-  snprintf(spec, sizeof spec, "KERNEL|>MEDIAN ms|>GFLOP/s|>MAX ERROR|>x FASTEST|>x %s|>RUNSxREPS",
-           pt->masked >= 0 ? r->sel[pt->masked].info.name : "MASKED");
+  char spec[256];
+  snprintf(spec, sizeof spec, "KERNEL|>MEDIAN ms|>GFLOP/s|>MAX ERROR|>x FASTEST|>x %s|>RUNSxREPS%s",
+           pt->masked >= 0 ? tx_bench_label(&r->setup, pt->masked) : "MASKED",
+           r->setup.tunables_given ? "|TUNABLES" : "");
   tx_table t;
   tx_table_init(&t, spec);
   for (size_t i = 0; i < r->n_sel; i++) table_row(r, pt, &t, i);
@@ -390,6 +505,7 @@ static void print_text(const bench_run *r, const tx_bench_point *pt) {
     if (!r->sweep)
       printf("\n* the dispatcher's choice; x = median time / the named kernel's median time%s\n",
              pt->masked >= 0 ? "" : " (no masked.* kernel was measured)");
+    if (!r->sweep && r->setup.tunables_given) print_tunables_note();
     if (r->o.roof.enabled) print_roofline_fits(r, pt);
   } else {
     printf("\nno kernel could be measured%s\n", r->n_sel ? ":" : " ('txtune list' shows why)");
@@ -452,10 +568,16 @@ static int run_point(bench_run *r, size_t i) {
   if (!r->o.json) r->sweep ? print_point_header(r, pt, i) : print_header(r, pt);
   fflush(stdout);
   if (i == 0 && r->o.roof.enabled && (rc = measure_roofline(r)) != 0) return rc;
-  for (size_t k = 0; k < r->n_sel; k++) {
+  for (size_t k = 0, n; k < r->n_sel; k += n) {
+    n = settings_of(r, k);
     if (r->progress)
-      fprintf(stderr, "\r\033[K  [%zu/%zu] timing %s ...", i + 1, r->n_pts, r->sel[k].info.name);
-    bench_kernel(r, pt, &r->sel[k].info, &pt->res[k]);
+      fprintf(stderr, "\r\033[K  [%zu/%zu] timing %s%s ...", i + 1, r->n_pts,
+              n > 1 ? r->sel[k].info.name : tx_bench_label(&r->setup, k),
+              n > 1 ? ", its settings interleaved" : "");
+    if (n > 1)
+      bench_settings(r, pt, k, n);
+    else
+      bench_kernel(r, pt, k, &pt->res[k]);
   }
   if (r->progress) fprintf(stderr, "\r\033[K");
   tx_buffers_free(&r->b);
@@ -465,16 +587,29 @@ static int run_point(bench_run *r, size_t i) {
   return 0;
 }
 
+static int select_kernels(bench_run *r) {
+  tx_kernel_sel *kernels = NULL;
+  size_t n = 0;
+  int rc = tx_kernels_select(&r->spec, r->ctx, &r->o.kernels, &kernels, &n);
+  if (!rc)
+    rc = tx_bench_expand_tunables(&r->spec, r->ctx, &r->o.tunables, kernels, n, &r->sel, &r->tuning,
+                                  &r->n_sel);
+  free(kernels);
+  return rc;
+}
+
 static int setup(bench_run *r) {
   int rc = tx_context_open("bench", &r->o.ctx, &r->ctx);
-  if (!rc) rc = tx_kernels_select(&r->spec, r->ctx, &r->o.kernels, &r->sel, &r->n_sel);
+  if (!rc) rc = select_kernels(r);
   if (rc) return rc;
   if (!(r->pts = calloc(r->n_pts, sizeof *r->pts))) {
     fprintf(stderr, "txtune bench: out of memory\n");
     return TX_EXIT_FAIL;
   }
   r->setup = (tx_bench_setup){.sel = r->sel,
+                              .tuning = r->tuning,
                               .n_sel = r->n_sel,
+                              .tunables_given = r->o.tunables.n > 0,
                               .threads = txattn_context_threads(r->ctx),
                               .reps = r->o.reps,
                               .min_time_ms = r->o.min_time_ms,
@@ -511,8 +646,10 @@ int tx_cmd_bench(int argc, char **argv) {
   free(r.pts);
   free(r.probs);
   free(r.sel);
+  free(r.tuning);
   txattn_context_free(r.ctx);
   tx_strlist_free(&r.o.kernels);
+  tx_strlist_free(&r.o.tunable_items);
   tx_strlist_free(&r.o.n_items);
   tx_strlist_free(&r.o.mask_items);
   return rc;

@@ -44,11 +44,7 @@ static int get_bound(const sweep_reader *r, const json_t *obj, const char *key, 
 
 static int get_mask(const sweep_reader *r, const json_t *obj, const char *where, txattn_mask *m) {
   const char *s = json_string_value(json_object_get(obj, "mask"));
-  for (int k = TXATTN_MASK_NONE; s && k <= TXATTN_MASK_WINDOW; k++)
-    if (strcmp(s, tx_mask_name((txattn_mask)k)) == 0) {
-      *m = (txattn_mask)k;
-      return 0;
-    }
+  if (s && tx_mask_parse(s, m)) return 0;
   char at[160];
   snprintf(at, sizeof at, "%s.mask", where);
   return bad(r, at, "expected \"none\", \"causal\" or \"window\"");

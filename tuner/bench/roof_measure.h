@@ -9,11 +9,13 @@
 
 #include "roof_peak_loops.h"
 #include "timing.h"
+#include "txattn/plugin.h"
 
 /* The ISAs of this build's target architecture, in report order, with whether the CPU and OS can run
    each one's loop (cpuid + XGETBV on x86-64, HWCAP on arm64) and, if not, why. */
 typedef struct tx_peak_isa {
   const tx_peak_loop *loop;
+  txattn_isa isa; /* the loop's; txattn_isa_name() names it as kernels do */
   int usable;
   char why[128];
 } tx_peak_isa;

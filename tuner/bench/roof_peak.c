@@ -50,13 +50,13 @@ static void check_x86(tx_peak_isa *avx2, tx_peak_isa *avx512) {
 
 size_t tx_peak_isas(tx_peak_isa *out) {
   size_t n = 0;
-  out[n++] = (tx_peak_isa){&tx_peak_scalar, 1, ""};
+  out[n++] = (tx_peak_isa){&tx_peak_scalar, TXATTN_ISA_SCALAR, 1, ""};
 #if defined(__x86_64__)
-  out[n++] = (tx_peak_isa){&tx_peak_avx2, 0, ""};
-  out[n++] = (tx_peak_isa){&tx_peak_avx512, 0, ""};
+  out[n++] = (tx_peak_isa){&tx_peak_avx2, TXATTN_ISA_AVX2, 0, ""};
+  out[n++] = (tx_peak_isa){&tx_peak_avx512, TXATTN_ISA_AVX512, 0, ""};
   check_x86(&out[1], &out[2]);
 #elif defined(__aarch64__)
-  out[n] = (tx_peak_isa){&tx_peak_neon, 1, ""};
+  out[n] = (tx_peak_isa){&tx_peak_neon, TXATTN_ISA_NEON, 1, ""};
   if (!(getauxval(AT_HWCAP) & HWCAP_ASIMD)) {
     out[n].usable = 0;
     snprintf(out[n].why, sizeof out[n].why, "CPU lacks Advanced SIMD (HWCAP_ASIMD)");

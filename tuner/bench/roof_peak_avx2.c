@@ -21,5 +21,4 @@ static float run(int64_t iters, float seed) {
   return _mm256_cvtss_f32(s);
 }
 
-const tx_peak_loop tx_peak_avx2 = {"avx2", "12 chains of ymm vfmadd (8 lanes)", 2.0 * 8 * CHAINS,
-                                   run};
+const tx_peak_loop tx_peak_avx2 = {"12 chains of ymm vfmadd (8 lanes)", 2.0 * 8 * CHAINS, run};

@@ -21,5 +21,4 @@ static float run(int64_t iters, float seed) {
   return _mm512_cvtss_f32(s);
 }
 
-const tx_peak_loop tx_peak_avx512 = {"avx512", "16 chains of zmm vfmadd (16 lanes)",
-                                     2.0 * 16 * CHAINS, run};
+const tx_peak_loop tx_peak_avx512 = {"16 chains of zmm vfmadd (16 lanes)", 2.0 * 16 * CHAINS, run};

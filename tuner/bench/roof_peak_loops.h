@@ -8,7 +8,6 @@
 /* A register-only loop of independent multiply-add chains. run() returns a value that depends on every
    chain, so the compiler cannot drop any of them. */
 typedef struct tx_peak_loop {
-  const char *isa; /* as txattn_kernel_info.isa spells it: "scalar", "avx2", "avx512", "neon" */
   const char *how; /* the instruction and chain count, for the report */
   double flops_per_iter;
   float (*run)(int64_t iters, float seed);

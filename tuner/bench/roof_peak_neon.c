@@ -20,4 +20,4 @@ static float run(int64_t iters, float seed) {
   return vgetq_lane_f32(s, 0);
 }
 
-const tx_peak_loop tx_peak_neon = {"neon", "24 chains of fmla (4 lanes)", 2.0 * 4 * CHAINS, run};
+const tx_peak_loop tx_peak_neon = {"24 chains of fmla (4 lanes)", 2.0 * 4 * CHAINS, run};

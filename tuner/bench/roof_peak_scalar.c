@@ -21,5 +21,4 @@ static float run(int64_t iters, float seed) {
   return s;
 }
 
-const tx_peak_loop tx_peak_scalar = {"scalar", "12 chains of fp32 mul+add (no FMA)", 2.0 * CHAINS,
-                                     run};
+const tx_peak_loop tx_peak_scalar = {"12 chains of fp32 mul+add (no FMA)", 2.0 * CHAINS, run};

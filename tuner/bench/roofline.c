@@ -168,7 +168,7 @@ static void add_balance_row(tx_table *t, const tx_roofline *r) {
     best = p;
   }
   char how[64];
-  snprintf(how, sizeof how, "%s peak / triad bandwidth", best->isa.loop->isa);
+  snprintf(how, sizeof how, "%s peak / triad bandwidth", txattn_isa_name(best->isa.isa));
   add_row(t, r, "balance", how, balance, "flop/B");
 }
 
@@ -176,7 +176,7 @@ static void fill_table(tx_table *t, const tx_roofline *r) {
   char buf[160];
   for (size_t i = 0; i < r->n_peaks; i++) {
     const tx_roof_peak *p = &r->peaks[i];
-    snprintf(buf, sizeof buf, "fma %s", p->isa.loop->isa);
+    snprintf(buf, sizeof buf, "fma %s", txattn_isa_name(p->isa.isa));
     add_row(t, r, buf, p->isa.usable ? p->isa.loop->how : "-", p->gflops, "GFLOP/s");
     if (!p->isa.usable) tx_table_note(t, "%s", p->isa.why);
   }
@@ -212,7 +212,7 @@ static int scaling_warning(const tx_roofline *r, char *buf, size_t size) {
   snprintf(buf, size,
            "the %d-thread %s peak is only %.2f x the 1-thread one with %d CPUs available (other"
            " processes on the cores?): figures at %d threads understate the machine",
-           r->threads[1], p->isa.loop->isa, got, cores, r->threads[1]);
+           r->threads[1], txattn_isa_name(p->isa.isa), got, cores, r->threads[1]);
   return 1;
 }
 
@@ -259,7 +259,7 @@ static void json_peaks(tx_json *j, const tx_roofline *r) {
   for (size_t i = 0; i < r->n_peaks; i++) {
     const tx_roof_peak *p = &r->peaks[i];
     tx_json_begin_object(j);
-    tx_json_kv_string(j, "isa", p->isa.loop->isa);
+    tx_json_kv_string(j, "isa", txattn_isa_name(p->isa.isa));
     tx_json_kv_string(j, "loop", p->isa.loop->how);
     tx_json_kv_bool(j, "usable", p->isa.usable);
     tx_json_kv_string(j, "reason", p->isa.usable ? NULL : p->isa.why);

@@ -24,7 +24,7 @@ static int count_index(const tx_roofline *r, int threads) {
 
 static const tx_roof_peak *peak_of(const tx_roofline *r, const char *isa) {
   for (size_t i = 0; i < r->n_peaks; i++)
-    if (strcmp(r->peaks[i].isa.loop->isa, isa) == 0) return &r->peaks[i];
+    if (strcmp(txattn_isa_name(r->peaks[i].isa.isa), isa) == 0) return &r->peaks[i];
   return NULL;
 }
 
@@ -60,7 +60,8 @@ int tx_roofline_fit(const tx_roofline *r, const tx_roof_work *w, const tx_roof_k
 static void fit_row(tx_table *t, const tx_roof_kernel *k, const tx_roof_fit *f) {
   char thr[16], roof[32], peak[32], gf[32], frac[32], ai[32], bal[32], gbs[32] = "-", bwf[32] = "-";
   snprintf(thr, sizeof thr, "%d", k->threads);
-  snprintf(roof, sizeof roof, "%s%s", f->roof->isa.loop->isa, f->for_scalar ? " (a)" : "");
+  snprintf(roof, sizeof roof, "%s%s", txattn_isa_name(f->roof->isa.isa),
+           f->for_scalar ? " (a)" : "");
   snprintf(peak, sizeof peak, "%.1f", f->peak_gflops);
   snprintf(gf, sizeof gf, "%.2f", f->gflops);
   snprintf(frac, sizeof frac, "%.1f%%", 100 * f->fraction);
@@ -123,7 +124,7 @@ void tx_roofline_json_fit(tx_json *j, const tx_roofline *r, const tx_roof_work *
   }
   tx_json_begin_object(j);
   tx_json_kv_int(j, "threads", k->threads);
-  tx_json_kv_string(j, "roof_isa", f.roof->isa.loop->isa);
+  tx_json_kv_string(j, "roof_isa", txattn_isa_name(f.roof->isa.isa));
   tx_json_kv_bool(j, "scalar_held_to_simd_peak", f.for_scalar);
   tx_json_kv_double(j, "peak_gflops", f.peak_gflops);
   tx_json_kv_double(j, "fraction_of_peak", f.fraction);

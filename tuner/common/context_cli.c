@@ -4,8 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "txattn/plugin.h"
-
 void tx_context_args_init(tx_context_args *a) {
   a->threads = 0;
   a->plugin_path = NULL;
@@ -44,9 +42,4 @@ const char *tx_plugin_path_source(const tx_context_args *a, const char **path) {
   }
   *path = NULL;
   return "default: txattn/plugins beside libtxattn.so, else the installed directory";
-}
-
-const char *tx_isa_name(int i) {
-  static const char *const names[TXATTN_ISA_COUNT_] = {"scalar", "avx2", "avx512", "neon"};
-  return i >= 0 && i < TXATTN_ISA_COUNT_ ? names[i] : "?";
 }

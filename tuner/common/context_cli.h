@@ -22,8 +22,6 @@ int tx_context_open(const char *cmd, const tx_context_args *a, txattn_context **
 /* Where the plugin path came from, in words, and the path itself (NULL for the built-in default).
  */
 const char *tx_plugin_path_source(const tx_context_args *a, const char **path);
-/* The name of txattn_isa i as kernel names spell it ("avx2"); bit i of an isa_mask. */
-const char *tx_isa_name(int i);
 /* "txtune <cmd>: <what>: TXATTN_E_...: <last error>" on stderr */
 void tx_print_lib_error(const char *cmd, const char *what, txattn_status s);
 

@@ -2,11 +2,36 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
-static const char *const mask_names[] = {"none", "causal", "window", NULL};
+/* The masks are the enum's values from TXATTN_MASK_NONE up to the first txattn_mask_name does
+   not know: the library's names are the only spelling. */
+static int mask_known(int m) {
+  return strcmp(txattn_mask_name((txattn_mask)m), "unknown") != 0;
+}
 
-const char *tx_mask_name(txattn_mask m) {
-  return m >= TXATTN_MASK_NONE && m <= TXATTN_MASK_WINDOW ? mask_names[m] : "?";
+int tx_mask_parse(const char *s, txattn_mask *out) {
+  for (int m = TXATTN_MASK_NONE; mask_known(m); m++)
+    if (strcmp(s, txattn_mask_name((txattn_mask)m)) == 0) {
+      *out = (txattn_mask)m;
+      return 1;
+    }
+  return 0;
+}
+
+/* --mask's choices (indexed by the enum's value) and "none|causal|window", from the names. */
+#define MAX_MASKS 8
+static const char *mask_choices[MAX_MASKS + 1];
+static char mask_metavar[MAX_MASKS * 16];
+
+static void mask_option_text(void) {
+  size_t len = 0;
+  for (int m = TXATTN_MASK_NONE; m < MAX_MASKS && mask_known(m); m++) {
+    mask_choices[m] = txattn_mask_name((txattn_mask)m);
+    int w = snprintf(mask_metavar + len, sizeof mask_metavar - len, "%s%s", m ? "|" : "",
+                     mask_choices[m]);
+    if (w > 0 && (size_t)w < sizeof mask_metavar - len) len += (size_t)w;
+  }
 }
 
 void tx_problem_args_init(tx_problem_args *a) {
@@ -20,11 +45,12 @@ void tx_problem_args_init(tx_problem_args *a) {
 void tx_problem_opts(tx_problem_args *a, tx_opt *o) {
   const int64_t big = INT64_C(1) << 40;
   int i = 0;
+  mask_option_text();
   o[i++] = tx_opt_int("n", &a->n, "N", "query rows (sequence length)", 1, big);
   o[i++] = tx_opt_int("n-kv", &a->n_kv, "M", "key/value rows [N]", 1, big);
   o[i++] = tx_opt_int("d", &a->d, "D", "head size of queries and keys", 1, big);
   o[i++] = tx_opt_int("dv", &a->dv, "DV", "head size of values [D]", 1, big);
-  o[i++] = tx_opt_choice("mask", &a->mask, "none|causal|window", "mask kind [none]", mask_names);
+  o[i++] = tx_opt_choice("mask", &a->mask, mask_metavar, "mask kind [none]", mask_choices);
   o[i++] = tx_opt_bound("left", &a->left, "L", "window: keys visible before the query (or inf)", 0,
                         INT64_MAX);
   o[i++] = tx_opt_bound("right", &a->right, "R", "window: keys visible after the query (or inf)", 0,
@@ -48,7 +74,7 @@ static int window_from_args(const tx_cmd_spec *spec, const tx_problem_args *a, t
   }
   if (a->mask >= 0 && p->mask != TXATTN_MASK_WINDOW)
     return tx_args_usage_error(spec, "--left, --right and --window need --mask window, not %s",
-                               mask_names[a->mask]);
+                               txattn_mask_name((txattn_mask)a->mask));
   if (centred && sides)
     return tx_args_usage_error(spec, "give either --window or --left/--right, not both");
   if (sides == 1)
@@ -108,7 +134,7 @@ int tx_problem_format(const txattn_problem *p, char *buf, size_t size) {
   if (p->mask == TXATTN_MASK_WINDOW)
     snprintf(mv, sizeof mv, "window(%s,%s)", l, r);
   else
-    snprintf(mv, sizeof mv, "%s", tx_mask_name(p->mask));
+    snprintf(mv, sizeof mv, "%s", txattn_mask_name(p->mask));
   if (p->scale != 0 && p->scale != (float)(1.0 / sqrt((double)p->d_qk)))
     snprintf(sv, sizeof sv, " scale=%g", (double)p->scale);
   return snprintf(buf, size, "%s%s%s %s %s%s", bv, hv, nv, dv, mv, sv);

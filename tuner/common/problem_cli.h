@@ -25,7 +25,8 @@ void tx_problem_opts(tx_problem_args *a, tx_opt *opts);
    prints a usage error and returns TX_EXIT_USAGE. */
 int tx_problem_from_args(const tx_cmd_spec *spec, const tx_problem_args *a, txattn_problem *out);
 
-const char *tx_mask_name(txattn_mask m);
+/* The mask txattn_mask_name spells s: returns 1 with *out, else 0. */
+int tx_mask_parse(const char *s, txattn_mask *out);
 /* "b=2 h=4/2 n=65 d=64 window(8,inf)": only what differs from the defaults. Returns what snprintf
  * does. */
 int tx_problem_format(const txattn_problem *p, char *buf, size_t size);

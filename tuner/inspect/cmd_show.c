@@ -100,7 +100,7 @@ static void print_header(const show_run *r, const txattn_table_header *h) {
          *m->brand ? m->brand : "(no brand string)", m->family, m->model, m->stepping, m->n_cores);
   fputs("  isa:", stdout);
   for (int b = 0; b < TXATTN_ISA_COUNT_; b++)
-    if (m->isa_mask & (1u << b)) printf(" %s", tx_isa_name(b));
+    if (m->isa_mask & (1u << b)) printf(" %s", txattn_isa_name((txattn_isa)b));
   printf("; caches used: l1d %s, l2 %s, l3 %s per core\n", l1, l2, l3);
   for (size_t i = 0; i < h->n_plugins; i++) {
     txattn_table_plugin p;

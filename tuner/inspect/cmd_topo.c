@@ -158,7 +158,7 @@ static void print_machine(const topo_run *r) {
          m->vendor[0] ? m->vendor : "unknown vendor", m->brand[0] ? " \"" : "", m->brand,
          m->brand[0] ? "\"" : "", m->family, m->model, m->stepping);
   for (int i = 0; i < TXATTN_ISA_COUNT_; i++)
-    if (m->isa_mask & (1u << i)) printf(" %s", tx_isa_name(i));
+    if (m->isa_mask & (1u << i)) printf(" %s", txattn_isa_name((txattn_isa)i));
   printf("\ntopology  %s\n          %d cores, %d hardware threads, %d NUMA node%s\n\n",
          m->topology_source, m->n_cores, m->n_pus, m->n_numa, m->n_numa == 1 ? "" : "s");
 }
@@ -282,7 +282,7 @@ static void json_machine(tx_json *j, const txattn_machine_info *m) {
   tx_json_key(j, "isa");
   tx_json_begin_array(j);
   for (int i = 0; i < TXATTN_ISA_COUNT_; i++)
-    if (m->isa_mask & (1u << i)) tx_json_string(j, tx_isa_name(i));
+    if (m->isa_mask & (1u << i)) tx_json_string(j, txattn_isa_name((txattn_isa)i));
   tx_json_end_array(j);
   tx_json_end_object(j);
   tx_json_key(j, "topology");

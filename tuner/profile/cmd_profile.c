@@ -195,16 +195,19 @@ static void plan_failures(profile_run *r, const prof_grid_class *gc, int64_t n, 
 }
 
 /* Keeps the candidates that are exact on the class's small shape; the others are excluded (once)
-   or, if they cannot run it, dropped. */
-static size_t keep_exact(profile_run *r, prof_grid_class *gc, int64_t rr, prof_cand *c, size_t n) {
+   or, if they cannot run it, dropped. *inexact gets the number found inexact. */
+static size_t keep_exact(profile_run *r, prof_grid_class *gc, int64_t rr, prof_cand *c, size_t n,
+                         size_t *inexact) {
   txattn_problem small = prof_grid_problem(gc, CHECK_N, rr);
   txattn_context *ctx = r->g.ctx[gc->ctx];
   size_t kept = 0;
+  *inexact = 0;
   for (size_t i = 0; i < n; i++) {
     double err;
     char why[256];
     int fresh, v = prof_check(r->checks, ctx, gc->id, &small, &c[i], &err, why, sizeof why, &fresh);
     if (v == 0 && fresh) add_exclusion(r, gc, &small, &c[i], err, why);
+    *inexact += v == 0;
     if (v == 1) {
       c[i].max_error = err;
       c[kept++] = c[i];
@@ -320,17 +323,11 @@ static txattn_status add_class(profile_run *r, prof_grid_class *gc) {
   return s;
 }
 
+/* A point the table refuses is left out (the class may then have none: see write_table). */
 static void record(profile_run *r, prof_grid_class *gc, int64_t n, int64_t rr, prof_cand *c,
                    size_t nc) {
   txattn_table_candidate tc[MAX_CANDS];
-  for (size_t i = 0; i < nc; i++)
-    tc[i] = (txattn_table_candidate){.kernel = c[i].name,
-                                     .n_tunables = c[i].n_tun,
-                                     .tunable_names = c[i].tun_names,
-                                     .tunable_values = c[i].tun_values,
-                                     .time_s = c[i].time_s,
-                                     .max_error = c[i].max_error,
-                                     .spread = c[i].rough ? -1 : c[i].spread};
+  for (size_t i = 0; i < nc; i++) tc[i] = prof_table_candidate(&c[i]);
   size_t w = prof_choose(c, nc);
   txattn_status s = add_class(r, gc);
   if (s == TXATTN_OK)
@@ -338,8 +335,12 @@ static void record(profile_run *r, prof_grid_class *gc, int64_t n, int64_t rr, p
   if (s != TXATTN_OK) {
     prof_progress_end(&r->prog);
     tx_print_lib_error("profile", "cannot record a point", s);
+    if (gc->fate.refused++ == 0)
+      snprintf(gc->fate.refused_why, sizeof gc->fate.refused_why, "%s: %s", txattn_status_name(s),
+               txattn_last_error());
     return;
   }
+  gc->fate.recorded++;
   r->n_points++;
   int tie = 0;
   for (size_t i = 0; i < nc; i++) tie |= c[i].time_s < c[w].time_s;
@@ -360,7 +361,8 @@ static double call_seconds(const prof_cand *c, size_t n, int optional) {
 }
 
 /* Times the planned candidates. Returns 1 if every one that is not optional got a run (the
-   optional ones that did not are removed), 0 if the point must be left out. */
+   optional ones that did not are removed), 0 if the point must be left out for the budget, -1 if
+   every candidate failed when it ran. */
 static int time_point(profile_run *r, const txattn_problem *p, prof_cand *c, size_t *n) {
   txattn_tensors t;
   if (tensors_for(r, p, &t) != 0) return 0;
@@ -369,17 +371,19 @@ static int time_point(profile_run *r, const txattn_problem *p, prof_cand *c, siz
     prof_progress_end(&r->prog);
     tx_print_lib_error("profile", "a candidate failed and is left out", s);
   }
-  size_t kept = 0;
+  size_t kept = 0, untimed = 0;
   int whole = 1;
   for (size_t i = 0; i < *n; i++) {
     if (c[i].n_runs > 0) {
       c[kept++] = c[i];
     } else {
       whole &= c[i].optional;
+      untimed++;
       txattn_plan_free(c[i].plan);
     }
   }
   *n = kept;
+  if (kept == 0 && untimed == 0) return -1;
   return whole && kept > 0;
 }
 
@@ -392,9 +396,10 @@ static void describe_point(const prof_grid_class *gc, int64_t n, int64_t rr, cha
     snprintf(buf + len, size - (size_t)len, " r=%lld", (long long)rr);
 }
 
-static void leave_out(profile_run *r, prof_series *se) {
+static void leave_out(profile_run *r, prof_grid_class *gc, prof_series *se) {
   se->stopped = 1;
   r->n_skipped++;
+  gc->fate.over_budget++;
 }
 
 /* Plans, checks, times and records the point at `at`; one that does not fit the budget is left out
@@ -411,6 +416,7 @@ static void measure_point(profile_run *r, prof_at at) {
     se->stopped = 1;
   if (se->stopped) {
     r->n_skipped++;
+    gc->fate.over_budget++;
     return;
   }
   prof_level *L = &r->levels[r->n_levels - 1];
@@ -425,10 +431,18 @@ static void measure_point(profile_run *r, prof_at at) {
   prof_plan_failures pf;
   size_t nc = prof_candidates_failed(r->g.ctx[gc->ctx], &p, &r->s, c, MAX_CANDS, &pf);
   if (pf.n > 0) plan_failures(r, gc, n, rr, &p, &pf, what);
-  nc = keep_exact(r, gc, rr, c, plan_point(r, se, &w, c, nc));
-  if (nc > 0 && !time_point(r, &p, c, &nc)) {
-    leave_out(r, se);
-  } else if (nc > 0) {
+  size_t inexact;
+  nc = keep_exact(r, gc, rr, c, plan_point(r, se, &w, c, nc), &inexact);
+  int timed = nc > 0 ? time_point(r, &p, c, &nc) : -2;
+  if (timed == -2) {
+    gc->fate.no_candidate++;
+    gc->fate.inexact += inexact;
+    gc->fate.plan_failed += pf.n;
+  } else if (timed == -1) {
+    gc->fate.failed++;
+  } else if (timed == 0) {
+    leave_out(r, gc, se);
+  } else {
     double optional = call_seconds(c, nc, 1), spent = tx_clock() - started - optional;
     prof_series_learn(se, c, nc, &w, spent - call_seconds(c, nc, 0));
     prof_learn_scale(r, predicted, spent);
@@ -499,6 +513,65 @@ static void measure_all(profile_run *r) {
 
 /* ---- the table ---- */
 
+static const char *plural(size_t n) {
+  return n == 1 ? "" : "s";
+}
+
+/* Why class gc has no point in the table: what became of each of its points. */
+static void why_left_out(const profile_run *r, const prof_grid_class *gc, char *buf, size_t size) {
+  const prof_class_fate *f = &gc->fate;
+  size_t used = 0;
+  buf[0] = '\0';
+#define SAY(...)                                                                                   \
+  do {                                                                                             \
+    if (used < size) used += (size_t)snprintf(buf + used, size - used, __VA_ARGS__);               \
+  } while (0)
+  if (f->over_budget)
+    SAY("%zu point%s over the %g s budget", f->over_budget, plural(f->over_budget), r->budget_s);
+  if (f->no_candidate)
+    SAY("%s%zu point%s with no candidate left to time (%zu inexact, %zu failed to plan; every "
+        "other kernel declined)",
+        used ? "; " : "", f->no_candidate, plural(f->no_candidate), f->inexact, f->plan_failed);
+  if (f->failed)
+    SAY("%s%zu point%s where every candidate failed when it ran", used ? "; " : "", f->failed,
+        plural(f->failed));
+  if (f->refused)
+    SAY("%s%zu point%s the table refused, the first: %s", used ? "; " : "", f->refused,
+        plural(f->refused), f->refused_why);
+  if (used == 0) SAY("no point of it was measured");
+#undef SAY
+}
+
+/* The classes with no point are not in the table (the format wants a point per class): those that
+   joined it are dropped from it. */
+static int leave_out_empty_classes(profile_run *r) {
+  r->n_classes_out = 0;
+  for (size_t i = 0; i < r->g.n_cls; i++) r->n_classes_out += r->g.cls[i].fate.recorded == 0;
+  if (prof_table_empty_classes(r->table) > 0) {
+    txattn_table *t;
+    txattn_status s = prof_table_drop_empty(r->g.ctx[0], r->table, &t);
+    if (s != TXATTN_OK) {
+      tx_print_lib_error("profile", "cannot leave the classes without a point out of the table", s);
+      return TX_EXIT_FAIL;
+    }
+    txattn_table_free(r->table);
+    r->table = t;
+  }
+  return 0;
+}
+
+/* Each class left out of the table, with why. */
+static void say_classes_left_out(const profile_run *r, FILE *f) {
+  for (size_t i = 0; i < r->g.n_cls; i++) {
+    const prof_grid_class *gc = &r->g.cls[i];
+    if (gc->fate.recorded > 0) continue;
+    char d[96], why[512];
+    txattn_table_class_describe(&gc->cls, d, sizeof d);
+    why_left_out(r, gc, why, sizeof why);
+    fprintf(f, "  %s: %s\n", d, why);
+  }
+}
+
 static int write_table(profile_run *r) {
   char path[4096];
   if (r->out)
@@ -514,8 +587,15 @@ static int write_table(profile_run *r) {
   }
   printf("wrote %s: %zu points", path, r->n_points);
   if (r->n_skipped) printf(" (%zu left out: over the %g s budget)", r->n_skipped, r->budget_s);
+  if (r->n_classes_out)
+    printf(", %zu class%s of %zu left out", r->n_classes_out, r->n_classes_out == 1 ? "" : "es",
+           r->g.n_cls);
   printf(", %zu candidates excluded as inexact, %zu kernel%s failed to plan, in %.1f s\n",
          r->n_excluded, r->n_failed_kernels, r->n_failed_kernels == 1 ? "" : "s", prof_now_s(r));
+  if (r->n_classes_out)
+    printf("\nclasses left out of the table (no point of theirs is in it; libtxattn uses its "
+           "estimate for them):\n");
+  say_classes_left_out(r, stdout);
   if (r->n_failed_kernels == 0) return TX_EXIT_OK;
   printf("\nkernels that failed to plan points (left out of each; the table's exclusions list "
          "every one, `txtune show` with the reason):\n");
@@ -590,12 +670,14 @@ static int run_profile(profile_run *r) {
   prof_checks_isolate(r->checks, r->iso);
   measure_all(r);
   if (r->n_points == 0) {
-    fprintf(stderr, "txtune profile: nothing was measured within the %g s budget\n", r->budget_s);
+    fprintf(stderr, "txtune profile: nothing was measured, so no table is written:\n");
+    say_classes_left_out(r, stderr);
     return TX_EXIT_FAIL;
   }
   tx_cpu_use end;
   tx_cpu_use_now(&end);
   tx_cpu_use_others(&r->use_start, &end, &r->others_during, &r->steal_during);
+  if ((rc = leave_out_empty_classes(r)) != 0) return rc;
   prof_set_header(r, prof_now_s(r));
   if ((rc = write_table(r)) != 0) return rc;
   say_others("while it measured", r->others_during, r->steal_during);

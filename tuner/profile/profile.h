@@ -190,4 +190,21 @@ void prof_progress_end(prof_progress *p);
    kernel where it was measured. */
 void prof_summary(const txattn_table *t, FILE *f);
 
+/* ---- the table (profile_table.c) ---- */
+/* The most spread the table takes (docs/dispatch_table.md); a run that a loaded machine stalled for
+   a hundred times its length gives more, which is recorded as this: the point stands. */
+#define PROF_MAX_SPREAD 100.0
+/* c as the table records it: its time and error, its spread (none if rough, at most
+   PROF_MAX_SPREAD); the names and tunables stay c's. */
+txattn_table_candidate prof_table_candidate(const prof_cand *c);
+/* The classes of t that have no point. A class joins the table before its first point is recorded
+   (so that classes keep the grid's order), and the table can refuse that point: the format wants
+   at least one point per class, so such a class must not be written. */
+size_t prof_table_empty_classes(const txattn_table *t);
+/* A copy of t (its header made again from ctx, the machine and plugins t was made for) without
+   the classes that have no point: the profile object, the other classes in their order with their
+   points (winners and ties) and every exclusion as they are. *out is NULL on failure. */
+txattn_status prof_table_drop_empty(const txattn_context *ctx, const txattn_table *t,
+                                    txattn_table **out);
+
 #endif

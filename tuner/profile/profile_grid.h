@@ -81,6 +81,19 @@ double prof_series_predict(const prof_series *c, const prof_history *t, const pr
 void prof_series_learn(prof_series *c, const prof_cand *cand, size_t n, const prof_work *w,
                        double overhead_s);
 
+/* What became of a class's points: the profile's summary says why a class has none in the table. */
+typedef struct prof_class_fate {
+  size_t recorded;     /* points in the table */
+  size_t over_budget;  /* left out: they did not fit the budget */
+  size_t no_candidate; /* no candidate left to time: every kernel declined the point, failed to plan
+                          it or was inexact on the class's small shape */
+  size_t inexact,
+      plan_failed;       /* at those points: candidates inexact, kernels that failed to plan */
+  size_t failed;         /* every candidate failed when it ran */
+  size_t refused;        /* measured, but the table refused the point */
+  char refused_why[256]; /* the table's first reason */
+} prof_class_fate;
+
 typedef struct prof_grid_class {
   size_t id; /* index in the grid */
   txattn_table_class cls;
@@ -88,6 +101,7 @@ typedef struct prof_grid_class {
   int in_table;
   size_t table_index;
   prof_series series[GRID_MAX_R]; /* per r index (one, r = 0, without a window) */
+  prof_class_fate fate;
 } prof_grid_class;
 
 typedef struct prof_grid {

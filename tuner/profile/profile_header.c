@@ -76,6 +76,18 @@ static void twins_json(const profile_run *r, char *buf, size_t size) {
   if (used < size) snprintf(buf + used, size - used, "}");
 }
 
+/* ["causal d64/64 g1 t1 decode", ...]: the classes with no point in the table. */
+static void left_out_json(const profile_run *r, char *buf, size_t size) {
+  size_t used = (size_t)snprintf(buf, size, "[");
+  for (size_t i = 0; i < r->g.n_cls && used < size; i++) {
+    char d[96];
+    if (r->g.cls[i].fate.recorded > 0) continue;
+    txattn_table_class_describe(&r->g.cls[i].cls, d, sizeof d);
+    used += (size_t)snprintf(buf + used, size - used, "%s\"%s\"", used > 1 ? ", " : "", d);
+  }
+  if (used < size) snprintf(buf + used, size - used, "]");
+}
+
 static double load_1min(void) {
   FILE *f = fopen("/proc/loadavg", "r");
   double l1 = -1;
@@ -88,8 +100,8 @@ static double load_1min(void) {
    other processes and the hypervisor took of the CPUs before and while it measured. */
 void prof_set_header(profile_run *r, double elapsed) {
   static const char *const names[] = {"quick", "default", "patient"};
-  char json[10240], th[256], d[256], n[512], rs[128], load[32] = "null", levels[4096];
-  char twins[1024];
+  char json[12288], th[256], d[256], n[512], rs[128], load[32] = "null", levels[4096];
+  char twins[1024], classes_out[2048];
   int64_t t[GRID_MAX_CTX];
   for (size_t i = 0; i < r->g.n_ctx; i++) t[i] = r->g.threads[i];
   list_json(th, sizeof th, t, r->g.n_ctx);
@@ -98,6 +110,7 @@ void prof_set_header(profile_run *r, double elapsed) {
   list_json(rs, sizeof rs, r->g.r, r->g.n_r);
   levels_json(r, levels, sizeof levels);
   twins_json(r, twins, sizeof twins);
+  left_out_json(r, classes_out, sizeof classes_out);
   if (load_1min() >= 0) snprintf(load, sizeof load, "%.2f", load_1min());
   char ob[16], sb[16], od[16], sd[16];
   known_json(r->others_before, "%.3f", ob, sizeof ob);
@@ -127,7 +140,8 @@ void prof_set_header(profile_run *r, double elapsed) {
       "loop on one thread (the plugin says so: one_thread_same_as) is not timed on one thread "
       "where that one takes the problem\"}, "
       "\"plan\": {\"fill\": %g, \"model_scale\": %.3f}, \"points\": %zu, "
-      "\"points_left_out\": %zu, \"plan_failures\": {\"kernels\": %zu, \"kernel_points\": "
+      "\"points_left_out\": %zu, \"classes_left_out\": %s, \"plan_failures\": {\"kernels\": %zu, "
+      "\"kernel_points\": "
       "%zu, \"estimate_pick_points\": %zu, \"what\": \"kernels that failed to plan a point "
       "otherwise than by declining it: left out of that point (each an exclusion), and the points "
       "where the estimate's pick was one of them\"}, \"noise_median_spread\": %.4f, "
@@ -146,8 +160,8 @@ void prof_set_header(profile_run *r, double elapsed) {
       OPTIONAL_MAX_RATIO, OPTIONAL_SHARE, RECHECK_GROWTH, r->rv.visits, REVISIT_MAX_CALL_S,
       PROF_CLOSE_SINGLE, PROF_CLOSE_THREADED, r->n_revisited, PROF_TIE_MIN, PROF_TIE_MAX,
       PROF_TIE_MAX_THREADED, r->n_ties, twins, PLAN_FILL, r->scale, r->n_points, r->n_skipped,
-      r->n_failed_kernels, r->n_plan_failures, r->n_pick_failed, noise, load, ob, od, sb, sd,
-      levels);
+      classes_out, r->n_failed_kernels, r->n_plan_failures, r->n_pick_failed, noise, load, ob, od,
+      sb, sd, levels);
   txattn_status s = txattn_table_set_profile(r->table, json);
   if (s != TXATTN_OK) tx_print_lib_error("profile", "cannot record the settings", s);
 }

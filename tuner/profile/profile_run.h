@@ -97,6 +97,7 @@ typedef struct profile_run {
   double scale;         /* measured over predicted seconds of recent points (MIN..MAX_SCALE) */
   double scale_spent, scale_predicted; /* decaying sums behind it */
   size_t n_points, n_skipped, n_excluded, n_ties;
+  size_t n_classes_out; /* classes with no point in the table (prof_class_fate says why) */
   /* kernels that failed to plan a point: left out of that point, each (kernel, point) an
      exclusion of the table; and the points where the estimate's pick was one of them */
   prof_failed_kernel failed[MAX_FAILED_KERNELS];

@@ -3,7 +3,8 @@
  * from n_kv = FAIL_FROM_N on, as the tiled kernels' did on a 2 MiB L2, so the host refuses every
  * plan of it there with TXATTN_E_PLUGIN; and steady.scalar, the same kernel with defaults that
  * always hold. bigbroken's speed hint makes it the estimate's pick wherever both can run. The
- * arithmetic is the fp64 reference's, so both pass every exactness check. */
+ * arithmetic is the fp64 reference's, so both pass every exactness check. Built with
+ * DECLINE_DECODE, both decline decode problems (n_q = 1 against more keys). */
 #include <math.h>
 
 #include "txattn/plugin.h"
@@ -13,7 +14,14 @@
 #endif
 
 static int applicable(const txattn_problem *p, const char **why) {
+#ifdef DECLINE_DECODE /* a build that leaves the decode classes to other kernels */
+  if (p->n_q == 1 && p->n_kv > 1) {
+    *why = "declines decode (a test build)";
+    return 0;
+  }
+#else
   (void)p;
+#endif
   (void)why;
   return 1;
 }

@@ -1,0 +1,240 @@
+/* txtune bench --tunable NAME=VALUE: which kernels plan with which tunables. Every kernel that
+   declares a named tunable is planned with it through txattn_plan_create_tuned; the library, not
+   this file, judges whether a value is inside the kernel's declared range. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+static int parse_pair(const char *item, tx_bench_tunable *out) {
+  const char *eq = strchr(item, '=');
+  size_t len = eq ? (size_t)(eq - item) : 0;
+  const char *v = eq ? eq + 1 : "";
+  if (len == 0 || len >= sizeof out->name || !(*v == '-' || (*v >= '0' && *v <= '9'))) return 0;
+  for (size_t i = 0; i < len; i++) {
+    char c = item[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
+      return 0;
+  }
+  char *stop;
+  errno = 0;
+  long long x = strtoll(v, &stop, 10);
+  if (*stop != '\0' || errno == ERANGE) return 0;
+  memcpy(out->name, item, len);
+  out->name[len] = '\0';
+  out->value = (int64_t)x;
+  return 1;
+}
+
+int tx_bench_parse_tunables(const tx_cmd_spec *spec, const tx_strlist *items,
+                            tx_bench_tunable_args *out) {
+  out->n = 0;
+  for (size_t i = 0; i < items->n; i++) {
+    tx_bench_tunable t;
+    if (!parse_pair(items->items[i], &t))
+      return tx_args_usage_error(
+          spec, "--tunable expects NAME=VALUE with an integer VALUE (block_q=204), got '%s'",
+          items->items[i]);
+    size_t j = 0; /* a pair given twice is one setting */
+    while (j < out->n &&
+           !(strcmp(out->pairs[j].name, t.name) == 0 && out->pairs[j].value == t.value))
+      j++;
+    if (j == out->n) out->pairs[out->n++] = t;
+  }
+  return 0;
+}
+
+void tx_bench_tunables_text(const tx_bench_tunable *t, size_t n, const char *sep, char *buf,
+                            size_t size) {
+  size_t len = 0;
+  snprintf(buf, size, "-");
+  for (size_t i = 0; i < n && len < size; i++) {
+    int w = snprintf(buf + len, size - len, "%s%s=%lld", i ? sep : "", t[i].name,
+                     (long long)t[i].value);
+    if (w < 0) return;
+    len += (size_t)w;
+  }
+}
+
+/* The distinct names given, in order, each with the values given for it. */
+typedef struct given_name {
+  const char *name;
+  int64_t values[TX_LIST_MAX];
+  size_t n_values;
+  int declared; /* by some kernel of the selection */
+} given_name;
+
+static size_t group_names(const tx_bench_tunable_args *a, given_name *g) {
+  size_t n = 0;
+  for (size_t i = 0; i < a->n; i++) {
+    size_t j = 0;
+    while (j < n && strcmp(g[j].name, a->pairs[i].name) != 0) j++;
+    if (j == n) g[n++] = (given_name){.name = a->pairs[i].name};
+    g[j].values[g[j].n_values++] = a->pairs[i].value;
+  }
+  return n;
+}
+
+static int kernel_index(const txattn_context *ctx, const char *name, size_t *out) {
+  size_t n = txattn_kernel_count(ctx);
+  txattn_kernel_info info;
+  for (size_t i = 0; i < n; i++)
+    if (txattn_kernel_get(ctx, i, &info) == TXATTN_OK && strcmp(info.name, name) == 0) {
+      *out = i;
+      return 1;
+    }
+  return 0;
+}
+
+static int declares(const txattn_context *ctx, size_t kernel, const char *name) {
+  size_t n = txattn_kernel_tunable_count(ctx, kernel);
+  txattn_tunable_info t;
+  for (size_t i = 0; i < n; i++)
+    if (txattn_kernel_tunable_get(ctx, kernel, i, &t) == TXATTN_OK && strcmp(t.name, name) == 0)
+      return 1;
+  return 0;
+}
+
+typedef struct expansion {
+  tx_kernel_sel *sel;
+  tx_bench_tuning *tuning;
+  size_t n, cap;
+} expansion;
+
+/* The entries of one kernel: the combinations of the values of the names it declares (idx[] of
+   g, n_idx of them), the first name's values varying slowest. */
+static int add_kernel(const tx_cmd_spec *spec, const tx_kernel_sel *k, const given_name *g,
+                      const size_t *idx, size_t n_idx, expansion *e) {
+  size_t combos = 1;
+  for (size_t i = 0; i < n_idx; i++) {
+    combos *= g[idx[i]].n_values;
+    if (combos > TX_BENCH_MAX_ENTRIES) break;
+  }
+  if (combos > TX_BENCH_MAX_ENTRIES || combos > e->cap - e->n)
+    return tx_args_usage_error(spec, "--tunable: more than %d settings of %s to time",
+                               TX_BENCH_MAX_ENTRIES, k->info.name);
+  for (size_t c = 0; c < combos; c++) {
+    tx_bench_tuning *t = &e->tuning[e->n];
+    e->sel[e->n++] = *k;
+    size_t rest = c, varied = 0;
+    char vary[128] = "";
+    for (size_t i = n_idx; i-- > 0;) { /* the last name varies fastest */
+      const given_name *n = &g[idx[i]];
+      t->set[i].value = n->values[rest % n->n_values];
+      rest /= n->n_values;
+      snprintf(t->set[i].name, sizeof t->set[i].name, "%s", n->name);
+    }
+    t->n_set = n_idx;
+    for (size_t i = 0; i < n_idx; i++) {
+      if (g[idx[i]].n_values < 2) continue;
+      size_t len = strlen(vary);
+      snprintf(vary + len, sizeof vary - len, "%s%s=%lld", varied++ ? "," : "", t->set[i].name,
+               (long long)t->set[i].value);
+    }
+    if (varied)
+      snprintf(t->label, sizeof t->label, "%s[%s]", k->info.name, vary);
+    else
+      snprintf(t->label, sizeof t->label, "%s", k->info.name);
+  }
+  return 0;
+}
+
+int tx_bench_expand_tunables(const tx_cmd_spec *spec, const txattn_context *ctx,
+                             const tx_bench_tunable_args *a, const tx_kernel_sel *sel, size_t n_sel,
+                             tx_kernel_sel **sel_out, tx_bench_tuning **tuning_out, size_t *n_out) {
+  given_name g[TX_LIST_MAX];
+  size_t n_g = group_names(a, g);
+  expansion e = {.cap = n_sel + TX_BENCH_MAX_ENTRIES};
+  e.sel = calloc(e.cap, sizeof *e.sel);
+  e.tuning = calloc(e.cap, sizeof *e.tuning);
+  int rc = e.sel && e.tuning ? 0 : tx_args_usage_error(spec, "out of memory");
+  for (size_t k = 0; !rc && k < n_sel; k++) {
+    size_t idx[TX_BENCH_MAX_TUNABLES], n_idx = 0, kernel = 0;
+    int found = kernel_index(ctx, sel[k].info.name, &kernel);
+    for (size_t i = 0; found && !rc && i < n_g; i++) {
+      if (!declares(ctx, kernel, g[i].name)) continue;
+      g[i].declared = 1;
+      if (n_idx == TX_BENCH_MAX_TUNABLES)
+        rc = tx_args_usage_error(spec, "--tunable: more than %d tunables of %s",
+                                 TX_BENCH_MAX_TUNABLES, sel[k].info.name);
+      else
+        idx[n_idx++] = i;
+    }
+    if (!rc) rc = add_kernel(spec, &sel[k], g, idx, n_idx, &e);
+  }
+  for (size_t i = 0; !rc && i < n_g; i++)
+    if (!g[i].declared)
+      rc = tx_args_usage_error(spec,
+                               "--tunable %s: no kernel timed here declares it ('txtune topo' "
+                               "shows each kernel's tunables)",
+                               g[i].name);
+  if (rc) {
+    free(e.sel);
+    free(e.tuning);
+    return rc;
+  }
+  *sel_out = e.sel;
+  *tuning_out = e.tuning;
+  *n_out = e.n;
+  return 0;
+}
+
+/* One entry of an interleaved measurement. */
+typedef struct timed {
+  double *per_call; /* [want] */
+  double spent, last;
+  int64_t reps;
+  int runs;
+} timed;
+
+static txattn_status timed_run(tx_run_fn fn, void *arg, timed *e) {
+  double t0 = tx_clock();
+  for (int64_t i = 0; i < e->reps; i++) {
+    txattn_status s = fn(arg);
+    if (s != TXATTN_OK) return s;
+  }
+  e->last = tx_clock() - t0;
+  e->spent += e->last;
+  e->per_call[e->runs++] = e->last / (double)e->reps;
+  return TXATTN_OK;
+}
+
+/* Doubles the repetitions until one run lasts min_run_s; that run is the first sample. */
+static txattn_status calibrate(tx_run_fn fn, void *arg, const tx_timing_opts *o, timed *e) {
+  for (e->reps = 1;; e->reps *= 2) {
+    e->runs = 0;
+    txattn_status s = timed_run(fn, arg, e);
+    if (s != TXATTN_OK || e->last >= o->min_run_s || e->reps >= (INT64_C(1) << 40)) return s;
+  }
+}
+
+void tx_bench_measure_interleaved(tx_run_fn fn, void *const *args, size_t n,
+                                  const tx_timing_opts *o, tx_timing *tm, txattn_status *status) {
+  int want = o->runs < 1 ? 1 : o->runs > 1000 ? 1000 : o->runs;
+  timed e[TX_BENCH_MAX_ENTRIES];
+  double *samples = calloc(n * (size_t)want + 1, sizeof *samples);
+  for (size_t i = 0; i < n; i++) {
+    e[i] = (timed){.per_call = samples + i * (size_t)want};
+    status[i] = samples ? calibrate(fn, args[i], o, &e[i]) : TXATTN_E_NOMEM;
+  }
+  for (int more = 1; more;) { /* a round: one run of each that wants more, in turn */
+    more = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (status[i] != TXATTN_OK || e[i].runs >= want || e[i].spent + e[i].last > o->limit_s)
+        continue;
+      status[i] = timed_run(fn, args[i], &e[i]);
+      more = 1;
+    }
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (status[i] != TXATTN_OK) continue;
+    tm[i].median_s = tx_sort_median(e[i].per_call, (size_t)e[i].runs);
+    tm[i].min_s = e[i].per_call[0];
+    tm[i].max_s = e[i].per_call[e[i].runs - 1];
+    tm[i].reps = e[i].reps;
+    tm[i].runs = e[i].runs;
+  }
+  free(samples);
+}
