@@ -57,3 +57,11 @@ const char *txattn__fmt_time(double s, char *buf, size_t size) {
     snprintf(buf, size, "%.3g s", s);
   return buf;
 }
+
+int txattn__why_not(char *why, size_t size, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, size, fmt, ap);
+  va_end(ap);
+  return 0;
+}

@@ -18,6 +18,10 @@ const char *txattn__fmt_time(double seconds, char *buf, size_t size);
 
 txattn_status txattn__fail(txattn_status s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Formats why a check said no into why (size bytes) and returns 0, so that a predicate's "no" paths
+   stay one line long: return txattn__why_not(why, size, "...", ...). */
+int txattn__why_not(char *why, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Empties this thread's message and returns TXATTN_OK. */
 txattn_status txattn__ok(void);
 

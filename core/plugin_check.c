@@ -3,20 +3,11 @@
  * field is reported in words. */
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "error.h"
 #include "plugin_check.h"
-
-static int bad(char *why, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int bad(char *why, size_t size, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, size, fmt, ap);
-  va_end(ap);
-  return 0;
-}
 
 /* [a-z0-9_.-]{1,63}, and a '.' when need_dot. Reads at most 64 bytes of s. */
 static int name_ok(const char *s, int need_dot) {
@@ -43,120 +34,128 @@ int txattn__tunable_value_ok(const txattn_tunable *t, int64_t v) {
 
 static int tunable_ok(const txattn_tunable *t, size_t i, char *why, size_t size) {
   if (t->struct_size < sizeof *t)
-    return bad(why, size, "tunables[%zu].struct_size = %zu is smaller than the ABI 1 size %zu", i,
-               t->struct_size, sizeof *t);
+    return txattn__why_not(why, size,
+                           "tunables[%zu].struct_size = %zu is smaller than the ABI 1 size %zu", i,
+                           t->struct_size, sizeof *t);
   if (t->name == NULL || !name_ok(t->name, 0))
-    return bad(why, size, "tunables[%zu].name is %s", i,
-               t->name ? "not [a-z0-9_.-]{1,63}" : "NULL");
-  if (t->summary == NULL) return bad(why, size, "tunable %s: summary is NULL", t->name);
+    return txattn__why_not(why, size, "tunables[%zu].name is %s", i,
+                           t->name ? "not [a-z0-9_.-]{1,63}" : "NULL");
+  if (t->summary == NULL) return txattn__why_not(why, size, "tunable %s: summary is NULL", t->name);
   if (t->multiple_of < 1)
-    return bad(why, size, "tunable %s: multiple_of = %" PRId64 " must be >= 1", t->name,
-               t->multiple_of);
+    return txattn__why_not(why, size, "tunable %s: multiple_of = %" PRId64 " must be >= 1", t->name,
+                           t->multiple_of);
   if (t->min > t->max || !tunable_has_value(t))
-    return bad(why, size,
-               "tunable %s: no value in [%" PRId64 ", %" PRId64 "] is a multiple of %" PRId64,
-               t->name, t->min, t->max, t->multiple_of);
+    return txattn__why_not(
+        why, size, "tunable %s: no value in [%" PRId64 ", %" PRId64 "] is a multiple of %" PRId64,
+        t->name, t->min, t->max, t->multiple_of);
   return 1;
 }
 
 static int tunables_ok(const txattn_kernel_desc *k, char *why, size_t size) {
   if (k->n_tunables == 0) return 1;
   if (k->n_tunables > TXATTN_MAX_TUNABLES)
-    return bad(why, size, "n_tunables = %zu (more than %d: a corrupt descriptor?)", k->n_tunables,
-               TXATTN_MAX_TUNABLES);
+    return txattn__why_not(why, size, "n_tunables = %zu (more than %d: a corrupt descriptor?)",
+                           k->n_tunables, TXATTN_MAX_TUNABLES);
   if (k->tunables == NULL)
-    return bad(why, size, "n_tunables = %zu but tunables is NULL", k->n_tunables);
+    return txattn__why_not(why, size, "n_tunables = %zu but tunables is NULL", k->n_tunables);
   if (k->default_tunables == NULL)
-    return bad(why, size, "has tunables but default_tunables is NULL");
+    return txattn__why_not(why, size, "has tunables but default_tunables is NULL");
   for (size_t i = 0; i < k->n_tunables; i++) {
     if (!tunable_ok(&k->tunables[i], i, why, size)) return 0;
     for (size_t j = 0; j < i; j++)
       if (strcmp(k->tunables[j].name, k->tunables[i].name) == 0)
-        return bad(why, size, "tunable %s is declared twice", k->tunables[i].name);
+        return txattn__why_not(why, size, "tunable %s is declared twice", k->tunables[i].name);
   }
   return 1;
 }
 
 static int kernel_fields_ok(const txattn_kernel_desc *k, char *why, size_t size) {
-  if (k->summary == NULL) return bad(why, size, "summary is NULL");
+  if (k->summary == NULL) return txattn__why_not(why, size, "summary is NULL");
   if ((unsigned)k->isa >= TXATTN_ISA_COUNT_)
-    return bad(why, size, "isa = %u is not a txattn_isa", (unsigned)k->isa);
+    return txattn__why_not(why, size, "isa = %u is not a txattn_isa", (unsigned)k->isa);
   if (k->flags & ~TXATTN_KERNEL_FLAGS_ALL_)
-    return bad(why, size, "flags = 0x%x has unknown bits 0x%x", k->flags,
-               k->flags & ~TXATTN_KERNEL_FLAGS_ALL_);
+    return txattn__why_not(why, size, "flags = 0x%x has unknown bits 0x%x", k->flags,
+                           k->flags & ~TXATTN_KERNEL_FLAGS_ALL_);
   if (!(isfinite(k->speed_hint) && k->speed_hint > 0.0f))
-    return bad(why, size, "speed_hint = %g must be a positive GFLOP/s estimate",
-               (double)k->speed_hint);
-  if (k->applicable == NULL) return bad(why, size, "applicable is NULL");
-  if (k->workspace_size == NULL) return bad(why, size, "workspace_size is NULL");
-  if (k->run == NULL) return bad(why, size, "run is NULL");
+    return txattn__why_not(why, size, "speed_hint = %g must be a positive GFLOP/s estimate",
+                           (double)k->speed_hint);
+  if (k->applicable == NULL) return txattn__why_not(why, size, "applicable is NULL");
+  if (k->workspace_size == NULL) return txattn__why_not(why, size, "workspace_size is NULL");
+  if (k->run == NULL) return txattn__why_not(why, size, "run is NULL");
   if (TXATTN_KERNEL_DESC_HAS(k, one_thread_same_as) && k->one_thread_same_as != NULL) {
     if (!name_ok(k->one_thread_same_as, 1))
-      return bad(why, size, "one_thread_same_as must name a kernel (\"<algorithm>.<isa>\")");
+      return txattn__why_not(why, size,
+                             "one_thread_same_as must name a kernel (\"<algorithm>.<isa>\")");
     if (!(k->flags & TXATTN_KERNEL_THREADED))
-      return bad(why, size,
-                 "one_thread_same_as names \"%.63s\", but the kernel is not "
-                 "TXATTN_KERNEL_THREADED (it always runs on one thread)",
-                 k->one_thread_same_as);
+      return txattn__why_not(why, size,
+                             "one_thread_same_as names \"%.63s\", but the kernel is not "
+                             "TXATTN_KERNEL_THREADED (it always runs on one thread)",
+                             k->one_thread_same_as);
     if (strncmp(k->one_thread_same_as, k->name, 64) == 0)
-      return bad(why, size, "one_thread_same_as names the kernel itself");
+      return txattn__why_not(why, size, "one_thread_same_as names the kernel itself");
   }
   return tunables_ok(k, why, size);
 }
 
 static int kernel_ok(const txattn_kernel_desc *k, size_t i, char *why, size_t size) {
   char sub[200];
-  if (k == NULL) return bad(why, size, "kernels[%zu] is NULL", i);
+  if (k == NULL) return txattn__why_not(why, size, "kernels[%zu] is NULL", i);
   if (k->struct_size < TXATTN_KERNEL_DESC_MIN_SIZE)
-    return bad(why, size,
-               "kernels[%zu].struct_size = %zu is smaller than the ABI 1 size %zu (truncated "
-               "descriptor)",
-               i, k->struct_size, (size_t)TXATTN_KERNEL_DESC_MIN_SIZE);
-  if (k->name == NULL) return bad(why, size, "kernels[%zu].name is NULL", i);
+    return txattn__why_not(
+        why, size,
+        "kernels[%zu].struct_size = %zu is smaller than the ABI 1 size %zu (truncated "
+        "descriptor)",
+        i, k->struct_size, (size_t)TXATTN_KERNEL_DESC_MIN_SIZE);
+  if (k->name == NULL) return txattn__why_not(why, size, "kernels[%zu].name is NULL", i);
   if (!name_ok(k->name, 1))
-    return bad(why, size,
-               "kernels[%zu].name \"%.63s\" must match [a-z0-9_.-]{1,63} and contain a '.' "
-               "(\"<algorithm>.<isa>\")",
-               i, k->name);
-  if (!kernel_fields_ok(k, sub, sizeof sub)) return bad(why, size, "kernel %s: %s", k->name, sub);
+    return txattn__why_not(
+        why, size,
+        "kernels[%zu].name \"%.63s\" must match [a-z0-9_.-]{1,63} and contain a '.' "
+        "(\"<algorithm>.<isa>\")",
+        i, k->name);
+  if (!kernel_fields_ok(k, sub, sizeof sub))
+    return txattn__why_not(why, size, "kernel %s: %s", k->name, sub);
   return 1;
 }
 
 static int plugin_fields_ok(const txattn_plugin_desc *d, char *why, size_t size) {
-  if (d->name == NULL) return bad(why, size, "plugin name is NULL");
+  if (d->name == NULL) return txattn__why_not(why, size, "plugin name is NULL");
   if (!name_ok(d->name, 0))
-    return bad(why, size, "plugin name \"%.63s\" must match [a-z0-9_.-]{1,63}", d->name);
-  if (d->version == NULL) return bad(why, size, "plugin version is NULL");
-  if (d->summary == NULL) return bad(why, size, "plugin summary is NULL");
-  if (d->n_kernels == 0) return bad(why, size, "the plugin declares no kernels (n_kernels = 0)");
+    return txattn__why_not(why, size, "plugin name \"%.63s\" must match [a-z0-9_.-]{1,63}",
+                           d->name);
+  if (d->version == NULL) return txattn__why_not(why, size, "plugin version is NULL");
+  if (d->summary == NULL) return txattn__why_not(why, size, "plugin summary is NULL");
+  if (d->n_kernels == 0)
+    return txattn__why_not(why, size, "the plugin declares no kernels (n_kernels = 0)");
   if (d->n_kernels > TXATTN_MAX_KERNELS_PER_PLUGIN)
-    return bad(why, size, "n_kernels = %zu (more than %d: a corrupt descriptor?)", d->n_kernels,
-               TXATTN_MAX_KERNELS_PER_PLUGIN);
+    return txattn__why_not(why, size, "n_kernels = %zu (more than %d: a corrupt descriptor?)",
+                           d->n_kernels, TXATTN_MAX_KERNELS_PER_PLUGIN);
   if (d->kernels == NULL)
-    return bad(why, size, "n_kernels = %zu but kernels is NULL", d->n_kernels);
+    return txattn__why_not(why, size, "n_kernels = %zu but kernels is NULL", d->n_kernels);
   return 1;
 }
 
 int txattn__plugin_desc_ok(const txattn_plugin_desc *d, char *why, size_t size) {
   size_t abi_end = offsetof(txattn_plugin_desc, abi_version) + sizeof d->abi_version;
   if (d->struct_size < abi_end)
-    return bad(why, size,
-               "descriptor struct_size = %zu is too small to hold abi_version (truncated)",
-               d->struct_size);
+    return txattn__why_not(
+        why, size, "descriptor struct_size = %zu is too small to hold abi_version (truncated)",
+        d->struct_size);
   if (d->abi_version != TXATTN_PLUGIN_ABI_VERSION)
-    return bad(why, size, "built for plugin ABI %u, but this libtxattn speaks ABI %u",
-               (unsigned)d->abi_version, TXATTN_PLUGIN_ABI_VERSION);
+    return txattn__why_not(why, size, "built for plugin ABI %u, but this libtxattn speaks ABI %u",
+                           (unsigned)d->abi_version, TXATTN_PLUGIN_ABI_VERSION);
   if (d->struct_size < sizeof *d)
-    return bad(why, size,
-               "descriptor struct_size = %zu is smaller than the ABI 1 size %zu (truncated "
-               "descriptor)",
-               d->struct_size, sizeof *d);
+    return txattn__why_not(
+        why, size,
+        "descriptor struct_size = %zu is smaller than the ABI 1 size %zu (truncated "
+        "descriptor)",
+        d->struct_size, sizeof *d);
   if (!plugin_fields_ok(d, why, size)) return 0;
   for (size_t i = 0; i < d->n_kernels; i++) {
     if (!kernel_ok(d->kernels[i], i, why, size)) return 0;
     for (size_t j = 0; j < i; j++)
       if (strcmp(d->kernels[j]->name, d->kernels[i]->name) == 0)
-        return bad(why, size, "kernel %s is declared twice", d->kernels[i]->name);
+        return txattn__why_not(why, size, "kernel %s is declared twice", d->kernels[i]->name);
   }
   return 1;
 }

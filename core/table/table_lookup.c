@@ -12,7 +12,6 @@
  * problem is this file's too, for the dispatcher and txattn_table_class_of alike. */
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -22,23 +21,14 @@
 #include "table_lookup.h"
 #include "table_types.h"
 
-static int say(char *why, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int say(char *why, size_t size, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, size, fmt, ap);
-  va_end(ap);
-  return 0;
-}
-
 int txattn__tm_class_of(const txattn_problem *p, int threads, txattn_table_class *cls, int64_t *n,
                         int64_t *rr, char *why, size_t size) {
   int decode = p->n_q == 1;
   if (!decode && p->n_q != p->n_kv)
-    return say(why, size,
-               "n_q = %" PRId64 " differs from n_kv = %" PRId64
-               ": table classes are square (n_q = n_kv) or decode (n_q = 1)",
-               p->n_q, p->n_kv);
+    return txattn__why_not(why, size,
+                           "n_q = %" PRId64 " differs from n_kv = %" PRId64
+                           ": table classes are square (n_q = n_kv) or decode (n_q = 1)",
+                           p->n_q, p->n_kv);
   txattn_table_window w = TXATTN_TABLE_WINDOW_NONE;
   *rr = 0;
   if (p->mask == TXATTN_MASK_WINDOW) {
@@ -48,10 +38,11 @@ int txattn__tm_class_of(const txattn_problem *p, int threads, txattn_table_class
     else if (bounded && p->window_right == 0)
       w = TXATTN_TABLE_WINDOW_LEFT;
     else
-      return say(why, size,
-                 "window (%" PRId64 ", %" PRId64 ") is neither sym (left = right) nor left "
-                 "(right = 0) with bounded sides: no table class describes it",
-                 p->window_left, p->window_right);
+      return txattn__why_not(why, size,
+                             "window (%" PRId64 ", %" PRId64
+                             ") is neither sym (left = right) nor left "
+                             "(right = 0) with bounded sides: no table class describes it",
+                             p->window_left, p->window_right);
     *rr = p->window_left;
   }
   *cls = (txattn_table_class){p->mask, w,      p->d_qk,  p->d_v,    p->heads_q / p->heads_kv,
@@ -78,10 +69,11 @@ txattn_status txattn_table_class_of(const txattn_problem *p, int threads, txattn
    (txattn_context_table_state has the rest). */
 static int no_table(const txattn__ctx_table *ct, char *why, size_t size) {
   if (ct == NULL || ct->status == TXATTN_TABLE_NONE)
-    return ct && *ct->path ? say(why, size, "no dispatch table at %.200s", ct->path)
-                           : say(why, size, "no dispatch table");
-  return say(why, size, "the dispatch table is %s (txattn_context_table_state says why)",
-             ct->status == TXATTN_TABLE_STALE ? "stale" : "malformed");
+    return ct && *ct->path ? txattn__why_not(why, size, "no dispatch table at %.200s", ct->path)
+                           : txattn__why_not(why, size, "no dispatch table");
+  return txattn__why_not(why, size,
+                         "the dispatch table is %s (txattn_context_table_state says why)",
+                         ct->status == TXATTN_TABLE_STALE ? "stale" : "malformed");
 }
 
 /* v[*lo] <= x <= v[*hi] with *hi - *lo <= 1; 0 if x is outside v's range. */
@@ -125,13 +117,13 @@ typedef struct around {
 static int find_corners(around *a, int64_t n, int64_t r, char *why, size_t size) {
   const txattn__class *c = a->c;
   if (!bracket(c->ns, c->n_ns, n, &a->ni[0], &a->ni[1]))
-    return say(why, size,
-               "n = %" PRId64 " is outside the measured n %" PRId64 "..%" PRId64 " (class %s)", n,
-               c->ns[0], c->ns[c->n_ns - 1], a->cls);
+    return txattn__why_not(
+        why, size, "n = %" PRId64 " is outside the measured n %" PRId64 "..%" PRId64 " (class %s)",
+        n, c->ns[0], c->ns[c->n_ns - 1], a->cls);
   if (!bracket(c->rs, c->n_rs, r, &a->ri[0], &a->ri[1]))
-    return say(why, size,
-               "r = %" PRId64 " is outside the measured r %" PRId64 "..%" PRId64 " (class %s)", r,
-               c->rs[0], c->rs[c->n_rs - 1], a->cls);
+    return txattn__why_not(
+        why, size, "r = %" PRId64 " is outside the measured r %" PRId64 "..%" PRId64 " (class %s)",
+        r, c->rs[0], c->rs[c->n_rs - 1], a->cls);
   double wn = frac(c->ns, a->ni[0], a->ni[1], n), wr = frac(c->rs, a->ri[0], a->ri[1], r);
   a->n = 0;
   a->nearest = 0;
@@ -139,10 +131,10 @@ static int find_corners(around *a, int64_t n, int64_t r, char *why, size_t size)
     for (size_t i = 0; i < (a->ni[0] == a->ni[1] ? 1u : 2u); i++) {
       int32_t p = c->grid[a->ri[j] * c->n_ns + a->ni[i]];
       if (p < 0)
-        return say(why, size,
-                   "no point was measured at n = %" PRId64 ", r = %" PRId64
-                   " next to this shape (class %s)",
-                   c->ns[a->ni[i]], c->rs[a->ri[j]], a->cls);
+        return txattn__why_not(why, size,
+                               "no point was measured at n = %" PRId64 ", r = %" PRId64
+                               " next to this shape (class %s)",
+                               c->ns[a->ni[i]], c->rs[a->ri[j]], a->cls);
       double w = (i ? wn : 1 - wn) * (j ? wr : 1 - wr);
       a->at[a->n] = (corner){&c->points[p], w};
       if (w > a->at[a->nearest].w) a->nearest = a->n;
@@ -286,19 +278,20 @@ int txattn__table_choose(const txattn_context *ctx, const txattn_problem *r,
   int64_t n, rr;
   char inner[256];
   if (!txattn__tm_class_of(r, ctx->n_threads, &key, &n, &rr, inner, sizeof inner))
-    return say(why, size, "no table entry: %s", inner);
+    return txattn__why_not(why, size, "no table entry: %s", inner);
   around a = {0};
   for (size_t i = 0; i < ct->table->n_classes && a.c == NULL; i++)
     if (txattn__tm_same_key(&ct->table->classes[i].key, &key)) a.c = &ct->table->classes[i];
   txattn_table_class_describe(&key, a.cls, sizeof a.cls);
-  if (a.c == NULL) return say(why, size, "no table entry: the table has no class %s", a.cls);
+  if (a.c == NULL)
+    return txattn__why_not(why, size, "no table entry: the table has no class %s", a.cls);
   if (!find_corners(&a, n, rr, inner, sizeof inner))
-    return say(why, size, "no table entry: %s", inner);
+    return txattn__why_not(why, size, "no table entry: %s", inner);
   ranked best = {NULL, 0, 0}, second = {NULL, 0, 0};
   char skipped[160] = "";
   rank(&a, r, &best, &second, skipped, sizeof skipped);
   if (best.k == NULL)
-    return say(
+    return txattn__why_not(
         why, size,
         "no table entry: no kernel measured around this shape (class %s) can run it here%s%s",
         a.cls, *skipped ? ": " : "", skipped);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "error.h"
 #include "table_model.h"
 #include "table_regions.h"
 #include "txattn/plugin.h"
@@ -29,15 +30,6 @@ static txattn_status fail(txattn_status s, char *why, size_t size, const char *f
   vsnprintf(why, size, fmt, ap);
   va_end(ap);
   return s;
-}
-
-static int bad(char *why, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int bad(char *why, size_t size, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, size, fmt, ap);
-  va_end(ap);
-  return 0;
 }
 
 /* Six significant digits: what the file keeps, so a table in memory equals the one read back. */
@@ -116,12 +108,12 @@ void txattn__tm_tunables_text(const txattn__tunables *tun, char *buf, size_t siz
 
 int txattn__tm_class_ok(const txattn_table_class *c, char *why, size_t size) {
   if ((int)c->mask < TXATTN_MASK_NONE || (int)c->mask > TXATTN_MASK_WINDOW)
-    return bad(why, size, "mask %d is not a txattn_mask", (int)c->mask);
+    return txattn__why_not(why, size, "mask %d is not a txattn_mask", (int)c->mask);
   if (c->mask == TXATTN_MASK_WINDOW && c->window != TXATTN_TABLE_WINDOW_SYM &&
       c->window != TXATTN_TABLE_WINDOW_LEFT)
-    return bad(why, size, "a window class needs the window shape sym or left");
+    return txattn__why_not(why, size, "a window class needs the window shape sym or left");
   if (c->mask != TXATTN_MASK_WINDOW && c->window != TXATTN_TABLE_WINDOW_NONE)
-    return bad(why, size, "only a window class has a window shape");
+    return txattn__why_not(why, size, "only a window class has a window shape");
   const struct {
     const char *name;
     int64_t v, max;
@@ -129,35 +121,38 @@ int txattn__tm_class_ok(const txattn_table_class *c, char *why, size_t size) {
            {"threads", c->threads, 4096}, {"batch", c->batch, BIG}, {"heads_q", c->heads_q, BIG}};
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
     if (f[i].v < 1 || f[i].v > f[i].max)
-      return bad(why, size, "%s = %" PRId64 " is outside 1..%" PRId64, f[i].name, f[i].v, f[i].max);
+      return txattn__why_not(why, size, "%s = %" PRId64 " is outside 1..%" PRId64, f[i].name,
+                             f[i].v, f[i].max);
   if (c->decode != 0 && c->decode != 1)
-    return bad(why, size, "decode = %d is neither 0 nor 1", c->decode);
+    return txattn__why_not(why, size, "decode = %d is neither 0 nor 1", c->decode);
   if (c->heads_q % c->group != 0)
-    return bad(why, size, "heads_q = %" PRId64 " is not a multiple of group = %" PRId64, c->heads_q,
-               c->group);
+    return txattn__why_not(why, size, "heads_q = %" PRId64 " is not a multiple of group = %" PRId64,
+                           c->heads_q, c->group);
   return 1;
 }
 
 static int tunables_ok(size_t n, const char *const *names, const int64_t *values, char *why,
                        size_t size) {
-  if (n > MAX_TUNABLES) return bad(why, size, "%zu tunables: at most %d", n, MAX_TUNABLES);
+  if (n > MAX_TUNABLES)
+    return txattn__why_not(why, size, "%zu tunables: at most %d", n, MAX_TUNABLES);
   if (n > 0 && (names == NULL || values == NULL))
-    return bad(why, size, "%zu tunables but no names or values", n);
+    return txattn__why_not(why, size, "%zu tunables but no names or values", n);
   for (size_t i = 0; i < n; i++) {
     if (names[i] == NULL || !txattn__tm_name_ok(names[i], 0))
-      return bad(why, size, "tunable name \"%.63s\" is not [a-z0-9_.-]{1,63}",
-                 names[i] ? names[i] : "(null)");
+      return txattn__why_not(why, size, "tunable name \"%.63s\" is not [a-z0-9_.-]{1,63}",
+                             names[i] ? names[i] : "(null)");
     for (size_t j = 0; j < i; j++)
       if (strcmp(names[i], names[j]) == 0)
-        return bad(why, size, "tunable %s is given twice", names[i]);
+        return txattn__why_not(why, size, "tunable %s is given twice", names[i]);
   }
   return 1;
 }
 
 static int kernel_ok(const char *kernel, char *why, size_t size) {
   if (kernel == NULL || !txattn__tm_name_ok(kernel, 1))
-    return bad(why, size, "kernel \"%.63s\" is not a kernel name ([a-z0-9_.-]{1,63} with a '.')",
-               kernel ? kernel : "(null)");
+    return txattn__why_not(why, size,
+                           "kernel \"%.63s\" is not a kernel name ([a-z0-9_.-]{1,63} with a '.')",
+                           kernel ? kernel : "(null)");
   return 1;
 }
 
@@ -165,28 +160,32 @@ static int candidate_ok(const txattn_table_candidate *c, char *why, size_t size)
   if (!kernel_ok(c->kernel, why, size)) return 0;
   if (!tunables_ok(c->n_tunables, c->tunable_names, c->tunable_values, why, size)) return 0;
   if (!(isfinite(c->time_s) && c->time_s > 0 && c->time_s < 1e6))
-    return bad(why, size, "time_s = %g is not a time in seconds (0 < t < 1e6)", c->time_s);
+    return txattn__why_not(why, size, "time_s = %g is not a time in seconds (0 < t < 1e6)",
+                           c->time_s);
   if (!(isfinite(c->max_error) && c->max_error >= 0))
-    return bad(why, size, "max_error = %g is not a number >= 0", c->max_error);
+    return txattn__why_not(why, size, "max_error = %g is not a number >= 0", c->max_error);
   /* max_error is max|O - O_ref| / txattn_error_bound * TXATTN_EXACT_TOLERANCE (dispatch_table.md):
      above the tolerance exactly when the output was outside the bound */
   if (c->max_error > TXATTN_EXACT_TOLERANCE)
-    return bad(why, size,
-               "%s is not exact (max_error %g > %g, outside txattn_error_bound): an inexact "
-               "candidate belongs in the exclusions",
-               c->kernel, c->max_error, TXATTN_EXACT_TOLERANCE);
+    return txattn__why_not(
+        why, size,
+        "%s is not exact (max_error %g > %g, outside txattn_error_bound): an inexact "
+        "candidate belongs in the exclusions",
+        c->kernel, c->max_error, TXATTN_EXACT_TOLERANCE);
   if (!isnan(c->spread) && c->spread >= 0 && !(c->spread <= 100))
-    return bad(why, size, "spread = %g is outside 0..100", c->spread);
+    return txattn__why_not(why, size, "spread = %g is outside 0..100", c->spread);
   return 1;
 }
 
 static int point_coords_ok(const txattn_table_class *k, int64_t n, int64_t r, char *why,
                            size_t size) {
-  if (n < 1 || n > BIG) return bad(why, size, "n = %" PRId64 " is outside 1..%" PRId64, n, BIG);
+  if (n < 1 || n > BIG)
+    return txattn__why_not(why, size, "n = %" PRId64 " is outside 1..%" PRId64, n, BIG);
   if (k->mask == TXATTN_MASK_WINDOW && (r < 1 || r > BIG))
-    return bad(why, size, "r = %" PRId64 " is outside 1..%" PRId64 " (a window class)", r, BIG);
+    return txattn__why_not(why, size, "r = %" PRId64 " is outside 1..%" PRId64 " (a window class)",
+                           r, BIG);
   if (k->mask != TXATTN_MASK_WINDOW && r != 0)
-    return bad(why, size, "r = %" PRId64 " must be 0 outside window classes", r);
+    return txattn__why_not(why, size, "r = %" PRId64 " must be 0 outside window classes", r);
   return 1;
 }
 
@@ -285,16 +284,18 @@ void txattn__tm_free(txattn_table *t) {
 
 static int machine_ok(const txattn_machine_info *m, char *why, size_t size) {
   if (!text_ok(m->vendor, sizeof m->vendor - 1, 0))
-    return bad(why, size, "machine.vendor is empty, too long or not printable");
+    return txattn__why_not(why, size, "machine.vendor is empty, too long or not printable");
   if (!text_ok(m->brand, sizeof m->brand - 1, 1))
-    return bad(why, size, "machine.brand is too long or not printable");
+    return txattn__why_not(why, size, "machine.brand is too long or not printable");
   if (m->family < 0 || m->model < 0 || m->stepping < 0)
-    return bad(why, size, "machine.family, model and stepping must be >= 0");
+    return txattn__why_not(why, size, "machine.family, model and stepping must be >= 0");
   if (m->isa_mask >> TXATTN_ISA_COUNT_)
-    return bad(why, size, "machine.isa has bits beyond the known ISAs (0x%x)", m->isa_mask);
-  if (m->n_cores < 1) return bad(why, size, "machine.cores = %d must be >= 1", m->n_cores);
+    return txattn__why_not(why, size, "machine.isa has bits beyond the known ISAs (0x%x)",
+                           m->isa_mask);
+  if (m->n_cores < 1)
+    return txattn__why_not(why, size, "machine.cores = %d must be >= 1", m->n_cores);
   if (m->l1d_bytes < 0 || m->l2_bytes < 0 || m->l3_bytes < 0)
-    return bad(why, size, "machine.caches sizes must be >= 0");
+    return txattn__why_not(why, size, "machine.caches sizes must be >= 0");
   return 1;
 }
 
