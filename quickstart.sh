@@ -4,14 +4,34 @@
 # benchmarks a representative shape, then profiles this machine (txtune profile --quick, about 30 s)
 # and prints which kernel it chose for each class of shapes; libtxattn follows that table from then on.
 #
-# Installing and building must succeed: without them there is nothing to run, so a failure there
-# stops the script. A later step that fails is said (which step, its exit status) and the script
-# goes on, so the profile still runs; the script then exits 1 naming every step that failed.
+# Installing and building run quietly, their output in build/quickstart-install.log and
+# build/quickstart-build.log; txtune's own output is shown. Installing and building must succeed:
+# without them there is nothing to run, so a failure there prints the end of its log and stops the
+# script. A later step that fails is said (which step, its exit status) and the script goes on, so
+# the profile still runs; the script then exits 1 naming every step that failed.
 set -uo pipefail
 umask 022 # the plugin loader refuses plugin directories that group or others can write
 cd "$(dirname "$0")" || exit 1
 
 failed=()
+install_log=build/quickstart-install.log
+build_log=build/quickstart-build.log
+
+# quiet WHAT LOG COMMAND...: a step the others need, its output appended to LOG; its failure prints
+# the end of LOG and ends the script.
+quiet() {
+  local what=$1 log=$2
+  shift 2
+  "$@" >>"$log" 2>&1
+  local rc=$?
+  if [ "$rc" -ne 0 ]; then
+    echo "quickstart: $what FAILED with exit status $rc: $*" >&2
+    echo "quickstart: the last lines of $log:" >&2
+    tail -n 25 "$log" >&2
+    echo "quickstart: stopping: nothing can run without it (the whole log: $log)" >&2
+    exit "$rc"
+  fi
+}
 
 # step NAME COMMAND...: runs a step that may fail without stopping the others.
 step() {
@@ -26,23 +46,13 @@ step() {
   fi
 }
 
-# required NAME COMMAND...: a step the others need; its failure ends the script.
-required() {
-  local name=$1
-  shift
-  echo "==> quickstart: $name: $*"
-  "$@"
-  local rc=$?
-  if [ "$rc" -ne 0 ]; then
-    echo "quickstart: step '$name' FAILED with exit status $rc: $*; stopping: nothing can run" \
-      "without it" >&2
-    exit "$rc"
-  fi
-}
-
-required install bash .ci/install-deps
-required configure cmake -S . -B build
-required build cmake --build build -j2
+mkdir -p build || exit 1
+: >"$install_log" && : >"$build_log" || exit 1
+echo "==> quickstart: installing Debian packages (log: $install_log)"
+quiet "installing Debian packages" "$install_log" bash .ci/install-deps
+echo "==> quickstart: building (log: $build_log)"
+quiet "configuring" "$build_log" cmake -S . -B build
+quiet "building" "$build_log" cmake --build build -j2
 step list build/bin/txtune list
 step check build/bin/txtune check
 step bench build/bin/txtune bench --n 4096 --d 64 --mask causal

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Installs a txattn build into a temporary prefix and uses it the ways a user would: builds and runs
-# attention_example.c with find_package and with pkg-config, runs the installed txtune with no variable
-# set, and drops the third-party plugin of examples/plugin into the installed plugin directory.
+# Installs a txattn build into a temporary prefix and uses it with the README's commands for a prefix
+# other than /usr/local: builds and runs attention_example.c with find_package (CMAKE_PREFIX_PATH) and
+# with pkg-config (PKG_CONFIG_PATH, -Wl,-rpath,PREFIX/lib), runs the installed txtune with no variable
+# set, and builds examples/plugin with `cmake -S examples/plugin -DCMAKE_PREFIX_PATH=PREFIX` into the
+# installed plugin directory.
 # Usage: install_test.sh BUILD_DIR. Environment (set by ctest, see cmake/TxattnInstall.cmake): CMAKE, CC,
 # TXATTN_LIBDIR (CMAKE_INSTALL_LIBDIR), TXATTN_TEST_SANITIZE (1 when the build uses sanitizers).
 set -euo pipefail
@@ -15,8 +17,9 @@ libdir=${TXATTN_LIBDIR:-lib}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 prefix=$tmp/prefix
-# An installed libtxattn must find its own plugins, so nothing may point it elsewhere
-unset TXATTN_PLUGIN_PATH TXATTN_FORCE_KERNEL TXATTN_MAX_ISA
+# An installed libtxattn must find its own plugins, so nothing may point it elsewhere; and the
+# programs built here must find libtxattn through the README's means alone
+unset TXATTN_PLUGIN_PATH TXATTN_FORCE_KERNEL TXATTN_MAX_ISA LD_LIBRARY_PATH PKG_CONFIG_PATH
 
 step() { printf '\n== %s\n' "$*"; }
 fail() {
@@ -45,13 +48,16 @@ step "find_package(txattn): configure, build and run examples/"
 "$cmake" --build "$tmp/cmake-build" || fail "building examples/ with find_package"
 "$tmp/cmake-build/attention_example" || fail "attention_example (find_package build)"
 
-step "pkg-config: build and run attention_example.c"
+step "pkg-config with PKG_CONFIG_PATH and -Wl,-rpath,PREFIX/lib: build and run attention_example.c"
 export PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig
 pc_libdir=$(pkg-config --variable=libdir txattn) || fail "pkg-config does not find txattn"
-read -ra pc_flags <<<"$(pkg-config --cflags --libs txattn)"
-"$cc" "${cflags[@]}" -o "$tmp/pc_example" "$examples/attention_example.c" "${pc_flags[@]}" -lm \
-  -Wl,-rpath,"$pc_libdir" || fail "building attention_example.c with pkg-config"
-"$tmp/pc_example" || fail "attention_example (pkg-config build)"
+[[ $(cd "$pc_libdir" && pwd -P) == $(cd "$prefix/$libdir" && pwd -P) ]] ||
+  fail "pkg-config's libdir $pc_libdir is not PREFIX/$libdir"
+# shellcheck disable=SC2046 # the README's command: pkg-config's output split into words
+"$cc" "${cflags[@]}" -o "$tmp/pc_example" "$examples/attention_example.c" \
+  $(pkg-config --cflags --libs txattn) -lm -Wl,-rpath,"$prefix/$libdir" ||
+  fail "building attention_example.c with pkg-config"
+"$tmp/pc_example" || fail "attention_example (pkg-config build, rpath $prefix/$libdir)"
 
 step "the installed txtune finds the installed plugins with no variable set"
 plugindir=$(pkg-config --variable=plugindir txattn)
@@ -65,11 +71,18 @@ for so in "${installed[@]}"; do
   grep -qF "${so##*/}" "$tmp/list.txt" || fail "txtune list does not show the installed ${so##*/}"
 done
 
-step "a third-party plugin built with pkg-config and installed into plugindir"
-cp -R "$examples/plugin" "$tmp/plugin"
-{ cmake -S "$tmp/plugin" -B "$tmp/plugin/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null &&
-  cmake --build "$tmp/plugin/build" >/dev/null && cmake --install "$tmp/plugin/build" >/dev/null; } ||
+step "cmake -S examples/plugin -DCMAKE_PREFIX_PATH=PREFIX: a third-party plugin into plugindir"
+unset PKG_CONFIG_PATH # find_package alone must find the install
+{ "$cmake" -S "$examples/plugin" -B "$tmp/plugin-build" -DCMAKE_PREFIX_PATH="$prefix" \
+  >"$tmp/plugin.log" && "$cmake" --build "$tmp/plugin-build" >>"$tmp/plugin.log" &&
+  "$cmake" --install "$tmp/plugin-build" >>"$tmp/plugin.log"; } || {
+  cat "$tmp/plugin.log"
   fail "building and installing examples/plugin"
+}
+grep -q '^CMAKE_BUILD_TYPE:STRING=Release$' "$tmp/plugin-build/CMakeCache.txt" ||
+  fail "examples/plugin does not default to a Release build"
+[[ -f $plugindir/txattn_example_online.so ]] ||
+  fail "examples/plugin did not install into $plugindir"
 "$prefix/bin/txtune" list | tee "$tmp/list.txt" || fail "txtune list"
 grep -q 'example_online\.scalar  *yes' "$tmp/list.txt" || fail "example_online.scalar is not usable"
 "$prefix/bin/txtune" check --quick --kernel example_online.scalar || fail "example_online.scalar is not exact"

@@ -1,8 +1,8 @@
 /* A third-party plugin for libtxattn, built outside the txattn tree against the installed
- * <txattn/plugin.h> only (see the Makefile beside it). Its one kernel, "example_online.scalar",
- * computes each query row in a single pass over its visible keys with an online softmax: a running
- * maximum m and sum, and the output accumulated in double in the workspace, rescaled whenever m
- * grows.
+ * <txattn/plugin.h> only (see the CMakeLists.txt beside it). Its one kernel,
+ * "example_online.scalar", computes each query row in a single pass over its visible keys with an
+ * online softmax: a running maximum m and sum, and the output accumulated in double in the
+ * workspace, rescaled whenever m grows.
  */
 #include <math.h>
 #include <stdint.h>

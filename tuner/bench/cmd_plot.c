@@ -35,8 +35,9 @@ static const char about[] =
     "with neither, the dispatch table libtxattn follows ($TXATTN_TABLE, else the default).\n"
     "Each legend gives the kernel's fitted slope (least squares of log time on log n: about 2\n"
     "for dense attention, 1 for a fixed window), dotted guides show slopes 1 and 2, and dashed\n"
-    "lines mark the crossovers (where the fastest kernel changes). Writes a self-contained SVG\n"
-    "that a browser opens, to -o FILE (default: txtune-profile.svg).";
+    "lines mark the crossovers (where the fastest kernel changes), an x where a kernel failed.\n"
+    "A kernel has one colour in every panel: a hue per family, darker for wider ISAs. Writes a\n"
+    "self-contained SVG that a browser opens, to -o FILE (default: txtune-profile.svg).";
 
 static int parse(plot_run *r, int argc, char **argv) {
   r->opts[0] = tx_opt_string("from", &r->from_path, "FILE",

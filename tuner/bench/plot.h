@@ -15,6 +15,7 @@ typedef struct tx_plot_series {
   char kernel[64];
   double t[TX_PLOT_MAX_X];
   int inexact; /* some point failed the exactness check: the legend says so */
+  unsigned char failed[TX_PLOT_MAX_X]; /* it failed at this n (no time): an x marks it */
 } tx_plot_series;
 
 typedef struct tx_plot_panel {
@@ -37,14 +38,21 @@ tx_plot_panel *tx_plot_add_panel(tx_plot *pl, const char *title);
    time per tunable setting). Returns 0, or -1 when the panel is full (counted in dropped). */
 int tx_plot_set(tx_plot *pl, tx_plot_panel *p, const char *kernel, int64_t n, double t,
                 int inexact);
+/* Records that kernel failed at n (did not plan, run or pass the exactness check there). Returns
+   0, or -1 when the panel is full (counted in dropped). */
+int tx_plot_fail(tx_plot *pl, tx_plot_panel *p, const char *kernel, int64_t n);
 void tx_plot_free(tx_plot *pl);
 
 /* Panels with at least one measured time. */
 size_t tx_plot_count_drawable(const tx_plot *pl);
 /* The chart: one panel per 2 columns, each with its curves, fitted slopes in the legend, slope 1
-   and slope 2 guides, and dashed lines where the fastest kernel changes. `source` names the input
+   and slope 2 guides, dashed lines where the fastest kernel changes and an x where one failed. A
+   kernel has the same colour in every panel (tx_plot_colour). `source` names the input
    in the SVG's title. Returns 0, or -1 if writing failed. */
 int tx_plot_write_svg(const tx_plot *pl, const char *source, FILE *f);
+/* A kernel's colour as "#rrggbb", from its name alone: a hue per family (the part before the
+   '.'; a known one or a hash of the name), a shade per ISA. */
+void tx_plot_colour(const char *kernel, char out[8]);
 
 /* ---- sources: each returns 0, or prints why ("txtune plot: ...") and returns TX_EXIT_FAIL ---- */
 /* A dispatch table, strictly validated by libtxattn: one panel per class and window reach r, each

@@ -28,7 +28,9 @@ static size_t x_index(tx_plot_panel *p, int64_t n) {
   memmove(&p->x[i + 1], &p->x[i], tail * sizeof p->x[0]);
   for (size_t k = 0; k < p->n_s; k++) {
     memmove(&p->s[k].t[i + 1], &p->s[k].t[i], tail * sizeof(double));
+    memmove(&p->s[k].failed[i + 1], &p->s[k].failed[i], tail);
     p->s[k].t[i] = 0;
+    p->s[k].failed[i] = 0;
   }
   p->x[i] = n;
   p->n_x++;
@@ -55,6 +57,17 @@ int tx_plot_set(tx_plot *pl, tx_plot_panel *p, const char *kernel, int64_t n, do
   }
   if (s->t[i] <= 0 || t < s->t[i]) s->t[i] = t;
   s->inexact |= inexact;
+  return 0;
+}
+
+int tx_plot_fail(tx_plot *pl, tx_plot_panel *p, const char *kernel, int64_t n) {
+  tx_plot_series *s = series_of(p, kernel);
+  size_t i = s ? x_index(p, n) : SIZE_MAX;
+  if (i == SIZE_MAX) {
+    pl->dropped++;
+    return -1;
+  }
+  s->failed[i] = 1;
   return 0;
 }
 

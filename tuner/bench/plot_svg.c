@@ -1,7 +1,10 @@
 /* A txtune plot as a self-contained SVG: log-log panels of time against n, a curve per kernel with
    its fitted slope in the legend, slope 1 and 2 guides (dense attention bends to 2, a fixed window
-   stays at 1), and dashed lines where the fastest kernel changes. */
+   stays at 1), dashed lines where the fastest kernel changes and an x where a kernel failed. A
+   kernel has one colour in every panel; labels are moved down until they cover no other label,
+   legend or data point. */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "loglog_fit.h"
@@ -16,9 +19,103 @@
 #define MARGIN_B 46
 #define COLUMNS  2
 
-static const char *const palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
-                                      "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
-#define COLOUR(k) palette[(k) % (sizeof palette / sizeof palette[0])]
+/* ---- colours: a hue per kernel family, a shade per ISA ---- */
+
+typedef struct family_hue {
+  const char *family;
+  double hue, sat; /* degrees, 0..1 */
+} family_hue;
+
+static const family_hue families[] = {
+    {"tiled", 215, 0.80},     {"tiled_omp", 280, 0.60}, {"banded", 125, 0.65},
+    {"banded_omp", 35, 0.90}, {"masked", 355, 0.75},    {"naive", 0, 0.0},
+};
+
+typedef struct isa_shade {
+  const char *isa;
+  double lightness;
+} isa_shade;
+
+/* the wider the vectors, the darker */
+static const isa_shade shades[] = {
+    {"avx512", 0.30}, {"avx2", 0.43}, {"neon", 0.43}, {"scalar", 0.56}};
+
+static uint32_t fnv1a(const char *s, size_t n) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < n && s[i]; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
+  return h;
+}
+
+static double hue_channel(double p, double q, double t) {
+  if (t < 0) t += 1;
+  if (t > 1) t -= 1;
+  if (t < 1.0 / 6) return p + (q - p) * 6 * t;
+  if (t < 0.5) return q;
+  if (t < 2.0 / 3) return p + (q - p) * (2.0 / 3 - t) * 6;
+  return p;
+}
+
+void tx_plot_colour(const char *kernel, char out[8]) {
+  const char *dot = strchr(kernel, '.');
+  size_t fam_len = dot ? (size_t)(dot - kernel) : strlen(kernel);
+  const char *isa = dot ? dot + 1 : "";
+  uint32_t h = fnv1a(kernel, fam_len); /* a family not listed: a hue of its own name */
+  double hue = (double)(h % 360), sat = 0.65, light = 0.30 + (double)(fnv1a(isa, 64) % 27) / 100;
+  for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
+    if (strlen(families[i].family) == fam_len && strncmp(kernel, families[i].family, fam_len) == 0)
+      hue = families[i].hue, sat = families[i].sat;
+  for (size_t i = 0; i < sizeof shades / sizeof shades[0]; i++)
+    if (strcmp(isa, shades[i].isa) == 0) light = shades[i].lightness;
+  double q = light < 0.5 ? light * (1 + sat) : light + sat - light * sat, p = 2 * light - q;
+  int rgb[3];
+  for (int c = 0; c < 3; c++)
+    rgb[c] = (int)lround(255 * hue_channel(p, q, hue / 360 + (1 - c) / 3.0));
+  snprintf(out, 8, "#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
+}
+
+/* ---- label placement ---- */
+
+typedef struct box {
+  double x0, y0, x1, y1;
+} box;
+
+#define MAX_BOXES (TX_PLOT_MAX_SERIES * TX_PLOT_MAX_X + 2 * TX_PLOT_MAX_X + 8)
+typedef struct taken { /* what a new label must not cover */
+  box b[MAX_BOXES];
+  size_t n;
+} taken;
+
+static void take(taken *tk, box b) {
+  if (tk->n < MAX_BOXES) tk->b[tk->n++] = b;
+}
+
+static int is_free(const taken *tk, box b) {
+  for (size_t i = 0; i < tk->n; i++)
+    if (b.x0 < tk->b[i].x1 && tk->b[i].x0 < b.x1 && b.y0 < tk->b[i].y1 && tk->b[i].y0 < b.y1)
+      return 0;
+  return 1;
+}
+
+/* The width of a text in sans-serif of this size, about: UTF-8 characters at 0.6 em each. */
+static double text_width(const char *s, double size) {
+  size_t n = 0;
+  for (; *s; s++) n += ((unsigned char)*s & 0xc0) != 0x80;
+  return 0.6 * size * (double)n;
+}
+
+/* The baseline for a label whose box spans [left, left + w], from y down in steps of a line until
+   its box is free (y itself if none is above y_max); the box is then taken. */
+static double place(taken *tk, double left, double w, double y, double size, double y_max) {
+  for (double at = y; at <= y_max; at += size + 1) {
+    box b = {left - 1, at - size, left + w + 1, at + 3};
+    if (is_free(tk, b)) {
+      take(tk, b);
+      return at;
+    }
+  }
+  take(tk, (box){left - 1, y - size, left + w + 1, y + 3});
+  return y;
+}
 
 /* Kernel names and titles come from plugins and files: never markup. */
 static void xml_text(FILE *f, const char *s) {
@@ -89,14 +186,32 @@ static double series_slope(const tx_plot_panel *p, size_t k) {
 
 static void legend(FILE *f, const frame *fr, const tx_plot_panel *p, size_t k, size_t row) {
   double slope = series_slope(p, k), y = fr->y0 + 14 + 16.0 * (double)row;
-  fprintf(f, "<text x='%.1f' y='%.1f' fill='%s'>", fr->x0 + fr->w + 10, y, COLOUR(k));
+  char colour[8];
+  tx_plot_colour(p->s[k].kernel, colour);
+  fprintf(f, "<text x='%.1f' y='%.1f' fill='%s'>", fr->x0 + fr->w + 10, y, colour);
   xml_text(f, p->s[k].kernel);
   if (!isnan(slope)) fprintf(f, "  slope %.2f", slope);
   if (p->s[k].inexact) fputs(" (inexact!)", f);
-  fputs("</text>\n", f);
+  size_t n_failed = 0;
+  for (size_t i = 0; i < p->n_x; i++)
+    if (p->s[k].failed[i])
+      fprintf(f, "%s%lld", n_failed++ ? "," : " (x: failed at n=", (long long)p->x[i]);
+  fputs(n_failed ? ")</text>\n" : "</text>\n", f);
+}
+
+/* Where kernel k's failure at x index i is marked: at its time at the nearest n it ran before
+   (where its curve ends), else after, else at the panel's top. */
+static double failure_y(const frame *fr, const tx_plot_panel *p, size_t k, size_t i) {
+  for (size_t j = i + 1; j-- > 0;)
+    if (p->s[k].t[j] > 0) return py(fr, p->s[k].t[j]);
+  for (size_t j = i + 1; j < p->n_x; j++)
+    if (p->s[k].t[j] > 0) return py(fr, p->s[k].t[j]);
+  return fr->y0 + 8;
 }
 
 static void curve(FILE *f, const frame *fr, const tx_plot_panel *p, size_t k) {
+  char colour[8];
+  tx_plot_colour(p->s[k].kernel, colour);
   int open = 0;
   for (size_t i = 0; i < p->n_x; i++) {
     if (p->s[k].t[i] <= 0) {
@@ -104,8 +219,7 @@ static void curve(FILE *f, const frame *fr, const tx_plot_panel *p, size_t k) {
       open = 0;
       continue;
     }
-    if (!open)
-      fprintf(f, "<polyline fill='none' stroke='%s' stroke-width='1.6' points='", COLOUR(k));
+    if (!open) fprintf(f, "<polyline fill='none' stroke='%s' stroke-width='1.6' points='", colour);
     fprintf(f, "%.1f,%.1f ", px(fr, (double)p->x[i]), py(fr, p->s[k].t[i]));
     open = 1;
   }
@@ -113,7 +227,33 @@ static void curve(FILE *f, const frame *fr, const tx_plot_panel *p, size_t k) {
   for (size_t i = 0; i < p->n_x; i++)
     if (p->s[k].t[i] > 0)
       fprintf(f, "<circle cx='%.1f' cy='%.1f' r='2.5' fill='%s'/>\n", px(fr, (double)p->x[i]),
-              py(fr, p->s[k].t[i]), COLOUR(k));
+              py(fr, p->s[k].t[i]), colour);
+  for (size_t i = 0; i < p->n_x; i++) {
+    if (!p->s[k].failed[i]) continue;
+    double x = px(fr, (double)p->x[i]), y = failure_y(fr, p, k, i);
+    fprintf(f,
+            "<path d='M%.1f,%.1f l8,8 m0,-8 l-8,8' stroke='%s' stroke-width='2.2'>"
+            "<title>failed at n=%lld</title></path>\n",
+            x - 4, y - 4, colour, (long long)p->x[i]);
+  }
+}
+
+/* The boxes a label must not cover: each data point, each failure mark, the legend. */
+static void take_panel(taken *tk, const frame *fr, const tx_plot_panel *p) {
+  for (size_t k = 0; k < p->n_s; k++)
+    for (size_t i = 0; i < p->n_x; i++) {
+      double x = px(fr, (double)p->x[i]);
+      if (p->s[k].t[i] > 0) {
+        double y = py(fr, p->s[k].t[i]);
+        take(tk, (box){x - 3, y - 3, x + 3, y + 3});
+      }
+      if (p->s[k].failed[i]) {
+        double y = failure_y(fr, p, k, i);
+        take(tk, (box){x - 5, y - 5, x + 5, y + 5});
+      }
+    }
+  take(tk,
+       (box){fr->x0 + fr->w + 6, fr->y0, fr->x0 + PANEL_W, fr->y0 + 18 + 16.0 * (double)p->n_s});
 }
 
 static void curves(FILE *f, const frame *fr, const tx_plot_panel *p) {
@@ -130,7 +270,7 @@ static void curves(FILE *f, const frame *fr, const tx_plot_panel *p) {
 
 /* Grey dotted lines t ~ n and t ~ n^2 from the fastest time at the smallest n, ending where they
    leave the panel: a curve parallel to one grows like it. */
-static void guides(FILE *f, const frame *fr, const tx_plot_panel *p, double t0) {
+static void guides(FILE *f, const frame *fr, const tx_plot_panel *p, double t0, taken *tk) {
   double n0 = (double)p->x[0], n1 = (double)p->x[p->n_x - 1], t_top = pow(10, fr->ly1);
   for (int k = 1; k <= 2; k++) {
     double n_end = n1, t_end = t0 * pow(n1 / n0, k);
@@ -139,10 +279,13 @@ static void guides(FILE *f, const frame *fr, const tx_plot_panel *p, double t0) 
       t_end = t_top;
     }
     double x0 = px(fr, n0), y0 = py(fr, t0), x1 = px(fr, n_end), y1 = py(fr, t_end);
+    const char *label = k == 1 ? "~n" : "~n\xc2\xb2";
+    double w = text_width(label, 10);
+    double y = place(tk, x1 - 2 - w, w, y1 + (k == 1 ? -4 : 12), 10, fr->y0 + fr->h - 2);
     fprintf(f,
             "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='#aaa' stroke-dasharray='1 3'/>\n"
             "<text x='%.1f' y='%.1f' font-size='10' fill='#888' text-anchor='end'>%s</text>\n",
-            x0, y0, x1, y1, x1 - 2, y1 + (k == 1 ? -4 : 12), k == 1 ? "~n" : "~n\xc2\xb2");
+            x0, y0, x1, y1, x1 - 2, y, label);
   }
 }
 
@@ -154,15 +297,22 @@ static size_t winner(const tx_plot_panel *p, size_t i) {
   return w;
 }
 
-static void crossovers(FILE *f, const frame *fr, const tx_plot_panel *p) {
+/* A dashed line where the fastest kernel changes, labelled with the new one: right of the line,
+   or left of it where the label would leave the plot. */
+static void crossovers(FILE *f, const frame *fr, const tx_plot_panel *p, taken *tk) {
   for (size_t i = 1; i < p->n_x; i++) {
     size_t a = winner(p, i - 1), b = winner(p, i);
     if (a == SIZE_MAX || b == SIZE_MAX || a == b) continue;
-    double x = px(fr, sqrt((double)p->x[i - 1] * (double)p->x[i]));
+    char colour[8], label[80];
+    tx_plot_colour(p->s[b].kernel, colour);
+    snprintf(label, sizeof label, "-> %s", p->s[b].kernel);
+    double x = px(fr, sqrt((double)p->x[i - 1] * (double)p->x[i])), w = text_width(label, 10);
+    double left = x + 2 + w <= fr->x0 + fr->w ? x + 2 : x - 2 - w;
+    double y = place(tk, left, w, fr->y0 + 11, 10, fr->y0 + fr->h - 2);
     fprintf(f,
             "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='#555' stroke-dasharray='4 3'/>"
             "\n<text x='%.1f' y='%.1f' font-size='10' fill='%s'>&#8594; ",
-            x, fr->y0, x, fr->y0 + fr->h, x + 2, fr->y0 + 10 + 11.0 * (double)(i % 3), COLOUR(b));
+            x, fr->y0, x, fr->y0 + fr->h, left, y, colour);
     xml_text(f, p->s[b].kernel);
     fputs("</text>\n", f);
   }
@@ -180,6 +330,7 @@ static void time_range(const tx_plot_panel *p, double *lo, double *hi, double *f
       *hi = t > *hi ? t : *hi;
       if (i == 0 && t < *first) *first = t;
     }
+  if (!(*hi > 0)) *lo = *hi = 1e-3; /* only failures: any scale */
 }
 
 static void draw_panel(FILE *f, const tx_plot_panel *p, size_t slot) {
@@ -194,10 +345,13 @@ static void draw_panel(FILE *f, const tx_plot_panel *p, size_t slot) {
   fr.ly0 = floor(log10(lo));
   fr.ly1 = ceil(log10(hi));
   if (fr.ly1 <= fr.ly0) fr.ly1 = fr.ly0 + 1;
+  static taken tk; /* 70 KiB: not on the stack; txtune draws one panel at a time */
+  tk.n = 0;
+  take_panel(&tk, &fr, p);
   axes(f, &fr, p);
-  if (p->n_x > 1 && isfinite(first)) guides(f, &fr, p, first);
+  if (p->n_x > 1 && isfinite(first)) guides(f, &fr, p, first, &tk);
   curves(f, &fr, p);
-  crossovers(f, &fr, p);
+  crossovers(f, &fr, p, &tk);
 }
 
 int tx_plot_write_svg(const tx_plot *pl, const char *source, FILE *f) {

@@ -83,12 +83,14 @@ static tx_plot_panel *panel_of(sweep_reader *r, const txattn_problem *p) {
   return panel;
 }
 
-/* Kernels that did not run here (unusable, not applicable, failed) have no time to draw. */
+/* Kernels that did not run here (unusable, not applicable, failed) have no time to draw; a failed
+   one is marked. */
 static int read_kernel(sweep_reader *r, const json_t *k, const char *where, tx_plot_panel *panel,
                        int64_t n) {
   const char *name = json_string_value(json_object_get(k, "name"));
   const char *status = json_string_value(json_object_get(k, "status"));
   if (!name || !status) return bad(r, where, "expected strings in .name and .status");
+  if (strcmp(status, "failed") == 0) tx_plot_fail(r->pl, panel, name, n);
   if (strcmp(status, "ok") != 0) return 0;
   const json_t *t = json_object_get(k, "median_s");
   if (!json_is_number(t) || !(json_number_value(t) > 0))

@@ -1,5 +1,5 @@
 /* txtune plot from a dispatch table: one panel per class and window reach r, each kernel's
-   fastest measured time (whatever its tunables) at each n. */
+   fastest measured time (whatever its tunables) at each n, and where the profile excluded one. */
 #include <stdio.h>
 
 #include "args.h"
@@ -24,6 +24,23 @@ static size_t reaches(const txattn_table *t, size_t ci, int64_t *r, size_t cap) 
   return k;
 }
 
+static int same_class(const txattn_table_class *a, const txattn_table_class *b) {
+  return a->mask == b->mask && a->window == b->window && a->d_qk == b->d_qk && a->d_v == b->d_v &&
+         a->group == b->group && a->threads == b->threads && a->decode == b->decode;
+}
+
+/* The kernels the profile excluded at a point of this panel (failed to plan, or inexact). */
+static void mark_failures(const txattn_table *t, const txattn_table_class *c, int64_t r,
+                          tx_plot *pl, tx_plot_panel *p) {
+  txattn_table_header h;
+  txattn_table_header_get(t, &h);
+  for (size_t i = 0; i < h.n_excluded; i++) {
+    txattn_table_exclusion x;
+    if (txattn_table_exclusion_get(t, i, &x) == TXATTN_OK && same_class(&x.cls, c) && x.r == r)
+      tx_plot_fail(pl, p, x.kernel, x.n);
+  }
+}
+
 static int fill_panel(const txattn_table *t, size_t ci, int64_t r, tx_plot *pl) {
   txattn_table_class c;
   size_t n_points = 0;
@@ -42,6 +59,7 @@ static int fill_panel(const txattn_table *t, size_t ci, int64_t r, tx_plot *pl) 
         tx_plot_set(pl, p, cand.kernel, pt.n, cand.time_s, 0);
     }
   }
+  mark_failures(t, &c, r, pl, p);
   return 0;
 }
 

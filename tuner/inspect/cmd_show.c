@@ -87,6 +87,217 @@ static void fmt_tunables(size_t n, const char *const *names, const int64_t *valu
   }
 }
 
+/* ---- the profile's settings as a person reads them ---- */
+
+/* The settings are a JSON object of free form (txattn_table_set_profile). They print as indented
+   "key: value" lines, a nested object under its key; a list of more than a few values shows its
+   first and last ones, a list of objects its length and the first one's keys; a line is cut at
+   OUTLINE_WIDTH. A string of prose longer than OUTLINE_PROSE_MAX is an explanation for readers of
+   the JSON and is left out: `txtune show --json` prints all of it. */
+#define OUTLINE_WIDTH      100
+#define OUTLINE_PROSE_MAX  48
+#define OUTLINE_INLINE_MAX 8
+
+static void skip_ws(const char **p) {
+  while (**p == ' ' || **p == '\n' || **p == '\t' || **p == '\r') (*p)++;
+}
+
+/* Moves *p past one JSON value; 0 if it is malformed. */
+static int skip_value(const char **p) {
+  skip_ws(p);
+  char c = **p;
+  if (c == '"') {
+    for ((*p)++; **p && **p != '"'; (*p)++)
+      if (**p == '\\' && (*p)[1]) (*p)++;
+    if (**p != '"') return 0;
+    (*p)++;
+    return 1;
+  }
+  if (c == '{' || c == '[') {
+    char close = c == '{' ? '}' : ']';
+    (*p)++;
+    skip_ws(p);
+    if (**p == close) {
+      (*p)++;
+      return 1;
+    }
+    for (;;) {
+      if (c == '{') {
+        if (!skip_value(p)) return 0;
+        skip_ws(p);
+        if (**p != ':') return 0;
+        (*p)++;
+      }
+      if (!skip_value(p)) return 0;
+      skip_ws(p);
+      if (**p == ',') {
+        (*p)++;
+        continue;
+      }
+      if (**p != close) return 0;
+      (*p)++;
+      return 1;
+    }
+  }
+  const char *start = *p; /* a number, true, false or null */
+  while (**p && !strchr(",]}: \n\t\r", **p)) (*p)++;
+  return *p > start;
+}
+
+/* Appends the scalar JSON value [v, end) to buf as text: a string without quotes or escapes. */
+static void append_scalar(const char *v, const char *end, char *buf, size_t size) {
+  size_t used = strlen(buf);
+  if (*v == '"') {
+    v++, end--;
+  }
+  for (; v < end && used + 1 < size; v++) {
+    char c = *v;
+    if (c == '\\' && v + 1 < end) {
+      c = *++v;
+      if (c == 'u')
+        c = '?', v += (end - v > 4) ? 4 : 0;
+      else if (c == 'n' || c == 't' || c == 'r')
+        c = ' ';
+    }
+    buf[used++] = c;
+  }
+  buf[used] = '\0';
+}
+
+static void append_text(char *buf, size_t size, const char *text) {
+  size_t used = strlen(buf);
+  snprintf(buf + used, size - used, "%s", text);
+}
+
+/* Summarises the array at *p (at '[') into buf and moves *p past it; 0 if malformed. */
+static int array_summary(const char **p, char *buf, size_t size) {
+  const char *first[3], *first_end[3], *last = NULL, *last_end = NULL, *obj = NULL;
+  size_t n = 0;
+  int scalars = 1;
+  (*p)++;
+  skip_ws(p);
+  while (**p != ']') {
+    skip_ws(p);
+    const char *v = *p;
+    if (!skip_value(p)) return 0;
+    if (*v == '{' || *v == '[') scalars = 0;
+    if (*v == '{' && obj == NULL) obj = v;
+    if (n < 3) first[n] = v, first_end[n] = *p;
+    last = v, last_end = *p, n++;
+    skip_ws(p);
+    if (**p == ',')
+      (*p)++;
+    else if (**p != ']')
+      return 0;
+  }
+  (*p)++;
+  buf[0] = '\0';
+  if (n == 0) {
+    append_text(buf, size, "[]");
+  } else if (scalars && n <= OUTLINE_INLINE_MAX) {
+    append_text(buf, size, "[");
+    const char *q = first[0];
+    for (size_t i = 0; i < n; i++) {
+      skip_ws(&q);
+      const char *v = q;
+      skip_value(&q);
+      if (i) append_text(buf, size, ", ");
+      append_scalar(v, q, buf, size);
+      skip_ws(&q);
+      if (*q == ',') q++;
+    }
+    append_text(buf, size, "]");
+  } else if (scalars) {
+    snprintf(buf, size, "%zu values: ", n);
+    for (size_t i = 0; i < 3; i++) {
+      if (i) append_text(buf, size, ", ");
+      append_scalar(first[i], first_end[i], buf, size);
+    }
+    append_text(buf, size, n > 4 ? ", ..., " : ", ");
+    append_scalar(last, last_end, buf, size);
+  } else {
+    snprintf(buf, size, "%zu entr%s", n, n == 1 ? "y" : "ies");
+    if (obj != NULL) { /* the keys of the first object */
+      const char *q = obj + 1;
+      append_text(buf, size, ", each {");
+      for (int k = 0;; k++) {
+        skip_ws(&q);
+        if (*q != '"') break;
+        const char *key = q;
+        skip_value(&q);
+        if (k) append_text(buf, size, ", ");
+        append_scalar(key, q, buf, size);
+        skip_ws(&q);
+        q++; /* ':' */
+        skip_value(&q);
+        skip_ws(&q);
+        if (*q != ',') break;
+        q++;
+      }
+      append_text(buf, size, "}");
+    }
+  }
+  return 1;
+}
+
+static void outline_line(int indent, const char *key, const char *value) {
+  char line[OUTLINE_WIDTH + 8];
+  int k = snprintf(line, sizeof line, "%*s%s: %s", indent, "", key, value);
+  if (k > OUTLINE_WIDTH) memcpy(line + OUTLINE_WIDTH - 3, "...", 4);
+  printf("%s\n", line);
+}
+
+/* Prints the members of the object at *p (at '{') and moves *p past it; 0 if malformed. */
+static int outline_object(const char **p, int indent) {
+  (*p)++;
+  for (;;) {
+    skip_ws(p);
+    if (**p == '}') break;
+    const char *k = *p;
+    if (*k != '"' || !skip_value(p)) return 0;
+    char key[128] = "", value[1024] = "";
+    append_scalar(k, *p, key, sizeof key);
+    skip_ws(p);
+    if (**p != ':') return 0;
+    (*p)++;
+    skip_ws(p);
+    if (**p == '{') {
+      const char *q = *p + 1;
+      skip_ws(&q);
+      if (*q == '}') {
+        outline_line(indent, key, "{}");
+        *p = q + 1;
+      } else {
+        printf("%*s%s:\n", indent, "", key);
+        if (!outline_object(p, indent + 2)) return 0;
+      }
+    } else if (**p == '[') {
+      if (!array_summary(p, value, sizeof value)) return 0;
+      outline_line(indent, key, value);
+    } else {
+      const char *v = *p;
+      if (!skip_value(p)) return 0;
+      append_scalar(v, *p, value, sizeof value);
+      int prose = *v == '"' && strchr(value, ' ') != NULL && strlen(value) > OUTLINE_PROSE_MAX;
+      if (!prose) outline_line(indent, key, value);
+    }
+    skip_ws(p);
+    if (**p == ',')
+      (*p)++;
+    else if (**p != '}')
+      return 0;
+  }
+  (*p)++;
+  return 1;
+}
+
+static void print_profile(const char *json) {
+  const char *p = json;
+  skip_ws(&p);
+  printf("  profile settings (with their explanations: txtune show --json):\n");
+  if (*p != '{' || !outline_object(&p, 4)) printf("    %s\n", json); /* not an object: as it is */
+}
+
 static void print_header(const show_run *r, const txattn_table_header *h) {
   const txattn_machine_info *m = &h->machine;
   char l1[32], l2[32], l3[32];
@@ -107,7 +318,7 @@ static void print_header(const show_run *r, const txattn_table_header *h) {
     if (txattn_table_plugin_get(r->t, i, &p) == TXATTN_OK)
       printf("  %-8s %s %s (%s)\n", i ? "" : "plugins:", p.name, p.version, p.build);
   }
-  if (*h->profile) printf("  profile: %s\n", h->profile);
+  if (*h->profile) print_profile(h->profile);
 }
 
 static void print_fit(const show_run *r) {
@@ -141,7 +352,10 @@ static void region_row(tx_table *tab, const txattn_table_class *c, const txattn_
                sizeof tun);
   tx_fmt_time(g->time_min_s, t1, sizeof t1);
   tx_fmt_time(g->time_max_s, t2, sizeof t2);
-  snprintf(time, sizeof time, "%s..%s", t1, t2);
+  if (strcmp(t1, t2) == 0) /* one point, or times alike to the digits shown */
+    snprintf(time, sizeof time, "%s", t1);
+  else
+    snprintf(time, sizeof time, "%s..%s", t1, t2);
   snprintf(margin, sizeof margin, g->runner_up ? "%.2fx" : "-", g->margin);
   snprintf(err, sizeof err, "%.2g", g->max_error);
   const char *cells[] = {n, rr, g->winner.kernel, tun, time, g->runner_up, margin, err};
@@ -182,8 +396,9 @@ static void print_class(const show_run *r, size_t ci) {
   char d[96];
   if (txattn_table_class_get(r->t, ci, &c, &n_points, &n_regions) != TXATTN_OK) return;
   txattn_table_class_describe(&c, d, sizeof d);
-  printf("\nclass %s (measured with batch %lld, %lld query heads): %zu points, %zu regions\n", d,
-         (long long)c.batch, (long long)c.heads_q, n_points, n_regions);
+  printf("\nclass %s (measured with batch %lld, %lld query heads): %zu point%s, %zu region%s\n", d,
+         (long long)c.batch, (long long)c.heads_q, n_points, n_points == 1 ? "" : "s", n_regions,
+         n_regions == 1 ? "" : "s");
   tx_table tab;
   tx_table_init(&tab, c.mask == TXATTN_MASK_WINDOW
                           ? ">N|>R|WINNER|TUNABLES|TIME|RUNNER-UP|>MARGIN|>MAX ERROR"
@@ -195,6 +410,45 @@ static void print_class(const show_run *r, size_t ci) {
   tx_table_print(&tab, stdout, "  ");
   tx_table_free(&tab);
   if (r->points) print_points(r, ci, n_points);
+}
+
+/* What the parts of a class name mean: the masks this table has, the other parts with the first
+   class's values as the example. */
+static void print_legend(const show_run *r, size_t n_classes) {
+  int causal = 0, none = 0, sym = 0, left = 0, decode = 0, have = 0;
+  txattn_table_class ex = {0};
+  for (size_t i = 0; i < n_classes; i++) {
+    txattn_table_class c;
+    if (txattn_table_class_get(r->t, i, &c, NULL, NULL) != TXATTN_OK) continue;
+    if (!have) ex = c, have = 1;
+    none |= c.mask == TXATTN_MASK_NONE;
+    causal |= c.mask == TXATTN_MASK_CAUSAL;
+    sym |= c.mask == TXATTN_MASK_WINDOW && c.window == TXATTN_TABLE_WINDOW_SYM;
+    left |= c.mask == TXATTN_MASK_WINDOW && c.window == TXATTN_TABLE_WINDOW_LEFT;
+    decode |= c.decode;
+  }
+  if (!have) return;
+  char d[48], g[32], t[32];
+  snprintf(d, sizeof d, "d%lld/%lld", (long long)ex.d_qk, (long long)ex.d_v);
+  snprintf(g, sizeof g, "g%lld", (long long)ex.group);
+  snprintf(t, sizeof t, "t%d", ex.threads);
+  printf("\nclass names are MASK dQK/DV gGROUP tTHREADS [decode]; N counts the keys (n_kv), R the "
+         "window's reach:\n");
+  if (none) printf("  %-12s every key visible\n", "none");
+  if (causal) printf("  %-12s query row i sees keys j <= pos(i) = i + n_kv - n_q\n", "causal");
+  if (sym)
+    printf("  %-12s a window of R keys on each side: pos(i) - R <= j <= pos(i) + R\n",
+           "window-sym");
+  if (left)
+    printf("  %-12s a sliding window, the R keys before: pos(i) - R <= j <= pos(i)\n",
+           "window-left");
+  printf("  %-12s head sizes: d_qk %lld (queries and keys), d_v %lld (values)\n", d,
+         (long long)ex.d_qk, (long long)ex.d_v);
+  printf("  %-12s GQA group: %lld query head%s per key/value head (g1: every head its own)\n", g,
+         (long long)ex.group, ex.group == 1 ? "" : "s");
+  printf("  %-12s run on %d thread%s\n", t, ex.threads, ex.threads == 1 ? "" : "s");
+  if (decode)
+    printf("  %-12s one query row against N keys (without it: N queries, N keys)\n", "decode");
 }
 
 /* An exclusion the profile made because the kernel could not plan the point (its reason starts
@@ -273,6 +527,7 @@ int tx_cmd_show(int argc, char **argv) {
   else
     tx_print_lib_error("show", "cannot compare with this machine", s);
   for (size_t i = 0; i < h.n_classes; i++) print_class(&r, i);
+  print_legend(&r, h.n_classes);
   print_excluded(&r, h.n_excluded);
   txattn_table_free(r.t);
   txattn_context_free(r.ctx);
