@@ -3,11 +3,9 @@
  * from n_kv = FAIL_FROM_N on, as the tiled kernels' did on a 2 MiB L2, so the host refuses every
  * plan of it there with TXATTN_E_PLUGIN; and steady.scalar, the same kernel with defaults that
  * always hold. bigbroken's speed hint makes it the estimate's pick wherever both can run. The
- * arithmetic is the fp64 reference's, so both pass every exactness check. Built with
- * DECLINE_DECODE, both decline decode problems (n_q = 1 against more keys). */
-#include <math.h>
-
-#include "txattn/plugin.h"
+ * arithmetic is the test oracle's (tests/plugins/exact_kernel.c), so both pass every exactness
+ * check. Built with DECLINE_DECODE, both decline decode problems (n_q = 1 against more keys). */
+#include "exact_kernel.h"
 
 #ifndef FAIL_FROM_N
 #define FAIL_FROM_N 2048
@@ -19,76 +17,8 @@ static int applicable(const txattn_problem *p, const char **why) {
     *why = "declines decode (a test build)";
     return 0;
   }
-#else
-  (void)p;
 #endif
-  (void)why;
-  return 1;
-}
-
-static size_t workspace(const txattn_problem *p, int n_threads, const int64_t *tunables) {
-  (void)n_threads;
-  (void)tunables;
-  return (size_t)p->n_kv * sizeof(double);
-}
-
-/* Whether row i of head h reads a NaN: in its query or a visible key's k or v row. */
-static int reads_nan(const txattn_kernel_call *c, int64_t b, int64_t h, int64_t i, int64_t lo,
-                     int64_t hi) {
-  const txattn_problem *p = c->problem;
-  const txattn_tensors *t = c->tensors;
-  int64_t hk = h / (p->heads_q / p->heads_kv);
-  const float *q = txattn_row(t->q, &t->q_layout, b, h, i);
-  for (int64_t e = 0; e < p->d_qk; e++)
-    if (isnan(q[e])) return 1;
-  for (int64_t j = lo; j < hi; j++) {
-    const float *k = txattn_row(t->k, &t->k_layout, b, hk, j);
-    const float *v = txattn_row(t->v, &t->v_layout, b, hk, j);
-    for (int64_t e = 0; e < p->d_qk; e++)
-      if (isnan(k[e])) return 1;
-    for (int64_t e = 0; e < p->d_v; e++)
-      if (isnan(v[e])) return 1;
-  }
-  return 0;
-}
-
-static void one_row(const txattn_kernel_call *c, int64_t b, int64_t h, int64_t i, double *s) {
-  const txattn_problem *p = c->problem;
-  const txattn_tensors *t = c->tensors;
-  int64_t lo, hi, hk = h / (p->heads_q / p->heads_kv);
-  txattn_visible_range(p, i, &lo, &hi);
-  float *o = txattn_row_mut(t->o, &t->o_layout, b, h, i);
-  if (hi <= lo) {
-    for (int64_t e = 0; e < p->d_v; e++) o[e] = 0.0f;
-    return;
-  }
-  if (reads_nan(c, b, h, i, lo, hi)) {
-    for (int64_t e = 0; e < p->d_v; e++) o[e] = NAN;
-    return;
-  }
-  const float *q = txattn_row(t->q, &t->q_layout, b, h, i);
-  double m = -INFINITY, sum = 0.0;
-  for (int64_t j = lo; j < hi; j++) {
-    const float *k = txattn_row(t->k, &t->k_layout, b, hk, j);
-    double dot = 0.0;
-    for (int64_t e = 0; e < p->d_qk; e++) dot += (double)q[e] * k[e];
-    s[j] = p->scale * dot;
-    m = s[j] > m ? s[j] : m;
-  }
-  for (int64_t j = lo; j < hi; j++) sum += (s[j] = exp(s[j] - m));
-  for (int64_t e = 0; e < p->d_v; e++) {
-    double acc = 0.0;
-    for (int64_t j = lo; j < hi; j++) acc += s[j] * txattn_row(t->v, &t->v_layout, b, hk, j)[e];
-    o[e] = (float)(acc / sum);
-  }
-}
-
-static txattn_status run(const txattn_kernel_call *c) {
-  const txattn_problem *p = c->problem;
-  for (int64_t b = 0; b < p->batch; b++)
-    for (int64_t h = 0; h < p->heads_q; h++)
-      for (int64_t i = 0; i < p->n_q; i++) one_row(c, b, h, i, c->workspace);
-  return TXATTN_OK;
+  return test_exact_applicable(p, why);
 }
 
 static const txattn_tunable tunables[] = {
@@ -114,8 +44,8 @@ static const txattn_kernel_desc broken = {
     .isa = TXATTN_ISA_SCALAR,
     .speed_hint = 1e6f, /* the estimate's pick wherever it can plan */
     .applicable = applicable,
-    .workspace_size = workspace,
-    .run = run,
+    .workspace_size = test_exact_workspace,
+    .run = test_exact_run,
     .n_tunables = 1,
     .tunables = tunables,
     .default_tunables = broken_defaults,
@@ -128,8 +58,8 @@ static const txattn_kernel_desc steady = {
     .isa = TXATTN_ISA_SCALAR,
     .speed_hint = 1.0f,
     .applicable = applicable,
-    .workspace_size = workspace,
-    .run = run,
+    .workspace_size = test_exact_workspace,
+    .run = test_exact_run,
     .n_tunables = 1,
     .tunables = tunables,
     .default_tunables = steady_defaults,
