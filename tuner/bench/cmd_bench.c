@@ -185,7 +185,7 @@ static int prepare(bench_run *r, tx_bench_point *pt) {
   ask_dispatcher(r, pt);
   if (!pt->verified) return 0;
   double t0 = tx_clock();
-  txattn_status s = txattn_reference(&pt->p, &r->b.t_ref);
+  txattn_status s = tx_buffers_reference(&r->b);
   pt->ref_seconds = tx_clock() - t0;
   if (s == TXATTN_OK) return 0;
   tx_print_lib_error("bench", "the reference failed", s);

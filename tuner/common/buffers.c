@@ -100,3 +100,8 @@ void tx_buffers_free(tx_buffers *b) {
   free(b->o_ref);
   memset(b, 0, sizeof *b);
 }
+
+txattn_status tx_buffers_reference(tx_buffers *b) {
+  txattn_status s = txattn_reference(&b->p, &b->t_ref);
+  return s == TXATTN_OK ? txattn_error_bound(&b->p, &b->t_ref, &b->ref_bound) : s;
+}

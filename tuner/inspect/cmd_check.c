@@ -150,7 +150,7 @@ static void check_kernel(check_run *r, const tx_case *c, tx_buffers *b, result *
 /* The oracle must itself obey the contract, or no comparison with it means anything. */
 static int reference_ok(check_run *r, const tx_case *c, size_t index, tx_buffers *b) {
   char label[TX_CASE_TEXT_MAX], why[256] = "";
-  txattn_status s = txattn_reference(&c->p, &b->t_ref);
+  txattn_status s = tx_buffers_reference(b);
   if (s != TXATTN_OK) {
     snprintf(why, sizeof why, "%s: %s", txattn_status_name(s), txattn_last_error());
   } else {

@@ -79,7 +79,7 @@ static check_shape *shape_of(prof_checks *c, size_t cls, const txattn_problem *p
   sh->r = r;
   if (tx_buffers_alloc(&sh->b, p, TX_LAYOUT_CONTIGUOUS, 1, sh->why, sizeof sh->why) != 0) return sh;
   tx_buffers_fill(&sh->b, CHECK_SEED, 1.0f);
-  txattn_status s = txattn_reference(p, &sh->b.t_ref);
+  txattn_status s = tx_buffers_reference(&sh->b);
   sh->ok = s == TXATTN_OK;
   if (!sh->ok)
     snprintf(sh->why, sizeof sh->why, "the reference failed: %s: %s", txattn_status_name(s),
