@@ -6,6 +6,7 @@
 #include "error.h"
 #include "log.h"
 #include "machine/machine.h"
+#include "struct_size.h"
 #include "table/table_context.h"
 
 static void destroy(txattn_context *ctx) {
@@ -37,10 +38,13 @@ static txattn_status init(txattn_context *ctx, const txattn_options *o) {
 }
 
 txattn_status txattn_context_create(const txattn_options *opts, txattn_context **out) {
-  static const txattn_options defaults = {.plugin_path = NULL}; /* every field NULL or 0 */
   TXATTN_RETURN_IF(out == NULL, TXATTN_E_INVALID, "txattn_context_create: out is NULL");
   *out = NULL;
-  const txattn_options *o = opts ? opts : &defaults;
+  txattn_options copy = TXATTN_OPTIONS_INIT; /* every field NULL or 0 */
+  if (opts)
+    TXATTN_FORWARD_IF_ERROR(
+        TXATTN__STRUCT_IN(txattn_options, TXATTN_OPTIONS_SIZE_0_2, opts, &copy));
+  const txattn_options *o = &copy;
   TXATTN_RETURN_IF(
       o->n_threads < 0, TXATTN_E_INVALID,
       "txattn_options.n_threads = %d must be >= 0 (0: every CPU this process may run on)",
@@ -76,7 +80,7 @@ static int have_ctx(const txattn_context *ctx, const char *fn) {
 txattn_status txattn_context_machine(const txattn_context *ctx, txattn_machine_info *out) {
   TXATTN_RETURN_IF(ctx == NULL || out == NULL, TXATTN_E_INVALID,
                    "txattn_context_machine: %s is NULL", ctx == NULL ? "ctx" : "out");
-  *out = ctx->machine_info;
+  TXATTN__STRUCT_OUT(txattn_machine_info, TXATTN_MACHINE_INFO_SIZE_0_2, out, &ctx->machine_info);
   return txattn__ok();
 }
 
@@ -107,27 +111,33 @@ txattn_status txattn_kernel_get(const txattn_context *ctx, size_t i, txattn_kern
       get_args("txattn_kernel_get", ctx, out, i, ctx ? &ctx->reg.n_kernels : NULL, "kernels"));
   const txattn__kernel *k = &ctx->reg.kernels[i];
   const txattn__plugin *pl = txattn__kernel_plugin(ctx, k);
-  *out = (txattn_kernel_info){
-      .name = k->desc->name,
-      .summary = k->desc->summary,
-      .plugin = pl->desc->name,
-      .path = pl->path,
-      .usable = k->usable,
-      .why_unusable = k->why_unusable,
-      .isa = txattn_isa_name(k->desc->isa),
-      .flags = k->desc->flags,
-      .plugin_version = pl->desc->version,
-      .plugin_build = pl->build,
-      .one_thread_same_as =
-          TXATTN_KERNEL_DESC_HAS(k->desc, one_thread_same_as) ? k->desc->one_thread_same_as : NULL,
-  };
+  txattn_kernel_info info;
+  memset(&info, 0, sizeof info); /* padding too: callers may compare */
+  info.struct_size = sizeof info;
+  info.name = k->desc->name;
+  info.summary = k->desc->summary;
+  info.plugin = pl->desc->name;
+  info.path = pl->path;
+  info.usable = k->usable;
+  info.why_unusable = k->why_unusable;
+  info.isa = txattn_isa_name(k->desc->isa);
+  info.flags = k->desc->flags;
+  info.plugin_version = pl->desc->version;
+  info.plugin_build = pl->build;
+  info.one_thread_same_as =
+      TXATTN_KERNEL_DESC_HAS(k->desc, one_thread_same_as) ? k->desc->one_thread_same_as : NULL;
+  TXATTN__STRUCT_OUT(txattn_kernel_info, TXATTN_KERNEL_INFO_SIZE_0_2, out, &info);
   return txattn__ok();
 }
 
 txattn_status txattn_rejected_get(const txattn_context *ctx, size_t i, txattn_rejected_info *out) {
   TXATTN_FORWARD_IF_ERROR(get_args("txattn_rejected_get", ctx, out, i,
                                    ctx ? &ctx->reg.n_rejected : NULL, "skipped entries"));
-  out->path = ctx->reg.rejected[i].path;
-  out->reason = ctx->reg.rejected[i].reason;
+  txattn_rejected_info info;
+  memset(&info, 0, sizeof info); /* padding too: callers may compare */
+  info.struct_size = sizeof info;
+  info.path = ctx->reg.rejected[i].path;
+  info.reason = ctx->reg.rejected[i].reason;
+  TXATTN__STRUCT_OUT(txattn_rejected_info, TXATTN_REJECTED_INFO_SIZE_0_2, out, &info);
   return txattn__ok();
 }

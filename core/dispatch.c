@@ -54,9 +54,8 @@ static txattn_status named(const txattn_context *ctx, const txattn_problem *r, c
   TXATTN_RETURN_IF(!k->usable, TXATTN_E_UNSUPPORTED, "kernel %s (%s) cannot run here: %s", name,
                    source, k->why_unusable);
   const char *why = NULL;
-  TXATTN_RETURN_IF(!k->desc->applicable(r, &why), TXATTN_E_UNSUPPORTED,
-                   "kernel %s (%s) does not handle this problem: %s", name, source,
-                   why ? why : "(the kernel gave no reason)");
+  TXATTN_RETURN_IF(!txattn__kernel_applicable(k, r, &why), TXATTN_E_UNSUPPORTED,
+                   "kernel %s (%s) does not handle this problem: %s", name, source, why);
   *out = k;
   return TXATTN_OK;
 }
@@ -94,7 +93,7 @@ static txattn_status no_candidate(const txattn_context *ctx, const txattn_proble
   for (size_t i = 0; i < ctx->reg.n_kernels && used < sizeof list; i++) {
     const txattn__kernel *k = &ctx->reg.kernels[i];
     const char *why = NULL;
-    if (k->usable && !k->desc->applicable(r, &why) && why == NULL) why = "(no reason given)";
+    if (k->usable && txattn__kernel_applicable(k, r, &why)) why = "applicable";
     int n = snprintf(list + used, sizeof list - used, "%s%s: %s", i ? "; " : "", k->desc->name,
                      k->usable ? why : k->why_unusable);
     used += n > 0 ? (size_t)n : 0;
@@ -183,7 +182,7 @@ static txattn_status rank(txattn__dispatcher *d) {
     for (size_t i = 0; i < n; i++) {
       const txattn__kernel *k = &ctx->reg.kernels[i];
       const char *ignored = NULL;
-      d->est[i] = k->usable && k->desc->applicable(d->r, &ignored) && !skipped(d->skip, k)
+      d->est[i] = k->usable && txattn__kernel_applicable(k, d->r, &ignored) && !skipped(d->skip, k)
                       ? estimate(ctx, k, d->r, pairs)
                       : -1;
     }

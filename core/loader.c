@@ -269,3 +269,27 @@ void txattn__registry_free(txattn__registry *reg) {
   free(reg->search_path);
   *reg = (txattn__registry){0};
 }
+
+int txattn__kernel_applicable(const txattn__kernel *k, const txattn_problem *r, const char **why) {
+#define TAKES_NOT(t)                                                                               \
+  {                                                                                                \
+    "it does not take " t " q", "it does not take " t " k", "it does not take " t " v",            \
+        "it does not make " t " o"                                                                 \
+  }
+  static const char *const declined[3][4] = {TAKES_NOT("f32"), TAKES_NOT("f16"), TAKES_NOT("bf16")};
+#undef TAKES_NOT
+  const txattn_kernel_desc *d = k->desc;
+  const txattn_dtype types[4] = {r->q_type, r->k_type, r->v_type, r->o_type};
+  for (int i = 0; i < 4; i++) {
+    unsigned takes = TXATTN_KERNEL_DESC_HAS(d, dtypes) ? d->dtypes[i] : 0;
+    if (takes == 0) takes = TXATTN_DTYPE_BIT(TXATTN_DTYPE_F32);
+    if (!(takes & TXATTN_DTYPE_BIT(types[i]))) {
+      *why = declined[types[i]][i];
+      return 0;
+    }
+  }
+  *why = NULL;
+  if (d->applicable(r, why)) return 1;
+  if (*why == NULL) *why = "(the kernel gave no reason)";
+  return 0;
+}

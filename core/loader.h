@@ -41,6 +41,10 @@ typedef struct txattn__registry {
   txattn__isa_state isa;
 } txattn__registry;
 
+/* 1 if k takes the element types of the resolved problem r and its applicable() accepts r; else
+   0 and *why (never NULL then) says why. The host's one gate before a kernel sees a problem. */
+int txattn__kernel_applicable(const txattn__kernel *k, const txattn_problem *r, const char **why);
+
 /* Loads every acceptable plugin of the path; skipped files and directories are recorded with a
    reason. Fails only when out of memory (reg is then still safe to free). */
 txattn_status txattn__registry_load(txattn__registry *reg, const char *plugin_path);

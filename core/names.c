@@ -1,5 +1,5 @@
-/* The one home of the names of the ISAs and masks: the library's messages, txattn_kernel_info,
- * TXATTN_MAX_ISA and the dispatch table file all spell them through these two functions. */
+/* The one home of the names of the ISAs, masks and element types: the library's messages,
+ * txattn_kernel_info, TXATTN_MAX_ISA and the dispatch table file all spell them through these. */
 #include "txattn/plugin.h"
 
 const char *txattn_isa_name(txattn_isa isa) {
@@ -12,4 +12,16 @@ const char *txattn_mask_name(txattn_mask mask) {
   static const char *const names[] = {"none", "causal", "window"};
   unsigned i = (unsigned)mask;
   return i < sizeof names / sizeof names[0] ? names[i] : "unknown";
+}
+
+const char *txattn_dtype_name(txattn_dtype dtype) {
+  static const char *const names[] = {"f32", "f16", "bf16"};
+  unsigned i = (unsigned)dtype;
+  return i < sizeof names / sizeof names[0] ? names[i] : "unknown";
+}
+
+size_t txattn_dtype_size(txattn_dtype dtype) {
+  static const size_t sizes[] = {4, 2, 2};
+  unsigned i = (unsigned)dtype;
+  return i < sizeof sizes / sizeof sizes[0] ? sizes[i] : 0;
 }

@@ -1,6 +1,9 @@
 /* Reading a plan's tunables: what `txtune topo` shows and what the tuner starts its search from. */
+#include <string.h>
+
 #include "error.h"
 #include "plan.h"
+#include "struct_size.h"
 
 size_t txattn_plan_tunable_count(const txattn_plan *plan) {
   if (plan == NULL) {
@@ -32,13 +35,15 @@ txattn_status txattn_plan_tunable_info(const txattn_plan *plan, size_t i,
   TXATTN_FORWARD_IF_ERROR(check_index("txattn_plan_tunable_info", plan, i));
   TXATTN_RETURN_IF(out == NULL, TXATTN_E_INVALID, "txattn_plan_tunable_info: out is NULL");
   const txattn_tunable *t = &plan->kernel->desc->tunables[i];
-  *out = (txattn_tunable_info){
-      .name = t->name,
-      .summary = t->summary,
-      .value = plan->tunables[i],
-      .min = t->min,
-      .max = t->max,
-      .multiple_of = t->multiple_of,
-  };
+  txattn_tunable_info info;
+  memset(&info, 0, sizeof info); /* padding too: callers may compare */
+  info.struct_size = sizeof info;
+  info.name = t->name;
+  info.summary = t->summary;
+  info.value = plan->tunables[i];
+  info.min = t->min;
+  info.max = t->max;
+  info.multiple_of = t->multiple_of;
+  TXATTN__STRUCT_OUT(txattn_tunable_info, TXATTN_TUNABLE_INFO_SIZE_0_2, out, &info);
   return txattn__ok();
 }

@@ -9,6 +9,7 @@
 #include "plan.h"
 #include "plan_tuned.h"
 #include "plugin_check.h"
+#include "struct_size.h"
 
 /* "block_q, block_k", or "none" */
 static void declared(const txattn_kernel_desc *d, char *buf, size_t size) {
@@ -92,11 +93,15 @@ txattn_status txattn_kernel_tunable_get(const txattn_context *ctx, size_t kernel
                    "tunables)",
                    i, d->name, d->n_tunables);
   const txattn_tunable *t = &d->tunables[i];
-  *out = (txattn_tunable_info){.name = t->name,
-                               .summary = t->summary,
-                               .value = 0,
-                               .min = t->min,
-                               .max = t->max,
-                               .multiple_of = t->multiple_of};
+  txattn_tunable_info info;
+  memset(&info, 0, sizeof info); /* padding too: callers may compare */
+  info.struct_size = sizeof info;
+  info.name = t->name;
+  info.summary = t->summary;
+  info.value = 0;
+  info.min = t->min;
+  info.max = t->max;
+  info.multiple_of = t->multiple_of;
+  TXATTN__STRUCT_OUT(txattn_tunable_info, TXATTN_TUNABLE_INFO_SIZE_0_2, out, &info);
   return txattn__ok();
 }

@@ -94,6 +94,11 @@ static int kernel_fields_ok(const txattn_kernel_desc *k, char *why, size_t size)
     if (strncmp(k->one_thread_same_as, k->name, 64) == 0)
       return txattn__why_not(why, size, "one_thread_same_as names the kernel itself");
   }
+  if (TXATTN_KERNEL_DESC_HAS(k, dtypes))
+    for (int i = 0; i < 4; i++)
+      if (k->dtypes[i] & ~TXATTN_DTYPES_ALL)
+        return txattn__why_not(why, size, "dtypes[%d] = 0x%x has bits of no txattn_dtype", i,
+                               k->dtypes[i]);
   return tunables_ok(k, why, size);
 }
 

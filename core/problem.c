@@ -5,6 +5,7 @@
 
 #include "error.h"
 #include "problem.h"
+#include "struct_size.h"
 #include "txattn/plugin.h"
 
 /* A field where 0 takes a default and any other value must be positive. */
@@ -60,6 +61,18 @@ static txattn_status resolve_mask(const txattn_problem *p, txattn_problem *r) {
   return TXATTN_OK;
 }
 
+static txattn_status resolve_types(const txattn_problem *p, txattn_problem *r) {
+  const txattn_dtype given[4] = {p->q_type, p->k_type, p->v_type, p->o_type};
+  txattn_dtype *out[4] = {&r->q_type, &r->k_type, &r->v_type, &r->o_type};
+  for (int i = 0; i < 4; i++) {
+    TXATTN_RETURN_IF(txattn_dtype_size(given[i]) == 0, TXATTN_E_INVALID,
+                     "txattn_problem.%c_type = %d is not a txattn_dtype (F32 0, F16 1, BF16 2)",
+                     "qkvo"[i], (int)given[i]);
+    *out[i] = given[i];
+  }
+  return TXATTN_OK;
+}
+
 static txattn_status resolve_scale(const txattn_problem *p, txattn_problem *r) {
   TXATTN_RETURN_IF(!isfinite(p->scale), TXATTN_E_INVALID,
                    "txattn_problem.scale = %g must be finite (0 takes the default 1/sqrt(d_qk))",
@@ -95,13 +108,17 @@ static txattn_status check_sizes(const txattn_problem *r) {
   return TXATTN_OK;
 }
 
-txattn_status txattn__problem_resolve(const txattn_problem *p, txattn_problem *out) {
-  TXATTN_RETURN_IF(p == NULL, TXATTN_E_INVALID, "txattn_problem is NULL");
-  txattn_problem r;
+txattn_status txattn__problem_resolve(const txattn_problem *given, txattn_problem *out) {
+  TXATTN_RETURN_IF(given == NULL, TXATTN_E_INVALID, "txattn_problem is NULL");
+  txattn_problem in, r;
+  TXATTN_FORWARD_IF_ERROR(TXATTN__STRUCT_IN(txattn_problem, TXATTN_PROBLEM_SIZE_0_2, given, &in));
+  const txattn_problem *p = &in;
   memset(&r, 0, sizeof r); /* padding too: callers may memcmp resolved problems */
+  r.struct_size = sizeof r;
   TXATTN_FORWARD_IF_ERROR(resolve_sizes(p, &r));
   TXATTN_FORWARD_IF_ERROR(resolve_mask(p, &r));
   TXATTN_FORWARD_IF_ERROR(resolve_scale(p, &r));
+  TXATTN_FORWARD_IF_ERROR(resolve_types(p, &r));
   TXATTN_FORWARD_IF_ERROR(check_sizes(&r));
   *out = r;
   return TXATTN_OK;
@@ -109,7 +126,9 @@ txattn_status txattn__problem_resolve(const txattn_problem *p, txattn_problem *o
 
 txattn_status txattn_problem_resolve(const txattn_problem *p, txattn_problem *out) {
   TXATTN_RETURN_IF(out == NULL, TXATTN_E_INVALID, "txattn_problem_resolve: out is NULL");
-  TXATTN_FORWARD_IF_ERROR(txattn__problem_resolve(p, out));
+  txattn_problem r;
+  TXATTN_FORWARD_IF_ERROR(txattn__problem_resolve(p, &r));
+  TXATTN__STRUCT_OUT(txattn_problem, TXATTN_PROBLEM_SIZE_0_2, out, &r);
   return txattn__ok();
 }
 

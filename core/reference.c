@@ -1,8 +1,10 @@
 /* txattn_reference: the oracle. Plain loops in double, one row at a time, no cleverness: every
- * kernel is measured against this. */
+ * kernel is measured against this. 16-bit inputs are read exactly; the output is rounded once, from
+ * double to o's type. */
 #include <math.h>
 #include <stdlib.h>
 
+#include "dtype.h"
 #include "error.h"
 #include "problem.h"
 #include "tensors.h"
@@ -10,14 +12,13 @@
 
 /* Scores of row q against keys [lo, hi) into s[lo..hi); returns their maximum, or NaN if any is NaN
    (fmax would drop it, and the contract says NaN must reach the output). */
-static double scores(const txattn_problem *p, const float *q, const float *k,
-                     const txattn_layout *kl, int64_t b, int64_t hk, int64_t lo, int64_t hi,
-                     double *s) {
+static double scores(const txattn_problem *p, const txattn_tensors *t, const double *q, int64_t b,
+                     int64_t hk, int64_t lo, int64_t hi, double *s) {
   double m = -INFINITY;
   for (int64_t j = lo; j < hi; j++) {
-    const float *kj = txattn_row(k, kl, b, hk, j);
+    const void *kj = txattn_row_of(t->k_data, p->k_type, &t->k_layout, b, hk, j);
     double dot = 0.0;
-    for (int64_t c = 0; c < p->d_qk; c++) dot += (double)q[c] * (double)kj[c];
+    for (int64_t c = 0; c < p->d_qk; c++) dot += q[c] * txattn__load(kj, p->k_type, c);
     s[j] = (double)p->scale * dot;
     if (isnan(s[j]) || isnan(m))
       m = NAN;
@@ -27,27 +28,30 @@ static double scores(const txattn_problem *p, const float *q, const float *k,
   return m;
 }
 
+/* s: n_kv scores; acc: d_v sums; q: d_qk values of the query row. */
 static void reference_row(const txattn_problem *p, const txattn_tensors *t, int64_t b, int64_t h,
-                          int64_t i, double *s, double *acc) {
+                          int64_t i, double *s, double *acc, double *q) {
   int64_t hk = h / (p->heads_q / p->heads_kv), lo, hi;
-  float *o = txattn_row_mut(t->o, &t->o_layout, b, h, i);
+  void *o = txattn_row_of_mut(t->o_data, p->o_type, &t->o_layout, b, h, i);
   txattn_visible_range(p, i, &lo, &hi);
   if (lo >= hi) {
-    for (int64_t c = 0; c < p->d_v; c++) o[c] = 0.0f;
+    for (int64_t c = 0; c < p->d_v; c++) txattn__store(o, p->o_type, c, 0.0);
     return;
   }
-  double m =
-      scores(p, txattn_row(t->q, &t->q_layout, b, h, i), t->k, &t->k_layout, b, hk, lo, hi, s);
+  const void *qi = txattn_row_of(t->q_data, p->q_type, &t->q_layout, b, h, i);
+  for (int64_t c = 0; c < p->d_qk; c++) q[c] = txattn__load(qi, p->q_type, c);
+  double m = scores(p, t, q, b, hk, lo, hi, s);
   double sum = 0.0;
+  int nan = 0;
   for (int64_t c = 0; c < p->d_v; c++) acc[c] = 0.0;
   for (int64_t j = lo; j < hi; j++) { /* no skipping of zero weights: 0 * NaN must stay NaN */
     double w = exp(s[j] - m);
-    const float *vj = txattn_row(t->v, &t->v_layout, b, hk, j);
+    const void *vj = txattn_row_of(t->v_data, p->v_type, &t->v_layout, b, hk, j);
     sum += w;
-    for (int64_t c = 0; c < p->d_v; c++) acc[c] += w * (double)vj[c];
+    for (int64_t c = 0; c < p->d_v; c++) acc[c] += w * txattn__load(vj, p->v_type, c);
   }
-  for (int64_t c = 0; c < p->d_v; c++) o[c] = (float)(acc[c] / sum);
-  txattn_row_spread_nan(o, p->d_v);
+  for (int64_t c = 0; c < p->d_v; c++) nan |= isnan(acc[c] / sum);
+  for (int64_t c = 0; c < p->d_v; c++) txattn__store(o, p->o_type, c, nan ? NAN : acc[c] / sum);
 }
 
 txattn_status txattn_reference(const txattn_problem *p, const txattn_tensors *t) {
@@ -55,15 +59,18 @@ txattn_status txattn_reference(const txattn_problem *p, const txattn_tensors *t)
   txattn_tensors x;
   TXATTN_FORWARD_IF_ERROR(txattn__problem_resolve(p, &r));
   TXATTN_FORWARD_IF_ERROR(txattn__tensors_check(&r, t, &x));
-  size_t n = (size_t)r.n_kv + (size_t)r.d_v, bytes;
+  size_t n = (size_t)r.n_kv + (size_t)r.d_v + (size_t)r.d_qk, bytes;
   TXATTN_RETURN_IF(__builtin_mul_overflow(n, sizeof(double), &bytes), TXATTN_E_NOMEM,
-                   "txattn_reference: n_kv + d_v = %zu doubles of scratch do not fit in memory", n);
+                   "txattn_reference: n_kv + d_v + d_qk = %zu doubles of scratch do not fit in "
+                   "memory",
+                   n);
   double *s = malloc(bytes);
   TXATTN_RETURN_IF(s == NULL, TXATTN_E_NOMEM,
                    "txattn_reference: cannot allocate %zu bytes for one row's scores", bytes);
   for (int64_t b = 0; b < r.batch; b++)
     for (int64_t h = 0; h < r.heads_q; h++)
-      for (int64_t i = 0; i < r.n_q; i++) reference_row(&r, &x, b, h, i, s, s + r.n_kv);
+      for (int64_t i = 0; i < r.n_q; i++)
+        reference_row(&r, &x, b, h, i, s, s + r.n_kv, s + r.n_kv + r.d_v);
   free(s);
   return txattn__ok();
 }

@@ -4,6 +4,7 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "struct_size.h"
 #include "tensors.h"
 
 typedef struct tensor {
@@ -11,7 +12,8 @@ typedef struct tensor {
   const void *base;
   txattn_layout *layout;
   int64_t count[4]; /* batch, heads, rows, elements per row */
-  int64_t span;     /* floats from the first element to one past the last */
+  int64_t span;     /* elements from the first element to one past the last */
+  int64_t elem;     /* bytes of one element */
 } tensor;
 
 static const char *const stride_names[3] = {"batch", "head", "row"};
@@ -44,7 +46,7 @@ static txattn_status compute_span(tensor *t) {
     over |= __builtin_mul_overflow(t->count[i] - 1, *stride_of(t->layout, i), &term);
     over |= __builtin_add_overflow(span, term, &span);
   }
-  over |= __builtin_mul_overflow(span, (int64_t)sizeof(float), &bytes);
+  over |= __builtin_mul_overflow(span, t->elem, &bytes);
   TXATTN_RETURN_IF(over, TXATTN_E_INVALID,
                    "txattn_tensors.%s_layout: the offset of the last element of %s overflows int64 "
                    "(strides too large for the problem's sizes)",
@@ -58,9 +60,9 @@ static txattn_status compute_span(tensor *t) {
 
 static txattn_status check_tensor(tensor *t) {
   TXATTN_RETURN_IF(t->base == NULL, TXATTN_E_INVALID, "txattn_tensors.%s is NULL", t->name);
-  TXATTN_RETURN_IF((uintptr_t)t->base % _Alignof(float) != 0, TXATTN_E_INVALID,
-                   "txattn_tensors.%s = %p is not aligned to %zu bytes for float", t->name, t->base,
-                   _Alignof(float));
+  TXATTN_RETURN_IF((uintptr_t)t->base % (uintptr_t)t->elem != 0, TXATTN_E_INVALID,
+                   "txattn_tensors.%s = %p is not aligned to its %" PRId64 "-byte elements",
+                   t->name, t->base, t->elem);
   TXATTN_FORWARD_IF_ERROR(check_strides(t));
   return compute_span(t);
 }
@@ -91,20 +93,41 @@ static txattn_status check_no_self_alias(const tensor *o) {
 
 static int overlaps(const tensor *a, const tensor *b) {
   uintptr_t a0 = (uintptr_t)a->base, b0 = (uintptr_t)b->base;
-  uintptr_t a1 = a0 + (uintptr_t)a->span * sizeof(float),
-            b1 = b0 + (uintptr_t)b->span * sizeof(float);
+  uintptr_t a1 = a0 + (uintptr_t)a->span * (uintptr_t)a->elem,
+            b1 = b0 + (uintptr_t)b->span * (uintptr_t)b->elem;
   return a0 < b1 && b0 < a1;
 }
 
 txattn_status txattn__tensors_check(const txattn_problem *r, const txattn_tensors *t,
                                     txattn_tensors *out) {
   TXATTN_RETURN_IF(t == NULL, TXATTN_E_INVALID, "txattn_tensors is NULL");
-  txattn_tensors c = *t;
+  txattn_tensors c;
+  TXATTN_FORWARD_IF_ERROR(TXATTN__STRUCT_IN(txattn_tensors, TXATTN_TENSORS_SIZE_0_2, t, &c));
   tensor ts[4] = {
-      {"q", c.q, &c.q_layout, {r->batch, r->heads_q, r->n_q, r->d_qk}, 0},
-      {"k", c.k, &c.k_layout, {r->batch, r->heads_kv, r->n_kv, r->d_qk}, 0},
-      {"v", c.v, &c.v_layout, {r->batch, r->heads_kv, r->n_kv, r->d_v}, 0},
-      {"o", c.o, &c.o_layout, {r->batch, r->heads_q, r->n_q, r->d_v}, 0},
+      {"q",
+       c.q,
+       &c.q_layout,
+       {r->batch, r->heads_q, r->n_q, r->d_qk},
+       0,
+       (int64_t)txattn_dtype_size(r->q_type)},
+      {"k",
+       c.k,
+       &c.k_layout,
+       {r->batch, r->heads_kv, r->n_kv, r->d_qk},
+       0,
+       (int64_t)txattn_dtype_size(r->k_type)},
+      {"v",
+       c.v,
+       &c.v_layout,
+       {r->batch, r->heads_kv, r->n_kv, r->d_v},
+       0,
+       (int64_t)txattn_dtype_size(r->v_type)},
+      {"o",
+       c.o,
+       &c.o_layout,
+       {r->batch, r->heads_q, r->n_q, r->d_v},
+       0,
+       (int64_t)txattn_dtype_size(r->o_type)},
   };
   for (int i = 0; i < 4; i++) TXATTN_FORWARD_IF_ERROR(check_tensor(&ts[i]));
   TXATTN_FORWARD_IF_ERROR(check_no_self_alias(&ts[3]));

@@ -49,7 +49,7 @@ static const char *describe_rejected(const txattn_context *ctx, char *buf, size_
   size_t used = 0;
   buf[0] = '\0';
   for (size_t i = 0; i < txattn_rejected_count(ctx) && used < size; i++) {
-    txattn_rejected_info r;
+    txattn_rejected_info r = TXATTN_REJECTED_INFO_INIT;
     if (txattn_rejected_get(ctx, i, &r) == TXATTN_OK)
       used += (size_t)snprintf(buf + used, size - used, "\n  %s: %s", r.path, r.reason);
   }
@@ -73,7 +73,7 @@ static int find_rejected(const txattn_context *ctx, const char *dir, const char 
 static void expect_rejected(const txattn_context *ctx, const char *dir, const char *file,
                             const char *what, const char *const *words) {
   char all[4096], list[128];
-  txattn_rejected_info r;
+  txattn_rejected_info r = TXATTN_REJECTED_INFO_INIT;
   cr_assert(find_rejected(ctx, dir, file, &r), "%s (%s) is not among the rejected files:%s",
             file ? file : dir, what, describe_rejected(ctx, all, sizeof all));
   cr_expect(text_mentions_any(r.reason, words),
@@ -223,7 +223,7 @@ Test(loader, a_duplicate_kernel_name_is_refused) {
   /* whichever file came first keeps the name; the other is the duplicate */
   const char *loser =
       ends_with(kept->path, "/" TEST_DUPLICATE_FILE) ? "txattn_naive.so" : TEST_DUPLICATE_FILE;
-  txattn_rejected_info r;
+  txattn_rejected_info r = TXATTN_REJECTED_INFO_INIT;
   cr_assert(find_rejected(ctx, scratch, loser, &r), "%s is not rejected:%s", loser,
             describe_rejected(ctx, all, sizeof all));
   cr_expect(text_mentions(r.reason, "duplicate", "already", NULL) &&

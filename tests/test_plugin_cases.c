@@ -213,20 +213,27 @@ static double visible_pairs(const txattn_problem *p) {
   return n * (double)p->batch * (double)p->heads_q;
 }
 
+/* batch, heads_q, heads_kv, n_q, n_kv, d_qk, d_v, mask, window_left, window_right, scale */
+#define SHAPE(b, hq, hkv, nq, nkv, dqk, dv, m, wl, wr, s)                                          \
+  {                                                                                                \
+    .batch = b, .heads_q = hq, .heads_kv = hkv, .n_q = nq, .n_kv = nkv, .d_qk = dqk, .d_v = dv,    \
+    .mask = m, .window_left = wl, .window_right = wr, .scale = s                                   \
+  }
+
 /* Every default filled in, as the host passes problems to a descriptor. */
 static const txattn_problem pair_shapes[] = {
-    {1, 1, 1, 100, 100, 64, 64, TXATTN_MASK_NONE, 0, 0, 0.125f},
-    {1, 1, 1, 257, 257, 64, 64, TXATTN_MASK_CAUSAL, 0, 0, 0.125f},
-    {2, 4, 4, 300, 300, 16, 16, TXATTN_MASK_WINDOW, 8, 8, 0.25f},
-    {1, 2, 2, 200, 200, 16, 16, TXATTN_MASK_WINDOW, TXATTN_UNBOUNDED, 3, 0.25f},
-    {1, 1, 1, 40, 100, 32, 32, TXATTN_MASK_CAUSAL, 0, 0, 0.125f},    /* chunked prefill */
-    {1, 1, 1, 65, 17, 32, 32, TXATTN_MASK_CAUSAL, 0, 0, 0.125f},     /* rows with no key */
-    {1, 3, 3, 70, 20, 8, 8, TXATTN_MASK_WINDOW, 2, 0, 0.25f},        /* rows with no key */
-    {1, 8, 2, 33, 33, 64, 64, TXATTN_MASK_CAUSAL, 0, 0, 0.125f},     /* GQA */
-    {2, 8, 2, 1, 1000, 128, 128, TXATTN_MASK_CAUSAL, 0, 0, 0.0625f}, /* decode: direct path */
-    {1, 4, 4, 3, 500, 64, 64, TXATTN_MASK_WINDOW, 100, 0, 0.125f},   /* 3 rows: direct path */
-    {1, 8, 8, 2, 64, 64, 32, TXATTN_MASK_NONE, 0, 0, 0.125f},        /* 2 rows: direct path */
-    {1, 1, 1, 1, 2048, 64, 64, TXATTN_MASK_WINDOW, 16, 16, 0.125f},  /* 1 row, 17 keys */
+    SHAPE(1, 1, 1, 100, 100, 64, 64, TXATTN_MASK_NONE, 0, 0, 0.125f),
+    SHAPE(1, 1, 1, 257, 257, 64, 64, TXATTN_MASK_CAUSAL, 0, 0, 0.125f),
+    SHAPE(2, 4, 4, 300, 300, 16, 16, TXATTN_MASK_WINDOW, 8, 8, 0.25f),
+    SHAPE(1, 2, 2, 200, 200, 16, 16, TXATTN_MASK_WINDOW, TXATTN_UNBOUNDED, 3, 0.25f),
+    SHAPE(1, 1, 1, 40, 100, 32, 32, TXATTN_MASK_CAUSAL, 0, 0, 0.125f),    /* chunked prefill */
+    SHAPE(1, 1, 1, 65, 17, 32, 32, TXATTN_MASK_CAUSAL, 0, 0, 0.125f),     /* rows with no key */
+    SHAPE(1, 3, 3, 70, 20, 8, 8, TXATTN_MASK_WINDOW, 2, 0, 0.25f),        /* rows with no key */
+    SHAPE(1, 8, 2, 33, 33, 64, 64, TXATTN_MASK_CAUSAL, 0, 0, 0.125f),     /* GQA */
+    SHAPE(2, 8, 2, 1, 1000, 128, 128, TXATTN_MASK_CAUSAL, 0, 0, 0.0625f), /* decode: direct path */
+    SHAPE(1, 4, 4, 3, 500, 64, 64, TXATTN_MASK_WINDOW, 100, 0, 0.125f),   /* 3 rows: direct path */
+    SHAPE(1, 8, 8, 2, 64, 64, 32, TXATTN_MASK_NONE, 0, 0, 0.125f),        /* 2 rows: direct path */
+    SHAPE(1, 1, 1, 1, 2048, 64, 64, TXATTN_MASK_WINDOW, 16, 16, 0.125f),  /* 1 row, 17 keys */
 };
 
 /* Tiled kernels (single-thread and OpenMP): the cost, with the default block sizes and with the
@@ -352,14 +359,15 @@ static double visible_by_rows(const txattn_problem *p) {
 /* Long shapes whose pieces (rows that see no key, ranges that grow, move or shrink) each span many
    periods of groups; GQA stacks heads into the tiled groups. */
 static const txattn_problem long_shapes[] = {
-    {1, 1, 1, 20000, 20000, 64, 64, TXATTN_MASK_NONE, 0, 0, 0.125f},
-    {1, 1, 1, 20011, 20011, 64, 64, TXATTN_MASK_CAUSAL, 0, 0, 0.125f},
-    {2, 8, 2, 9001, 9001, 32, 32, TXATTN_MASK_WINDOW, 129, 129, 0.25f},
-    {1, 4, 1, 15000, 6000, 16, 16, TXATTN_MASK_WINDOW, 700, 3, 0.25f}, /* rows with no key */
-    {1, 3, 3, 12000, 17000, 16, 16, TXATTN_MASK_CAUSAL, 0, 0, 0.25f},  /* chunked prefill */
-    {1, 2, 2, 10000, 10000, 16, 16, TXATTN_MASK_WINDOW, TXATTN_UNBOUNDED, 40, 0.25f},
-    {1, 1, 1, 10000, 10000, 16, 16, TXATTN_MASK_WINDOW, 2, 0, 0.25f}, /* too narrow for groups */
-    {1, 6, 2, 8000, 8000, 16, 16, TXATTN_MASK_WINDOW, 1025, 1025, 0.25f},
+    SHAPE(1, 1, 1, 20000, 20000, 64, 64, TXATTN_MASK_NONE, 0, 0, 0.125f),
+    SHAPE(1, 1, 1, 20011, 20011, 64, 64, TXATTN_MASK_CAUSAL, 0, 0, 0.125f),
+    SHAPE(2, 8, 2, 9001, 9001, 32, 32, TXATTN_MASK_WINDOW, 129, 129, 0.25f),
+    SHAPE(1, 4, 1, 15000, 6000, 16, 16, TXATTN_MASK_WINDOW, 700, 3, 0.25f), /* rows with no key */
+    SHAPE(1, 3, 3, 12000, 17000, 16, 16, TXATTN_MASK_CAUSAL, 0, 0, 0.25f),  /* chunked prefill */
+    SHAPE(1, 2, 2, 10000, 10000, 16, 16, TXATTN_MASK_WINDOW, TXATTN_UNBOUNDED, 40, 0.25f),
+    SHAPE(1, 1, 1, 10000, 10000, 16, 16, TXATTN_MASK_WINDOW, 2, 0,
+          0.25f), /* too narrow for groups */
+    SHAPE(1, 6, 2, 8000, 8000, 16, 16, TXATTN_MASK_WINDOW, 1025, 1025, 0.25f),
 };
 
 /* The banded vector kernels' panel width, panels a block and row block (banded.h), by ISA. */

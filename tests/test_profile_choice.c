@@ -57,12 +57,12 @@ Test(profile_choice, alike_in_every_preference_the_faster_wins) {
 }
 
 Test(profile_choice, a_kernel_that_starts_no_threads_is_preferred_within_the_tie_floor) {
-  /* on one thread (neither runs on several); spreads far below PROF_TIE_MIN: the floor makes z (2%
+  /* on one thread (neither runs on several); spreads far below tie_min: the floor makes z (2%
      slower) a tie */
   prof_cand c[] = {timed("a_omp", 0, 1, 1.00, 0.001), timed("z", 0, 0, 1.02, 0.001)};
   cr_expect_eq(prof_choose(c, 2), 1);
   /* just past the floor it is not */
-  c[1].time_s = 1.0 + PROF_TIE_MIN + 0.002;
+  c[1].time_s = 1.0 + prof_policy.tie_min + 0.002;
   cr_expect_eq(prof_choose(c, 2), 0);
 }
 
@@ -91,7 +91,7 @@ static void expect_tie_up_to(double spread, double within, double limit, int thr
 }
 
 Test(profile_choice, a_wide_spread_widens_the_tie_up_to_its_limit) {
-  expect_tie_up_to(0.05, 0.045, PROF_TIE_MAX, 0);
+  expect_tie_up_to(0.05, 0.045, prof_policy.tie_max.single, 0);
 }
 
 Test(profile_choice, the_default_tunables_are_preferred_to_a_variant) {
@@ -100,7 +100,7 @@ Test(profile_choice, the_default_tunables_are_preferred_to_a_variant) {
 }
 
 Test(profile_choice, a_threaded_pair_ties_up_to_the_threaded_limit) {
-  expect_tie_up_to(0.12, 0.11, PROF_TIE_MAX_THREADED, 1);
+  expect_tie_up_to(0.12, 0.11, prof_policy.tie_max.threaded, 1);
 }
 
 /* A rough time is one run, or the fastest run of a candidate that was out of the race: it does not
@@ -140,14 +140,14 @@ Test(profile_choice, among_one_kernels_variants_the_same_rule) {
 }
 
 /* The cost of a run, which the profile's plan counts on: the timed calls that make it last 1.25 x
-   min_run_s (one call if longer), and the untimed call of its own before them while a call takes
-   50 ms at most (so that no run starts in the caches another candidate left). */
-Test(profile_choice, a_run_costs_its_timed_calls_and_one_lead_in_call) {
+   min_run_s (one call if longer), and its warm-up's one untimed call while a call takes 50 ms at
+   most (so that no run starts in the caches another candidate left). */
+Test(profile_choice, a_run_costs_its_timed_calls_and_one_warm_up_call) {
   prof_settings s = {.mode = PROF_DEFAULT, .min_run_s = 0.002, .rounds = 5, .prune_ratio = 1.15};
-  cr_expect_float_eq(prof_run_len(&s, 0.001), 0.003 + 0.001, 1e-12); /* 3 calls + lead-in */
-  cr_expect_float_eq(prof_run_len(&s, 0.01), 0.01 + 0.01, 1e-12);    /* 1 call + lead-in */
+  cr_expect_float_eq(prof_run_len(&s, 0.001), 0.003 + 0.001, 1e-12); /* 3 calls + warm-up */
+  cr_expect_float_eq(prof_run_len(&s, 0.01), 0.01 + 0.01, 1e-12);    /* 1 call + warm-up */
   cr_expect_float_eq(prof_run_len(&s, 0.05), 0.05 + 0.05, 1e-12);
-  cr_expect_float_eq(prof_run_len(&s, 0.2), 0.2, 1e-12); /* too long for a lead-in */
+  cr_expect_float_eq(prof_run_len(&s, 0.2), 0.2, 1e-12); /* too long for a warm-up */
 }
 
 /* ---- the candidates of a point ---- */
@@ -177,7 +177,7 @@ Test(profile_choice, on_one_thread_a_kernels_twin_stands_in_for_it) {
       s.one_loop_once = once;
       size_t n = prof_candidates(ctx, &p, &s, c, 64);
       for (size_t k = 0; k < txattn_kernel_count(ctx); k++) {
-        txattn_kernel_info info;
+        txattn_kernel_info info = TXATTN_KERNEL_INFO_INIT;
         cr_assert_eq(txattn_kernel_get(ctx, k, &info), TXATTN_OK);
         if (!info.usable || info.one_thread_same_as == NULL) continue;
         int left = threads == 1 && once;
@@ -240,9 +240,10 @@ Test(profile_choice, a_pruned_candidate_close_to_the_leader_is_timed_again_again
     cr_expect(far->rough && far->spread < 0, "the 400 us candidate was not left rough");
     const int pruned = near->n_runs < 5, confirmed = !near->rough && near->n_runs == 3;
     /* a call of it lasts 115 us at least, so it was a near tie only if the leader came out slow */
-    const int could_tie = (1 + PROF_TIE_MAX) * lead->time_s >= 115e-6;
+    const int could_tie = (1 + prof_policy.tie_max.single) * lead->time_s >= 115e-6;
     if (lead->rough || !pruned ||
-        (!confirmed && near->time_s > PROF_CONFIRM_RATIO * lead->time_s) || (!room && could_tie))
+        (!confirmed && near->time_s > prof_policy.confirm_ratio.single * lead->time_s) ||
+        (!room && could_tie))
       continue;
     cr_expect(lead->n_runs == 5 && lead->spread >= 0, "the leader: %d runs", lead->n_runs);
     if (room)

@@ -323,12 +323,12 @@ Test(table_lookup, plans_with_the_callers_tunables) {
   txattn_context *ctx = tc_context(NULL, "", 1);
   txattn_problem p = causal(200);
   size_t ki = 0, nk = txattn_kernel_count(ctx);
-  txattn_kernel_info k;
+  txattn_kernel_info k = TXATTN_KERNEL_INFO_INIT;
   for (; ki < nk; ki++)
     if (txattn_kernel_get(ctx, ki, &k) == TXATTN_OK && strcmp(k.name, "masked.scalar") == 0) break;
   cr_assert(ki < nk, "masked.scalar is not loaded");
   cr_assert_eq(txattn_kernel_tunable_count(ctx, ki), 1);
-  txattn_tunable_info d;
+  txattn_tunable_info d = TXATTN_TUNABLE_INFO_INIT;
   TC_ASSERT_OK(txattn_kernel_tunable_get(ctx, ki, 0, &d));
   cr_expect_str_eq(d.name, "block_rows");
   const char *names[] = {"block_rows"};

@@ -54,7 +54,7 @@ static txattn_context *context(const char *caches) {
 
 static txattn_machine_info machine(const char *caches) {
   txattn_context *ctx = context(caches);
-  txattn_machine_info m;
+  txattn_machine_info m = TXATTN_MACHINE_INFO_INIT;
   txattn_status s = txattn_context_machine(ctx, &m);
   cr_assert_eq(s, TXATTN_OK, "txattn_context_machine: %s", txattn_last_error());
   txattn_context_free(ctx);
@@ -277,7 +277,7 @@ static int64_t tiled_block_k(const char *caches) {
   cr_assert_eq(s, TXATTN_OK, "tiled.scalar: %s", txattn_last_error());
   int64_t block_k = -1;
   for (size_t i = 0; i < txattn_plan_tunable_count(plan); i++) {
-    txattn_tunable_info ti;
+    txattn_tunable_info ti = TXATTN_TUNABLE_INFO_INIT;
     cr_assert_eq(txattn_plan_tunable_info(plan, i, &ti), TXATTN_OK, "%s", txattn_last_error());
     cr_expect(ti.value >= ti.min && ti.value <= ti.max && ti.value % ti.multiple_of == 0,
               "%s=%lld outside [%lld, %lld] step %lld", ti.name, (long long)ti.value,
@@ -321,7 +321,7 @@ Test(topology, the_tunable_getters_check_their_arguments) {
   cr_assert_eq(txattn_plan_create(ctx, &p, "naive.scalar", &plan), TXATTN_OK);
   cr_expect_eq(txattn_plan_tunable_count(plan), 0, "naive.scalar declares no tunables");
   txattn_plan_free(plan);
-  txattn_machine_info m;
+  txattn_machine_info m = TXATTN_MACHINE_INFO_INIT;
   cr_expect_eq(txattn_context_machine(NULL, &m), TXATTN_E_INVALID);
   cr_expect_eq(txattn_context_machine(ctx, NULL), TXATTN_E_INVALID);
   txattn_context_free(ctx);

@@ -228,7 +228,7 @@ ParameterizedTest(struct machine *m, topology_matrix, txtune_topo_reports_sane_s
 
   /* the library's own view */
   txattn_context *ctx = machine_context();
-  txattn_machine_info mi;
+  txattn_machine_info mi = TXATTN_MACHINE_INFO_INIT;
   cr_assert_eq(txattn_context_machine(ctx, &mi), TXATTN_OK, "%s", txattn_last_error());
   txattn_context_free(ctx);
   cr_expect(strstr(mi.topology_source, m->file) != NULL, "%s: topology from %s", desc,
@@ -351,7 +351,7 @@ static void problem_text(const txattn_problem *p, char *buf, size_t size) {
    guard). */
 static void expect_declared_tunables(const txattn_plan *plan, const char *who, const char *what) {
   for (size_t i = 0; i < txattn_plan_tunable_count(plan); i++) {
-    txattn_tunable_info ti;
+    txattn_tunable_info ti = TXATTN_TUNABLE_INFO_INIT;
     cr_assert_eq(txattn_plan_tunable_info(plan, i, &ti), TXATTN_OK, "%s", txattn_last_error());
     cr_expect(ti.value >= ti.min && ti.value <= ti.max && ti.value % ti.multiple_of == 0,
               "%s on %s: %s = %" PRId64 " outside [%" PRId64 ", %" PRId64 "] in steps of %" PRId64,

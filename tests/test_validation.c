@@ -332,8 +332,8 @@ Test(validation, null_arguments_are_named) {
   txattn_tensors t = valid_tensors(a);
   txattn_context *ctx = test_context(1), *no_ctx = NULL;
   txattn_plan *plan = NULL;
-  txattn_kernel_info info;
-  txattn_rejected_info rej;
+  txattn_kernel_info info = TXATTN_KERNEL_INFO_INIT;
+  txattn_rejected_info rej = TXATTN_REJECTED_INFO_INIT;
 
   expect_refused(txattn_context_create(NULL, NULL), "txattn_context_create", "out = NULL", w_out,
                  NULL);
@@ -372,8 +372,8 @@ Test(validation, freeing_null_is_fine) {
 
 Test(validation, indices_past_the_end_are_refused) {
   txattn_context *ctx = test_context(1);
-  txattn_kernel_info info;
-  txattn_rejected_info rej;
+  txattn_kernel_info info = TXATTN_KERNEL_INFO_INIT;
+  txattn_rejected_info rej = TXATTN_REJECTED_INFO_INIT;
   txattn_status s = txattn_kernel_get(ctx, txattn_kernel_count(ctx), &info);
   cr_expect_neq(s, TXATTN_OK, "txattn_kernel_get(count) must fail");
   cr_expect_neq(txattn_last_error()[0], '\0', "and say why");

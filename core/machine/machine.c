@@ -52,6 +52,7 @@ static void copy_topology(const txattn__topology *t, txattn_machine_info *m) {
 
 static void probe(void) {
   txattn_machine_info *m = &probed;
+  m->struct_size = sizeof *m;
   txattn__cpu_ident id;
   txattn__cpu_caches cpu;
   txattn__cache_checked checked;

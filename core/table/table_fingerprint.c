@@ -25,7 +25,7 @@ static void utc_now(char *buf, size_t size) {
 
 static txattn_status fill_header(txattn_table *t, const txattn_context *ctx) {
   char why[512], created[32];
-  txattn_machine_info m;
+  txattn_machine_info m = TXATTN_MACHINE_INFO_INIT;
   TXATTN_FORWARD_IF_ERROR(txattn_context_machine(ctx, &m));
   utc_now(created, sizeof created);
   txattn_status s = txattn__tm_set_header(t, txattn_version_string(), created, &m, why, sizeof why);

@@ -279,7 +279,7 @@ static int read_plugins(rd *r, const json_t *root) {
 static int read_header(rd *r, const json_t *root) {
   const char *lib, *created;
   char why[512];
-  txattn_machine_info m;
+  txattn_machine_info m = TXATTN_MACHINE_INFO_INIT;
   if (!get_str(r, root, "", "library_version", &lib) ||
       !get_str(r, root, "", "created", &created) || !read_machine(r, root, &m))
     return 0;

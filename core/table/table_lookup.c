@@ -177,7 +177,7 @@ static int viable(const txattn__point *p, size_t i, const txattn_problem *r, cha
     if (noting) note(skipped, size, x->kernel, "cannot run here");
     return 0;
   }
-  if (!x->k->desc->applicable(r, &why)) {
+  if (!txattn__kernel_applicable(x->k, r, &why)) {
     if (noting) note(skipped, size, x->kernel, "declines this problem");
     return 0;
   }

@@ -1,4 +1,4 @@
-/* txattn plugin ABI, version 1.3: how a shared object adds attention kernels to libtxattn.
+/* txattn plugin ABI, version 1.4: how a shared object adds attention kernels to libtxattn.
  *
  * A plugin is a shared object that exports one symbol, `txattn_plugin_entry` (TXATTN_PLUGIN_ENTRY_SYMBOL):
  *
@@ -23,6 +23,8 @@
  *   1.1  txattn_kernel_desc.cost_pairs; TXATTN_KERNEL_DESC_MIN_SIZE and TXATTN_KERNEL_DESC_HAS.
  *   1.2  txattn_kernel_desc.one_thread_same_as.
  *   1.3  txattn_kernel_desc.fit_tunables.
+ *   1.4  txattn_kernel_desc.dtypes; txattn_problem's element types (q_type ... o_type) and
+ *        struct_size, read by kernels that declare dtypes.
  *
  * Writing a plugin (see plugins/naive for a complete one):
  *   - build it with -fvisibility=hidden and export only the entry, e.g. with TXATTN_PLUGIN_DEFINE(desc);
@@ -48,7 +50,7 @@ extern "C" {
 #endif
 
 #define TXATTN_PLUGIN_ABI_VERSION  1u /* major: host and plugin agree on it both ways */
-#define TXATTN_PLUGIN_ABI_MINOR    3u /* the newest minor version this header describes */
+#define TXATTN_PLUGIN_ABI_MINOR    4u /* the newest minor version this header describes */
 #define TXATTN_PLUGIN_ENTRY_SYMBOL "txattn_plugin_entry"
 
 /* The instruction set a kernel needs. The host checks cpuid and XGETBV (x86) or HWCAP (arm64). */
@@ -135,7 +137,16 @@ typedef struct txattn_kernel_desc {
      fitted value must stay within the declared range and be no larger than the one given: the host
      refuses the plan (TXATTN_E_PLUGIN) otherwise. NULL: the values as given. */
   void (*fit_tunables)(const txattn_problem *p, int64_t *values);
+  /* (1.4) Optional: the element types the kernel takes for q, k, v and o, each a mask of
+     TXATTN_DTYPE_BIT(type); it takes every combination of them. 0 (or a descriptor without the
+     field): f32 only, so the host hands such a kernel only f32 problems. The tensors' pointers
+     point at elements of the types p->q_type ... p->o_type, the strides count elements. */
+  unsigned dtypes[4];
 } txattn_kernel_desc;
+#define TXATTN_DTYPE_BIT(type) (1u << (unsigned)(type))
+#define TXATTN_DTYPES_ALL                                                                          \
+  (TXATTN_DTYPE_BIT(TXATTN_DTYPE_F32) | TXATTN_DTYPE_BIT(TXATTN_DTYPE_F16) |                       \
+   TXATTN_DTYPE_BIT(TXATTN_DTYPE_BF16))
 
 /* The smallest struct_size of a kernel descriptor (ABI 1.0), and whether desc carries `field` (the
    host reads a field of 1.1 or later only when it does). */
@@ -207,6 +218,18 @@ static inline const float *txattn_row(const float *base, const txattn_layout *l,
 static inline float *txattn_row_mut(float *base, const txattn_layout *l, int64_t b, int64_t h,
                                     int64_t i) {
   return base + b * l->batch + h * l->head + i * l->row;
+}
+
+/* Row i of head h in batch b of a tensor of element type `type` (strides count elements), for
+   kernels that take 16-bit tensors (ABI 1.4 dtypes). */
+static inline const void *txattn_row_of(const void *base, txattn_dtype type, const txattn_layout *l,
+                                        int64_t b, int64_t h, int64_t i) {
+  int64_t at = b * l->batch + h * l->head + i * l->row;
+  return (const unsigned char *)base + at * (type == TXATTN_DTYPE_F32 ? 4 : 2);
+}
+static inline void *txattn_row_of_mut(void *base, txattn_dtype type, const txattn_layout *l,
+                                      int64_t b, int64_t h, int64_t i) {
+  return (void *)txattn_row_of(base, type, l, b, h, i);
 }
 
 #ifdef __cplusplus

@@ -1,6 +1,7 @@
 /* txattn: exact scaled-dot-product attention, dispatched to the fastest exact kernel.
  *
- *   O = softmax(scale * Q K^T + mask) V, fp32 in and out, for every batch b and query head h.
+ *   O = softmax(scale * Q K^T + mask) V, for every batch b and query head h, with each of Q, K, V
+ *   and O in fp32, fp16 or bf16 (txattn_dtype) and the arithmetic in fp32.
  *
  * Semantics (the contract every kernel follows):
  *  - GQA/MQA: query head h reads key/value head h / (heads_q / heads_kv).
@@ -19,6 +20,10 @@
  *    max|V| over the finite values of the V rows some query sees. For inputs of magnitude about 1
  *    the bound is TXATTN_EXACT_TOLERANCE * max|V|; it grows with L only where fp32 scores must round
  *    (large logits). Rows with NaN are judged by the NaN rule above, not by the bound.
+ *  - 16-bit tensors: inputs are read exactly (every f16 and bf16 value is an fp32 value) and the
+ *    kernels compute in fp32, so the bound is the same; a 16-bit o is rounded to nearest even (f16
+ *    overflow becomes Inf), once by the kernel and once by txattn_reference, so the bound adds one
+ *    ulp of o's type at max|V| + the fp32 bound (half an ulp for each rounding).
  *
  * Errors: every function returns a status; txattn_last_error() gives this thread's last failure in words.
  * The library never prints unless TXATTN_VERBOSE is set, and never aborts or exits.
@@ -40,9 +45,9 @@ extern "C" {
 #endif
 
 #define TXATTN_VERSION_MAJOR  0
-#define TXATTN_VERSION_MINOR  1
+#define TXATTN_VERSION_MINOR  2
 #define TXATTN_VERSION_PATCH  0
-#define TXATTN_VERSION_STRING "0.1.0"
+#define TXATTN_VERSION_STRING "0.2.0"
 /* MAJOR * 10000 + MINOR * 100 + PATCH, as txattn_version() returns it */
 #define TXATTN_VERSION                                                                             \
   (TXATTN_VERSION_MAJOR * 10000 + TXATTN_VERSION_MINOR * 100 + TXATTN_VERSION_PATCH)
@@ -81,6 +86,30 @@ typedef enum txattn_mask {
 TXATTN_API const char *txattn_mask_name(txattn_mask mask);
 #define TXATTN_UNBOUNDED INT64_C(-1)
 
+/* The element type of a tensor. Products of two 16-bit values are exact in fp32, and kernels
+   compute in fp32, so "exact" means the same for every type; a 16-bit o adds the rounding of O to
+   it (see txattn_error_bound). */
+typedef enum txattn_dtype {
+  TXATTN_DTYPE_F32 = 0,  /* IEEE binary32 (the default) */
+  TXATTN_DTYPE_F16 = 1,  /* IEEE binary16 */
+  TXATTN_DTYPE_BF16 = 2, /* bfloat16: the upper half of a binary32 */
+} txattn_dtype;
+/* "f32", "f16", "bf16" (as txtune's --dtype spells them); "unknown" outside the enum, never NULL. */
+TXATTN_API const char *txattn_dtype_name(txattn_dtype dtype);
+/* Bytes of one element: 4, 2, 2; 0 outside the enum. */
+TXATTN_API size_t txattn_dtype_size(txattn_dtype dtype);
+
+/* Public structs grow by appending fields, and each says how much of it the caller has in
+ * struct_size, as the plugin ABI's do. Set it with the TXATTN_*_INIT macros (or to sizeof the
+ * struct) and the library reads and writes only that many bytes, so a program built against an
+ * older header keeps working with a newer library. struct_size 0 means the struct as this header
+ * first defined it with struct_size (version 0.2, TXATTN_*_SIZE_0_2), so a zero-initialised struct
+ * always works and never has a newer field read. Fields past what the library knows must be zero
+ * (E_INVALID otherwise: the program needs a newer library). An output struct whose struct_size is
+ * 0 or less than sizeof(size_t) (say, left uninitialised) is written as of version 0.2; the library
+ * sets struct_size to the bytes it wrote. txattn_problem and txattn_tensors carry struct_size after
+ * their 0.2 fields because plugins (ABI 1.x) read them from the start. */
+
 typedef struct txattn_problem {      /* zero-initialised fields take the defaults in brackets */
   int64_t batch, heads_q, heads_kv;  /* [1], [1], [heads_q]; heads_q % heads_kv == 0 */
   int64_t n_q, n_kv;                 /* n_q >= 1; n_kv [n_q] */
@@ -88,22 +117,48 @@ typedef struct txattn_problem {      /* zero-initialised fields take the default
   txattn_mask mask;                  /* [NONE] */
   int64_t window_left, window_right; /* for WINDOW: >= 0 or TXATTN_UNBOUNDED */
   float scale;                       /* [1/sqrt(d_qk)]; must be finite */
+  txattn_dtype q_type, k_type, v_type, o_type; /* [F32] the tensors' element types */
+  size_t struct_size;                          /* [0: TXATTN_PROBLEM_SIZE_0_2] */
 } txattn_problem;
+#define TXATTN_PROBLEM_INIT                                                                        \
+  { .struct_size = sizeof(txattn_problem) }
+#define TXATTN_PROBLEM_SIZE_0_2 (offsetof(txattn_problem, struct_size) + sizeof(size_t))
 
-/* Element (b, h, i, c) of a tensor is at data[b*batch + h*head + i*row + c] (strides in floats, >= 0).
-   All-zero strides mean contiguous [batch][heads][rows][dim]. */
+/* Element (b, h, i, c) of a tensor is at data[b*batch + h*head + i*row + c] (strides in elements of
+   the tensor's type, >= 0). All-zero strides mean contiguous [batch][heads][rows][dim]. */
 typedef struct txattn_layout {
   int64_t batch, head, row;
 } txattn_layout;
 
 typedef struct txattn_tensors {
-  /* q [batch][heads_q][n_q][d_qk], k [batch][heads_kv][n_kv][d_qk], v [batch][heads_kv][n_kv][d_v] */
-  const float *q, *k, *v;
-  float *o; /* [batch][heads_q][n_q][d_v]; must not overlap q, k or v */
+  /* q [batch][heads_q][n_q][d_qk], k [batch][heads_kv][n_kv][d_qk], v [batch][heads_kv][n_kv][d_v],
+     o [batch][heads_q][n_q][d_v] (o must not overlap q, k or v), each of the element type its
+     txattn_problem.*_type names: set q (a float pointer) or q_data (any pointer) alike. */
+  union {
+    const float *q;
+    const void *q_data;
+  };
+  union {
+    const float *k;
+    const void *k_data;
+  };
+  union {
+    const float *v;
+    const void *v_data;
+  };
+  union {
+    float *o;
+    void *o_data;
+  };
   txattn_layout q_layout, k_layout, v_layout, o_layout;
+  size_t struct_size; /* [0: TXATTN_TENSORS_SIZE_0_2] */
 } txattn_tensors;
+#define TXATTN_TENSORS_INIT                                                                        \
+  { .struct_size = sizeof(txattn_tensors) }
+#define TXATTN_TENSORS_SIZE_0_2 (offsetof(txattn_tensors, struct_size) + sizeof(size_t))
 
 typedef struct txattn_options {
+  size_t struct_size; /* TXATTN_OPTIONS_INIT; 0: TXATTN_OPTIONS_SIZE_0_2 */
   /* directories separated by ':'; NULL: $TXATTN_PLUGIN_PATH, else the installed ones */
   const char *plugin_path;
   const char *table_path; /* dispatch table; NULL: $TXATTN_TABLE, else the default; "": none */
@@ -112,6 +167,9 @@ typedef struct txattn_options {
      plausibility); NULL: $TXATTN_CACHES; "": no override */
   const char *caches;
 } txattn_options;
+#define TXATTN_OPTIONS_INIT                                                                        \
+  { .struct_size = sizeof(txattn_options) }
+#define TXATTN_OPTIONS_SIZE_0_2 sizeof(txattn_options)
 
 typedef struct txattn_context txattn_context;
 typedef struct txattn_plan txattn_plan;
@@ -122,7 +180,8 @@ TXATTN_API void txattn_context_free(txattn_context *ctx); /* NULL is fine; free 
 TXATTN_API int txattn_context_threads(const txattn_context *ctx); /* the resolved thread count */
 
 typedef struct txattn_kernel_info {
-  const char *name; /* unique, "<algorithm>.<isa>": "banded.scalar", "tiled.avx512" */
+  size_t struct_size; /* TXATTN_KERNEL_INFO_INIT; see "Public structs grow" above */
+  const char *name;   /* unique, "<algorithm>.<isa>": "banded.scalar", "tiled.avx512" */
   const char *summary, *plugin, *path;
   int usable; /* 0 when this CPU/OS lacks what it needs */
   const char *why_unusable;
@@ -133,6 +192,9 @@ typedef struct txattn_kernel_info {
   /* the kernel whose loop this threaded one runs on one thread (txattn/plugin.h), NULL if none */
   const char *one_thread_same_as;
 } txattn_kernel_info;
+#define TXATTN_KERNEL_INFO_INIT                                                                    \
+  { .struct_size = sizeof(txattn_kernel_info) }
+#define TXATTN_KERNEL_INFO_SIZE_0_2 sizeof(txattn_kernel_info)
 
 TXATTN_API size_t txattn_kernel_count(const txattn_context *ctx);
 TXATTN_API txattn_status txattn_kernel_get(const txattn_context *ctx, size_t i,
@@ -140,9 +202,13 @@ TXATTN_API txattn_status txattn_kernel_get(const txattn_context *ctx, size_t i,
 
 /* A plugin file the loader skipped, and why. */
 typedef struct txattn_rejected_info {
+  size_t struct_size; /* TXATTN_REJECTED_INFO_INIT */
   const char *path;
   const char *reason;
 } txattn_rejected_info;
+#define TXATTN_REJECTED_INFO_INIT                                                                  \
+  { .struct_size = sizeof(txattn_rejected_info) }
+#define TXATTN_REJECTED_INFO_SIZE_0_2 sizeof(txattn_rejected_info)
 TXATTN_API size_t txattn_rejected_count(const txattn_context *ctx);
 TXATTN_API txattn_status txattn_rejected_get(const txattn_context *ctx, size_t i,
                                              txattn_rejected_info *out);
@@ -184,8 +250,9 @@ TXATTN_API txattn_status txattn_error_bound(const txattn_problem *p, const txatt
 /* The machine as the library sees it: what tile sizes are derived from and what a dispatch table is
    tied to. Cache sizes are per core, in bytes. */
 typedef struct txattn_machine_info {
-  char vendor[16]; /* "AuthenticAMD", "GenuineIntel", "ARM" ... */
-  char brand[64];  /* the CPU's brand string, "" if unknown */
+  size_t struct_size; /* TXATTN_MACHINE_INFO_INIT */
+  char vendor[16];    /* "AuthenticAMD", "GenuineIntel", "ARM" ... */
+  char brand[64];     /* the CPU's brand string, "" if unknown */
   int family, model,
       stepping;      /* x86: cpuid leaf 1 (extended family/model folded in); arm64: MIDR */
   unsigned isa_mask; /* bit (1u << txattn_isa) for each ISA the CPU and OS enable (no cap) */
@@ -199,6 +266,9 @@ typedef struct txattn_machine_info {
   int hw_cache_cores[3];           /* the cores sharing that cache (hw_* = total / cores) */
   char topology_source[192];       /* "hwloc 2.9.0: Linux backend, this system", an XML file ... */
 } txattn_machine_info;
+#define TXATTN_MACHINE_INFO_INIT                                                                   \
+  { .struct_size = sizeof(txattn_machine_info) }
+#define TXATTN_MACHINE_INFO_SIZE_0_2 sizeof(txattn_machine_info)
 TXATTN_API txattn_status txattn_context_machine(const txattn_context *ctx,
                                                 txattn_machine_info *out);
 
@@ -209,10 +279,14 @@ TXATTN_API size_t txattn_plan_tunable_count(const txattn_plan *plan);
 TXATTN_API txattn_status txattn_plan_tunable_get(const txattn_plan *plan, size_t i,
                                                  const char **name, int64_t *value);
 typedef struct txattn_tunable_info {
+  size_t struct_size;            /* TXATTN_TUNABLE_INFO_INIT */
   const char *name, *summary;    /* "block_k", the kernel's one-line description of it */
   int64_t value;                 /* the plan's */
   int64_t min, max, multiple_of; /* the kernel accepts min <= v <= max, v % multiple_of == 0 */
 } txattn_tunable_info;
+#define TXATTN_TUNABLE_INFO_INIT                                                                   \
+  { .struct_size = sizeof(txattn_tunable_info) }
+#define TXATTN_TUNABLE_INFO_SIZE_0_2 sizeof(txattn_tunable_info)
 TXATTN_API txattn_status txattn_plan_tunable_info(const txattn_plan *plan, size_t i,
                                                   txattn_tunable_info *out);
 

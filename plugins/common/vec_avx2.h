@@ -88,4 +88,32 @@ static inline void vf_transpose(const float *const *src, int64_t c, float *dst, 
   _mm256_storeu_ps(dst + 7 * ld, _mm256_permute2f128_ps(s3, s7, 0x31));
 }
 
+/* ---- 16-bit elements (f16, bf16): semantics in vec_scalar.h ----
+ * f16 through F16C (part of this project's avx2 ISA; -mf16c); bf16 with integer ops. */
+static inline vf vf_loadu_f16(const uint16_t *p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+static inline vf vf_loadu_bf16(const uint16_t *p) {
+  __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
+/* The immediate rounding mode (bit 2 clear), not MXCSR's; vcvtps2ph ignores FTZ. */
+static inline void vf_storeu_f16(uint16_t *p, vf x) {
+  _mm_storeu_si128((__m128i *)p, _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+/* Round to nearest even on the low 16 bits (a carry runs into the exponent, up to Inf); a NaN
+   becomes its top half with the quiet bit set instead. The 32-bit results fit 16 bits, so the
+   saturating pack is a plain narrowing. */
+static inline void vf_storeu_bf16(uint16_t *p, vf x) {
+  __m256i u = _mm256_castps_si256(x);
+  __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+  __m256i r =
+      _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))), 16);
+  __m256i q = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
+  __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+  r = _mm256_blendv_epi8(r, q, nan);
+  _mm_storeu_si128((__m128i *)p,
+                   _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1)));
+}
+
 #endif /* VEC_AVX2_H */

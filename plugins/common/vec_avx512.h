@@ -100,4 +100,29 @@ static inline void vf_transpose(const float *const *src, int64_t c, float *dst, 
   vf_transpose8(src + 8, c + 8, dst + 8 * ld + 8, ld);
 }
 
+/* ---- 16-bit elements (f16, bf16): semantics in vec_scalar.h ----
+ * f16 through AVX-512 F's vcvtph2ps / vcvtps2ph on zmm; bf16 with integer ops, as in vec_avx2.h.
+ * (AVX512_BF16's vcvtneps2bf16 is no replacement: it flushes subnormal inputs and results to
+ * zero.) */
+static inline vf vf_loadu_f16(const uint16_t *p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+}
+static inline vf vf_loadu_bf16(const uint16_t *p) {
+  __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+}
+static inline void vf_storeu_f16(uint16_t *p, vf x) {
+  _mm256_storeu_si256((__m256i *)p,
+                      _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+static inline void vf_storeu_bf16(uint16_t *p, vf x) {
+  __m512i u = _mm512_castps_si512(x);
+  __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  __m512i r =
+      _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
+  __m512i q = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+  r = _mm512_mask_blend_epi32(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), r, q);
+  _mm256_storeu_si256((__m256i *)p, _mm512_cvtepi32_epi16(r));
+}
+
 #endif /* VEC_AVX512_H */

@@ -66,4 +66,25 @@ static inline void vf_transpose(const float *const *src, int64_t c, float *dst, 
   vst1q_f32(dst + 3 * ld, vcombine_f32(vget_high_f32(t01.val[1]), vget_high_f32(t23.val[1])));
 }
 
+/* ---- 16-bit elements (f16, bf16): semantics in vec_scalar.h ----
+ * f16 through fcvtl / fcvtn (FPCR as Linux leaves it: round to nearest, no default NaN, no
+ * flush-to-zero), bf16 with integer ops. */
+static inline vf vf_loadu_f16(const uint16_t *p) {
+  return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)));
+}
+static inline vf vf_loadu_bf16(const uint16_t *p) {
+  return vreinterpretq_f32_u32(vshlq_n_u32(vmovl_u16(vld1_u16(p)), 16));
+}
+static inline void vf_storeu_f16(uint16_t *p, vf x) {
+  vst1_u16(p, vreinterpret_u16_f16(vcvt_f16_f32(x)));
+}
+static inline void vf_storeu_bf16(uint16_t *p, vf x) {
+  uint32x4_t u = vreinterpretq_u32_f32(x);
+  uint32x4_t lsb = vandq_u32(vshrq_n_u32(u, 16), vdupq_n_u32(1));
+  uint32x4_t r = vshrq_n_u32(vaddq_u32(u, vaddq_u32(lsb, vdupq_n_u32(0x7FFF))), 16);
+  uint32x4_t q = vorrq_u32(vshrq_n_u32(u, 16), vdupq_n_u32(0x40));
+  uint32x4_t nan = vmvnq_u32(vceqq_f32(x, x));
+  vst1_u16(p, vmovn_u32(vbslq_u32(nan, q, r)));
+}
+
 #endif /* VEC_NEON_H */

@@ -83,4 +83,25 @@ static inline void vf_transpose(const float *const *src, int64_t c, float *dst, 
   dst[0] = src[0][c];
 }
 
+/* ---- 16-bit elements (f16, bf16) ----
+ * vf_loadu_f16(p), vf_loadu_bf16(p): VEC_W 16-bit values at any address (uint16_t aligned),
+ *   widened exactly to fp32 (half.h says what becomes of NaNs).
+ * vf_storeu_f16(p, x), vf_storeu_bf16(p, x): VEC_W floats narrowed with round to nearest even, to
+ *   any address; bit for bit the results of half.h's txh_f32_to_f16 / txh_f32_to_bf16.
+ * vec_rows_half.h builds row conversions on these. */
+#include "half.h"
+
+static inline vf vf_loadu_f16(const uint16_t *p) {
+  return txh_f16_to_f32(*p);
+}
+static inline vf vf_loadu_bf16(const uint16_t *p) {
+  return txh_bf16_to_f32(*p);
+}
+static inline void vf_storeu_f16(uint16_t *p, vf x) {
+  *p = txh_f32_to_f16(x);
+}
+static inline void vf_storeu_bf16(uint16_t *p, vf x) {
+  *p = txh_f32_to_bf16(x);
+}
+
 #endif /* VEC_SCALAR_H */

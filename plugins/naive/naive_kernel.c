@@ -5,10 +5,21 @@
  * what keeps a NaN in a masked-out key out of the row. Scores are float; the two sums over keys are
  * double, because a float sum of n nearly equal terms drifts by about n/5 ulp, over the tolerance
  * at long rows (e.g. keys broadcast with stride 0; docs/measurements.md).
+ *
+ * 16-bit tensors: every element is widened to float as it is read (exactly) and the output row is
+ * rounded to o's type at the end (half.h), so the arithmetic is the fp32 path's.
  */
 #include <math.h>
 
+#include "half.h"
 #include "naive.h"
+
+/* Element c of a row of type t, as a float (exact). */
+static float elem(const void *row, txattn_dtype t, int64_t c) {
+  if (t == TXATTN_DTYPE_F32) return ((const float *)row)[c];
+  uint16_t bits = ((const uint16_t *)row)[c];
+  return t == TXATTN_DTYPE_F16 ? txh_f16_to_f32(bits) : txh_bf16_to_f32(bits);
+}
 
 /* A max that keeps a NaN once it has seen one. fmaxf(m, a) and (a > m ? a : m) both skip a NaN
    score; making the max itself NaN turns every exp(s - m) of the row into NaN, so the row's output
@@ -17,9 +28,9 @@ static float max_keep_nan(float m, float a) {
   return (a > m || isnan(a)) ? a : m;
 }
 
-static float dot(const float *a, const float *b, int64_t n) {
+static float dot(const float *a, const void *b, txattn_dtype b_type, int64_t n) {
   float sum = 0.0f;
-  for (int64_t c = 0; c < n; c++) sum += a[c] * b[c];
+  for (int64_t c = 0; c < n; c++) sum += a[c] * elem(b, b_type, c);
   return sum;
 }
 
@@ -32,8 +43,8 @@ static void attend_row(const txattn_kernel_call *call, int64_t b, int64_t h_kv, 
   int64_t n = hi - lo;
 
   for (int64_t j = 0; j < n; j++) {
-    const float *k = txattn_row(t->k, &t->k_layout, b, h_kv, lo + j);
-    scores[j] = p->scale * dot(q, k, p->d_qk);
+    const void *k = txattn_row_of(t->k_data, p->k_type, &t->k_layout, b, h_kv, lo + j);
+    scores[j] = p->scale * dot(q, k, p->k_type, p->d_qk);
   }
 
   /* Subtracting the row max keeps every exp() <= 1, so large logits cannot overflow. */
@@ -48,37 +59,51 @@ static void attend_row(const txattn_kernel_call *call, int64_t b, int64_t h_kv, 
   for (int64_t c = 0; c < p->d_v; c++) {
     double acc = 0.0;
     for (int64_t j = 0; j < n; j++)
-      acc += (double)scores[j] * txattn_row(t->v, &t->v_layout, b, h_kv, lo + j)[c];
+      acc += (double)scores[j] *
+             elem(txattn_row_of(t->v_data, p->v_type, &t->v_layout, b, h_kv, lo + j), p->v_type, c);
     out[c] = (float)(acc / sum);
   }
   txattn_row_spread_nan(out, p->d_v);
 }
 
+/* The float row out to o's row of type t, rounded to nearest even. */
+static void store_row(const float *out, void *o, txattn_dtype t, int64_t n) {
+  if (t == TXATTN_DTYPE_F32)
+    for (int64_t c = 0; c < n; c++) ((float *)o)[c] = out[c];
+  else if (t == TXATTN_DTYPE_F16)
+    txh_f32_row_to_f16(out, n, o);
+  else
+    txh_f32_row_to_bf16(out, n, o);
+}
+
 size_t naive_workspace_size(const txattn_problem *p, int n_threads, const int64_t *tunables) {
   (void)n_threads;
   (void)tunables;
-  return (size_t)p->n_kv * sizeof(float); /* the scores of one row */
+  /* the scores of one row, and its q and o rows as floats */
+  return (size_t)(p->n_kv + p->d_qk + p->d_v) * sizeof(float);
 }
 
 txattn_status naive_run(const txattn_kernel_call *call) {
   const txattn_problem *p = call->problem;
   const txattn_tensors *t = call->tensors;
   if (call->workspace_size < naive_workspace_size(p, 1, NULL)) return TXATTN_E_INTERNAL;
-  float *scores = call->workspace;
+  float *scores = call->workspace, *q = scores + p->n_kv, *out = q + p->d_qk;
   int64_t group = p->heads_q / p->heads_kv; /* query heads per key/value head */
 
   for (int64_t b = 0; b < p->batch; b++) {
     for (int64_t h = 0; h < p->heads_q; h++) {
       for (int64_t i = 0; i < p->n_q; i++) {
-        float *out = txattn_row_mut(t->o, &t->o_layout, b, h, i);
         int64_t lo, hi;
         txattn_visible_range(p, i, &lo, &hi);
         if (lo >= hi) { /* no visible key: exact zeros, decided by the range and never by a score */
           for (int64_t c = 0; c < p->d_v; c++) out[c] = 0.0f;
-          continue;
+        } else {
+          const void *qi = txattn_row_of(t->q_data, p->q_type, &t->q_layout, b, h, i);
+          for (int64_t c = 0; c < p->d_qk; c++) q[c] = elem(qi, p->q_type, c);
+          attend_row(call, b, h / group, q, lo, hi, scores, out);
         }
-        const float *q = txattn_row(t->q, &t->q_layout, b, h, i);
-        attend_row(call, b, h / group, q, lo, hi, scores, out);
+        store_row(out, txattn_row_of_mut(t->o_data, p->o_type, &t->o_layout, b, h, i), p->o_type,
+                  p->d_v);
       }
     }
   }

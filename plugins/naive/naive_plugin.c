@@ -1,8 +1,8 @@
 /* The naive plugin's descriptor: one kernel, naive.scalar (see naive_kernel.c). */
 #include "naive.h"
 
-/* Every valid problem: the kernel reads only through txattn_row and txattn_visible_range, so no
-   batch, head grouping, size, stride (0 included) or mask is out of its reach. */
+/* Every valid problem: the kernel reads only through txattn_row_of and txattn_visible_range, so no
+   batch, head grouping, size, stride (0 included), mask or element type is out of its reach. */
 static int naive_applicable(const txattn_problem *p, const char **why) {
   (void)p;
   (void)why;
@@ -22,6 +22,7 @@ static const txattn_kernel_desc naive_scalar = {
     .applicable = naive_applicable,
     .workspace_size = naive_workspace_size,
     .run = naive_run,
+    .dtypes = {TXATTN_DTYPES_ALL, TXATTN_DTYPES_ALL, TXATTN_DTYPES_ALL, TXATTN_DTYPES_ALL},
 };
 
 static const txattn_kernel_desc *const naive_kernels[] = {&naive_scalar};

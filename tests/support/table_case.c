@@ -19,7 +19,7 @@ txattn_context *tc_context(const char *plugin_path, const char *table_path, int 
 
 static int kernel_index(const txattn_context *ctx, const char *kernel, size_t *index) {
   for (size_t i = 0; i < txattn_kernel_count(ctx); i++) {
-    txattn_kernel_info k;
+    txattn_kernel_info k = TXATTN_KERNEL_INFO_INIT;
     if (txattn_kernel_get(ctx, i, &k) == TXATTN_OK && strcmp(k.name, kernel) == 0) {
       *index = i;
       return 1;
@@ -34,7 +34,7 @@ size_t tc_tunables(const txattn_context *ctx, const char *kernel, int variant, c
   if (!kernel_index(ctx, kernel, &ki)) return 0;
   n = txattn_kernel_tunable_count(ctx, ki);
   for (size_t i = 0; i < n; i++) {
-    txattn_tunable_info t;
+    txattn_tunable_info t = TXATTN_TUNABLE_INFO_INIT;
     TC_ASSERT_OK(txattn_kernel_tunable_get(ctx, ki, i, &t));
     int64_t v = (t.min + t.multiple_of - 1) / t.multiple_of * t.multiple_of;
     for (int k = 0; k < variant && v + t.multiple_of <= t.max; k++) v += t.multiple_of;

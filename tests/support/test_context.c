@@ -44,7 +44,7 @@ static void expect_test_cap(const txattn_context *ctx) {
   const char *cap = getenv("TXATTN_TEST_MAX_ISA"), *set = getenv("TXATTN_MAX_ISA");
   if (!cap || !cap[0] || !set || strcmp(cap, set) != 0) return;
   for (size_t i = 0; i < txattn_kernel_count(ctx); i++) {
-    txattn_kernel_info k;
+    txattn_kernel_info k = TXATTN_KERNEL_INFO_INIT;
     if (txattn_kernel_get(ctx, i, &k) != TXATTN_OK || !k.usable) continue;
     cr_assert(isa_rank(k.isa) <= isa_rank(cap), "TXATTN_TEST_MAX_ISA=%s leaves %s usable", cap,
               k.name);
@@ -70,6 +70,7 @@ void test_kernel_list(const txattn_context *ctx, struct kernel_list *out) {
   out->n = txattn_kernel_count(ctx);
   cr_assert(out->n <= TEST_MAX_KERNELS, "%zu kernels: raise TEST_MAX_KERNELS", out->n);
   for (size_t i = 0; i < out->n; i++) {
+    out->k[i] = (txattn_kernel_info)TXATTN_KERNEL_INFO_INIT;
     txattn_status s = txattn_kernel_get(ctx, i, &out->k[i]);
     cr_assert_eq(s, TXATTN_OK, "txattn_kernel_get(%zu): %s", i, txattn_last_error());
     cr_assert(out->k[i].name != NULL && out->k[i].name[0] != '\0', "kernel %zu has no name", i);

@@ -128,7 +128,7 @@ void tx_bench_json_single(tx_json *j, const tx_bench_setup *s, const tx_bench_po
 }
 
 static void json_machine(tx_json *j, const txattn_context *ctx) {
-  txattn_machine_info m;
+  txattn_machine_info m = TXATTN_MACHINE_INFO_INIT;
   tx_json_key(j, "machine");
   if (txattn_context_machine(ctx, &m) != TXATTN_OK) {
     tx_json_null(j);

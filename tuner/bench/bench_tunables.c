@@ -79,7 +79,7 @@ static size_t group_names(const tx_bench_tunable_args *a, given_name *g) {
 
 static int kernel_index(const txattn_context *ctx, const char *name, size_t *out) {
   size_t n = txattn_kernel_count(ctx);
-  txattn_kernel_info info;
+  txattn_kernel_info info = TXATTN_KERNEL_INFO_INIT;
   for (size_t i = 0; i < n; i++)
     if (txattn_kernel_get(ctx, i, &info) == TXATTN_OK && strcmp(info.name, name) == 0) {
       *out = i;
@@ -90,7 +90,7 @@ static int kernel_index(const txattn_context *ctx, const char *name, size_t *out
 
 static int declares(const txattn_context *ctx, size_t kernel, const char *name) {
   size_t n = txattn_kernel_tunable_count(ctx, kernel);
-  txattn_tunable_info t;
+  txattn_tunable_info t = TXATTN_TUNABLE_INFO_INIT;
   for (size_t i = 0; i < n; i++)
     if (txattn_kernel_tunable_get(ctx, kernel, i, &t) == TXATTN_OK && strcmp(t.name, name) == 0)
       return 1;

@@ -1,7 +1,6 @@
-/* txtune plot: time against n, log-log, for each kernel of a dispatch table or of a bench sweep,
-   one panel per class (and per window reach r), with the crossovers (where the fastest kernel
-   changes) marked: dense kernels bend to slope 2, windowed ones stay linear. A self-contained
-   SVG. */
+/* txtune plot: a dispatch table or a bench sweep as one self-contained SVG of time against n,
+   log-log: first the best kernel per mask kind ("the price of attention", plot_price.c), then
+   each kernel per class (plot_svg.c). This file reads the options and tells the inputs apart. */
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -24,20 +23,12 @@ typedef struct plot_run {
 } plot_run;
 
 static const char about[] =
-    "Draws time against n (log-log) for each kernel, one panel per class of problems, from\n"
-    "either of:\n"
-    "  a dispatch table (`txtune profile`): one panel per class and per window reach r, each\n"
-    "    kernel's fastest measured time (any tunables) at each n;\n"
-    "  a bench sweep (`txtune bench --n 1024..16384 --mask none,causal,window --left 8\n"
-    "    --right 8 -o sweep.json`): one panel per mask kind and window (and head size, heads),\n"
-    "    each kernel's median time at each n.\n"
-    "--from tells them apart by their \"format\" field; --table takes only a dispatch table;\n"
-    "with neither, the dispatch table libtxattn follows ($TXATTN_TABLE, else the default).\n"
-    "Each legend gives the kernel's fitted slope (least squares of log time on log n: about 2\n"
-    "for dense attention, 1 for a fixed window), dotted guides show slopes 1 and 2, and dashed\n"
-    "lines mark the crossovers (where the fastest kernel changes), an x where a kernel failed.\n"
-    "A kernel has one colour in every panel: a hue per family, darker for wider ISAs. Writes a\n"
-    "self-contained SVG that a browser opens, to -o FILE (default: txtune-profile.svg).";
+    "Draws a dispatch table (`txtune profile`) or a bench sweep (`txtune bench --n A..B -o FILE`)\n"
+    "as an SVG of time against n, log-log: first the best kernel per mask kind (dense attention\n"
+    "bends toward slope 2, a window stays at 1), then a panel per class with each kernel's curve\n"
+    "and fitted slope. Without a file: the table libtxattn follows. How to read it: "
+    "docs/bench.md.\n"
+    "Exit status: 0 written; 1 a file could not be read, plotted or written; 2 usage error.";
 
 static int parse(plot_run *r, int argc, char **argv) {
   r->opts[0] = tx_opt_string("from", &r->from_path, "FILE",
@@ -179,8 +170,10 @@ int tx_cmd_plot(int argc, char **argv) {
   if (rc >= 0) return rc;
   const char *out = r.out ? r.out : "txtune-profile.svg";
   if ((rc = load(&r)) == 0 && (rc = write_file(&r, out)) == 0)
-    printf("wrote %s (time against n from %s, %zu panel%s)\n", out, r.path,
-           tx_plot_count_drawable(&r.plot), tx_plot_count_drawable(&r.plot) == 1 ? "" : "s");
+    printf("wrote %s (%s%zu panel%s of time against n per class, from %s)\n", out,
+           tx_plot_has_best(&r.plot) ? "the price of attention, " : "",
+           tx_plot_count_drawable(&r.plot), tx_plot_count_drawable(&r.plot) == 1 ? "" : "s",
+           r.path);
   tx_plot_free(&r.plot);
   return rc;
 }

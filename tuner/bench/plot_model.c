@@ -81,3 +81,30 @@ void tx_plot_free(tx_plot *pl) {
   free(pl->panels);
   memset(pl, 0, sizeof *pl);
 }
+
+int tx_plot_best_set(tx_plot *pl, tx_plot_best *b, const char *kernel, int64_t n, double t) {
+  size_t i = 0;
+  while (i < b->n && b->x[i] < n) i++;
+  if (i < b->n && b->x[i] == n) {
+    if (t >= b->t[i]) return 0;
+  } else if (b->n == TX_PLOT_MAX_X) {
+    pl->dropped++;
+    return -1;
+  } else {
+    size_t tail = b->n - i;
+    memmove(&b->x[i + 1], &b->x[i], tail * sizeof b->x[0]);
+    memmove(&b->t[i + 1], &b->t[i], tail * sizeof b->t[0]);
+    memmove(&b->kernel[i + 1], &b->kernel[i], tail * sizeof b->kernel[0]);
+    b->x[i] = n;
+    b->n++;
+  }
+  b->t[i] = t;
+  snprintf(b->kernel[i], sizeof b->kernel[i], "%s", kernel);
+  return 0;
+}
+
+int tx_plot_has_best(const tx_plot *pl) {
+  for (size_t k = 0; k < TX_PLOT_KINDS; k++)
+    if (pl->best[k].cls[0] || pl->best[k].decode_only) return 1;
+  return 0;
+}

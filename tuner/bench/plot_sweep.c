@@ -1,6 +1,6 @@
 /* txtune plot from a bench sweep (bench_sweep.md): one panel per problem class (mask kind and
-   window, head sizes, heads, batch), each kernel's median time at each n. Every field read is
-   checked; an error names the file and the field's JSON path. */
+   window, head sizes, heads, batch), each kernel's median time at each n, and the first panel's
+   lines. Every field read is checked; an error names the file and the field's JSON path. */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +117,30 @@ static int read_point(sweep_reader *r, const json_t *point, size_t i) {
   return 0;
 }
 
+/* The first panel: per mask kind, the panel with the most n (the first among equals) and at
+   each of its n the fastest kernel that was exact throughout. */
+static void fill_best(const sweep_reader *r) {
+  size_t chosen[TX_PLOT_KINDS];
+  int have[TX_PLOT_KINDS] = {0};
+  for (size_t i = 0; i < r->pl->n; i++) {
+    unsigned k = (unsigned)r->classes[i].mask;
+    if (k < TX_PLOT_KINDS && (!have[k] || r->pl->panels[i].n_x > r->pl->panels[chosen[k]].n_x)) {
+      chosen[k] = i;
+      have[k] = 1;
+    }
+  }
+  for (size_t k = 0; k < TX_PLOT_KINDS; k++) {
+    if (!have[k]) continue;
+    const tx_plot_panel *p = &r->pl->panels[chosen[k]];
+    snprintf(r->pl->best[k].cls, sizeof r->pl->best[k].cls, "%s", p->title);
+    for (size_t s = 0; s < p->n_s; s++)
+      for (size_t i = 0; i < p->n_x; i++)
+        if (!p->s[s].inexact && p->s[s].t[i] > 0)
+          tx_plot_best_set(r->pl, &r->pl->best[k], p->s[s].kernel, p->x[i], p->s[s].t[i]);
+  }
+  r->pl->best_is = "the fastest exact kernel";
+}
+
 int tx_plot_from_sweep(const void *root_, const char *path, tx_plot *pl) {
   const json_t *root = root_;
   sweep_reader r = {.path = path, .pl = pl};
@@ -139,6 +163,7 @@ int tx_plot_from_sweep(const void *root_, const char *path, tx_plot *pl) {
   int rc = 0;
   for (size_t i = 0; i < json_array_size(points) && !rc; i++)
     rc = read_point(&r, json_array_get(points, i), i);
+  if (!rc) fill_best(&r);
   free(r.classes);
   return rc;
 }

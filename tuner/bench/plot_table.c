@@ -1,5 +1,6 @@
 /* txtune plot from a dispatch table: one panel per class and window reach r, each kernel's
-   fastest measured time (whatever its tunables) at each n, and where the profile excluded one. */
+   fastest measured time (whatever its tunables) at each n, and where the profile excluded one;
+   and the first panel's lines: per mask kind, the chosen kernel at each n of one class. */
 #include <stdio.h>
 
 #include "args.h"
@@ -63,6 +64,84 @@ static int fill_panel(const txattn_table *t, size_t ci, int64_t r, tx_plot *pl) 
   return 0;
 }
 
+/* ---- the first panel: per mask kind, the chosen kernel against n in one class ---- */
+
+/* The reach r of class ci with the most points (the smallest among equals: the window stays
+   small against n longest), and its count of points. */
+static size_t best_reach(const txattn_table *t, size_t ci, int64_t *r_out) {
+  int64_t rs[MAX_REACHES];
+  size_t n_r = reaches(t, ci, rs, MAX_REACHES), n_points = 0, best = 0;
+  txattn_table_class c;
+  txattn_table_class_get(t, ci, &c, &n_points, NULL);
+  *r_out = 0;
+  for (size_t k = 0; k < n_r; k++) {
+    size_t count = 0;
+    for (size_t i = 0; i < n_points; i++) {
+      txattn_table_point pt;
+      count += txattn_table_point_get(t, ci, i, &pt) == TXATTN_OK && pt.r == rs[k];
+    }
+    if (count > best || (count == best && rs[k] < *r_out)) {
+      best = count;
+      *r_out = rs[k];
+    }
+  }
+  return best;
+}
+
+typedef struct pick {
+  size_t ci, count;
+  int64_t r;
+  txattn_table_class c;
+} pick;
+
+/* Whether class a is drawn rather than b: one with a line (two points or more) first, then the
+   fewest threads and the smallest GQA group (attention's own cost, least mixed with threading's),
+   then the most points. */
+static int better(const pick *a, const pick *b) {
+  int la = a->count >= 2, lb = b->count >= 2;
+  if (la != lb) return la;
+  if (a->c.threads != b->c.threads) return a->c.threads < b->c.threads;
+  if (a->c.group != b->c.group) return a->c.group < b->c.group;
+  return a->count > b->count;
+}
+
+/* Decode classes are left out: one query row against n keys costs O(n) under any mask. */
+static void fill_best(const txattn_table *t, size_t n_classes, tx_plot *pl) {
+  pick chosen[TX_PLOT_KINDS];
+  int have[TX_PLOT_KINDS] = {0};
+  for (size_t ci = 0; ci < n_classes; ci++) {
+    pick p = {.ci = ci};
+    if (txattn_table_class_get(t, ci, &p.c, NULL, NULL) != TXATTN_OK ||
+        (unsigned)p.c.mask >= TX_PLOT_KINDS)
+      continue;
+    if (p.c.decode) {
+      pl->best[p.c.mask].decode_only = !have[p.c.mask];
+      continue;
+    }
+    p.count = best_reach(t, ci, &p.r);
+    if (!have[p.c.mask] || better(&p, &chosen[p.c.mask])) chosen[p.c.mask] = p;
+    have[p.c.mask] = 1;
+    pl->best[p.c.mask].decode_only = 0;
+  }
+  for (size_t k = 0; k < TX_PLOT_KINDS; k++) {
+    if (!have[k]) continue;
+    tx_plot_best *b = &pl->best[k];
+    char d[96];
+    size_t n_points = 0;
+    txattn_table_class_get(t, chosen[k].ci, &chosen[k].c, &n_points, NULL);
+    txattn_table_class_describe(&chosen[k].c, d, sizeof d);
+    snprintf(b->cls, sizeof b->cls, chosen[k].r ? "%s, r = %lld" : "%s", d, (long long)chosen[k].r);
+    for (size_t i = 0; i < n_points; i++) {
+      txattn_table_point pt;
+      txattn_table_candidate cand;
+      if (txattn_table_point_get(t, chosen[k].ci, i, &pt) == TXATTN_OK && pt.r == chosen[k].r &&
+          txattn_table_candidate_get(t, chosen[k].ci, i, 0, &cand) == TXATTN_OK)
+        tx_plot_best_set(pl, b, cand.kernel, pt.n, cand.time_s);
+    }
+  }
+  pl->best_is = "the kernel the table chose";
+}
+
 int tx_plot_from_table(const char *path, tx_plot *pl) {
   txattn_table *t = NULL;
   txattn_status s = txattn_table_load(path, &t);
@@ -72,6 +151,7 @@ int tx_plot_from_table(const char *path, tx_plot *pl) {
   }
   txattn_table_header h;
   txattn_table_header_get(t, &h);
+  fill_best(t, h.n_classes, pl);
   int rc = 0;
   for (size_t ci = 0; ci < h.n_classes && !rc; ci++) {
     int64_t rs[MAX_REACHES];

@@ -59,18 +59,9 @@ typedef struct check_run {
 } check_run;
 
 static const char about[] =
-    "Runs every usable kernel (or those --kernel names) on a curated battery of shapes and\n"
-    "compares each output with txattn_reference (fp64). A kernel passes a shape when\n"
-    "  max|O - O_ref| <= txattn_error_bound = max|V| * max(1e-5, (3 + sqrt(d_qk)) * 2^-24 * L),\n"
-    "  L = |scale| * max over visible pairs of sum_c |q_c k_c| (1e-5 * max|V| unless the logits\n"
-    "  are large: then fp32 scores must round, docs/error_bound.md),\n"
-    "rows with no visible key are exact zeros, and rows that read a planted NaN through a\n"
-    "visible key are NaN (and only those). Shapes a kernel declares unsupported are skipped\n"
-    "and counted.\n"
-    "Then every usable kernel, and the dispatcher (no kernel named), is asked for a plan on large\n"
-    "shapes (n 4096 to 65536, d up to 256, GQA 32/8, decode; fewer with --quick), which are not\n"
-    "run: a kernel passes a shape when it plans it or declines it (TXATTN_E_UNSUPPORTED); any\n"
-    "other status fails it, with the reason; the dispatcher must plan every shape.\n"
+    "Runs every usable kernel (or those --kernel names) on a battery of shapes and compares each\n"
+    "output with the fp64 txattn_reference within txattn_error_bound; then asks each kernel and\n"
+    "the dispatcher for a plan on large shapes, which are not run. What passes: docs/inspect.md.\n"
     "Exit status: 0 all passed; 1 a kernel failed or could not be checked; 2 usage error.";
 
 /* Returns -1 to go on, else the exit code (help printed, or a usage error). */

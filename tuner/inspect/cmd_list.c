@@ -41,8 +41,8 @@ static void print_dirs(const txattn_context *ctx) {
   char seen[16][512];
   size_t n_seen = 0, nk = txattn_kernel_count(ctx), nr = txattn_rejected_count(ctx);
   for (size_t i = 0; i < nk + nr && n_seen < 16; i++) {
-    txattn_kernel_info k;
-    txattn_rejected_info rj;
+    txattn_kernel_info k = TXATTN_KERNEL_INFO_INIT;
+    txattn_rejected_info rj = TXATTN_REJECTED_INFO_INIT;
     const char *path = NULL;
     if (i < nk && txattn_kernel_get(ctx, i, &k) == TXATTN_OK) path = k.path;
     if (i >= nk && txattn_rejected_get(ctx, i - nk, &rj) == TXATTN_OK) path = rj.path;
@@ -79,7 +79,7 @@ static void print_kernels(const txattn_context *ctx) {
   tx_table t;
   tx_table_init(&t, "KERNEL|USABLE|ISA|FLAGS|PLUGIN|FILE");
   for (size_t i = 0; i < n; i++) {
-    txattn_kernel_info k;
+    txattn_kernel_info k = TXATTN_KERNEL_INFO_INIT;
     if (txattn_kernel_get(ctx, i, &k) != TXATTN_OK) continue;
     char flags[32], plugin[128];
     tx_kernel_flags_text(k.flags, flags, sizeof flags);
@@ -101,7 +101,7 @@ static void print_rejected(const txattn_context *ctx) {
   }
   printf("\nrefused plugin files (%zu):\n", n);
   for (size_t i = 0; i < n; i++) {
-    txattn_rejected_info rj;
+    txattn_rejected_info rj = TXATTN_REJECTED_INFO_INIT;
     if (txattn_rejected_get(ctx, i, &rj) == TXATTN_OK)
       printf("  %s\n      %s\n", rj.path, rj.reason);
   }
@@ -137,14 +137,14 @@ static void print_json(const list_run *r) {
   tx_json_key(&j, "kernels");
   tx_json_begin_array(&j);
   for (size_t i = 0; i < txattn_kernel_count(r->ctx); i++) {
-    txattn_kernel_info k;
+    txattn_kernel_info k = TXATTN_KERNEL_INFO_INIT;
     if (txattn_kernel_get(r->ctx, i, &k) == TXATTN_OK) json_kernel(&j, &k);
   }
   tx_json_end_array(&j);
   tx_json_key(&j, "rejected");
   tx_json_begin_array(&j);
   for (size_t i = 0; i < txattn_rejected_count(r->ctx); i++) {
-    txattn_rejected_info rj;
+    txattn_rejected_info rj = TXATTN_REJECTED_INFO_INIT;
     if (txattn_rejected_get(r->ctx, i, &rj) != TXATTN_OK) continue;
     tx_json_begin_object(&j);
     tx_json_kv_string(&j, "path", rj.path);

@@ -34,21 +34,10 @@ typedef struct topo_run {
 } topo_run;
 
 static const char about[] =
-    "Shows the machine as libtxattn sees it: CPU, cores, hardware threads and NUMA nodes, the\n"
-    "cache sizes hwloc reports (per core: an L3 counts as its size over the cores sharing it),\n"
-    "the sizes used after the plausibility check (against the ranges L1d 8K..256K, L2\n"
-    "128K..16M, L3 512K..64M per core and against cpuid) or the override, and a note for every\n"
-    "value that was not used as reported. Then, for each usable kernel with tunables and each\n"
-    "head size, the tunables its cache-derived defaults give for n_q = n_kv = --n (no mask, one\n"
-    "head, no dispatch table), and each tunable's description and constraints as the kernel\n"
-    "declares them.\n"
-    "A kernel that cannot plan the problem is listed with the reason: \"declines\" when it says\n"
-    "it does not take the problem (TXATTN_E_UNSUPPORTED), FAILED on any other status (its\n"
-    "defaults break its own declaration on these caches, say).\n"
-    "Override: --cache, else $TXATTN_CACHES: \"l1d=48K,l2=1M,l3=32M\", any subset; sizes take\n"
-    "K, M or G (powers of 1024) or count bytes.\n"
-    "Exit status: 0 ok; 1 the context could not be made (a malformed override), or a usable\n"
-    "kernel FAILED to plan the problem for a head size; 2 usage error.";
+    "Shows the machine as libtxattn sees it: CPU, cores, NUMA nodes, the caches hwloc reports\n"
+    "and the sizes used (after a plausibility check, or --cache), then the tunables each kernel\n"
+    "derives from those caches for each head size at n = --n. Details: docs/inspect.md.\n"
+    "Exit status: 0 ok; 1 a malformed override, or a kernel FAILED to plan; 2 usage error.";
 
 static int parse_d_list(topo_run *r) {
   if (r->d_list.n == 0) {
@@ -97,6 +86,7 @@ static int open_context(topo_run *r) {
                          .n_threads = (int)r->ctx_args.threads,
                          .caches = r->cache};
   txattn_status s = txattn_context_create(&opts, &r->ctx);
+  r->m = (txattn_machine_info)TXATTN_MACHINE_INFO_INIT;
   if (s == TXATTN_OK) s = txattn_context_machine(r->ctx, &r->m);
   if (s == TXATTN_OK) return 0;
   tx_print_lib_error("topo", "cannot create the library context", s);
@@ -228,7 +218,7 @@ static void print_rules(const topo_run *r, size_t ki, const txattn_kernel_info *
   if (n == 0) return;
   printf("  %s: %s\n", k->name, k->summary);
   for (size_t i = 0; i < n; i++) {
-    txattn_tunable_info ti;
+    txattn_tunable_info ti = TXATTN_TUNABLE_INFO_INIT;
     if (txattn_kernel_tunable_get(r->ctx, ki, i, &ti) != TXATTN_OK) continue;
     printf("    %-12s %s; a multiple of %" PRId64 " in %" PRId64 "..%" PRId64 "\n", ti.name,
            ti.summary, ti.multiple_of, ti.min, ti.max);
@@ -245,7 +235,7 @@ static void print_tiles(topo_run *r) {
   tx_table_init(&t, "KERNEL|>D|TUNABLES");
   size_t n = txattn_kernel_count(r->ctx), shown = 0;
   for (size_t i = 0; i < n; i++) {
-    txattn_kernel_info k;
+    txattn_kernel_info k = TXATTN_KERNEL_INFO_INIT;
     if (txattn_kernel_get(r->ctx, i, &k) != TXATTN_OK || !tunable_kernel(r, i, &k)) continue;
     add_tile_rows(r, &k, &t);
     shown++;
@@ -259,7 +249,7 @@ static void print_tiles(topo_run *r) {
   tx_table_free(&t);
   printf("\nrules (each kernel's description of its tunables; the defaults above follow them):\n");
   for (size_t i = 0; i < n; i++) {
-    txattn_kernel_info k;
+    txattn_kernel_info k = TXATTN_KERNEL_INFO_INIT;
     if (txattn_kernel_get(r->ctx, i, &k) == TXATTN_OK && tunable_kernel(r, i, &k))
       print_rules(r, i, &k);
   }
@@ -333,7 +323,7 @@ static void json_declared(tx_json *j, const topo_run *r, size_t ki) {
   tx_json_key(j, "tunables");
   tx_json_begin_array(j);
   for (size_t i = 0; i < txattn_kernel_tunable_count(r->ctx, ki); i++) {
-    txattn_tunable_info ti;
+    txattn_tunable_info ti = TXATTN_TUNABLE_INFO_INIT;
     if (txattn_kernel_tunable_get(r->ctx, ki, i, &ti) != TXATTN_OK) continue;
     tx_json_begin_object(j);
     tx_json_kv_string(j, "name", ti.name);
@@ -401,7 +391,7 @@ static void print_json(topo_run *r) {
   tx_json_key(&j, "kernels");
   tx_json_begin_array(&j);
   for (size_t i = 0; i < txattn_kernel_count(r->ctx); i++) {
-    txattn_kernel_info k;
+    txattn_kernel_info k = TXATTN_KERNEL_INFO_INIT;
     if (txattn_kernel_get(r->ctx, i, &k) == TXATTN_OK && tunable_kernel(r, i, &k))
       json_kernel(&j, r, i, &k);
   }

@@ -19,9 +19,6 @@
 
 #define MAX_CANDS 128
 #define SEED      UINT64_C(0x70726f66696c65)
-#define CHECK_N   193 /* the small shape each candidate must be exact on: no multiple of a block */
-/* Visits after each n may use this share of the plan's slack (after the last n, the time left). */
-#define REVISIT_SHARE 0.5
 
 static const char about[] =
     "Measures the installed kernels on this machine and writes the dispatch table libtxattn\n"
@@ -66,24 +63,12 @@ static int parse(profile_run *r, int argc, char **argv) {
 }
 
 static void settings(profile_run *r) {
-  /* mode, min run, most runs, prune ratio (within a point), variants, one loop once, confirm
-     share */
-  static const prof_settings modes[] = {
-      {PROF_QUICK, 1e-3, 3, 1.15, 0, 1, 0.25},
-      {PROF_DEFAULT, 2e-3, 5, 1.15, 1, 1, 0.5},
-      {PROF_PATIENT, 5e-3, 7, 1.15, 2, 1, 1.0},
-  };
-  static const double budgets[] = {30, 180, 1800};
-  static const int visits[] = {3, 4, 6}; /* of a close call, after its own runs */
-  /* lost by more than this at two points in a row: optional (short calls, long calls, and
-     where long calls start) */
-  static const prof_cutoff cutoffs[] = {{3.0, 1.1, 0.02}, {3.0, 1.1, 0.02}, {3.0, 1.25, 0.02}};
-  int m = r->quick ? 0 : r->patient ? 2 : 1;
-  r->s = modes[m];
-  r->cutoff = cutoffs[m];
-  r->rv.visits = visits[m];
-  r->rv.max_call_s = REVISIT_MAX_CALL_S;
-  if (r->budget_s <= 0) r->budget_s = budgets[m];
+  prof_mode mode = r->quick ? PROF_QUICK : r->patient ? PROF_PATIENT : PROF_DEFAULT;
+  const prof_mode_knobs *m = &prof_policy.modes[mode];
+  r->s = m->s;
+  r->cutoff = m->cutoff;
+  r->rv.visits = m->visits;
+  if (r->budget_s <= 0) r->budget_s = m->budget_s;
   if (r->n_max <= 0) r->n_max = r->quick ? 4096 : 16384;
 }
 
@@ -198,7 +183,7 @@ static void plan_failures(profile_run *r, const prof_grid_class *gc, int64_t n, 
    or, if they cannot run it, dropped. *inexact gets the number found inexact. */
 static size_t keep_exact(profile_run *r, prof_grid_class *gc, int64_t rr, prof_cand *c, size_t n,
                          size_t *inexact) {
-  txattn_problem small = prof_grid_problem(gc, CHECK_N, rr);
+  txattn_problem small = prof_grid_problem(gc, prof_policy.check_n, rr);
   txattn_context *ctx = r->g.ctx[gc->ctx];
   size_t kept = 0;
   *inexact = 0;
@@ -219,20 +204,21 @@ static size_t keep_exact(profile_run *r, prof_grid_class *gc, int64_t rr, prof_c
 }
 
 /* Whether an OPTIONAL candidate is timed at a point (of work w) whose other candidates cost
-   `point_s`: with calls of OPTIONAL_MAX_CALL_S at most, while the point's allowance lasts; a tile
+   `point_s`: with calls of optional_max_call_s at most, while the point's allowance lasts; a tile
    its own kernel beat only if that was by the cutoff ratio at most (a near tie: both tiles' times
    keep the table's comparisons honest); the dense kernel (the summary's baseline) if it costs no
-   more than the others; another one if it lost by OPTIONAL_MAX_RATIO at most or, threaded and
-   once planned, if it was last timed at RECHECK_GROWTH times a smaller n: threads that wait
+   more than the others; another one if it lost by optional_max_ratio at most or, threaded and
+   once planned, if it was last timed at recheck_growth times a smaller n: threads that wait
    for a core another process holds can make a kernel lose by far for a while. */
 static int afford(profile_run *r, const prof_history *t, const prof_cand *c, const prof_work *w,
                   double point_s) {
   double cost = prof_cand_cost(r, PROF_OPTIONAL, c->predict_s, 0);
-  if (c->predict_s > OPTIONAL_MAX_CALL_S || cost > r->optional_left) return 0;
+  if (c->predict_s > prof_policy.optional_max_call_s || cost > r->optional_left) return 0;
   if (t && !t->kernel_best && t->ratio[0] > r->cutoff.long_ratio) return 0;
   if (t && t->dense && cost > point_s) return 0;
-  if (t && !t->dense && t->ratio[0] > OPTIONAL_MAX_RATIO &&
-      !(t->threaded && t->best_ratio <= r->cutoff.short_ratio && w->n >= RECHECK_GROWTH * t->n))
+  if (t && !t->dense && t->ratio[0] > prof_policy.optional_max_ratio &&
+      !(t->threaded && t->best_ratio <= r->cutoff.short_ratio &&
+        w->n >= prof_policy.recheck_growth * t->n))
     return 0;
   r->optional_left -= cost;
   return 1;
@@ -396,6 +382,7 @@ static void describe_point(const prof_grid_class *gc, int64_t n, int64_t rr, cha
     snprintf(buf + len, size - (size_t)len, " r=%lld", (long long)rr);
 }
 
+/* A point that does not fit the budget: left out, with every larger n of its series. */
 static void leave_out(profile_run *r, prof_grid_class *gc, prof_series *se) {
   se->stopped = 1;
   r->n_skipped++;
@@ -412,11 +399,8 @@ static void measure_point(profile_run *r, prof_at at) {
   int64_t n = r->g.n[at.ni], rr = rs[at.ri];
   double started = tx_clock(), predicted = prof_plan(r, at);
   r->prog.done++;
-  if (!se->stopped && prof_now_s(r) + predicted > r->budget_s - prof_end_reserve(r))
-    se->stopped = 1;
-  if (se->stopped) {
-    r->n_skipped++;
-    gc->fate.over_budget++;
+  if (se->stopped || prof_now_s(r) + predicted > r->budget_s - prof_end_reserve(r)) {
+    leave_out(r, gc, se);
     return;
   }
   prof_level *L = &r->levels[r->n_levels - 1];
@@ -466,14 +450,14 @@ static void record_open(void *arg, prof_open_point *pt) {
   record(r, &r->g.cls[pt->ci], pt->n, pt->r, pt->c, pt->nc);
 }
 
-/* After the points at the level ni: one more visit of the close calls still open, on a share of
-   the plan's slack (after the last n: all the time left); those that had all their visits are
-   recorded. */
+/* After the points at the level ni: one more visit of the close calls still open, on
+   revisit_share of the plan's slack (after the last n: all the time left); those that had all
+   their visits are recorded. */
 static void revisit(profile_run *r, size_t ni) {
   double deadline = r->start + r->budget_s - prof_end_reserve(r), allowance = deadline - tx_clock();
   if (ni + 1 < r->g.n_n) {
     prof_plan(r, (prof_at){ni + 1, 0, 0});
-    allowance = REVISIT_SHARE * r->slack;
+    allowance = prof_policy.revisit_share * r->slack;
   }
   if (r->rv.n > 0 && r->buf_n > 0) {
     txattn_tensors t = {.q = r->buf.q, .k = r->buf.k, .v = r->buf.v, .o = r->buf.o};

@@ -1,6 +1,6 @@
 /* txtune profile: the pieces shared by the command (cmd_profile.c), the measuring of one point
    (profile_measure.c), the exactness checks (profile_check.c), the summary (profile_summary.c) and
-   the progress line (progress.c). */
+   the progress line (progress.c). The knobs and the winner's rule: profile_policy.h. */
 #ifndef TXTUNE_PROFILE_H
 #define TXTUNE_PROFILE_H
 
@@ -8,32 +8,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "profile_policy.h"
 #include "txattn/table.h"
 #include "txattn/txattn.h"
 
 #define PROF_MAX_TUNABLES 8
 #define PROF_MAX_RUNS     16
-/* After one run each, only candidates this much slower than the leader stop: one run can be an
-   unlucky one. */
-#define PROF_FIRST_PRUNE_RATIO 3.0
-
-typedef enum prof_mode { PROF_QUICK, PROF_DEFAULT, PROF_PATIENT } prof_mode;
-
-/* How hard one point is measured; set by the mode. */
-typedef struct prof_settings {
-  prof_mode mode;
-  double min_run_s;     /* one timed run lasts at least this long */
-  int rounds;           /* the most timed runs per candidate, taken round-robin */
-  double prune_ratio;   /* after each round from the second, a candidate whose fastest run is slower
-                         than this x the leader's median stops there (rough); after the first,
-                         PROF_FIRST_PRUNE_RATIO if larger */
-  int variants;         /* 0: default tunables only; 1: plus one; 2: a grid (patient) */
-  int one_loop_once;    /* on one thread, a kernel that names its one-thread twin (txattn/plugin.h:
-                         one_thread_same_as) is left to the twin where that one is there
-                         (prof_twin_stands_in); validate times both */
-  double confirm_share; /* confirming pruned candidates close to the leader, beyond the near
-                           ties, may cost this fraction of a point's timing (profile_measure.c) */
-} prof_settings;
 
 /* One candidate (kernel x tunables) at one point. */
 typedef struct prof_cand {
@@ -53,7 +33,7 @@ typedef struct prof_cand {
   double predict_s; /* expected time of one call (0: unknown), so a deadline is not overrun */
   double expect_s;  /* the plan's prediction, which timing leaves alone (0: none) */
   int history;      /* expect_s follows its own times at smaller n (else the point's best's) */
-  double first_s;   /* its warm-up call */
+  double first_s;   /* its first call, timed to predict the repetitions per run */
   int64_t reps;
   double runs[PROF_MAX_RUNS];
   int n_runs;   /* 0 after prof_time: the deadline came first, it was not timed */
@@ -63,8 +43,9 @@ typedef struct prof_cand {
   double time_s, spread;
 } prof_cand;
 
-/* The length of a run of calls of t seconds: the repetitions that make it last 1.25 x min_run_s
-   (the warm-up's prediction), or one call, and the untimed call before them (profile_measure.c). */
+/* The seconds of a run of calls of t seconds, as the plan counts them: the repetitions that make it
+   last run_margin x min_run_s, or one call, and its warm-up's one call (none past
+   warm_up_max_call_s). */
 double prof_run_len(const prof_settings *s, double t);
 
 /* The index (for txattn_kernel_get) of ctx's kernel of that name, its info in *info; SIZE_MAX if
@@ -123,57 +104,28 @@ int prof_check(prof_checks *c, txattn_context *ctx, size_t cls, const txattn_pro
 struct prof_isolation;
 void prof_checks_isolate(prof_checks *c, struct prof_isolation *iso);
 
-/* Times the candidates at one point on the tensors t. Each gets a timed warm-up call (first_s);
-   its repetitions per run are predicted from that call so that a run lasts min_run_s, and doubled
-   while a run falls short (the run that is long enough is the first sample). Then timed runs are
-   taken round-robin, so drift hits all alike, until each has `want` (else the settings' rounds);
-   after each round, candidates whose fastest run is slower than prune_ratio (after the first:
-   PROF_FIRST_PRUNE_RATIO if larger) x the leader's median stop (rough; `keep` ones never do).
-   In each round the threaded candidates run after the others, and the first run of each group
-   follows a few milliseconds of untimed calls of its candidate, so that none is timed while the
-   OpenMP threads of another spin or while its own wake up. Last, a candidate not timed in full
-   (one run, or pruned) whose time is within PROF_CONFIRM_RATIO (PROF_CONFIRM_RATIO_THREADED when
-   it or the leader runs on several threads) of the fastest one timed in full is timed again
-   against that one, run for run (profile_measure.c: near ties always, the others as the settings'
-   confirm_share allows), and counts as timed in full. The candidates may be reordered. time_s is
-   the median of the runs (a rough candidate's: the fastest; a confirmed one's: the leader's time
-   times the median ratio of its paired runs), spread their (max - min) / median
-   (tx_sorted_spread), -1 with fewer than two runs.
-   Returns TXATTN_OK, or the first failure (the candidate is then dropped: n is updated; its plan
-   freed unless borrowed). */
-/* The ratio of a's time to b's, run for run: `pairs` times one run of each, b first in even
-   pairs and a first in odd ones, so that neither is always the one that follows the other (the
-   repetitions prof_time set for each, after its lead-in call; no run is recorded), ratios[k] the
-   k-th pair's a / b. Both must have been timed by prof_time. The host's speed drifts between
-   the runs of one candidate; a pair's two runs mostly share it. A failed call returns its status
-   and leaves *failed (if not NULL) at its candidate. */
-txattn_status prof_paired_runs(prof_cand *a, prof_cand *b, const txattn_tensors *t, int pairs,
-                               double *ratios, prof_cand **failed);
-#define PROF_CONFIRM_RATIO          1.4
-#define PROF_CONFIRM_RATIO_THREADED 1.5
+/* Times the candidates at one point on the tensors t: a timed first call each (first_s), which
+   sets the repetitions per run; then runs, each after its warm-up, round-robin (the candidates on
+   one thread first) until each has `want` (else the settings' rounds), pruning after each round
+   (rough; `keep` ones never are); last, the rough ones close to the leader are confirmed run for
+   run and count as timed in full (profile_measure.c; the knobs: profile_policy.h). The candidates
+   may be reordered. time_s is the median of the runs (a rough candidate's: the fastest; a
+   confirmed one's: the leader's time times the median ratio of its pairs), spread their (max -
+   min) / median (tx_sorted_spread), -1 with fewer than two runs. Returns TXATTN_OK, or the first
+   failure (the candidate is then dropped: n is updated; its plan freed unless borrowed). */
 txattn_status prof_time(prof_cand *c, size_t *n, const txattn_tensors *t, const prof_settings *s);
 /* The same, but no call starts that is predicted (predict_s, then the calls made) to end after
    `deadline` (a tx_clock() time): a candidate left without a run has n_runs == 0. */
 txattn_status prof_time_until(prof_cand *c, size_t *n, const txattn_tensors *t,
                               const prof_settings *s, double deadline);
-
-/* The winner of a point: the fastest candidate, or, among the candidates within the noise of it,
-   the preferred one: a candidate timed in full (not rough), a kernel that starts no threads (where
-   neither runs on several threads: on one thread), then the kernel's default tunables; of
-   candidates alike in these, the faster. Within the noise: at
-   most (1 + tol) x the fastest, tol the larger spread of the two (a rough one's counts as none)
-   within PROF_TIE_MIN..PROF_TIE_MAX, or up to PROF_TIE_MAX_THREADED when one of them runs on
-   several threads. Same code under two names (tiled.avx2 and tiled_omp.avx2 on one thread) or two
-   tiles a few percent apart are ties that two profiles would otherwise settle by the noise of the
-   moment. The bounds are how far two default profiles in a row moved a candidate's time ("Tie
-   limits", docs/measurements.md). */
-#define PROF_TIE_MIN          0.03
-#define PROF_TIE_MAX          0.06
-#define PROF_TIE_MAX_THREADED 0.15
-size_t prof_choose(const prof_cand *c, size_t n);
-/* The same among the candidates of one kernel (its tile variants) that were timed (n_runs > 0);
-   n if there is none. */
-size_t prof_choose_kernel(const prof_cand *c, size_t n, size_t kernel);
+/* The ratio of a's time to b's, run for run: `pairs` times one run of each, after its warm-up, b
+   first in even pairs and a first in odd ones, so that neither always follows the other (the
+   repetitions prof_time set for each; no run is recorded), ratios[k] the k-th pair's a / b. Both
+   must have been timed by prof_time. The host's speed drifts between the runs of one candidate; a
+   pair's two runs mostly share it. A failed call returns its status and leaves *failed (if not
+   NULL) at its candidate. */
+txattn_status prof_paired_runs(prof_cand *a, prof_cand *b, const txattn_tensors *t, int pairs,
+                               double *ratios, prof_cand **failed);
 
 /* The progress line on stderr (only when it is a terminal). */
 typedef struct prof_progress {

@@ -30,16 +30,14 @@ static int int_list(const tx_cmd_spec *spec, const char *opt, const tx_strlist *
   return 0;
 }
 
-static int open_contexts(prof_grid *g, const char *plugin_path) {
-  for (size_t i = 0; i < g->n_ctx; i++) {
-    txattn_options o = {.plugin_path = plugin_path, .table_path = "", .n_threads = g->threads[i]};
-    txattn_status s = txattn_context_create(&o, &g->ctx[i]);
-    if (s != TXATTN_OK) {
-      tx_print_lib_error("profile", "cannot create the library context", s);
-      return TX_EXIT_FAIL;
-    }
-  }
-  return 0;
+/* A library context of `threads` threads (0: every CPU) that follows no table; 0, or the exit code
+   after printing why not. */
+static int open_context(const char *plugin_path, int threads, txattn_context **ctx) {
+  txattn_options o = {.plugin_path = plugin_path, .table_path = "", .n_threads = threads};
+  txattn_status s = txattn_context_create(&o, ctx);
+  if (s == TXATTN_OK) return 0;
+  tx_print_lib_error("profile", "cannot create the library context", s);
+  return TX_EXIT_FAIL;
 }
 
 static int thread_counts(prof_grid *g, const tx_cmd_spec *spec, const tx_strlist *threads,
@@ -51,12 +49,7 @@ static int thread_counts(prof_grid *g, const tx_cmd_spec *spec, const tx_strlist
     return rc;
   }
   txattn_context *all = NULL;
-  txattn_options o = {.plugin_path = plugin_path, .table_path = ""};
-  txattn_status s = txattn_context_create(&o, &all);
-  if (s != TXATTN_OK) {
-    tx_print_lib_error("profile", "cannot create the library context", s);
-    return TX_EXIT_FAIL;
-  }
+  if (open_context(plugin_path, 0, &all) != 0) return TX_EXIT_FAIL;
   g->threads[0] = 1;
   g->threads[1] = txattn_context_threads(all);
   g->n_ctx = g->threads[1] > 1 ? 2 : 1;
@@ -119,7 +112,9 @@ int prof_grid_build(prof_grid *g, const tx_cmd_spec *spec, const tx_strlist *thr
   g->n_r = mode == PROF_QUICK ? 2 : 3;
   memcpy(g->r, r, g->n_r * sizeof *r);
   if ((rc = classes(g)) != 0) return rc;
-  return open_contexts(g, plugin_path);
+  for (size_t i = 0; i < g->n_ctx && rc == 0; i++)
+    rc = open_context(plugin_path, g->threads[i], &g->ctx[i]);
+  return rc;
 }
 
 void prof_grid_free(prof_grid *g) {

@@ -46,20 +46,14 @@ typedef struct prof_series {
   prof_history histories[GRID_MAX_HISTORIES];
 } prof_series;
 
-/* How much a candidate is timed at the next point of its series. FULL: warm-up and the runs the
-   plan gives (at least two). CONFIRM: the same, but the plan counts on two: it lost by more than
-   the cutoff ratio at its last point only, or at its last two but closing in fast enough to win at
-   the next, and is likely to be pruned after two runs. OPTIONAL: it lost by more than the cutoff
-   ratio at its last two points, or, at long calls, it is a tile variant its own kernel beat at its
-   last point; timed (warm-up and one run) only when the budget has room to spare. The cutoff ratio
-   is long_ratio where the last winner's time, scaled to this point, is long_call_s or more,
-   short_ratio below. */
+/* How much a candidate is timed at the next point of its series. FULL: its first call and the
+   runs the plan gives (at least min_runs). CONFIRM: the same, but the plan counts on min_runs: it
+   lost by more than the cutoff ratio at its last point only, or at its last two but closing in
+   fast enough to win at the next, and is likely to be pruned after two runs. OPTIONAL: it lost by
+   more than the cutoff ratio at its last two points, or, at long calls, it is a tile variant its
+   own kernel beat at its last point; timed (its first call and one run) only when the budget has
+   room to spare. The cutoff ratios are the mode's (prof_cutoff, profile_policy.h). */
 typedef enum prof_effort { PROF_FULL, PROF_CONFIRM, PROF_OPTIONAL } prof_effort;
-
-/* The cutoff ratios of prof_effort, and the winner's time from which a call counts as long. */
-typedef struct prof_cutoff {
-  double short_ratio, long_ratio, long_call_s;
-} prof_cutoff;
 
 /* The work of a point: its n, its visible pairs and all its (query, key) pairs, n_q x n_kv x
    heads. */

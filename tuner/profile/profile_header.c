@@ -1,6 +1,6 @@
 /* txtune profile: the table header's profile object, which records the settings, the whole
-   protocol (timing, race, revisits, plan) and, per n, what the plans decided and cost, so that a
-   table says how it was measured. */
+   protocol (the knobs of profile_policy.h: timing, confirmation, race, revisits, ties, plan) and,
+   per n, what the plans decided and cost, so that a table says how it was measured. */
 #include <math.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -119,18 +119,24 @@ void prof_set_header(profile_run *r, double elapsed) {
   known_json(r->steal_during, "%.3f", sd, sizeof sd);
   qsort(r->spreads, r->n_spreads, sizeof r->spreads[0], tx_cmp_double);
   double noise = r->n_spreads ? r->spreads[r->n_spreads / 2] : 0;
+  const prof_knobs *k = &prof_policy;
   snprintf(
       json, sizeof json,
       "{\"mode\": \"%s\", \"budget_s\": %g, \"elapsed_s\": %.1f, \"threads\": %s, \"d\": %s, "
       "\"n\": %s, \"window_r\": %s, \"heads_q\": \"GQA group x threads\", "
-      "\"timing\": {\"warm_up\": \"one timed call; it predicts the repetitions per run\", "
+      "\"timing\": {\"first_call\": \"one timed call; it predicts the repetitions per run\", "
+      "\"warm_up\": \"untimed calls before each run: one, and first warm_up_s of them after a "
+      "run of the other kind (one thread, several); none where a call takes over "
+      "warm_up_max_call_s\", "
+      "\"warm_up_s\": %g, \"warm_up_max_call_s\": %g, "
       "\"min_run_s\": %g, \"runs\": [%d, %d], \"max_run_target_s\": %g, \"first_prune_ratio\": %g, "
-      "\"prune_ratio\": %g, \"time\": \"median of the runs; without a spread (rough): one run, "
-      "or stopped as slower by a prune ratio, the fastest run\"}, "
+      "\"prune_ratio\": %g, \"stall_ratio\": %g, \"time\": \"median of the runs; without a spread "
+      "(rough): one run, or stopped as slower by a prune ratio, the fastest run\"}, "
+      "\"confirm\": {\"ratio\": %g, \"ratio_threaded\": %g, \"pairs\": %d, \"share\": %g}, "
       "\"race\": {\"drop_ratio_short\": %g, \"drop_ratio_long\": %g, \"long_call_s\": %g, "
       "\"optional_max_call_s\": %g, \"optional_max_ratio\": %g, \"optional_share\": %g, "
       "\"threaded_recheck_n_growth\": %d}, "
-      "\"revisits\": {\"visits\": %d, \"runs_per_visit\": 2, \"max_call_s\": %g, "
+      "\"revisits\": {\"visits\": %d, \"runs_per_visit\": %d, \"max_call_s\": %g, "
       "\"close_single\": %g, \"close_threaded\": %g, \"points\": %zu, \"time\": \"median of "
       "the visits' medians (the point's own runs the first), spread over them\"}, "
       "\"ties\": {\"within\": [%g, %g], \"within_threaded\": %g, \"prefer\": \"a candidate "
@@ -154,14 +160,16 @@ void prof_set_header(profile_run *r, double elapsed) {
       "between two CPUs before the level's points, and core_round_trip_end_ns after them and the "
       "visits that follow (the host can move a virtual machine's CPUs nearer or farther apart)\", "
       "\"levels\": %s}",
-      names[r->s.mode], r->budget_s, elapsed, th, d, n, rs, r->s.min_run_s, MIN_RUNS, r->s.rounds,
-      MAX_TARGET_S, fmax(PROF_FIRST_PRUNE_RATIO, r->s.prune_ratio), r->s.prune_ratio,
-      r->cutoff.short_ratio, r->cutoff.long_ratio, r->cutoff.long_call_s, OPTIONAL_MAX_CALL_S,
-      OPTIONAL_MAX_RATIO, OPTIONAL_SHARE, RECHECK_GROWTH, r->rv.visits, REVISIT_MAX_CALL_S,
-      PROF_CLOSE_SINGLE, PROF_CLOSE_THREADED, r->n_revisited, PROF_TIE_MIN, PROF_TIE_MAX,
-      PROF_TIE_MAX_THREADED, r->n_ties, twins, PLAN_FILL, r->scale, r->n_points, r->n_skipped,
-      classes_out, r->n_failed_kernels, r->n_plan_failures, r->n_pick_failed, noise, load, ob, od,
-      sb, sd, levels);
+      names[r->s.mode], r->budget_s, elapsed, th, d, n, rs, k->warm_up_s, k->warm_up_max_call_s,
+      r->s.min_run_s, k->min_runs, r->s.rounds, k->max_target_s,
+      fmax(k->first_prune_ratio, r->s.prune_ratio), r->s.prune_ratio, k->stall_ratio,
+      k->confirm_ratio.single, k->confirm_ratio.threaded, k->confirm_pairs, r->s.confirm_share,
+      r->cutoff.short_ratio, r->cutoff.long_ratio, r->cutoff.long_call_s, k->optional_max_call_s,
+      k->optional_max_ratio, k->optional_share, k->recheck_growth, r->rv.visits, k->visit_runs,
+      k->revisit_max_call_s, k->close.single, k->close.threaded, r->n_revisited, k->tie_min,
+      k->tie_max.single, k->tie_max.threaded, r->n_ties, twins, k->plan_fill, r->scale, r->n_points,
+      r->n_skipped, classes_out, r->n_failed_kernels, r->n_plan_failures, r->n_pick_failed, noise,
+      load, ob, od, sb, sd, levels);
   txattn_status s = txattn_table_set_profile(r->table, json);
   if (s != TXATTN_OK) tx_print_lib_error("profile", "cannot record the settings", s);
 }

@@ -19,10 +19,11 @@
 
 extern char **environ;
 
-/* The child's first line, once its library is loaded: before it, a child that dies was never a
-   checker (it could not be started), and the checks run in the profile's process. */
-#define READY_LINE      "txtune-check-server 1"
-#define START_TIMEOUT_S 60.0
+/* The child's first line, once its library is loaded: before it, a child that dies or does not
+   answer within check_timeout_s was never a checker (it could not be started), and the checks run
+   in the profile's process. A check shape is small (check_n): even the naive kernel under an
+   emulator checks it in well under a second. */
+#define READY_LINE "txtune-check-server 1"
 
 struct prof_isolation {
   char *plugin_path;
@@ -160,7 +161,8 @@ static int start_child(prof_isolation *iso) {
   iso->to = in[1];
   iso->from = out[0];
   char line[256];
-  if (read_line(iso, START_TIMEOUT_S, line, sizeof line) != 1 || strcmp(line, READY_LINE) != 0) {
+  if (read_line(iso, prof_policy.check_timeout_s, line, sizeof line) != 1 ||
+      strcmp(line, READY_LINE) != 0) {
     stop_child(iso, 1, NULL);
     return -1;
   }
@@ -171,7 +173,7 @@ static int start_child(prof_isolation *iso) {
 static void death(int st, int hung, const txattn_problem *small, char *why, size_t size) {
   if (hung)
     snprintf(why, size, "did not finish its check (n = %lld) in %g s: stopped",
-             (long long)small->n_kv, PROF_CHECK_TIMEOUT_S);
+             (long long)small->n_kv, prof_policy.check_timeout_s);
   else if (st >= 0 && WIFSIGNALED(st))
     snprintf(why, size, "crashed on its check (n = %lld): signal %d (%s)", (long long)small->n_kv,
              WTERMSIG(st), strsignal(WTERMSIG(st)));
@@ -223,7 +225,7 @@ int prof_isolated_check(prof_isolation *iso, int threads, size_t cls, const txat
   }
   *err = NAN;
   int got = write_all(iso->to, req, (size_t)len) == 0
-                ? read_line(iso, PROF_CHECK_TIMEOUT_S, line, sizeof line)
+                ? read_line(iso, prof_policy.check_timeout_s, line, sizeof line)
                 : 0;
   int verdict, at = 0;
   double e;

@@ -4,7 +4,7 @@
 
    The child is txtune itself, started again as `txtune __check-server` (from /proc/self/exe), with
    the profile's plugin path; it answers one check a line (prof_check in its own process, with its
-   own inputs and reference). When it dies or does not answer within PROF_CHECK_TIMEOUT_S, the
+   own inputs and reference). When it dies or does not answer within check_timeout_s, the
    candidate being checked is excluded and the next check starts a new child. Where no child can
    be started (no /proc/self/exe, an emulator that cannot run it directly), the checks run in the
    profile's own process, as prof_check does without isolation. */
@@ -14,10 +14,6 @@
 #include <stddef.h>
 
 #include "profile.h"
-
-/* A check shape is small (n = 193): even the naive kernel under an emulator checks it in well
-   under a second. */
-#define PROF_CHECK_TIMEOUT_S 60.0
 
 typedef struct prof_isolation prof_isolation;
 

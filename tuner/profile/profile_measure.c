@@ -32,6 +32,26 @@ static int known(const prof_cand *c, const prof_cand *out, size_t n) {
   return 0;
 }
 
+/* Appends c unless its tunables are those of a candidate of out[0..n) (then its plan is freed);
+   returns the new count. */
+static size_t append_new(const prof_cand *c, prof_cand *out, size_t n) {
+  if (known(c, out, n)) {
+    txattn_plan_free(c->plan);
+    return n;
+  }
+  out[n] = *c;
+  return n + 1;
+}
+
+/* c's tunables as its plan runs them; 0 if it has more than PROF_MAX_TUNABLES. */
+static int take_tunables(prof_cand *c) {
+  c->n_tun = txattn_plan_tunable_count(c->plan);
+  if (c->n_tun > PROF_MAX_TUNABLES) return 0;
+  for (size_t i = 0; i < c->n_tun; i++)
+    txattn_plan_tunable_get(c->plan, i, &c->tun_names[i], &c->tun_values[i]);
+  return 1;
+}
+
 /* Adds base's kernel with the tunables `values` if the kernel makes a plan with them and that
    candidate is new: as the plan runs them, fitted to the problem (plugin.h: fit_tunables), so that a
    tile the problem makes the same as another (a key block past the keys) is not timed twice. */
@@ -48,12 +68,7 @@ static size_t add_variant(txattn_context *ctx, const txattn_problem *p, const pr
   /* the plan's names live as long as it does */
   for (size_t i = 0; i < c.n_tun; i++)
     txattn_plan_tunable_get(c.plan, i, &c.tun_names[i], &c.tun_values[i]);
-  if (known(&c, out, n)) {
-    txattn_plan_free(c.plan);
-    return n;
-  }
-  out[n] = c;
-  return n + 1;
+  return append_new(&c, out, n);
 }
 
 /* Whether the default of tunable i is cut to what problem p has: the kernel's default for the same
@@ -82,8 +97,10 @@ static int default_cut_by_problem(txattn_context *ctx, const txattn_problem *p,
 static size_t add_variants(txattn_context *ctx, const txattn_problem *p, const prof_cand *base,
                            const prof_settings *s, prof_cand *out, size_t n, size_t cap) {
   txattn_tunable_info ti[PROF_MAX_TUNABLES];
-  for (size_t i = 0; i < base->n_tun; i++)
+  for (size_t i = 0; i < base->n_tun; i++) {
+    ti[i] = (txattn_tunable_info)TXATTN_TUNABLE_INFO_INIT;
     if (txattn_plan_tunable_info(base->plan, i, &ti[i]) != TXATTN_OK) return n;
+  }
   int64_t v[PROF_MAX_TUNABLES];
   memcpy(v, base->tun_values, sizeof v);
   if (s->variants == 1 && base->n_tun > 0) {
@@ -130,18 +147,14 @@ size_t prof_candidate_add(txattn_context *ctx, const txattn_problem *p, const ch
   memset(&c, 0, sizeof c);
   if (txattn_plan_create_tuned(ctx, p, kernel, names, values, n_tun, &c.plan) != TXATTN_OK)
     return n;
-  txattn_kernel_info info;
+  txattn_kernel_info info = TXATTN_KERNEL_INFO_INIT;
   size_t k = prof_kernel_find(ctx, kernel, &info);
   if (k != SIZE_MAX) set_kernel(&c, ctx, k, &info);
-  c.n_tun = txattn_plan_tunable_count(c.plan);
-  for (size_t i = 0; i < c.n_tun && i < PROF_MAX_TUNABLES; i++)
-    txattn_plan_tunable_get(c.plan, i, &c.tun_names[i], &c.tun_values[i]);
-  if (c.name == NULL || c.n_tun > PROF_MAX_TUNABLES || known(&c, out, n)) {
+  if (c.name == NULL || !take_tunables(&c)) {
     txattn_plan_free(c.plan);
     return n;
   }
-  out[n] = c;
-  return n + 1;
+  return append_new(&c, out, n);
 }
 
 int prof_twin_stands_in(txattn_context *ctx, const txattn_problem *p,
@@ -163,7 +176,7 @@ size_t prof_candidates_failed(txattn_context *ctx, const txattn_problem *p, cons
   size_t n = 0;
   if (failed) failed->n = 0;
   for (size_t k = 0; k < txattn_kernel_count(ctx) && n < cap; k++) {
-    txattn_kernel_info info;
+    txattn_kernel_info info = TXATTN_KERNEL_INFO_INIT;
     if (txattn_kernel_get(ctx, k, &info) != TXATTN_OK || !info.usable) continue;
     if (s->one_loop_once && prof_twin_stands_in(ctx, p, &info)) continue;
     prof_cand c;
@@ -180,13 +193,10 @@ size_t prof_candidates_failed(txattn_context *ctx, const txattn_problem *p, cons
       }
       continue; /* declined (not applicable), or broken */
     }
-    c.n_tun = txattn_plan_tunable_count(c.plan);
-    if (c.n_tun > PROF_MAX_TUNABLES) {
+    if (!take_tunables(&c)) {
       txattn_plan_free(c.plan);
       continue;
     }
-    for (size_t i = 0; i < c.n_tun; i++)
-      txattn_plan_tunable_get(c.plan, i, &c.tun_names[i], &c.tun_values[i]);
     out[n++] = c;
     n = add_variants(ctx, p, &out[n - 1], s, out, n, cap);
   }
@@ -200,16 +210,10 @@ void prof_candidates_free(prof_cand *c, size_t n) {
   }
 }
 
-/* Each timed run follows one untimed call of its own candidate (its lead-in), unless a call takes
-   more than LEAD_IN_MAX_CALL_S. The runs of a point are interleaved, so without it a run starts
-   where another candidate left the caches and its first call pays for that, enough to prune a
-   candidate that always runs after a slow one ("Runs start warm", docs/measurements.md). */
-#define LEAD_IN_MAX_CALL_S 0.05
-
 double prof_run_len(const prof_settings *s, double t) {
-  double m = 1.25 * s->min_run_s;
+  double m = prof_policy.run_margin * s->min_run_s;
   double timed = t >= m ? t : ceil(m / (t > 1e-9 ? t : 1e-9)) * t;
-  return timed + (t <= LEAD_IN_MAX_CALL_S ? t : 0);
+  return timed + (t <= prof_policy.warm_up_max_call_s ? t : 0);
 }
 
 static txattn_status run_reps(prof_cand *c, const txattn_tensors *t, int64_t reps, double *s) {
@@ -229,35 +233,48 @@ static int too_late(const prof_cand *c, double calls, double deadline) {
 
 #define REPS_MAX (INT64_C(1) << 30)
 
-/* The timed warm-up call, and from it the repetitions that should make a run last min_run_s (a
-   quarter more, since a warm-up call is slower than the ones after it). */
-static txattn_status warm_up(prof_cand *c, const txattn_tensors *t, const prof_settings *s) {
+/* c's first call, timed: from it the repetitions that should make a run last run_margin x
+   min_run_s. */
+static txattn_status first_call(prof_cand *c, const txattn_tensors *t, const prof_settings *s) {
   txattn_status st = run_reps(c, t, 1, &c->first_s);
   if (st != TXATTN_OK) return st;
-  double want = 1.25 * s->min_run_s / (c->first_s > 1e-9 ? c->first_s : 1e-9);
+  double want = prof_policy.run_margin * s->min_run_s / (c->first_s > 1e-9 ? c->first_s : 1e-9);
   c->reps = want < 1 ? 1 : want > (double)REPS_MAX ? REPS_MAX : (int64_t)ceil(want);
   c->predict_s = c->first_s;
   return TXATTN_OK;
 }
 
-/* One timed run; the first of a candidate doubles its repetitions until it lasts min_run_s. */
-/* The untimed call before a run (LEAD_IN_MAX_CALL_S). */
-static txattn_status lead_in(prof_cand *c, const txattn_tensors *t) {
-  return c->predict_s <= LEAD_IN_MAX_CALL_S ? txattn_plan_execute(c->plan, t) : TXATTN_OK;
+/* c's warm-up before a timed run (profile_policy.h): calls for warm_up_s if the run before was of
+   the other kind (*kind: -1 none, else that candidate's `threaded`), then one call; none where a
+   call takes more than warm_up_max_call_s ("OpenMP spin and wake", "Runs start warm",
+   docs/measurements.md). *kind becomes c's. */
+static txattn_status warm_up(prof_cand *c, const txattn_tensors *t, int *kind) {
+  int switched = *kind >= 0 && *kind != c->threaded;
+  *kind = c->threaded;
+  if (c->predict_s > prof_policy.warm_up_max_call_s) return TXATTN_OK;
+  if (switched) {
+    double t0 = tx_clock();
+    do {
+      txattn_status st = txattn_plan_execute(c->plan, t);
+      if (st != TXATTN_OK) return st;
+    } while (tx_clock() - t0 < prof_policy.warm_up_s);
+  }
+  return txattn_plan_execute(c->plan, t);
 }
 
-static txattn_status sample(prof_cand *c, const txattn_tensors *t, const prof_settings *s) {
+/* One timed run of c after its warm-up, recorded; c's first run doubles its repetitions until it
+   lasts min_run_s. */
+static txattn_status next_run(prof_cand *c, const txattn_tensors *t, const prof_settings *s,
+                              int *kind) {
   double sec;
-  txattn_status lead = lead_in(c, t);
-  if (lead != TXATTN_OK) return lead;
+  txattn_status st = warm_up(c, t, kind);
+  if (st != TXATTN_OK) return st;
   for (;;) {
-    txattn_status st = run_reps(c, t, c->reps, &sec);
-    if (st != TXATTN_OK) return st;
+    if ((st = run_reps(c, t, c->reps, &sec)) != TXATTN_OK) return st;
     if (c->n_runs > 0 || sec >= s->min_run_s || c->reps >= REPS_MAX) break;
     c->reps *= 2;
   }
-  c->runs[c->n_runs++] = sec / (double)c->reps;
-  c->predict_s = sec / (double)c->reps;
+  c->predict_s = c->runs[c->n_runs++] = sec / (double)c->reps;
   return TXATTN_OK;
 }
 
@@ -268,11 +285,15 @@ static double fastest(const prof_cand *c) {
   return m;
 }
 
+/* c's runs sorted into v; returns their median. */
+static double sort_runs(const prof_cand *c, double *v) {
+  memcpy(v, c->runs, (size_t)c->n_runs * sizeof v[0]);
+  return tx_sort_median(v, (size_t)c->n_runs);
+}
+
 static double median(const prof_cand *c) {
   double v[PROF_MAX_RUNS];
-  int n = c->n_runs;
-  memcpy(v, c->runs, (size_t)n * sizeof v[0]);
-  return tx_sort_median(v, (size_t)n);
+  return sort_runs(c, v);
 }
 
 /* The median and the spread (the runs' range over their median, tx_sorted_spread); a rough
@@ -285,53 +306,8 @@ static void summarise(prof_cand *c) {
     return;
   }
   double v[PROF_MAX_RUNS];
-  int n = c->n_runs;
-  memcpy(v, c->runs, (size_t)n * sizeof v[0]);
-  c->time_s = tx_sort_median(v, (size_t)n);
-  c->spread = tx_sorted_spread(v, (size_t)n);
-}
-
-/* Timed in full: a median of runs, with a spread (not pruned, not a single run). */
-static int in_full(const prof_cand *c) {
-  return !c->rough && c->spread >= 0;
-}
-
-/* Tie-break order: a candidate timed in full before one that is not (a rough time, of one run or
-   of a pruned or optional candidate, is no basis for a tie), then, on one thread, a kernel that
-   starts no threads, then the kernel's default tunables; alike in these, the faster (no preference
-   by name), then the name and slot, so that the order is total. Where one of the two runs on
-   several threads there is no preference for the one that does not: a single-thread kernel ties
-   with a threaded one only while the other CPU happens to give the threads little. The evidence
-   for each rule: docs/measurements.md, "Profiling method". */
-static int preferred(const prof_cand *a, const prof_cand *b) {
-  if (in_full(a) != in_full(b)) return in_full(a);
-  if (a->parallel != b->parallel && !a->threaded && !b->threaded) return a->parallel < b->parallel;
-  if ((a->slot == 0) != (b->slot == 0)) return a->slot == 0;
-  if (a->time_s != b->time_s) return a->time_s < b->time_s;
-  int c = strcmp(a->name, b->name);
-  return c != 0 ? c < 0 : a->slot < b->slot;
-}
-
-size_t prof_choose_kernel(const prof_cand *c, size_t n, size_t kernel) {
-  size_t fast = n, w;
-  for (size_t i = 0; i < n; i++)
-    if ((kernel == SIZE_MAX || c[i].kernel == kernel) && c[i].n_runs > 0 &&
-        (fast == n || c[i].time_s < c[fast].time_s))
-      fast = i;
-  if (fast == n) return n;
-  w = fast;
-  for (size_t i = 0; i < n; i++) {
-    if ((kernel != SIZE_MAX && c[i].kernel != kernel) || c[i].n_runs == 0) continue;
-    double sa = in_full(&c[fast]) ? c[fast].spread : -1, sb = in_full(&c[i]) ? c[i].spread : -1;
-    double most = c[i].threaded || c[fast].threaded ? PROF_TIE_MAX_THREADED : PROF_TIE_MAX;
-    double tol = fmin(most, fmax(PROF_TIE_MIN, fmax(sa, sb)));
-    if (c[i].time_s <= (1 + tol) * c[fast].time_s && preferred(&c[i], &c[w])) w = i;
-  }
-  return w;
-}
-
-size_t prof_choose(const prof_cand *c, size_t n) {
-  return prof_choose_kernel(c, n, SIZE_MAX);
+  c->time_s = sort_runs(c, v);
+  c->spread = tx_sorted_spread(v, (size_t)c->n_runs);
 }
 
 static int wanted(const prof_cand *c, const prof_settings *s) {
@@ -339,22 +315,18 @@ static int wanted(const prof_cand *c, const prof_settings *s) {
   return w < 1 ? 1 : w > PROF_MAX_RUNS ? PROF_MAX_RUNS : w;
 }
 
-/* A single run over twice as slow as the plan expected is one stall (a thread waiting for a core
-   the host gave to someone else), not yet a verdict; nor is a single run where the plan expected
-   nothing (the first n of a class). Both get a second run ("Stalls", "A single run without an
-   expectation", docs/measurements.md). */
-#define STALL_RATIO 2.0
-
 /* After a round: candidates whose fastest run is slower than `ratio` x the leader's median stop
    (the leader: the smallest median among those with `runs` runs or more), except after one run
-   that looks like a stall, or that nothing was expected of, which gets a second. */
+   that is a stall (stall_ratio x slower than the plan expected: a thread waiting for a core the
+   host gave to someone else) or that nothing was expected of (the first n of a class): those get
+   a second ("Stalls", "A single run without an expectation", docs/measurements.md). */
 static void prune(prof_cand *c, size_t n, int runs, double ratio) {
   double leader = INFINITY;
   for (size_t i = 0; i < n; i++)
     if (c[i].n_runs >= runs && median(&c[i]) < leader) leader = median(&c[i]);
   for (size_t i = 0; i < n; i++) {
-    int stall =
-        c[i].n_runs == 1 && (c[i].expect_s <= 0 || c[i].runs[0] > STALL_RATIO * c[i].expect_s);
+    int stall = c[i].n_runs == 1 &&
+                (c[i].expect_s <= 0 || c[i].runs[0] > prof_policy.stall_ratio * c[i].expect_s);
     if (!c[i].keep && !stall && c[i].n_runs >= runs && fastest(&c[i]) > ratio * leader)
       c[i].rough = 1;
   }
@@ -366,15 +338,8 @@ static void drop(prof_cand *c, size_t *n, size_t i) {
   memmove(&c[i], &c[i + 1], (--*n - i) * sizeof *c);
 }
 
-/* After a parallel region the OpenMP runtime's threads spin for a few milliseconds before they
-   sleep, and a sleeping team takes a while to wake ("OpenMP spin and wake", docs/measurements.md).
-   So in each round the candidates that run on one thread go first, then the threaded ones, and the
-   first run of each group follows PREROLL_S of untimed calls of its candidate (one call if longer;
-   none if a call takes more than PREROLL_MAX_CALL_S, which those transients hardly change). */
-#define PREROLL_S          0.006
-#define PREROLL_MAX_CALL_S 0.05
-
-/* The candidates that run on one thread first, in their order, then the threaded ones. */
+/* The candidates that run on one thread first, in their order, then the threaded ones: a round
+   switches kind, and warms up for warm_up_s, as seldom as it can. */
 static void threaded_last(prof_cand *c, size_t n) {
   for (size_t i = 0, k = 0; i < n; i++)
     if (!c[i].threaded) {
@@ -384,52 +349,10 @@ static void threaded_last(prof_cand *c, size_t n) {
     }
 }
 
-static txattn_status pre_roll(prof_cand *c, const txattn_tensors *t) {
-  if (c->predict_s > PREROLL_MAX_CALL_S) return TXATTN_OK;
-  double t0 = tx_clock();
-  do {
-    txattn_status st = txattn_plan_execute(c->plan, t);
-    if (st != TXATTN_OK) return st;
-  } while (tx_clock() - t0 < PREROLL_S);
-  return TXATTN_OK;
-}
-
-/* A timed run of c, after a pre-roll if the last candidate run (*kind: -1 none, else its
-   `threaded`) was of the other kind. */
-/* The pre-roll c's run needs if the last candidate run (*kind: -1 none, else its `threaded`) was
-   of the other kind; *kind becomes c's. */
-static txattn_status switch_kind(prof_cand *c, const txattn_tensors *t, int *kind) {
-  txattn_status st = *kind >= 0 && *kind != c->threaded ? pre_roll(c, t) : TXATTN_OK;
-  *kind = c->threaded;
-  return st;
-}
-
-static txattn_status next_run(prof_cand *c, const txattn_tensors *t, const prof_settings *s,
-                              int *kind) {
-  txattn_status st = switch_kind(c, t, kind);
-  return st == TXATTN_OK ? sample(c, t, s) : st;
-}
-
-/* A candidate not timed in full (pruned, or planned with one run) whose time is within
-   PROF_CONFIRM_RATIO (PROF_CONFIRM_RATIO_THREADED where it or the leader runs on several threads;
-   the host's speed modes are 1.4x apart, a 2-thread call's drift wider) of the fastest one timed in
-   full is timed again against that leader, run for run: CONFIRM_PAIRS pairs of one run of each
-   (prof_paired_runs), each set against the other; its time becomes the leader's times the median of
-   those ratios, and its spread theirs. The runs of a round are tens of milliseconds apart and the
-   host's speed modes ("The host's noise", docs/measurements.md) last milliseconds to seconds, so a
-   candidate whose few runs met a slow spell and the leader's not is pruned on a ratio the next
-   profile does not see ("Confirmation run for run", docs/measurements.md). Back to back, the ratio
-   of two runs holds through a spell that covers both. Near ties (within the widest tie limit) are
-   confirmed whatever it costs, as far as the deadline allows, since prof_choose decides them on
-   medians; the others, closest first, while confirming costs less than the settings' confirm_share
-   of the point's timing before it (a default profile: half). */
-#define CONFIRM_PAIRS 3
-
-/* One timed run of c that is not recorded (its repetitions as set), after a pre-roll if the last
-   run was of the other kind (next_run); seconds per call in *per_call. */
+/* One timed run of c that is not recorded (its repetitions as set), after its warm-up; seconds per
+   call in *per_call. */
 static txattn_status run_aside(prof_cand *c, const txattn_tensors *t, int *kind, double *per_call) {
-  txattn_status st = switch_kind(c, t, kind);
-  if (st == TXATTN_OK) st = lead_in(c, t);
+  txattn_status st = warm_up(c, t, kind);
   double sec = 0;
   if (st == TXATTN_OK) st = run_reps(c, t, c->reps, &sec);
   *per_call = sec / (double)c->reps;
@@ -458,11 +381,12 @@ txattn_status prof_paired_runs(prof_cand *a, prof_cand *b, const txattn_tensors 
    leader's time times each pair's ratio. A failed call leaves *failed at its candidate. */
 static txattn_status confirm_against(prof_cand *c, prof_cand *lead, const txattn_tensors *t,
                                      prof_cand **failed) {
-  double ratio[CONFIRM_PAIRS];
-  txattn_status st = prof_paired_runs(c, lead, t, CONFIRM_PAIRS, ratio, failed);
+  const int pairs = prof_policy.confirm_pairs;
+  double ratio[PROF_MAX_RUNS];
+  txattn_status st = prof_paired_runs(c, lead, t, pairs, ratio, failed);
   if (st != TXATTN_OK) return st;
-  for (int k = 0; k < CONFIRM_PAIRS; k++) c->runs[k] = ratio[k] * lead->time_s;
-  c->n_runs = CONFIRM_PAIRS;
+  for (int k = 0; k < pairs; k++) c->runs[k] = ratio[k] * lead->time_s;
+  c->n_runs = pairs;
   c->rough = 0;
   summarise(c);
   return TXATTN_OK;
@@ -470,16 +394,15 @@ static txattn_status confirm_against(prof_cand *c, prof_cand *lead, const txattn
 
 /* The calls the paired runs of c against lead make. */
 static double confirm_calls(const prof_cand *c, const prof_cand *lead) {
-  return CONFIRM_PAIRS * ((double)c->reps + (double)lead->reps + 2);
+  return prof_policy.confirm_pairs * ((double)c->reps + (double)lead->reps + 2);
 }
 
 /* The candidates to confirm against lead, closest first; returns how many (written to who). */
 static size_t rough_near(const prof_cand *c, size_t n, size_t lead, size_t *who) {
   size_t m = 0;
   for (size_t i = 0; i < n; i++) {
-    double ratio =
-        c[i].threaded || c[lead].threaded ? PROF_CONFIRM_RATIO_THREADED : PROF_CONFIRM_RATIO;
-    if (c[i].n_runs == 0 || in_full(&c[i]) || c[i].time_s > ratio * c[lead].time_s) continue;
+    double ratio = prof_pair(prof_policy.confirm_ratio, &c[i], &c[lead]);
+    if (c[i].n_runs == 0 || prof_in_full(&c[i]) || c[i].time_s > ratio * c[lead].time_s) continue;
     size_t k = m++;
     for (; k > 0 && c[who[k - 1]].time_s > c[i].time_s; k--) who[k] = who[k - 1];
     who[k] = i;
@@ -487,11 +410,21 @@ static size_t rough_near(const prof_cand *c, size_t n, size_t lead, size_t *who)
   return m;
 }
 
+/* Confirmation: a rough candidate within confirm_ratio of the fastest one timed in full is timed
+   again against that leader in confirm_pairs paired runs (prof_paired_runs); its time becomes the
+   leader's times the median of their ratios, and its spread theirs. The runs of a round are tens
+   of milliseconds apart and the host's speed modes last milliseconds to seconds, so a candidate
+   whose few runs met a slow spell and the leader's not would be pruned on a ratio the next
+   profile does not see; back to back, the ratio of two runs holds through a spell that covers
+   both ("The host's noise", "Confirmation run for run", docs/measurements.md). Near ties (within
+   tie_max) are confirmed whatever it costs, as far as the deadline allows, since prof_choose
+   decides them on medians; the others, closest first, while confirming costs less than the
+   settings' confirm_share of the point's timing before it. */
 static txattn_status confirm_rough(prof_cand *c, size_t *n, const txattn_tensors *t,
                                    const prof_settings *s, double deadline, double point_s) {
   size_t lead = *n;
   for (size_t i = 0; i < *n; i++)
-    if (in_full(&c[i]) && (lead == *n || c[i].time_s < c[lead].time_s)) lead = i;
+    if (prof_in_full(&c[i]) && (lead == *n || c[i].time_s < c[lead].time_s)) lead = i;
   if (lead == *n) return TXATTN_OK;
   size_t *who = malloc(*n * sizeof *who);
   unsigned char *failed = calloc(*n, 1);
@@ -505,7 +438,7 @@ static txattn_status confirm_rough(prof_cand *c, size_t *n, const txattn_tensors
   double start = tx_clock();
   for (size_t k = 0; k < m; k++) {
     prof_cand *x = &c[who[k]], *bad = NULL;
-    double most = x->threaded || c[lead].threaded ? PROF_TIE_MAX_THREADED : PROF_TIE_MAX;
+    double most = prof_pair(prof_policy.tie_max, x, &c[lead]);
     double calls = confirm_calls(x, &c[lead]);
     double cost = calls * fmax(x->predict_s, c[lead].predict_s);
     if (too_late(x, calls, deadline) || (x->time_s > (1 + most) * c[lead].time_s &&
@@ -539,8 +472,8 @@ txattn_status prof_time_until(prof_cand *c, size_t *n, const txattn_tensors *t,
     c[i].n_runs = 0;
     c[i].reps = 0;
     c[i].rough = 0;
-    if (too_late(&c[i], 2, deadline)) continue; /* the warm-up and one run */
-    txattn_status st = warm_up(&c[i], t, s);
+    if (too_late(&c[i], 2, deadline)) continue; /* the first call and one run */
+    txattn_status st = first_call(&c[i], t, s);
     kind = c[i].threaded;
     if (st != TXATTN_OK) {
       first = first != TXATTN_OK ? first : st;
@@ -559,7 +492,8 @@ txattn_status prof_time_until(prof_cand *c, size_t *n, const txattn_tensors *t,
         drop(c, n, i--);
       }
     }
-    prune(c, *n, r + 1, r == 0 ? fmax(PROF_FIRST_PRUNE_RATIO, s->prune_ratio) : s->prune_ratio);
+    prune(c, *n, r + 1,
+          r == 0 ? fmax(prof_policy.first_prune_ratio, s->prune_ratio) : s->prune_ratio);
   }
   for (size_t i = 0; i < *n; i++) summarise(&c[i]);
   txattn_status st = confirm_rough(c, n, t, s, deadline, tx_clock() - start);

@@ -12,19 +12,20 @@ double prof_now_s(const profile_run *r) {
 }
 
 double prof_end_reserve(const profile_run *r) {
-  return fmax(END_RESERVE_MIN_S, END_RESERVE * r->budget_s);
+  return fmax(prof_policy.end_reserve_min_s, prof_policy.end_reserve * r->budget_s);
 }
 
-/* Runs for a planned candidate: target_s of runs, at least MIN_RUNS, at most the mode's. */
+/* Runs for a planned candidate: target_s of runs, at least min_runs, at most the mode's. */
 int prof_runs_for(const profile_run *r, double target_s, double t) {
   double k = ceil(target_s / prof_run_len(&r->s, t));
   int most = r->s.rounds;
-  return k < MIN_RUNS ? MIN_RUNS : k > most ? most : (int)k;
+  int least = prof_policy.min_runs;
+  return k < least ? least : k > most ? most : (int)k;
 }
 
 static int runs_of(const profile_run *r, prof_effort effort, double target_s, double t) {
   return effort == PROF_FULL      ? prof_runs_for(r, target_s, t)
-         : effort == PROF_CONFIRM ? MIN_RUNS
+         : effort == PROF_CONFIRM ? prof_policy.min_runs
                                   : 1;
 }
 
@@ -39,7 +40,7 @@ static prof_work series_work(const prof_grid_class *gc, int64_t n, int64_t rr) {
 }
 
 /* Predicted seconds of the series' point at n: the candidates timed in full (FULL) with target_s of
-   runs, CONFIRM ones with MIN_RUNS (at a later n than the coming one, they count as OPTIONAL: they
+   runs, CONFIRM ones with min_runs (at a later n than the coming one, they count as OPTIONAL: they
    will most likely have lost again), the point's overhead; OPTIONAL ones go to *optional. */
 static double series_cost(const profile_run *r, const prof_grid_class *gc, size_t ri, int64_t n,
                           int64_t rr, int later, double target_s, double *optional) {
@@ -80,13 +81,14 @@ static double rest_cost(const profile_run *r, prof_at at, double target_s, doubl
 }
 
 /* The plan before the point at `at`: the largest target (seconds of runs per planned candidate,
-   the same for every point left, within MIN..MAX_TARGET_S) with which every point left fits
-   PLAN_FILL of the budget, and what optional candidates may use here: OPTIONAL_SHARE of the
-   slack (what they use is gone from the slack at the next point). Returns the point's predicted
-   (scaled) cost. */
+   the same for every point left, up to max_target_s: long calls vary little) with which every
+   point left fits plan_fill of the budget (the rest absorbs mispredictions), and what optional
+   candidates may use here: optional_share of the slack (what they use is gone from the slack at
+   the next point). Returns the point's predicted (scaled) cost. */
 double prof_plan(profile_run *r, prof_at at) {
-  double room = PLAN_FILL * r->budget_s - prof_now_s(r), first, rest;
-  double lo = r->s.rounds * 1.25 * r->s.min_run_s, hi = MAX_TARGET_S; /* short calls: all runs */
+  double room = prof_policy.plan_fill * r->budget_s - prof_now_s(r), first, rest;
+  double lo = r->s.rounds * prof_policy.run_margin * r->s.min_run_s; /* short calls: all runs */
+  double hi = prof_policy.max_target_s;
   if (r->scale * rest_cost(r, at, hi, &first) <= room) {
     lo = hi;
   } else {
@@ -102,17 +104,20 @@ double prof_plan(profile_run *r, prof_at at) {
   rest = rest_cost(r, at, lo, &first);
   double slack = room - r->scale * rest;
   r->slack = slack > 0 ? slack : 0;
-  r->optional_left = OPTIONAL_SHARE * r->slack;
+  r->optional_left = prof_policy.optional_share * r->slack;
   r->prog.predicted_end = tx_clock() + r->scale * rest;
   return r->scale * first;
 }
 
-/* After a point: how far the model was off. Only sizeable points count: small ones are mostly
-   overhead, which the model leaves as it was last time. */
+/* After a point: how far the model was off, measured over predicted seconds, older points
+   weighing scale_decay less at each, within scale_min..scale_max. Only points predicted to take
+   scale_min_point_s count: smaller ones are mostly overhead, which the model leaves as it was
+   last time. */
 void prof_learn_scale(profile_run *r, double predicted_s, double spent_s) {
-  if (predicted_s < SCALE_MIN_POINT_S) return;
-  r->scale_predicted = SCALE_DECAY * r->scale_predicted + predicted_s / r->scale;
-  r->scale_spent = SCALE_DECAY * r->scale_spent + spent_s;
+  const prof_knobs *k = &prof_policy;
+  if (predicted_s < k->scale_min_point_s) return;
+  r->scale_predicted = k->scale_decay * r->scale_predicted + predicted_s / r->scale;
+  r->scale_spent = k->scale_decay * r->scale_spent + spent_s;
   double s = r->scale_spent / r->scale_predicted;
-  r->scale = s < MIN_SCALE ? MIN_SCALE : s > MAX_SCALE ? MAX_SCALE : s;
+  r->scale = s < k->scale_min ? k->scale_min : s > k->scale_max ? k->scale_max : s;
 }

@@ -6,9 +6,6 @@
 
 #include "timing.h"
 
-/* A visit's untimed calls before each group (profile_measure.c's pre-roll) */
-#define VISIT_PREROLL_S 0.006
-
 int prof_close_call(const prof_cand *c, size_t n, size_t *who) {
   size_t lead = n;
   for (size_t i = 0; i < n; i++)
@@ -23,7 +20,7 @@ int prof_close_call(const prof_cand *c, size_t n, size_t *who) {
       int taken = 0;
       for (int j = 0; j < k; j++) taken |= who[j] == i;
       if (taken || c[i].n_runs == 0) continue;
-      double close = c[i].threaded || c[lead].threaded ? PROF_CLOSE_THREADED : PROF_CLOSE_SINGLE;
+      double close = prof_pair(prof_policy.close, &c[i], &c[lead]);
       int now = c[i].time_s <= (1 + close) * c[lead].time_s;
       int expected = c[i].history && c[lead].history && c[lead].expect_s > 0 &&
                      c[i].expect_s <= (1 + close) * c[lead].expect_s;
@@ -40,7 +37,7 @@ int prof_revisits_keep(prof_revisits *rv, size_t ci, size_t ri, int64_t n, int64
                        const txattn_problem *p, const prof_cand *c, size_t nc) {
   size_t who[PROF_MAX_CONTENDERS];
   int k = rv->visits > 0 ? prof_close_call(c, nc, who) : 0;
-  if (k < 2 || c[who[0]].time_s > rv->max_call_s) return 0;
+  if (k < 2 || c[who[0]].time_s > prof_policy.revisit_max_call_s) return 0;
   if (rv->n == rv->cap) {
     size_t cap = rv->cap ? 2 * rv->cap : 32;
     prof_open_point *pts = realloc(rv->pts, cap * sizeof *pts);
@@ -63,11 +60,12 @@ int prof_revisits_keep(prof_revisits *rv, size_t ci, size_t ri, int64_t n, int64
   return 1;
 }
 
+/* A visit's predicted seconds: each contender's first call and runs, and two warm-up periods. */
 static double visit_cost(const prof_open_point *pt, const prof_settings *s) {
-  double cost = 2 * VISIT_PREROLL_S;
+  double cost = 2 * prof_policy.warm_up_s;
   for (int j = 0; j < pt->n_who; j++) {
     double t = pt->c[pt->who[j]].time_s;
-    cost += t + 2 * prof_run_len(s, t);
+    cost += t + prof_policy.visit_runs * prof_run_len(s, t);
   }
   return cost;
 }
@@ -79,7 +77,8 @@ double prof_revisits_cost(const prof_revisits *rv, const prof_settings *s) {
   return cost;
 }
 
-/* Two runs of each live contender, interleaved as at the point; the plans stay the point's. */
+/* visit_runs runs of each live contender, interleaved as at the point; the plans stay the
+   point's. */
 static void visit(prof_open_point *pt, const txattn_tensors *t, const prof_settings *s,
                   double deadline) {
   prof_cand copy[PROF_MAX_CONTENDERS];
@@ -89,7 +88,7 @@ static void visit(prof_open_point *pt, const txattn_tensors *t, const prof_setti
     if (!c->plan) continue;
     copy[m] = *c;
     copy[m].keep = 1;
-    copy[m].want = 2;
+    copy[m].want = prof_policy.visit_runs;
     copy[m].optional = 0;
     copy[m].predict_s = c->time_s;
     copy[m].borrowed = 1;

@@ -4,8 +4,8 @@
  * speed of a kernel drifts over seconds, above all that of a threaded one ("Threaded drift",
  * docs/measurements.md). Back-to-back runs then agree with each other and not with the next
  * profile. So a point whose leaders are close is kept open: its
- * contenders are timed again after each later n (a visit: two runs each, interleaved as at the
- * point), and its time is the median of the visits' medians, its spread theirs: the noise the
+ * contenders are timed again after each later n (a visit: visit_runs runs each, interleaved as at
+ * the point; profile_policy.h has the knobs), and its time is the median of the visits' medians, its spread theirs: the noise the
  * table then records is the one a second profile would meet.
  *
  * A visit is seconds after the point, at another speed of the host, so what the contenders of a
@@ -23,12 +23,6 @@
 #include "profile.h"
 
 #define PROF_MAX_CONTENDERS 3
-/* A candidate is a contender when its time is within this fraction of the leader's: between
-   single-thread kernels 10%, the ties (profile.h: up to 6%) and those just past them, so that the
-   tie rule decides on revisited times; anything within half when one of the two runs on several
-   threads, whose speed drifts far more ("Threaded drift", docs/measurements.md). */
-#define PROF_CLOSE_SINGLE   0.10
-#define PROF_CLOSE_THREADED 0.5
 
 /* A point kept open: its candidates (and their plans) until it is settled. */
 typedef struct prof_open_point {
@@ -46,18 +40,19 @@ typedef struct prof_open_point {
 typedef struct prof_revisits {
   prof_open_point *pts;
   size_t n, cap;
-  int visits;        /* visits after the point's own runs */
-  double max_call_s; /* only points whose leader's call is this short stay open */
+  int visits; /* visits after the point's own runs */
 } prof_revisits;
 
-/* Contenders of a measured point: the leader and up to PROF_MAX_CONTENDERS - 1 others within a
-   close-call margin of it (wider when a threaded kernel is involved), as measured here or as the
-   plan expected from the smaller n (expect_s): a candidate that a stall made look far slower at
-   this point only is timed again too ("A candidate a stall put far behind", docs/measurements.md).
-   Returns their count (1: no close call) and writes their indices to who. */
+/* Contenders of a measured point: the leader and up to PROF_MAX_CONTENDERS - 1 others within
+   prof_policy.close of it, as measured here or as the plan expected from the smaller n
+   (expect_s): a candidate that a stall made look far slower at this point only is timed again too
+   ("A candidate a stall put far behind", docs/measurements.md). close.single reaches past the ties
+   (tie_max), so that the tie rule decides on revisited times. Returns their count (1: no close
+   call) and writes their indices to who. */
 int prof_close_call(const prof_cand *c, size_t n, size_t *who);
 
-/* Keeps the point open if it is a close call with a short enough leader: takes c (a copy of the
+/* Keeps the point open if it is a close call whose leader's call is revisit_max_call_s at most:
+   takes c (a copy of the
    array; the plans now belong to rv) and returns 1; returns 0 and leaves c alone otherwise. */
 int prof_revisits_keep(prof_revisits *rv, size_t ci, size_t ri, int64_t n, int64_t r,
                        const txattn_problem *p, const prof_cand *c, size_t nc);

@@ -16,31 +16,6 @@
 #include "buffers.h"
 
 #define MAX_LEVELS GRID_MAX_N
-#define MIN_RUNS   2 /* a planned candidate gets at least two runs: a median and a spread */
-/* The most seconds of runs a candidate is planned: long calls vary little */
-#define MAX_TARGET_S 1.0
-/* The plan fills this much of the budget; the rest absorbs mispredictions. No call starts that is
-   predicted to end later than END_RESERVE of the budget (at least END_RESERVE_MIN_S) before its
-   end: the table is still to be written, and a call may take longer than predicted. */
-#define PLAN_FILL         0.92
-#define END_RESERVE       0.01
-#define END_RESERVE_MIN_S 0.5
-/* Optional candidates may use this share of the slack, with calls of OPTIONAL_MAX_CALL_S at
-   most; see afford(). */
-#define OPTIONAL_SHARE      0.25
-#define OPTIONAL_MAX_CALL_S 0.25
-#define OPTIONAL_MAX_RATIO  3.0
-#define RECHECK_GROWTH      4
-/* The model's correction: measured over predicted seconds, over the points predicted to take at
-   least SCALE_MIN_POINT_S, older ones weighing SCALE_DECAY less at each, kept within
-   MIN_SCALE..MAX_SCALE. */
-#define SCALE_MIN_POINT_S 0.1
-#define SCALE_DECAY       0.8
-#define MIN_SCALE         1.0
-#define MAX_SCALE         3.0
-/* Close calls stay open for revisits (profile_revisit.h) when the leader's call is this short:
-   there the drift between profiles is largest and a visit costs little. */
-#define REVISIT_MAX_CALL_S 0.005
 
 /* Where the grid is: level (n index), class, r index. */
 typedef struct prof_at {
@@ -94,7 +69,7 @@ typedef struct profile_run {
   double target_s;      /* the plan in force: seconds of runs per planned candidate */
   double optional_left; /* and what optional candidates may use at this point */
   double slack;         /* the seconds the plan leaves free */
-  double scale;         /* measured over predicted seconds of recent points (MIN..MAX_SCALE) */
+  double scale;         /* measured over predicted seconds of recent points (scale_min..max) */
   double scale_spent, scale_predicted; /* decaying sums behind it */
   size_t n_points, n_skipped, n_excluded, n_ties;
   size_t n_classes_out; /* classes with no point in the table (prof_class_fate says why) */
@@ -110,13 +85,14 @@ typedef struct profile_run {
   tx_cpu_use use_start;
 } profile_run;
 
-/* Seconds since the run started, and how long before the budget's end no call may end. */
+/* Seconds since the run started, and how long before the budget's end no call may end: the
+   table is still to be written, and a call may take longer than predicted. */
 double prof_now_s(const profile_run *r);
 double prof_end_reserve(const profile_run *r);
 
 /* Timed runs for a planned candidate with target_s seconds of runs and calls of t seconds. */
 int prof_runs_for(const profile_run *r, double target_s, double t);
-/* Predicted seconds of a candidate of that effort: its warm-up and its runs. */
+/* Predicted seconds of a candidate of that effort: its first call and its runs. */
 double prof_cand_cost(const profile_run *r, prof_effort effort, double t, double target_s);
 /* The plan before the point at `at` (target_s, slack, optional_left); returns the point's
    predicted (scaled) seconds. */

@@ -1,0 +1,246 @@
+/* The size discipline of the public structs (txattn/txattn.h, "Public structs grow"): a caller
+ * built against an older header (a smaller struct) or a newer one (a larger struct) works, and the
+ * library reads and writes only the bytes struct_size covers. Each struct sits at the end of a page
+ * followed by an inaccessible one, so a read or write past it faults instead of passing unseen. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "test_context.h"
+
+TestSuite(struct_size, .init = test_env_clean, .fini = test_check_leaks);
+
+/* size bytes that end where an inaccessible page begins */
+struct fenced {
+  unsigned char *map;
+  size_t map_size;
+  void *at;
+};
+
+static struct fenced fence(size_t size) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  cr_assert(size % 8 == 0 && size <= page);
+  struct fenced f = {.map_size = 2 * page};
+  f.map = mmap(NULL, f.map_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  cr_assert(f.map != MAP_FAILED);
+  cr_assert(mprotect(f.map + page, page, PROT_NONE) == 0);
+  f.at = f.map + page - size;
+  memset(f.at, 0, size);
+  return f;
+}
+
+static void unfence(struct fenced *f) {
+  munmap(f->map, f->map_size);
+}
+
+static txattn_context *context_with(const void *opts) {
+  txattn_context *ctx = NULL;
+  txattn_status s = txattn_context_create(opts, &ctx);
+  cr_assert_eq(s, TXATTN_OK, "txattn_context_create: %s", txattn_last_error());
+  return ctx;
+}
+
+/* An options struct from an older header that ended before n_threads: the fields it lacks take
+   their defaults and are never read. */
+Test(struct_size, older_options_are_read_only_as_far_as_they_reach) {
+  struct options_old {
+    size_t struct_size;
+    const char *plugin_path, *table_path;
+  };
+  struct fenced f = fence(sizeof(struct options_old));
+  struct options_old *o = f.at;
+  o->struct_size = sizeof *o;
+  o->table_path = "";
+  txattn_context *ctx = context_with(o);
+  txattn_options full = {.table_path = "", .n_threads = 0};
+  txattn_context *ref = context_with(&full);
+  cr_assert_eq(txattn_context_threads(ctx), txattn_context_threads(ref));
+  cr_assert_eq(txattn_kernel_count(ctx), txattn_kernel_count(ref));
+  txattn_context_free(ref);
+  txattn_context_free(ctx);
+  unfence(&f);
+}
+
+/* A newer header's larger struct: unknown fields that are zero are fine; a set one is refused. */
+Test(struct_size, newer_options_need_their_unknown_fields_zero) {
+  size_t newer = sizeof(txattn_options) + 16;
+  struct fenced f = fence(newer);
+  txattn_options *o = f.at;
+  o->struct_size = newer;
+  o->table_path = "";
+  o->n_threads = 1;
+  txattn_context *ctx = context_with(o);
+  cr_assert_eq(txattn_context_threads(ctx), 1);
+  txattn_context_free(ctx);
+  ((unsigned char *)f.at)[newer - 1] = 1;
+  ctx = NULL;
+  cr_assert_eq(txattn_context_create(o, &ctx), TXATTN_E_INVALID);
+  cr_assert_null(ctx);
+  cr_assert(strstr(txattn_last_error(), "txattn_options.struct_size") != NULL, "%s",
+            txattn_last_error());
+  cr_assert(strstr(txattn_last_error(), "newer header") != NULL, "%s", txattn_last_error());
+  unfence(&f);
+}
+
+Test(struct_size, impossible_sizes_are_refused_with_the_struct_named) {
+  txattn_options o = {.struct_size = 4, .table_path = ""};
+  txattn_context *ctx = NULL;
+  cr_assert_eq(txattn_context_create(&o, &ctx), TXATTN_E_INVALID);
+  cr_assert(strstr(txattn_last_error(), "txattn_options.struct_size = 4") != NULL, "%s",
+            txattn_last_error());
+  o.struct_size = (size_t)1 << 40; /* garbage, not a header */
+  cr_assert_eq(txattn_context_create(&o, &ctx), TXATTN_E_INVALID);
+  o.struct_size = sizeof o;
+  cr_assert_eq(txattn_context_create(&o, &ctx), TXATTN_OK, "%s", txattn_last_error());
+  txattn_context_free(ctx);
+}
+
+/* Writes one output struct three ways: as an older header's (only `older` bytes, at a fence), as a
+   newer header's (the bytes past this header's untouched), and unset (struct_size 0: all of it). */
+typedef txattn_status (*get_fn)(const void *source, void *out);
+
+static void check_output(get_fn get, const void *source, size_t cur, size_t older,
+                         size_t check_at) {
+  struct fenced f = fence(older);
+  memcpy(f.at, &older, sizeof older);
+  cr_assert_eq(get(source, f.at), TXATTN_OK, "%s", txattn_last_error());
+  size_t written;
+  memcpy(&written, f.at, sizeof written);
+  cr_assert_eq(written, older, "struct_size after an older caller's call: %zu, want %zu", written,
+               older);
+  unsigned char *full = calloc(1, cur + 64);
+  cr_assert(full != NULL);
+  size_t newer = cur + 64;
+  memset(full, 0xa5, cur + 64);
+  memcpy(full, &newer, sizeof newer);
+  cr_assert_eq(get(source, full), TXATTN_OK, "%s", txattn_last_error());
+  memcpy(&written, full, sizeof written);
+  cr_assert_eq(written, cur);
+  for (size_t i = cur; i < cur + 64; i++)
+    cr_assert_eq(full[i], 0xa5, "byte %zu past the struct was written", i - cur);
+  cr_assert(memcmp(full + sizeof(size_t), (unsigned char *)f.at + sizeof(size_t),
+                   older - sizeof(size_t)) == 0,
+            "the older caller's fields differ from the newer's");
+  cr_assert(check_at < older && full[check_at] != 0xa5, "the field at %zu was not written",
+            check_at);
+  unsigned char *unset = malloc(cur);
+  cr_assert(unset != NULL);
+  memset(unset, 0, sizeof(size_t)); /* struct_size 0: an uninitialised struct in practice */
+  memset(unset + sizeof(size_t), 0x5a, cur - sizeof(size_t));
+  cr_assert_eq(get(source, unset), TXATTN_OK);
+  cr_assert(memcmp(unset, full, cur) == 0, "a struct with struct_size 0 is not written in full");
+  free(unset);
+  free(full);
+  unfence(&f);
+}
+
+static txattn_status get_kernel(const void *ctx, void *out) {
+  return txattn_kernel_get(ctx, 0, out);
+}
+static txattn_status get_machine(const void *ctx, void *out) {
+  return txattn_context_machine(ctx, out);
+}
+static txattn_status get_kernel_tunable(const void *ctx, void *out) {
+  for (size_t k = 0; k < txattn_kernel_count(ctx); k++)
+    if (txattn_kernel_tunable_count(ctx, k) > 0) return txattn_kernel_tunable_get(ctx, k, 0, out);
+  cr_assert_fail("no loaded kernel declares a tunable");
+  return TXATTN_E_INTERNAL;
+}
+static txattn_status get_plan_tunable(const void *plan, void *out) {
+  return txattn_plan_tunable_info(plan, 0, out);
+}
+
+Test(struct_size, outputs_are_written_as_far_as_the_callers_struct_reaches) {
+  txattn_context *ctx = test_context(1);
+  check_output(get_kernel, ctx, sizeof(txattn_kernel_info), offsetof(txattn_kernel_info, usable),
+               offsetof(txattn_kernel_info, name));
+  check_output(get_machine, ctx, sizeof(txattn_machine_info),
+               offsetof(txattn_machine_info, n_cores), offsetof(txattn_machine_info, vendor));
+  check_output(get_kernel_tunable, ctx, sizeof(txattn_tunable_info),
+               offsetof(txattn_tunable_info, value), offsetof(txattn_tunable_info, name));
+  txattn_problem p = {.n_q = 64, .d_qk = 32};
+  txattn_plan *plan = NULL;
+  cr_assert_eq(txattn_plan_create(ctx, &p, "tiled.scalar", &plan), TXATTN_OK, "%s",
+               txattn_last_error());
+  check_output(get_plan_tunable, plan, sizeof(txattn_tunable_info),
+               offsetof(txattn_tunable_info, min), offsetof(txattn_tunable_info, value));
+  txattn_plan_free(plan);
+  txattn_context_free(ctx);
+}
+
+Test(struct_size, rejected_entries_follow_the_same_rule) {
+  char dir[] = "/tmp/txattn-struct-size-XXXXXX";
+  cr_assert(mkdtemp(dir) != NULL);
+  char path[sizeof dir + 32];
+  snprintf(path, sizeof path, "%s/libtxattn_bogus.so", dir);
+  FILE *bogus = fopen(path, "w");
+  cr_assert(bogus != NULL);
+  fputs("not a shared object\n", bogus);
+  fclose(bogus);
+  txattn_context *ctx = test_context_at(dir, 1);
+  cr_assert_eq(txattn_rejected_count(ctx), 1);
+  struct fenced f = fence(offsetof(txattn_rejected_info, reason));
+  txattn_rejected_info *old = f.at;
+  old->struct_size = offsetof(txattn_rejected_info, reason);
+  cr_assert_eq(txattn_rejected_get(ctx, 0, old), TXATTN_OK);
+  cr_assert_str_eq(old->path, path);
+  txattn_rejected_info now = TXATTN_REJECTED_INFO_INIT;
+  cr_assert_eq(txattn_rejected_get(ctx, 0, &now), TXATTN_OK);
+  cr_assert(now.reason != NULL && now.reason[0] != '\0');
+  txattn_context_free(ctx);
+  unfence(&f);
+  remove(path);
+  rmdir(dir);
+}
+
+/* txattn_problem and txattn_tensors carry struct_size after their 0.2 fields. */
+Test(struct_size, problems_and_tensors_of_a_newer_header) {
+  size_t newer = sizeof(txattn_problem) + 8;
+  struct fenced f = fence(newer);
+  txattn_problem *p = f.at;
+  *p = (txattn_problem){.n_q = 5, .d_qk = 8, .struct_size = newer};
+  txattn_problem r;
+  cr_assert_eq(txattn_problem_resolve(p, &r), TXATTN_OK, "%s", txattn_last_error());
+  cr_assert_eq(r.n_kv, 5);
+  cr_assert_eq(r.struct_size, sizeof r);
+  ((unsigned char *)f.at)[newer - 3] = 7;
+  cr_assert_eq(txattn_problem_resolve(p, &r), TXATTN_E_INVALID);
+  cr_assert(strstr(txattn_last_error(), "txattn_problem.struct_size") != NULL, "%s",
+            txattn_last_error());
+  p->struct_size = sizeof(size_t); /* smaller than any txattn_problem with struct_size */
+  cr_assert_eq(txattn_problem_resolve(p, &r), TXATTN_E_INVALID);
+  unfence(&f);
+
+  txattn_problem q = {.n_q = 3, .d_qk = 4};
+  float in[12] = {0}, out[12];
+  txattn_tensors t = {.q = in, .k = in, .v = in, .o = out, .struct_size = sizeof t + 16};
+  unsigned char padded[sizeof t + 16];
+  memset(padded, 0, sizeof padded);
+  memcpy(padded, &t, sizeof t);
+  cr_assert_eq(txattn_reference(&q, (const txattn_tensors *)padded), TXATTN_OK, "%s",
+               txattn_last_error());
+  padded[sizeof t + 15] = 1;
+  cr_assert_eq(txattn_reference(&q, (const txattn_tensors *)padded), TXATTN_E_INVALID);
+  cr_assert(strstr(txattn_last_error(), "txattn_tensors.struct_size") != NULL, "%s",
+            txattn_last_error());
+}
+
+/* txattn_problem_resolve writes its output by the same rule: a newer caller's tail is untouched. */
+Test(struct_size, resolve_writes_no_further_than_this_header) {
+  txattn_problem p = {.n_q = 2, .d_qk = 2};
+  unsigned char out[sizeof(txattn_problem) + 32];
+  memset(out, 0xa5, sizeof out);
+  size_t newer = sizeof out;
+  memcpy(out + offsetof(txattn_problem, struct_size), &newer, sizeof newer);
+  cr_assert_eq(txattn_problem_resolve(&p, (txattn_problem *)out), TXATTN_OK);
+  for (size_t i = sizeof(txattn_problem); i < sizeof out; i++) cr_assert_eq(out[i], 0xa5);
+  txattn_problem r;
+  memcpy(&r, out, sizeof r);
+  cr_assert_eq(r.struct_size, sizeof r);
+  cr_assert_eq(r.d_v, 2);
+}
