@@ -313,3 +313,31 @@ Test(dtypes, kernels_are_exact_on_every_type_combination_they_take) {
   cr_assert_eq(naive_runs, 27 * 3, "naive.scalar takes every type combination");
   txattn_context_free(ctx);
 }
+
+/* txattn_attention's plan cache tells problems apart by their types: the same shape in f32 and
+   then with bf16 K/V on one context is two plans, each reading its own element size. */
+Test(dtypes, the_plan_cache_keys_on_the_types) {
+  enum { n = 9, d = 4 };
+  float q[n * d], k[n * d], v[n * d], o[n * d], want[n * d];
+  uint16_t k16[n * d], v16[n * d];
+  for (int i = 0; i < n * d; i++) {
+    q[i] = (float)((i * 7) % 5) - 2.0f;
+    k16[i] = f16_of((double)((i * 3) % 7) - 3.0);
+    v16[i] = f16_of((double)((i * 5) % 9) / 4.0);
+    k[i] = (float)f16_value(k16[i]);
+    v[i] = (float)f16_value(v16[i]);
+  }
+  txattn_context *ctx = test_context(1);
+  txattn_problem p = {.n_q = n, .d_qk = d, .mask = TXATTN_MASK_CAUSAL};
+  txattn_tensors t = {.q = q, .k = k, .v = v, .o = want};
+  cr_assert_eq(txattn_attention(ctx, &p, &t), TXATTN_OK, "%s", txattn_last_error());
+  p.k_type = p.v_type = TXATTN_DTYPE_F16;
+  txattn_tensors t16 = {.q = q, .k_data = k16, .v_data = v16, .o = o};
+  cr_assert_eq(txattn_attention(ctx, &p, &t16), TXATTN_OK, "%s", txattn_last_error());
+  double bound;
+  cr_assert_eq(txattn_error_bound(&p, &t16, &bound), TXATTN_OK);
+  for (int i = 0; i < n * d; i++)
+    cr_assert(fabs((double)o[i] - (double)want[i]) <= 2 * bound, "o[%d] = %g, want %g", i,
+              (double)o[i], (double)want[i]);
+  txattn_context_free(ctx);
+}

@@ -226,8 +226,15 @@ Test(fallback, a_tables_choice_that_cannot_plan_hands_over_to_the_estimate) {
   txattn_context *maker = tc_context(path, "", 1);
   txattn_table *t;
   TC_ASSERT_OK(txattn_table_create(maker, &t));
-  txattn_table_class cls = {
-      TXATTN_MASK_CAUSAL, TXATTN_TABLE_WINDOW_NONE, TC_D, TC_D, 1, 1, 0, 1, 1};
+  txattn_table_class cls = {.mask = TXATTN_MASK_CAUSAL,
+                            .window = TXATTN_TABLE_WINDOW_NONE,
+                            .d_qk = TC_D,
+                            .d_v = TC_D,
+                            .group = 1,
+                            .threads = 1,
+                            .decode = 0,
+                            .batch = 1,
+                            .heads_q = 1};
   size_t ci;
   TC_ASSERT_OK(txattn_table_add_class(t, &cls, &ci));
   for (int64_t n = 64; n <= 256; n *= 4) {

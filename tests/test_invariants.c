@@ -2,7 +2,8 @@
  * without trusting the reference's own answer on the transformed input:
  *   - adding one vector to every key adds a per-row constant to the scores: the output does not
  * move;
- *   - permuting keys and values together under MASK_NONE does not move the output;
+ *   - permuting keys and values together under MASK_NONE does not move the output (in 16-bit types
+ *     too, where the permutation moves bits and rounds nothing);
  *   - adding a constant to V adds it to every row that sees a key (the weights sum to one);
  *   - n_q < n_kv gives the last n_q rows of the square problem (bottom-right alignment). */
 #include <math.h>
@@ -16,6 +17,7 @@
 #include "attn_case.h"
 #include "case_check.h"
 #include "case_run.h"
+#include "elements.h"
 #include "oracle.h"
 #include "test_context.h"
 #include "txattn/txattn.h"
@@ -45,7 +47,9 @@ static void check_everyone(struct attn_case *c, const char *desc) {
   cr_assert_eq(txattn_reference(&c->problem, &t), TXATTN_OK, "%s", txattn_last_error());
   cr_assert(case_check_output(c, &err, msg, sizeof msg), "reference on %s: %s", desc, msg);
   txattn_context *ctx = test_context(0);
-  case_run_every_kernel(ctx, c, desc);
+  struct case_tally tally;
+  case_run_every_kernel_tally(ctx, c, desc, &tally);
+  cr_assert(tally.naive_ran, "%s: naive.scalar did not run", desc);
   txattn_context_free(ctx);
 }
 
@@ -83,9 +87,11 @@ Theory((float shift, int mask), invariants, shifting_every_key_changes_nothing) 
   case_free(&c);
 }
 
-Test(invariants, permuting_keys_and_values_changes_nothing_without_a_mask) {
+/* Keys and values permuted together, element bits moved as they are (exact in every type). */
+static void permute_and_check(struct case_types types, const char *desc) {
   struct shape s = base;
   struct attn_case c;
+  s.types = types;
   case_init(&c, &s, 22);
   case_run_reference(&c);
   struct attn_case orig;
@@ -96,13 +102,27 @@ Test(invariants, permuting_keys_and_values_changes_nothing_without_a_mask) {
       for (int64_t j = 0; j < n; j++) {
         int64_t from = (j * 7 + 3) % n; /* 7 and 33 are coprime: a permutation */
         for (int64_t x = 0; x < c.k.dim; x++)
-          *element(&c.k, b, g, j, x) = *element(&orig.k, b, g, from, x);
+          elem_set_bits(c.k.raw, c.k.type, case_offset(&c.k, b, g, j, x),
+                        elem_bits(orig.k.raw, c.k.type, case_offset(&orig.k, b, g, from, x)));
         for (int64_t x = 0; x < c.v.dim; x++)
-          *element(&c.v, b, g, j, x) = *element(&orig.v, b, g, from, x);
+          elem_set_bits(c.v.raw, c.v.type, case_offset(&c.v, b, g, j, x),
+                        elem_bits(orig.v.raw, c.v.type, case_offset(&orig.v, b, g, from, x)));
       }
-  check_everyone(&c, "keys and values permuted");
+  check_everyone(&c, desc);
   case_free(&orig);
   case_free(&c);
+}
+
+Test(invariants, permuting_keys_and_values_changes_nothing_without_a_mask) {
+  permute_and_check((struct case_types){0}, "keys and values permuted");
+}
+
+/* The same in bf16 q, k, v and f16 o; naive.scalar, which takes every type, must be among the
+   kernels that ran. */
+Test(invariants, permuting_16_bit_keys_and_values_changes_nothing_without_a_mask) {
+  permute_and_check((struct case_types){TXATTN_DTYPE_BF16, TXATTN_DTYPE_BF16, TXATTN_DTYPE_BF16,
+                                        TXATTN_DTYPE_F16},
+                    "bf16 keys and values permuted, f16 o");
 }
 
 Test(invariants, adding_a_constant_to_v_adds_it_to_the_output) {

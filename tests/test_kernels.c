@@ -1,7 +1,8 @@
 /* Every kernel, the dispatcher's choice and txattn_attention against txattn_reference over a
  * curated battery of shapes: sizes around powers of two, n_q != n_kv both ways, d_v != d_qk, every
  * mask with narrow, one-sided, unbounded and huge windows, batches, GQA/MQA, strided layouts,
- * explicit scales, large inputs, rows with no visible key and NaN inputs. */
+ * explicit scales, large inputs, rows with no visible key and NaN inputs. A subset of it, one case
+ * of each kind, runs again in five combinations of 16-bit types. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "attn_case.h"
 #include "case_check.h"
 #include "case_run.h"
+#include "elements.h"
 #include "test_context.h"
 #include "txattn/txattn.h"
 
@@ -239,4 +241,137 @@ ParameterizedTest(struct shape *s, kernels, stay_well_within_the_error_bound_on_
     case_free(&c);
   }
   txattn_context_free(ctx);
+}
+
+/* ---- 16-bit types ---- */
+
+#define F32  TXATTN_DTYPE_F32
+#define F16  TXATTN_DTYPE_F16
+#define BF16 TXATTN_DTYPE_BF16
+
+/* q, k, v, o: a 16-bit KV cache under f32 q and o (f16, bf16), everything bf16, everything f16, and
+   a bf16 cache written out as f16. */
+static const struct case_types combinations[] = {
+    {F32, F16, F16, F32}, {F32, BF16, BF16, F32}, {BF16, BF16, BF16, BF16},
+    {F16, F16, F16, F16}, {F32, BF16, BF16, F16},
+};
+enum { N_COMBINATIONS = sizeof combinations / sizeof combinations[0] };
+
+/* One or two cases of each kind of the battery above (the whole battery five times over would
+   take too long under ASan). Inputs are drawn as for f32 and rounded to their type. f16 holds
+   +-65504, so the large-logit cases keep |q|, |k|, |v| <= 100 (whole numbers or, "real", with the
+   fractions f16 keeps: 1/16 at 100, 1/64 at 30) and get L from d_qk and the scale: the scores exist
+   only in the kernels' fp32, and |O| <= max|V|. One case takes f16's largest values, up to 60000
+   (multiples of 32 there), with a scale of 2^-30 to keep the scores near 50; one takes its
+   subnormals. */
+static const struct shape sixteen_bit_battery[] = {
+    /* odd sizes, every mask, d_v != d_qk */
+    {SQUARE(1, 1), NONE},
+    {SQUARE(17, 80), NONE},
+    {SQUARE(65, 128), CAUSAL},
+    {SQUARE(257, 16), CAUSAL},
+    {DIMS(1, 1, 1, 65, 65, 16, 128), CAUSAL},
+    {DIMS(1, 1, 1, 257, 257, 80, 3), WINDOW(1, 1)},
+    /* decoding; rows with no visible key */
+    {DIMS(1, 1, 1, 1, 257, 128, 128), WINDOW(8, 0)},
+    {DIMS(1, 1, 1, 64, 17, 3, 3), CAUSAL},
+    {DIMS(1, 1, 1, 65, 7, 16, 16), WINDOW(1, 1)},
+    /* one-sided and huge windows */
+    {SQUARE(65, 16), WINDOW(INF, 0)},
+    {SQUARE(17, 3), WINDOW(INT64_MAX, INT64_MAX)},
+    /* GQA, MQA */
+    {DIMS(2, 4, 2, 65, 65, 64, 64), CAUSAL},
+    {DIMS(2, 4, 1, 1, 257, 128, 128), CAUSAL},
+    /* strided layouts */
+    {DIMS(2, 4, 2, 65, 65, 64, 64), CAUSAL, .layout = LAYOUT_INTERLEAVED},
+    {DIMS(2, 4, 1, 1, 64, 64, 64), WINDOW(8, 0), .layout = LAYOUT_PADDED},
+    {DIMS(2, 2, 1, 17, 17, 16, 16), CAUSAL, .layout = LAYOUT_SEQ_MAJOR},
+    {DIMS(2, 4, 1, 7, 9, 3, 5), WINDOW(2, 0), .layout = LAYOUT_EXPLICIT},
+    {DIMS(2, 4, 2, 17, 65, 80, 16), WINDOW(1, 8), .layout = LAYOUT_MIXED},
+    /* scales, large inputs, large logits, an outlier channel, f16's largest values */
+    {SQUARE(65, 16), WINDOW(8, 8), .scale = -0.5f},
+    {SQUARE(65, 64), NONE, .scale = 0x1p-10f, .amplitude = 100.0f},
+    {SQUARE(7, 128), CAUSAL, .amplitude = 100.0f},
+    {SQUARE(128, 64), CAUSAL, .amplitude = 30.0f, .fractional = 1},
+    {DIMS(1, 4, 2, 97, 97, 64, 64), WINDOW(8, 8), .amplitude = 30.0f, .fractional = 1},
+    {SQUARE(128, 64), NONE, .amplitude = 3.0f, .fractional = 1, .outlier = 100.0f},
+    {SQUARE(65, 16), NONE, .scale = 0x1p-30f, .amplitude = 60000.0f},
+    /* tiny inputs: about half of them f16 subnormals (below 2^-14), and so are many outputs */
+    {SQUARE(65, 64), CAUSAL, .amplitude = 0x1p-13f},
+    /* NaN */
+    {SQUARE(17, 16), NONE, .poison = POISON_Q},
+    {SQUARE(65, 64), CAUSAL, .poison = POISON_K},
+    {SQUARE(65, 16), WINDOW(8, 8), .poison = POISON_V},
+    {DIMS(1, 1, 1, 17, 7, 16, 16), CAUSAL, .poison = POISON_Q_EMPTY_ROW},
+    /* windows and the causal edge straddling tiles (the last 129 rows of 513, the 16-bit K and V
+       converted in key blocks past the usual tile sizes); a long decode; every default */
+    {DIMS(1, 1, 1, 129, 513, 64, 64), CAUSAL},
+    {DIMS(1, 1, 1, 129, 513, 64, 64), WINDOW(8, 8)},
+    {DIMS(2, 4, 2, 1, 1025, 64, 64), CAUSAL},
+    {DIMS(0, 2, 0, 17, 0, 16, 0), CAUSAL},
+};
+enum { N_SIXTEEN_BIT = sizeof sixteen_bit_battery / sizeof sixteen_bit_battery[0] };
+
+ParameterizedTestParameters(kernels, agree_with_the_reference_in_16_bits) {
+  return cr_make_param_array(struct shape, sixteen_bit_battery, N_SIXTEEN_BIT);
+}
+
+/* The case in each combination of types, one process and one context for all five (which keeps
+   the cost under ASan near the f32 battery's), so txattn_attention also meets the same shape in
+   other types in its plan cache. The reference of the same problem (o in o's type) is checked
+   against the test oracle, then every kernel that takes the types, the dispatcher and
+   txattn_attention against it within txattn_error_bound; naive.scalar takes every combination, so
+   the test cannot pass by skipping. */
+ParameterizedTest(struct shape *s, kernels, agree_with_the_reference_in_16_bits) {
+  txattn_context *ctx = test_context(0);
+  for (size_t t = 0; t < N_COMBINATIONS; t++) {
+    char desc[256], msg[512];
+    struct attn_case c;
+    struct case_tally tally;
+    struct shape typed = *s;
+    typed.types = combinations[t];
+    shape_describe(&typed, desc, sizeof desc);
+    case_init(&c, &typed, (uint64_t)(s->n_q * 1000003 + s->n_kv * 1009 + s->d_qk * 31 + s->d_v));
+    case_run_reference(&c);
+    cr_assert(case_check_reference(&c, msg, sizeof msg), "%s: %s", desc, msg);
+    case_run_every_kernel_tally(ctx, &c, desc, &tally);
+    cr_assert(tally.naive_ran, "%s: naive.scalar did not run (ran: %s; declined the types: %s)",
+              desc, tally.ran_names, tally.declined_types);
+    case_run_attention(ctx, &c, desc);
+    case_free(&c);
+  }
+  txattn_context_free(ctx);
+}
+
+/* Where O is past f16's range (a bf16 or f32 V written out as f16), the output is infinity, as IEEE
+   rounding says, and the rest is within the bound. The scores (up to about 10^4, scale 2^-24) make
+   each row's softmax pick one key, so O is a V row: bf16 values past 65520 become infinity, the
+   others are f16 values exactly. */
+Test(kernels, a_16_bit_output_past_its_range_is_infinity) {
+  static const struct case_types types[] = {{F32, BF16, BF16, F16}, {F32, F32, F32, F16}};
+  for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+    struct shape s = {SQUARE(17, 16), CAUSAL, .scale = 0x1p-24f, .amplitude = 100000.0f};
+    char desc[256], msg[512];
+    struct attn_case c;
+    struct case_tally tally;
+    s.types = types[t];
+    shape_describe(&s, desc, sizeof desc);
+    case_init(&c, &s, 1789);
+    case_run_reference(&c);
+    cr_assert(case_check_reference(&c, msg, sizeof msg), "%s: %s", desc, msg);
+    size_t n = (size_t)(c.full.n_q * c.full.d_v), inf = 0, finite = 0;
+    for (size_t x = 0; x < n; x++) {
+      double o = elem_load(c.o_ref_data, c.o.type, x);
+      inf += isinf(o) != 0;
+      finite += isfinite(o) && fabs(o) > 1000.0;
+    }
+    cr_assert(inf > 0 && finite > 0, "%s: %zu of %zu outputs overflow, %zu are large and finite",
+              desc, inf, n, finite);
+    txattn_context *ctx = test_context(0);
+    case_run_every_kernel_tally(ctx, &c, desc, &tally);
+    cr_assert(tally.naive_ran, "%s: naive.scalar did not run", desc);
+    case_run_attention(ctx, &c, desc);
+    txattn_context_free(ctx);
+    case_free(&c);
+  }
 }

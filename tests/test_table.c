@@ -236,6 +236,180 @@ Test(table, round_trip_through_a_file) {
   txattn_context_free(ctx);
 }
 
+/* ---- element types: a class per type combination ---- */
+
+static txattn_table_class with_types(txattn_table_class c, txattn_dtype q, txattn_dtype k,
+                                     txattn_dtype v, txattn_dtype o) {
+  c.q_type = q;
+  c.k_type = k;
+  c.v_type = v;
+  c.o_type = o;
+  return c;
+}
+
+#define F32  TXATTN_DTYPE_F32
+#define F16  TXATTN_DTYPE_F16
+#define BF16 TXATTN_DTYPE_BF16
+
+/* The causal class, then the same key with f16 K and V (naive.scalar measured at 64 and 256) and
+   all-bf16 (at 64), and an exclusion in the f16 class; *typed gets the f16 class's index. */
+static txattn_table *typed_table(const txattn_context *ctx, size_t *typed) {
+  txattn_table *t;
+  TC_ASSERT_OK(txattn_table_create(ctx, &t));
+  size_t ci = tc_add_causal(ctx, t), bi;
+  txattn_table_class c;
+  TC_ASSERT_OK(txattn_table_class_get(t, ci, &c, NULL, NULL));
+  txattn_table_class kv = with_types(c, F32, F16, F16, F32),
+                     all = with_types(c, BF16, BF16, BF16, BF16);
+  TC_ASSERT_OK(txattn_table_add_class(t, &kv, typed));
+  TC_ASSERT_OK(txattn_table_add_class(t, &all, &bi));
+  for (int64_t n = 64; n <= 256; n *= 4) {
+    tc_cand cands[] = {{"naive.scalar", 2e-9 * (double)(n * n), 0}};
+    tc_add_point(ctx, t, *typed, n, 0, cands, 1);
+  }
+  tc_cand one[] = {{"naive.scalar", 1e-5, 0}};
+  tc_add_point(ctx, t, bi, 64, 0, one, 1);
+  txattn_table_exclusion x = {.cls = kv,
+                              .kernel = "tiled.scalar",
+                              .n = 193,
+                              .max_error = 0.5,
+                              .reason = "max error 0.5 (a made-up exclusion)"};
+  TC_ASSERT_OK(txattn_table_add_exclusion(t, &x));
+  return t;
+}
+
+Test(table, classes_are_per_type_combination) {
+  txattn_context *ctx = tc_context(NULL, "", 1);
+  txattn_table *t;
+  TC_ASSERT_OK(txattn_table_create(ctx, &t));
+  size_t ci = tc_add_causal(ctx, t), found;
+  txattn_table_class c;
+  char d[128];
+  TC_ASSERT_OK(txattn_table_class_get(t, ci, &c, NULL, NULL));
+  txattn_table_class_describe(&c, d, sizeof d);
+  cr_expect_str_eq(d, "causal d16/16 g1 t1", "an fp32 class keeps its name");
+  static const struct {
+    txattn_dtype q, k, v, o;
+    const char *name;
+  } cases[] = {{F32, F16, F16, F32, "causal d16/16 g1 t1 kv=f16"},
+               {F32, BF16, BF16, F32, "causal d16/16 g1 t1 kv=bf16"},
+               {BF16, BF16, BF16, BF16, "causal d16/16 g1 t1 bf16"},
+               {F32, BF16, F16, F32, "causal d16/16 g1 t1 q,k,v,o=f32,bf16,f16,f32"},
+               {F16, F16, F16, F32, "causal d16/16 g1 t1 q,k,v,o=f16,f16,f16,f32"}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    txattn_table_class x = with_types(c, cases[i].q, cases[i].k, cases[i].v, cases[i].o);
+    txattn_table_class_describe(&x, d, sizeof d);
+    cr_expect_str_eq(d, cases[i].name);
+    size_t xi;
+    TC_ASSERT_OK(txattn_table_add_class(t, &x, &xi));
+    TC_ASSERT_OK(txattn_table_find_class(t, &x, &found));
+    cr_expect_eq(found, xi, "%s", cases[i].name);
+    cr_expect_eq(txattn_table_add_class(t, &x, NULL), TXATTN_E_INVALID, "%s twice", d);
+    cr_expect(text_mentions(txattn_last_error(), "already", cases[i].name, NULL), "%s",
+              txattn_last_error());
+  }
+  TC_ASSERT_OK(txattn_table_find_class(t, &c, &found));
+  cr_expect_eq(found, ci, "the fp32 class is still found by its own key");
+  txattn_table_class bad = c;
+  bad.v_type = (txattn_dtype)7;
+  cr_expect_eq(txattn_table_add_class(t, &bad, NULL), TXATTN_E_INVALID);
+  cr_expect(text_mentions(txattn_last_error(), "v_type = 7", NULL), "%s", txattn_last_error());
+  /* a problem's class carries its types */
+  txattn_problem p = {.n_q = 1,
+                      .n_kv = 300,
+                      .d_qk = TC_D,
+                      .mask = TXATTN_MASK_CAUSAL,
+                      .k_type = F16,
+                      .v_type = F16};
+  txattn_table_class pc;
+  int64_t n, r;
+  TC_ASSERT_OK(txattn_table_class_of(&p, 2, &pc, &n, &r));
+  txattn_table_class_describe(&pc, d, sizeof d);
+  cr_expect_str_eq(d, "causal d16/16 g1 t2 decode kv=f16");
+  cr_expect(pc.q_type == F32 && pc.k_type == F16 && pc.v_type == F16 && pc.o_type == F32 &&
+            n == 300 && r == 0);
+  txattn_table_free(t);
+  txattn_context_free(ctx);
+}
+
+Test(table, typed_classes_round_trip_through_a_file) {
+  new_dir();
+  txattn_context *ctx = tc_context(NULL, "", 1);
+  size_t typed;
+  txattn_table *t = typed_table(ctx, &typed), *u = NULL;
+  TC_ASSERT_OK(txattn_table_write(t, file));
+  TC_ASSERT_OK(txattn_table_load(file, &u));
+  expect_same_tables(t, u);
+  char *a = dump_text(t), *b = dump_text(u);
+  cr_expect_str_eq(a, b, "the file read back does not print as the table written");
+  txattn_table_exclusion x;
+  TC_ASSERT_OK(txattn_table_exclusion_get(u, 0, &x));
+  cr_expect(x.cls.k_type == F16 && x.cls.v_type == F16 && x.cls.q_type == F32 &&
+                x.cls.o_type == F32,
+            "the exclusion's class keeps its types");
+  /* in the file: only the types that are not f32, and none in the fp32 class */
+  json_error_t e;
+  json_t *root = json_load_file(file, 0, &e);
+  cr_assert(root != NULL, "%s", e.text);
+  cr_expect_eq(json_integer_value(json_object_get(root, "format_version")), 3);
+  json_t *classes = json_object_get(root, "classes");
+  json_t *f32 = json_array_get(classes, 0), *kv = json_array_get(classes, typed),
+         *bf = json_array_get(classes, 2);
+  static const char *const keys[] = {"q_type", "k_type", "v_type", "o_type"};
+  for (int i = 0; i < 4; i++)
+    cr_expect(json_object_get(f32, keys[i]) == NULL, "the fp32 class has %s", keys[i]);
+  cr_expect(json_object_get(kv, "q_type") == NULL && json_object_get(kv, "o_type") == NULL);
+  cr_expect_str_eq(json_string_value(json_object_get(kv, "k_type")), "f16");
+  cr_expect_str_eq(json_string_value(json_object_get(kv, "v_type")), "f16");
+  cr_expect_str_eq(json_string_value(json_object_get(bf, "o_type")), "bf16");
+  json_t *xcls = json_object_get(json_array_get(json_object_get(root, "excluded"), 0), "class");
+  cr_expect_str_eq(json_string_value(json_object_get(xcls, "v_type")), "f16");
+  json_decref(root);
+  free(a);
+  free(b);
+  txattn_table_free(t);
+  txattn_table_free(u);
+  txattn_context_free(ctx);
+}
+
+/* Element types are format_version 3, and spelled as txattn_dtype_name spells them. */
+Test(table, a_malformed_element_type_names_the_field) {
+  new_dir();
+  txattn_context *ctx = tc_context(NULL, "", 1);
+  size_t typed;
+  txattn_table *t = typed_table(ctx, &typed);
+  TC_ASSERT_OK(txattn_table_write(t, file));
+  static const struct {
+    int version;
+    const char *k_type; /* NULL: a boolean */
+    const char *pattern;
+  } cases[] = {
+      {2, "f16", "classes\\[1\\]\\.k_type: element types need format_version 3"},
+      {3, "f8", "classes\\[1\\]\\.k_type: \"f8\" is not one of the allowed values"},
+      {3, NULL, "classes\\[1\\]\\.k_type: expected a string, got a boolean"},
+  };
+  cr_assert_eq(typed, 1);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    json_error_t e;
+    json_t *root = json_load_file(file, 0, &e);
+    cr_assert(root != NULL, "%s", e.text);
+    json_object_set_new(root, "format_version", json_integer(cases[i].version));
+    json_t *kv = json_array_get(json_object_get(root, "classes"), typed);
+    json_object_set_new(kv, "k_type", cases[i].k_type ? json_string(cases[i].k_type) : json_true());
+    char path[SCRATCH_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/types%zu.json", dir, i);
+    cr_assert(json_dump_file(root, path, JSON_INDENT(1)) == 0);
+    json_decref(root);
+    txattn_table *u = NULL;
+    cr_expect_eq(txattn_table_load(path, &u), TXATTN_E_TABLE, "case %zu", i);
+    cr_expect(u == NULL);
+    cr_expect(matches(txattn_last_error(), cases[i].pattern), "case %zu: %s", i,
+              txattn_last_error());
+  }
+  txattn_table_free(t);
+  txattn_context_free(ctx);
+}
+
 /* ---- ties: a winner chosen among near-equal times ---- */
 
 /* The causal table with a point at n = 512 where masked.scalar is fastest by 1% and the caller
@@ -369,7 +543,7 @@ static const fixture fixtures[] = {
      ": at classes\\[1\\]\\.points\\[0\\]\\.n: expected an integer, got a string"},
     {"missing_field.json",
      ": at classes\\[0\\]\\.points\\[0\\]\\.candidates\\[0\\]: the field \"time_s\" is missing"},
-    {"future_version.json", ": at format_version: 3 is not supported.*reads format_version 1 to 2"},
+    {"future_version.json", ": at format_version: 4 is not supported.*reads format_version 1 to 3"},
     {"not_a_table.json", ": at format: .*not a txtune dispatch table"},
 };
 
@@ -408,6 +582,34 @@ Test(table, other_machine_fixture_reads_but_is_stale_here) {
   char why[2048];
   cr_expect_eq(txattn_table_check(t, ctx, why, sizeof why), TXATTN_E_TABLE);
   cr_expect(strstr(why, "machine.vendor is \"GenuineTest\" in the table") != NULL, "%s", why);
+  txattn_table_free(t);
+  txattn_context_free(ctx);
+}
+
+/* A version-3 file with classes per type combination (the fp32 causal class, the same key with f16
+   K and V and all-bf16) reads with its types, keeps them in its exclusions, and is stale here. */
+Test(table, typed_fixture_reads_with_its_types) {
+  char path[SCRATCH_PATH_MAX], d[128];
+  snprintf(path, sizeof path, "%s/typed_classes.json", TXATTN_TEST_TABLE_DATA_DIR);
+  txattn_table *t;
+  TC_ASSERT_OK(txattn_table_load(path, &t));
+  txattn_table_header h;
+  TC_ASSERT_OK(txattn_table_header_get(t, &h));
+  cr_expect(h.format_version == 3 && h.n_classes == 4 && h.n_excluded == 2);
+  static const char *const names[] = {"causal d64/64 g1 t2", "causal d64/64 g1 t2 kv=f16",
+                                      "window-left d64/64 g1 t2", "causal d64/64 g1 t2 bf16"};
+  for (size_t i = 0; i < 4 && i < h.n_classes; i++) {
+    txattn_table_class c;
+    TC_ASSERT_OK(txattn_table_class_get(t, i, &c, NULL, NULL));
+    txattn_table_class_describe(&c, d, sizeof d);
+    cr_expect_str_eq(d, names[i]);
+  }
+  txattn_table_exclusion x;
+  TC_ASSERT_OK(txattn_table_exclusion_get(t, 1, &x));
+  txattn_table_class_describe(&x.cls, d, sizeof d);
+  cr_expect_str_eq(d, "causal d64/64 g1 t2 kv=f16");
+  txattn_context *ctx = tc_context(NULL, "", 1);
+  cr_expect_eq(txattn_table_check(t, ctx, NULL, 0), TXATTN_E_TABLE);
   txattn_table_free(t);
   txattn_context_free(ctx);
 }
@@ -872,7 +1074,15 @@ Test(table, tunables_the_kernel_refuses_make_it_stale) {
   txattn_context *ctx = tc_context(NULL, "", 1);
   txattn_table *t;
   TC_ASSERT_OK(txattn_table_create(ctx, &t));
-  txattn_table_class c = {TXATTN_MASK_NONE, 0, TC_D, TC_D, 1, 1, 0, 1, 1};
+  txattn_table_class c = {.mask = TXATTN_MASK_NONE,
+                          .window = 0,
+                          .d_qk = TC_D,
+                          .d_v = TC_D,
+                          .group = 1,
+                          .threads = 1,
+                          .decode = 0,
+                          .batch = 1,
+                          .heads_q = 1};
   size_t ci;
   TC_ASSERT_OK(txattn_table_add_class(t, &c, &ci));
   const char *names[] = {"block_rows"};

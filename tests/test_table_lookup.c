@@ -123,7 +123,15 @@ Test(table_lookup, between_two_winners_a_kernel_that_won_neither_does_not_take_t
   txattn_context *maker = tc_context(NULL, "", 1);
   txattn_table *t;
   TC_ASSERT_OK(txattn_table_create(maker, &t));
-  txattn_table_class c = {TXATTN_MASK_CAUSAL, TXATTN_TABLE_WINDOW_NONE, TC_D, TC_D, 1, 1, 0, 1, 1};
+  txattn_table_class c = {.mask = TXATTN_MASK_CAUSAL,
+                          .window = TXATTN_TABLE_WINDOW_NONE,
+                          .d_qk = TC_D,
+                          .d_v = TC_D,
+                          .group = 1,
+                          .threads = 1,
+                          .decode = 0,
+                          .batch = 1,
+                          .heads_q = 1};
   size_t ci;
   TC_ASSERT_OK(txattn_table_add_class(t, &c, &ci));
   tc_cand lo[] = {
@@ -218,6 +226,59 @@ Test(table_lookup, outside_the_table_the_estimate_decides) {
   txattn_context_free(ctx);
 }
 
+/* A class per type combination: a problem with f16 K and V never follows the fp32 class's times
+   (masked.scalar from n = 1024 there); with a class of its own types it follows that one, and
+   outside it the estimate decides, among the kernels that take its types. */
+Test(table_lookup, a_16_bit_problem_follows_only_a_class_of_its_types) {
+  txattn_table *t;
+  txattn_context *ctx = following(&t);
+  char kernel[64], why[512];
+  txattn_problem f32 = causal(2048), kv = causal(2048);
+  kv.k_type = kv.v_type = TXATTN_DTYPE_F16;
+  tc_pick(ctx, &f32, kernel, sizeof kernel, why, sizeof why);
+  cr_expect_str_eq(kernel, "masked.scalar", "%s", why);
+  tc_pick(ctx, &kv, kernel, sizeof kernel, why, sizeof why);
+  cr_expect(text_mentions(why,
+                          "estimate (no table entry: the table has no class causal d16/16 g1 "
+                          "t1 kv=f16)",
+                          NULL),
+            "%s", why);
+  txattn_context_free(ctx);
+  /* the same table with a kv=f16 class measured at 64 and 256 */
+  txattn_context *maker = tc_context(NULL, "", 1);
+  txattn_table_class c;
+  TC_ASSERT_OK(txattn_table_class_get(t, 0, &c, NULL, NULL));
+  c.k_type = c.v_type = TXATTN_DTYPE_F16;
+  size_t ci;
+  TC_ASSERT_OK(txattn_table_add_class(t, &c, &ci));
+  for (int64_t n = 64; n <= 256; n *= 4) {
+    tc_cand cands[] = {{"naive.scalar", 1e-8 * (double)n, 0},
+                       {"masked.scalar", 5e-8 * (double)n, 0}};
+    tc_add_point(maker, t, ci, n, 0, cands, 2);
+  }
+  TC_ASSERT_OK(txattn_table_write(t, file));
+  txattn_context_free(maker);
+  ctx = tc_context(NULL, file, 1);
+  cr_assert_eq(txattn_context_table_status(ctx), TXATTN_TABLE_LOADED, "%s",
+               txattn_context_table_state(ctx));
+  kv.n_q = 128;
+  tc_pick(ctx, &kv, kernel, sizeof kernel, why, sizeof why);
+  cr_expect_str_eq(kernel, "naive.scalar", "%s", why);
+  cr_expect(text_mentions(why, "table: region n 64..256 (class causal d16/16 g1 t1 kv=f16)", NULL),
+            "%s", why);
+  kv.n_q = 2048; /* the fp32 class has this n; the kv=f16 class does not */
+  tc_pick(ctx, &kv, kernel, sizeof kernel, why, sizeof why);
+  cr_expect(text_mentions(why,
+                          "estimate (no table entry: n = 2048 is outside the measured n "
+                          "64..256 (class causal d16/16 g1 t1 kv=f16)",
+                          NULL),
+            "%s", why);
+  tc_pick(ctx, &f32, kernel, sizeof kernel, why, sizeof why);
+  cr_expect_str_eq(kernel, "masked.scalar", "the fp32 problem still follows its class: %s", why);
+  txattn_table_free(t);
+  txattn_context_free(ctx);
+}
+
 Test(table_lookup, a_forced_kernel_beats_the_table) {
   txattn_table *t;
   txattn_context *ctx = following(&t), *plain = tc_context(NULL, "", 1);
@@ -264,7 +325,15 @@ Test(table_lookup, unusable_declining_and_unknown_kernels_are_skipped) {
   txattn_context *maker = with_decoys("");
   txattn_table *t;
   TC_ASSERT_OK(txattn_table_create(maker, &t));
-  txattn_table_class c = {TXATTN_MASK_CAUSAL, 0, 32, 32, 1, 1, 0, 1, 1};
+  txattn_table_class c = {.mask = TXATTN_MASK_CAUSAL,
+                          .window = 0,
+                          .d_qk = 32,
+                          .d_v = 32,
+                          .group = 1,
+                          .threads = 1,
+                          .decode = 0,
+                          .batch = 1,
+                          .heads_q = 1};
   size_t ci, only;
   TC_ASSERT_OK(txattn_table_add_class(t, &c, &ci));
   for (int64_t n = 64; n <= 256; n *= 4) {

@@ -72,46 +72,48 @@ static void pick_kernel(const struct kernel_list *l, int i, char *out, size_t si
   snprintf(out, size, "%s", names[(size_t)i % n]);
 }
 
-Test(threads, one_context_many_plans_and_one_shared_plan_at_once) {
-  static const struct shape own[WORKERS] = {
-      {.n_q = 33, .n_kv = 33, .d_qk = 16, .mask = TXATTN_MASK_NONE},
-      {.batch = 2,
-       .heads_q = 4,
-       .heads_kv = 2,
-       .n_q = 40,
-       .n_kv = 40,
-       .d_qk = 8,
-       .mask = TXATTN_MASK_CAUSAL},
-      {.n_q = 60,
-       .n_kv = 60,
-       .d_qk = 32,
-       .d_v = 8,
-       .mask = TXATTN_MASK_WINDOW,
-       .left = 3,
-       .right = 3},
-      {.heads_q = 4, .heads_kv = 1, .n_q = 1, .n_kv = 200, .d_qk = 64, .mask = TXATTN_MASK_CAUSAL},
-  };
-  const struct shape shared = {.batch = 2,
-                               .heads_q = 4,
-                               .heads_kv = 2,
-                               .n_q = 50,
-                               .n_kv = 50,
-                               .d_qk = 32,
-                               .mask = TXATTN_MASK_CAUSAL,
-                               .layout = LAYOUT_PADDED};
-  static struct worker w[WORKERS];
-  txattn_context *ctx = test_context(0);
-  struct kernel_list l;
-  test_kernel_list(ctx, &l);
+static const struct shape own_shapes[WORKERS] = {
+    {.n_q = 33, .n_kv = 33, .d_qk = 16, .mask = TXATTN_MASK_NONE},
+    {.batch = 2,
+     .heads_q = 4,
+     .heads_kv = 2,
+     .n_q = 40,
+     .n_kv = 40,
+     .d_qk = 8,
+     .mask = TXATTN_MASK_CAUSAL},
+    {.n_q = 60,
+     .n_kv = 60,
+     .d_qk = 32,
+     .d_v = 8,
+     .mask = TXATTN_MASK_WINDOW,
+     .left = 3,
+     .right = 3},
+    {.heads_q = 4, .heads_kv = 1, .n_q = 1, .n_kv = 200, .d_qk = 64, .mask = TXATTN_MASK_CAUSAL},
+};
+static const struct shape shared_shape = {.batch = 2,
+                                          .heads_q = 4,
+                                          .heads_kv = 2,
+                                          .n_q = 50,
+                                          .n_kv = 50,
+                                          .d_qk = 32,
+                                          .mask = TXATTN_MASK_CAUSAL,
+                                          .layout = LAYOUT_PADDED};
+
+/* Workers 0 .. WORKERS - 2 force the kernels of kernel[] (the last worker takes the dispatcher's),
+   all of them also run one shared plan of the dispatcher's on their own tensors. Cases of `types`. */
+static void run_workers(txattn_context *ctx, struct worker *w, struct case_types types,
+                        char kernel[WORKERS - 1][64]) {
   txattn_plan *plan = NULL;
   for (int i = 0; i < WORKERS; i++) {
+    struct shape own = own_shapes[i], shared = shared_shape;
+    own.types = shared.types = types;
     memset(&w[i], 0, sizeof w[i]);
     w[i].ctx = ctx;
-    case_init(&w[i].own, &own[i], 31 + i);
+    case_init(&w[i].own, &own, 31 + i);
     case_run_reference(&w[i].own);
     case_init(&w[i].mine_of_shared, &shared, 41 + i);
     case_run_reference(&w[i].mine_of_shared);
-    if (i < WORKERS - 1) pick_kernel(&l, i, w[i].kernel, sizeof w[i].kernel);
+    if (i < WORKERS - 1) snprintf(w[i].kernel, sizeof w[i].kernel, "%s", kernel[i]);
   }
   cr_assert_eq(txattn_plan_create(ctx, &w[0].mine_of_shared.problem, NULL, &plan), TXATTN_OK, "%s",
                txattn_last_error());
@@ -124,9 +126,68 @@ Test(threads, one_context_many_plans_and_one_shared_plan_at_once) {
   for (int i = 0; i < WORKERS; i++)
     cr_expect_eq(w[i].failure[0], '\0', "worker %d (%s): %s", i,
                  w[i].kernel[0] ? w[i].kernel : "dispatcher", w[i].failure);
+  cr_log_info("the shared plan runs %s", txattn_plan_kernel(plan));
   txattn_plan_free(plan);
-  txattn_context_free(ctx);
   for (int i = 0; i < WORKERS; i++) case_free(&w[i].own), case_free(&w[i].mine_of_shared);
+}
+
+Test(threads, one_context_many_plans_and_one_shared_plan_at_once) {
+  static struct worker w[WORKERS];
+  char kernel[WORKERS - 1][64];
+  txattn_context *ctx = test_context(0);
+  struct kernel_list l;
+  test_kernel_list(ctx, &l);
+  for (int i = 0; i < WORKERS - 1; i++) pick_kernel(&l, i, kernel[i], sizeof kernel[i]);
+  run_workers(ctx, w, (struct case_types){0}, kernel);
+  txattn_context_free(ctx);
+}
+
+static void add_name(char *list, size_t size, const char *name) {
+  size_t n = strlen(list);
+  snprintf(list + n, size - n, "%s%s", n ? ", " : "", name);
+}
+
+/* The same with every tensor f16 (q, k, v and o). Worker 0 forces naive.scalar, which takes every
+   type, so the test cannot pass on kernels that decline; workers 1 and 2 force the next kernels that
+   plan every worker's problem in f16 (naive.scalar again while no other does), and the dispatcher's
+   shared plan runs whichever kernel it picks. */
+Test(threads, a_16_bit_plan_runs_on_many_threads_at_once) {
+  const struct case_types f16 = {TXATTN_DTYPE_F16, TXATTN_DTYPE_F16, TXATTN_DTYPE_F16,
+                                 TXATTN_DTYPE_F16};
+  static struct worker w[WORKERS];
+  char kernel[WORKERS - 1][64], takes[TEST_MAX_KERNELS][64], declined[1024] = "";
+  txattn_context *ctx = test_context(0);
+  struct kernel_list l;
+  struct attn_case c[WORKERS];
+  for (int i = 0; i < WORKERS; i++) {
+    struct shape s = own_shapes[i];
+    s.types = f16;
+    case_init(&c[i], &s, 1);
+  }
+  test_kernel_list(ctx, &l);
+  size_t n = 0;
+  for (size_t k = 0; k < l.n; k++) {
+    if (!l.k[k].usable || strcmp(l.k[k].name, "naive.scalar") == 0) continue;
+    int plans = 1;
+    for (int i = 0; i < WORKERS && plans; i++) {
+      txattn_plan *plan = NULL;
+      plans = txattn_plan_create(ctx, &c[i].problem, l.k[k].name, &plan) == TXATTN_OK;
+      txattn_plan_free(plan);
+    }
+    if (plans)
+      snprintf(takes[n++], sizeof takes[0], "%s", l.k[k].name);
+    else
+      add_name(declined, sizeof declined, l.k[k].name);
+  }
+  for (int i = 0; i < WORKERS; i++) case_free(&c[i]);
+  snprintf(kernel[0], sizeof kernel[0], "naive.scalar");
+  for (int i = 1; i < WORKERS - 1; i++)
+    snprintf(kernel[i], sizeof kernel[i], "%s", n ? takes[(size_t)(i - 1) % n] : "naive.scalar");
+  cr_log_info("f16 workers force %s, %s and %s; kernels that do not plan every worker's problem in "
+              "f16: %s",
+              kernel[0], kernel[1], kernel[2], declined[0] ? declined : "none");
+  run_workers(ctx, w, f16, kernel);
+  txattn_context_free(ctx);
 }
 
 struct creator {

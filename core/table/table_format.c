@@ -327,6 +327,27 @@ static int read_tunables(rd *r, const json_t *obj, const char *path, tun_view *o
 
 static const char *const shapes[] = {"sym", "left", NULL};
 
+/* The element types of a class (format_version 3): each of q_type ... o_type is optional, f32 when
+   absent (what the writer leaves out). */
+static int read_types(rd *r, const json_t *o, const char *path, txattn_table_class *c) {
+  static const char *const keys[4] = {"q_type", "k_type", "v_type", "o_type"};
+  const char *const names[] = {txattn_dtype_name(TXATTN_DTYPE_F32),
+                               txattn_dtype_name(TXATTN_DTYPE_F16),
+                               txattn_dtype_name(TXATTN_DTYPE_BF16), NULL};
+  txattn_dtype *out[4] = {&c->q_type, &c->k_type, &c->v_type, &c->o_type};
+  for (int i = 0; i < 4; i++) {
+    int t = 0;
+    *out[i] = TXATTN_DTYPE_F32;
+    if (json_object_get(o, keys[i]) == NULL) continue;
+    char p[PATH_LEN];
+    join(p, path, keys[i]);
+    if (r->version < 3) return err(r, p, "element types need format_version 3");
+    if (!get_choice(r, o, path, keys[i], names, &t)) return 0;
+    *out[i] = (txattn_dtype)t;
+  }
+  return 1;
+}
+
 /* The class key and measured shape, shared by classes and exclusions. */
 static int read_key(rd *r, const json_t *o, const char *path, txattn_table_class *c) {
   int mask = 0, shape = -1, decode = 0;
@@ -345,16 +366,17 @@ static int read_key(rd *r, const json_t *o, const char *path, txattn_table_class
       !get_bool(r, o, path, "decode", &decode) || !get_int(r, o, path, "batch", 1, BIG, &batch) ||
       !get_int(r, o, path, "heads_q", 1, BIG, &heads_q))
     return 0;
-  *c = (txattn_table_class){(txattn_mask)mask,
-                            (txattn_table_window)(shape + 1),
-                            d_qk,
-                            d_v,
-                            group,
-                            (int)threads,
-                            decode,
-                            batch,
-                            heads_q};
+  *c = (txattn_table_class){.mask = (txattn_mask)mask,
+                            .window = (txattn_table_window)(shape + 1),
+                            .d_qk = d_qk,
+                            .d_v = d_v,
+                            .group = group,
+                            .threads = (int)threads,
+                            .decode = decode,
+                            .batch = batch,
+                            .heads_q = heads_q};
   if (mask != TXATTN_MASK_WINDOW) c->window = TXATTN_TABLE_WINDOW_NONE;
+  if (!read_types(r, o, path, c)) return 0;
   char why[256];
   return txattn__tm_class_ok(c, why, sizeof why) || err(r, path, "%s", why);
 }
@@ -526,8 +548,9 @@ static int read_regions(rd *r, const json_t *o, const char *path, const txattn__
 }
 
 static int read_class(rd *r, const json_t *o, const char *path) {
-  static const char *const keys[] = {"mask",   "window", "d_qk",    "d_v",    "group",   "threads",
-                                     "decode", "batch",  "heads_q", "points", "regions", NULL};
+  static const char *const keys[] = {"mask",   "window", "d_qk",    "d_v",    "group",  "threads",
+                                     "decode", "batch",  "heads_q", "q_type", "k_type", "v_type",
+                                     "o_type", "points", "regions", NULL};
   txattn_table_class key;
   size_t cls;
   char p[PATH_LEN], q[PATH_LEN], why[512];
@@ -557,8 +580,9 @@ static int read_exclusion(rd *r, const json_t *o, const char *path) {
   json_t *k = field(r, o, path, "class");
   join(p, path, "class");
   if (!keys_ok(r, o, path, keys) || k == NULL) return 0;
-  static const char *const key_fields[] = {"mask",    "window", "d_qk",  "d_v",     "group",
-                                           "threads", "decode", "batch", "heads_q", NULL};
+  static const char *const key_fields[] = {"mask",    "window", "d_qk",   "d_v",     "group",
+                                           "threads", "decode", "batch",  "heads_q", "q_type",
+                                           "k_type",  "v_type", "o_type", NULL};
   if (!keys_ok(r, k, p, key_fields) || !read_key(r, k, p, &e.cls) ||
       !get_str(r, o, path, "kernel", &e.kernel) || !read_tunables(r, o, path, &tun) ||
       !get_int(r, o, path, "n", 1, BIG, &e.n) || !read_r(r, o, path, &e.cls, &e.r) ||

@@ -45,8 +45,9 @@ int txattn__tm_class_of(const txattn_problem *p, int threads, txattn_table_class
                              p->window_left, p->window_right);
     *rr = p->window_left;
   }
-  *cls = (txattn_table_class){p->mask, w,      p->d_qk,  p->d_v,    p->heads_q / p->heads_kv,
-                              threads, decode, p->batch, p->heads_q};
+  *cls = (txattn_table_class){p->mask,   w,         p->d_qk,  p->d_v,     p->heads_q / p->heads_kv,
+                              threads,   decode,    p->batch, p->heads_q, p->q_type,
+                              p->k_type, p->v_type, p->o_type};
   *n = p->n_kv;
   return 1;
 }

@@ -56,6 +56,19 @@ const char *txattn__tm_mask_name(const txattn_table_class *c) {
   return c->window == TXATTN_TABLE_WINDOW_LEFT ? "window-left" : "window-sym";
 }
 
+void txattn__tm_types_text(const txattn_table_class *c, char *buf, size_t size) {
+  const txattn_dtype q = c->q_type, k = c->k_type, v = c->v_type, o = c->o_type;
+  if (!txattn__tm_typed(c))
+    snprintf(buf, size, "%s", "");
+  else if (q == k && k == v && v == o)
+    snprintf(buf, size, "%s", txattn_dtype_name(q));
+  else if (q == TXATTN_DTYPE_F32 && o == TXATTN_DTYPE_F32 && k == v)
+    snprintf(buf, size, "kv=%s", txattn_dtype_name(k));
+  else
+    snprintf(buf, size, "q,k,v,o=%s,%s,%s,%s", txattn_dtype_name(q), txattn_dtype_name(k),
+             txattn_dtype_name(v), txattn_dtype_name(o));
+}
+
 int txattn__tm_name_ok(const char *s, int need_dot) {
   size_t n = strnlen(s, MAX_TEXT + 1);
   if (n == 0 || n > MAX_TEXT) return 0;
@@ -128,6 +141,11 @@ int txattn__tm_class_ok(const txattn_table_class *c, char *why, size_t size) {
   if (c->heads_q % c->group != 0)
     return txattn__why_not(why, size, "heads_q = %" PRId64 " is not a multiple of group = %" PRId64,
                            c->heads_q, c->group);
+  const txattn_dtype types[4] = {c->q_type, c->k_type, c->v_type, c->o_type};
+  for (int i = 0; i < 4; i++)
+    if (txattn_dtype_size(types[i]) == 0)
+      return txattn__why_not(why, size, "%c_type = %d is not a txattn_dtype", "qkvo"[i],
+                             (int)types[i]);
   return 1;
 }
 

@@ -58,9 +58,11 @@ int txattn_table_class_describe(const txattn_table_class *c, char *buf, size_t s
     txattn__fail(TXATTN_E_INVALID, "txattn_table_class_describe: c is NULL");
     return -1;
   }
-  return snprintf(buf, size, "%s d%" PRId64 "/%" PRId64 " g%" PRId64 " t%d%s",
+  char types[48] = "";
+  txattn__tm_types_text(c, types, sizeof types);
+  return snprintf(buf, size, "%s d%" PRId64 "/%" PRId64 " g%" PRId64 " t%d%s%s%s",
                   txattn__tm_mask_name(c), c->d_qk, c->d_v, c->group, c->threads,
-                  c->decode ? " decode" : "");
+                  c->decode ? " decode" : "", *types ? " " : "", types);
 }
 
 /* ---- reading ---- */

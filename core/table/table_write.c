@@ -52,6 +52,11 @@ static void key_fields(json_t *o, const txattn_table_class *c, int *ok) {
   put(o, "decode", json_boolean(c->decode), ok);
   put(o, "batch", json_integer(c->batch), ok);
   put(o, "heads_q", json_integer(c->heads_q), ok);
+  /* only the types that are not f32, so an fp32 class reads as it did before format_version 3 */
+  const char *const keys[4] = {"q_type", "k_type", "v_type", "o_type"};
+  const txattn_dtype types[4] = {c->q_type, c->k_type, c->v_type, c->o_type};
+  for (int i = 0; i < 4; i++)
+    if (types[i] != TXATTN_DTYPE_F32) put(o, keys[i], json_string(txattn_dtype_name(types[i])), ok);
 }
 
 static json_t *candidate_json(const txattn__cand *c) {

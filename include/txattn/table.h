@@ -1,7 +1,7 @@
 /* txattn dispatch tables: building, writing, reading and checking the measured table that
  * `txtune profile` writes and libtxattn's dispatcher follows.
  *
- * The file format ("txtune-dispatch-table", format_version 2, JSON) is documented in
+ * The file format ("txtune-dispatch-table", format_version 3, JSON) is documented in
  * docs/dispatch_table.md. A table holds a header (library version, the machine's fingerprint, each
  * plugin's name, version and build) and, per class of problems, the measured points (every exact
  * candidate's time; the winner first, the others fastest first), the regions derived from them and the candidates excluded
@@ -9,7 +9,8 @@
  *
  * A class is what must match exactly for a table entry to apply to a problem: mask kind (and, for
  * windows, the window's shape), d_qk, d_v, the GQA group heads_q / heads_kv, the context's thread
- * count and whether the problem decodes (n_q == 1). Within a class a problem has the coordinates n
+ * count, whether the problem decodes (n_q == 1) and the element types of q, k, v and o (so a
+ * 16-bit problem never follows an fp32 class's times). Within a class a problem has the coordinates n
  * (n_kv; non-decode classes need n_q == n_kv) and, for windows, r (the window's reach).
  *
  * A tool that profiles does:
@@ -34,8 +35,9 @@ extern "C" {
 #endif
 
 #define TXATTN_TABLE_FORMAT "txtune-dispatch-table"
-/* Written by this library; it reads versions 1 and 2 (2 added ties: a point's `tie`). */
-#define TXATTN_TABLE_FORMAT_VERSION 2
+/* Written by this library; it reads versions 1 to 3 (2 added ties: a point's `tie`; 3 the element
+   types of a class: `q_type` ... `o_type`). */
+#define TXATTN_TABLE_FORMAT_VERSION 3
 
 typedef struct txattn_table txattn_table;
 
@@ -55,6 +57,9 @@ typedef struct txattn_table_class {
   int decode;    /* 1: n_q == 1 against n = n_kv keys; 0: n_q == n_kv == n */
   /* the shape the points were measured with; not part of the class key */
   int64_t batch, heads_q; /* heads_q a multiple of group */
+  /* part of the key: the tensors' element types (txattn_problem's; zero, f32, in a class from
+     before they existed) */
+  txattn_dtype q_type, k_type, v_type, o_type;
 } txattn_table_class;
 
 /* One candidate (kernel x tunables) measured at a point. */
@@ -187,12 +192,15 @@ TXATTN_API txattn_status txattn_table_exclusion_get(const txattn_table *t, size_
 /* The class with c's key (batch and heads_q ignored): E_NOT_FOUND if none. */
 TXATTN_API txattn_status txattn_table_find_class(const txattn_table *t, const txattn_table_class *c,
                                                  size_t *index);
-/* The class key and coordinates of problem p on `threads` threads (batch and heads_q from p).
+/* The class key (element types included) and coordinates of problem p on `threads` threads (batch
+   and heads_q from p).
    E_UNSUPPORTED, with the reason, for shapes no class describes: 1 < n_q != n_kv, and windows
    that are neither "sym" nor "left" or have an unbounded side. */
 TXATTN_API txattn_status txattn_table_class_of(const txattn_problem *p, int threads,
                                                txattn_table_class *cls, int64_t *n, int64_t *r);
-/* "causal d64/64 g1 t2", "window-sym d128/128 g4 t1 decode". Returns what snprintf would. */
+/* "causal d64/64 g1 t2", "window-sym d128/128 g4 t1 decode"; a class with 16-bit tensors ends in
+   its types as txtune's --dtype spells them: " bf16" (all four), " kv=f16" (k and v; q and o
+   f32), else " q,k,v,o=f32,f16,f16,bf16". Returns what snprintf would. */
 TXATTN_API int txattn_table_class_describe(const txattn_table_class *c, char *buf, size_t size);
 
 /* The table ctx loaded, NULL unless txattn_context_table_status(ctx) is TXATTN_TABLE_LOADED. It

@@ -44,12 +44,13 @@
 #define BANDED_NEON_NP       4
 #define BANDED_NEON_ROW_KB   8
 
-/* One (batch, query head) of a call: its rows start at q and o, those of its kv head at k and v; a
-   head function computes its query rows [row0, row1). */
+/* One (batch, query head) of a call: its rows start at q and o, those of its kv head at k and v
+   (elements of the types p->q_type ... p->o_type; row strides in elements); a head function
+   computes its query rows [row0, row1). */
 typedef struct banded_head {
   const txattn_problem *p;
-  const float *q, *k, *v;
-  float *o;
+  const void *q, *k, *v;
+  void *o;
   int64_t q_row, k_row, v_row, o_row;
   int64_t row0, row1; /* 0 <= row0 <= row1 <= n_q */
   void *workspace;    /* banded_workspace_bytes(p, kernel's panels) bytes, 64-byte aligned */
@@ -121,13 +122,30 @@ txattn_status banded_run(const txattn_kernel_call *call, banded_head_fn head, in
 
 /* Workspace layout, each part on its own cache lines, room for BANDED_MR rows of each:
    double acc[MR][d_v] | float part[MR][d_v] | float scores[MR][banded_score_stride] |
-   float panels[banded_panel_keys * d_qk] (the vector kernels' transposed keys, banded_algo.h). */
+   float q_rows[MR][banded_q_stride] (16-bit q only: the rows widened to fp32) |
+   float o_rows[MR][banded_o_stride] (16-bit o only: the rows in fp32 before they are narrowed) |
+   the tail: the vector kernels' transposed keys, float panels[banded_panel_keys * d_qk]
+   (banded_algo.h); banded.scalar's 16-bit key and value rows widened to fp32, BANDED_CHUNK rows
+   of each (banded_rows.c). With every tensor f32 the q and o rows take no room. */
 static inline size_t banded_round64(size_t bytes) {
   return (bytes + 63) & ~(size_t)63;
 }
+static inline int64_t banded_round16(int64_t n) {
+  return (n + 15) / 16 * 16;
+}
+static inline size_t banded_elem_size(txattn_dtype t) {
+  return t == TXATTN_DTYPE_F32 ? sizeof(float) : sizeof(uint16_t);
+}
 /* Floats per row of scores: a row's keys, or a group's union rounded out to whole vectors. */
 static inline int64_t banded_score_stride(const txattn_problem *p) {
-  return (banded_max_range(p) + BANDED_MR + BANDED_PAD + 15) / 16 * 16;
+  return banded_round16(banded_max_range(p) + BANDED_MR + BANDED_PAD);
+}
+/* Floats per widened q row and per fp32 o row (0: the tensor is f32 and used in place). */
+static inline int64_t banded_q_stride(const txattn_problem *p) {
+  return p->q_type == TXATTN_DTYPE_F32 ? 0 : banded_round16(p->d_qk);
+}
+static inline int64_t banded_o_stride(const txattn_problem *p) {
+  return p->o_type == TXATTN_DTYPE_F32 ? 0 : banded_round16(p->d_v);
 }
 /* Keys (times d_qk floats) of transposed K the vector kernels keep: a group's union rounded out to
    whole panels of up to BANDED_MAX_W keys, plus one panel. */
@@ -145,10 +163,19 @@ static inline float *banded_ws_scores(const banded_head *hd) {
   return (float *)((char *)banded_ws_part(hd) +
                    banded_round64((size_t)BANDED_MR * (size_t)hd->p->d_v * sizeof(float)));
 }
-static inline float *banded_ws_panels(const banded_head *hd) {
+static inline float *banded_ws_q_rows(const banded_head *hd) {
   return (float *)((char *)banded_ws_scores(hd) +
                    banded_round64((size_t)BANDED_MR * (size_t)banded_score_stride(hd->p) *
                                   sizeof(float)));
+}
+static inline float *banded_ws_o_rows(const banded_head *hd) {
+  return banded_ws_q_rows(hd) + BANDED_MR * banded_q_stride(hd->p);
+}
+static inline float *banded_ws_tail(const banded_head *hd) {
+  return banded_ws_o_rows(hd) + BANDED_MR * banded_o_stride(hd->p);
+}
+static inline float *banded_ws_panels(const banded_head *hd) {
+  return banded_ws_tail(hd);
 }
 
 #endif

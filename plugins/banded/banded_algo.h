@@ -41,13 +41,25 @@
  *
  * Row strides are arbitrary (0, or less than d, included): every key and value row is addressed on
  * its own and only the element stride (1) is assumed.
+ *
+ * 16-bit tensors: the functions that read K or V are compiled once per element type
+ * (banded_algo_elem.h: the weighted sum, a row's scores, the packing of panels) and the row loop
+ * once per pair of key and value types (banded_algo_head.h); the exported head function picks the
+ * pair once per call. A 16-bit K or V element is widened as it is loaded, in registers, so a
+ * narrow window reads half the bytes, and every operation after the load is the f32 one; the f32
+ * pair is the f32 kernel itself (types are tested only where a row or a group of rows places its
+ * q and o rows). 16-bit q rows are widened once per row into the workspace; a 16-bit o row is
+ * computed in fp32 there (the NaN-row rule applied to it) and then rounded to nearest even into o.
  */
 #ifndef BANDED_ALGO_H
 #define BANDED_ALGO_H
 
 #include <math.h>
+#include <stdint.h>
 
 #include "banded.h"
+#include "half.h"
+#include "vec_rows_half.h"
 
 #define BW            VEC_W
 #define MR            BANDED_MR
@@ -83,113 +95,45 @@ static inline int64_t max64(int64_t a, int64_t b) {
   return a > b ? a : b;
 }
 
-/* ---- the weighted sum ---- */
+/* ---- element types ----
+   banded_elem_<T>: the C type of an element; banded_load_<T>: VEC_W of them widened to fp32 (any
+   address); banded_one_<T>: one widened. The token T names the copies of banded_algo_elem.h. */
+#define BANDED_CAT_(a, b) a##b
+#define BANDED_CAT(a, b)  BANDED_CAT_(a, b)
+typedef float banded_elem_f32;
+typedef uint16_t banded_elem_f16;
+typedef uint16_t banded_elem_bf16;
+static inline vf banded_load_f32(const float *p) {
+  return vf_loadu(p);
+}
+static inline vf banded_load_f16(const uint16_t *p) {
+  return vf_loadu_f16(p);
+}
+static inline vf banded_load_bf16(const uint16_t *p) {
+  return vf_loadu_bf16(p);
+}
+static inline float banded_one_f32(const float *p) {
+  return *p;
+}
+static inline float banded_one_f16(const uint16_t *p) {
+  return txh_f16_to_f32(*p);
+}
+static inline float banded_one_bf16(const uint16_t *p) {
+  return txh_bf16_to_f32(*p);
+}
+
+/* ---- the weighted sum (banded_algo_elem.h) ---- */
 
 /* Keys [ja, jb) of a block of rows: row m's weight of key j is w[m * w_row + j], key j's value row
-   v + j * v_row; row m sees keys [lo[m], hi[m]), so every row sees [clo, chi).
-   dst[m][c] = mul[m] * the row's sum, for the columns c of the block. */
+   v + j * v_row (elements of V's type); row m sees keys [lo[m], hi[m]), so every row sees
+   [clo, chi). dst[m][c] = mul[m] * the row's sum, for the columns c of the block. */
 typedef struct wsum_rows {
-  const float *w, *v;
+  const float *w;
+  const void *v;
   int64_t w_row, v_row, ja, jb, clo, chi;
   const int64_t *lo, *hi;
   const float *mul;
 } wsum_rows;
-
-/* acc[m][x] += w_m[j] * v_j[x * BW + lane], for the rows m < NM whose ok[m] is set (all rows if
-   ok is NULL): one load of each V vector for all the rows when all take part. */
-BANDED_INLINE void wsum_key(vf acc[][MAX_CB], const wsum_rows *a, const float *vj, int64_t j,
-                            const int *ok, const int NM, const int NV) {
-  if (ok == NULL) {
-    vf wm[MR];
-    for (int m = 0; m < NM; m++) wm[m] = vf_bcast(a->w + m * a->w_row + j);
-    for (int x = 0; x < NV; x++) {
-      vf vx = vf_loadu(vj + x * BW);
-      for (int m = 0; m < NM; m++) acc[m][x] = vf_fma(wm[m], vx, acc[m][x]);
-    }
-  } else {
-    for (int m = 0; m < NM; m++) {
-      if (!ok[m]) continue;
-      vf wm = vf_bcast(a->w + m * a->w_row + j);
-      for (int x = 0; x < NV; x++) acc[m][x] = vf_fma(wm, vf_loadu(vj + x * BW), acc[m][x]);
-    }
-  }
-}
-
-/* Columns [col, col + NV * BW) of NM rows. */
-BANDED_INLINE void wsum_cols(const wsum_rows *a, float *const *dst, int64_t col, const int NM,
-                             const int NV) {
-  vf acc[MR][MAX_CB];
-  for (int m = 0; m < NM; m++)
-    for (int x = 0; x < NV; x++) acc[m][x] = vf_zero();
-  int64_t cs = max64(a->clo, a->ja), ce = min64(a->chi, a->jb);
-  if (cs >= ce) cs = ce = a->jb; /* no key that every row sees: all checked */
-  const float *v = a->v + col;
-  for (int64_t j = a->ja; j < a->jb; j++) {
-    if (j == cs) { /* the keys every row sees, without checks */
-      for (; j < ce; j++) wsum_key(acc, a, v + j * a->v_row, j, NULL, NM, NV);
-      if (j == a->jb) break;
-    }
-    int ok[MR];
-    for (int m = 0; m < NM; m++) ok[m] = a->lo[m] <= j && j < a->hi[m];
-    wsum_key(acc, a, v + j * a->v_row, j, ok, NM, NV);
-  }
-  for (int m = 0; m < NM; m++) {
-    vf mul = vf_set1(a->mul[m]);
-    for (int x = 0; x < NV; x++) vf_storeu(dst[m] + col + x * BW, vf_mul(acc[m][x], mul));
-  }
-}
-
-/* A column that fills no vector, one row at a time. */
-static void wsum_tail(const wsum_rows *a, float *const *dst, int64_t col, int nm) {
-  for (int m = 0; m < nm; m++) {
-    int64_t ja = max64(a->lo[m], a->ja), jb = min64(a->hi[m], a->jb);
-    float sum = 0.0f;
-    for (int64_t j = ja; j < jb; j++) sum += a->w[m * a->w_row + j] * a->v[j * a->v_row + col];
-    dst[m][col] = a->mul[m] * sum;
-  }
-}
-
-/* All d_v columns of NM rows: whole register blocks of CB vectors, then halves, then single
-   vectors, then single columns. */
-BANDED_INLINE void wsum_all(const wsum_rows *a, float *const *dst, int64_t d_v, const int NM,
-                            const int CB) {
-  int64_t c = 0;
-  for (; c + CB * BW <= d_v; c += CB * BW) wsum_cols(a, dst, c, NM, CB);
-  if (CB >= 4)
-    for (; c + (CB / 2) * BW <= d_v; c += (CB / 2) * BW) wsum_cols(a, dst, c, NM, CB / 2);
-  if (CB >= 2)
-    for (; c + BW <= d_v; c += BW) wsum_cols(a, dst, c, NM, 1);
-  for (; c < d_v; c++) wsum_tail(a, dst, c, NM);
-}
-
-/* The nm rows of a group (or one row) in blocks of BANDED_WSUM_MR rows, then one by one. */
-static void wsum_group(const wsum_rows *a, float *const *dst, int64_t d_v, int nm) {
-  int m = 0;
-  for (; m + BANDED_WSUM_MR <= nm; m += BANDED_WSUM_MR) {
-    wsum_rows b = *a;
-    b.w += m * a->w_row;
-    b.lo += m;
-    b.hi += m;
-    b.mul += m;
-    b.clo = b.lo[0];
-    b.chi = b.hi[0];
-    for (int r = 1; r < BANDED_WSUM_MR; r++) {
-      b.clo = max64(b.clo, b.lo[r]);
-      b.chi = min64(b.chi, b.hi[r]);
-    }
-    wsum_all(&b, dst + m, d_v, BANDED_WSUM_MR, BANDED_WSUM_CB);
-  }
-  for (; m < nm; m++) {
-    wsum_rows b = *a;
-    b.w += m * a->w_row;
-    b.lo += m;
-    b.hi += m;
-    b.mul += m;
-    b.clo = b.lo[0];
-    b.chi = b.hi[0];
-    wsum_all(&b, dst + m, d_v, 1, BANDED_ROW_CB);
-  }
-}
 
 /* ---- softmax ---- */
 
@@ -223,117 +167,6 @@ static void rows_exp(float *s, int64_t s_row, int64_t xa, int64_t xb, int nm, co
   for (int m = 0; m < nm; m++) sum[m] = vf_hsum(acc[m]);
 }
 
-/* nm rows whose scores s (row m at s + m * s_row, n_f floats, a multiple of BW; keys row m does not
-   see are -inf) and maxima are in place: softmax, then the weighted sum of the value rows
-   v + j * v_row over [lo[m], hi[m]) into out[m]. */
-static void rows_finish(const banded_head *hd, float *s, int64_t s_row, const float *v, int64_t n_f,
-                        const int64_t *lo, const int64_t *hi, const float *max, float *const *out,
-                        int nm) {
-  const int64_t d_v = hd->p->d_v;
-  float sum[MR], mul[MR];
-  int64_t widest = 0, first = INT64_MAX, last = 0;
-  for (int m = 0; m < nm; m++) {
-    widest = max64(widest, hi[m] - lo[m]);
-    first = min64(first, lo[m]);
-    last = max64(last, hi[m]);
-  }
-  wsum_rows a = {
-      .w = s, .v = v, .w_row = s_row, .v_row = hd->v_row, .lo = lo, .hi = hi, .mul = mul};
-  if (widest <= BANDED_VEC_CHUNK) { /* one float sum per row: straight into the output */
-    rows_exp(s, s_row, 0, n_f, nm, max, sum);
-    for (int m = 0; m < nm; m++) mul[m] = 1.0f / sum[m];
-    a.ja = first;
-    a.jb = last;
-    wsum_group(&a, out, d_v, nm);
-  } else {
-    double *acc = banded_ws_acc(hd), total[MR] = {0};
-    float *part[MR];
-    for (int m = 0; m < nm; m++) {
-      part[m] = banded_ws_part(hd) + m * d_v;
-      mul[m] = 1.0f;
-    }
-    for (int64_t c = 0; c < nm * d_v; c++) acc[c] = 0.0;
-    for (int64_t j = 0; j < n_f; j += BANDED_VEC_CHUNK) {
-      rows_exp(s, s_row, j, min64(j + BANDED_VEC_CHUNK, n_f), nm, max, sum);
-      a.ja = max64(j, first);
-      a.jb = min64(j + BANDED_VEC_CHUNK, last);
-      wsum_group(&a, part, d_v, nm);
-      for (int m = 0; m < nm; m++) total[m] += sum[m];
-      for (int64_t c = 0; c < nm * d_v; c++) acc[c] += part[0][c];
-    }
-    for (int m = 0; m < nm; m++)
-      for (int64_t c = 0; c < d_v; c++) out[m][c] = (float)(acc[m * d_v + c] / total[m]);
-  }
-  for (int m = 0; m < nm; m++) txattn_row_spread_nan(out[m], d_v);
-}
-
-/* ---- one row alone ---- */
-
-/* The dot products over columns [c, d) (a tail shorter than a vector) of BW keys. */
-static vf tail_dots(const float *q, const float *const *kp, int64_t c, int64_t d) {
-  float t[BW];
-  for (int j = 0; j < BW; j++) {
-    float a = 0.0f;
-    for (int64_t x = c; x < d; x++) a += q[x] * kp[j][x];
-    t[j] = a;
-  }
-  return vf_loadu(t);
-}
-
-/* s[x] = scale * (q . kp[x]) for x < BANDED_ROW_KB: one accumulator per key along d. */
-BANDED_INLINE void row_block(const float *q, const float *const *kp, int64_t d, vf scale,
-                             float *s) {
-  vf acc[BANDED_ROW_KB];
-  for (int x = 0; x < BANDED_ROW_KB; x++) acc[x] = vf_zero();
-  int64_t c = 0;
-  for (; c + BW <= d; c += BW) {
-    vf qc = vf_loadu(q + c);
-    for (int x = 0; x < BANDED_ROW_KB; x++) acc[x] = vf_fma(qc, vf_loadu(kp[x] + c), acc[x]);
-  }
-  for (int g = 0; g < BANDED_ROW_KB / BW; g++) {
-    vf sum = vf_sum_lanes(acc + g * BW);
-    if (c < d) sum = vf_add(sum, tail_dots(q, kp + g * BW, c, d));
-    vf_store(s + g * BW, vf_mul(sum, scale));
-  }
-}
-
-/* q . k for one key, two accumulators so the chain is half as long. */
-static float dot1(const float *q, const float *k, int64_t d) {
-  vf a0 = vf_zero(), a1 = vf_zero();
-  int64_t c = 0;
-  for (; c + 2 * BW <= d; c += 2 * BW) {
-    a0 = vf_fma(vf_loadu(q + c), vf_loadu(k + c), a0);
-    a1 = vf_fma(vf_loadu(q + c + BW), vf_loadu(k + c + BW), a1);
-  }
-  if (c + BW <= d) {
-    a0 = vf_fma(vf_loadu(q + c), vf_loadu(k + c), a0);
-    c += BW;
-  }
-  float s = vf_hsum(vf_add(a0, a1));
-  for (; c < d; c++) s += q[c] * k[c];
-  return s;
-}
-
-/* Row i alone, over its visible keys [lo, hi), lo < hi: whole blocks of keys, then the last few
-   keys one by one if they are fewer than a quarter block, else one more block whose missing keys
-   repeat key hi - 1 (their scores become -inf padding). */
-static void one_row(const banded_head *hd, int64_t i, int64_t lo, int64_t hi) {
-  const txattn_problem *p = hd->p;
-  int64_t n = hi - lo, n_f = round_up(n, BANDED_ROW_KB), rlo = 0, rhi = n, j = 0;
-  const float *q = hd->q + i * hd->q_row, *k = hd->k + lo * hd->k_row, *kp[BANDED_ROW_KB];
-  float *s = banded_ws_scores(hd), *o = hd->o + i * hd->o_row, max;
-  vf scale = vf_set1(p->scale);
-  for (; j < n; j += BANDED_ROW_KB) {
-    if (n - j < BANDED_ROW_KB / 4) break;
-    for (int x = 0; x < BANDED_ROW_KB; x++) kp[x] = k + min64(j + x, n - 1) * hd->k_row;
-    row_block(q, kp, p->d_qk, scale, s + j);
-  }
-  for (; j < n; j++) s[j] = p->scale * dot1(q, k + j * hd->k_row, p->d_qk);
-  for (j = n; j < n_f; j++) s[j] = -INFINITY;
-  rows_max(s, 0, 0, n_f, 1, &max);
-  rows_finish(hd, s, 0, hd->v + lo * hd->v_row, n_f, &rlo, &rhi, &max, &o, 1);
-}
-
 /* ---- groups of MR rows ---- */
 
 /* The transposed keys of one head: panel p in slot p % n_slot, panels below `packed` done. */
@@ -346,21 +179,22 @@ static float *panel(const banded_head *hd, const panels *pk, int64_t p) {
   return pk->buf + (p % pk->n_slot) * hd->p->d_qk * BW;
 }
 
-/* Packs panels [p_lo, p_hi) not packed yet; those below p_lo are never needed again (ranges only
-   move forward). Keys past n_kv repeat the last key: their scores are masked. */
-static void pack_range(const banded_head *hd, panels *pk, int64_t p_lo, int64_t p_hi) {
-  const int64_t d = hd->p->d_qk, n_kv = hd->p->n_kv;
-  for (int64_t p = max64(pk->packed, p_lo); p < p_hi; p++) {
-    const float *src[BW];
-    float *dst = panel(hd, pk, p);
-    for (int r = 0; r < BW; r++) src[r] = hd->k + min64(p * BW + r, n_kv - 1) * hd->k_row;
-    int64_t c = 0;
-    for (; c + BW <= d; c += BW) vf_transpose(src, c, dst + c * BW, BW);
-    for (; c < d; c++)
-      for (int r = 0; r < BW; r++) dst[c * BW + r] = src[r][c];
-  }
-  pk->packed = max64(pk->packed, p_hi);
-}
+/* The functions that read K or V, once per element type. */
+#define BANDED_T        f32
+#define BANDED_T_IS_F32 1
+#include "banded_algo_elem.h"
+#undef BANDED_T
+#undef BANDED_T_IS_F32
+#define BANDED_T        f16
+#define BANDED_T_IS_F32 0
+#include "banded_algo_elem.h"
+#undef BANDED_T
+#undef BANDED_T_IS_F32
+#define BANDED_T        bf16
+#define BANDED_T_IS_F32 0
+#include "banded_algo_elem.h"
+#undef BANDED_T
+#undef BANDED_T_IS_F32
 
 /* s[m * s_row + x * BW + lane] = scale * (q[m] . key lane of panel pp[x]), for MR rows and NP
    panels (keys [j0, j0 + NP * BW) of the union): MR * NP accumulators over all d columns. Keys
@@ -423,74 +257,144 @@ static void group_scores(const banded_head *hd, const panels *pk, const float *c
   for (int m = 0; m < MR; m++) max[m] = vf_hmax(vmax[m]);
 }
 
-/* Asks the cache for n_rows rows of d floats. Always inlined: as a function of its own GCC 12 finds
-   it "looping const" (a prefetch changes no memory) and deletes the call. */
-BANDED_INLINE void prefetch_rows(const float *base, int64_t row, int64_t n_rows, int64_t d) {
+/* Asks the cache for n_rows rows of `bytes` bytes, `row` bytes apart. Always inlined: as a
+   function of its own GCC 12 finds it "looping const" (a prefetch changes no memory) and deletes
+   the call. */
+BANDED_INLINE void prefetch_rows(const void *base, int64_t row, int64_t n_rows, int64_t bytes) {
   for (int64_t r = 0; r < n_rows; r++)
-    for (int64_t c = 0; c < d; c += 16) __builtin_prefetch(base + r * row + c);
+    for (int64_t c = 0; c < bytes; c += 64) __builtin_prefetch((const char *)base + r * row + c);
 }
 
 /* The rows a coming group reads first: the next group's q rows, and the K and V rows that enter
    the window of the group after it; not the output rows, which were slower to prefetch than to
-   leave to the hardware (docs/measurements.md). */
-BANDED_INLINE void prefetch_next(const banded_head *hd, int64_t i, int64_t end) {
+   leave to the hardware (docs/measurements.md). ks, vs: bytes per K and V element. */
+BANDED_INLINE void prefetch_next(const banded_head *hd, int64_t i, int64_t end, const int64_t ks,
+                                 const int64_t vs) {
   const txattn_problem *p = hd->p;
+  const int64_t qs = (int64_t)banded_elem_size(p->q_type);
   int64_t rows = min64(MR, max64(hd->row1 - i - MR, 0));
   int64_t keys = min64(MR, max64(p->n_kv - end - MR, 0));
-  prefetch_rows(hd->q + (i + MR) * hd->q_row, hd->q_row, rows, p->d_qk);
-  prefetch_rows(hd->k + (end + MR) * hd->k_row, hd->k_row, keys, p->d_qk);
-  prefetch_rows(hd->v + (end + MR) * hd->v_row, hd->v_row, keys, p->d_v);
+  prefetch_rows((const char *)hd->q + (i + MR) * hd->q_row * qs, hd->q_row * qs, rows,
+                p->d_qk * qs);
+  prefetch_rows((const char *)hd->k + (end + MR) * hd->k_row * ks, hd->k_row * ks, keys,
+                p->d_qk * ks);
+  prefetch_rows((const char *)hd->v + (end + MR) * hd->v_row * vs, hd->v_row * vs, keys,
+                p->d_v * vs);
 }
 
-/* Rows i .. i + MR - 1 together if every one sees a key and their union is at most twice the
-   shortest range; returns 0 (nothing done) otherwise. */
-static int group_rows(const banded_head *hd, panels *pk, int64_t i) {
+/* ---- q and o rows ---- */
+
+/* q[m] = query row i + m as fp32, for m < nm: in place for an f32 q, else widened into the
+   workspace's q row m (once per row: the scores read it once per key block). */
+static void q_rows(const banded_head *hd, int64_t i, int nm, const float **q) {
   const txattn_problem *p = hd->p;
-  int64_t lo[MR], hi[MR], base = INT64_MAX, end = 0, shortest = INT64_MAX;
-  for (int m = 0; m < MR; m++) {
-    txattn_visible_range(p, i + m, &lo[m], &hi[m]);
-    if (lo[m] >= hi[m]) return 0;
-    base = min64(base, lo[m]);
-    end = max64(end, hi[m]);
-    shortest = min64(shortest, hi[m] - lo[m]);
+  if (p->q_type == TXATTN_DTYPE_F32) {
+    for (int m = 0; m < nm; m++) q[m] = (const float *)hd->q + (i + m) * hd->q_row;
+    return;
   }
-  if (end - base > 2 * shortest) return 0;
-  int64_t p0 = base / BW, n_p = (end + BW - 1) / BW - p0, first = p0 * BW, n_f = n_p * BW;
-  int64_t s_row = banded_score_stride(p);
-  const float *q[MR];
-  float *o[MR], *s = banded_ws_scores(hd), max[MR];
-  prefetch_next(hd, i, end);
-  pack_range(hd, pk, p0, p0 + n_p);
-  for (int m = 0; m < MR; m++) {
-    q[m] = hd->q + (i + m) * hd->q_row;
-    o[m] = hd->o + (i + m) * hd->o_row;
-    lo[m] -= first;
-    hi[m] -= first;
+  for (int m = 0; m < nm; m++) {
+    const uint16_t *src = (const uint16_t *)hd->q + (i + m) * hd->q_row;
+    float *dst = banded_ws_q_rows(hd) + m * banded_q_stride(p);
+    if (p->q_type == TXATTN_DTYPE_F16)
+      vf_row_from_f16(src, p->d_qk, p->d_qk, dst);
+    else
+      vf_row_from_bf16(src, p->d_qk, p->d_qk, dst);
+    q[m] = dst;
   }
-  group_scores(hd, pk, q, p0, n_p, lo, hi, s, s_row, max);
-  rows_finish(hd, s, s_row, hd->v + first * hd->v_row, n_f, lo, hi, max, o, MR);
-  return 1;
 }
 
-/* The ring starts empty whatever row0 is: pack_range packs from the first group's first panel. */
+/* o[m] = where output row i + m is computed in fp32: in place for an f32 o, else the workspace's
+   o row m, which o_store then rounds into o. */
+static void o_rows(const banded_head *hd, int64_t i, int nm, float **o) {
+  const txattn_problem *p = hd->p;
+  for (int m = 0; m < nm; m++)
+    o[m] = p->o_type == TXATTN_DTYPE_F32 ? (float *)hd->o + (i + m) * hd->o_row
+                                         : banded_ws_o_rows(hd) + m * banded_o_stride(p);
+}
+
+/* Rounds the fp32 rows o[m] (from o_rows, finished: NaN rows already whole) to nearest even into
+   o's rows i + m when o is 16-bit; only the d_v elements of each row are written. */
+static void o_store(const banded_head *hd, int64_t i, int nm, float *const *o) {
+  const txattn_problem *p = hd->p;
+  if (p->o_type == TXATTN_DTYPE_F32) return;
+  for (int m = 0; m < nm; m++) {
+    uint16_t *dst = (uint16_t *)hd->o + (i + m) * hd->o_row;
+    if (p->o_type == TXATTN_DTYPE_F16)
+      vf_row_to_f16(o[m], p->d_v, dst);
+    else
+      vf_row_to_bf16(o[m], p->d_v, dst);
+  }
+}
+
+/* Row i sees no key: exact zeros, +0 in every type. */
+static void o_zero(const banded_head *hd, int64_t i) {
+  const txattn_problem *p = hd->p;
+  if (p->o_type == TXATTN_DTYPE_F32) {
+    float *o = (float *)hd->o + i * hd->o_row;
+    for (int64_t c = 0; c < p->d_v; c++) o[c] = 0.0f;
+  } else {
+    uint16_t *o = (uint16_t *)hd->o + i * hd->o_row;
+    for (int64_t c = 0; c < p->d_v; c++) o[c] = 0;
+  }
+}
+
+/* ---- the row loop, once per pair of key and value types ---- */
+
+#define BANDED_KT f32
+#define BANDED_VT f32
+#include "banded_algo_head.h"
+#undef BANDED_KT
+#undef BANDED_VT
+#define BANDED_KT f32
+#define BANDED_VT f16
+#include "banded_algo_head.h"
+#undef BANDED_KT
+#undef BANDED_VT
+#define BANDED_KT f32
+#define BANDED_VT bf16
+#include "banded_algo_head.h"
+#undef BANDED_KT
+#undef BANDED_VT
+#define BANDED_KT f16
+#define BANDED_VT f32
+#include "banded_algo_head.h"
+#undef BANDED_KT
+#undef BANDED_VT
+#define BANDED_KT f16
+#define BANDED_VT f16
+#include "banded_algo_head.h"
+#undef BANDED_KT
+#undef BANDED_VT
+#define BANDED_KT f16
+#define BANDED_VT bf16
+#include "banded_algo_head.h"
+#undef BANDED_KT
+#undef BANDED_VT
+#define BANDED_KT bf16
+#define BANDED_VT f32
+#include "banded_algo_head.h"
+#undef BANDED_KT
+#undef BANDED_VT
+#define BANDED_KT bf16
+#define BANDED_VT f16
+#include "banded_algo_head.h"
+#undef BANDED_KT
+#undef BANDED_VT
+#define BANDED_KT bf16
+#define BANDED_VT bf16
+#include "banded_algo_head.h"
+#undef BANDED_KT
+#undef BANDED_VT
+
+/* The pair of key and value types picked once per call (the host hands only the types the
+   descriptors declare; each txattn_dtype indexes its row and column). */
 void BANDED_HEAD_FN(const banded_head *hd) {
-  const txattn_problem *p = hd->p;
-  panels pk = {.buf = banded_ws_panels(hd), .n_slot = banded_panel_keys(p) / BW, .packed = 0};
-  for (int64_t i = hd->row0; i < hd->row1;) {
-    if (i + MR <= hd->row1 && group_rows(hd, &pk, i)) {
-      i += MR;
-      continue;
-    }
-    int64_t lo, hi;
-    txattn_visible_range(p, i, &lo, &hi);
-    if (lo < hi) {
-      one_row(hd, i, lo, hi);
-    } else { /* no visible key: exact zeros */
-      float *o = hd->o + i * hd->o_row;
-      for (int64_t c = 0; c < p->d_v; c++) o[c] = 0.0f;
-    }
-    i++;
-  }
+  static void (*const heads[3][3])(const banded_head *) = {
+      {head_f32_f32, head_f32_f16, head_f32_bf16},
+      {head_f16_f32, head_f16_f16, head_f16_bf16},
+      {head_bf16_f32, head_bf16_f16, head_bf16_bf16},
+  };
+  heads[hd->p->k_type][hd->p->v_type](hd);
 }
 
 #endif /* BANDED_ALGO_H */

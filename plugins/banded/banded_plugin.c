@@ -3,8 +3,8 @@
 #include "banded.h"
 #include "kernel_isa.h"
 
-/* Every valid problem: the row loop reads only through txattn_row and txattn_visible_range, and the
-   inner loops take any row stride, 0 included. */
+/* Every valid problem: the row loop reads only through txattn_row_of and txattn_visible_range,
+   and the inner loops take any row stride, 0 included. */
 static int banded_applicable(const txattn_problem *p, const char **why) {
   (void)p;
   (void)why;
@@ -42,6 +42,10 @@ static txattn_status banded_neon_run(const txattn_kernel_call *call) {
 }
 #endif
 
+/* Every kernel takes f32, f16 and bf16 for each of q, k, v and o, in any combination. */
+#define BANDED_DTYPES                                                                              \
+  { TXATTN_DTYPES_ALL, TXATTN_DTYPES_ALL, TXATTN_DTYPES_ALL, TXATTN_DTYPES_ALL }
+
 /* What each kernel costs: banded_pairs.c. */
 #define BANDED_PAIRS(id, ISA)                                                                      \
   static double banded_##id##_pairs(const txattn_problem *p, const int64_t *tunables) {            \
@@ -75,6 +79,7 @@ static const txattn_kernel_desc banded_scalar = {
     .workspace_size = banded_scalar_workspace,
     .run = banded_scalar_run,
     .cost_pairs = banded_scalar_pairs,
+    .dtypes = BANDED_DTYPES,
 };
 
 #if defined(__x86_64__)
@@ -92,6 +97,7 @@ static const txattn_kernel_desc banded_avx2 = {
     .workspace_size = banded_vector_workspace,
     .run = banded_avx2_run,
     .cost_pairs = banded_avx2_pairs,
+    .dtypes = BANDED_DTYPES,
 };
 
 static const txattn_kernel_desc banded_avx512 = {
@@ -107,6 +113,7 @@ static const txattn_kernel_desc banded_avx512 = {
     .workspace_size = banded_vector_workspace,
     .run = banded_avx512_run,
     .cost_pairs = banded_avx512_pairs,
+    .dtypes = BANDED_DTYPES,
 };
 #endif
 
@@ -124,6 +131,7 @@ static const txattn_kernel_desc banded_neon = {
     .workspace_size = banded_vector_workspace,
     .run = banded_neon_run,
     .cost_pairs = banded_neon_pairs,
+    .dtypes = BANDED_DTYPES,
 };
 #endif
 

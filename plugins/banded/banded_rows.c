@@ -11,7 +11,10 @@
  * keys. The vector kernels (banded_algo.h) keep the same scheme with longer float runs
  * (BANDED_VEC_CHUNK, banded.h).
  */
+#include <string.h>
+
 #include "banded.h"
+#include "half.h"
 
 int64_t banded_max_range(const txattn_problem *p) {
   /* [pos - left, pos + right] holds at most left + right + 1 keys, and never more than n_kv;
@@ -24,37 +27,104 @@ int64_t banded_max_range(const txattn_problem *p) {
 }
 
 size_t banded_workspace_bytes(const txattn_problem *p, int panels) {
-  size_t rows = BANDED_MR, d_v = (size_t)p->d_v;
-  return banded_round64(rows * d_v * sizeof(double)) + banded_round64(rows * d_v * sizeof(float)) +
-         banded_round64(rows * (size_t)banded_score_stride(p) * sizeof(float)) +
-         (panels ? (size_t)banded_panel_keys(p) * (size_t)p->d_qk * sizeof(float) : 0);
+  size_t rows = BANDED_MR, d_v = (size_t)p->d_v, chunk = BANDED_CHUNK;
+  size_t bytes = banded_round64(rows * d_v * sizeof(double)) +
+                 banded_round64(rows * d_v * sizeof(float)) +
+                 banded_round64(rows * (size_t)banded_score_stride(p) * sizeof(float)) +
+                 rows * (size_t)(banded_q_stride(p) + banded_o_stride(p)) * sizeof(float);
+  if (panels) return bytes + (size_t)banded_panel_keys(p) * (size_t)p->d_qk * sizeof(float);
+  if (p->k_type != TXATTN_DTYPE_F32)
+    bytes += banded_round64(chunk * (size_t)p->d_qk * sizeof(float));
+  if (p->v_type != TXATTN_DTYPE_F32) bytes += chunk * d_v * sizeof(float);
+  return bytes;
 }
 
-/* One output row: softmax over the visible keys [lo, hi), lo < hi. */
+/* banded.scalar's 16-bit rows: n (<= BANDED_CHUNK) rows of d elements of type t from `src`, row
+   stride `row` elements, widened into dst (stride d floats). half.h's scalar conversions: this
+   file has no vector ISA, and the rows land in L1 for the fp32 inner loops. */
+static const float *widen_rows(const void *src, txattn_dtype t, int64_t row, int64_t n, int64_t d,
+                               float *dst) {
+  const uint16_t *s = src;
+  for (int64_t j = 0; j < n; j++) {
+    if (t == TXATTN_DTYPE_F16)
+      txh_f16_row_to_f32(s + j * row, d, dst + j * d);
+    else
+      txh_bf16_row_to_f32(s + j * row, d, dst + j * d);
+  }
+  return dst;
+}
+
+/* Row i of q as fp32: in place, or widened into the workspace's first q row. */
+static const float *q_row(const banded_head *hd, int64_t i) {
+  const txattn_problem *p = hd->p;
+  if (p->q_type == TXATTN_DTYPE_F32) return (const float *)hd->q + i * hd->q_row;
+  return widen_rows((const uint16_t *)hd->q + i * hd->q_row, p->q_type, 0, 1, p->d_qk,
+                    banded_ws_q_rows(hd));
+}
+
+/* Where row i of o is computed in fp32: in place, or the workspace's first o row (which o_store
+   narrows into o). */
+static float *o_row(const banded_head *hd, int64_t i) {
+  if (hd->p->o_type == TXATTN_DTYPE_F32) return (float *)hd->o + i * hd->o_row;
+  return banded_ws_o_rows(hd);
+}
+
+/* The fp32 row `out` of o_row(i) into o's row i, rounded to nearest even when o is 16-bit. */
+static void o_store(const banded_head *hd, int64_t i, const float *out) {
+  const txattn_problem *p = hd->p;
+  uint16_t *dst = (uint16_t *)hd->o + i * hd->o_row;
+  if (p->o_type == TXATTN_DTYPE_F16)
+    txh_f32_row_to_f16(out, p->d_v, dst);
+  else if (p->o_type == TXATTN_DTYPE_BF16)
+    txh_f32_row_to_bf16(out, p->d_v, dst);
+}
+
+/* One output row: softmax over the visible keys [lo, hi), lo < hi. 16-bit key and value rows are
+   widened BANDED_CHUNK at a time into the workspace's tail, then go through the fp32 ops. */
 static void ops_row(const banded_head *hd, const banded_ops *ops, int64_t i, int64_t lo,
                     int64_t hi) {
   const txattn_problem *p = hd->p;
   int64_t n = hi - lo;
-  const float *q = hd->q + i * hd->q_row;
-  const float *k = hd->k + lo * hd->k_row;
-  const float *v = hd->v + lo * hd->v_row;
+  const int64_t ks = (int64_t)banded_elem_size(p->k_type),
+                vs = (int64_t)banded_elem_size(p->v_type);
+  const char *k = (const char *)hd->k + lo * hd->k_row * ks;
+  const char *v = (const char *)hd->v + lo * hd->v_row * vs;
+  const float *q = q_row(hd, i);
   double *acc = banded_ws_acc(hd);
-  float *part = banded_ws_part(hd), *scores = banded_ws_scores(hd);
+  float *part = banded_ws_part(hd), *scores = banded_ws_scores(hd), *out = o_row(hd, i);
+  float *k_rows = banded_ws_tail(hd);
+  float *v_rows = k_rows + (p->k_type == TXATTN_DTYPE_F32
+                                ? 0
+                                : banded_round64(BANDED_CHUNK * (size_t)p->d_qk * sizeof(float)) /
+                                      sizeof(float));
 
-  ops->scores(q, k, hd->k_row, n, p->d_qk, p->scale, scores);
+  if (p->k_type == TXATTN_DTYPE_F32) {
+    ops->scores(q, (const float *)k, hd->k_row, n, p->d_qk, p->scale, scores);
+  } else {
+    for (int64_t j = 0; j < n; j += BANDED_CHUNK) {
+      int64_t len = n - j < BANDED_CHUNK ? n - j : BANDED_CHUNK;
+      widen_rows(k + j * hd->k_row * ks, p->k_type, hd->k_row, len, p->d_qk, k_rows);
+      ops->scores(q, k_rows, p->d_qk, len, p->d_qk, p->scale, scores + j);
+    }
+  }
   /* A NaN score makes the max NaN and with it every weight, so the row comes out NaN. */
   float max = ops->max(scores, n);
   double sum = 0.0;
   for (int64_t c = 0; c < p->d_v; c++) acc[c] = 0.0;
   for (int64_t j = 0; j < n; j += BANDED_CHUNK) {
     int64_t len = n - j < BANDED_CHUNK ? n - j : BANDED_CHUNK;
+    const char *vj = v + j * hd->v_row * vs;
     sum += ops->exp_sum(scores + j, len, max);
-    ops->weighted_sum(scores + j, v + j * hd->v_row, hd->v_row, len, p->d_v, part);
+    if (p->v_type == TXATTN_DTYPE_F32)
+      ops->weighted_sum(scores + j, (const float *)vj, hd->v_row, len, p->d_v, part);
+    else
+      ops->weighted_sum(scores + j, widen_rows(vj, p->v_type, hd->v_row, len, p->d_v, v_rows),
+                        p->d_v, len, p->d_v, part);
     for (int64_t c = 0; c < p->d_v; c++) acc[c] += part[c];
   }
-  float *out = hd->o + i * hd->o_row;
   for (int64_t c = 0; c < p->d_v; c++) out[c] = (float)(acc[c] / sum);
   txattn_row_spread_nan(out, p->d_v);
+  o_store(hd, i, out);
 }
 
 void banded_ops_head(const banded_head *hd, const banded_ops *ops) {
@@ -64,9 +134,9 @@ void banded_ops_head(const banded_head *hd, const banded_ops *ops) {
     txattn_visible_range(p, i, &lo, &hi);
     if (lo < hi) {
       ops_row(hd, ops, i, lo, hi);
-    } else { /* no visible key: exact zeros */
-      float *out = hd->o + i * hd->o_row;
-      for (int64_t c = 0; c < p->d_v; c++) out[c] = 0.0f;
+    } else { /* no visible key: exact zeros (+0 in every type) */
+      memset((char *)hd->o + i * hd->o_row * (int64_t)banded_elem_size(p->o_type), 0,
+             (size_t)p->d_v * banded_elem_size(p->o_type));
     }
   }
 }
@@ -86,10 +156,10 @@ void banded_head_init(banded_head *hd, const txattn_kernel_call *call, void *wor
 void banded_head_at(banded_head *hd, const txattn_tensors *t, int64_t b, int64_t h) {
   const txattn_problem *p = hd->p;
   const int64_t h_kv = h / (p->heads_q / p->heads_kv);
-  hd->q = txattn_row(t->q, &t->q_layout, b, h, 0);
-  hd->k = txattn_row(t->k, &t->k_layout, b, h_kv, 0);
-  hd->v = txattn_row(t->v, &t->v_layout, b, h_kv, 0);
-  hd->o = txattn_row_mut(t->o, &t->o_layout, b, h, 0);
+  hd->q = txattn_row_of(t->q_data, p->q_type, &t->q_layout, b, h, 0);
+  hd->k = txattn_row_of(t->k_data, p->k_type, &t->k_layout, b, h_kv, 0);
+  hd->v = txattn_row_of(t->v_data, p->v_type, &t->v_layout, b, h_kv, 0);
+  hd->o = txattn_row_of_mut(t->o_data, p->o_type, &t->o_layout, b, h, 0);
 }
 
 txattn_status banded_run(const txattn_kernel_call *call, banded_head_fn head, int panels) {

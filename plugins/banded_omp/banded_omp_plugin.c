@@ -37,7 +37,8 @@ static double bomp_scalar_cost(const txattn_problem *p, double enough) {
    (banded.<isa> itself), where that overstates its speed, but only on calls too small for the
    difference to matter. Chunks start at multiples of BANDED_MR, so rows group as in banded.<isa>
    whenever the head's groups do (windows with n_q <= n_kv). speed_hint: banded.<isa>'s, per
-   thread. */
+   thread. dtypes: banded.<isa>'s (every type of each tensor), which the head functions read from
+   the problem. */
 #define BOMP_KERNEL(id, ISA_ENUM, HEAD, PANELS, COST, SUMMARY, SPEED)                              \
   static const bomp_kernel bomp_kernel_##id = {HEAD, PANELS, COST};                                \
   static size_t bomp_workspace_##id(const txattn_problem *p, int n_threads,                        \
@@ -64,6 +65,7 @@ static double bomp_scalar_cost(const txattn_problem *p, double enough) {
       .run = bomp_run_##id,                                                                        \
       .cost_pairs = bomp_pairs_##id,                                                               \
       .one_thread_same_as = "banded." #id,                                                         \
+      .dtypes = {TXATTN_DTYPES_ALL, TXATTN_DTYPES_ALL, TXATTN_DTYPES_ALL, TXATTN_DTYPES_ALL},      \
   };
 
 BOMP_KERNEL(scalar, TXATTN_ISA_SCALAR, banded_head_scalar, 0, bomp_scalar_cost,

@@ -8,12 +8,18 @@
  * and writes the tensors in place when their rows are a constant distance >= the row length apart;
  * other layouts (stride 0, rows that overlap, heads that do not continue the rows) go through
  * scratch.
+ *
+ * 16-bit tensors: a 16-bit q, k or v always goes through scratch, widened to fp32 as it is packed
+ * (whole K and V heads, as for a layout BLAS cannot take); a 16-bit o is computed in the packed O
+ * scratch, finished there (empty rows, NaN rows) and rounded to nearest even into o at the end.
+ * The arithmetic is the f32 path's.
  */
 #include <math.h>
 #include <string.h>
 
 #include <cblas.h>
 
+#include "half.h"
 #include "masked.h"
 
 /* The distance between consecutive rows of the stacked matrix (heads h.., then rows i..) when one
@@ -33,21 +39,32 @@ static blasint stacked_ld(const txattn_layout *l, int64_t heads, int64_t rows, i
   return ld >= dim && (int64_t)(blasint)ld == ld ? (blasint)ld : 0;
 }
 
-static void pack_rows(const float *base, const txattn_layout *l, int64_t b, int64_t h0,
-                      int64_t heads, int64_t i0, int64_t rows, int64_t dim, float *dst) {
-  for (int64_t h = 0; h < heads; h++)
-    for (int64_t i = 0; i < rows; i++)
-      memcpy(dst + (h * rows + i) * dim, txattn_row(base, l, b, h0 + h, i0 + i),
-             (size_t)dim * sizeof(float));
+/* Row `src` of dim elements of type t into the fp32 row dst: copied, or widened exactly. */
+static void row_to_f32(const void *src, txattn_dtype t, int64_t dim, float *dst) {
+  if (t == TXATTN_DTYPE_F32)
+    memcpy(dst, src, (size_t)dim * sizeof(float));
+  else if (t == TXATTN_DTYPE_F16)
+    txh_f16_row_to_f32(src, dim, dst);
+  else
+    txh_bf16_row_to_f32(src, dim, dst);
 }
 
-/* A tensor's stacked rows as a BLAS operand: in place, or packed into `scratch`. */
-static const float *operand(const float *base, const txattn_layout *l, int64_t b, int64_t h0,
-                            int64_t heads, int64_t i0, int64_t rows, int64_t dim, float *scratch,
-                            blasint *ld) {
-  *ld = stacked_ld(l, heads, rows, dim);
-  if (*ld) return txattn_row(base, l, b, h0, i0);
-  pack_rows(base, l, b, h0, heads, i0, rows, dim, scratch);
+static void pack_rows(const void *base, txattn_dtype t, const txattn_layout *l, int64_t b,
+                      int64_t h0, int64_t heads, int64_t i0, int64_t rows, int64_t dim,
+                      float *dst) {
+  for (int64_t h = 0; h < heads; h++)
+    for (int64_t i = 0; i < rows; i++)
+      row_to_f32(txattn_row_of(base, t, l, b, h0 + h, i0 + i), t, dim, dst + (h * rows + i) * dim);
+}
+
+/* A tensor's stacked rows as an fp32 BLAS operand: an f32 tensor in place where BLAS can take its
+   layout, else packed (and widened) into `scratch`. */
+static const float *operand(const void *base, txattn_dtype t, const txattn_layout *l, int64_t b,
+                            int64_t h0, int64_t heads, int64_t i0, int64_t rows, int64_t dim,
+                            float *scratch, blasint *ld) {
+  *ld = t == TXATTN_DTYPE_F32 ? stacked_ld(l, heads, rows, dim) : 0;
+  if (*ld) return txattn_row_of(base, t, l, b, h0, i0);
+  pack_rows(base, t, l, b, h0, heads, i0, rows, dim, scratch);
   *ld = (blasint)dim;
   return scratch;
 }
@@ -95,9 +112,18 @@ static masked_task task_at(const txattn_problem *p, const masked_geometry *g, in
   return t;
 }
 
-static float *out_row(const txattn_kernel_call *call, const masked_task *t, int64_t r) {
-  return txattn_row_mut(call->tensors->o, &call->tensors->o_layout, t->b, t->h0 + r / t->rows,
-                        t->i0 + r % t->rows);
+/* Stacked row r of the task in o (of o's type). */
+static void *out_row(const txattn_kernel_call *call, const masked_task *t, int64_t r) {
+  return txattn_row_of_mut(call->tensors->o_data, call->problem->o_type, &call->tensors->o_layout,
+                           t->b, t->h0 + r / t->rows, t->i0 + r % t->rows);
+}
+
+/* Where stacked row r is computed in fp32: o's row for an f32 o, else row r of the packed O
+   scratch. */
+static float *result_row(const txattn_kernel_call *call, const masked_geometry *g,
+                         const masked_task *t, int64_t r, float *scratch) {
+  if (call->problem->o_type == TXATTN_DTYPE_F32) return out_row(call, t, r);
+  return scratch + g->off_o + r * call->problem->d_v;
 }
 
 /* O rows = P V: one dense sgemm when V is finite, else per row over its visible keys only. */
@@ -106,22 +132,24 @@ static void weighted_values(const txattn_kernel_call *call, const masked_geometr
   const txattn_problem *p = call->problem;
   const txattn_tensors *x = call->tensors;
   int64_t m = t->heads * t->rows, lo, hi;
+  const int o32 = p->o_type == TXATTN_DTYPE_F32;
   blasint ldv, ldo;
-  const float *v =
-      operand(x->v, &x->v_layout, t->b, t->h_kv, 1, 0, p->n_kv, p->d_v, scratch + g->off_v, &ldv);
+  const float *v = operand(x->v_data, p->v_type, &x->v_layout, t->b, t->h_kv, 1, 0, p->n_kv, p->d_v,
+                           scratch + g->off_v, &ldv);
   if (p->mask != TXATTN_MASK_NONE && !all_finite(v, ldv, p->n_kv, p->d_v)) {
     for (int64_t r = 0; r < m; r++) {
       txattn_visible_range(p, t->i0 + r % t->rows, &lo, &hi);
-      visible_weighted_sum(s + r * p->n_kv, v, ldv, lo, hi, p->d_v, out_row(call, t, r));
+      visible_weighted_sum(s + r * p->n_kv, v, ldv, lo, hi, p->d_v,
+                           result_row(call, g, t, r, scratch));
     }
     return;
   }
-  ldo = stacked_ld(&x->o_layout, t->heads, t->rows, p->d_v);
+  ldo = o32 ? stacked_ld(&x->o_layout, t->heads, t->rows, p->d_v) : 0;
   float *o = ldo ? out_row(call, t, 0) : scratch + g->off_o;
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)m, (blasint)p->d_v,
               (blasint)p->n_kv, 1.0f, s, (blasint)p->n_kv, v, ldv, 0.0f, o,
               ldo ? ldo : (blasint)p->d_v);
-  if (!ldo)
+  if (!ldo && o32)
     for (int64_t r = 0; r < m; r++)
       memcpy(out_row(call, t, r), o + r * p->d_v, (size_t)p->d_v * sizeof(float));
 }
@@ -134,10 +162,10 @@ void masked_block(const txattn_kernel_call *call, const masked_geometry *g, int6
   int64_t m = t.heads * t.rows, lo, hi;
   float *s = scratch + g->off_s;
   blasint ldq, ldk;
-  const float *q =
-      operand(x->q, &x->q_layout, t.b, t.h0, t.heads, t.i0, t.rows, p->d_qk, scratch, &ldq);
-  const float *k =
-      operand(x->k, &x->k_layout, t.b, t.h_kv, 1, 0, p->n_kv, p->d_qk, scratch + g->off_k, &ldk);
+  const float *q = operand(x->q_data, p->q_type, &x->q_layout, t.b, t.h0, t.heads, t.i0, t.rows,
+                           p->d_qk, scratch, &ldq);
+  const float *k = operand(x->k_data, p->k_type, &x->k_layout, t.b, t.h_kv, 1, 0, p->n_kv, p->d_qk,
+                           scratch + g->off_k, &ldk);
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)m, (blasint)p->n_kv,
               (blasint)p->d_qk, p->scale, q, ldq, k, ldk, 0.0f, s, (blasint)p->n_kv);
 
@@ -152,10 +180,15 @@ void masked_block(const txattn_kernel_call *call, const masked_geometry *g, int6
 
   /* Rows with no visible key: exact zeros (the product would give -0.0 for negative values). */
   for (int64_t r = 0; r < m; r++) {
+    float *out = result_row(call, g, &t, r, scratch);
     txattn_visible_range(p, t.i0 + r % t.rows, &lo, &hi);
     if (lo >= hi)
-      memset(out_row(call, &t, r), 0, (size_t)p->d_v * sizeof(float));
+      memset(out, 0, (size_t)p->d_v * sizeof(float));
     else
-      txattn_row_spread_nan(out_row(call, &t, r), p->d_v);
+      txattn_row_spread_nan(out, p->d_v);
+    if (p->o_type == TXATTN_DTYPE_F16)
+      txh_f32_row_to_f16(out, p->d_v, out_row(call, &t, r));
+    else if (p->o_type == TXATTN_DTYPE_BF16)
+      txh_f32_row_to_bf16(out, p->d_v, out_row(call, &t, r));
   }
 }

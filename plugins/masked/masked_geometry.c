@@ -33,7 +33,9 @@ int masked_geometry_init(masked_geometry *g, const txattn_problem *p, int64_t bl
   g->tasks = p->batch * p->heads_kv * g->head_blocks * g->row_blocks;
   g->stacked = g->block_rows * g->block_heads;
 
-  /* Layout of one thread's scratch: packed Q | S | packed O | packed K | packed V. */
+  /* Layout of one thread's scratch: packed Q | S | packed O | packed K | packed V. A 16-bit q, k or
+     v is always packed (widened to fp32: whole K and V heads), a 16-bit o always computed in the
+     packed O (masked_block.c), so these sizes hold for every type. */
   size_t floats = 0;
   if (!add_part(&floats, g->stacked, p->d_qk)) return 0;
   g->off_s = floats;

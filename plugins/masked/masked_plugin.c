@@ -56,6 +56,8 @@ static const txattn_kernel_desc masked_scalar = {
     .tunables = masked_tunables,
     .default_tunables = masked_default_tunables,
     .fit_tunables = masked_fit_tunables,
+    /* 16-bit tensors are widened into fp32 blocks and o narrowed at the end (masked_block.c). */
+    .dtypes = {TXATTN_DTYPES_ALL, TXATTN_DTYPES_ALL, TXATTN_DTYPES_ALL, TXATTN_DTYPES_ALL},
 };
 
 static const txattn_kernel_desc *const masked_kernels[] = {&masked_scalar};

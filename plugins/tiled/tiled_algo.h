@@ -37,6 +37,7 @@
 #include "tiled_blocks.h"
 #include "tiled_internal.h"
 #include "vec_exp2.h"
+#include "vec_rows_half.h"
 
 #define TILED_CAT2(a, b) a##_##b
 #define TILED_CAT(a, b)  TILED_CAT2(a, b)
@@ -67,6 +68,43 @@ static inline int64_t tl_clamp(int64_t x, int64_t lo, int64_t hi) {
   return tl_min(tl_max(x, lo), hi);
 }
 
+/* ---- element types ----
+ * K and V are read in their own type only by the packing below and by the direct path (its row
+ * copy, or its micro-kernels on 16-bit rows in place), Q by the row loaders; all of them widen to
+ * fp32 exactly (half.h), so everything after computes as for fp32 tensors. The K/V readers take
+ * the type as a constant (t below), each instantiated once per type, so that the f32
+ * instantiation is the fp32 code as it was. */
+
+/* Row i of head h of a tensor of element type t (a constant at every call). */
+TILED_INLINE const void *tl_row_as(const void *base, const int t, const txattn_layout *l, int64_t b,
+                                   int64_t h, int64_t i) {
+  if (t == TXATTN_DTYPE_F32) return txattn_row(base, l, b, h, i);
+  return txattn_row_of(base, (txattn_dtype)t, l, b, h, i);
+}
+/* Element c of a row of type t, widened exactly. */
+TILED_INLINE float tl_elem_as(const void *row, const int t, int64_t c) {
+  if (t == TXATTN_DTYPE_F32) return ((const float *)row)[c];
+  const uint16_t x = ((const uint16_t *)row)[c];
+  return t == TXATTN_DTYPE_F16 ? txh_f16_to_f32(x) : txh_bf16_to_f32(x);
+}
+/* VEC_W elements of a row of type t from element c, widened (any alignment). */
+TILED_INLINE vf tl_loadu_as(const void *row, const int t, int64_t c) {
+  if (t == TXATTN_DTYPE_F32) return vf_loadu((const float *)row + c);
+  if (t == TXATTN_DTYPE_F16) return vf_loadu_f16((const uint16_t *)row + c);
+  return vf_loadu_bf16((const uint16_t *)row + c);
+}
+/* Element c of a row of (run-time) type t: the row loaders' Q, once per row. */
+static inline float tl_elem(const void *row, txattn_dtype t, int64_t c) {
+  switch (t) {
+  case TXATTN_DTYPE_F16:
+    return tl_elem_as(row, TXATTN_DTYPE_F16, c);
+  case TXATTN_DTYPE_BF16:
+    return tl_elem_as(row, TXATTN_DTYPE_BF16, c);
+  default:
+    return tl_elem_as(row, TXATTN_DTYPE_F32, c);
+  }
+}
+
 /* ---- packing ---- */
 
 /* Rows are prefetched this many keys ahead while packing: a decode call packs every key block straight
@@ -75,32 +113,52 @@ static inline int64_t tl_clamp(int64_t x, int64_t lo, int64_t hi) {
    GCC 12 judges it free of side effects and deletes its calls. */
 #define TILED_PREFETCH_ROWS 8
 
-TILED_INLINE void tl_prefetch_row(const tiled_geom *g, const float *base, const txattn_layout *l,
-                                  int64_t b, int64_t kvh, int64_t key, int64_t len) {
+TILED_INLINE void tl_prefetch_row(const tiled_geom *g, const void *base, const int t,
+                                  const txattn_layout *l, int64_t b, int64_t kvh, int64_t key,
+                                  int64_t len) {
   if (key >= g->p->n_kv) return;
-  const char *row = (const char *)txattn_row(base, l, b, kvh, key);
-  for (int64_t c = 0; c < len * (int64_t)sizeof(float); c += 64) __builtin_prefetch(row + c, 0, 0);
+  const char *row = tl_row_as(base, t, l, b, kvh, key);
+  const int64_t bytes = len * (t == TXATTN_DTYPE_F32 ? 4 : 2);
+  for (int64_t c = 0; c < bytes; c += 64) __builtin_prefetch(row + c, 0, 0);
 }
 
-/* Keys [key, key + W) of a K panel, all present: W x W transposes, then the columns past the last
-   full vector one by one. */
-static void tl_pack_k_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t key, float *dst) {
+/* Keys [key, key + W) of a K panel of type kt, all present: W x W transposes (a 16-bit block is
+   widened into tmp first), then the columns past the last full vector one by one. */
+TILED_INLINE void tl_pack_k_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t key,
+                                 float *dst, const int kt) {
   const txattn_tensors *t = g->t;
-  const float *rows[VEC_W];
   int64_t c = 0;
-  for (int r = 0; r < VEC_W; r++) {
-    rows[r] = txattn_row(t->k, &t->k_layout, b, kvh, key + r);
-    tl_prefetch_row(g, t->k, &t->k_layout, b, kvh, key + r + TILED_PREFETCH_ROWS, g->dqk);
+  if (kt == TXATTN_DTYPE_F32) {
+    const float *rows[VEC_W];
+    for (int r = 0; r < VEC_W; r++) {
+      rows[r] = txattn_row(t->k, &t->k_layout, b, kvh, key + r);
+      tl_prefetch_row(g, t->k, kt, &t->k_layout, b, kvh, key + r + TILED_PREFETCH_ROWS, g->dqk);
+    }
+    for (; c + VEC_W <= g->dqk; c += VEC_W) vf_transpose(rows, c, dst + c * TILED_KW, TILED_KW);
+    for (; c < g->dqk; c++)
+      for (int r = 0; r < VEC_W; r++) dst[c * TILED_KW + r] = rows[r][c];
+    return;
   }
-  for (; c + VEC_W <= g->dqk; c += VEC_W) vf_transpose(rows, c, dst + c * TILED_KW, TILED_KW);
+  const uint16_t *rows[VEC_W];
+  _Alignas(64) float tmp[VEC_W * VEC_W];
+  const float *tr[VEC_W];
+  for (int r = 0; r < VEC_W; r++) {
+    rows[r] = tl_row_as(t->k_data, kt, &t->k_layout, b, kvh, key + r);
+    tl_prefetch_row(g, t->k_data, kt, &t->k_layout, b, kvh, key + r + TILED_PREFETCH_ROWS, g->dqk);
+    tr[r] = tmp + r * VEC_W;
+  }
+  for (; c + VEC_W <= g->dqk; c += VEC_W) {
+    for (int r = 0; r < VEC_W; r++) vf_store(tmp + r * VEC_W, tl_loadu_as(rows[r], kt, c));
+    vf_transpose(tr, 0, dst + c * TILED_KW, TILED_KW);
+  }
   for (; c < g->dqk; c++)
-    for (int r = 0; r < VEC_W; r++) dst[c * TILED_KW + r] = rows[r][c];
+    for (int r = 0; r < VEC_W; r++) dst[c * TILED_KW + r] = tl_elem_as(rows[r], kt, c);
 }
 
 /* K of keys [k0, k0 + nk) as panels of KW keys, each [dqk][KW], zero beyond nk so that padded
    scores are finite. */
-static void tl_pack_k(const tiled_geom *g, int64_t b, int64_t kvh, int64_t k0, int64_t nk,
-                      float *dst) {
+TILED_INLINE void tl_pack_k_as(const tiled_geom *g, int64_t b, int64_t kvh, int64_t k0, int64_t nk,
+                               float *dst, const int kt) {
   const txattn_tensors *t = g->t;
   const int64_t dqk = g->dqk, npanels = (nk + TILED_KW - 1) / TILED_KW;
   for (int64_t pn = 0; pn < npanels; pn++) {
@@ -108,12 +166,14 @@ static void tl_pack_k(const tiled_geom *g, int64_t b, int64_t kvh, int64_t k0, i
     for (int64_t jj = 0; jj < TILED_KW; jj += VEC_W) {
       const int64_t j = pn * TILED_KW + jj;
       if (j + VEC_W <= nk) {
-        tl_pack_k_rows(g, b, kvh, k0 + j, panel + jj);
+        tl_pack_k_rows(g, b, kvh, k0 + j, panel + jj, kt);
         continue;
       }
       for (int64_t r = 0; r < VEC_W; r++) {
-        const float *row = j + r < nk ? txattn_row(t->k, &t->k_layout, b, kvh, k0 + j + r) : NULL;
-        for (int64_t c = 0; c < dqk; c++) panel[c * TILED_KW + jj + r] = row ? row[c] : 0.0f;
+        const void *row =
+            j + r < nk ? tl_row_as(t->k_data, kt, &t->k_layout, b, kvh, k0 + j + r) : NULL;
+        for (int64_t c = 0; c < dqk; c++)
+          panel[c * TILED_KW + jj + r] = row ? tl_elem_as(row, kt, c) : 0.0f;
       }
     }
   }
@@ -121,29 +181,64 @@ static void tl_pack_k(const tiled_geom *g, int64_t b, int64_t kvh, int64_t k0, i
 
 /* V of the same keys as panels of NRV vectors of columns, each [bc][NRV * W] (the last one
    narrower), zero beyond d_v. */
-static void tl_pack_v(const tiled_geom *g, int64_t b, int64_t kvh, int64_t k0, int64_t nk,
-                      float *dst) {
+TILED_INLINE void tl_pack_v_as(const tiled_geom *g, int64_t b, int64_t kvh, int64_t k0, int64_t nk,
+                               float *dst, const int vt) {
   const txattn_tensors *t = g->t;
   for (int64_t j = 0; j < nk; j++) {
-    const float *row = txattn_row(t->v, &t->v_layout, b, kvh, k0 + j);
-    tl_prefetch_row(g, t->v, &t->v_layout, b, kvh, k0 + j + TILED_PREFETCH_ROWS, g->dv);
+    const void *row = tl_row_as(t->v_data, vt, &t->v_layout, b, kvh, k0 + j);
+    tl_prefetch_row(g, t->v_data, vt, &t->v_layout, b, kvh, k0 + j + TILED_PREFETCH_ROWS, g->dv);
     for (int64_t col = 0; col < g->dvp; col += TILED_NRV * VEC_W) {
       const int64_t wt = tl_min(TILED_NRV * VEC_W, g->dvp - col), nv = tl_min(wt, g->dv - col);
       float *dv = dst + col * g->bc + j * wt;
       int64_t c = 0;
-      for (; c + VEC_W <= nv; c += VEC_W) vf_store(dv + c, vf_loadu(row + col + c));
-      for (; c < nv; c++) dv[c] = row[col + c];
+      for (; c + VEC_W <= nv; c += VEC_W) vf_store(dv + c, tl_loadu_as(row, vt, col + c));
+      for (; c < nv; c++) dv[c] = tl_elem_as(row, vt, col + c);
       for (; c < wt; c++) dv[c] = 0.0f;
     }
   }
 }
 
-/* One packed key block: both micro-kernels then stream contiguous, aligned panels. Strides (0
-   included) and interleaved layouts are only ever read here. */
+/* One instantiation of the K and the V packing per element type. */
+#define TILED_PACK_TYPE(name, type)                                                                \
+  __attribute__((noinline)) static void tl_pack_k_##name(                                          \
+      const tiled_geom *g, int64_t b, int64_t kvh, int64_t k0, int64_t nk, float *dst) {           \
+    tl_pack_k_as(g, b, kvh, k0, nk, dst, type);                                                    \
+  }                                                                                                \
+  __attribute__((noinline)) static void tl_pack_v_##name(                                          \
+      const tiled_geom *g, int64_t b, int64_t kvh, int64_t k0, int64_t nk, float *dst) {           \
+    tl_pack_v_as(g, b, kvh, k0, nk, dst, type);                                                    \
+  }
+TILED_PACK_TYPE(f32, TXATTN_DTYPE_F32)
+TILED_PACK_TYPE(f16, TXATTN_DTYPE_F16)
+TILED_PACK_TYPE(bf16, TXATTN_DTYPE_BF16)
+
+/* One packed key block: both micro-kernels then stream contiguous, aligned fp32 panels. Strides (0
+   included), interleaved layouts and element types are only ever read here. */
 static void tl_pack_block(const tiled_geom *g, int64_t b, int64_t kvh, int64_t k0, int64_t nk,
                           float *dst) {
-  tl_pack_k(g, b, kvh, k0, nk, dst);
-  tl_pack_v(g, b, kvh, k0, nk, dst + g->bc * g->dqk);
+  float *vdst = dst + g->bc * g->dqk;
+  switch (g->p->k_type) {
+  case TXATTN_DTYPE_F16:
+    tl_pack_k_f16(g, b, kvh, k0, nk, dst);
+    break;
+  case TXATTN_DTYPE_BF16:
+    tl_pack_k_bf16(g, b, kvh, k0, nk, dst);
+    break;
+  default:
+    tl_pack_k_f32(g, b, kvh, k0, nk, dst);
+    break;
+  }
+  switch (g->p->v_type) {
+  case TXATTN_DTYPE_F16:
+    tl_pack_v_f16(g, b, kvh, k0, nk, vdst);
+    break;
+  case TXATTN_DTYPE_BF16:
+    tl_pack_v_bf16(g, b, kvh, k0, nk, vdst);
+    break;
+  default:
+    tl_pack_v_f32(g, b, kvh, k0, nk, vdst);
+    break;
+  }
 }
 
 static void tl_pack_kv(const tiled_geom *g, int64_t b, int64_t kvh, int64_t kb0, int64_t kb1,
@@ -166,8 +261,12 @@ static void tl_load_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0
     float *qg = s->qp + (r / TILED_MR) * TILED_MR * dqk + r % TILED_MR;
     if (r < nr) {
       int64_t row = t0 + r, i = row / g->group, h = kvh * g->group + row % g->group, lo, hi;
-      const float *q = txattn_row(t->q, &t->q_layout, b, h, i);
-      for (int64_t c = 0; c < dqk; c++) qg[c * TILED_MR] = q[c] * g->qsign;
+      const txattn_dtype qt = g->p->q_type;
+      const void *q = txattn_row_of(t->q_data, qt, &t->q_layout, b, h, i);
+      if (qt == TXATTN_DTYPE_F32)
+        for (int64_t c = 0; c < dqk; c++) qg[c * TILED_MR] = ((const float *)q)[c] * g->qsign;
+      else /* widened here, once per row block */
+        for (int64_t c = 0; c < dqk; c++) qg[c * TILED_MR] = tl_elem(q, qt, c) * g->qsign;
       txattn_visible_range(g->p, i, &lo, &hi);
       s->lo[r] = tl_clamp(lo, kr0, kr1);
       s->hi[r] = tl_clamp(hi, kr0, kr1);
@@ -210,10 +309,12 @@ static void tl_scores_panel(const float *qg, const float *panel, int64_t dqk, fl
 }
 
 /* acc[r][0 .. nrv W) = acc * alpha[r] (if alpha) + sum_{j in [j0, j1)} p[r][j] v[j][0 .. nrv W) for
-   mr rows; mr and nrv are constants at every call, so the accumulators live in registers. */
-TILED_INLINE void tl_pv_tile(float *acc, int64_t ald, const float *alpha, const float *p,
-                             int64_t pld, const float *v, int64_t vld, int64_t j0, int64_t j1,
-                             const int mr, const int nrv) {
+   mr rows; mr and nrv are constants at every call, so the accumulators live in registers. V rows
+   of type vt (a constant): fp32 rows aligned to the vector size, or 16-bit rows read in place (the
+   direct path) and widened in registers. */
+TILED_INLINE void tl_pv_tile_as(float *acc, int64_t ald, const float *alpha, const float *p,
+                                int64_t pld, const void *v, int64_t vld, int64_t j0, int64_t j1,
+                                const int mr, const int nrv, const int vt) {
   vf o[TILED_PV_ROWS][TILED_PV_COLS];
 #pragma GCC unroll 8
   for (int r = 0; r < mr; r++) {
@@ -227,7 +328,9 @@ TILED_INLINE void tl_pv_tile(float *acc, int64_t ald, const float *alpha, const 
   for (int64_t j = j0; j < j1; j++) {
     vf vv[TILED_PV_COLS];
 #pragma GCC unroll 8
-    for (int n = 0; n < nrv; n++) vv[n] = vf_load(v + j * vld + n * VEC_W);
+    for (int n = 0; n < nrv; n++)
+      vv[n] = vt == TXATTN_DTYPE_F32 ? vf_load((const float *)v + j * vld + n * VEC_W)
+                                     : tl_loadu_as((const uint16_t *)v + j * vld, vt, n * VEC_W);
 #pragma GCC unroll 8
     for (int r = 0; r < mr; r++) {
       vf pb = vf_bcast(p + r * pld + j);
@@ -239,6 +342,12 @@ TILED_INLINE void tl_pv_tile(float *acc, int64_t ald, const float *alpha, const 
   for (int r = 0; r < mr; r++)
 #pragma GCC unroll 8
     for (int n = 0; n < nrv; n++) vf_store(acc + r * ald + n * VEC_W, o[r][n]);
+}
+/* The same over fp32 V rows aligned to the vector size (packed panels, the direct path's chunks). */
+TILED_INLINE void tl_pv_tile(float *acc, int64_t ald, const float *alpha, const float *p,
+                             int64_t pld, const float *v, int64_t vld, int64_t j0, int64_t j1,
+                             const int mr, const int nrv) {
+  tl_pv_tile_as(acc, ald, alpha, p, pld, v, vld, j0, j1, mr, nrv, TXATTN_DTYPE_F32);
 }
 
 /* tl_pv_tile on the V panel of columns [col, col + NRV W) (narrower for the last panel). */
@@ -507,6 +616,13 @@ static void tl_exp2_array(const float *x, float *y, size_t n) {
   }
 }
 
+static void tl_narrow_row(const float *src, int64_t n, void *dst, txattn_dtype type) {
+  if (type == TXATTN_DTYPE_F16)
+    vf_row_to_f16(src, n, dst);
+  else
+    vf_row_to_bf16(src, n, dst);
+}
+
 const tiled_ops TILED_OPS = {
     .isa = VEC_ISA_ENUM,
     .w = VEC_W,
@@ -517,6 +633,7 @@ const tiled_ops TILED_OPS = {
     .run_krange = tl_run_krange,
     .run_direct = td_run,
     .exp2_array = tl_exp2_array,
+    .narrow_row = tl_narrow_row,
 };
 
 #endif /* TILED_ALGO_H */

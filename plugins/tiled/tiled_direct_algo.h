@@ -17,7 +17,11 @@
  *  0. the chunk's K and V rows are copied into scratch, each zero-padded to whole vectors, a few
  *     rows at a time between the micro-kernel calls of the chunk before (two sets of buffers):
  *     the copy's cache misses then overlap that chunk's arithmetic, and the micro-kernels read
- *     aligned rows from L1 with no column tails;
+ *     aligned rows from L1 with no column tails. 16-bit K and V are read as they are stored (half
+ *     the bytes of fp32) and widened to fp32 in registers: by the copy, or, for K and V of one
+ *     16-bit type and head sizes of whole vectors, by the micro-kernels reading the rows in place,
+ *     the copier then only prefetching them (TD_F16, TD_BF16 below: no store and reload of every
+ *     element, which the copy's overlap of misses does not pay for at half the bytes);
  *  1. scores: dot products of the group's queries with TILED_DNK K rows at a time;
  *  2. online softmax exactly as the tiled path's (tl_softmax_rows);
  *  3. acc = acc * alpha + P V over the keys every row sees, TILED_DNT vectors of columns at a time
@@ -31,10 +35,27 @@
 #define TD_RG TILED_DIRECT_ROWS
 #define TD_KC TILED_DIRECT_CHUNK
 
-/* K and V of one (batch, kv head): row j at k + j * krow, v + j * vrow. */
+/* How the chunk loop reads K and V, a constant in each of its instantiations:
+ *  TD_COPY32  fp32 K and V, copied into the fp32 chunk buffers (the fp32 path);
+ *  TD_COPY16  the same with rows of 16-bit types widened on the way (K and V of different types,
+ *             or a head size with a column tail);
+ *  TD_F16, TD_BF16  K and V both of that type, head sizes whole vectors: the micro-kernels read
+ *             the rows in place and widen them in registers, and the copier only prefetches. */
+enum { TD_COPY32, TD_COPY16, TD_F16, TD_BF16 };
+#define TD_IN_PLACE(mode) ((mode) >= TD_F16)
+/* The element type the micro-kernels read. */
+#define TD_SRC_TYPE(mode)                                                                          \
+  ((mode) == TD_F16 ? TXATTN_DTYPE_F16 : (mode) == TD_BF16 ? TXATTN_DTYPE_BF16 : TXATTN_DTYPE_F32)
+/* 16-bit rows are prefetched this many chunks ahead of the chunk being copied or read (fp32 rows
+   one): the same bytes in flight as fp32 rows one chunk ahead. */
+#define TD_AHEAD16 2
+
+/* K and V of one (batch, kv head), of element types kt, vt: row j at element j * krow of k, j *
+   vrow of v. */
 typedef struct td_view {
-  const float *k, *v;
+  const void *k, *v;
   int64_t krow, vrow;
+  txattn_dtype kt, vt;
 } td_view;
 
 /* n floats of a row (any alignment) into dst (aligned), zero up to np. */
@@ -45,17 +66,24 @@ static void td_copy_row(const float *src, int64_t n, int64_t np, float *dst) {
   for (; c < np; c++) dst[c] = 0.0f;
 }
 
-/* Prefetches the cache lines of a row of len floats into every level (the chunk after next is
-   copied soon). Always inlined: as a separate void function GCC may judge it free of side effects
-   and delete its calls. */
-TILED_INLINE void td_prefetch_row(const float *row, int64_t len) {
-  for (int64_t c = 0; c < len * (int64_t)sizeof(float); c += 64)
-    __builtin_prefetch((const char *)row + c, 0, 3);
+/* n 16-bit values of type t (f16, bf16) widened as td_copy_row copies floats. */
+static void td_widen_row(const uint16_t *src, txattn_dtype t, int64_t n, int64_t np, float *dst) {
+  if (t == TXATTN_DTYPE_F16)
+    vf_row_from_f16(src, n, np, dst);
+  else
+    vf_row_from_bf16(src, n, np, dst);
+}
+
+/* Prefetches the cache lines of a row of len elements of size es into every level (the chunk after
+   next is copied soon). Always inlined: as a separate void function GCC may judge it free of side
+   effects and delete its calls. */
+TILED_INLINE void td_prefetch_row(const void *row, int64_t len, const int64_t es) {
+  for (int64_t c = 0; c < len * es; c += 64) __builtin_prefetch((const char *)row + c, 0, 3);
 }
 
 /* Step 0 of the chunk [c0, c0 + nk), done by td_copy_some() a few rows at a time: rows r < nk are
    K rows c0 + r into kc, the rest V rows into vc; the chunk after is prefetched on the way (keys
-   below kend). */
+   below kend). In place (TD_F16, TD_BF16) the chunk's rows are prefetched instead of copied. */
 typedef struct td_copier {
   const tiled_geom *g;
   const td_view *kv;
@@ -64,20 +92,77 @@ typedef struct td_copier {
   int64_t step; /* rows per micro-kernel call */
 } td_copier;
 
-static void td_copy_some(td_copier *cp, int64_t n) {
+/* The copy of the f32 path (TD_COPY32) and of 16-bit rows (TD_COPY16): the latter reads each row
+   in its own type, so a 16-bit row costs half the bytes from memory, and widens it in registers on
+   the way into the fp32 chunk (td_widen_row). */
+TILED_INLINE void td_copy_some_as(td_copier *cp, int64_t n, const int mode) {
   const tiled_geom *g = cp->g;
+  const td_view *kv = cp->kv;
   const int64_t end = tl_min(cp->next + n, 2 * cp->nk), dqkp = g->dqkp;
   for (; cp->next < end; cp->next++) {
     const int64_t r = cp->next, j = r < cp->nk ? r : r - cp->nk, key = cp->c0 + j;
-    const int64_t ahead = key + TD_KC;
-    if (r < cp->nk) {
-      if (ahead < cp->kend) td_prefetch_row(cp->kv->k + ahead * cp->kv->krow, g->dqk);
-      td_copy_row(cp->kv->k + key * cp->kv->krow, g->dqk, dqkp, cp->kc + j * dqkp);
+    if (mode == TD_COPY32) {
+      const int64_t ahead = key + TD_KC;
+      const float *k = kv->k, *v = kv->v;
+      if (r < cp->nk) {
+        if (ahead < cp->kend) td_prefetch_row(k + ahead * kv->krow, g->dqk, 4);
+        td_copy_row(k + key * kv->krow, g->dqk, dqkp, cp->kc + j * dqkp);
+      } else {
+        if (ahead < cp->kend) td_prefetch_row(v + ahead * kv->vrow, g->dv, 4);
+        td_copy_row(v + key * kv->vrow, g->dv, g->dvp, cp->vc + j * g->dvp);
+      }
+      continue;
+    }
+    const int is_k = r < cp->nk;
+    const txattn_dtype t = is_k ? kv->kt : kv->vt;
+    const int64_t n_el = is_k ? g->dqk : g->dv, np = is_k ? dqkp : g->dvp;
+    const int64_t stride = is_k ? kv->krow : kv->vrow;
+    float *dst = is_k ? cp->kc + j * dqkp : cp->vc + j * g->dvp;
+    if (t == TXATTN_DTYPE_F32) {
+      const float *base = is_k ? kv->k : kv->v;
+      if (key + TD_KC < cp->kend) td_prefetch_row(base + (key + TD_KC) * stride, n_el, 4);
+      td_copy_row(base + key * stride, n_el, np, dst);
     } else {
-      if (ahead < cp->kend) td_prefetch_row(cp->kv->v + ahead * cp->kv->vrow, g->dv);
-      td_copy_row(cp->kv->v + key * cp->kv->vrow, g->dv, g->dvp, cp->vc + j * g->dvp);
+      const uint16_t *base = is_k ? kv->k : kv->v;
+      const int64_t ahead = key + TD_AHEAD16 * TD_KC;
+      if (ahead < cp->kend) td_prefetch_row(base + ahead * stride, n_el, 2);
+      td_widen_row(base + key * stride, t, n_el, np, dst);
     }
   }
+}
+static void td_copy_some(td_copier *cp, int64_t n) {
+  td_copy_some_as(cp, n, TD_COPY32);
+}
+static void td_copy_some16(td_copier *cp, int64_t n) {
+  td_copy_some_as(cp, n, TD_COPY16);
+}
+/* In place: the chunk's 16-bit rows into L1, and those TD_AHEAD16 chunks later on their way. */
+static void td_prefetch_some(td_copier *cp, int64_t n) {
+  const tiled_geom *g = cp->g;
+  const td_view *kv = cp->kv;
+  const int64_t end = tl_min(cp->next + n, 2 * cp->nk);
+  for (; cp->next < end; cp->next++) {
+    const int64_t r = cp->next, is_k = r < cp->nk, key = cp->c0 + (is_k ? r : r - cp->nk);
+    const int64_t n_el = is_k ? g->dqk : g->dv, stride = is_k ? kv->krow : kv->vrow;
+    const int64_t ahead = key + TD_AHEAD16 * TD_KC;
+    const uint16_t *base = is_k ? kv->k : kv->v;
+    td_prefetch_row(base + key * stride, n_el, 2);
+    if (ahead < cp->kend) td_prefetch_row(base + ahead * stride, n_el, 2);
+  }
+}
+TILED_INLINE void td_copy(td_copier *cp, int64_t n, const int mode) {
+  if (mode == TD_COPY32)
+    td_copy_some(cp, n);
+  else if (mode == TD_COPY16)
+    td_copy_some16(cp, n);
+  else
+    td_prefetch_some(cp, n);
+}
+
+/* Element i of a row of type t (a constant) at base. */
+TILED_INLINE const void *td_at(const void *base, const int t, int64_t i) {
+  if (t == TXATTN_DTYPE_F32) return (const float *)base + i;
+  return (const uint16_t *)base + i;
 }
 
 /* Queries (times qsign) of rows [t0, t1) into s->qp, zero-padded to dqkp; ranges clipped to
@@ -88,10 +173,14 @@ static void td_load_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0
   const int64_t nr = t1 - t0, dqkp = g->dqkp;
   for (int64_t r = 0; r < nr; r++) {
     const int64_t row = t0 + r, i = row / g->group, h = kvh * g->group + row % g->group;
-    const float *q = txattn_row(t->q, &t->q_layout, b, h, i);
+    const txattn_dtype qt = g->p->q_type;
+    const void *q = txattn_row_of(t->q_data, qt, &t->q_layout, b, h, i);
     float *qr = s->qp + r * dqkp;
     int64_t lo, hi, c = 0;
-    for (; c < g->dqk; c++) qr[c] = q[c] * g->qsign;
+    if (qt == TXATTN_DTYPE_F32)
+      for (; c < g->dqk; c++) qr[c] = ((const float *)q)[c] * g->qsign;
+    else
+      for (; c < g->dqk; c++) qr[c] = tl_elem(q, qt, c) * g->qsign;
     for (; c < dqkp; c++) qr[c] = 0.0f;
     txattn_visible_range(g->p, i, &lo, &hi);
     s->lo[r] = tl_clamp(lo, k0, k1);
@@ -105,9 +194,10 @@ static void td_load_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0
 /* ---- 1. scores ---- */
 
 /* s[r * sld + n] = q_r . k_n for nr rows and nk (at most TILED_DNK) K rows, both padded to dp
-   floats. */
-TILED_INLINE void td_dot(const float *q, const float *k, int64_t dp, float *s, int64_t sld,
-                         const int nr, const int nk) {
+   floats; K rows kld elements apart, of type kt (a constant): aligned fp32, or 16-bit read in
+   place. */
+TILED_INLINE void td_dot(const float *q, const void *k, int64_t kld, int64_t dp, float *s,
+                         int64_t sld, const int nr, const int nk, const int kt) {
   vf a[TD_RG][TILED_DNK];
 #pragma GCC unroll 8
   for (int r = 0; r < nr; r++)
@@ -116,7 +206,9 @@ TILED_INLINE void td_dot(const float *q, const float *k, int64_t dp, float *s, i
   for (int64_t c = 0; c < dp; c += VEC_W) {
     vf kv[TILED_DNK];
 #pragma GCC unroll 8
-    for (int n = 0; n < nk; n++) kv[n] = vf_load(k + n * dp + c);
+    for (int n = 0; n < nk; n++)
+      kv[n] = kt == TXATTN_DTYPE_F32 ? vf_load((const float *)k + n * kld + c)
+                                     : tl_loadu_as((const uint16_t *)k + n * kld, kt, c);
 #pragma GCC unroll 8
     for (int r = 0; r < nr; r++) {
       vf qv = vf_load(q + r * dp + c);
@@ -130,67 +222,85 @@ TILED_INLINE void td_dot(const float *q, const float *k, int64_t dp, float *s, i
     for (int n = 0; n < nk; n++) s[r * sld + n] = vf_hsum(a[r][n]);
 }
 
-/* Scores of the nr rows against the chunk's keys [ua, ub) (K rows in kc). */
-TILED_INLINE void td_scores(const tiled_geom *g, const tiled_scratch *s, const float *kc,
-                            int64_t ua, int64_t ub, td_copier *cp, const int nr) {
+/* Scores of the nr rows against the chunk's keys [ua, ub) (K rows at kc, kld elements apart). */
+TILED_INLINE void td_scores(const tiled_geom *g, const tiled_scratch *s, const void *kc,
+                            int64_t kld, int64_t ua, int64_t ub, td_copier *cp, const int nr,
+                            const int mode) {
+  const int kt = TD_SRC_TYPE(mode);
   const int64_t dqkp = g->dqkp;
+  if (!TD_IN_PLACE(mode)) kld = dqkp; /* the chunk buffer's rows: one value with the queries' */
   int64_t j = ua;
   for (; j + TILED_DNK <= ub; j += TILED_DNK) {
-    td_copy_some(cp, cp->step);
-    td_dot(s->qp, kc + j * dqkp, dqkp, s->s + j, TD_KC, nr, TILED_DNK);
+    td_copy(cp, cp->step, mode);
+    td_dot(s->qp, td_at(kc, kt, j * kld), kld, dqkp, s->s + j, TD_KC, nr, TILED_DNK, kt);
   }
-  for (; j < ub; j++) td_dot(s->qp, kc + j * dqkp, dqkp, s->s + j, TD_KC, nr, 1);
+  for (; j < ub; j++) td_dot(s->qp, td_at(kc, kt, j * kld), kld, dqkp, s->s + j, TD_KC, nr, 1, kt);
 }
 
 /* ---- 3. acc = acc * alpha + P V ---- */
 
 /* Every column of mr rows (acc, alpha, p at the rows' first), keys [j0, j1) of the chunk whose
-   V rows (dvp floats each) start at v. */
+   V rows (dvp columns each, vld elements apart) start at v. */
 TILED_INLINE void td_pv_rows(const tiled_geom *g, float *acc, const float *alpha, const float *p,
-                             const float *v, int64_t j0, int64_t j1, const int mr, td_copier *cp) {
+                             const void *v, int64_t vld, int64_t j0, int64_t j1, const int mr,
+                             td_copier *cp, const int mode) {
+  const int vt = TD_SRC_TYPE(mode);
   const int64_t dvp = g->dvp, full = dvp / VEC_W;
   int64_t col = 0;
+/* fp32 chunks through tl_pv_tile itself (through tl_pv_tile_as, GCC unrolls the fp32 path's loops
+   otherwise), 16-bit rows in place through tl_pv_tile_as */
+#define TD_PV_TILE(nrv)                                                                            \
+  do {                                                                                             \
+    if (vt == TXATTN_DTYPE_F32)                                                                    \
+      tl_pv_tile(acc + col * VEC_W, dvp, alpha, p, TD_KC, (const float *)v + col * VEC_W, dvp, j0, \
+                 j1, mr, nrv);                                                                     \
+    else                                                                                           \
+      tl_pv_tile_as(acc + col * VEC_W, dvp, alpha, p, TD_KC, (const uint16_t *)v + col * VEC_W,    \
+                    vld, j0, j1, mr, nrv, vt);                                                     \
+  } while (0)
   for (; col + TILED_DNT <= full; col += TILED_DNT) {
-    td_copy_some(cp, cp->step);
-    tl_pv_tile(acc + col * VEC_W, dvp, alpha, p, TD_KC, v + col * VEC_W, dvp, j0, j1, mr,
-               TILED_DNT);
+    td_copy(cp, cp->step, mode);
+    TD_PV_TILE(TILED_DNT);
   }
   switch (full - col) { /* the narrower last tile */
 #if TILED_DNT > 5
   case 5:
-    tl_pv_tile(acc + col * VEC_W, dvp, alpha, p, TD_KC, v + col * VEC_W, dvp, j0, j1, mr, 5);
+    TD_PV_TILE(5);
     break;
 #endif
 #if TILED_DNT > 4
   case 4:
-    tl_pv_tile(acc + col * VEC_W, dvp, alpha, p, TD_KC, v + col * VEC_W, dvp, j0, j1, mr, 4);
+    TD_PV_TILE(4);
     break;
 #endif
 #if TILED_DNT > 3
   case 3:
-    tl_pv_tile(acc + col * VEC_W, dvp, alpha, p, TD_KC, v + col * VEC_W, dvp, j0, j1, mr, 3);
+    TD_PV_TILE(3);
     break;
 #endif
 #if TILED_DNT > 2
   case 2:
-    tl_pv_tile(acc + col * VEC_W, dvp, alpha, p, TD_KC, v + col * VEC_W, dvp, j0, j1, mr, 2);
+    TD_PV_TILE(2);
     break;
 #endif
   case 1:
-    tl_pv_tile(acc + col * VEC_W, dvp, alpha, p, TD_KC, v + col * VEC_W, dvp, j0, j1, mr, 1);
+    TD_PV_TILE(1);
     break;
   default:
     break;
   }
+#undef TD_PV_TILE
 }
 
 /* The nr rows' common keys [sp->ca, sp->cb) as one tile (which also applies alpha to every
    column), then each row's ragged keys. */
-TILED_INLINE void td_pv(const tiled_geom *g, const tiled_scratch *s, const float *vc, td_copier *cp,
-                        const tiled_span *sp, int64_t c0, int64_t nk, const int nr) {
+TILED_INLINE void td_pv(const tiled_geom *g, const tiled_scratch *s, const void *vc, int64_t vld,
+                        td_copier *cp, const tiled_span *sp, int64_t c0, int64_t nk, const int nr,
+                        const int mode) {
   const int64_t dvp = g->dvp;
   const int common = sp->ca < sp->cb;
-  td_pv_rows(g, s->acc, s->alpha, s->s, vc, common ? sp->ca : 0, common ? sp->cb : 0, nr, cp);
+  td_pv_rows(g, s->acc, s->alpha, s->s, vc, vld, common ? sp->ca : 0, common ? sp->cb : 0, nr, cp,
+             mode);
   if (common && sp->ga == sp->ca && sp->gb == sp->cb) return; /* no ragged keys */
   for (int64_t r = 0; r < nr; r++) {
     int64_t a, b;
@@ -198,55 +308,69 @@ TILED_INLINE void td_pv(const tiled_geom *g, const tiled_scratch *s, const float
     const float *p = s->s + r * TD_KC;
     tl_row_keys(s, r, c0, nk, &a, &b);
     if (common) {
-      if (a < sp->ca) td_pv_rows(g, acc, NULL, p, vc, a, sp->ca, 1, cp);
-      if (sp->cb < b) td_pv_rows(g, acc, NULL, p, vc, sp->cb, b, 1, cp);
+      if (a < sp->ca) td_pv_rows(g, acc, NULL, p, vc, vld, a, sp->ca, 1, cp, mode);
+      if (sp->cb < b) td_pv_rows(g, acc, NULL, p, vc, vld, sp->cb, b, 1, cp, mode);
     } else if (a < b) {
-      td_pv_rows(g, acc, NULL, p, vc, a, b, 1, cp);
+      td_pv_rows(g, acc, NULL, p, vc, vld, a, b, 1, cp, mode);
     }
   }
 }
 
 /* ---- drivers ---- */
 
-/* The chunk [c0, c0 + nk), already in kc and vc, for nr rows: scores, softmax and P V if some row
-   sees part of it, while cp copies the next chunk. */
-TILED_INLINE void td_chunk_rows(const tiled_geom *g, const tiled_scratch *s, const float *kc,
-                                const float *vc, td_copier *cp, int64_t c0, int64_t nk,
-                                const int nr) {
+/* The chunk [c0, c0 + nk), already in kc and vc (or read in place there), for nr rows: scores,
+   softmax and P V if some row sees part of it, while cp copies (prefetches) the next chunk. */
+TILED_INLINE void td_chunk_rows(const tiled_geom *g, const tiled_scratch *s, const void *kc,
+                                const void *vc, td_copier *cp, int64_t c0, int64_t nk, const int nr,
+                                const int mode) {
+  /* row strides in place (in the chunk buffers, td_scores and td_pv_rows use dqkp and dvp) */
+  const int64_t kld = TD_IN_PLACE(mode) ? cp->kv->krow : 0,
+                vld = TD_IN_PLACE(mode) ? cp->kv->vrow : 0;
   const tiled_span sp = tl_rows_span(s, 0, nr, c0, nk);
   if (sp.ga < sp.gb) { /* else m, l, acc unchanged */
-    td_scores(g, s, kc, sp.ga, sp.gb, cp, nr);
+    td_scores(g, s, kc, kld, sp.ga, sp.gb, cp, nr, mode);
     tl_softmax_rows(g, s, 0, nr, TD_KC, c0, nk);
-    td_pv(g, s, vc, cp, &sp, c0, nk, nr);
+    td_pv(g, s, vc, vld, cp, &sp, c0, nk, nr, mode);
   }
-  td_copy_some(cp, 2 * cp->nk); /* what the micro-kernels left */
+  td_copy(cp, 2 * cp->nk, mode); /* what the micro-kernels left */
 }
 
-static void td_chunk(const tiled_geom *g, const tiled_scratch *s, const float *kc, const float *vc,
-                     td_copier *cp, int64_t c0, int64_t nk, int64_t nr) {
+TILED_INLINE void td_chunk_as(const tiled_geom *g, const tiled_scratch *s, const void *kc,
+                              const void *vc, td_copier *cp, int64_t c0, int64_t nk, int64_t nr,
+                              const int mode) {
   _Static_assert(TD_RG == 4, "td_chunk has a case for every row count up to TILED_DIRECT_ROWS");
   switch (nr) {
   case 1:
-    td_chunk_rows(g, s, kc, vc, cp, c0, nk, 1);
+    td_chunk_rows(g, s, kc, vc, cp, c0, nk, 1, mode);
     break;
   case 2:
-    td_chunk_rows(g, s, kc, vc, cp, c0, nk, 2);
+    td_chunk_rows(g, s, kc, vc, cp, c0, nk, 2, mode);
     break;
   case 3:
-    td_chunk_rows(g, s, kc, vc, cp, c0, nk, 3);
+    td_chunk_rows(g, s, kc, vc, cp, c0, nk, 3, mode);
     break;
   default:
-    td_chunk_rows(g, s, kc, vc, cp, c0, nk, 4);
+    td_chunk_rows(g, s, kc, vc, cp, c0, nk, 4, mode);
     break;
   }
 }
+/* The chunk loop in each mode. */
+#define TD_CHUNK_MODE(name, mode)                                                                  \
+  static void name(const tiled_geom *g, const tiled_scratch *s, const void *kc, const void *vc,    \
+                   td_copier *cp, int64_t c0, int64_t nk, int64_t nr) {                            \
+    td_chunk_as(g, s, kc, vc, cp, c0, nk, nr, mode);                                               \
+  }
+TD_CHUNK_MODE(td_chunk, TD_COPY32)
+TD_CHUNK_MODE(td_chunk16, TD_COPY16)
+TD_CHUNK_MODE(td_chunk_f16, TD_F16)
+TD_CHUNK_MODE(td_chunk_bf16, TD_BF16)
 
 /* Chunks of [ja, jb), each copied while the one before is computed (two sets of buffers). The
    copy is spread evenly over the chunk's micro-kernel calls (for d = 128 in AVX2, 32 rows over 6
    score and 6 P V calls: 3 rows a call), with the chunk after prefetched: the fastest spread
    measured (docs/measurements.md). */
-static void td_chunks(const tiled_geom *g, const td_view *kv, const tiled_scratch *s, int64_t nr,
-                      int64_t ja, int64_t jb) {
+TILED_INLINE void td_chunks(const tiled_geom *g, const td_view *kv, const tiled_scratch *s,
+                            int64_t nr, int64_t ja, int64_t jb, const int mode) {
   const int64_t kcs = TD_KC * g->dqkp, vcs = TD_KC * g->dvp;
   const int64_t calls =
       (TD_KC + TILED_DNK - 1) / TILED_DNK + (g->dvp / VEC_W + TILED_DNT - 1) / TILED_DNT;
@@ -257,7 +381,7 @@ static void td_chunks(const tiled_geom *g, const td_view *kv, const tiled_scratc
                   .c0 = ja,
                   .nk = tl_min(TD_KC, jb - ja),
                   .kend = jb};
-  td_copy_some(&cp, 2 * cp.nk);
+  td_copy(&cp, 2 * cp.nk, mode);
   for (int64_t c0 = ja, i = 0; c0 < jb; c0 += TD_KC, i++) {
     const int64_t next = c0 + TD_KC, cur = i & 1, nk = next < jb ? tl_min(TD_KC, jb - next) : 0;
     td_copier nx = {.g = g,
@@ -268,7 +392,17 @@ static void td_chunks(const tiled_geom *g, const td_view *kv, const tiled_scratc
                     .nk = nk,
                     .kend = jb,
                     .step = (2 * nk + calls - 1) / calls};
-    td_chunk(g, s, s->kc + cur * kcs, s->vc + cur * vcs, &nx, c0, tl_min(TD_KC, jb - c0), nr);
+    const int64_t nc = tl_min(TD_KC, jb - c0);
+    if (mode == TD_COPY32)
+      td_chunk(g, s, s->kc + cur * kcs, s->vc + cur * vcs, &nx, c0, nc, nr);
+    else if (mode == TD_COPY16)
+      td_chunk16(g, s, s->kc + cur * kcs, s->vc + cur * vcs, &nx, c0, nc, nr);
+    else if (mode == TD_F16)
+      td_chunk_f16(g, s, (const uint16_t *)kv->k + c0 * kv->krow,
+                   (const uint16_t *)kv->v + c0 * kv->vrow, &nx, c0, nc, nr);
+    else
+      td_chunk_bf16(g, s, (const uint16_t *)kv->k + c0 * kv->krow,
+                    (const uint16_t *)kv->v + c0 * kv->vrow, &nx, c0, nc, nr);
   }
 }
 
@@ -276,8 +410,13 @@ static void td_run(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int6
                    int64_t k1, const tiled_partial *out, const tiled_scratch *s) {
   const txattn_tensors *t = g->t;
   const int64_t nr = t1 - t0;
-  const td_view kv = {txattn_row(t->k, &t->k_layout, b, kvh, 0),
-                      txattn_row(t->v, &t->v_layout, b, kvh, 0), t->k_layout.row, t->v_layout.row};
+  const txattn_dtype kt = g->p->k_type, vt = g->p->v_type;
+  const td_view kv = {txattn_row_of(t->k_data, kt, &t->k_layout, b, kvh, 0),
+                      txattn_row_of(t->v_data, vt, &t->v_layout, b, kvh, 0),
+                      t->k_layout.row,
+                      t->v_layout.row,
+                      kt,
+                      vt};
   int64_t ja = k1, jb = k0;
   td_load_rows(g, b, kvh, t0, t1, k0, k1, s);
   for (int64_t r = 0; r < nr; r++) {
@@ -286,7 +425,17 @@ static void td_run(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int6
       jb = tl_max(jb, s->hi[r]);
     }
   }
-  if (ja < jb) td_chunks(g, &kv, s, nr, ja, jb);
+  if (ja < jb) {
+    const int whole = g->dqk % VEC_W == 0 && g->dv % VEC_W == 0; /* no column tails */
+    if (kt == TXATTN_DTYPE_F32 && vt == TXATTN_DTYPE_F32)
+      td_chunks(g, &kv, s, nr, ja, jb, TD_COPY32);
+    else if (whole && kt == TXATTN_DTYPE_F16 && vt == TXATTN_DTYPE_F16)
+      td_chunks(g, &kv, s, nr, ja, jb, TD_F16);
+    else if (whole && kt == TXATTN_DTYPE_BF16 && vt == TXATTN_DTYPE_BF16)
+      td_chunks(g, &kv, s, nr, ja, jb, TD_BF16);
+    else
+      td_chunks(g, &kv, s, nr, ja, jb, TD_COPY16);
+  }
   if (out)
     tl_write_partials(g, s, nr, out);
   else

@@ -29,6 +29,7 @@ int tiled_geom_init(tiled_geom *g, const txattn_problem *p, const txattn_tensors
   memset(g, 0, sizeof *g);
   g->p = p;
   g->t = t;
+  g->ops = ops;
   g->group = p->heads_q / p->heads_kv;
   g->rows = p->n_q * g->group;
   g->br = round_up(br < ops->mr ? ops->mr : br, ops->mr);

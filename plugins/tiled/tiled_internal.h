@@ -11,7 +11,8 @@
  *
  * The direct path (g->direct: at most TILED_DIRECT_ROWS rows per (b, kvh), decode with a GQA group
  * of up to 4) packs nothing: it copies K and V rows chunk by chunk into an L1 buffer and runs
- * 4-row micro-kernels on them (tiled_direct_algo.h says why).
+ * 4-row micro-kernels on them (tiled_direct_algo.h says why), or, for 16-bit K and V of one type,
+ * runs them on the rows in place.
  *
  * A caller that drives threads itself:
  *  - tiled_geom_init(); per thread, tiled_scratch_carve() over tiled_scratch_bytes();
@@ -37,6 +38,8 @@
    L2; 16 keys measured faster than 32 (docs/measurements.md). */
 #define TILED_DIRECT_CHUNK 16
 
+typedef struct tiled_ops tiled_ops;
+
 /* Per-call geometry, derived once from the problem and the block sizes. */
 typedef struct tiled_geom {
   const txattn_problem *p; /* resolved */
@@ -51,6 +54,7 @@ typedef struct tiled_geom {
   float scale2;         /* |scale| * log2(e): scores times scale2 are in base 2 */
   float qsign;          /* -1 if scale < 0: queries are negated when packed, so scale2 >= 0 */
   int direct;           /* rows <= TILED_DIRECT_ROWS: ops->run_direct, not the tiled path */
+  const tiled_ops *ops; /* the ISA's table the geometry was made for */
 } tiled_geom;
 
 /* What a group of mr rows sees of a key block: the union [ga, gb) and the common part [ca, cb). */
@@ -84,7 +88,7 @@ typedef struct tiled_partial {
 } tiled_partial;
 
 /* What an ISA build of the algorithm provides (tiled_<isa>.c). */
-typedef struct tiled_ops {
+struct tiled_ops {
   txattn_isa isa;
   int w, mr, kw; /* vector width, rows per register block, keys per packed K panel */
   /* Packs key blocks [kb0, kb1) of (b, kvh) into head + kb * kv_block for each kb. */
@@ -105,7 +109,10 @@ typedef struct tiled_ops {
                      int64_t k0, int64_t k1, const tiled_partial *out, const tiled_scratch *s);
   /* y[i] = 2^x[i] for x[i] <= 127 with the softmax's vectorised exp2 (for tests and measurements). */
   void (*exp2_array)(const float *x, float *y, size_t n);
-} tiled_ops;
+  /* n floats narrowed into a row of 16-bit type (f16 or bf16), round to nearest even (the vector
+     layer's conversion: the bits of half.h's). */
+  void (*narrow_row)(const float *src, int64_t n, void *dst, txattn_dtype type);
+};
 
 /* Max error of exp2_array (the softmax's vf_exp2) on [-126, 0], in ulp of the correctly rounded
    result, where the vector layer has a fused multiply-add (AVX2, AVX-512, NEON) and in
@@ -181,14 +188,19 @@ void tiled_default_blocks(const txattn_problem *p, const txattn_machine *m, int 
    what p has (its stacked rows, its keys) rounded up to mr rows and kw keys. */
 void tiled_fit_blocks(const txattn_problem *p, int mr, int kw, int64_t *blocks);
 
-/* tiled_merge.c */
+/* tiled_merge.c
+ * Element types: the algorithm computes in fp32 whatever the tensors' types. K and V are widened
+ * exactly where they are read (packed into fp32 blocks, or copied into the direct path's fp32
+ * chunks), Q as its rows are loaded into the scratch; a row of a 16-bit o is computed in fp32
+ * (the NaN rule applied there) and rounded to o's type to nearest even once, when it is written. */
 /* Writes the output rows [t0, t1) of (b, kvh) from unnormalised outputs acc (row r at r * g->dvp)
    and sums l: o = acc / l, exact zeros where l == 0 (no visible key), the whole row NaN if any
-   element is. */
+   element is. For a 16-bit o, each row of acc is overwritten with the fp32 output row first. */
 void tiled_write_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int64_t t1,
-                      const float *acc, const float *l);
-/* Combines n_parts partial results of rows [t0, t1) of (b, kvh) and writes their output rows. */
+                      float *acc, const float *l);
+/* Combines n_parts partial results of rows [t0, t1) of (b, kvh) and writes their output rows;
+   row (d_v floats) holds the fp32 row of a 16-bit o (unused for an f32 o). */
 void tiled_merge_partials(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int64_t t1,
-                          const tiled_partial *parts, int n_parts);
+                          const tiled_partial *parts, int n_parts, float *row);
 
 #endif /* TILED_INTERNAL_H */

@@ -10,7 +10,10 @@
  * any partial makes the whole row NaN.
  *
  * A row's sum is 0 only when its max is -inf: it sees no key (exact zeros), or every key it sees
- * scores -inf, which makes every weight exp(-inf - -inf) of the reference NaN (0 / 0): NaN. */
+ * scores -inf, which makes every weight exp(-inf - -inf) of the reference NaN (0 / 0): NaN.
+ *
+ * A 16-bit o: each row is computed in fp32 as above (its NaN spread there) and rounded once to o's
+ * type, to nearest even, by the ISA's narrow_row (overflow becomes Inf, a NaN stays NaN). */
 #include <math.h>
 
 #include "tiled_internal.h"
@@ -22,14 +25,29 @@ static float empty_sum_value(const tiled_geom *g, int64_t i) {
   return lo < hi ? NAN : 0.0f;
 }
 
-void tiled_write_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int64_t t1,
-                      const float *acc, const float *l) {
+/* Row i of head h of o: *out is where its d_v elements go, the returned fp32 row where they are
+   computed (out itself when o is f32, else buf, narrowed by finish_row). */
+static float *output_row(const tiled_geom *g, int64_t b, int64_t h, int64_t i, float *buf,
+                         void **out) {
   const txattn_tensors *t = g->t;
+  const txattn_dtype ot = g->p->o_type;
+  *out = txattn_row_of_mut(t->o_data, ot, &t->o_layout, b, h, i);
+  return ot == TXATTN_DTYPE_F32 ? *out : buf;
+}
+
+/* A 16-bit o: the fp32 row o, NaN already spread, rounded once into out. */
+static void finish_row(const tiled_geom *g, const float *o, void *out) {
+  if (g->p->o_type != TXATTN_DTYPE_F32) g->ops->narrow_row(o, g->dv, out, g->p->o_type);
+}
+
+void tiled_write_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int64_t t1,
+                      float *acc, const float *l) {
   for (int64_t row = t0; row < t1; row++) {
     const int64_t r = row - t0, i = row / g->group, h = kvh * g->group + row % g->group;
-    float *o = txattn_row_mut(t->o, &t->o_layout, b, h, i);
-    const float *a = acc + r * g->dvp;
-    if (l[r] == 0.0f) { /* never 0/0 */
+    float *a = acc + r * g->dvp;
+    void *out;
+    float *o = output_row(g, b, h, i, a, &out); /* a 16-bit o's row is computed in place in acc */
+    if (l[r] == 0.0f) {                         /* never 0/0 */
       const float z = empty_sum_value(g, i);
       for (int64_t c = 0; c < g->dv; c++) o[c] = z;
     } else {
@@ -37,6 +55,7 @@ void tiled_write_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, i
       for (int64_t c = 0; c < g->dv; c++) o[c] = a[c] * inv;
       txattn_row_spread_nan(o, g->dv); /* a NaN read in one V column poisons the whole row */
     }
+    finish_row(g, o, out);
   }
 }
 
@@ -51,27 +70,28 @@ static float merged_max(const tiled_partial *parts, int n_parts, int64_t r) {
 }
 
 void tiled_merge_partials(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int64_t t1,
-                          const tiled_partial *parts, int n_parts) {
-  const txattn_tensors *t = g->t;
-  for (int64_t row = t0; row < t1; row++) {
-    const int64_t r = row - t0, i = row / g->group, h = kvh * g->group + row % g->group;
-    float *o = txattn_row_mut(t->o, &t->o_layout, b, h, i);
+                          const tiled_partial *parts, int n_parts, float *row) {
+  for (int64_t rw = t0; rw < t1; rw++) {
+    const int64_t r = rw - t0, i = rw / g->group, h = kvh * g->group + rw % g->group;
+    void *out;
+    float *o = output_row(g, b, h, i, row, &out);
     const float mx = merged_max(parts, n_parts, r);
     if (isnan(mx) || mx == -INFINITY) { /* a NaN partial, or every sum 0 */
       const float z = isnan(mx) ? NAN : empty_sum_value(g, i);
       for (int64_t c = 0; c < g->dv; c++) o[c] = z;
-      continue;
+    } else {
+      float l = 0.0f;
+      for (int64_t c = 0; c < g->dv; c++) o[c] = 0.0f;
+      for (int k = 0; k < n_parts; k++) {
+        /* 0 for a partial whose max is -inf: its acc still enters, so that 0 * NaN stays NaN */
+        const float w = exp2f(parts[k].m[r] - mx), *acc = parts[k].acc + r * parts[k].ld;
+        l += parts[k].l[r] * w;
+        for (int64_t c = 0; c < g->dv; c++) o[c] += acc[c] * w;
+      }
+      const float inv = 1.0f / l;
+      for (int64_t c = 0; c < g->dv; c++) o[c] *= inv;
+      txattn_row_spread_nan(o, g->dv);
     }
-    float l = 0.0f;
-    for (int64_t c = 0; c < g->dv; c++) o[c] = 0.0f;
-    for (int k = 0; k < n_parts; k++) {
-      /* 0 for a partial whose max is -inf: its acc still enters, so that 0 * NaN stays NaN */
-      const float w = exp2f(parts[k].m[r] - mx), *acc = parts[k].acc + r * parts[k].ld;
-      l += parts[k].l[r] * w;
-      for (int64_t c = 0; c < g->dv; c++) o[c] += acc[c] * w;
-    }
-    const float inv = 1.0f / l;
-    for (int64_t c = 0; c < g->dv; c++) o[c] *= inv;
-    txattn_row_spread_nan(o, g->dv);
+    finish_row(g, o, out);
   }
 }

@@ -118,6 +118,7 @@ static int tiled_applicable(const txattn_problem *p, const char **why) {
       .default_tunables = tiled_defaults_##id,                                                     \
       .cost_pairs = tiled_pairs_##id,                                                              \
       .fit_tunables = tiled_fit_##id,                                                              \
+      .dtypes = {TXATTN_DTYPES_ALL, TXATTN_DTYPES_ALL, TXATTN_DTYPES_ALL, TXATTN_DTYPES_ALL},      \
   };
 
 /* speed_hint: GFLOP/s of one thread at n 4096, d 64; avx512 and neon were not measured on their

@@ -114,6 +114,7 @@ static int tomp_applicable(const txattn_problem *p, const char **why) {
       .cost_pairs = tomp_pairs_##id,                                                               \
       .one_thread_same_as = "tiled." #id,                                                          \
       .fit_tunables = tomp_fit_##id,                                                               \
+      .dtypes = {TXATTN_DTYPES_ALL, TXATTN_DTYPES_ALL, TXATTN_DTYPES_ALL, TXATTN_DTYPES_ALL},      \
   };
 
 /* speed_hint: GFLOP/s per thread on 2 threads, no mask, d = 64; AVX-512 is the AVX2 figure scaled

@@ -259,8 +259,9 @@ static void run_key_split(const tomp_plan *pl, char *ws, tomp_team *team) {
     for (int64_t u = 0; u < pl->units; u++) {
       const int64_t t = team_clock_start(&wk.clock);
       const int64_t hd = u / g->n_qblocks, t0 = (u % g->n_qblocks) * g->br;
+      /* the thread's scratch acc (free once the key ranges are done) holds a 16-bit o's row */
       tiled_merge_partials(g, hd / hkv, hd % hkv, t0, min64(t0 + g->br, g->rows),
-                           part_descs(pl, ws) + u * pl->chunks, (int)pl->chunks);
+                           part_descs(pl, ws) + u * pl->chunks, (int)pl->chunks, wk.w.acc);
       team_clock_stop(&wk.clock, t);
     }
     worker_done(&wk, team);

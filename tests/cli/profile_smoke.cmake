@@ -148,6 +148,52 @@ function(explain_from_table name table cls mask d threads n r)
 endfunction()
 
 file(REMOVE "${OUT}")
+if(DEFINED DTYPE_RUN)
+  # 16-bit classes (issue 18): the decode class of each --dtype (f32 adds none), measured where a
+  # kernel takes its types (naive.scalar takes every one), named by them in the profile's summary,
+  # the table, show, plot and explain; a problem of other types has no class and says so
+  run(profile "wrote .*: [1-9][0-9]* points.*who wins where.*causal d16/16 g4 t1 decode bf16 .*causal d16/16 g4 t1 decode kv=f16 "
+      profile --quick --d 16 --n-max 64 --threads 1 --dtype bf16 --dtype f32,f16,f16,f32
+      --dtype f32 --budget ${BUDGET} -o "${OUT}")
+  file(READ "${OUT}" table)
+  string(JSON combos GET "${table}" profile dtypes combinations)
+  string(JSON n_cls LENGTH "${table}" classes)
+  set(typed "")
+  math(EXPR last "${n_cls} - 1")
+  foreach(i RANGE ${last})
+    string(JSON k ERROR_VARIABLE none GET "${table}" classes ${i} k_type)
+    if(none)
+      continue()
+    endif()
+    string(JSON q ERROR_VARIABLE q_none GET "${table}" classes ${i} q_type)
+    string(JSON decode GET "${table}" classes ${i} decode)
+    string(JSON kernels GET "${table}" classes ${i} points 0 candidates)
+    if(NOT decode OR NOT kernels MATCHES "\"naive\\.scalar\"")
+      message(FATAL_ERROR "classes[${i}] (k ${k}) should be decode with naive.scalar measured:\n${table}")
+    endif()
+    if(q_none)
+      set(q f32)
+    endif()
+    list(APPEND typed "${q}/${k}")
+  endforeach()
+  if(NOT typed STREQUAL "bf16/bf16;f32/f16" OR NOT combos MATCHES "^\\[ *\"bf16\", *\"kv=f16\" *\\]$")
+    message(FATAL_ERROR "two typed classes, bf16 and kv=f16, in the grid's order (${typed}; ${combos}):\n${table}")
+  endif()
+  run(show "class causal d16/16 g4 t1 decode bf16 .*class causal d16/16 g4 t1 decode kv=f16 .*\n  kv=f16 +element types q f32, k f16, v f16, o f32"
+      show "${OUT}")
+  set(_decode explain --n 1 --n-kv 64 --d 16 --heads 4 --heads-kv 1 --mask causal --threads 1
+                  --table "${OUT}")
+  run(explain "problem: h=4/1 n_q=1 n_kv=64 d=16 causal kv=f16.*why: table: [^\n]*\\(class causal d16/16 g4 t1 decode kv=f16\\)"
+      ${_decode} --dtype kv=f16)
+  run(explain_no_class "why: estimate \\(no table entry: the table has no class causal d16/16 g4 t1 decode f16\\)"
+      ${_decode} --dtype f16)
+  run(plot "wrote .*\\.svg" plot --table "${OUT}" -o "${OUT}.svg")
+  file(READ "${OUT}.svg" svg)
+  if(NOT svg MATCHES "causal d16/16 g4 t1 decode kv=f16")
+    message(FATAL_ERROR "plot: no panel of the kv=f16 class in ${OUT}.svg")
+  endif()
+  return()
+endif()
 if(DEFINED SLOPPY_PLUGIN_PATH)
   # a deliberately inexact kernel: excluded with its error
   profile_excludes(sloppy "${SLOPPY_PLUGIN_PATH}" "not exact, max error [0-9.e-]+: ")
@@ -199,6 +245,13 @@ if(DEFINED NODECODE_PLUGIN_PATH)
   run(explain "why: estimate \\(no table entry: the table has no class ${cls}\\)"
       explain --n 1 --n-kv 64 --d 16 --mask causal --threads 1
       --plugin-path "${NODECODE_PLUGIN_PATH}" --table "${OUT}")
+  # no kernel here takes 16-bit K and V: the grid's kv=f16 class is not measured, and says why
+  string(JSON skipped GET "${table}" profile dtypes not_measured 0 class)
+  string(JSON why GET "${table}" profile dtypes not_measured 0 why)
+  if(NOT skipped STREQUAL "causal d16/16 g4 t1 decode kv=f16" OR
+     NOT why STREQUAL "no usable kernel takes q f32, k f16, v f16, o f32")
+    message(FATAL_ERROR "the kv=f16 decode class should be named as not measured, and why:\n${table}")
+  endif()
   return()
 endif()
 if(DEFINED CRASHY_PLUGIN_PATH)
@@ -212,6 +265,12 @@ run(profile "wrote .*: [1-9][0-9]* points.*who wins where.*none d16/16 g1 t1 .*c
     profile --quick --d 16 --n-max 256 --threads 1,2 --budget ${BUDGET} -o "${OUT}")
 run(show "here: fits this machine.*class none d16/16 g1 t1" show "${OUT}")
 file(READ "${OUT}" table)
+# the grid has the kv=f16 decode class on the most threads (naive.scalar takes it)
+string(JSON combos GET "${table}" profile dtypes combinations)
+string(JSON n_not LENGTH "${table}" profile dtypes not_measured)
+if(NOT combos MATCHES "^\\[ *\"kv=f16\" *\\]$" OR NOT n_not EQUAL 0)
+  message(FATAL_ERROR "the quick grid's 16-bit class: kv=f16, measured:\n${table}")
+endif()
 if(NOT table MATCHES "\"levels\": \\[[^]]*\"n\": 64,[^}]*\"core_round_trip_ns\": [0-9]+")
   message(FATAL_ERROR "the header should record the core round trip measured at n = 64:\n${table}")
 endif()

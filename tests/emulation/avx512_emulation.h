@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "half.h"
+
 typedef float emu_f32x16 __attribute__((vector_size(64)));
 typedef int32_t emu_i32x16 __attribute__((vector_size(64)));
 
@@ -216,6 +218,82 @@ static inline __m512 emu512_mask_blend_ps(__mmask16 k, __m512 a, __m512 b) {
   return emu_m(r);
 }
 
+/* ---- 16-bit elements (the vf_*_f16 / vf_*_bf16 functions of vec_avx512.h) ----
+   The conversions are half.h's, which agree with VCVTPH2PS / VCVTPS2PH bit for bit (NaNs
+   included: tests/test_half.c checks them against the real AVX2 forms). */
+typedef uint16_t emu_u16x16 __attribute__((vector_size(32)));
+
+static inline emu_u16x16 emu_h(__m256i v) {
+  emu_u16x16 r;
+  memcpy(&r, &v, sizeof r);
+  return r;
+}
+static inline __m256i emu_mh(emu_u16x16 v) {
+  __m256i r;
+  memcpy(&r, &v, sizeof r);
+  return r;
+}
+
+/* VCVTPH2PS: exact, a NaN quietened with its payload */
+static inline __m512 emu512_cvtph_ps(__m256i a) {
+  emu_u16x16 x = emu_h(a);
+  emu_f32x16 r;
+  for (int i = 0; i < 16; i++) r[i] = txh_f16_to_f32(x[i]);
+  return emu_m(r);
+}
+/* VCVTPS2PH with an immediate rounding mode: only round to nearest even (imm 0, with or without
+   _MM_FROUND_NO_EXC) is emulated; MXCSR's mode (bit 2) or a directed one traps. */
+static inline __m256i emu512_cvtps_ph(__m512 a, int imm) {
+  if ((imm & ~_MM_FROUND_NO_EXC) != _MM_FROUND_TO_NEAREST_INT) __builtin_trap();
+  emu_f32x16 x = emu_f(a);
+  emu_u16x16 r;
+  for (int i = 0; i < 16; i++) r[i] = txh_f32_to_f16(x[i]);
+  return emu_mh(r);
+}
+/* VPMOVZXWD: 16 unsigned 16-bit values zero-extended to 32 bits */
+static inline __m512i emu512_cvtepu16_epi32(__m256i a) {
+  emu_u16x16 x = emu_h(a);
+  emu_i32x16 r;
+  for (int i = 0; i < 16; i++) r[i] = (int32_t)x[i];
+  return emu_mi(r);
+}
+/* VPMOVDW: each 32-bit lane truncated to its low 16 bits */
+static inline __m256i emu512_cvtepi32_epi16(__m512i a) {
+  emu_i32x16 x = emu_i(a);
+  emu_u16x16 r;
+  for (int i = 0; i < 16; i++) r[i] = (uint16_t)((uint32_t)x[i] & 0xFFFFu);
+  return emu_mh(r);
+}
+/* VPSRLD: logical shift right, 0 for counts above 31 */
+static inline __m512i emu512_srli_epi32(__m512i a, unsigned imm) {
+  emu_i32x16 x = emu_i(a), r;
+  for (int i = 0; i < 16; i++) r[i] = imm > 31 ? 0 : (int32_t)((uint32_t)x[i] >> imm);
+  return emu_mi(r);
+}
+static inline __m512i emu512_and_si512(__m512i a, __m512i b) {
+  return emu_mi(emu_i(a) & emu_i(b));
+}
+static inline __m512i emu512_or_si512(__m512i a, __m512i b) {
+  return emu_mi(emu_i(a) | emu_i(b));
+}
+/* VPADDD wraps around */
+static inline __m512i emu512_add_epi32(__m512i a, __m512i b) {
+  emu_i32x16 x = emu_i(a), y = emu_i(b), r;
+  for (int i = 0; i < 16; i++) r[i] = (int32_t)((uint32_t)x[i] + (uint32_t)y[i]);
+  return emu_mi(r);
+}
+static inline __m512i emu512_set1_epi32(int x) {
+  emu_i32x16 r;
+  for (int i = 0; i < 16; i++) r[i] = x;
+  return emu_mi(r);
+}
+/* VPBLENDMD: b where the mask bit is set, else a */
+static inline __m512i emu512_mask_blend_epi32(__mmask16 k, __m512i a, __m512i b) {
+  emu_i32x16 x = emu_i(a), y = emu_i(b), r;
+  for (int i = 0; i < 16; i++) r[i] = (k >> i) & 1 ? y[i] : x[i];
+  return emu_mi(r);
+}
+
 /* Some of these are macros in <immintrin.h> (immediate operands): #undef before redirecting. */
 #undef _mm512_setzero_ps
 #define _mm512_setzero_ps emu512_setzero_ps
@@ -265,5 +343,25 @@ static inline __m512 emu512_mask_blend_ps(__mmask16 k, __m512 a, __m512 b) {
 #define _mm512_cmp_ps_mask emu512_cmp_ps_mask
 #undef _mm512_mask_blend_ps
 #define _mm512_mask_blend_ps emu512_mask_blend_ps
+#undef _mm512_cvtph_ps
+#define _mm512_cvtph_ps emu512_cvtph_ps
+#undef _mm512_cvtps_ph
+#define _mm512_cvtps_ph emu512_cvtps_ph
+#undef _mm512_cvtepu16_epi32
+#define _mm512_cvtepu16_epi32 emu512_cvtepu16_epi32
+#undef _mm512_cvtepi32_epi16
+#define _mm512_cvtepi32_epi16 emu512_cvtepi32_epi16
+#undef _mm512_srli_epi32
+#define _mm512_srli_epi32 emu512_srli_epi32
+#undef _mm512_and_si512
+#define _mm512_and_si512 emu512_and_si512
+#undef _mm512_or_si512
+#define _mm512_or_si512 emu512_or_si512
+#undef _mm512_add_epi32
+#define _mm512_add_epi32 emu512_add_epi32
+#undef _mm512_set1_epi32
+#define _mm512_set1_epi32 emu512_set1_epi32
+#undef _mm512_mask_blend_epi32
+#define _mm512_mask_blend_epi32 emu512_mask_blend_epi32
 
 #endif

@@ -7,6 +7,7 @@
 
 #include <criterion/criterion.h>
 
+#include "elements.h"
 #include "oracle.h"
 
 static txattn_problem shape_problem(const struct shape *s) {
@@ -20,7 +21,11 @@ static txattn_problem shape_problem(const struct shape *s) {
                       .mask = s->mask,
                       .window_left = s->left,
                       .window_right = s->right,
-                      .scale = s->scale};
+                      .scale = s->scale,
+                      .q_type = s->types.q,
+                      .k_type = s->types.k,
+                      .v_type = s->types.v,
+                      .o_type = s->types.o};
   return p;
 }
 
@@ -53,6 +58,16 @@ static void window_side(char *buf, size_t size, int64_t w) {
     snprintf(buf, size, "%lld", (long long)w);
 }
 
+void case_types_describe(struct case_types t, char *buf, size_t size) {
+  snprintf(buf, size, "%s,%s,%s,%s", txattn_dtype_name(t.q), txattn_dtype_name(t.k),
+           txattn_dtype_name(t.v), txattn_dtype_name(t.o));
+}
+
+int case_types_16_bit(struct case_types t) {
+  return t.q != TXATTN_DTYPE_F32 || t.k != TXATTN_DTYPE_F32 || t.v != TXATTN_DTYPE_F32 ||
+         t.o != TXATTN_DTYPE_F32;
+}
+
 void shape_describe(const struct shape *s, char *buf, size_t size) {
   static const char *poisons[] = {"", " nan-in-q", " nan-in-k", " nan-in-v", " nan-in-empty-q"};
   txattn_problem p = fill_defaults(shape_problem(s));
@@ -63,13 +78,17 @@ void shape_describe(const struct shape *s, char *buf, size_t size) {
     snprintf(window, sizeof window, "(%s,%s)", l, r);
   }
   if (s->scale != 0.0f) snprintf(scale, sizeof scale, "%g", (double)s->scale);
-  char extra[48] = "";
+  char extra[48] = "", types[40] = "";
   if (s->outlier != 0.0f) snprintf(extra, sizeof extra, " q,k[0]=%g", (double)s->outlier);
-  snprintf(buf, size, "b%lld h%lld/%lld n%lldx%lld d%lld/%lld %s%s scale=%s x%g%s%s %s%s",
+  if (case_types_16_bit(s->types)) {
+    types[0] = ' ';
+    case_types_describe(s->types, types + 1, sizeof types - 1);
+  }
+  snprintf(buf, size, "b%lld h%lld/%lld n%lldx%lld d%lld/%lld %s%s scale=%s x%g%s%s %s%s%s",
            (long long)p.batch, (long long)p.heads_q, (long long)p.heads_kv, (long long)p.n_q,
            (long long)p.n_kv, (long long)p.d_qk, (long long)p.d_v, mask_name(s), window, scale,
            (double)(s->amplitude != 0.0f ? s->amplitude : 1.0f), s->fractional ? " real" : "",
-           extra, layout_name(s->layout), poisons[s->poison]);
+           extra, layout_name(s->layout), poisons[s->poison], types);
 }
 
 static void tensor_layout(struct tensor *t, enum layout_kind kind) {
@@ -100,20 +119,29 @@ static void tensor_layout(struct tensor *t, enum layout_kind kind) {
   t->passed = t->layout;
 }
 
-static void tensor_alloc(struct tensor *t, int64_t batch, int64_t heads, int64_t rows, int64_t dim,
-                         enum layout_kind kind, uint32_t gap_bits) {
+/* gap: the bits of every element that is not the tensor's (CASE_INPUT_GAP, CASE_OUTPUT_SENTINEL),
+   gap16 the same for a 16-bit type. */
+static void tensor_alloc(struct tensor *t, txattn_dtype type, int64_t batch, int64_t heads,
+                         int64_t rows, int64_t dim, enum layout_kind kind, uint32_t gap,
+                         uint32_t gap16) {
+  t->type = type;
   t->batch = batch;
   t->heads = heads;
   t->rows = rows;
   t->dim = dim;
   tensor_layout(t, kind);
-  t->data = malloc(t->len * sizeof *t->data);
-  cr_assert(t->data != NULL, "out of memory for a test tensor");
-  for (size_t x = 0; x < t->len; x++) memcpy(&t->data[x], &gap_bits, sizeof gap_bits);
+  t->raw = malloc(t->len * elem_size(type));
+  cr_assert(t->raw != NULL, "out of memory for a test tensor");
+  for (size_t x = 0; x < t->len; x++)
+    elem_set_bits(t->raw, type, x, type == TXATTN_DTYPE_F32 ? gap : gap16);
 }
 
-static size_t offset(const struct tensor *t, int64_t b, int64_t h, int64_t i, int64_t c) {
-  return (size_t)(b * t->layout.batch + h * t->layout.head + i * t->layout.row + c);
+size_t case_offset(const struct tensor *t, int64_t b, int64_t h, int64_t i, int64_t x) {
+  return (size_t)(b * t->layout.batch + h * t->layout.head + i * t->layout.row + x);
+}
+
+static size_t dense_elements(const struct tensor *t) {
+  return (size_t)(t->batch * t->heads * t->rows * t->dim);
 }
 
 static uint64_t next_random(uint64_t *state) { /* splitmix64 */
@@ -123,10 +151,11 @@ static uint64_t next_random(uint64_t *state) { /* splitmix64 */
   return z ^ (z >> 31);
 }
 
-/* Fills the strided tensor and its contiguous copy with the same values. */
-static float *fill_input(struct tensor *t, float amplitude, int fractional, float outlier,
-                         uint64_t *state) {
-  float *dense = malloc((size_t)(t->batch * t->heads * t->rows * t->dim) * sizeof *dense);
+/* Fills the strided tensor and its contiguous copy with the same values, drawn as floats and then
+   rounded to the tensor's type (f32: as they are). */
+static void *fill_input(struct tensor *t, float amplitude, int fractional, float outlier,
+                        uint64_t *state) {
+  void *dense = malloc(dense_elements(t) * elem_size(t->type));
   cr_assert(dense != NULL, "out of memory for a test tensor");
   size_t x = 0;
   for (int64_t b = 0; b < t->batch; b++)
@@ -137,16 +166,20 @@ static float *fill_input(struct tensor *t, float amplitude, int fractional, floa
           float value = (float)((2.0 * u - 1.0) * amplitude);
           if (amplitude > 1.0f && !fractional) value = rintf(value);
           if (outlier != 0.0f && c == 0) value = outlier;
-          t->data[offset(t, b, h, i, c)] = value;
-          dense[x++] = value;
+          elem_store(dense, t->type, x, (double)value);
+          cr_assert(isfinite(elem_load(dense, t->type, x)),
+                    "the test input %g is past the range of %s: scale the shape down",
+                    (double)value, txattn_dtype_name(t->type));
+          elem_set_bits(t->raw, t->type, case_offset(t, b, h, i, c), elem_bits(dense, t->type, x));
+          x++;
         }
   return dense;
 }
 
-static void poison(struct tensor *t, float *dense, int64_t b, int64_t h, int64_t i, int64_t c) {
+static void poison(struct tensor *t, void *dense, int64_t b, int64_t h, int64_t i, int64_t c) {
   size_t x = (size_t)(((b * t->heads + h) * t->rows + i) * t->dim + c);
-  t->data[offset(t, b, h, i, c)] = NAN;
-  dense[x] = NAN;
+  elem_store(t->raw, t->type, case_offset(t, b, h, i, c), NAN);
+  elem_store(dense, t->type, x, NAN);
 }
 
 /* A query row that sees keys (want_empty = 0) or none (1), searched from the middle out. */
@@ -172,17 +205,17 @@ static void plant_poison(struct attn_case *c) {
     c->poison_i = find_row(p, c->shape.poison == POISON_Q_EMPTY_ROW);
     c->poison_c = 0;
     for (int64_t x = 0; x < (c->shape.poison == POISON_Q ? 1 : p->d_qk); x++)
-      poison(&c->q, c->q_dense, c->poison_b, c->poison_h, c->poison_i, x);
+      poison(&c->q, c->q_dense_data, c->poison_b, c->poison_h, c->poison_i, x);
     return;
   case POISON_K:
     c->poison_b = 0, c->poison_h = p->heads_kv - 1, c->poison_i = p->n_kv / 2;
     c->poison_c = p->d_qk - 1;
-    poison(&c->k, c->k_dense, c->poison_b, c->poison_h, c->poison_i, c->poison_c);
+    poison(&c->k, c->k_dense_data, c->poison_b, c->poison_h, c->poison_i, c->poison_c);
     return;
   case POISON_V:
     c->poison_b = p->batch - 1, c->poison_h = 0, c->poison_i = p->n_kv / 2;
     c->poison_c = p->d_v / 2;
-    poison(&c->v, c->v_dense, c->poison_b, c->poison_h, c->poison_i, c->poison_c);
+    poison(&c->v, c->v_dense_data, c->poison_b, c->poison_h, c->poison_i, c->poison_c);
     return;
   }
 }
@@ -194,21 +227,21 @@ void case_init(struct attn_case *c, const struct shape *s, uint64_t seed) {
   c->shape = *s;
   c->problem = shape_problem(s);
   c->full = fill_defaults(c->problem);
-  tensor_alloc(&c->q, p->batch, p->heads_q, p->n_q, p->d_qk, mixed ? LAYOUT_INTERLEAVED : s->layout,
-               CASE_INPUT_GAP);
-  tensor_alloc(&c->k, p->batch, p->heads_kv, p->n_kv, p->d_qk, mixed ? LAYOUT_PADDED : s->layout,
-               CASE_INPUT_GAP);
-  tensor_alloc(&c->v, p->batch, p->heads_kv, p->n_kv, p->d_v, mixed ? LAYOUT_EXPLICIT : s->layout,
-               CASE_INPUT_GAP);
-  tensor_alloc(&c->o, p->batch, p->heads_q, p->n_q, p->d_v, mixed ? LAYOUT_SEQ_MAJOR : s->layout,
-               CASE_OUTPUT_SENTINEL);
+  tensor_alloc(&c->q, s->types.q, p->batch, p->heads_q, p->n_q, p->d_qk,
+               mixed ? LAYOUT_INTERLEAVED : s->layout, CASE_INPUT_GAP, CASE_INPUT_GAP16);
+  tensor_alloc(&c->k, s->types.k, p->batch, p->heads_kv, p->n_kv, p->d_qk,
+               mixed ? LAYOUT_PADDED : s->layout, CASE_INPUT_GAP, CASE_INPUT_GAP16);
+  tensor_alloc(&c->v, s->types.v, p->batch, p->heads_kv, p->n_kv, p->d_v,
+               mixed ? LAYOUT_EXPLICIT : s->layout, CASE_INPUT_GAP, CASE_INPUT_GAP16);
+  tensor_alloc(&c->o, s->types.o, p->batch, p->heads_q, p->n_q, p->d_v,
+               mixed ? LAYOUT_SEQ_MAJOR : s->layout, CASE_OUTPUT_SENTINEL, CASE_OUTPUT_SENTINEL16);
   uint64_t state = seed;
   float amplitude = s->amplitude != 0.0f ? s->amplitude : 1.0f;
-  c->q_dense = fill_input(&c->q, amplitude, s->fractional, s->outlier, &state);
-  c->k_dense = fill_input(&c->k, amplitude, s->fractional, s->outlier, &state);
-  c->v_dense = fill_input(&c->v, amplitude, s->fractional, 0.0f, &state);
-  c->o_ref = malloc((size_t)(p->batch * p->heads_q * p->n_q * p->d_v) * sizeof *c->o_ref);
-  cr_assert(c->o_ref != NULL, "out of memory for a test tensor");
+  c->q_dense_data = fill_input(&c->q, amplitude, s->fractional, s->outlier, &state);
+  c->k_dense_data = fill_input(&c->k, amplitude, s->fractional, s->outlier, &state);
+  c->v_dense_data = fill_input(&c->v, amplitude, s->fractional, 0.0f, &state);
+  c->o_ref_data = malloc(dense_elements(&c->o) * elem_size(c->o.type));
+  cr_assert(c->o_ref_data != NULL, "out of memory for a test tensor");
   plant_poison(c);
   txattn_tensors dense = case_dense_tensors(c);
   txattn_status st = txattn_error_bound(&c->problem, &dense, &c->tolerance);
@@ -231,34 +264,35 @@ double case_logit_scale(const struct attn_case *c) {
       for (int64_t i = 0; i < p->n_q; i++)
         for (int64_t j = 0; j < p->n_kv; j++) {
           if (!oracle_visible(p, i, j)) continue;
-          const float *q = c->q_dense + ((b * p->heads_q + h) * p->n_q + i) * p->d_qk;
-          const float *k =
-              c->k_dense +
-              ((b * p->heads_kv + h / (p->heads_q / p->heads_kv)) * p->n_kv + j) * p->d_qk;
+          size_t q = (size_t)(((b * p->heads_q + h) * p->n_q + i) * p->d_qk);
+          size_t k = (size_t)(((b * p->heads_kv + h / (p->heads_q / p->heads_kv)) * p->n_kv + j) *
+                              p->d_qk);
           double sum = 0.0;
-          for (int64_t x = 0; x < p->d_qk; x++) sum += fabs((double)q[x] * (double)k[x]);
+          for (int64_t x = 0; x < p->d_qk; x++)
+            sum += fabs(elem_load(c->q_dense_data, c->q.type, q + (size_t)x) *
+                        elem_load(c->k_dense_data, c->k.type, k + (size_t)x));
           if (sum > l) l = sum;
         }
   return fabs((double)p->scale) * l;
 }
 
 void case_free(struct attn_case *c) {
-  free(c->q.data);
-  free(c->k.data);
-  free(c->v.data);
-  free(c->o.data);
-  free(c->q_dense);
-  free(c->k_dense);
-  free(c->v_dense);
-  free(c->o_ref);
+  free(c->q.raw);
+  free(c->k.raw);
+  free(c->v.raw);
+  free(c->o.raw);
+  free(c->q_dense_data);
+  free(c->k_dense_data);
+  free(c->v_dense_data);
+  free(c->o_ref_data);
   memset(c, 0, sizeof *c);
 }
 
 static txattn_tensors tensors_as(const struct attn_case *c, int explicit_layouts) {
-  txattn_tensors t = {.q = c->q.data,
-                      .k = c->k.data,
-                      .v = c->v.data,
-                      .o = c->o.data,
+  txattn_tensors t = {.q_data = c->q.raw,
+                      .k_data = c->k.raw,
+                      .v_data = c->v.raw,
+                      .o_data = c->o.raw,
                       .q_layout = explicit_layouts ? c->q.layout : c->q.passed,
                       .k_layout = explicit_layouts ? c->k.layout : c->k.passed,
                       .v_layout = explicit_layouts ? c->v.layout : c->v.passed,
@@ -275,13 +309,16 @@ txattn_tensors case_kernel_tensors(const struct attn_case *c) {
 }
 
 txattn_tensors case_dense_tensors(const struct attn_case *c) {
-  txattn_tensors t = {.q = c->q_dense, .k = c->k_dense, .v = c->v_dense, .o = c->o_ref};
+  txattn_tensors t = {.q_data = c->q_dense_data,
+                      .k_data = c->k_dense_data,
+                      .v_data = c->v_dense_data,
+                      .o_data = c->o_ref_data};
   return t;
 }
 
 void case_clear_output(struct attn_case *c) {
-  uint32_t bits = CASE_OUTPUT_SENTINEL;
-  for (size_t x = 0; x < c->o.len; x++) memcpy(&c->o.data[x], &bits, sizeof bits);
+  uint32_t bits = c->o.type == TXATTN_DTYPE_F32 ? CASE_OUTPUT_SENTINEL : CASE_OUTPUT_SENTINEL16;
+  for (size_t x = 0; x < c->o.len; x++) elem_set_bits(c->o.raw, c->o.type, x, bits);
 }
 
 void case_run_reference(struct attn_case *c) {
@@ -313,7 +350,7 @@ static uint64_t hash_bytes(uint64_t h, const void *data, size_t len) { /* FNV-1a
 
 uint64_t case_input_hash(const struct attn_case *c) {
   uint64_t h = 0xcbf29ce484222325u;
-  h = hash_bytes(h, c->q.data, c->q.len * sizeof(float));
-  h = hash_bytes(h, c->k.data, c->k.len * sizeof(float));
-  return hash_bytes(h, c->v.data, c->v.len * sizeof(float));
+  h = hash_bytes(h, c->q.raw, c->q.len * elem_size(c->q.type));
+  h = hash_bytes(h, c->k.raw, c->k.len * elem_size(c->k.type));
+  return hash_bytes(h, c->v.raw, c->v.len * elem_size(c->v.type));
 }

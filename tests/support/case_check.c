@@ -9,6 +9,7 @@
 
 #include <criterion/criterion.h>
 
+#include "elements.h"
 #include "oracle.h"
 
 static int fail(char *msg, size_t size, const char *fmt, ...) {
@@ -19,34 +20,40 @@ static int fail(char *msg, size_t size, const char *fmt, ...) {
   return 0;
 }
 
-static int all_zero_bits(const float *x, int64_t n, int64_t stride) {
-  for (int64_t c = 0; c < n; c++) {
-    uint32_t bits;
-    memcpy(&bits, &x[c * stride], sizeof bits);
-    if (bits != 0) return 0;
-  }
+/* Elements [at, at + n) of base (of type t) are all +0.0. */
+static int all_zero_bits(const void *base, txattn_dtype t, size_t at, int64_t n) {
+  for (int64_t c = 0; c < n; c++)
+    if (elem_bits(base, t, at + (size_t)c) != 0) return 0;
   return 1;
 }
 
-static int any_nan(const float *x, int64_t n) {
+static int any_nan(const void *base, txattn_dtype t, size_t at, int64_t n) {
   for (int64_t c = 0; c < n; c++)
-    if (isnan(x[c])) return 1;
+    if (isnan(elem_load(base, t, at + (size_t)c))) return 1;
   return 0;
 }
 
-static const float *dense_row(const struct attn_case *c, const float *base, int64_t b, int64_t h,
-                              int64_t i) {
+/* The index of row (b, h, i) of o in the contiguous o_ref. */
+static size_t dense_row(const struct attn_case *c, int64_t b, int64_t h, int64_t i) {
   const txattn_problem *p = &c->full;
-  return base + ((b * p->heads_q + h) * p->n_q + i) * p->d_v;
+  return (size_t)(((b * p->heads_q + h) * p->n_q + i) * p->d_v);
 }
 
-/* What the contract says of one reference row, before any tolerance comes in. */
+/* |got - want|, 0 when they are equal (the infinities of a 16-bit o's overflow included). */
+static double error_of(double got, double want) {
+  return got == want ? 0.0 : fabs(got - want);
+}
+
+/* What the contract says of one reference row, before any tolerance comes in. A 16-bit o may hold
+   an infinity where O is past its range (IEEE's overflow); the comparison with the test oracle
+   judges whether it should. */
 static int check_reference_row(const struct attn_case *c, int64_t b, int64_t h, int64_t i,
                                char *msg, size_t size) {
   const txattn_problem *p = &c->full;
-  const float *row = dense_row(c, c->o_ref, b, h, i);
+  txattn_dtype ot = c->o.type;
+  size_t row = dense_row(c, b, h, i);
   if (oracle_visible_count(p, i) == 0) {
-    if (!all_zero_bits(row, p->d_v, 1))
+    if (!all_zero_bits(c->o_ref_data, ot, row, p->d_v))
       return fail(msg, size,
                   "reference row (b%lld h%lld i%lld) sees no key but is not exactly +0.0",
                   (long long)b, (long long)h, (long long)i);
@@ -54,29 +61,34 @@ static int check_reference_row(const struct attn_case *c, int64_t b, int64_t h, 
   }
   if (case_row_poisoned(c, b, h, i)) {
     for (int64_t x = 0; x < p->d_v; x++)
-      if (!isnan(row[x]))
+      if (!isnan(elem_load(c->o_ref_data, ot, row + (size_t)x)))
         return fail(msg, size, "reference row (b%lld h%lld i%lld) reads a NaN but [%lld] = %g",
-                    (long long)b, (long long)h, (long long)i, (long long)x, (double)row[x]);
+                    (long long)b, (long long)h, (long long)i, (long long)x,
+                    elem_load(c->o_ref_data, ot, row + (size_t)x));
     return 1;
   }
-  for (int64_t x = 0; x < p->d_v; x++)
-    if (!isfinite(row[x]))
+  for (int64_t x = 0; x < p->d_v; x++) {
+    double v = elem_load(c->o_ref_data, ot, row + (size_t)x);
+    if (ot == TXATTN_DTYPE_F32 ? !isfinite(v) : isnan(v))
       return fail(msg, size, "reference row (b%lld h%lld i%lld) reads no NaN but [%lld] = %g",
-                  (long long)b, (long long)h, (long long)i, (long long)x, (double)row[x]);
+                  (long long)b, (long long)h, (long long)i, (long long)x, v);
+  }
   return 1;
 }
 
-static int compare_dense(const struct attn_case *c, const float *want, const float *got, char *msg,
+static int compare_dense(const struct attn_case *c, const void *want, const void *got, char *msg,
                          size_t size) {
   const txattn_problem *p = &c->full;
+  txattn_dtype ot = c->o.type;
   size_t n = (size_t)(p->batch * p->heads_q * p->n_q * p->d_v);
   for (size_t x = 0; x < n; x++) {
-    if (isnan(want[x]) && isnan(got[x])) continue;
-    double err = fabs((double)got[x] - (double)want[x]);
+    double w = elem_load(want, ot, x), g = elem_load(got, ot, x);
+    if (isnan(w) && isnan(g)) continue;
+    double err = error_of(g, w);
     if (!(err <= c->tolerance))
       return fail(msg, size,
-                  "reference [%zu] = %.9g but the test oracle gives %.9g (tolerance %.3g)", x,
-                  (double)got[x], (double)want[x], c->tolerance);
+                  "reference [%zu] = %.9g but the test oracle gives %.9g (tolerance %.3g)", x, g, w,
+                  c->tolerance);
   }
   return 1;
 }
@@ -88,69 +100,68 @@ int case_check_reference(const struct attn_case *c, char *msg, size_t size) {
       for (int64_t i = 0; i < p->n_q; i++)
         if (!check_reference_row(c, b, h, i, msg, size)) return 0;
   size_t n = (size_t)(p->batch * p->heads_q * p->n_q * p->d_v);
-  float *oracle = malloc(n * sizeof *oracle);
+  void *oracle = malloc(n * elem_size(c->o.type));
   cr_assert(oracle != NULL, "out of memory");
   txattn_tensors t = case_dense_tensors(c);
-  t.o = oracle;
+  t.o_data = oracle;
   t.q_layout = (txattn_layout){p->heads_q * p->n_q * p->d_qk, p->n_q * p->d_qk, p->d_qk};
   t.k_layout = (txattn_layout){p->heads_kv * p->n_kv * p->d_qk, p->n_kv * p->d_qk, p->d_qk};
   t.v_layout = (txattn_layout){p->heads_kv * p->n_kv * p->d_v, p->n_kv * p->d_v, p->d_v};
   t.o_layout = (txattn_layout){p->heads_q * p->n_q * p->d_v, p->n_q * p->d_v, p->d_v};
   cr_assert(oracle_attention(p, &t) == 0, "out of memory");
-  int ok = compare_dense(c, oracle, c->o_ref, msg, size);
+  int ok = compare_dense(c, oracle, c->o_ref_data, msg, size);
   free(oracle);
   return ok;
 }
 
 /* One output row against the reference: exact zeros, NaN where the reference has NaN, else within
-   the tolerance. */
+   the tolerance (both widened exactly from o's type). */
 static int check_output_row(const struct attn_case *c, int64_t b, int64_t h, int64_t i,
                             double *max_err, char *msg, size_t size) {
   const txattn_problem *p = &c->full;
-  const float *want = dense_row(c, c->o_ref, b, h, i);
-  const float *got = c->o.data + b * c->o.layout.batch + h * c->o.layout.head + i * c->o.layout.row;
+  txattn_dtype ot = c->o.type;
+  size_t want = dense_row(c, b, h, i), got = case_offset(&c->o, b, h, i, 0);
   if (oracle_visible_count(p, i) == 0) {
-    if (!all_zero_bits(got, p->d_v, 1))
+    if (!all_zero_bits(c->o.raw, ot, got, p->d_v))
       return fail(msg, size, "row (b%lld h%lld i%lld) sees no key: want exact +0.0, [0] = %g",
-                  (long long)b, (long long)h, (long long)i, (double)got[0]);
+                  (long long)b, (long long)h, (long long)i, elem_load(c->o.raw, ot, got));
     return 1;
   }
-  if (any_nan(want, p->d_v)) {
+  if (any_nan(c->o_ref_data, ot, want, p->d_v)) {
     for (int64_t x = 0; x < p->d_v; x++)
-      if (!isnan(got[x]))
+      if (!isnan(elem_load(c->o.raw, ot, got + (size_t)x)))
         return fail(msg, size, "row (b%lld h%lld i%lld) reads a NaN but [%lld] = %g is not NaN",
-                    (long long)b, (long long)h, (long long)i, (long long)x, (double)got[x]);
+                    (long long)b, (long long)h, (long long)i, (long long)x,
+                    elem_load(c->o.raw, ot, got + (size_t)x));
     return 1;
   }
   for (int64_t x = 0; x < p->d_v; x++) {
-    double err = fabs((double)got[x] - (double)want[x]);
+    double g = elem_load(c->o.raw, ot, got + (size_t)x);
+    double w = elem_load(c->o_ref_data, ot, want + (size_t)x);
+    double err = error_of(g, w);
     if (!(err <= c->tolerance))
       return fail(msg, size,
                   "row (b%lld h%lld i%lld)[%lld] = %.9g, reference %.9g: error %.3g > %.3g",
-                  (long long)b, (long long)h, (long long)i, (long long)x, (double)got[x],
-                  (double)want[x], err, c->tolerance);
+                  (long long)b, (long long)h, (long long)i, (long long)x, g, w, err, c->tolerance);
     if (err > *max_err) *max_err = err;
   }
   return 1;
 }
 
-/* Every float of the output buffer that is not an element must still hold the sentinel. */
+/* Every element of the output buffer that is not an element of o must still hold the sentinel. */
 static int check_output_gaps(const struct attn_case *c, char *msg, size_t size) {
   const struct tensor *o = &c->o;
+  uint32_t sentinel = o->type == TXATTN_DTYPE_F32 ? CASE_OUTPUT_SENTINEL : CASE_OUTPUT_SENTINEL16;
   unsigned char *element = calloc(o->len, 1);
   cr_assert(element != NULL, "out of memory");
   for (int64_t b = 0; b < o->batch; b++)
     for (int64_t h = 0; h < o->heads; h++)
       for (int64_t i = 0; i < o->rows; i++)
-        for (int64_t x = 0; x < o->dim; x++)
-          element[b * o->layout.batch + h * o->layout.head + i * o->layout.row + x] = 1;
+        for (int64_t x = 0; x < o->dim; x++) element[case_offset(o, b, h, i, x)] = 1;
   int ok = 1;
-  for (size_t x = 0; x < o->len && ok; x++) {
-    uint32_t bits;
-    memcpy(&bits, &o->data[x], sizeof bits);
-    if (!element[x] && bits != CASE_OUTPUT_SENTINEL)
+  for (size_t x = 0; x < o->len && ok; x++)
+    if (!element[x] && elem_bits(o->raw, o->type, x) != sentinel)
       ok = fail(msg, size, "wrote to o[%zu], which is a gap between elements of the o layout", x);
-  }
   free(element);
   return ok;
 }

@@ -2,7 +2,8 @@
 
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
+
+#include "elements.h"
 
 int oracle_visible(const txattn_problem *p, int64_t i, int64_t j) {
   int64_t pos = i + (p->n_kv - p->n_q);
@@ -25,44 +26,49 @@ int64_t oracle_visible_count(const txattn_problem *p, int64_t i) {
   return count;
 }
 
-static const float *at(const float *base, const txattn_layout *l, int64_t b, int64_t h, int64_t i) {
-  return base + b * l->batch + h * l->head + i * l->row;
+/* Element c of row (b, h, i) of a tensor of type t, widened exactly (elements.h, not the
+   library's conversions). */
+static double at(const void *base, txattn_dtype t, const txattn_layout *l, int64_t b, int64_t h,
+                 int64_t i, int64_t c) {
+  return elem_load(base, t, (size_t)(b * l->batch + h * l->head + i * l->row + c));
 }
 
 /* One output row. A NaN score or value poisons the sums it enters (`s > m` skips NaN scores, so the
-   max stays finite whenever one visible score is); a NaN in one V column is then spread to the row. */
+   max stays finite whenever one visible score is); a NaN in one V column is then spread to the row.
+   The row is rounded once from double to o's type. */
 static void oracle_row(const txattn_problem *p, const txattn_tensors *t, int64_t b, int64_t h,
                        int64_t i, double *scores, double *acc) {
   int64_t g = h / (p->heads_q / p->heads_kv);
-  const float *q = at(t->q, &t->q_layout, b, h, i);
-  float *o = t->o + b * t->o_layout.batch + h * t->o_layout.head + i * t->o_layout.row;
+  size_t o = (size_t)(b * t->o_layout.batch + h * t->o_layout.head + i * t->o_layout.row);
   double m = -INFINITY, sum = 0.0;
   int64_t seen = 0;
   for (int64_t j = 0; j < p->n_kv; j++) {
     if (!oracle_visible(p, i, j)) continue;
-    const float *k = at(t->k, &t->k_layout, b, g, j);
     double dot = 0.0;
-    for (int64_t c = 0; c < p->d_qk; c++) dot += (double)q[c] * (double)k[c];
+    for (int64_t c = 0; c < p->d_qk; c++)
+      dot += at(t->q_data, p->q_type, &t->q_layout, b, h, i, c) *
+             at(t->k_data, p->k_type, &t->k_layout, b, g, j, c);
     scores[j] = (double)p->scale * dot;
     if (scores[j] > m) m = scores[j];
     seen++;
   }
   if (seen == 0) {
-    memset(o, 0, (size_t)p->d_v * sizeof *o);
+    for (int64_t c = 0; c < p->d_v; c++) elem_store(t->o_data, p->o_type, o + (size_t)c, 0.0);
     return;
   }
   for (int64_t c = 0; c < p->d_v; c++) acc[c] = 0.0;
   for (int64_t j = 0; j < p->n_kv; j++) {
     if (!oracle_visible(p, i, j)) continue;
-    const float *v = at(t->v, &t->v_layout, b, g, j);
     double w = exp(scores[j] - m);
     sum += w;
-    for (int64_t c = 0; c < p->d_v; c++) acc[c] += w * (double)v[c];
+    for (int64_t c = 0; c < p->d_v; c++)
+      acc[c] += w * at(t->v_data, p->v_type, &t->v_layout, b, g, j, c);
   }
   int nan = 0;
-  for (int64_t c = 0; c < p->d_v; c++) nan |= isnan(o[c] = (float)(acc[c] / sum));
-  if (nan) /* the contract: a NaN read through a visible key makes the whole row NaN */
-    for (int64_t c = 0; c < p->d_v; c++) o[c] = NAN;
+  for (int64_t c = 0; c < p->d_v; c++) nan |= isnan(acc[c] / sum);
+  /* the contract: a NaN read through a visible key makes the whole row NaN */
+  for (int64_t c = 0; c < p->d_v; c++)
+    elem_store(t->o_data, p->o_type, o + (size_t)c, nan ? NAN : acc[c] / sum);
 }
 
 int oracle_attention(const txattn_problem *p, const txattn_tensors *t) {

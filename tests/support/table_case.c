@@ -62,15 +62,15 @@ const int64_t tc_causal_ns[4] = {64, 256, 1024, 4096};
 const int64_t tc_window_ns[3] = {256, 1024, 4096}, tc_window_rs[3] = {16, 64, 256};
 
 size_t tc_add_causal(const txattn_context *ctx, txattn_table *t) {
-  txattn_table_class c = {TXATTN_MASK_CAUSAL,
-                          TXATTN_TABLE_WINDOW_NONE,
-                          TC_D,
-                          TC_D,
-                          1,
-                          txattn_context_threads(ctx),
-                          0,
-                          1,
-                          1};
+  txattn_table_class c = {.mask = TXATTN_MASK_CAUSAL,
+                          .window = TXATTN_TABLE_WINDOW_NONE,
+                          .d_qk = TC_D,
+                          .d_v = TC_D,
+                          .group = 1,
+                          .threads = txattn_context_threads(ctx),
+                          .decode = 0,
+                          .batch = 1,
+                          .heads_q = 1};
   size_t ci;
   TC_ASSERT_OK(txattn_table_add_class(t, &c, &ci));
   for (int i = 0; i < 4; i++) {
@@ -84,15 +84,15 @@ size_t tc_add_causal(const txattn_context *ctx, txattn_table *t) {
 }
 
 size_t tc_add_window(const txattn_context *ctx, txattn_table *t) {
-  txattn_table_class c = {TXATTN_MASK_WINDOW,
-                          TXATTN_TABLE_WINDOW_SYM,
-                          TC_D,
-                          TC_D,
-                          1,
-                          txattn_context_threads(ctx),
-                          0,
-                          1,
-                          1};
+  txattn_table_class c = {.mask = TXATTN_MASK_WINDOW,
+                          .window = TXATTN_TABLE_WINDOW_SYM,
+                          .d_qk = TC_D,
+                          .d_v = TC_D,
+                          .group = 1,
+                          .threads = txattn_context_threads(ctx),
+                          .decode = 0,
+                          .batch = 1,
+                          .heads_q = 1};
   size_t ci;
   TC_ASSERT_OK(txattn_table_add_class(t, &c, &ci));
   for (int i = 0; i < 3; i++)

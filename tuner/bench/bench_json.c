@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "bench.h"
+#include "buffers.h"
 #include "context_cli.h"
 #include "txattn/plugin.h"
 
@@ -31,6 +32,10 @@ static void json_problem(tx_json *j, const txattn_problem *p) {
   tx_json_key(j, "window_right");
   w && p->window_right != TXATTN_UNBOUNDED ? tx_json_int(j, p->window_right) : tx_json_null(j);
   tx_json_kv_double(j, "scale", p->scale);
+  tx_json_kv_string(j, "q_type", txattn_dtype_name(p->q_type));
+  tx_json_kv_string(j, "k_type", txattn_dtype_name(p->k_type));
+  tx_json_kv_string(j, "v_type", txattn_dtype_name(p->v_type));
+  tx_json_kv_string(j, "o_type", txattn_dtype_name(p->o_type));
   tx_json_end_object(j);
 }
 
@@ -110,6 +115,7 @@ static void json_body(tx_json *j, const tx_bench_setup *s, const tx_bench_point 
 static void json_work(tx_json *j, const tx_bench_point *pt) {
   tx_json_kv_double(j, "visible_pairs", pt->pairs);
   tx_json_kv_double(j, "flops_per_call", pt->flops);
+  tx_json_kv_double(j, "tensor_bytes", tx_buffers_bytes(&pt->p));
   tx_json_kv_bool(j, "verified", pt->verified);
   tx_json_kv_double(j, "reference_s", pt->verified ? pt->ref_seconds : NAN);
 }

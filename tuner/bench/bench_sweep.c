@@ -119,7 +119,8 @@ int tx_sweep_same_class(const txattn_problem *a, const txattn_problem *b) {
   return a->batch == b->batch && a->heads_q == b->heads_q && a->heads_kv == b->heads_kv &&
          a->d_qk == b->d_qk && a->d_v == b->d_v && a->mask == b->mask && a->scale == b->scale &&
          (!window || (a->window_left == b->window_left && a->window_right == b->window_right)) &&
-         a_square == b_square && (a_square || a->n_kv == b->n_kv);
+         a_square == b_square && (a_square || a->n_kv == b->n_kv) && a->q_type == b->q_type &&
+         a->k_type == b->k_type && a->v_type == b->v_type && a->o_type == b->o_type;
 }
 
 void tx_sweep_class_label(const txattn_problem *p, char *buf, size_t size) {

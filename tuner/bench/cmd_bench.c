@@ -262,7 +262,7 @@ static void bench_kernel(bench_run *r, const tx_bench_point *pt, size_t i, tx_be
   txattn_status s = plan_entry(r, pt, i, &plan);
   record_tunables(s == TXATTN_OK ? plan : NULL, &r->tuning[i], k);
   if (s == TXATTN_OK) {
-    tx_fill_value(r->b.o, r->b.o_len, POISON);
+    tx_fill_value(r->b.o, r->b.p.o_type, r->b.o_len, POISON);
     exec_arg a = {plan, &r->b.t};
     tx_timing_opts to = {1e-3 * (double)r->o.min_time_ms, (int)r->o.reps, r->o.limit_s};
     s = tx_measure(exec_plan, &a, &to, &k->tm);
@@ -296,7 +296,7 @@ static void bench_settings(bench_run *r, const tx_bench_point *pt, size_t first,
     txattn_status s = plan_entry(r, pt, i, &plans[m]);
     if (s == TXATTN_OK) {
       record_tunables(plans[m], &r->tuning[i], k);
-      tx_fill_value(r->b.o, r->b.o_len, POISON);
+      tx_fill_value(r->b.o, r->b.p.o_type, r->b.o_len, POISON);
       args[m] = (exec_arg){plans[m], &r->b.t};
       s = exec_plan(&args[m]);
     }
@@ -386,12 +386,20 @@ static void print_pick(const tx_bench_point *pt) {
     printf("  dispatcher has no kernel: %s\n", pt->pick_why);
 }
 
+/* "q f32, k f16, v f16, o f32: 16.8 MB of tensors" */
+static void types_text(const txattn_problem *p, char *buf, size_t size) {
+  snprintf(buf, size, "q %s, k %s, v %s, o %s: %.4g MB of tensors", txattn_dtype_name(p->q_type),
+           txattn_dtype_name(p->k_type), txattn_dtype_name(p->v_type), txattn_dtype_name(p->o_type),
+           1e-6 * tx_buffers_bytes(p));
+}
+
 static void print_header(const bench_run *r, const tx_bench_point *pt) {
-  char shape[192];
+  char shape[192], types[160];
   tx_problem_format(&pt->p, shape, sizeof shape);
+  types_text(&pt->p, types, sizeof types);
   int threads = r->setup.threads;
   printf("txtune bench: %s, %d thread%s\n", shape, threads, threads == 1 ? "" : "s");
-  printf("  %.0f visible pairs, %.4g GFLOP per call\n", pt->pairs, 1e-9 * pt->flops);
+  printf("  %.0f visible pairs, %.4g GFLOP per call; %s\n", pt->pairs, 1e-9 * pt->flops, types);
   if (pt->verified)
     printf("  verified against txattn_reference (fp64, %.2f s)\n", pt->ref_seconds);
   else
@@ -432,8 +440,8 @@ static void print_sweep_header(const bench_run *r) {
 static void print_point_header(const bench_run *r, const tx_bench_point *pt, size_t i) {
   char shape[192];
   tx_problem_format(&pt->p, shape, sizeof shape);
-  printf("\n[%zu/%zu] %s: %.4g visible pairs, %.4g GFLOP per call, ", i + 1, r->n_pts, shape,
-         pt->pairs, 1e-9 * pt->flops);
+  printf("\n[%zu/%zu] %s: %.4g visible pairs, %.4g GFLOP per call, %.4g MB of tensors, ", i + 1,
+         r->n_pts, shape, pt->pairs, 1e-9 * pt->flops, 1e-6 * tx_buffers_bytes(&pt->p));
   if (pt->verified)
     printf("verified (reference %.2f s)\n", pt->ref_seconds);
   else

@@ -69,6 +69,17 @@ static int read_problem(const sweep_reader *r, const json_t *point, const char *
                                         get_bound(r, o, "window_right", at, &p->window_right)))
     return TX_EXIT_FAIL;
   if (p->n_q < 1) return bad(r, at, "n_q must be >= 1");
+  /* the element types (absent in sweeps written before them: f32) */
+  static const char *const keys[4] = {"q_type", "k_type", "v_type", "o_type"};
+  txattn_dtype *types[4] = {&p->q_type, &p->k_type, &p->v_type, &p->o_type};
+  for (int i = 0; i < 4; i++) {
+    const json_t *t = json_object_get(o, keys[i]);
+    tx_dtypes d;
+    if (t == NULL) continue;
+    if (!json_is_string(t) || !tx_dtypes_parse(json_string_value(t), &d))
+      return bad(r, at, "expected f32, f16 or bf16 in a type");
+    *types[i] = d.t[0];
+  }
   return 0;
 }
 

@@ -27,7 +27,14 @@ static size_t reaches(const txattn_table *t, size_t ci, int64_t *r, size_t cap) 
 
 static int same_class(const txattn_table_class *a, const txattn_table_class *b) {
   return a->mask == b->mask && a->window == b->window && a->d_qk == b->d_qk && a->d_v == b->d_v &&
-         a->group == b->group && a->threads == b->threads && a->decode == b->decode;
+         a->group == b->group && a->threads == b->threads && a->decode == b->decode &&
+         a->q_type == b->q_type && a->k_type == b->k_type && a->v_type == b->v_type &&
+         a->o_type == b->o_type;
+}
+
+static int all_f32(const txattn_table_class *c) {
+  return c->q_type == TXATTN_DTYPE_F32 && c->k_type == TXATTN_DTYPE_F32 &&
+         c->v_type == TXATTN_DTYPE_F32 && c->o_type == TXATTN_DTYPE_F32;
 }
 
 /* The kernels the profile excluded at a point of this panel (failed to plan, or inexact). */
@@ -94,12 +101,13 @@ typedef struct pick {
   txattn_table_class c;
 } pick;
 
-/* Whether class a is drawn rather than b: one with a line (two points or more) first, then the
-   fewest threads and the smallest GQA group (attention's own cost, least mixed with threading's),
-   then the most points. */
+/* Whether class a is drawn rather than b: one with a line (two points or more) first, then fp32
+   tensors (the mask kinds compared in one element type), then the fewest threads and the smallest
+   GQA group (attention's own cost, least mixed with threading's), then the most points. */
 static int better(const pick *a, const pick *b) {
   int la = a->count >= 2, lb = b->count >= 2;
   if (la != lb) return la;
+  if (all_f32(&a->c) != all_f32(&b->c)) return all_f32(&a->c);
   if (a->c.threads != b->c.threads) return a->c.threads < b->c.threads;
   if (a->c.group != b->c.group) return a->c.group < b->c.group;
   return a->count > b->count;

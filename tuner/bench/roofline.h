@@ -57,8 +57,10 @@ const tx_roof_peak *tx_roofline_best_simd(const tx_roofline *r, int c);
 /* ---- a kernel against the roofs (roofline_fit.c) ---- */
 
 typedef struct tx_roof_work {
-  double flops; /* 2 (d_qk + d_v) per visible pair */
-  double bytes; /* Q, K and V read once and O written once */
+  double flops;   /* 2 (d_qk + d_v) per visible pair */
+  double bytes;   /* Q, K and V read once and O written once, each in its element type */
+  int decode;     /* n_q == 1: the bytes are K and V read, held to the read bandwidth */
+  char types[64]; /* "q f32, k f16, v f16, o f32" */
 } tx_roof_work;
 /* p must be resolved. */
 tx_roof_work tx_roofline_work(const txattn_problem *p);
@@ -73,8 +75,11 @@ typedef struct tx_roof_fit {
   const tx_roof_peak *roof; /* the FMA peak it is held to */
   int for_scalar;           /* a scalar kernel held to the best SIMD peak (see the footnote) */
   double peak_gflops, gflops, fraction;
-  double intensity, balance; /* flop per byte: the kernel's, and peak / triad bandwidth */
+  double intensity, balance; /* flop per byte: the kernel's, and peak / bandwidth */
   int memory_bound;          /* intensity < balance */
+  /* the bandwidth it is held to: the read bandwidth for decode (a KV cache read once), else the
+     triad's; gbs counts the bytes the element types imply */
+  int read_roof;
   double bandwidth_gbs, gbs, bw_fraction;
 } tx_roof_fit;
 

@@ -1,18 +1,24 @@
 /* Each kernel against the roofs: its GFLOP/s as a fraction of the FMA peak of its own ISA at the
-   thread count it ran on, and, when the shape is memory-bound, its GB/s as a fraction of the
-   bandwidth at that count. */
+   thread count it ran on, and, when the shape is memory-bound, its GB/s (the bytes of the tensors
+   in their element types: a 16-bit K and V count 2 bytes a value) as a fraction of the bandwidth
+   at that count: the read bandwidth for decode, whose bytes are the KV cache read once, else the
+   triad's. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "buffers.h"
 #include "roofline.h"
 #include "text_table.h"
 
 tx_roof_work tx_roofline_work(const txattn_problem *p) {
-  double q_rows = (double)(p->batch * p->heads_q * p->n_q);
-  double kv_rows = (double)(p->batch * p->heads_kv * p->n_kv), dims = (double)(p->d_qk + p->d_v);
   tx_roof_work w;
-  w.flops = 2.0 * dims * txattn_problem_visible_pairs(p);
-  w.bytes = sizeof(float) * (q_rows + kv_rows) * dims; /* Q and O rows, K and V rows */
+  w.flops = 2.0 * (double)(p->d_qk + p->d_v) * txattn_problem_visible_pairs(p);
+  w.bytes = tx_buffers_bytes(p); /* Q and O rows, K and V rows, each in its type */
+  w.decode = p->n_q == 1;
+  snprintf(w.types, sizeof w.types, "q %s, k %s, v %s, o %s", txattn_dtype_name(p->q_type),
+           txattn_dtype_name(p->k_type), txattn_dtype_name(p->v_type),
+           txattn_dtype_name(p->o_type));
   return w;
 }
 
@@ -49,7 +55,8 @@ int tx_roofline_fit(const tx_roofline *r, const tx_roof_work *w, const tx_roof_k
   out->gflops = 1e-9 * w->flops / k->seconds;
   out->fraction = out->gflops / out->peak_gflops;
   out->intensity = w->bytes > 0 ? w->flops / w->bytes : INFINITY;
-  out->bandwidth_gbs = r->triad_gbs[c];
+  out->read_roof = w->decode && r->read_gbs[c] > 0;
+  out->bandwidth_gbs = out->read_roof ? r->read_gbs[c] : r->triad_gbs[c];
   out->balance = out->bandwidth_gbs > 0 ? out->peak_gflops / out->bandwidth_gbs : INFINITY;
   out->memory_bound = out->intensity < out->balance;
   out->gbs = 1e-9 * w->bytes / k->seconds;
@@ -69,7 +76,7 @@ static void fit_row(tx_table *t, const tx_roof_kernel *k, const tx_roof_fit *f) 
   snprintf(bal, sizeof bal, f->balance < 1000 ? "%.3g" : "%.0f", f->balance);
   if (f->memory_bound) {
     snprintf(gbs, sizeof gbs, "%.2f", f->gbs);
-    snprintf(bwf, sizeof bwf, "%.1f%%", 100 * f->bw_fraction);
+    snprintf(bwf, sizeof bwf, "%.1f%% %s", 100 * f->bw_fraction, f->read_roof ? "read" : "triad");
   }
   const char *cells[] = {k->name, thr, roof, peak, gf, frac, ai, bal, gbs, bwf};
   tx_table_add(t, cells);
@@ -107,9 +114,12 @@ void tx_roofline_print_fits(const tx_roofline *r, const tx_roof_work *w, const t
     tx_table_print(&t, f, "  ");
     fprintf(f,
             "  %% PEAK: GFLOP/s / the FMA peak of the kernel's ISA at its thread count.\n"
-            "  FLOP/B: flops / bytes of Q, K, V and O each read or written once. BALANCE: peak /\n"
-            "  triad GB/s; below it the shape is memory-bound and GB/s (those bytes / median\n"
-            "  time) is shown as %% BW of the triad bandwidth at that thread count.\n");
+            "  FLOP/B: flops / bytes of Q, K, V and O each read or written once, in their types\n"
+            "  (%s). BALANCE: peak / bandwidth; below it the shape is\n"
+            "  memory-bound and GB/s (those bytes / median time) is shown as %% BW of the\n"
+            "  bandwidth at that thread count: the read bandwidth for decode (n_q = 1: the KV\n"
+            "  cache read once), else the triad's.\n",
+            w->types);
     if (any_scalar) print_scalar_note(r, f);
   }
   tx_table_free(&t);
@@ -132,6 +142,8 @@ void tx_roofline_json_fit(tx_json *j, const tx_roofline *r, const tx_roof_work *
   tx_json_kv_double(j, "balance_flop_per_byte", f.balance);
   tx_json_kv_bool(j, "memory_bound", f.memory_bound);
   tx_json_kv_double(j, "gbs", f.gbs);
+  tx_json_kv_double(j, "bytes", w->bytes);
+  tx_json_kv_string(j, "bandwidth_kind", f.read_roof ? "read" : "triad");
   tx_json_kv_double(j, "bandwidth_gbs", f.bandwidth_gbs);
   tx_json_kv_double(j, "fraction_of_bandwidth", f.memory_bound ? f.bw_fraction : NAN);
   tx_json_end_object(j);

@@ -56,6 +56,10 @@ tx_opt tx_opt_list(const char *name, tx_strlist *dest, const char *metavar, cons
   return make(name, TX_OPT_LIST, dest, metavar, help);
 }
 
+tx_opt tx_opt_repeat(const char *name, tx_strlist *dest, const char *metavar, const char *help) {
+  return make(name, TX_OPT_REPEAT, dest, metavar, help);
+}
+
 tx_opt tx_opt_choice(const char *name, int *dest, const char *metavar, const char *help,
                      const char *const *choices) {
   tx_opt o = make(name, TX_OPT_CHOICE, dest, metavar, help);
@@ -156,11 +160,12 @@ static tx_args_result set_choice(const tx_cmd_spec *spec, const tx_opt *o, const
   return fail(spec, "--%s expects one of %s, got '%s'", o->name, all, v);
 }
 
-static tx_args_result add_list(const tx_cmd_spec *spec, const tx_opt *o, const char *v) {
+static tx_args_result add_list(const tx_cmd_spec *spec, const tx_opt *o, const char *v,
+                               const char *separators) {
   tx_strlist *l = o->dest;
   const char *s = v;
   for (;;) {
-    size_t len = strcspn(s, ",");
+    size_t len = strcspn(s, separators);
     if (len == 0) return fail(spec, "--%s: empty item in '%s'", o->name, v);
     if (l->n == TX_LIST_MAX) return fail(spec, "--%s: more than %d items", o->name, TX_LIST_MAX);
     char *item = malloc(len + 1);
@@ -184,7 +189,9 @@ static tx_args_result set_value(const tx_cmd_spec *spec, const tx_opt *o, const 
     *(const char **)o->dest = v;
     return TX_ARGS_OK;
   case TX_OPT_LIST:
-    return add_list(spec, o, v);
+    return add_list(spec, o, v, ",");
+  case TX_OPT_REPEAT:
+    return add_list(spec, o, v, "");
   case TX_OPT_CHOICE:
     return set_choice(spec, o, v);
   case TX_OPT_FLAG:

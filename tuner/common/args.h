@@ -15,6 +15,7 @@ typedef enum tx_opt_kind {
   TX_OPT_STRING, /* const char *: points into argv */
   TX_OPT_LIST,   /* tx_strlist: repeatable, each value may be a comma-separated list */
   TX_OPT_CHOICE, /* int: index into choices */
+  TX_OPT_REPEAT, /* tx_strlist: repeatable, each value one item (commas and all) */
 } tx_opt_kind;
 
 #define TX_LIST_MAX 64
@@ -45,6 +46,7 @@ tx_opt tx_opt_double(const char *name, double *dest, const char *metavar, const 
                      double min, double max);
 tx_opt tx_opt_string(const char *name, const char **dest, const char *metavar, const char *help);
 tx_opt tx_opt_list(const char *name, tx_strlist *dest, const char *metavar, const char *help);
+tx_opt tx_opt_repeat(const char *name, tx_strlist *dest, const char *metavar, const char *help);
 tx_opt tx_opt_choice(const char *name, int *dest, const char *metavar, const char *help,
                      const char *const *choices);
 

@@ -5,6 +5,59 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "half.h" /* plugins/common: the kernels' own scalar f16 and bf16 conversions */
+
+float tx_elem_get(const void *base, txattn_dtype t, size_t i) {
+  switch (t) {
+  case TXATTN_DTYPE_F16:
+    return txh_f16_to_f32(((const uint16_t *)base)[i]);
+  case TXATTN_DTYPE_BF16:
+    return txh_bf16_to_f32(((const uint16_t *)base)[i]);
+  default:
+    return ((const float *)base)[i];
+  }
+}
+
+void tx_elem_set(void *base, txattn_dtype t, size_t i, float x) {
+  switch (t) {
+  case TXATTN_DTYPE_F16:
+    ((uint16_t *)base)[i] = txh_f32_to_f16(x);
+    break;
+  case TXATTN_DTYPE_BF16:
+    ((uint16_t *)base)[i] = txh_f32_to_bf16(x);
+    break;
+  default:
+    ((float *)base)[i] = x;
+  }
+}
+
+static size_t elem_index(const txattn_layout *l, int64_t b, int64_t h, int64_t i, int64_t c) {
+  return (size_t)(b * l->batch + h * l->head + i * l->row + c);
+}
+
+float tx_elem_at(const void *base, txattn_dtype t, const txattn_layout *l, int64_t b, int64_t h,
+                 int64_t i, int64_t c) {
+  return tx_elem_get(base, t, elem_index(l, b, h, i, c));
+}
+
+void tx_elem_put(void *base, txattn_dtype t, const txattn_layout *l, int64_t b, int64_t h,
+                 int64_t i, int64_t c, float x) {
+  tx_elem_set(base, t, elem_index(l, b, h, i, c), x);
+}
+
+void tx_fill_value(void *x, txattn_dtype t, size_t n, float value) {
+  for (size_t i = 0; i < n; i++) tx_elem_set(x, t, i, value);
+}
+
+double tx_buffers_bytes(const txattn_problem *p) {
+  double q_rows = (double)p->batch * (double)p->heads_q * (double)p->n_q;
+  double kv_rows = (double)p->batch * (double)p->heads_kv * (double)p->n_kv;
+  return q_rows * ((double)p->d_qk * (double)txattn_dtype_size(p->q_type) +
+                   (double)p->d_v * (double)txattn_dtype_size(p->o_type)) +
+         kv_rows * ((double)p->d_qk * (double)txattn_dtype_size(p->k_type) +
+                    (double)p->d_v * (double)txattn_dtype_size(p->v_type));
+}
+
 static txattn_layout strides(tx_layout_kind kind, int64_t heads, int64_t rows, int64_t dim) {
   txattn_layout l;
   if (kind == TX_LAYOUT_INTERLEAVED) {
@@ -19,11 +72,12 @@ static txattn_layout strides(tx_layout_kind kind, int64_t heads, int64_t rows, i
 }
 
 /* Sizes in double first: a shape a user typed must not wrap around in size_t. */
-static float *alloc_tensor(int64_t batch, int64_t heads, int64_t rows, int64_t dim, size_t *len) {
+static void *alloc_tensor(int64_t batch, int64_t heads, int64_t rows, int64_t dim, txattn_dtype t,
+                          size_t *len) {
   double n = (double)batch * (double)heads * (double)rows * (double)dim;
   if (n > (double)(SIZE_MAX / 8)) return NULL;
   *len = (size_t)n;
-  size_t bytes = (*len * sizeof(float) + 63) / 64 * 64;
+  size_t bytes = (*len * txattn_dtype_size(t) + 63) / 64 * 64;
   return aligned_alloc(64, bytes ? bytes : 64);
 }
 
@@ -32,14 +86,15 @@ int tx_buffers_alloc(tx_buffers *b, const txattn_problem *p, tx_layout_kind kind
   memset(b, 0, sizeof *b);
   b->p = *p;
   b->kind = kind;
-  b->q = alloc_tensor(p->batch, p->heads_q, p->n_q, p->d_qk, &b->q_len);
-  b->k = alloc_tensor(p->batch, p->heads_kv, p->n_kv, p->d_qk, &b->k_len);
-  b->v = alloc_tensor(p->batch, p->heads_kv, p->n_kv, p->d_v, &b->v_len);
-  b->o = alloc_tensor(p->batch, p->heads_q, p->n_q, p->d_v, &b->o_len);
+  b->q = alloc_tensor(p->batch, p->heads_q, p->n_q, p->d_qk, p->q_type, &b->q_len);
+  b->k = alloc_tensor(p->batch, p->heads_kv, p->n_kv, p->d_qk, p->k_type, &b->k_len);
+  b->v = alloc_tensor(p->batch, p->heads_kv, p->n_kv, p->d_v, p->v_type, &b->v_len);
+  b->o = alloc_tensor(p->batch, p->heads_q, p->n_q, p->d_v, p->o_type, &b->o_len);
   size_t ref_len = 0;
-  if (with_ref) b->o_ref = alloc_tensor(p->batch, p->heads_q, p->n_q, p->d_v, &ref_len);
+  if (with_ref) b->o_ref = alloc_tensor(p->batch, p->heads_q, p->n_q, p->d_v, p->o_type, &ref_len);
   if (!b->q || !b->k || !b->v || !b->o || (with_ref && !b->o_ref)) {
-    double mb = 4e-6 * (double)(b->q_len + b->k_len + b->v_len + (with_ref ? 2 : 1) * b->o_len);
+    double o_bytes = (double)b->o_len * (double)txattn_dtype_size(p->o_type);
+    double mb = 1e-6 * (tx_buffers_bytes(p) + (with_ref ? o_bytes : 0));
     snprintf(err, err_size, "cannot allocate the tensors (about %.0f MB)", mb);
     tx_buffers_free(b);
     return -1;
@@ -48,7 +103,7 @@ int tx_buffers_alloc(tx_buffers *b, const txattn_problem *p, tx_layout_kind kind
   b->k_str = strides(kind, p->heads_kv, p->n_kv, p->d_qk);
   b->v_str = strides(kind, p->heads_kv, p->n_kv, p->d_v);
   b->o_str = strides(kind, p->heads_q, p->n_q, p->d_v);
-  b->t = (txattn_tensors){.q = b->q, .k = b->k, .v = b->v, .o = b->o};
+  b->t = (txattn_tensors){.q_data = b->q, .k_data = b->k, .v_data = b->v, .o_data = b->o};
   if (kind != TX_LAYOUT_CONTIGUOUS) { /* contiguous stays all-zero: the default users rely on */
     b->t.q_layout = b->q_str;
     b->t.k_layout = b->k_str;
@@ -56,7 +111,7 @@ int tx_buffers_alloc(tx_buffers *b, const txattn_problem *p, tx_layout_kind kind
     b->t.o_layout = b->o_str;
   }
   b->t_ref = b->t;
-  b->t_ref.o = b->o_ref;
+  b->t_ref.o_data = b->o_ref;
   return 0;
 }
 
@@ -72,24 +127,22 @@ static double uniform_open0(uint64_t *state) { /* in (0, 1], so log() below is f
   return ((double)(next_u64(state) >> 11) + 1.0) * 0x1p-53;
 }
 
-static void fill_normal(float *x, size_t n, uint64_t *state, float scale) {
+/* The fp32 sequence is the same for every type (the 16-bit tensors hold its values rounded), so
+   a shape gives the same inputs, as nearly as the type allows, whatever the types. */
+static void fill_normal(void *x, txattn_dtype t, size_t n, uint64_t *state, float scale) {
   const double two_pi = 6.283185307179586;
   for (size_t i = 0; i < n; i += 2) { /* Box-Muller gives two values per pair of uniforms */
     double r = sqrt(-2.0 * log(uniform_open0(state))), a = two_pi * uniform_open0(state);
-    x[i] = scale * (float)(r * cos(a));
-    if (i + 1 < n) x[i + 1] = scale * (float)(r * sin(a));
+    tx_elem_set(x, t, i, scale * (float)(r * cos(a)));
+    if (i + 1 < n) tx_elem_set(x, t, i + 1, scale * (float)(r * sin(a)));
   }
 }
 
 void tx_buffers_fill(tx_buffers *b, uint64_t seed, float scale) {
   uint64_t state = seed;
-  fill_normal(b->q, b->q_len, &state, scale);
-  fill_normal(b->k, b->k_len, &state, scale);
-  fill_normal(b->v, b->v_len, &state, scale);
-}
-
-void tx_fill_value(float *x, size_t n, float value) {
-  for (size_t i = 0; i < n; i++) x[i] = value;
+  fill_normal(b->q, b->p.q_type, b->q_len, &state, scale);
+  fill_normal(b->k, b->p.k_type, b->k_len, &state, scale);
+  fill_normal(b->v, b->p.v_type, b->v_len, &state, scale);
 }
 
 void tx_buffers_free(tx_buffers *b) {

@@ -1,5 +1,7 @@
-/* Input and output buffers for one problem: allocated once, filled once with deterministic
-   standard-normal values, reused by every kernel that is run on them. */
+/* Input and output buffers for one problem: allocated once, each tensor in the element type the
+   problem gives it (txattn_problem.q_type ... o_type), filled once with deterministic
+   standard-normal values rounded to that type (so every value is one the type holds), reused by
+   every kernel that is run on them. */
 #ifndef TXTUNE_BUFFERS_H
 #define TXTUNE_BUFFERS_H
 
@@ -14,10 +16,10 @@ typedef enum tx_layout_kind {
 } tx_layout_kind;
 
 typedef struct tx_buffers {
-  txattn_problem p; /* resolved */
+  txattn_problem p; /* resolved: its *_type fields are the tensors' element types */
   tx_layout_kind kind;
-  float *q, *k, *v, *o, *o_ref; /* o_ref is NULL unless asked for */
-  size_t q_len, k_len, v_len, o_len;
+  void *q, *k, *v, *o, *o_ref;              /* o_ref (of o's type) is NULL unless asked for */
+  size_t q_len, k_len, v_len, o_len;        /* elements */
   txattn_layout q_str, k_str, v_str, o_str; /* explicit strides, for walking the tensors here */
   txattn_tensors t;                         /* what kernels get */
   txattn_tensors t_ref;                     /* the same inputs with o_ref as output */
@@ -27,12 +29,26 @@ typedef struct tx_buffers {
 /* p must be resolved. Returns 0, or -1 with the reason in err. */
 int tx_buffers_alloc(tx_buffers *b, const txattn_problem *p, tx_layout_kind kind, int with_ref,
                      char *err, size_t err_size);
-/* q, k and v get scale times standard-normal values from a generator seeded with seed. */
+/* q, k and v get scale times standard-normal values from a generator seeded with seed, each
+   rounded to its tensor's type (to nearest, ties to even). */
 void tx_buffers_fill(tx_buffers *b, uint64_t seed, float scale);
 void tx_buffers_free(tx_buffers *b);
-/* o_ref = txattn_reference of the inputs as they are now, and ref_bound = their
-   txattn_error_bound, which every kernel's output is held to (tx_verify). */
+/* o_ref = txattn_reference of the inputs as they are now (rounded once to o's type), and ref_bound
+   = their txattn_error_bound, which every kernel's output is held to (tx_verify). */
 txattn_status tx_buffers_reference(tx_buffers *b);
-void tx_fill_value(float *x, size_t n, float value);
+
+/* Elements of a tensor of type t: element i widened to float (exact for every type), and x stored
+   at element i rounded to t (to nearest, ties to even; beyond the type's range +-Inf). */
+float tx_elem_get(const void *base, txattn_dtype t, size_t i);
+void tx_elem_set(void *base, txattn_dtype t, size_t i, float x);
+/* Element c of row (b, h, i) of a tensor of type t laid out by l. */
+float tx_elem_at(const void *base, txattn_dtype t, const txattn_layout *l, int64_t b, int64_t h,
+                 int64_t i, int64_t c);
+void tx_elem_put(void *base, txattn_dtype t, const txattn_layout *l, int64_t b, int64_t h,
+                 int64_t i, int64_t c, float x);
+/* n elements of type t set to value (rounded to t). */
+void tx_fill_value(void *x, txattn_dtype t, size_t n, float value);
+/* The tensors' bytes (input and output once each, as a problem's tensors hold them). */
+double tx_buffers_bytes(const txattn_problem *p);
 
 #endif

@@ -45,3 +45,21 @@ void tx_kernel_flags_text(unsigned flags, char *buf, size_t size) {
            flags & TXATTN_KERNEL_SPARSE ? "sparse" : "");
   if (!*buf) snprintf(buf, size, "-");
 }
+
+/* core/loader.c says "it does not take f16 k" (or "make ... o") when a kernel's descriptor lacks a
+   type: the only refusal that depends on the types alone. */
+int tx_declines_types(const char *message, char *why, size_t size) {
+  const char *at = strstr(message, "it does not take ");
+  if (!at) at = strstr(message, "it does not make ");
+  if (!at) return 0;
+  snprintf(why, size, "%s", at);
+  return 1;
+}
+
+int tx_kernel_declines_types(txattn_context *ctx, const char *name, const txattn_problem *p,
+                             char *why, size_t size) {
+  txattn_plan *plan = NULL;
+  txattn_status s = txattn_plan_create(ctx, p, name, &plan);
+  txattn_plan_free(plan);
+  return s == TXATTN_E_UNSUPPORTED && tx_declines_types(txattn_last_error(), why, size);
+}

@@ -19,6 +19,70 @@ int tx_mask_parse(const char *s, txattn_mask *out) {
   return 0;
 }
 
+/* The dtype txattn_dtype_name spells in s[0..len). */
+static int dtype_parse(const char *s, size_t len, txattn_dtype *out) {
+  for (int t = TXATTN_DTYPE_F32; txattn_dtype_size((txattn_dtype)t) != 0; t++) {
+    const char *name = txattn_dtype_name((txattn_dtype)t);
+    if (strlen(name) == len && strncmp(s, name, len) == 0) {
+      *out = (txattn_dtype)t;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+int tx_dtypes_parse(const char *s, tx_dtypes *out) {
+  tx_dtypes d = {{TXATTN_DTYPE_F32, TXATTN_DTYPE_F32, TXATTN_DTYPE_F32, TXATTN_DTYPE_F32}};
+  if (strncmp(s, "kv=", 3) == 0) {
+    if (!dtype_parse(s + 3, strlen(s + 3), &d.t[1])) return 0;
+    d.t[2] = d.t[1];
+  } else {
+    if (strncmp(s, "q,k,v,o=", 8) == 0) s += 8;
+    const char *at = s;
+    int n = 0;
+    for (;;) {
+      const char *comma = strchr(at, ',');
+      size_t len = comma ? (size_t)(comma - at) : strlen(at);
+      if (n == 4 || !dtype_parse(at, len, &d.t[n++])) return 0;
+      if (!comma) break;
+      at = comma + 1;
+    }
+    if (n == 1)
+      d.t[1] = d.t[2] = d.t[3] = d.t[0];
+    else if (n != 4)
+      return 0;
+  }
+  *out = d;
+  return 1;
+}
+
+int tx_dtypes_all_f32(const tx_dtypes *d) {
+  for (int i = 0; i < 4; i++)
+    if (d->t[i] != TXATTN_DTYPE_F32) return 0;
+  return 1;
+}
+
+int tx_dtypes_format(const tx_dtypes *d, char *buf, size_t size) {
+  const char *n[4];
+  for (int i = 0; i < 4; i++) n[i] = txattn_dtype_name(d->t[i]);
+  if (d->t[0] == d->t[1] && d->t[1] == d->t[2] && d->t[2] == d->t[3])
+    return snprintf(buf, size, "%s", n[0]);
+  if (d->t[0] == TXATTN_DTYPE_F32 && d->t[3] == TXATTN_DTYPE_F32 && d->t[1] == d->t[2])
+    return snprintf(buf, size, "kv=%s", n[1]);
+  return snprintf(buf, size, "q,k,v,o=%s,%s,%s,%s", n[0], n[1], n[2], n[3]);
+}
+
+tx_dtypes tx_dtypes_of(const txattn_problem *p) {
+  return (tx_dtypes){{p->q_type, p->k_type, p->v_type, p->o_type}};
+}
+
+void tx_dtypes_apply(const tx_dtypes *d, txattn_problem *p) {
+  p->q_type = d->t[0];
+  p->k_type = d->t[1];
+  p->v_type = d->t[2];
+  p->o_type = d->t[3];
+}
+
 /* --mask's choices (indexed by the enum's value) and "none|causal|window", from the names. */
 #define MAX_MASKS 8
 static const char *mask_choices[MAX_MASKS + 1];
@@ -39,6 +103,7 @@ void tx_problem_args_init(tx_problem_args *a) {
   a->left = a->right = a->window = TX_UNSET;
   a->mask = -1;
   a->scale = NAN;
+  a->dtype = NULL;
 }
 
 /* Upper limits are loose on purpose: the library's validation names the field that is too large. */
@@ -62,6 +127,7 @@ void tx_problem_opts(tx_problem_args *a, tx_opt *o) {
   o[i++] =
       tx_opt_int("heads-kv", &a->heads_kv, "G", "key/value heads, dividing H (GQA) [H]", 1, big);
   o[i++] = tx_opt_double("scale", &a->scale, "S", "score scale, nonzero [1/sqrt(D)]", -3e38, 3e38);
+  o[i++] = tx_opt_string("dtype", &a->dtype, "TYPES", "element types of q,k,v,o: " TX_DTYPE_HELP);
 }
 
 static int window_from_args(const tx_cmd_spec *spec, const tx_problem_args *a, txattn_problem *p) {
@@ -100,6 +166,10 @@ int tx_problem_from_args(const tx_cmd_spec *spec, const tx_problem_args *a, txat
   p.heads_kv = a->heads_kv == TX_UNSET ? 0 : a->heads_kv;
   p.mask = a->mask < 0 ? TXATTN_MASK_NONE : (txattn_mask)a->mask;
   p.scale = isnan(a->scale) ? 0.0f : (float)a->scale;
+  tx_dtypes types;
+  if (a->dtype && !tx_dtypes_parse(a->dtype, &types))
+    return tx_args_usage_error(spec, "--dtype expects %s, got '%s'", TX_DTYPE_HELP, a->dtype);
+  if (a->dtype) tx_dtypes_apply(&types, &p);
   int rc = window_from_args(spec, a, &p);
   if (rc) return rc;
   if (txattn_problem_resolve(&p, out) != TXATTN_OK)
@@ -137,5 +207,11 @@ int tx_problem_format(const txattn_problem *p, char *buf, size_t size) {
     snprintf(mv, sizeof mv, "%s", txattn_mask_name(p->mask));
   if (p->scale != 0 && p->scale != (float)(1.0 / sqrt((double)p->d_qk)))
     snprintf(sv, sizeof sv, " scale=%g", (double)p->scale);
-  return snprintf(buf, size, "%s%s%s %s %s%s", bv, hv, nv, dv, mv, sv);
+  char tv[40] = "";
+  tx_dtypes d = tx_dtypes_of(p);
+  if (!tx_dtypes_all_f32(&d)) {
+    tv[0] = ' ';
+    tx_dtypes_format(&d, tv + 1, sizeof tv - 1);
+  }
+  return snprintf(buf, size, "%s%s%s %s %s%s%s", bv, hv, nv, dv, mv, sv, tv);
 }

@@ -13,10 +13,11 @@ typedef struct tx_problem_args {
   int64_t n, n_kv, d, dv, batch, heads, heads_kv, left, right, window; /* TX_UNSET if not given */
   int mask;                                                            /* -1 if not given */
   double scale;                                                        /* NaN if not given */
+  const char *dtype; /* --dtype (tx_dtypes_parse); NULL: every tensor f32 */
 } tx_problem_args;
 
 #define TX_UNSET          INT64_MIN
-#define TX_PROBLEM_N_OPTS 12
+#define TX_PROBLEM_N_OPTS 13
 
 void tx_problem_args_init(tx_problem_args *a);
 /* Writes the TX_PROBLEM_N_OPTS options that fill a into opts. */
@@ -27,8 +28,24 @@ int tx_problem_from_args(const tx_cmd_spec *spec, const tx_problem_args *a, txat
 
 /* The mask txattn_mask_name spells s: returns 1 with *out, else 0. */
 int tx_mask_parse(const char *s, txattn_mask *out);
-/* "b=2 h=4/2 n=65 d=64 window(8,inf)": only what differs from the defaults. Returns what snprintf
- * does. */
+
+/* The element types of q, k, v and o, in that order. */
+typedef struct tx_dtypes {
+  txattn_dtype t[4];
+} tx_dtypes;
+/* What --dtype takes: "T" (all four), "Q,K,V,O", "q,k,v,o=Q,K,V,O" (the same), or "kv=T" (k and v;
+   q and o f32), each type as txattn_dtype_name spells it (f32, f16, bf16). Returns 1 with *out,
+   else 0. */
+int tx_dtypes_parse(const char *s, tx_dtypes *out);
+/* The other way, the shortest of those: "f32", "bf16", "kv=f16", "q,k,v,o=f32,f16,f16,bf16" (as
+   the dispatch table's class names end). Returns what snprintf does. */
+int tx_dtypes_format(const tx_dtypes *d, char *buf, size_t size);
+#define TX_DTYPE_HELP "f32, f16 or bf16: T for all, Q,K,V,O, or kv=T [f32]"
+tx_dtypes tx_dtypes_of(const txattn_problem *p);
+void tx_dtypes_apply(const tx_dtypes *d, txattn_problem *p);
+int tx_dtypes_all_f32(const tx_dtypes *d);
+/* "b=2 h=4/2 n=65 d=64 window(8,inf)": only what differs from the defaults (types too: "...
+ * causal kv=f16"). Returns what snprintf does. */
 int tx_problem_format(const txattn_problem *p, char *buf, size_t size);
 
 #endif

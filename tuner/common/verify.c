@@ -3,14 +3,15 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "txattn/plugin.h"
 
 void tx_plant_nan(tx_buffers *b, const tx_nan_site *s) {
   if (s->where == TX_NAN_IN_K)
-    txattn_row_mut(b->k, &b->k_str, s->batch, s->head_kv, s->key)[s->col] = NAN;
+    tx_elem_put(b->k, b->p.k_type, &b->k_str, s->batch, s->head_kv, s->key, s->col, NAN);
   else if (s->where == TX_NAN_IN_V)
-    txattn_row_mut(b->v, &b->v_str, s->batch, s->head_kv, s->key)[s->col] = NAN;
+    tx_elem_put(b->v, b->p.v_type, &b->v_str, s->batch, s->head_kv, s->key, s->col, NAN);
 }
 
 static double max_abs_v(const tx_buffers *b) {
@@ -18,11 +19,11 @@ static double max_abs_v(const tx_buffers *b) {
   double m = 0;
   for (int64_t bb = 0; bb < p->batch; bb++)
     for (int64_t h = 0; h < p->heads_kv; h++)
-      for (int64_t j = 0; j < p->n_kv; j++) {
-        const float *row = txattn_row(b->v, &b->v_str, bb, h, j);
-        for (int64_t c = 0; c < p->d_v; c++)
-          if (fabs((double)row[c]) > m) m = fabs((double)row[c]); /* NaN compares false: skipped */
-      }
+      for (int64_t j = 0; j < p->n_kv; j++)
+        for (int64_t c = 0; c < p->d_v; c++) {
+          double x = fabs((double)tx_elem_at(b->v, p->v_type, &b->v_str, bb, h, j, c));
+          if (x > m) m = x; /* NaN compares false: skipped */
+        }
   return m > 0 ? m : 1.0;
 }
 
@@ -88,30 +89,45 @@ static double compare_row(const float *row, const float *ref, int64_t d_v, tx_ve
   return m;
 }
 
-void tx_verify(const tx_buffers *b, const float *o, const float *ref, const tx_nan_site *site,
+/* Row (bb, h, i) of an output of o's type, widened into row (exact). */
+static void widen_row(const tx_buffers *b, const void *o, int64_t bb, int64_t h, int64_t i,
+                      float *row) {
+  for (int64_t c = 0; c < b->p.d_v; c++)
+    row[c] = tx_elem_at(o, b->p.o_type, &b->o_str, bb, h, i, c);
+}
+
+void tx_verify(const tx_buffers *b, const void *o, const void *ref, const tx_nan_site *site,
                tx_verdict *out) {
   const txattn_problem *p = &b->p;
   out->violations = 0;
   out->first[0] = '\0';
   for (int x = 0; x < 4; x++) out->worst[x] = 0;
   double max_diff = 0;
+  /* both outputs are in o's type: compared as the values they hold (the bound has the rounding) */
+  float *row = malloc(2 * (size_t)p->d_v * sizeof *row), *ref_row = row + p->d_v;
+  if (!row) {
+    violation(out, 0, 0, 0, "out of memory comparing the output");
+    out->error = out->bound = out->rel_error = out->tolerance = out->scaled_error = NAN;
+    return;
+  }
   for (int64_t bb = 0; bb < p->batch; bb++)
     for (int64_t h = 0; h < p->heads_q; h++)
       for (int64_t i = 0; i < p->n_q; i++) {
         int64_t lo, hi;
         txattn_visible_range(p, i, &lo, &hi);
-        const float *row = txattn_row(o, &b->o_str, bb, h, i);
+        widen_row(b, o, bb, h, i, row);
         if (!check_row(row, p->d_v, lo >= hi, sees_nan(p, site, bb, h, lo, hi), out, bb, h, i) ||
             !ref)
           continue;
         int64_t col;
-        double d =
-            compare_row(row, txattn_row(ref, &b->o_str, bb, h, i), p->d_v, out, bb, h, i, &col);
+        widen_row(b, ref, bb, h, i, ref_row);
+        double d = compare_row(row, ref_row, p->d_v, out, bb, h, i, &col);
         if (d > max_diff) {
           max_diff = d;
           out->worst[0] = bb, out->worst[1] = h, out->worst[2] = i, out->worst[3] = col;
         }
       }
+  free(row);
   double max_v = max_abs_v(b), bound = ref ? b->ref_bound : NAN;
   out->error = ref ? max_diff : NAN;
   out->bound = bound;

@@ -32,9 +32,10 @@ typedef struct tx_verdict {
   char first[256];    /* the first violation in words; "" if none */
 } tx_verdict;
 
-/* Checks o (laid out like b->o) against the contract and, if ref is not NULL, against ref (b->o_ref
-   after tx_buffers_reference, whose b->ref_bound is the bound). site may be NULL (nothing planted). */
-void tx_verify(const tx_buffers *b, const float *o, const float *ref, const tx_nan_site *site,
+/* Checks o (laid out like b->o, of o's type) against the contract and, if ref is not NULL, against
+   ref (b->o_ref after tx_buffers_reference, whose b->ref_bound is the bound), both compared as the
+   values of o's type they hold. site may be NULL (nothing planted). */
+void tx_verify(const tx_buffers *b, const void *o, const void *ref, const tx_nan_site *site,
                tx_verdict *out);
 int tx_verdict_pass(const tx_verdict *v);
 /* Why v fails, in words: its first violation, or where the error exceeds the bound. */

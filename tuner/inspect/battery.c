@@ -3,7 +3,6 @@
 #include <stdio.h>
 
 #include "problem_cli.h"
-#include "txattn/plugin.h"
 
 #define INF    TXATTN_UNBOUNDED
 #define NONE   TXATTN_MASK_NONE
@@ -143,9 +142,11 @@ const tx_case *tx_battery_get(size_t i) {
   return i < tx_battery_size() ? &cases[i] : NULL;
 }
 
-int tx_case_prepare(const tx_case *c, size_t index, tx_buffers *b, char *err, size_t err_size) {
-  txattn_problem p;
-  if (txattn_problem_resolve(&c->p, &p) != TXATTN_OK) {
+int tx_case_prepare(const tx_case *c, size_t index, const tx_dtypes *types, tx_buffers *b,
+                    char *err, size_t err_size) {
+  txattn_problem p, typed = c->p;
+  tx_dtypes_apply(types, &typed);
+  if (txattn_problem_resolve(&typed, &p) != TXATTN_OK) {
     snprintf(err, err_size, "battery shape %zu is invalid: %s", index, txattn_last_error());
     return -1;
   }
@@ -155,10 +156,10 @@ int tx_case_prepare(const tx_case *c, size_t index, tx_buffers *b, char *err, si
     for (int64_t bb = 0; bb < p.batch; bb++) {
       for (int64_t h = 0; h < p.heads_q; h++)
         for (int64_t i = 0; i < p.n_q; i++)
-          txattn_row_mut(b->q, &b->q_str, bb, h, i)[0] = c->outlier;
+          tx_elem_put(b->q, p.q_type, &b->q_str, bb, h, i, 0, c->outlier);
       for (int64_t h = 0; h < p.heads_kv; h++)
         for (int64_t j = 0; j < p.n_kv; j++)
-          txattn_row_mut(b->k, &b->k_str, bb, h, j)[0] = c->outlier;
+          tx_elem_put(b->k, p.k_type, &b->k_str, bb, h, j, 0, c->outlier);
     }
   }
   tx_plant_nan(b, &c->nan);

@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "buffers.h"
+#include "problem_cli.h"
 #include "verify.h"
 
 typedef struct tx_case {
@@ -23,9 +24,11 @@ typedef struct tx_case {
 size_t tx_battery_size(void);
 const tx_case *tx_battery_get(size_t i);
 
-/* Allocates, fills (seeded by the case's index, so every run sees the same data) and plants the
-   NaN. Returns 0, or -1 with the reason in err. */
-int tx_case_prepare(const tx_case *c, size_t index, tx_buffers *b, char *err, size_t err_size);
+/* Allocates the case's tensors in the element types `types` (b->p: the case resolved, in them),
+   fills them (seeded by the case's index, so every run sees the same data, rounded to the types)
+   and plants the NaN. Returns 0, or -1 with the reason in err. */
+int tx_case_prepare(const tx_case *c, size_t index, const tx_dtypes *types, tx_buffers *b,
+                    char *err, size_t err_size);
 /* The problem's text plus what else the case varies: "n=65 d=64 causal [b,n,h,d] x100". */
 #define TX_CASE_TEXT_MAX 160
 void tx_case_format(const tx_case *c, char *buf, size_t size);

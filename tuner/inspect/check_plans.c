@@ -43,8 +43,15 @@ static const plan_shape shapes[] = {
 };
 #define N_SHAPES (sizeof shapes / sizeof shapes[0])
 
-void tx_plan_shape_format(size_t shape, char *buf, size_t size) {
-  tx_problem_format(&shapes[shape].p, buf, size);
+static txattn_problem typed_shape(const tx_plan_pass *pp, size_t shape) {
+  txattn_problem p = shapes[shape].p;
+  tx_dtypes_apply(&pp->types, &p);
+  return p;
+}
+
+void tx_plan_shape_format(const tx_plan_pass *pp, size_t shape, char *buf, size_t size) {
+  txattn_problem p = typed_shape(pp, shape);
+  tx_problem_format(&p, buf, size);
 }
 
 static void fail(tx_plan_stat *st, size_t shape, txattn_status s) {
@@ -54,27 +61,36 @@ static void fail(tx_plan_stat *st, size_t shape, txattn_status s) {
   }
 }
 
-static void say(int verbose, const char *who, size_t shape, const tx_plan_stat *st) {
+static void say(const tx_plan_pass *pp, int verbose, const char *who, size_t shape,
+                const tx_plan_stat *st) {
   char label[160];
   if (!verbose) return;
-  tx_plan_shape_format(shape, label, sizeof label);
+  tx_plan_shape_format(pp, shape, label, sizeof label);
   printf("  %-20s  plan %-40s  FAIL: %s\n", who, label, st->first);
 }
 
-int tx_plan_pass_run(txattn_context *ctx, const tx_kernel_sel *sel, size_t n_sel, int quick,
-                     int verbose, tx_plan_pass *out) {
+static int skipped(const tx_plan_pass *pp, const tx_kernel_sel *sel, size_t k) {
+  return !sel[k].info.usable || (pp->skip && pp->skip[k]);
+}
+
+int tx_plan_pass_run(txattn_context *ctx, const tx_kernel_sel *sel, size_t n_sel,
+                     const tx_dtypes *types, const unsigned char *skip, int quick, int verbose,
+                     tx_plan_pass *out) {
   memset(out, 0, sizeof *out);
   out->quick = quick;
+  out->types = *types;
+  out->skip = skip;
   out->stats = calloc(n_sel ? n_sel : 1, sizeof *out->stats);
   if (!out->stats) return -1;
   for (size_t i = 0; i < N_SHAPES; i++) {
     if (quick && !shapes[i].quick) continue;
     out->n_shapes++;
     txattn_plan *plan = NULL;
+    txattn_problem p = typed_shape(out, i);
     for (size_t k = 0; k < n_sel; k++) {
-      if (!sel[k].info.usable) continue;
+      if (skipped(out, sel, k)) continue;
       tx_plan_stat *st = &out->stats[k];
-      txattn_status s = txattn_plan_create(ctx, &shapes[i].p, sel[k].info.name, &plan);
+      txattn_status s = txattn_plan_create(ctx, &p, sel[k].info.name, &plan);
       txattn_plan_free(plan);
       plan = NULL;
       if (s == TXATTN_OK) {
@@ -84,17 +100,17 @@ int tx_plan_pass_run(txattn_context *ctx, const tx_kernel_sel *sel, size_t n_sel
       } else {
         int64_t before = st->failed;
         fail(st, i, s);
-        if (before == 0) say(verbose, sel[k].info.name, i, st);
+        if (before == 0) say(out, verbose, sel[k].info.name, i, st);
       }
     }
-    txattn_status s = txattn_plan_create(ctx, &shapes[i].p, NULL, &plan);
+    txattn_status s = txattn_plan_create(ctx, &p, NULL, &plan);
     txattn_plan_free(plan);
     if (s == TXATTN_OK) {
       out->dispatcher.planned++;
     } else {
       int64_t before = out->dispatcher.failed;
       fail(&out->dispatcher, i, s);
-      if (before == 0) say(verbose, "(the dispatcher)", i, &out->dispatcher);
+      if (before == 0) say(out, verbose, "(the dispatcher)", i, &out->dispatcher);
     }
   }
   return 0;
@@ -110,7 +126,8 @@ int tx_plan_pass_failed(const tx_plan_pass *pp, size_t k) {
   return pp->stats && pp->stats[k].failed > 0;
 }
 
-static void row(tx_table *t, const char *name, const tx_plan_stat *st, int dispatcher) {
+static void row(const tx_plan_pass *pp, tx_table *t, const char *name, const tx_plan_stat *st,
+                int dispatcher) {
   char planned[24], declined[24], failed[24], label[160];
   snprintf(planned, sizeof planned, "%lld", (long long)st->planned);
   snprintf(declined, sizeof declined, "%lld", (long long)st->declined);
@@ -119,7 +136,7 @@ static void row(tx_table *t, const char *name, const tx_plan_stat *st, int dispa
                          st->failed ? "FAIL" : "PASS"};
   tx_table_add(t, cells);
   if (st->failed) {
-    tx_plan_shape_format(st->first_shape, label, sizeof label);
+    tx_plan_shape_format(pp, st->first_shape, label, sizeof label);
     tx_table_note(t, "%lld failed; first: %s: %s", (long long)st->failed, label, st->first);
   }
 }
@@ -131,18 +148,18 @@ void tx_plan_pass_print(const tx_plan_pass *pp, const tx_kernel_sel *sel, size_t
   tx_table t;
   tx_table_init(&t, "KERNEL|>PLANNED|>DECLINED|>FAILED|RESULT");
   for (size_t k = 0; k < n_sel; k++)
-    if (sel[k].info.usable) row(&t, sel[k].info.name, &pp->stats[k], 0);
-  row(&t, "(the dispatcher)", &pp->dispatcher, 1);
+    if (!skipped(pp, sel, k)) row(pp, &t, sel[k].info.name, &pp->stats[k], 0);
+  row(pp, &t, "(the dispatcher)", &pp->dispatcher, 1);
   tx_table_print(&t, stdout, "");
   tx_table_free(&t);
 }
 
-static void json_stat(tx_json *j, const tx_plan_stat *st) {
+static void json_stat(const tx_plan_pass *pp, tx_json *j, const tx_plan_stat *st) {
   char label[160];
   tx_json_kv_int(j, "planned", st->planned);
   tx_json_kv_int(j, "declined", st->declined);
   tx_json_kv_int(j, "failed", st->failed);
-  if (st->failed) tx_plan_shape_format(st->first_shape, label, sizeof label);
+  if (st->failed) tx_plan_shape_format(pp, st->first_shape, label, sizeof label);
   tx_json_kv_string(j, "first_failure_shape", st->failed ? label : NULL);
   tx_json_kv_string(j, "first_failure", st->failed ? st->first : NULL);
 }
@@ -150,7 +167,7 @@ static void json_stat(tx_json *j, const tx_plan_stat *st) {
 void tx_plan_pass_json_kernel(tx_json *j, const tx_plan_pass *pp, size_t k) {
   tx_json_key(j, "planning");
   tx_json_begin_object(j);
-  json_stat(j, &pp->stats[k]);
+  json_stat(pp, j, &pp->stats[k]);
   tx_json_end_object(j);
 }
 
@@ -160,7 +177,7 @@ void tx_plan_pass_json(tx_json *j, const tx_plan_pass *pp) {
   tx_json_kv_int(j, "shapes", (int64_t)pp->n_shapes);
   tx_json_key(j, "dispatcher");
   tx_json_begin_object(j);
-  json_stat(j, &pp->dispatcher);
+  json_stat(pp, j, &pp->dispatcher);
   tx_json_end_object(j);
   tx_json_end_object(j);
 }

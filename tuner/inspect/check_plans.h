@@ -10,6 +10,7 @@
 
 #include "json.h"
 #include "kernels.h"
+#include "problem_cli.h"
 #include "text_table.h"
 
 typedef struct tx_plan_stat { /* one kernel (or the dispatcher) over the planning shapes */
@@ -20,24 +21,28 @@ typedef struct tx_plan_stat { /* one kernel (or the dispatcher) over the plannin
 
 typedef struct tx_plan_pass {
   int quick;
-  size_t n_shapes;     /* planned (the --quick subset, or all) */
-  tx_plan_stat *stats; /* one per selected kernel (unusable ones stay zero) */
+  tx_dtypes types;           /* the element types every shape is planned in */
+  const unsigned char *skip; /* kernels left out (they decline the types), NULL: none */
+  size_t n_shapes;           /* planned (the --quick subset, or all) */
+  tx_plan_stat *stats;       /* one per selected kernel (unusable ones stay zero) */
   tx_plan_stat dispatcher;
 } tx_plan_pass;
 
-/* Plans each usable kernel of sel, and the dispatcher (kernel NULL), on every shape (with quick,
-   the quick ones). A kernel passes a shape when it plans or declines it (TXATTN_E_UNSUPPORTED);
-   the dispatcher must plan. With verbose, one line per failure on stdout. Returns 0, or -1 when
-   out of memory. */
-int tx_plan_pass_run(txattn_context *ctx, const tx_kernel_sel *sel, size_t n_sel, int quick,
-                     int verbose, tx_plan_pass *out);
+/* Plans each usable kernel of sel (but those skip[k] marks, if skip is not NULL; it must outlive
+   out), and the dispatcher (kernel NULL), on every shape (with quick, the quick ones) in the
+   element types `types`. A kernel passes a shape when it plans or declines it
+   (TXATTN_E_UNSUPPORTED); the dispatcher must plan. With verbose, one line per failure on stdout.
+   Returns 0, or -1 when out of memory. */
+int tx_plan_pass_run(txattn_context *ctx, const tx_kernel_sel *sel, size_t n_sel,
+                     const tx_dtypes *types, const unsigned char *skip, int quick, int verbose,
+                     tx_plan_pass *out);
 void tx_plan_pass_free(tx_plan_pass *pp);
 /* Whether kernel k (or, k == SIZE_MAX, the dispatcher) failed a shape. */
 int tx_plan_pass_failed(const tx_plan_pass *pp, size_t k);
 /* The planning table and its failures (text). */
 void tx_plan_pass_print(const tx_plan_pass *pp, const tx_kernel_sel *sel, size_t n_sel);
-/* "n=4096 d=64 causal" */
-void tx_plan_shape_format(size_t shape, char *buf, size_t size);
+/* "n=4096 d=64 causal" (and the pass's types, when not f32) */
+void tx_plan_shape_format(const tx_plan_pass *pp, size_t shape, char *buf, size_t size);
 /* The pass's fields of kernel k's JSON object (inside it), and the pass as the top-level
    "planning" object. */
 void tx_plan_pass_json_kernel(tx_json *j, const tx_plan_pass *pp, size_t k);

@@ -1,4 +1,5 @@
-/* txtune check: every usable kernel against txattn_reference on the battery of shapes. */
+/* txtune check: every usable kernel against txattn_reference on the battery of shapes, in the
+   element types --dtype gives (one combination, or a few with --dtype all). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,17 +12,26 @@
 #include "context_cli.h"
 #include "json.h"
 #include "kernels.h"
+#include "problem_cli.h"
 #include "text_table.h"
 #include "timing.h"
 #include "verify.h"
 
-/* Written into every output before a kernel runs: a value no kernel computes, so rows a kernel
-   leaves unwritten fail the comparison instead of passing on stale results. */
+/* Written into every output before a kernel runs: a value no kernel computes (Inf in f16), so rows
+   a kernel leaves unwritten fail the comparison instead of passing on stale results. */
 #define POISON 1.0e30f
+
+/* --dtype all: fp32, 16-bit K and V (the KV cache of decode), every tensor 16-bit, and a mix with
+   a 16-bit output of another type than its inputs. */
+static const char *const all_types[] = {"f32", "kv=f16", "kv=bf16",
+                                        "f16", "bf16",   "q,k,v,o=f32,bf16,f16,f16"};
+#define N_ALL_TYPES (sizeof all_types / sizeof all_types[0])
+#define MAX_COMBOS  N_ALL_TYPES
 
 typedef struct check_opts {
   tx_strlist kernels;
   int quick, verbose, json;
+  const char *dtype;
   tx_context_args ctx;
 } check_opts;
 
@@ -34,34 +44,49 @@ typedef struct result { /* one kernel on one shape */
   char msg[320];
 } result;
 
-typedef struct kstat { /* one kernel over the battery */
+typedef struct kstat { /* one kernel over the battery, in one type combination */
   int64_t run, skipped, failed;
   double max_error; /* -1 until a shape was compared */
   size_t worst_case;
   const result *first_failure;
 } kstat;
 
+/* The battery and the planning pass in one combination of element types. */
+typedef struct combo {
+  tx_dtypes types;
+  char name[40];           /* "kv=f16" */
+  unsigned char *declines; /* per kernel: the library refuses it these types */
+  char (*declines_why)[80];
+  size_t n_takes; /* usable kernels that take the types */
+  kstat *stats;
+  result *results; /* n_cases x n_sel, in run order */
+  size_t n_results;
+  int64_t ref_failures;
+  char ref_failure[512];
+  tx_plan_pass plans; /* the planning pass on large shapes (check_plans.h) */
+} combo;
+
 typedef struct check_run {
   check_opts o;
-  tx_opt run_opts[4], ctx_opts[TX_CONTEXT_N_OPTS];
+  tx_opt run_opts[5], ctx_opts[TX_CONTEXT_N_OPTS];
   tx_opt_group groups[2];
   tx_cmd_spec spec;
   txattn_context *ctx;
   tx_kernel_sel *sel;
-  size_t n_sel;
-  kstat *stats;
-  result *results; /* n_cases x n_sel, in run order */
-  size_t n_results, n_cases;
-  int64_t ref_failures;
-  char ref_failure[512];
-  tx_plan_pass plans; /* the planning pass on large shapes (check_plans.h) */
+  size_t n_sel, n_cases;
+  combo combos[MAX_COMBOS];
+  size_t n_combos;
   int label_width, name_width;
 } check_run;
 
 static const char about[] =
     "Runs every usable kernel (or those --kernel names) on a battery of shapes and compares each\n"
     "output with the fp64 txattn_reference within txattn_error_bound; then asks each kernel and\n"
-    "the dispatcher for a plan on large shapes, which are not run. What passes: docs/inspect.md.\n"
+    "the dispatcher for a plan on large shapes, which are not run. --dtype runs it all with\n"
+    "tensors of those element types (f32, f16, bf16: one for all four, Q,K,V,O, or kv=T for K and\n"
+    "V with q and o f32); --dtype all in f32, kv=f16, kv=bf16, f16, bf16 and\n"
+    "q,k,v,o=f32,bf16,f16,f16. A kernel that does not take the types is listed as declining them,\n"
+    "not as failing. What passes: docs/inspect.md.\n"
     "Exit status: 0 all passed; 1 a kernel failed or could not be checked; 2 usage error.";
 
 /* Returns -1 to go on, else the exit code (help printed, or a usage error). */
@@ -70,24 +95,53 @@ static int parse(check_run *r, int argc, char **argv) {
   r->run_opts[0] =
       tx_opt_list("kernel", &o->kernels, "NAME[,NAME...]", "check only these kernels (repeatable)");
   r->run_opts[1] = tx_opt_flag("quick", &o->quick, "a smaller battery");
-  r->run_opts[2] = tx_opt_flag("verbose", &o->verbose, "one line per kernel and shape");
-  r->run_opts[3] = tx_opt_flag("json", &o->json, "one JSON object on stdout");
+  r->run_opts[2] = tx_opt_string("dtype", &o->dtype, "TYPES|all",
+                                 "element types of q,k,v,o: " TX_DTYPE_HELP "; all: a few");
+  r->run_opts[3] = tx_opt_flag("verbose", &o->verbose, "one line per kernel and shape");
+  r->run_opts[4] = tx_opt_flag("json", &o->json, "one JSON object on stdout");
   tx_context_args_init(&o->ctx);
   tx_context_opts(&o->ctx, r->ctx_opts);
-  r->groups[0] = (tx_opt_group){"Options", r->run_opts, 4};
+  r->groups[0] = (tx_opt_group){"Options", r->run_opts, 5};
   r->groups[1] = (tx_opt_group){"Library", r->ctx_opts, TX_CONTEXT_N_OPTS};
-  r->spec = (tx_cmd_spec){"check", "[--kernel NAME] [--quick] [--verbose] [--threads T] [--json]",
+  r->spec = (tx_cmd_spec){"check",
+                          "[--kernel NAME] [--quick] [--dtype TYPES|all] [--verbose] [--threads T] "
+                          "[--json]",
                           about, r->groups, 2};
-  return tx_args_parse_cmd(&r->spec, argc, argv);
+  int rc = tx_args_parse_cmd(&r->spec, argc, argv);
+  if (rc >= 0) return rc;
+  const char *one = o->dtype ? o->dtype : "f32";
+  int all = strcmp(one, "all") == 0;
+  r->n_combos = all ? N_ALL_TYPES : 1;
+  for (size_t i = 0; i < r->n_combos; i++) {
+    combo *c = &r->combos[i];
+    if (!tx_dtypes_parse(all ? all_types[i] : one, &c->types))
+      return tx_args_usage_error(&r->spec, "--dtype expects %s, or all; got '%s'", TX_DTYPE_HELP,
+                                 one);
+    tx_dtypes_format(&c->types, c->name, sizeof c->name);
+  }
+  return -1;
 }
 
 static int case_selected(const check_run *r, size_t i) {
   return !r->o.quick || tx_battery_get(i)->quick;
 }
 
-static void print_verbose(const check_run *r, const result *res) {
-  char label[TX_CASE_TEXT_MAX];
-  tx_case_format(tx_battery_get(res->case_index), label, sizeof label);
+static int single(const check_run *r) {
+  return r->n_combos == 1;
+}
+
+/* The label of a shape: the case, and its types where several combinations are run. */
+static void label_of(const check_run *r, const combo *c, size_t case_index, char *buf,
+                     size_t size) {
+  tx_case_format(tx_battery_get(case_index), buf, size);
+  size_t len = strlen(buf);
+  if (!single(r) && !tx_dtypes_all_f32(&c->types) && len < size)
+    snprintf(buf + len, size - len, " %s", c->name);
+}
+
+static void print_verbose(const check_run *r, const combo *c, const result *res) {
+  char label[TX_CASE_TEXT_MAX + 48];
+  label_of(r, c, res->case_index, label, sizeof label);
   const char *name = r->sel[res->kernel].info.name;
   if (res->out == OUT_SKIP)
     printf("  %-*s  %-*s  %9s  skipped: %s\n", r->name_width, name, r->label_width, label, "-",
@@ -98,8 +152,8 @@ static void print_verbose(const check_run *r, const result *res) {
   fflush(stdout);
 }
 
-static void record(check_run *r, result *res) {
-  kstat *k = &r->stats[res->kernel];
+static void record(check_run *r, combo *c, result *res) {
+  kstat *k = &c->stats[res->kernel];
   if (res->out == OUT_SKIP) {
     k->skipped++;
   } else {
@@ -110,15 +164,15 @@ static void record(check_run *r, result *res) {
       k->worst_case = res->case_index;
     }
   }
-  if (r->o.verbose && !r->o.json) print_verbose(r, res);
+  if (r->o.verbose && !r->o.json) print_verbose(r, c, res);
 }
 
-/* One kernel on one prepared shape. */
+/* One kernel on one prepared shape (b->p: the case in the combination's types). */
 static void check_kernel(check_run *r, const tx_case *c, tx_buffers *b, result *res) {
   const char *name = r->sel[res->kernel].info.name;
   txattn_plan *plan = NULL;
-  tx_fill_value(b->o, b->o_len, POISON);
-  txattn_status s = txattn_plan_create(r->ctx, &c->p, name, &plan);
+  tx_fill_value(b->o, b->p.o_type, b->o_len, POISON);
+  txattn_status s = txattn_plan_create(r->ctx, &b->p, name, &plan);
   if (s == TXATTN_E_UNSUPPORTED) {
     res->out = OUT_SKIP;
     snprintf(res->msg, sizeof res->msg, "%s", txattn_last_error());
@@ -139,8 +193,8 @@ static void check_kernel(check_run *r, const tx_case *c, tx_buffers *b, result *
 }
 
 /* The oracle must itself obey the contract, or no comparison with it means anything. */
-static int reference_ok(check_run *r, const tx_case *c, size_t index, tx_buffers *b) {
-  char label[TX_CASE_TEXT_MAX], why[256] = "";
+static int reference_ok(check_run *r, combo *co, const tx_case *c, size_t index, tx_buffers *b) {
+  char label[TX_CASE_TEXT_MAX + 48], why[256] = "";
   txattn_status s = tx_buffers_reference(b);
   if (s != TXATTN_OK) {
     snprintf(why, sizeof why, "%s: %s", txattn_status_name(s), txattn_last_error());
@@ -150,41 +204,46 @@ static int reference_ok(check_run *r, const tx_case *c, size_t index, tx_buffers
     if (v.violations == 0) return 1;
     snprintf(why, sizeof why, "%s", v.first);
   }
-  tx_case_format(c, label, sizeof label);
-  if (r->ref_failures++ == 0)
-    snprintf(r->ref_failure, sizeof r->ref_failure, "shape %zu (%s): %s", index, label, why);
+  label_of(r, co, index, label, sizeof label);
+  if (co->ref_failures++ == 0)
+    snprintf(co->ref_failure, sizeof co->ref_failure, "shape %zu (%s): %s", index, label, why);
   if (!r->o.json) fprintf(stderr, "txtune check: txattn_reference fails on %s: %s\n", label, why);
   return 0;
 }
 
-static int run_case(check_run *r, size_t index) {
+static int runs(const check_run *r, const combo *c, size_t k) {
+  return r->sel[k].info.usable && !c->declines[k];
+}
+
+static int run_case(check_run *r, combo *co, size_t index) {
   const tx_case *c = tx_battery_get(index);
   tx_buffers b;
   char err[256];
-  if (tx_case_prepare(c, index, &b, err, sizeof err) != 0) {
+  if (tx_case_prepare(c, index, &co->types, &b, err, sizeof err) != 0) {
     fprintf(stderr, "txtune check: %s\n", err);
     return -1;
   }
-  if (reference_ok(r, c, index, &b))
+  if (reference_ok(r, co, c, index, &b))
     for (size_t k = 0; k < r->n_sel; k++) {
-      if (!r->sel[k].info.usable) continue;
-      result *res = &r->results[r->n_results++];
+      if (!runs(r, co, k)) continue;
+      result *res = &co->results[co->n_results++];
       *res = (result){.case_index = index, .kernel = k, .rel_error = NAN};
       check_kernel(r, c, &b, res);
-      record(r, res);
+      record(r, co, res);
     }
   tx_buffers_free(&b);
   return 0;
 }
 
 static void set_widths(check_run *r) {
-  char label[TX_CASE_TEXT_MAX];
+  char label[TX_CASE_TEXT_MAX + 48];
   r->label_width = r->name_width = 0;
-  for (size_t i = 0; i < r->n_cases; i++) {
-    tx_case_format(tx_battery_get(i), label, sizeof label);
-    if (case_selected(r, i) && (int)strlen(label) > r->label_width)
-      r->label_width = (int)strlen(label);
-  }
+  for (size_t ci = 0; ci < r->n_combos; ci++)
+    for (size_t i = 0; i < r->n_cases; i++) {
+      label_of(r, &r->combos[ci], i, label, sizeof label);
+      if (case_selected(r, i) && (int)strlen(label) > r->label_width)
+        r->label_width = (int)strlen(label);
+    }
   for (size_t k = 0; k < r->n_sel; k++)
     if ((int)strlen(r->sel[k].info.name) > r->name_width)
       r->name_width = (int)strlen(r->sel[k].info.name);
@@ -196,24 +255,42 @@ static size_t count_selected(const check_run *r) {
   return n;
 }
 
-/* A kernel that could not be checked at all fails only when it was asked for by name. */
-static int kernel_failed(const check_run *r, size_t k) {
-  return r->stats[k].failed > 0 || (!r->sel[k].info.usable && r->sel[k].requested) ||
-         tx_plan_pass_failed(&r->plans, k);
+/* A kernel that could not be checked at all fails only when it was asked for by name; one that
+   declines the types is not checked in them and does not fail. */
+static int kernel_failed(const check_run *r, const combo *c, size_t k) {
+  if (r->sel[k].info.usable && c->declines[k]) return 0;
+  return c->stats[k].failed > 0 || (!r->sel[k].info.usable && r->sel[k].requested) ||
+         tx_plan_pass_failed(&c->plans, k);
 }
 
+/* A combination no kernel takes is reported and passes: nothing of it could run. */
+static int combo_pass(const check_run *r, const combo *c) {
+  int pass = c->ref_failures == 0 && (c->n_takes == 0 || !tx_plan_pass_failed(&c->plans, SIZE_MAX));
+  for (size_t k = 0; k < r->n_sel; k++)
+    if (kernel_failed(r, c, k)) pass = 0;
+  return pass;
+}
+
+static size_t n_usable_of(const check_run *r) {
+  size_t n = 0;
+  for (size_t k = 0; k < r->n_sel; k++) n += (size_t)r->sel[k].info.usable;
+  return n;
+}
+
+/* Passes when some kernel is usable and every combination passes (where every kernel declines the
+   types nothing fails: *n_checked counts the checks of kernels that take them). */
 static int overall_pass(const check_run *r, size_t *n_checked) {
-  int pass = r->ref_failures == 0 && !tx_plan_pass_failed(&r->plans, SIZE_MAX);
+  int pass = 1;
   *n_checked = 0;
-  for (size_t k = 0; k < r->n_sel; k++) {
-    *n_checked += (size_t)r->sel[k].info.usable;
-    if (kernel_failed(r, k)) pass = 0;
+  for (size_t i = 0; i < r->n_combos; i++) {
+    pass &= combo_pass(r, &r->combos[i]);
+    *n_checked += r->combos[i].n_takes;
   }
-  return pass && *n_checked > 0;
+  return pass && n_usable_of(r) > 0;
 }
 
-static void summary_row(const check_run *r, tx_table *t, size_t k) {
-  const kstat *s = &r->stats[k];
+static void summary_row(const check_run *r, const combo *c, tx_table *t, size_t k) {
+  const kstat *s = &c->stats[k];
   const txattn_kernel_info *info = &r->sel[k].info;
   char run[24], skipped[24], err[24], worst[TX_CASE_TEXT_MAX] = "";
   if (!info->usable) {
@@ -223,13 +300,19 @@ static void summary_row(const check_run *r, tx_table *t, size_t k) {
     tx_table_note(t, "not usable: %s", info->why_unusable ? info->why_unusable : "?");
     return;
   }
+  if (c->declines[k]) {
+    const char *cells[] = {info->name, NULL, NULL, NULL, NULL, "declines the types"};
+    tx_table_add(t, cells);
+    tx_table_note(t, "%s", c->declines_why[k]);
+    return;
+  }
   snprintf(run, sizeof run, "%lld", (long long)s->run);
   snprintf(skipped, sizeof skipped, "%lld", (long long)s->skipped);
   snprintf(err, sizeof err, "%.2e", s->max_error);
   int compared = s->max_error >= 0;
   if (compared) tx_case_format(tx_battery_get(s->worst_case), worst, sizeof worst);
   const char *res = s->failed                           ? "FAIL"
-                    : tx_plan_pass_failed(&r->plans, k) ? "FAIL (planning)"
+                    : tx_plan_pass_failed(&c->plans, k) ? "FAIL (planning)"
                     : s->run                            ? "PASS"
                                                         : "no shape applies";
   const char *cells[] = {info->name, run, skipped, compared ? err : NULL, compared ? worst : NULL,
@@ -243,47 +326,70 @@ static void summary_row(const check_run *r, tx_table *t, size_t k) {
   }
 }
 
-static size_t n_usable_of(const check_run *r) {
-  size_t n = 0;
-  for (size_t k = 0; k < r->n_sel; k++) n += (size_t)r->sel[k].info.usable;
-  return n;
-}
-
-static void print_text(const check_run *r, double seconds) {
+static void print_combo(const check_run *r, const combo *c) {
+  if (!single(r))
+    printf("\n%s (q, k, v, o: %s, %s, %s, %s)%s\n", c->name, txattn_dtype_name(c->types.t[0]),
+           txattn_dtype_name(c->types.t[1]), txattn_dtype_name(c->types.t[2]),
+           txattn_dtype_name(c->types.t[3]),
+           c->n_takes ? ":" : ": no kernel checked here takes these types");
   tx_table t;
   tx_table_init(&t, "KERNEL|>SHAPES|>SKIPPED|>MAX ERROR|WORST SHAPE|RESULT");
-  for (size_t k = 0; k < r->n_sel; k++) summary_row(r, &t, k);
+  for (size_t k = 0; k < r->n_sel; k++) summary_row(r, c, &t, k);
   if (r->n_sel) {
     printf("\n");
     tx_table_print(&t, stdout, "");
   }
   tx_table_free(&t);
-  if (n_usable_of(r)) tx_plan_pass_print(&r->plans, r->sel, r->n_sel);
-  if (r->ref_failures)
+  if (c->n_takes) tx_plan_pass_print(&c->plans, r->sel, r->n_sel);
+  if (c->ref_failures)
     printf("\ntxattn_reference broke the contract on %lld shapes; first: %s\n",
-           (long long)r->ref_failures, r->ref_failure);
-  size_t n_checked, n_failed = 0;
+           (long long)c->ref_failures, c->ref_failure);
+}
+
+static void print_text(const check_run *r, double seconds) {
+  for (size_t i = 0; i < r->n_combos; i++) print_combo(r, &r->combos[i]);
+  size_t n_checked, n_failed = 0, n_kernels = 0;
   int pass = overall_pass(r, &n_checked);
-  for (size_t k = 0; k < r->n_sel; k++) n_failed += (size_t)kernel_failed(r, k);
-  if (n_checked == 0)
+  for (size_t k = 0; k < r->n_sel; k++) {
+    int failed = 0, checked = 0;
+    for (size_t i = 0; i < r->n_combos; i++) {
+      failed |= kernel_failed(r, &r->combos[i], k);
+      checked |= runs(r, &r->combos[i], k);
+    }
+    n_failed += (size_t)failed;
+    n_kernels += (size_t)checked;
+  }
+  char in[64] = "";
+  if (single(r) && !tx_dtypes_all_f32(&r->combos[0].types))
+    snprintf(in, sizeof in, " in %s", r->combos[0].name);
+  else if (!single(r))
+    snprintf(in, sizeof in, " in %zu type combinations", r->n_combos);
+  if (n_usable_of(r) == 0)
     printf("\nFAIL: no usable kernel to check (see 'txtune list')\n");
+  else if (n_checked == 0)
+    printf("\n%s: every kernel checked declines the types%s: nothing was run\n",
+           pass ? "PASS" : "FAIL", in);
   else if (pass)
-    printf("\nPASS: %zu kernel%s exact on %zu shapes (%.1f s)\n", n_checked,
-           n_checked == 1 ? "" : "s", count_selected(r), seconds);
+    printf("\nPASS: %zu kernel%s exact on %zu shapes%s (%.1f s)\n", n_kernels,
+           n_kernels == 1 ? "" : "s", count_selected(r), in, seconds);
   else
-    printf("\nFAIL: %zu of %zu kernels failed%s (%.1f s)\n", n_failed, r->n_sel,
-           tx_plan_pass_failed(&r->plans, SIZE_MAX) ? "; the dispatcher failed to plan" : "",
+    printf("\nFAIL: %zu of %zu kernels failed%s%s (%.1f s)\n", n_failed, r->n_sel, in,
+           single(r) && tx_plan_pass_failed(&r->combos[0].plans, SIZE_MAX)
+               ? "; the dispatcher failed to plan"
+               : "",
            seconds);
 }
 
-static void json_kernel(tx_json *j, const check_run *r, size_t k) {
-  const kstat *s = &r->stats[k];
+static void json_kernel(tx_json *j, const check_run *r, const combo *c, size_t k) {
+  const kstat *s = &c->stats[k];
   const txattn_kernel_info *info = &r->sel[k].info;
   char worst[TX_CASE_TEXT_MAX];
   tx_json_begin_object(j);
   tx_json_kv_string(j, "name", info->name);
   tx_json_kv_bool(j, "usable", info->usable);
   tx_json_kv_string(j, "why_unusable", info->usable ? NULL : info->why_unusable);
+  tx_json_kv_string(j, "declines_types",
+                    info->usable && c->declines[k] ? c->declines_why[k] : NULL);
   tx_json_kv_int(j, "shapes_run", s->run);
   tx_json_kv_int(j, "skipped", s->skipped);
   tx_json_kv_int(j, "failed", s->failed);
@@ -295,18 +401,18 @@ static void json_kernel(tx_json *j, const check_run *r, size_t k) {
   if (s->failed) tx_case_format(tx_battery_get(s->first_failure->case_index), label, sizeof label);
   tx_json_kv_string(j, "first_failure_shape", s->failed ? label : NULL);
   tx_json_kv_string(j, "first_failure", s->failed ? s->first_failure->msg : NULL);
-  if (info->usable && r->plans.stats) tx_plan_pass_json_kernel(j, &r->plans, k);
-  tx_json_kv_bool(j, "pass", !kernel_failed(r, k));
+  if (runs(r, c, k) && c->plans.stats) tx_plan_pass_json_kernel(j, &c->plans, k);
+  tx_json_kv_bool(j, "pass", !kernel_failed(r, c, k));
   tx_json_end_object(j);
 }
 
-static void json_results(tx_json *j, const check_run *r) {
+static void json_results(tx_json *j, const check_run *r, const combo *c) {
   static const char *const names[] = {"pass", "fail", "skipped"};
   char label[TX_CASE_TEXT_MAX];
   tx_json_key(j, "results");
   tx_json_begin_array(j);
-  for (size_t i = 0; i < r->n_results; i++) {
-    const result *res = &r->results[i];
+  for (size_t i = 0; i < c->n_results; i++) {
+    const result *res = &c->results[i];
     tx_case_format(tx_battery_get(res->case_index), label, sizeof label);
     tx_json_begin_object(j);
     tx_json_kv_string(j, "kernel", r->sel[res->kernel].info.name);
@@ -319,6 +425,25 @@ static void json_results(tx_json *j, const check_run *r) {
   tx_json_end_array(j);
 }
 
+/* The fields of one combination: inline in the top-level object with one, else an object of
+   "combinations". */
+static void json_combo(tx_json *j, const check_run *r, const combo *c) {
+  tx_json_kv_string(j, "dtype", c->name);
+  static const char *const tensors[4] = {"q", "k", "v", "o"};
+  tx_json_key(j, "types");
+  tx_json_begin_object(j);
+  for (int i = 0; i < 4; i++) tx_json_kv_string(j, tensors[i], txattn_dtype_name(c->types.t[i]));
+  tx_json_end_object(j);
+  tx_json_kv_int(j, "kernels_taking_types", (int64_t)c->n_takes);
+  tx_json_kv_string(j, "reference_failure", c->ref_failures ? c->ref_failure : NULL);
+  tx_json_key(j, "kernels");
+  tx_json_begin_array(j);
+  for (size_t k = 0; k < r->n_sel; k++) json_kernel(j, r, c, k);
+  tx_json_end_array(j);
+  if (r->o.verbose) json_results(j, r, c);
+  if (c->plans.stats) tx_plan_pass_json(j, &c->plans);
+}
+
 static void print_json(const check_run *r, double seconds) {
   tx_json j;
   size_t n_checked;
@@ -329,42 +454,94 @@ static void print_json(const check_run *r, double seconds) {
   tx_json_kv_bool(&j, "quick", r->o.quick);
   tx_json_kv_int(&j, "shapes", (int64_t)count_selected(r));
   tx_json_kv_double(&j, "seconds", seconds);
-  tx_json_kv_string(&j, "reference_failure", r->ref_failures ? r->ref_failure : NULL);
-  tx_json_key(&j, "kernels");
-  tx_json_begin_array(&j);
-  for (size_t k = 0; k < r->n_sel; k++) json_kernel(&j, r, k);
-  tx_json_end_array(&j);
-  if (r->o.verbose) json_results(&j, r);
-  if (r->plans.stats) tx_plan_pass_json(&j, &r->plans);
+  if (single(r)) {
+    json_combo(&j, r, &r->combos[0]);
+  } else {
+    tx_json_key(&j, "combinations");
+    tx_json_begin_array(&j);
+    for (size_t i = 0; i < r->n_combos; i++) {
+      tx_json_begin_object(&j);
+      json_combo(&j, r, &r->combos[i]);
+      tx_json_kv_bool(&j, "pass", combo_pass(r, &r->combos[i]));
+      tx_json_end_object(&j);
+    }
+    tx_json_end_array(&j);
+  }
   tx_json_kv_bool(&j, "pass", overall_pass(r, &n_checked));
   tx_json_end_object(&j);
   tx_json_finish(&j);
 }
 
-static int run_battery(check_run *r) {
-  r->n_cases = tx_battery_size();
-  r->stats = calloc(r->n_sel ? r->n_sel : 1, sizeof *r->stats);
-  r->results = calloc(r->n_cases * (r->n_sel ? r->n_sel : 1), sizeof *r->results);
-  if (!r->stats || !r->results) {
+/* Which usable kernels the library refuses the combination's types, asked on the first shape. */
+static void find_declines(check_run *r, combo *c) {
+  txattn_problem p;
+  txattn_problem_resolve(&tx_battery_get(0)->p, &p);
+  tx_dtypes_apply(&c->types, &p);
+  for (size_t k = 0; k < r->n_sel; k++) {
+    if (!r->sel[k].info.usable) continue;
+    c->declines[k] = (unsigned char)tx_kernel_declines_types(
+        r->ctx, r->sel[k].info.name, &p, c->declines_why[k], sizeof c->declines_why[k]);
+    c->n_takes += !c->declines[k];
+  }
+}
+
+static int combo_alloc(check_run *r, combo *c) {
+  size_t n = r->n_sel ? r->n_sel : 1;
+  c->stats = calloc(n, sizeof *c->stats);
+  c->results = calloc(r->n_cases * n, sizeof *c->results);
+  c->declines = calloc(n, 1);
+  c->declines_why = calloc(n, sizeof *c->declines_why);
+  if (!c->stats || !c->results || !c->declines || !c->declines_why) return -1;
+  for (size_t k = 0; k < r->n_sel; k++) c->stats[k].max_error = -1; /* none yet */
+  return 0;
+}
+
+static void combo_free(combo *c) {
+  free(c->stats);
+  free(c->results);
+  free(c->declines);
+  free(c->declines_why);
+  tx_plan_pass_free(&c->plans);
+}
+
+static int run_combo(check_run *r, combo *c) {
+  find_declines(r, c);
+  for (size_t i = 0; i < r->n_cases && c->n_takes; i++)
+    if (case_selected(r, i) && run_case(r, c, i) != 0) return TX_EXIT_FAIL;
+  if (c->n_takes && tx_plan_pass_run(r->ctx, r->sel, r->n_sel, &c->types, c->declines, r->o.quick,
+                                     r->o.verbose && !r->o.json, &c->plans) != 0) {
     fprintf(stderr, "txtune check: out of memory\n");
     return TX_EXIT_FAIL;
   }
-  for (size_t k = 0; k < r->n_sel; k++) r->stats[k].max_error = -1; /* none yet */
+  return 0;
+}
+
+static int run_battery(check_run *r) {
+  r->n_cases = tx_battery_size();
+  for (size_t i = 0; i < r->n_combos; i++)
+    if (combo_alloc(r, &r->combos[i]) != 0) {
+      fprintf(stderr, "txtune check: out of memory\n");
+      return TX_EXIT_FAIL;
+    }
   set_widths(r);
-  if (!r->o.json)
-    printf("txtune check: %zu shapes per kernel, %d thread%s, exact when max|O - O_ref| <= "
-           "max|V| * max(%g, (3 + sqrt(d_qk)) * 2^-24 * L)\n",
-           count_selected(r), txattn_context_threads(r->ctx),
-           txattn_context_threads(r->ctx) == 1 ? "" : "s", TXATTN_EXACT_TOLERANCE);
-  size_t n_usable = 0;
-  for (size_t k = 0; k < r->n_sel; k++) n_usable += (size_t)r->sel[k].info.usable;
+  if (!r->o.json) {
+    char in[96] = "";
+    if (!single(r))
+      snprintf(in, sizeof in, ", in %zu combinations of element types", r->n_combos);
+    else if (!tx_dtypes_all_f32(&r->combos[0].types))
+      snprintf(in, sizeof in, ", in %s", r->combos[0].name);
+    printf("txtune check: %zu shapes per kernel%s, %d thread%s, exact when max|O - O_ref| <= "
+           "max|V| * max(%g, (3 + sqrt(d_qk)) * 2^-24 * L)%s\n",
+           count_selected(r), in, txattn_context_threads(r->ctx),
+           txattn_context_threads(r->ctx) == 1 ? "" : "s", TXATTN_EXACT_TOLERANCE,
+           single(r) && tx_dtypes_all_f32(&r->combos[0].types)
+               ? ""
+               : " (+ an ulp of o's type at max|V| for a 16-bit o)");
+  }
   double t0 = tx_clock();
-  for (size_t i = 0; i < r->n_cases && n_usable; i++)
-    if (case_selected(r, i) && run_case(r, i) != 0) return TX_EXIT_FAIL;
-  if (n_usable && tx_plan_pass_run(r->ctx, r->sel, r->n_sel, r->o.quick, r->o.verbose && !r->o.json,
-                                   &r->plans) != 0) {
-    fprintf(stderr, "txtune check: out of memory\n");
-    return TX_EXIT_FAIL;
+  for (size_t i = 0; i < r->n_combos && n_usable_of(r); i++) {
+    int rc = run_combo(r, &r->combos[i]);
+    if (rc) return rc;
   }
   double seconds = tx_clock() - t0;
   if (r->o.json)
@@ -387,9 +564,7 @@ int tx_cmd_check(int argc, char **argv) {
   check_run r;
   memset(&r, 0, sizeof r);
   int rc = run(&r, argc, argv);
-  free(r.stats);
-  free(r.results);
-  tx_plan_pass_free(&r.plans);
+  for (size_t i = 0; i < r.n_combos; i++) combo_free(&r.combos[i]);
   free(r.sel);
   txattn_context_free(r.ctx);
   tx_strlist_free(&r.o.kernels);

@@ -8,6 +8,7 @@
 #include "args.h"
 #include "commands.h"
 #include "context_cli.h"
+#include "problem_cli.h"
 #include "text_table.h"
 #include "txattn/plugin.h"
 #include "txattn/table.h"
@@ -428,12 +429,24 @@ static void print_legend(const show_run *r, size_t n_classes) {
     decode |= c.decode;
   }
   if (!have) return;
+  /* the type combinations of the typed classes, each once */
+  tx_dtypes types[8];
+  size_t n_types = 0;
+  for (size_t i = 0; i < n_classes; i++) {
+    txattn_table_class c;
+    if (txattn_table_class_get(r->t, i, &c, NULL, NULL) != TXATTN_OK) continue;
+    tx_dtypes x = {{c.q_type, c.k_type, c.v_type, c.o_type}};
+    size_t k = 0;
+    while (k < n_types && memcmp(&types[k], &x, sizeof x) != 0) k++;
+    if (k == n_types && n_types < 8 && !tx_dtypes_all_f32(&x)) types[n_types++] = x;
+  }
   char d[48], g[32], t[32];
   snprintf(d, sizeof d, "d%lld/%lld", (long long)ex.d_qk, (long long)ex.d_v);
   snprintf(g, sizeof g, "g%lld", (long long)ex.group);
   snprintf(t, sizeof t, "t%d", ex.threads);
-  printf("\nclass names are MASK dQK/DV gGROUP tTHREADS [decode]; N counts the keys (n_kv), R the "
-         "window's reach:\n");
+  printf("\nclass names are MASK dQK/DV gGROUP tTHREADS [decode]%s; N counts the keys (n_kv), R "
+         "the window's reach:\n",
+         n_types ? " [TYPES]" : "");
   if (none) printf("  %-12s every key visible\n", "none");
   if (causal) printf("  %-12s query row i sees keys j <= pos(i) = i + n_kv - n_q\n", "causal");
   if (sym)
@@ -449,6 +462,13 @@ static void print_legend(const show_run *r, size_t n_classes) {
   printf("  %-12s run on %d thread%s\n", t, ex.threads, ex.threads == 1 ? "" : "s");
   if (decode)
     printf("  %-12s one query row against N keys (without it: N queries, N keys)\n", "decode");
+  for (size_t i = 0; i < n_types; i++) {
+    char name[48];
+    tx_dtypes_format(&types[i], name, sizeof name);
+    printf("  %-12s element types q %s, k %s, v %s, o %s (without TYPES: every tensor f32)\n", name,
+           txattn_dtype_name(types[i].t[0]), txattn_dtype_name(types[i].t[1]),
+           txattn_dtype_name(types[i].t[2]), txattn_dtype_name(types[i].t[3]));
+  }
 }
 
 /* An exclusion the profile made because the kernel could not plan the point (its reason starts

@@ -23,8 +23,10 @@
 static const char about[] =
     "Measures the installed kernels on this machine and writes the dispatch table libtxattn\n"
     "follows from then on. The grid: head sizes --d, masks none, causal and centred windows,\n"
-    "decode and GQA, n doubling from 64 to --n-max, at each of --threads. Each candidate (kernel "
-    "x\n"
+    "decode and GQA, n doubling from 64 to --n-max, at each of --threads; and 16-bit classes at\n"
+    "the last head size: decode (GQA 4) and causal prefill (n <= 4096) with the K and V of each\n"
+    "--dtype (default kv=f16, and one all-bf16 prefill class; --quick: the decode class on the\n"
+    "most threads), where a usable kernel takes those types. Each candidate (kernel x\n"
     "tunables) is first checked against txattn_reference and excluded if inexact; the candidates\n"
     "are then timed interleaved, close calls again at later n, and within the measured noise\n"
     "the preferred one wins. The budget is a hard cap: points that would not fit are left out.\n"
@@ -50,10 +52,13 @@ static int parse(profile_run *r, int argc, char **argv) {
                        "where to write the table (also -o FILE) [the default path]");
   o[7] = tx_opt_string("plugin-path", &r->plugin_path, "DIRS",
                        "plugin directories, ':'-separated [$TXATTN_PLUGIN_PATH, else the default]");
-  r->groups[0] = (tx_opt_group){"Options", r->opts, 8};
+  o[8] = tx_opt_repeat("dtype", &r->dtypes, "TYPES",
+                       "types of the 16-bit classes, repeatable: T, Q,K,V,O or kv=T of f32, f16, "
+                       "bf16; f32 alone: none [kv=f16, and an all-bf16 prefill class]");
+  r->groups[0] = (tx_opt_group){"Options", r->opts, 9};
   r->spec = (tx_cmd_spec){"profile",
                           "[--quick | --patient] [--threads LIST] [--d LIST] [--n-max N] "
-                          "[--budget S] [-o FILE]",
+                          "[--dtype TYPES ...] [--budget S] [-o FILE]",
                           about, r->groups, 1};
   int rc = tx_args_parse_cmd(&r->spec, argc, argv);
   if (rc >= 0) return rc;
@@ -268,36 +273,62 @@ static size_t plan_point(profile_run *r, prof_series *se, const prof_work *w, pr
   return kept;
 }
 
-/* The tensors of a point at n: the start of buffers sized for every class at n, allocated and
-   filled once per n (standard-normal inputs; the output is touched once, so no timed call pays
-   for its first touch). */
-static int tensors_for(profile_run *r, const txattn_problem *p, txattn_tensors *t) {
-  if (r->buf_n != p->n_kv) {
-    txattn_problem big = {.batch = 1, .heads_q = 1, .heads_kv = 1, .n_q = p->n_kv, .d_qk = 1};
-    for (size_t i = 0; i < r->g.n_cls; i++) {
-      const txattn_table_class *c = &r->g.cls[i].cls;
-      int64_t hkv = c->heads_q / c->group;
-      big.heads_q = c->heads_q > big.heads_q ? c->heads_q : big.heads_q;
-      big.heads_kv = hkv > big.heads_kv ? hkv : big.heads_kv;
-      big.d_qk = c->d_qk > big.d_qk ? c->d_qk : big.d_qk;
-    }
-    big.heads_q = (big.heads_q + big.heads_kv - 1) / big.heads_kv * big.heads_kv;
-    char err[256];
-    tx_buffers_free(&r->buf);
-    r->buf_n = 0;
-    if (txattn_problem_resolve(&big, &big) != TXATTN_OK ||
-        tx_buffers_alloc(&r->buf, &big, TX_LAYOUT_CONTIGUOUS, 0, err, sizeof err) != 0) {
-      prof_progress_end(&r->prog);
-      fprintf(stderr, "txtune profile: cannot allocate the tensors at n = %lld\n",
-              (long long)p->n_kv);
-      return -1;
-    }
-    tx_buffers_fill(&r->buf, SEED, 1.0f);
-    tx_fill_value(r->buf.o, r->buf.o_len, 0.0f);
-    r->buf_n = p->n_kv;
+static void free_bufs(profile_run *r) {
+  for (size_t i = 0; i < r->n_bufs; i++) tx_buffers_free(&r->bufs[i].b);
+  r->n_bufs = 0;
+  r->buf_n = 0;
+}
+
+/* Buffers for every class of the types at n: allocated and filled once per n (standard-normal
+   inputs rounded to the types; the output is touched once, so no timed call pays for its first
+   touch). NULL when they cannot be allocated. */
+static tx_buffers *bufs_for(profile_run *r, const tx_dtypes *types, int64_t n) {
+  if (r->buf_n != n) free_bufs(r);
+  for (size_t i = 0; i < r->n_bufs; i++)
+    if (memcmp(&r->bufs[i].types, types, sizeof *types) == 0) return &r->bufs[i].b;
+  if (r->n_bufs == sizeof r->bufs / sizeof r->bufs[0]) return NULL;
+  txattn_problem big = {.batch = 1, .heads_q = 1, .heads_kv = 1, .n_q = n, .d_qk = 1};
+  tx_dtypes_apply(types, &big);
+  for (size_t i = 0; i < r->g.n_cls; i++) {
+    const txattn_table_class *c = &r->g.cls[i].cls;
+    tx_dtypes ct = {{c->q_type, c->k_type, c->v_type, c->o_type}};
+    if (memcmp(&ct, types, sizeof ct) != 0) continue;
+    int64_t hkv = c->heads_q / c->group;
+    big.heads_q = c->heads_q > big.heads_q ? c->heads_q : big.heads_q;
+    big.heads_kv = hkv > big.heads_kv ? hkv : big.heads_kv;
+    big.d_qk = c->d_qk > big.d_qk ? c->d_qk : big.d_qk;
   }
-  *t = (txattn_tensors){.q = r->buf.q, .k = r->buf.k, .v = r->buf.v, .o = r->buf.o};
+  big.heads_q = (big.heads_q + big.heads_kv - 1) / big.heads_kv * big.heads_kv;
+  char err[256];
+  prof_bufs *pb = &r->bufs[r->n_bufs];
+  if (txattn_problem_resolve(&big, &big) != TXATTN_OK ||
+      tx_buffers_alloc(&pb->b, &big, TX_LAYOUT_CONTIGUOUS, 0, err, sizeof err) != 0)
+    return NULL;
+  pb->types = *types;
+  tx_buffers_fill(&pb->b, SEED, 1.0f);
+  tx_fill_value(pb->b.o, big.o_type, pb->b.o_len, 0.0f);
+  r->n_bufs++;
+  r->buf_n = n;
+  return &pb->b;
+}
+
+/* The tensors of a point (of p's types) at the current n: the start of that n's buffers. */
+static int tensors_of(void *arg, const txattn_problem *p, txattn_tensors *t) {
+  profile_run *r = arg;
+  tx_dtypes types = tx_dtypes_of(p);
+  tx_buffers *b = bufs_for(r, &types, r->buf_n ? r->buf_n : p->n_kv);
+  if (!b) return -1;
+  *t = (txattn_tensors){.q_data = b->q, .k_data = b->k, .v_data = b->v, .o_data = b->o};
   return 0;
+}
+
+static int tensors_for(profile_run *r, const txattn_problem *p, txattn_tensors *t) {
+  if (r->buf_n != p->n_kv) free_bufs(r);
+  if (r->buf_n == 0) r->buf_n = p->n_kv;
+  if (tensors_of(r, p, t) == 0) return 0;
+  prof_progress_end(&r->prog);
+  fprintf(stderr, "txtune profile: cannot allocate the tensors at n = %lld\n", (long long)p->n_kv);
+  return -1;
 }
 
 /* The class joins the table when its first point is measured, so the table lists the classes in
@@ -460,10 +491,9 @@ static void revisit(profile_run *r, size_t ni) {
     allowance = prof_policy.revisit_share * r->slack;
   }
   if (r->rv.n > 0 && r->buf_n > 0) {
-    txattn_tensors t = {.q = r->buf.q, .k = r->buf.k, .v = r->buf.v, .o = r->buf.o};
     prof_progress_show(&r->prog, "close calls, timed again");
     r->levels[r->n_levels - 1].revisit_s +=
-        prof_revisits_visit(&r->rv, &t, r->buf_n, &r->s, deadline, allowance);
+        prof_revisits_visit(&r->rv, tensors_of, r, r->buf_n, &r->s, deadline, allowance);
   }
   prof_revisits_settle(&r->rv, 0, record_open, r);
 }
@@ -484,6 +514,7 @@ static void measure_all(profile_run *r) {
     for (size_t ci = 0; ci < r->g.n_cls; ci++) {
       const int64_t *rs;
       size_t n_r = prof_grid_rs(&r->g, &r->g.cls[ci], &rs);
+      if (!prof_grid_has_n(&r->g.cls[ci], r->g.n[ni])) continue; /* beyond the class's n_max */
       for (size_t ri = 0; ri < n_r; ri++) measure_point(r, (prof_at){ni, ci, ri});
     }
     revisit(r, ni);
@@ -492,7 +523,7 @@ static void measure_all(profile_run *r) {
   for (int k = 1; k < r->rv.visits && r->rv.n > 0; k++) revisit(r, r->g.n_n - 1);
   prof_revisits_settle(&r->rv, 1, record_open, r);
   prof_progress_end(&r->prog);
-  tx_buffers_free(&r->buf);
+  free_bufs(r);
 }
 
 /* ---- the table ---- */
@@ -580,6 +611,10 @@ static int write_table(profile_run *r) {
     printf("\nclasses left out of the table (no point of theirs is in it; libtxattn uses its "
            "estimate for them):\n");
   say_classes_left_out(r, stdout);
+  if (r->g.n_skipped)
+    printf("\n16-bit classes not measured (libtxattn uses its estimate for them):\n");
+  for (size_t i = 0; i < r->g.n_skipped; i++)
+    printf("  %s: %s\n", r->g.skipped[i].cls, r->g.skipped[i].why);
   if (r->n_failed_kernels == 0) return TX_EXIT_OK;
   printf("\nkernels that failed to plan points (left out of each; the table's exclusions list "
          "every one, `txtune show` with the reason):\n");
@@ -641,8 +676,8 @@ static int run_profile(profile_run *r) {
   tx_cpu_use_sample(OTHERS_SAMPLE_S, &r->others_before, &r->steal_before);
   say_others("before the first point", r->others_before, r->steal_before);
   tx_cpu_use_now(&r->use_start);
-  int rc =
-      prof_grid_build(&r->g, &r->spec, &r->threads, &r->d, r->n_max, r->s.mode, r->plugin_path);
+  int rc = prof_grid_build(&r->g, &r->spec, &r->threads, &r->d, &r->dtypes, r->n_max, r->s.mode,
+                           r->plugin_path);
   if (rc) return rc;
   txattn_status s = txattn_table_create(r->g.ctx[0], &r->table);
   if (s != TXATTN_OK) {
@@ -684,6 +719,7 @@ int tx_cmd_profile(int argc, char **argv) {
   prof_grid_free(&r->g);
   tx_strlist_free(&r->threads);
   tx_strlist_free(&r->d);
+  tx_strlist_free(&r->dtypes);
   free(r);
   return rc;
 }

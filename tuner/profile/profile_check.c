@@ -107,7 +107,7 @@ static void run_check(txattn_context *ctx, check_shape *sh, const prof_cand *can
   txattn_status s = txattn_plan_create_tuned(ctx, &b->p, cand->name, cand->tun_names,
                                              cand->tun_values, cand->n_tun, &plan);
   if (s == TXATTN_OK) {
-    tx_fill_value(b->o, b->o_len, POISON);
+    tx_fill_value(b->o, b->p.o_type, b->o_len, POISON);
     s = txattn_plan_execute(plan, &b->t);
     if (s == TXATTN_OK) {
       tx_verdict v;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "context_cli.h"
+#include "kernels.h"
 
 #define GQA_GROUP 4
 
@@ -57,8 +58,8 @@ static int thread_counts(prof_grid *g, const tx_cmd_spec *spec, const tx_strlist
   return 0;
 }
 
-static void add_class(prof_grid *g, size_t ctx, txattn_mask mask, int64_t d, int64_t group,
-                      int decode) {
+static prof_grid_class *add_class(prof_grid *g, size_t ctx, txattn_mask mask, int64_t d,
+                                  int64_t group, int decode) {
   prof_grid_class *c = &g->cls[g->n_cls];
   memset(c, 0, sizeof *c);
   c->id = g->n_cls++;
@@ -76,10 +77,35 @@ static void add_class(prof_grid *g, size_t ctx, txattn_mask mask, int64_t d, int
                                 /* a head (group) per thread: the threaded kernels split each
                                    head's query blocks and keys, so they have work enough */
                                 .heads_q = group * t};
+  return c;
 }
 
-static int classes(prof_grid *g) {
-  g->cls = calloc(g->n_ctx * (g->n_d * 3 + 2), sizeof *g->cls);
+static void set_types(prof_grid_class *c, const tx_dtypes *d, int64_t n_max) {
+  c->cls.q_type = d->t[0];
+  c->cls.k_type = d->t[1];
+  c->cls.v_type = d->t[2];
+  c->cls.o_type = d->t[3];
+  c->n_max = n_max;
+}
+
+/* The 16-bit classes after the fp32 ones (profile_grid.h says which). */
+static void typed_classes(prof_grid *g, prof_mode mode, int defaults) {
+  int64_t d = g->d[g->n_d - 1];
+  for (size_t k = 0; k < g->n_types; k++)
+    for (size_t t = mode == PROF_QUICK ? g->n_ctx - 1 : 0; t < g->n_ctx; t++) {
+      set_types(add_class(g, t, TXATTN_MASK_CAUSAL, d, GQA_GROUP, 1), &g->types[k], 0);
+      if (mode != PROF_QUICK)
+        set_types(add_class(g, t, TXATTN_MASK_CAUSAL, d, 1, 0), &g->types[k],
+                  GRID_TYPED_PREFILL_N_MAX);
+    }
+  if (defaults && mode != PROF_QUICK) {
+    tx_dtypes bf16 = {{TXATTN_DTYPE_BF16, TXATTN_DTYPE_BF16, TXATTN_DTYPE_BF16, TXATTN_DTYPE_BF16}};
+    set_types(add_class(g, 0, TXATTN_MASK_CAUSAL, d, 1, 0), &bf16, GRID_TYPED_PREFILL_N_MAX);
+  }
+}
+
+static int classes(prof_grid *g, prof_mode mode, int defaults) {
+  g->cls = calloc(g->n_ctx * (g->n_d * 3 + 2 + 2 * g->n_types) + 1, sizeof *g->cls);
   if (!g->cls) return TX_EXIT_FAIL;
   for (size_t t = 0; t < g->n_ctx; t++) {
     for (size_t i = 0; i < g->n_d; i++) {
@@ -90,13 +116,74 @@ static int classes(prof_grid *g) {
     add_class(g, t, TXATTN_MASK_CAUSAL, g->d[0], 1, 1);         /* decode */
     add_class(g, t, TXATTN_MASK_CAUSAL, g->d[0], GQA_GROUP, 0); /* GQA */
   }
+  typed_classes(g, mode, defaults);
   return 0;
 }
 
+/* --dtype: the combinations of the 16-bit classes; "f32" among them adds none. */
+static int type_list(prof_grid *g, const tx_cmd_spec *spec, const tx_strlist *dtypes) {
+  if (dtypes->n == 0) {
+    g->types[0] =
+        (tx_dtypes){{TXATTN_DTYPE_F32, TXATTN_DTYPE_F16, TXATTN_DTYPE_F16, TXATTN_DTYPE_F32}};
+    g->n_types = 1;
+    return 0;
+  }
+  for (size_t i = 0; i < dtypes->n; i++) {
+    tx_dtypes d;
+    if (!tx_dtypes_parse(dtypes->items[i], &d))
+      return tx_args_usage_error(spec, "--dtype expects %s, got '%s'", TX_DTYPE_HELP,
+                                 dtypes->items[i]);
+    size_t k = 0;
+    while (k < g->n_types && memcmp(&g->types[k], &d, sizeof d) != 0) k++;
+    if (tx_dtypes_all_f32(&d) || k < g->n_types) continue;
+    if (g->n_types == GRID_MAX_TYPES)
+      return tx_args_usage_error(spec, "--dtype: at most %d combinations", GRID_MAX_TYPES);
+    g->types[g->n_types++] = d;
+  }
+  return 0;
+}
+
+/* A 16-bit class is measured only where some usable kernel takes its types: the estimate's plan
+   for its smallest point says whether one does. The others leave the grid, with why. */
+static void drop_untaken(prof_grid *g) {
+  size_t kept = 0;
+  for (size_t i = 0; i < g->n_cls; i++) {
+    prof_grid_class *c = &g->cls[i];
+    const txattn_table_class *k = &c->cls;
+    int typed = k->q_type || k->k_type || k->v_type || k->o_type;
+    txattn_plan *plan = NULL;
+    txattn_problem p = prof_grid_problem(c, g->n[0], 0);
+    txattn_status s = typed ? txattn_plan_create(g->ctx[c->ctx], &p, NULL, &plan) : TXATTN_OK;
+    txattn_plan_free(plan);
+    if (s != TXATTN_OK && g->n_skipped < sizeof g->skipped / sizeof g->skipped[0]) {
+      char why[160];
+      tx_dtypes d = tx_dtypes_of(&p);
+      txattn_table_class_describe(k, g->skipped[g->n_skipped].cls, sizeof g->skipped[0].cls);
+      if (tx_declines_types(txattn_last_error(), why, sizeof why))
+        snprintf(g->skipped[g->n_skipped].why, sizeof g->skipped[0].why,
+                 "no usable kernel takes q %s, k %s, v %s, o %s", txattn_dtype_name(d.t[0]),
+                 txattn_dtype_name(d.t[1]), txattn_dtype_name(d.t[2]), txattn_dtype_name(d.t[3]));
+      else
+        snprintf(g->skipped[g->n_skipped].why, sizeof g->skipped[0].why, "%s: %.120s",
+                 txattn_status_name(s), txattn_last_error());
+      for (char *q = g->skipped[g->n_skipped].why; *q; q++) /* it goes into the header's JSON */
+        if (*q == '"' || *q == '\\' || (unsigned char)*q < 0x20) *q = '\'';
+      g->n_skipped++;
+      continue;
+    }
+    g->cls[kept] = *c;
+    g->cls[kept].id = kept;
+    kept++;
+  }
+  g->n_cls = kept;
+}
+
 int prof_grid_build(prof_grid *g, const tx_cmd_spec *spec, const tx_strlist *threads,
-                    const tx_strlist *d, int64_t n_max, prof_mode mode, const char *plugin_path) {
+                    const tx_strlist *d, const tx_strlist *dtypes, int64_t n_max, prof_mode mode,
+                    const char *plugin_path) {
   memset(g, 0, sizeof *g);
-  int rc = thread_counts(g, spec, threads, plugin_path);
+  int rc = type_list(g, spec, dtypes);
+  if (!rc) rc = thread_counts(g, spec, threads, plugin_path);
   if (rc) return rc;
   if (d->n) {
     if ((rc = int_list(spec, "d", d, 1, 1024, g->d, GRID_MAX_D, &g->n_d)) != 0) return rc;
@@ -111,10 +198,15 @@ int prof_grid_build(prof_grid *g, const tx_cmd_spec *spec, const tx_strlist *thr
   const int64_t *r = mode == PROF_QUICK ? quick_r : full_r;
   g->n_r = mode == PROF_QUICK ? 2 : 3;
   memcpy(g->r, r, g->n_r * sizeof *r);
-  if ((rc = classes(g)) != 0) return rc;
+  if ((rc = classes(g, mode, dtypes->n == 0)) != 0) return rc;
   for (size_t i = 0; i < g->n_ctx && rc == 0; i++)
     rc = open_context(plugin_path, g->threads[i], &g->ctx[i]);
+  if (rc == 0) drop_untaken(g);
   return rc;
+}
+
+int prof_grid_has_n(const prof_grid_class *c, int64_t n) {
+  return c->n_max == 0 || n <= c->n_max;
 }
 
 void prof_grid_free(prof_grid *g) {
@@ -140,7 +232,11 @@ txattn_problem prof_grid_problem(const prof_grid_class *c, int64_t n, int64_t r)
                       .n_kv = n,
                       .d_qk = c->cls.d_qk,
                       .d_v = c->cls.d_v,
-                      .mask = c->cls.mask};
+                      .mask = c->cls.mask,
+                      .q_type = c->cls.q_type,
+                      .k_type = c->cls.k_type,
+                      .v_type = c->cls.v_type,
+                      .o_type = c->cls.o_type};
   if (p.mask == TXATTN_MASK_WINDOW) p.window_left = p.window_right = r;
   return p;
 }
@@ -226,7 +322,8 @@ size_t prof_grid_points(const prof_grid *g) {
   size_t n = 0;
   for (size_t i = 0; i < g->n_cls; i++) {
     const int64_t *rs;
-    n += prof_grid_rs(g, &g->cls[i], &rs) * g->n_n;
+    size_t n_r = prof_grid_rs(g, &g->cls[i], &rs);
+    for (size_t k = 0; k < g->n_n; k++) n += prof_grid_has_n(&g->cls[i], g->n[k]) ? n_r : 0;
   }
   return n;
 }

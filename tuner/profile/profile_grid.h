@@ -9,12 +9,18 @@
 #include <stdint.h>
 
 #include "args.h"
+#include "problem_cli.h"
 #include "profile.h"
 
 #define GRID_MAX_CTX 8
 #define GRID_MAX_D   8
 #define GRID_MAX_N   24
 #define GRID_MAX_R   4
+
+#define GRID_MAX_TYPES 4 /* type combinations of the 16-bit classes */
+/* The largest n of a 16-bit prefill class outside --quick: the shape of the issue's prefill
+   target, and a bound on what a class only a slow kernel may take costs the budget. */
+#define GRID_TYPED_PREFILL_N_MAX 4096
 
 #define GRID_MAX_HISTORIES 48 /* candidates followed per series */
 
@@ -91,7 +97,8 @@ typedef struct prof_class_fate {
 typedef struct prof_grid_class {
   size_t id; /* index in the grid */
   txattn_table_class cls;
-  size_t ctx; /* index of the context with cls.threads */
+  int64_t n_max; /* its largest n (0: the grid's) */
+  size_t ctx;    /* index of the context with cls.threads */
   int in_table;
   size_t table_index;
   prof_series series[GRID_MAX_R]; /* per r index (one, r = 0, without a window) */
@@ -110,12 +117,29 @@ typedef struct prof_grid {
   size_t n_r;
   prof_grid_class *cls;
   size_t n_cls;
+  /* the type combinations of the 16-bit classes (the fp32 grid is always there), and the classes
+     of them that no usable kernel takes, left out of the grid with why */
+  tx_dtypes types[GRID_MAX_TYPES];
+  size_t n_types;
+  struct {
+    char cls[96], why[160];
+  } skipped[4 * GRID_MAX_TYPES * GRID_MAX_CTX];
+  size_t n_skipped;
 } prof_grid;
 
-/* Builds the grid and opens a context (no table) per thread count. Returns 0, or the exit code
+/* Builds the grid and opens a context (no table) per thread count. The fp32 classes: for every
+   thread count and head size none, causal and a centred window, and for the first head size
+   decode and GQA. The 16-bit classes, of each combination of dtypes (default kv=f16; "f32" alone:
+   none): at the last head size, causal decode with GQA group 4 and (not --quick) causal prefill up
+   to GRID_TYPED_PREFILL_N_MAX, at every thread count (--quick: the decode class at the largest
+   only); without dtypes also an all-bf16 prefill class on the first thread count (not --quick).
+   A 16-bit class no usable kernel takes is left out (g->skipped). Returns 0, or the exit code
    after printing why. */
 int prof_grid_build(prof_grid *g, const tx_cmd_spec *spec, const tx_strlist *threads,
-                    const tx_strlist *d, int64_t n_max, prof_mode mode, const char *plugin_path);
+                    const tx_strlist *d, const tx_strlist *dtypes, int64_t n_max, prof_mode mode,
+                    const char *plugin_path);
+/* Whether class c has a point at n (n within its n_max). */
+int prof_grid_has_n(const prof_grid_class *c, int64_t n);
 void prof_grid_free(prof_grid *g);
 /* The r values of class c (g->r for windows, else the single 0). */
 size_t prof_grid_rs(const prof_grid *g, const prof_grid_class *c, const int64_t **rs);

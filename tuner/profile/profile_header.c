@@ -88,6 +88,27 @@ static void left_out_json(const profile_run *r, char *buf, size_t size) {
   if (used < size) snprintf(buf + used, size - used, "]");
 }
 
+/* {"combinations": ["kv=f16"], "prefill_n_max": 4096, "not_measured": [{"class": ..., "why":
+   ...}]}: the 16-bit classes of the grid, and those no usable kernel takes. */
+static void dtypes_json(const profile_run *r, char *buf, size_t size) {
+  size_t used = (size_t)snprintf(buf, size, "{\"combinations\": [");
+  for (size_t i = 0; i < r->g.n_types && used < size; i++) {
+    char name[48];
+    tx_dtypes_format(&r->g.types[i], name, sizeof name);
+    used += (size_t)snprintf(buf + used, size - used, "%s\"%s\"", i ? ", " : "", name);
+  }
+  if (used < size)
+    used += (size_t)snprintf(buf + used, size - used,
+                             "], \"all_bf16_prefill\": %s, \"prefill_n_max\": %d, "
+                             "\"not_measured\": [",
+                             r->dtypes.n == 0 && !r->quick ? "true" : "false",
+                             GRID_TYPED_PREFILL_N_MAX);
+  for (size_t i = 0; i < r->g.n_skipped && used < size; i++)
+    used += (size_t)snprintf(buf + used, size - used, "%s{\"class\": \"%s\", \"why\": \"%s\"}",
+                             i ? ", " : "", r->g.skipped[i].cls, r->g.skipped[i].why);
+  if (used < size) snprintf(buf + used, size - used, "]}");
+}
+
 static double load_1min(void) {
   FILE *f = fopen("/proc/loadavg", "r");
   double l1 = -1;
@@ -100,8 +121,8 @@ static double load_1min(void) {
    other processes and the hypervisor took of the CPUs before and while it measured. */
 void prof_set_header(profile_run *r, double elapsed) {
   static const char *const names[] = {"quick", "default", "patient"};
-  char json[12288], th[256], d[256], n[512], rs[128], load[32] = "null", levels[4096];
-  char twins[1024], classes_out[2048];
+  char json[16384], th[256], d[256], n[512], rs[128], load[32] = "null", levels[4096];
+  char twins[1024], classes_out[2048], dtypes[2048];
   int64_t t[GRID_MAX_CTX];
   for (size_t i = 0; i < r->g.n_ctx; i++) t[i] = r->g.threads[i];
   list_json(th, sizeof th, t, r->g.n_ctx);
@@ -111,6 +132,7 @@ void prof_set_header(profile_run *r, double elapsed) {
   levels_json(r, levels, sizeof levels);
   twins_json(r, twins, sizeof twins);
   left_out_json(r, classes_out, sizeof classes_out);
+  dtypes_json(r, dtypes, sizeof dtypes);
   if (load_1min() >= 0) snprintf(load, sizeof load, "%.2f", load_1min());
   char ob[16], sb[16], od[16], sd[16];
   known_json(r->others_before, "%.3f", ob, sizeof ob);
@@ -123,7 +145,7 @@ void prof_set_header(profile_run *r, double elapsed) {
   snprintf(
       json, sizeof json,
       "{\"mode\": \"%s\", \"budget_s\": %g, \"elapsed_s\": %.1f, \"threads\": %s, \"d\": %s, "
-      "\"n\": %s, \"window_r\": %s, \"heads_q\": \"GQA group x threads\", "
+      "\"n\": %s, \"window_r\": %s, \"heads_q\": \"GQA group x threads\", \"dtypes\": %s, "
       "\"timing\": {\"first_call\": \"one timed call; it predicts the repetitions per run\", "
       "\"warm_up\": \"untimed calls before each run: one, and first warm_up_s of them after a "
       "run of the other kind (one thread, several); none where a call takes over "
@@ -160,8 +182,8 @@ void prof_set_header(profile_run *r, double elapsed) {
       "between two CPUs before the level's points, and core_round_trip_end_ns after them and the "
       "visits that follow (the host can move a virtual machine's CPUs nearer or farther apart)\", "
       "\"levels\": %s}",
-      names[r->s.mode], r->budget_s, elapsed, th, d, n, rs, k->warm_up_s, k->warm_up_max_call_s,
-      r->s.min_run_s, k->min_runs, r->s.rounds, k->max_target_s,
+      names[r->s.mode], r->budget_s, elapsed, th, d, n, rs, dtypes, k->warm_up_s,
+      k->warm_up_max_call_s, r->s.min_run_s, k->min_runs, r->s.rounds, k->max_target_s,
       fmax(k->first_prune_ratio, r->s.prune_ratio), r->s.prune_ratio, k->stall_ratio,
       k->confirm_ratio.single, k->confirm_ratio.threaded, k->confirm_pairs, r->s.confirm_share,
       r->cutoff.short_ratio, r->cutoff.long_ratio, r->cutoff.long_call_s, k->optional_max_call_s,

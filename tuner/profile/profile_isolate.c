@@ -184,14 +184,18 @@ static void death(int st, int hung, const txattn_problem *small, char *why, size
     snprintf(why, size, "lost the check process on its check (n = %lld)", (long long)small->n_kv);
 }
 
-/* The request: threads, class, the problem (scale in hex, exact), the kernel, its tunables. */
+/* The request: threads, class, the problem (scale in hex, exact; the element types), the kernel,
+   its tunables. */
 static int format_request(char *buf, size_t size, int threads, size_t cls, const txattn_problem *p,
                           const prof_cand *c) {
-  int n = snprintf(
-      buf, size, "check %d %zu %lld %lld %lld %lld %lld %lld %lld %d %lld %lld %a %s %zu", threads,
-      cls, (long long)p->batch, (long long)p->heads_q, (long long)p->heads_kv, (long long)p->n_q,
-      (long long)p->n_kv, (long long)p->d_qk, (long long)p->d_v, (int)p->mask,
-      (long long)p->window_left, (long long)p->window_right, (double)p->scale, c->name, c->n_tun);
+  int n = snprintf(buf, size,
+                   "check %d %zu %lld %lld %lld %lld %lld %lld %lld %d %lld %lld %a %d %d %d %d %s "
+                   "%zu",
+                   threads, cls, (long long)p->batch, (long long)p->heads_q, (long long)p->heads_kv,
+                   (long long)p->n_q, (long long)p->n_kv, (long long)p->d_qk, (long long)p->d_v,
+                   (int)p->mask, (long long)p->window_left, (long long)p->window_right,
+                   (double)p->scale, (int)p->q_type, (int)p->k_type, (int)p->v_type, (int)p->o_type,
+                   c->name, c->n_tun);
   for (size_t i = 0; i < c->n_tun && n > 0 && (size_t)n < size; i++)
     n += snprintf(buf + n, size - (size_t)n, " %s %lld", c->tun_names[i],
                   (long long)c->tun_values[i]);
@@ -246,12 +250,13 @@ int prof_isolated_check(prof_isolation *iso, int threads, size_t cls, const txat
 static int parse_request(char *line, int *threads, size_t *cls, txattn_problem *p, char **kernel,
                          const char **names, int64_t *values, size_t *n_tun) {
   long long v[11];
-  int mask, at = 0;
+  int mask, at = 0, ty[4];
   double scale;
   memset(p, 0, sizeof *p);
-  if (sscanf(line, "check %d %zu %lld %lld %lld %lld %lld %lld %lld %d %lld %lld %lf %n", threads,
-             cls, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &mask, &v[7], &v[8], &scale,
-             &at) != 13 ||
+  if (sscanf(line,
+             "check %d %zu %lld %lld %lld %lld %lld %lld %lld %d %lld %lld %lf %d %d %d %d %n",
+             threads, cls, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &mask, &v[7], &v[8],
+             &scale, &ty[0], &ty[1], &ty[2], &ty[3], &at) != 17 ||
       at == 0)
     return -1;
   *p = (txattn_problem){.batch = v[0],
@@ -264,7 +269,11 @@ static int parse_request(char *line, int *threads, size_t *cls, txattn_problem *
                         .mask = (txattn_mask)mask,
                         .window_left = v[7],
                         .window_right = v[8],
-                        .scale = (float)scale};
+                        .scale = (float)scale,
+                        .q_type = (txattn_dtype)ty[0],
+                        .k_type = (txattn_dtype)ty[1],
+                        .v_type = (txattn_dtype)ty[2],
+                        .o_type = (txattn_dtype)ty[3]};
   char *save = NULL, *tok = strtok_r(line + at, " ", &save);
   if (!tok) return -1;
   *kernel = tok;

@@ -45,7 +45,7 @@ static prof_work series_work(const prof_grid_class *gc, int64_t n, int64_t rr) {
 static double series_cost(const profile_run *r, const prof_grid_class *gc, size_t ri, int64_t n,
                           int64_t rr, int later, double target_s, double *optional) {
   const prof_series *c = &gc->series[ri];
-  if (c->stopped) return 0;
+  if (c->stopped || !prof_grid_has_n(gc, n)) return 0;
   prof_work w = series_work(gc, n, rr);
   double cost = c->overhead_s;
   for (size_t i = 0; i < c->n_histories; i++) {

@@ -110,16 +110,18 @@ static void visit(prof_open_point *pt, const txattn_tensors *t, const prof_setti
   pt->visits++;
 }
 
-double prof_revisits_visit(prof_revisits *rv, const txattn_tensors *t, int64_t buf_n,
+double prof_revisits_visit(prof_revisits *rv, prof_tensors_fn tensors, void *arg, int64_t buf_n,
                            const prof_settings *s, double deadline, double allowance) {
   double start = tx_clock();
   for (size_t i = 0; i < rv->n; i++) {
     prof_open_point *pt = &rv->pts[i];
+    txattn_tensors t;
     if (pt->visits >= rv->visits || pt->p.n_kv > buf_n) continue;
     double cost = visit_cost(pt, s);
     /* no time for it now: perhaps after the next n, else it is settled with what it had */
     if (tx_clock() - start + cost > allowance || tx_clock() + cost > deadline) continue;
-    visit(pt, t, s, deadline);
+    if (tensors(arg, &pt->p, &t) != 0) continue;
+    visit(pt, &t, s, deadline);
   }
   return tx_clock() - start;
 }

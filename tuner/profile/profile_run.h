@@ -43,13 +43,19 @@ typedef struct prof_failed_kernel {
   char first_why[384]; /* "TXATTN_E_PLUGIN: ..." */
 } prof_failed_kernel;
 
+/* The tensors of every point at one n of the classes of one type combination. */
+typedef struct prof_bufs {
+  tx_dtypes types;
+  tx_buffers b;
+} prof_bufs;
+
 typedef struct profile_run {
   int quick, patient;
-  tx_strlist threads, d;
+  tx_strlist threads, d, dtypes;
   int64_t n_max;
   double budget_s;
   const char *out, *plugin_path;
-  tx_opt opts[8];
+  tx_opt opts[9];
   tx_opt_group groups[1];
   tx_cmd_spec spec;
   prof_settings s;
@@ -62,7 +68,10 @@ typedef struct profile_run {
   size_t n_revisited;
   prof_progress prog;
   double start;
-  tx_buffers buf; /* the tensors of every point of the current n: each point uses their start */
+  /* the tensors of every point of the current n, per type combination: each point uses the
+     start of its combination's */
+  prof_bufs bufs[GRID_MAX_TYPES + 2];
+  size_t n_bufs;
   int64_t buf_n;
   prof_level levels[MAX_LEVELS];
   size_t n_levels;

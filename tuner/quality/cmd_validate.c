@@ -161,7 +161,11 @@ static int draw(validate_run *r, txattn_problem *p, int *threads) {
                         .n_kv = n,
                         .d_qk = c.d_qk,
                         .d_v = c.d_v,
-                        .mask = c.mask};
+                        .mask = c.mask,
+                        .q_type = c.q_type,
+                        .k_type = c.k_type,
+                        .v_type = c.v_type,
+                        .o_type = c.o_type};
   if (c.mask == TXATTN_MASK_WINDOW) {
     p->window_left = rr;
     p->window_right = c.window == TXATTN_TABLE_WINDOW_SYM ? rr : 0;

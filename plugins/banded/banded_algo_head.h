@@ -1,0 +1,80 @@
+/* One head of the banded vector kernel (banded_algo.h) for one pair of key and value types:
+ * included by banded_algo.h once per pair with BANDED_KT and BANDED_VT their tokens (f32, f16,
+ * bf16), and defines one_row_<KT>_<VT>, group_rows_<KT>_<VT> and head_<KT>_<VT>, which call the
+ * functions of banded_algo_elem.h for those types directly. q and o go through q_rows / o_rows /
+ * o_store (banded_algo.h), which use f32 tensors in place. */
+
+#define KE_T      BANDED_CAT(banded_elem_, BANDED_KT)
+#define VE_T      BANDED_CAT(banded_elem_, BANDED_VT)
+#define KN(name)  BANDED_CAT(name##_, BANDED_KT)
+#define VN(name)  BANDED_CAT(name##_, BANDED_VT)
+#define KVN(name) BANDED_CAT(BANDED_CAT(name##_, BANDED_KT), BANDED_CAT(_, BANDED_VT))
+
+/* Row i alone, over its visible keys [lo, hi), lo < hi. */
+static void KVN(one_row)(const banded_head *hd, int64_t i, int64_t lo, int64_t hi) {
+  int64_t n = hi - lo, n_f = round_up(n, BANDED_ROW_KB), rlo = 0, rhi = n;
+  const float *q;
+  float *s = banded_ws_scores(hd), *o, max;
+  q_rows(hd, i, 1, &q);
+  o_rows(hd, i, 1, &o);
+  KN(row_scores)(hd, q, (const KE_T *)hd->k + lo * hd->k_row, n, s);
+  rows_max(s, 0, 0, n_f, 1, &max);
+  VN(rows_finish)(hd, s, 0, (const VE_T *)hd->v + lo * hd->v_row, n_f, &rlo, &rhi, &max, &o, 1);
+  o_store(hd, i, 1, &o);
+}
+
+/* Rows i .. i + MR - 1 together if every one sees a key and their union is at most twice the
+   shortest range; returns 0 (nothing done) otherwise. */
+static int KVN(group_rows)(const banded_head *hd, panels *pk, int64_t i) {
+  const txattn_problem *p = hd->p;
+  int64_t lo[MR], hi[MR], base = INT64_MAX, end = 0, shortest = INT64_MAX;
+  for (int m = 0; m < MR; m++) {
+    txattn_visible_range(p, i + m, &lo[m], &hi[m]);
+    if (lo[m] >= hi[m]) return 0;
+    base = min64(base, lo[m]);
+    end = max64(end, hi[m]);
+    shortest = min64(shortest, hi[m] - lo[m]);
+  }
+  if (end - base > 2 * shortest) return 0;
+  int64_t p0 = base / BW, n_p = (end + BW - 1) / BW - p0, first = p0 * BW, n_f = n_p * BW;
+  int64_t s_row = banded_score_stride(p);
+  const float *q[MR];
+  float *o[MR], *s = banded_ws_scores(hd), max[MR];
+  prefetch_next(hd, i, end, (int64_t)sizeof(KE_T), (int64_t)sizeof(VE_T));
+  KN(pack_range)(hd, pk, p0, p0 + n_p);
+  q_rows(hd, i, MR, q);
+  o_rows(hd, i, MR, o);
+  for (int m = 0; m < MR; m++) {
+    lo[m] -= first;
+    hi[m] -= first;
+  }
+  group_scores(hd, pk, q, p0, n_p, lo, hi, s, s_row, max);
+  VN(rows_finish)(hd, s, s_row, (const VE_T *)hd->v + first * hd->v_row, n_f, lo, hi, max, o, MR);
+  o_store(hd, i, MR, o);
+  return 1;
+}
+
+/* The ring starts empty whatever row0 is: pack_range packs from the first group's first panel. */
+static void KVN(head)(const banded_head *hd) {
+  const txattn_problem *p = hd->p;
+  panels pk = {.buf = banded_ws_panels(hd), .n_slot = banded_panel_keys(p) / BW, .packed = 0};
+  for (int64_t i = hd->row0; i < hd->row1;) {
+    if (i + MR <= hd->row1 && KVN(group_rows)(hd, &pk, i)) {
+      i += MR;
+      continue;
+    }
+    int64_t lo, hi;
+    txattn_visible_range(p, i, &lo, &hi);
+    if (lo < hi)
+      KVN(one_row)(hd, i, lo, hi);
+    else
+      o_zero(hd, i);
+    i++;
+  }
+}
+
+#undef KE_T
+#undef VE_T
+#undef KN
+#undef VN
+#undef KVN
