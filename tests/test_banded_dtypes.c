@@ -17,6 +17,7 @@
 
 #include <criterion/criterion.h>
 
+#include "oracle.h"
 #include "test_context.h"
 #include "txattn/txattn.h"
 
@@ -243,17 +244,6 @@ static const char *combo_name(const struct combo *cb, char *buf, size_t size) {
   return buf;
 }
 
-/* Query row i's visible keys, as txattn.h defines them for the masks of the shapes above. */
-static int64_t visible_keys(const txattn_problem *r, int64_t i) {
-  int64_t pos = i + r->n_kv - r->n_q, lo = 0, hi = r->n_kv;
-  if (r->mask == TXATTN_MASK_CAUSAL && pos + 1 < hi) hi = pos + 1;
-  if (r->mask == TXATTN_MASK_WINDOW) {
-    if (pos - r->window_left > lo) lo = pos - r->window_left;
-    if (pos + r->window_right + 1 < hi) hi = pos + r->window_right + 1;
-  }
-  return hi > lo ? hi - lo : 0;
-}
-
 /* Runs `kernel` on the case (o cleared first) and judges o. */
 static void case_run(txattn_context *ctx, struct dcase *c, const char *kernel) {
   char cn[64];
@@ -281,7 +271,7 @@ static void case_run(txattn_context *ctx, struct dcase *c, const char *kernel) {
   for (int64_t b = 0; b < r->batch; b++)
     for (int64_t h = 0; h < r->heads_q; h++)
       for (int64_t i = 0; i < r->n_q; i++) {
-        const int empty = visible_keys(r, i) == 0;
+        const int empty = oracle_visible_count(r, i) == 0;
         const int nan_row = isnan(value_at(c->want.data, c->cb->o, at_of(&c->want, b, h, i, 0)));
         empty_rows += empty;
         nan_rows += nan_row;
