@@ -528,7 +528,7 @@ static int region_matches(rd *r, const json_t *o, const char *path, const txattn
              (runner == NULL) == (g->runner_up == NULL) &&
              (runner == NULL || (strcmp(runner, g->runner_up) == 0 && close_to(margin, g->margin)));
   if (same) return 1;
-  char d[400];
+  char d[768]; /* the region text: 256 of tunables plus two names and six numbers */
   region_text(c, g, d, sizeof d);
   return err(r, path, "does not follow from the points, which give: %s", d);
 }
