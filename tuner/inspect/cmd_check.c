@@ -277,8 +277,10 @@ static size_t n_usable_of(const check_run *r) {
   return n;
 }
 
-/* Passes when some kernel is usable and every combination passes (where every kernel declines the
-   types nothing fails: *n_checked counts the checks of kernels that take them). */
+/* Passes when some kernel is usable, every combination passes and something was checked: where
+   every kernel declines the types, nothing was verified, which is a failure (*n_checked counts the
+   checks of kernels that take them). A combination that no kernel takes, beside others that ran,
+   fails nothing. */
 static int overall_pass(const check_run *r, size_t *n_checked) {
   int pass = 1;
   *n_checked = 0;
@@ -286,7 +288,7 @@ static int overall_pass(const check_run *r, size_t *n_checked) {
     pass &= combo_pass(r, &r->combos[i]);
     *n_checked += r->combos[i].n_takes;
   }
-  return pass && n_usable_of(r) > 0;
+  return pass && n_usable_of(r) > 0 && *n_checked > 0;
 }
 
 static void summary_row(const check_run *r, const combo *c, tx_table *t, size_t k) {
@@ -367,8 +369,7 @@ static void print_text(const check_run *r, double seconds) {
   if (n_usable_of(r) == 0)
     printf("\nFAIL: no usable kernel to check (see 'txtune list')\n");
   else if (n_checked == 0)
-    printf("\n%s: every kernel checked declines the types%s: nothing was run\n",
-           pass ? "PASS" : "FAIL", in);
+    printf("\nFAIL: every kernel checked declines the types%s: nothing was run\n", in);
   else if (pass)
     printf("\nPASS: %zu kernel%s exact on %zu shapes%s (%.1f s)\n", n_kernels,
            n_kernels == 1 ? "" : "s", count_selected(r), in, seconds);
