@@ -11,6 +11,8 @@ install(TARGETS txattn EXPORT txattnTargets
   ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}"
   RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}"
   INCLUDES DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
+# the plugin scanner, found beside the library (core/scan/scan_spawn.c)
+install(TARGETS txattn_scan RUNTIME DESTINATION "${CMAKE_INSTALL_LIBDIR}/txattn")
 # plugin.h is the plugin ABI's documentation as well as its definition
 install(FILES "${PROJECT_SOURCE_DIR}/include/txattn/txattn.h" "${PROJECT_SOURCE_DIR}/include/txattn/plugin.h"
               "${PROJECT_SOURCE_DIR}/include/txattn/table.h"

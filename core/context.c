@@ -126,6 +126,7 @@ txattn_status txattn_kernel_get(const txattn_context *ctx, size_t i, txattn_kern
   info.plugin_build = pl->build;
   info.one_thread_same_as =
       TXATTN_KERNEL_DESC_HAS(k->desc, one_thread_same_as) ? k->desc->one_thread_same_as : NULL;
+  for (int t = 0; t < 4; t++) info.dtypes[t] = txattn__kernel_dtypes(k, t);
   TXATTN__STRUCT_OUT(txattn_kernel_info, TXATTN_KERNEL_INFO_SIZE_0_2, out, &info);
   return txattn__ok();
 }

@@ -14,7 +14,9 @@
 #include "error.h"
 #include "log.h"
 #include "problem.h"
+#include "table/table_context.h"
 #include "table/table_lookup.h"
+#include "table/table_types.h"
 
 static const txattn__kernel *find(const txattn_context *ctx, const char *name) {
   for (size_t i = 0; i < ctx->reg.n_kernels; i++)
@@ -169,23 +171,46 @@ static int skipped(const txattn__failures *skip, const txattn__kernel *k) {
   return 0;
 }
 
-/* Estimates every candidate once (est[i] = -1 for the others), then rules out the kernels in
-   skip: only the first call of a walk pays for the kernels' cost_pairs. */
+/* Clears demoted[i] for every kernel the context's table lists as a candidate: txtune profile
+   timed it and it passed the checks (a kernel that failed them is only in the table's exclusions),
+   on this very build of its file, since a table whose plugin builds differ is not loaded. */
+static void clear_measured(const txattn_context *ctx, unsigned char *demoted) {
+  const txattn_table *t =
+      ctx->table && ctx->table->status == TXATTN_TABLE_LOADED ? ctx->table->table : NULL;
+  for (size_t i = 0; t != NULL && i < t->n_classes; i++)
+    for (size_t j = 0; j < t->classes[i].n_points; j++) {
+      const txattn__point *p = &t->classes[i].points[j];
+      for (size_t c = 0; c < p->n_cands; c++)
+        if (p->cands[c].k != NULL) demoted[index_of(ctx, p->cands[c].k)] = 0;
+    }
+}
+
+/* Estimates every candidate once (est[i] = -1 for the others) and marks the third-party ones no
+   table measured, then rules out the kernels in skip: only the first call of a walk pays for the
+   kernels' cost_pairs and the table scan. */
 static txattn_status rank(txattn__dispatcher *d) {
   const txattn_context *ctx = d->ctx;
   size_t n = ctx->reg.n_kernels;
   if (d->est == NULL) {
-    d->est = n <= sizeof d->est_local / sizeof d->est_local[0] ? d->est_local
-                                                               : malloc(n * sizeof *d->est);
-    TXATTN_RETURN_IF(d->est == NULL, TXATTN_E_NOMEM, "txattn_plan_create: out of memory");
+    int local = n <= sizeof d->est_local / sizeof d->est_local[0];
+    d->est = local ? d->est_local : malloc(n * sizeof *d->est);
+    d->demoted = local ? d->demoted_local : malloc(n);
+    if (d->est == NULL || d->demoted == NULL) {
+      txattn__dispatch_end(d);
+      return txattn__fail(TXATTN_E_NOMEM, "txattn_plan_create: out of memory");
+    }
     double pairs = txattn__visible_pairs(d->r);
+    int any_demoted = 0;
     for (size_t i = 0; i < n; i++) {
       const txattn__kernel *k = &ctx->reg.kernels[i];
       const char *ignored = NULL;
       d->est[i] = k->usable && txattn__kernel_applicable(k, d->r, &ignored) && !skipped(d->skip, k)
                       ? estimate(ctx, k, d->r, pairs)
                       : -1;
+      d->demoted[i] = d->est[i] >= 0 && !txattn__kernel_plugin(ctx, k)->shipped;
+      any_demoted |= d->demoted[i];
     }
+    if (any_demoted) clear_measured(ctx, d->demoted);
   }
   for (size_t i = 0; d->skip != NULL && i < d->skip->n; i++)
     d->est[index_of(ctx, d->skip->k[i])] = -1;
@@ -195,10 +220,33 @@ static txattn_status rank(txattn__dispatcher *d) {
 typedef struct ranked {
   const txattn__kernel *k;
   double t;
+  int demoted;
 } ranked;
 
 static int better(ranked a, ranked b) {
-  return b.k == NULL || a.t < b.t || (a.t == b.t && strcmp(a.k->desc->name, b.k->desc->name) < 0);
+  if (b.k == NULL) return 1;
+  if (a.demoted != b.demoted) return a.demoted < b.demoted;
+  return a.t < b.t || (a.t == b.t && strcmp(a.k->desc->name, b.k->desc->name) < 0);
+}
+
+#define UNMEASURED "third-party, not measured by a table"
+
+/* Appends to why the demoted candidates that claim to be faster than the choice best, which they
+   would have been on their own word. */
+static void note_demoted(const txattn__dispatcher *d, ranked best, char *why, size_t size) {
+  size_t used = strlen(why), listed = 0;
+  for (size_t i = 0; i < d->ctx->reg.n_kernels && used < size; i++) {
+    if (!(d->est[i] >= 0 && d->demoted[i] && d->est[i] < best.t)) continue;
+    char t[32];
+    int n =
+        listed == 3
+            ? snprintf(why + used, size - used, ", ...")
+            : snprintf(why + used, size - used, "%s%s (claims %s)",
+                       listed ? ", " : "; ranked after the shipped kernels: " UNMEASURED ": ",
+                       d->ctx->reg.kernels[i].desc->name, txattn__fmt_time(d->est[i], t, sizeof t));
+    used += n > 0 ? (size_t)n : 0;
+    if (++listed > 3) break;
+  }
 }
 
 /* The estimate's best candidate left, with the runner-up in the reason line. */
@@ -206,10 +254,10 @@ static txattn_status by_estimate(txattn__dispatcher *d, const txattn__kernel **o
                                  size_t size) {
   const txattn_context *ctx = d->ctx;
   TXATTN_FORWARD_IF_ERROR(rank(d));
-  ranked best = {NULL, 0}, second = {NULL, 0};
+  ranked best = {NULL, 0, 0}, second = {NULL, 0, 0};
   for (size_t i = 0; i < ctx->reg.n_kernels; i++) {
     if (!(d->est[i] >= 0)) continue;
-    ranked c = {&ctx->reg.kernels[i], d->est[i]};
+    ranked c = {&ctx->reg.kernels[i], d->est[i], d->demoted[i]};
     if (better(c, best)) {
       second = best;
       best = c;
@@ -220,14 +268,17 @@ static txattn_status by_estimate(txattn__dispatcher *d, const txattn__kernel **o
   *out = best.k;
   if (best.k == NULL) return TXATTN_OK; /* every candidate failed */
   char t1[32], t2[32];
+  const char *own = best.demoted ? " (" UNMEASURED ")" : "";
   if (second.k == NULL)
-    snprintf(why, size, "estimate (%s): %s %s (the only %s kernel that handles this problem)",
-             d->context, best.k->desc->name, txattn__fmt_time(best.t, t1, sizeof t1),
+    snprintf(why, size, "estimate (%s): %s %s%s (the only %s kernel that handles this problem)",
+             d->context, best.k->desc->name, txattn__fmt_time(best.t, t1, sizeof t1), own,
              d->skip && d->skip->n ? "other usable" : "usable");
   else
-    snprintf(why, size, "estimate (%s): %s %s < %s %s (runner-up)", d->context, best.k->desc->name,
-             txattn__fmt_time(best.t, t1, sizeof t1), second.k->desc->name,
-             txattn__fmt_time(second.t, t2, sizeof t2));
+    snprintf(why, size, "estimate (%s): %s %s%s %s %s %s%s (runner-up)", d->context,
+             best.k->desc->name, txattn__fmt_time(best.t, t1, sizeof t1), own,
+             second.demoted && !best.demoted ? "before" : "<", second.k->desc->name,
+             txattn__fmt_time(second.t, t2, sizeof t2), second.demoted ? " (" UNMEASURED ")" : "");
+  if (!best.demoted) note_demoted(d, best, why, size);
   return TXATTN_OK;
 }
 
@@ -242,6 +293,7 @@ txattn_status txattn__dispatch_first(txattn__dispatcher *d, const txattn_context
   d->fixed = 0;
   d->table_choice = NULL;
   d->est = NULL;
+  d->demoted = NULL;
   *tunables = NULL;
   *out = NULL;
   if (explicit_name != NULL) {
@@ -280,5 +332,7 @@ txattn_status txattn__dispatch_next(txattn__dispatcher *d, const txattn__kernel 
 
 void txattn__dispatch_end(txattn__dispatcher *d) {
   if (d->est != NULL && d->est != d->est_local) free(d->est);
+  if (d->demoted != NULL && d->demoted != d->demoted_local) free(d->demoted);
   d->est = NULL;
+  d->demoted = NULL;
 }

@@ -26,6 +26,7 @@
 #include "log.h"
 #include "plugin_check.h"
 #include "plugin_path.h"
+#include "scan/scan_admit.h"
 
 /* Makes room for one more element of size elem in *arr. 0 when out of memory. */
 static int grow(void **arr, size_t *cap, size_t n, size_t elem) {
@@ -61,26 +62,24 @@ static txattn_status reject(txattn__registry *reg, const char *path, const char 
   return TXATTN_OK;
 }
 
-/* Why a file or directory may not be trusted (as sudo judges plugins), or NULL. */
+/* Why a file or directory may not be trusted (as sudo judges plugins), or NULL. A scanned
+   directory may not rely on the sticky bit: anyone could still add a plugin file to it. */
 static const char *unsafe(const struct stat *st, char *buf, size_t size) {
-  if (st->st_mode & (S_IWGRP | S_IWOTH)) {
-    snprintf(buf, size, "is writable by %s (mode %04o): fix with chmod go-w",
-             (st->st_mode & S_IWOTH) ? "others" : "its group", (unsigned)(st->st_mode & 07777));
-    return buf;
-  }
-  if (st->st_uid != 0 && st->st_uid != geteuid()) {
-    snprintf(buf, size,
-             "is owned by uid %u, which is neither root nor this process's user (uid %u)",
-             (unsigned)st->st_uid, (unsigned)geteuid());
-    return buf;
-  }
-  return NULL;
+  return txattn__stat_unsafe(st, 0, buf, size);
 }
 
 static const txattn__plugin *same_file(const txattn__registry *reg, const struct stat *st) {
   for (size_t i = 0; i < reg->n_plugins; i++)
     if (reg->plugins[i].dev == st->st_dev && reg->plugins[i].ino == st->st_ino)
       return &reg->plugins[i];
+  return NULL;
+}
+
+/* The file of the plugin already loaded under d's name, or NULL: the first in the search order
+   wins, as a table lists each plugin name once. */
+static const char *taken_plugin(const txattn__registry *reg, const txattn_plugin_desc *d) {
+  for (size_t i = 0; i < reg->n_plugins; i++)
+    if (strcmp(reg->plugins[i].desc->name, d->name) == 0) return reg->plugins[i].path;
   return NULL;
 }
 
@@ -107,7 +106,14 @@ static txattn_status add_plugin(txattn__registry *reg, const char *path, void *h
       return txattn__fail(TXATTN_E_NOMEM, "%s", nomem);
   char *p = strdup(path);
   if (p == NULL) return txattn__fail(TXATTN_E_NOMEM, "%s", nomem);
-  reg->plugins[reg->n_plugins] = (txattn__plugin){handle, p, d, st->st_dev, st->st_ino, ""};
+  reg->plugins[reg->n_plugins] =
+      (txattn__plugin){handle,
+                       p,
+                       d,
+                       st->st_dev,
+                       st->st_ino,
+                       "",
+                       txattn__plugin_shipped(reg->own_dirs, path, d->name)};
   snprintf(reg->plugins[reg->n_plugins].build, sizeof reg->plugins[0].build, "%s", build);
   for (size_t i = 0; i < d->n_kernels; i++) {
     txattn_isa isa = d->kernels[i]->isa;
@@ -137,7 +143,10 @@ static const txattn_plugin_desc *describe(const txattn__registry *reg, void *han
              TXATTN_PLUGIN_ENTRY_SYMBOL, TXATTN_PLUGIN_ABI_VERSION, TXATTN_PLUGIN_ABI_VERSION);
   else if (!txattn__plugin_desc_ok(d, why, size))
     d = NULL;
-  else if ((other = taken_name(reg, d, &kernel)) != NULL) {
+  else if ((other = taken_plugin(reg, d)) != NULL) {
+    snprintf(why, size, "name %s is already taken by %s", d->name, other);
+    d = NULL;
+  } else if ((other = taken_name(reg, d, &kernel)) != NULL) {
     snprintf(why, size, "kernel %s is already provided by %s", kernel, other);
     d = NULL;
   }
@@ -152,8 +161,13 @@ static txattn_status load_file(txattn__registry *reg, const char *path) {
   if (stat(path, &st) != 0) return reject(reg, path, "cannot stat it: %s", strerror(errno));
   if (!S_ISREG(st.st_mode)) return reject(reg, path, "not a regular file");
   if ((u = unsafe(&st, why, sizeof why)) != NULL) return reject(reg, path, "the file %s", u);
+  if ((u = txattn__path_links_unsafe(path, why, sizeof why)) != NULL)
+    return reject(reg, path, "%s", u);
   if ((twin = same_file(reg, &st)) != NULL)
     return reject(reg, path, "the same file as %s, which is already loaded", twin->path);
+  /* a file the scanner quarantined, now or before, is never dlopened here (scan/scan_admit.c) */
+  if (!txattn__scan_admit(&reg->isa, path, &st, why, sizeof why))
+    return reject(reg, path, "%s", why);
   void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (handle == NULL) {
     const char *e = dlerror();
@@ -212,12 +226,14 @@ static txattn_status load_names(txattn__registry *reg, const char *dir, char **n
 
 static txattn_status load_dir(txattn__registry *reg, const char *dir) {
   struct stat st;
-  char why[256];
+  char why[512];
   const char *u;
   if (stat(dir, &st) != 0)
     return reject(reg, dir, "%s", errno == ENOENT ? "directory does not exist" : strerror(errno));
   if (!S_ISDIR(st.st_mode)) return reject(reg, dir, "not a directory");
   if ((u = unsafe(&st, why, sizeof why)) != NULL) return reject(reg, dir, "the directory %s", u);
+  if ((u = txattn__path_links_unsafe(dir, why, sizeof why)) != NULL)
+    return reject(reg, dir, "%s", u);
   DIR *d = opendir(dir);
   if (d == NULL) return reject(reg, dir, "cannot open the directory: %s", strerror(errno));
   char **names;
@@ -251,6 +267,7 @@ txattn_status txattn__registry_load(txattn__registry *reg, const char *plugin_pa
   if (reg->search_path == NULL)
     return txattn__fail(TXATTN_E_NOMEM, "out of memory while loading plugins");
   txattn__log("plugin path: %s", reg->search_path);
+  reg->own_dirs = txattn__own_plugin_dirs(); /* NULL (none, or out of memory): nothing is shipped */
   return load_path(reg);
 }
 
@@ -267,7 +284,14 @@ void txattn__registry_free(txattn__registry *reg) {
   free(reg->kernels);
   free(reg->rejected);
   free(reg->search_path);
+  free(reg->own_dirs);
   *reg = (txattn__registry){0};
+}
+
+unsigned txattn__kernel_dtypes(const txattn__kernel *k, int tensor) {
+  const txattn_kernel_desc *d = k->desc;
+  unsigned takes = TXATTN_KERNEL_DESC_HAS(d, dtypes) ? d->dtypes[tensor] : 0;
+  return takes != 0 ? takes : TXATTN_DTYPE_BIT(TXATTN_DTYPE_F32);
 }
 
 int txattn__kernel_applicable(const txattn__kernel *k, const txattn_problem *r, const char **why) {
@@ -281,9 +305,7 @@ int txattn__kernel_applicable(const txattn__kernel *k, const txattn_problem *r, 
   const txattn_kernel_desc *d = k->desc;
   const txattn_dtype types[4] = {r->q_type, r->k_type, r->v_type, r->o_type};
   for (int i = 0; i < 4; i++) {
-    unsigned takes = TXATTN_KERNEL_DESC_HAS(d, dtypes) ? d->dtypes[i] : 0;
-    if (takes == 0) takes = TXATTN_DTYPE_BIT(TXATTN_DTYPE_F32);
-    if (!(takes & TXATTN_DTYPE_BIT(types[i]))) {
+    if (!(txattn__kernel_dtypes(k, i) & TXATTN_DTYPE_BIT(types[i]))) {
       *why = declined[types[i]][i];
       return 0;
     }

@@ -15,6 +15,7 @@ typedef struct txattn__plugin {
   dev_t dev; /* file identity, so that one file reached twice loads once */
   ino_t ino;
   char build[TXATTN_BUILD_ID_LEN]; /* "fnv1a64x4:..." of the file's bytes (txattn_kernel_info) */
+  int shipped; /* came with this library (txattn__plugin_shipped); else third-party */
 } txattn__plugin;
 
 typedef struct txattn__kernel {
@@ -38,12 +39,16 @@ typedef struct txattn__registry {
   txattn__rejected *rejected;
   size_t n_rejected, cap_rejected;
   char *search_path; /* the directories searched, for messages */
+  char *own_dirs;    /* this library's own plugin directories (txattn__own_plugin_dirs) */
   txattn__isa_state isa;
 } txattn__registry;
 
 /* 1 if k takes the element types of the resolved problem r and its applicable() accepts r; else
    0 and *why (never NULL then) says why. The host's one gate before a kernel sees a problem. */
 int txattn__kernel_applicable(const txattn__kernel *k, const txattn_problem *r, const char **why);
+/* The types k takes for tensor 0..3 (q, k, v, o): a set of TXATTN_DTYPE_BIT, f32 for a kernel that
+   declares none. */
+unsigned txattn__kernel_dtypes(const txattn__kernel *k, int tensor);
 
 /* Loads every acceptable plugin of the path; skipped files and directories are recorded with a
    reason. Fails only when out of memory (reg is then still safe to free). */

@@ -3,7 +3,8 @@
 #include "txattn/plugin.h"
 
 const char *txattn_isa_name(txattn_isa isa) {
-  static const char *const names[TXATTN_ISA_COUNT_] = {"scalar", "avx2", "avx512", "neon"};
+  static const char *const names[TXATTN_ISA_COUNT_] = {"scalar", "avx2", "avx512", "neon",
+                                                       "avx512bf16"};
   unsigned i = (unsigned)isa;
   return i < TXATTN_ISA_COUNT_ ? names[i] : "unknown";
 }

@@ -21,6 +21,27 @@ static int name_ok(const char *s, int need_dot) {
   return !need_dot || memchr(s, '.', n) != NULL;
 }
 
+/* 1..TXATTN_MAX_PLUGIN_VERSION bytes of printable ASCII (0x20..0x7e); else 0 and why says what is
+   wrong. Reads at most TXATTN_MAX_PLUGIN_VERSION + 1 bytes of s. */
+static int version_ok(const char *s, char *why, size_t size) {
+  size_t n = strnlen(s, TXATTN_MAX_PLUGIN_VERSION + 1);
+  if (n == 0) return txattn__why_not(why, size, "plugin version is empty");
+  if (n > TXATTN_MAX_PLUGIN_VERSION)
+    return txattn__why_not(
+        why, size, "plugin version is longer than %d bytes (a dispatch table holds no more)",
+        TXATTN_MAX_PLUGIN_VERSION);
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c < 0x20 || c > 0x7e)
+      return txattn__why_not(
+          why, size,
+          "plugin version has the byte 0x%02x at offset %zu (only printable ASCII "
+          "is allowed)",
+          c, i);
+  }
+  return 1;
+}
+
 /* Some multiple of t->multiple_of lies in [min, max]. */
 static int tunable_has_value(const txattn_tunable *t) {
   int64_t m = t->multiple_of, first = t->min / m * m;
@@ -129,6 +150,7 @@ static int plugin_fields_ok(const txattn_plugin_desc *d, char *why, size_t size)
     return txattn__why_not(why, size, "plugin name \"%.63s\" must match [a-z0-9_.-]{1,63}",
                            d->name);
   if (d->version == NULL) return txattn__why_not(why, size, "plugin version is NULL");
+  if (!version_ok(d->version, why, size)) return 0;
   if (d->summary == NULL) return txattn__why_not(why, size, "plugin summary is NULL");
   if (d->n_kernels == 0)
     return txattn__why_not(why, size, "the plugin declares no kernels (n_kernels = 0)");

@@ -8,10 +8,15 @@
 
 #define TXATTN_MAX_KERNELS_PER_PLUGIN 1024
 #define TXATTN_MAX_TUNABLES           64
+/* The longest plugin version string: the dispatch table's limit on its texts (MAX_TEXT in
+   table/table_model.c), so that every plugin that loads can be written into a table. */
+#define TXATTN_MAX_PLUGIN_VERSION 63
 
 /* 1 if every field of d (and of its kernels and tunables) is well-formed; else 0 and why says which
    field is wrong. Kernel names must match [a-z0-9_.-]{1,63} and contain a '.'; plugin and tunable
-   names must match [a-z0-9_.-]{1,63}; names are unique within the plugin. */
+   names must match [a-z0-9_.-]{1,63}; names are unique within the plugin. The plugin's version
+   is 1..TXATTN_MAX_PLUGIN_VERSION printable ASCII characters (safe to print and to write into a
+   table). */
 int txattn__plugin_desc_ok(const txattn_plugin_desc *d, char *why, size_t size);
 /* 1 if v is an allowed value of t. */
 int txattn__tunable_value_ok(const txattn_tunable *t, int64_t v);

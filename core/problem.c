@@ -1,4 +1,5 @@
 /* txattn_problem: validation, defaults, and counting the visible pairs. */
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
@@ -73,10 +74,24 @@ static txattn_status resolve_types(const txattn_problem *p, txattn_problem *r) {
   return TXATTN_OK;
 }
 
+/* The one overflow a scale alone decides: kernels turn exp into exp2 with the fp32 constant
+   |scale| log2(e) (rounded from double, as here), which must be finite. Any finite scale below that
+   computes right whenever the fp32 dot products q . k are finite, since every kernel scales the
+   difference of a score and its row's max, which is <= 0 (docs/error_bound.md, "Finite inputs"). */
+static txattn_status check_scale_range(float scale) {
+  const float scale2 = (float)(fabs((double)scale) * 1.4426950408889634); /* log2(e) */
+  TXATTN_RETURN_IF(!isfinite(scale2), TXATTN_E_INVALID,
+                   "txattn_problem.scale = %g is too large: |scale| * log2(e) overflows fp32 "
+                   "(|scale| must be at most %g)",
+                   (double)scale, (double)FLT_MAX / 1.4426950408889634);
+  return TXATTN_OK;
+}
+
 static txattn_status resolve_scale(const txattn_problem *p, txattn_problem *r) {
   TXATTN_RETURN_IF(!isfinite(p->scale), TXATTN_E_INVALID,
                    "txattn_problem.scale = %g must be finite (0 takes the default 1/sqrt(d_qk))",
                    (double)p->scale);
+  TXATTN_FORWARD_IF_ERROR(check_scale_range(p->scale));
   r->scale = p->scale != 0.0f ? p->scale : (float)(1.0 / sqrt((double)r->d_qk));
   return TXATTN_OK;
 }
@@ -88,14 +103,30 @@ static txattn_status tensor_size(const char *tensor, const char *names, int64_t 
   int64_t n;
   int over = __builtin_mul_overflow(a, b, &n) || __builtin_mul_overflow(n, c, &n) ||
              __builtin_mul_overflow(n, d, &n) ||
-             __builtin_mul_overflow(n, (int64_t)sizeof(float), &n);
+             __builtin_mul_overflow(n, (int64_t)sizeof(float), &n) || n > TXATTN__MAX_TENSOR_BYTES;
   TXATTN_RETURN_IF(over, TXATTN_E_INVALID,
                    "txattn_problem: %s has %s = %" PRId64 " * %" PRId64 " * %" PRId64 " * %" PRId64
-                   " elements: its size in bytes overflows int64",
+                   " elements: its size in bytes overflows int64 or exceeds the limit of 2^56",
                    tensor, names, a, b, c, d);
   return TXATTN_OK;
 }
 
+static txattn_status extent_at_most(const char *field, int64_t v, int64_t max) {
+  TXATTN_RETURN_IF(v > max, TXATTN_E_INVALID,
+                   "txattn_problem.%s = %" PRId64 " is above the limit %" PRId64
+                   ": larger sizes could overflow the kernels' index and size arithmetic",
+                   field, v, max);
+  return TXATTN_OK;
+}
+
+/* The size limits, in one place (README "What is computed", "limits"): batch, n_q and n_kv are at
+   most TXATTN__MAX_ROWS (2^31 - 1), heads_q (so heads_kv) at most TXATTN__MAX_HEADS (2^16), d_qk
+   and d_v at most TXATTN__MAX_HEAD_SIZE (2^20), and every tensor, counted with its strides
+   (tensors.c), spans at most TXATTN__MAX_TENSOR_BYTES (2^56) bytes, each stride too. Then any
+   product of two extents, n_q x group x d, and 64 x a tensor's bytes fit in int64 and size_t: a
+   kernel may form those unchecked, and checks anything larger (workspaces, packed copies) with
+   __builtin_*_overflow. The caps also bound the kernels' cost counts (whose loops run O(group x
+   register width) per piece of rows). */
 static txattn_status check_sizes(const txattn_problem *r) {
   TXATTN_FORWARD_IF_ERROR(
       tensor_size("q", "batch*heads_q*n_q*d_qk", r->batch, r->heads_q, r->n_q, r->d_qk));
@@ -105,6 +136,12 @@ static txattn_status check_sizes(const txattn_problem *r) {
       tensor_size("v", "batch*heads_kv*n_kv*d_v", r->batch, r->heads_kv, r->n_kv, r->d_v));
   TXATTN_FORWARD_IF_ERROR(
       tensor_size("o", "batch*heads_q*n_q*d_v", r->batch, r->heads_q, r->n_q, r->d_v));
+  TXATTN_FORWARD_IF_ERROR(extent_at_most("batch", r->batch, TXATTN__MAX_ROWS));
+  TXATTN_FORWARD_IF_ERROR(extent_at_most("heads_q", r->heads_q, TXATTN__MAX_HEADS));
+  TXATTN_FORWARD_IF_ERROR(extent_at_most("n_q", r->n_q, TXATTN__MAX_ROWS));
+  TXATTN_FORWARD_IF_ERROR(extent_at_most("n_kv", r->n_kv, TXATTN__MAX_ROWS));
+  TXATTN_FORWARD_IF_ERROR(extent_at_most("d_qk", r->d_qk, TXATTN__MAX_HEAD_SIZE));
+  TXATTN_FORWARD_IF_ERROR(extent_at_most("d_v", r->d_v, TXATTN__MAX_HEAD_SIZE));
   return TXATTN_OK;
 }
 

@@ -4,6 +4,7 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "problem.h"
 #include "struct_size.h"
 #include "tensors.h"
 
@@ -30,10 +31,17 @@ static txattn_status check_strides(tensor *t) {
     l->head = t->count[2] * l->row;
     l->batch = t->count[1] * l->head;
   }
-  for (int i = 0; i < 3; i++)
+  for (int i = 0; i < 3; i++) {
     TXATTN_RETURN_IF(*stride_of(l, i) < 0, TXATTN_E_INVALID,
                      "txattn_tensors.%s_layout.%s = %" PRId64 " must be >= 0", t->name,
                      stride_names[i], *stride_of(l, i));
+    /* the limit of problem.c: a stride of at most 2^56 bytes, so that index x stride fits */
+    TXATTN_RETURN_IF(
+        *stride_of(l, i) > TXATTN__MAX_TENSOR_BYTES / t->elem, TXATTN_E_INVALID,
+        "txattn_tensors.%s_layout.%s = %" PRId64 " is above the limit of 2^56 bytes (%" PRId64
+        " elements): the offsets would overflow",
+        t->name, stride_names[i], *stride_of(l, i), TXATTN__MAX_TENSOR_BYTES / t->elem);
+  }
   return TXATTN_OK;
 }
 
@@ -47,9 +55,10 @@ static txattn_status compute_span(tensor *t) {
     over |= __builtin_add_overflow(span, term, &span);
   }
   over |= __builtin_mul_overflow(span, t->elem, &bytes);
-  TXATTN_RETURN_IF(over, TXATTN_E_INVALID,
+  TXATTN_RETURN_IF(over || bytes > TXATTN__MAX_TENSOR_BYTES || (uint64_t)bytes > SIZE_MAX,
+                   TXATTN_E_INVALID,
                    "txattn_tensors.%s_layout: the offset of the last element of %s overflows int64 "
-                   "(strides too large for the problem's sizes)",
+                   "or exceeds the limit of 2^56 bytes (strides too large for the problem's sizes)",
                    t->name, t->name);
   TXATTN_RETURN_IF((uintptr_t)t->base > UINTPTR_MAX - (uint64_t)bytes, TXATTN_E_INVALID,
                    "txattn_tensors.%s: its %" PRId64 " bytes would wrap around the address space",

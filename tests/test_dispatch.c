@@ -18,6 +18,7 @@
 #include "test_context.h"
 #include "test_plugin_names.h"
 #include "text_match.h"
+#include "txattn/table.h"
 #include "txattn/txattn.h"
 
 static char scratch[SCRATCH_PATH_MAX];
@@ -55,6 +56,8 @@ static int cpu_has(const char *isa) {
     return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
            __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
            __builtin_cpu_supports("avx512vl");
+  if (strcmp(isa, "avx512bf16") == 0)
+    return cpu_has("avx512") && __builtin_cpu_supports("avx512bf16");
 #elif defined(__aarch64__)
   if (strcmp(isa, "neon") == 0) return 1;
 #endif
@@ -62,7 +65,10 @@ static int cpu_has(const char *isa) {
 }
 
 static int isa_rank(const char *isa) { /* TXATTN_MAX_ISA's order */
-  return strcmp(isa, "scalar") == 0 ? 0 : strcmp(isa, "avx2") == 0 ? 1 : 2;
+  return strcmp(isa, "scalar") == 0       ? 0
+         : strcmp(isa, "avx2") == 0       ? 1
+         : strcmp(isa, "avx512bf16") == 0 ? 3
+                                          : 2;
 }
 
 static txattn_status try_plan(txattn_context *ctx, const char *kernel, char *chosen, size_t size) {
@@ -125,6 +131,14 @@ Test(dispatch, max_isa_avx2_leaves_no_avx512_kernel) {
   cr_skip_test("TXATTN_MAX_ISA=avx2 is an x86 setting");
 #endif
   check_max_isa("avx2");
+}
+
+/* avx512bf16 ranks above avx512: capping at avx512 leaves tiled.avx512bf16 out, keeps the rest. */
+Test(dispatch, max_isa_avx512_leaves_no_avx512bf16_kernel) {
+#if !defined(__x86_64__) && !defined(__i386__)
+  cr_skip_test("TXATTN_MAX_ISA=avx512 is an x86 setting");
+#endif
+  check_max_isa("avx512");
 }
 
 Test(dispatch, forcing_by_argument_runs_that_kernel) {
@@ -545,4 +559,128 @@ Test(dispatch, the_estimate_sends_narrow_windows_to_banded_and_wide_ones_to_tile
   }
   txattn_context_free(ctx);
 #endif
+}
+
+/* ---- a third-party kernel's own word (issue 19) ---- */
+
+static int kernel_listed(const txattn_context *ctx, const char *name) {
+  struct kernel_list l;
+  test_kernel_list(ctx, &l);
+  return test_kernel_find(&l, name) != NULL;
+}
+
+#define BIGHINT_FILE    "txattn_test_bighint.so"
+#define BIGHINT_KERNEL  "bighint.scalar"
+#define FAKENAIVE_FILE  "txattn_test_fakenaive.so"
+#define UNMEASURED_NOTE "ranked after the shipped kernels: third-party, not measured by a table"
+
+static const txattn_problem claims_shapes[] = {
+    {.n_q = 64, .d_qk = 16},
+    {.heads_q = 4, .heads_kv = 2, .n_q = 200, .n_kv = 300, .d_qk = 32, .mask = TXATTN_MASK_CAUSAL},
+    {.n_q = 500, .d_qk = 64, .mask = TXATTN_MASK_WINDOW, .window_left = 4, .window_right = 4},
+};
+
+/* The kernel the context picks for p, and why (asserts that planning succeeds). */
+static void pick(txattn_context *ctx, const txattn_problem *p, char *kernel, size_t ksize,
+                 char *why, size_t wsize) {
+  txattn_plan *plan = NULL;
+  cr_assert_eq(txattn_plan_create(ctx, p, NULL, &plan), TXATTN_OK, "%s", txattn_last_error());
+  snprintf(kernel, ksize, "%s", txattn_plan_kernel(plan));
+  snprintf(why, wsize, "%s", txattn_plan_why(plan));
+  txattn_plan_free(plan);
+}
+
+/* The build tree's plugins and, in a directory of its own, a kernel that claims a million GFLOP/s:
+   without a table the estimate takes a shipped kernel and says why the claim did not count. */
+Test(dispatch, a_third_party_kernel_is_not_preferred_on_its_own_word) {
+  char path[2 * SCRATCH_PATH_MAX + 2], kernel[64], why[1024];
+  scratch_dir(scratch, sizeof scratch, 0755);
+  scratch_copy_plugin(scratch, BIGHINT_FILE, NULL, 0644);
+  snprintf(path, sizeof path, "%s:%s", TXATTN_TEST_PLUGIN_BUILD_DIR, scratch);
+  txattn_context *ctx = test_context_at(path, 1);
+  cr_assert(kernel_listed(ctx, BIGHINT_KERNEL), "%s did not load", BIGHINT_KERNEL);
+  for (size_t i = 0; i < sizeof claims_shapes / sizeof claims_shapes[0]; i++) {
+    pick(ctx, &claims_shapes[i], kernel, sizeof kernel, why, sizeof why);
+    cr_expect_str_neq(kernel, BIGHINT_KERNEL, "shape %zu: picked on its own word: %s", i, why);
+    cr_expect(strstr(why, UNMEASURED_NOTE ": " BIGHINT_KERNEL) != NULL,
+              "shape %zu: the reason does not say why %s was passed over: %s", i, BIGHINT_KERNEL,
+              why);
+  }
+  /* the caller may still name it, and alone it is the estimate's only candidate */
+  txattn_plan *plan = NULL;
+  cr_expect_eq(txattn_plan_create(ctx, &claims_shapes[0], BIGHINT_KERNEL, &plan), TXATTN_OK, "%s",
+               txattn_last_error());
+  txattn_plan_free(plan);
+  txattn_context_free(ctx);
+  ctx = test_context_at(scratch, 1);
+  pick(ctx, &claims_shapes[0], kernel, sizeof kernel, why, sizeof why);
+  cr_expect_str_eq(kernel, BIGHINT_KERNEL, "%s", why);
+  cr_expect(strstr(why, "third-party, not measured by a table") != NULL, "%s", why);
+  txattn_context_free(ctx);
+}
+
+/* A shipped plugin's name is not enough: a third-party "naive" found first takes the name (the
+   shipped naive is refused as taken), but not the shipped kernels' standing. */
+Test(dispatch, a_third_party_plugin_named_like_a_shipped_one_is_third_party) {
+  char path[2 * SCRATCH_PATH_MAX + 2], kernel[64], why[1024];
+  scratch_dir(scratch, sizeof scratch, 0755);
+  scratch_copy_plugin(scratch, FAKENAIVE_FILE, NULL, 0644);
+  snprintf(path, sizeof path, "%s:%s", scratch, TXATTN_TEST_PLUGIN_BUILD_DIR);
+  txattn_context *ctx = test_context_at(path, 1);
+  struct kernel_list l;
+  test_kernel_list(ctx, &l);
+  const txattn_kernel_info *k = test_kernel_find(&l, "naive.scalar");
+  cr_assert(k != NULL && strstr(k->path, FAKENAIVE_FILE) != NULL,
+            "the third-party naive did not load first");
+  for (size_t i = 0; i < sizeof claims_shapes / sizeof claims_shapes[0]; i++) {
+    pick(ctx, &claims_shapes[i], kernel, sizeof kernel, why, sizeof why);
+    cr_expect_str_neq(kernel, "naive.scalar", "shape %zu: %s", i, why);
+    cr_expect(strstr(why, UNMEASURED_NOTE ": naive.scalar") != NULL, "shape %zu: %s", i, why);
+  }
+  txattn_context_free(ctx);
+}
+
+/* A table that measured the kernel makes it a candidate as good as any: chosen where the table
+   says it is fastest, and taken at its word by the estimate elsewhere. */
+Test(dispatch, a_third_party_kernel_a_table_measured_is_chosen) {
+  char path[2 * SCRATCH_PATH_MAX + 2], file[SCRATCH_PATH_MAX + 32], kernel[64], why[1024];
+  scratch_dir(scratch, sizeof scratch, 0755);
+  scratch_copy_plugin(scratch, BIGHINT_FILE, NULL, 0644);
+  snprintf(path, sizeof path, "%s:%s", TXATTN_TEST_PLUGIN_BUILD_DIR, scratch);
+  snprintf(file, sizeof file, "%s/dispatch.json", scratch);
+  txattn_context *maker = test_context_at(path, 1);
+  txattn_table *t = NULL;
+  cr_assert_eq(txattn_table_create(maker, &t), TXATTN_OK, "%s", txattn_last_error());
+  txattn_table_class cls = {.mask = TXATTN_MASK_CAUSAL,
+                            .window = TXATTN_TABLE_WINDOW_NONE,
+                            .d_qk = 16,
+                            .d_v = 16,
+                            .group = 1,
+                            .threads = 1,
+                            .batch = 1,
+                            .heads_q = 1};
+  size_t ci;
+  cr_assert_eq(txattn_table_add_class(t, &cls, &ci), TXATTN_OK, "%s", txattn_last_error());
+  for (int64_t n = 64; n <= 256; n *= 4) {
+    txattn_table_candidate c[] = {{BIGHINT_KERNEL, 0, NULL, NULL, 1e-6 * (double)n, 1e-7, -1},
+                                  {"naive.scalar", 0, NULL, NULL, 1e-4 * (double)n, 1e-7, -1}};
+    cr_assert_eq(txattn_table_add_point(t, ci, n, 0, c, 2), TXATTN_OK, "%s", txattn_last_error());
+  }
+  cr_assert_eq(txattn_table_write(t, file), TXATTN_OK, "%s", txattn_last_error());
+  txattn_table_free(t);
+  txattn_context_free(maker);
+  txattn_options opts = {.plugin_path = path, .table_path = file, .n_threads = 1};
+  txattn_context *ctx = NULL;
+  cr_assert_eq(txattn_context_create(&opts, &ctx), TXATTN_OK, "%s", txattn_last_error());
+  cr_assert_eq(txattn_context_table_status(ctx), TXATTN_TABLE_LOADED, "%s",
+               txattn_context_table_state(ctx));
+  txattn_problem in_table = {.n_q = 100, .d_qk = 16, .mask = TXATTN_MASK_CAUSAL};
+  pick(ctx, &in_table, kernel, sizeof kernel, why, sizeof why);
+  cr_expect_str_eq(kernel, BIGHINT_KERNEL, "where the table measured it fastest: %s", why);
+  for (size_t i = 0; i < sizeof claims_shapes / sizeof claims_shapes[0]; i++) {
+    pick(ctx, &claims_shapes[i], kernel, sizeof kernel, why, sizeof why);
+    cr_expect_str_eq(kernel, BIGHINT_KERNEL, "shape %zu, outside the table: %s", i, why);
+    cr_expect(strstr(why, "not measured") == NULL, "shape %zu: %s", i, why);
+  }
+  txattn_context_free(ctx);
 }

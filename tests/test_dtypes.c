@@ -4,14 +4,24 @@
  * (the upper half of a binary32). */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
 
+#include "scratch.h"
 #include "test_context.h"
+#include "test_plugin_names.h"
 
-TestSuite(dtypes, .init = test_env_clean, .fini = test_check_leaks, .timeout = 120);
+static char scratch[SCRATCH_PATH_MAX];
+
+static void cleanup(void) {
+  if (scratch[0]) scratch_remove(scratch);
+  test_check_leaks();
+}
+
+TestSuite(dtypes, .init = test_env_clean, .fini = cleanup, .timeout = 120);
 
 static uint16_t f16_of(double x) {
   _Float16 h = (_Float16)x;
@@ -204,24 +214,45 @@ Test(dtypes, types_and_alignment_are_checked) {
   cr_assert_eq(txattn_dtype_size(TXATTN_DTYPE_F16), 2);
 }
 
-/* Kernels that do not declare 16-bit types are never handed them. */
-Test(dtypes, kernels_that_take_only_f32_are_not_given_16_bit_tensors) {
-  txattn_context *ctx = test_context(1);
+/* A kernel is handed only the element types it declares (txattn_kernel_info.dtypes), and a
+   refusal names the first tensor whose type it does not take: the shipped kernels and a test
+   plugin's that declares no types (f32 only). */
+Test(dtypes, kernels_are_given_only_the_types_they_declare) {
+  char path[2 * SCRATCH_PATH_MAX + 2];
+  scratch_dir(scratch, sizeof scratch, 0755);
+  scratch_copy_plugin(scratch, TEST_GOOD_FILE, NULL, 0644);
+  snprintf(path, sizeof path, "%s:%s", TXATTN_TEST_PLUGIN_BUILD_DIR, scratch);
+  txattn_context *ctx = test_context_at(path, 1);
   txattn_problem p = {.n_q = 4, .d_qk = 8, .k_type = TXATTN_DTYPE_F16};
+  const txattn_dtype types[4] = {p.q_type, p.k_type, p.v_type, p.o_type};
+  static const char *const tensor[4] = {"take %s q", "take %s k", "take %s v", "make %s o"};
   struct kernel_list kernels;
   test_kernel_list(ctx, &kernels);
+  int declined = 0;
   for (size_t i = 0; i < kernels.n; i++) {
-    if (!kernels.k[i].usable) continue;
+    const txattn_kernel_info *k = &kernels.k[i];
+    if (!k->usable) continue;
+    for (int t = 0; t < 4; t++)
+      cr_assert(k->dtypes[t] != 0 && (k->dtypes[t] & ~TXATTN_DTYPES_ALL) == 0,
+                "%s: tensor %d takes the set 0x%x", k->name, t, k->dtypes[t]);
     txattn_plan *plan = NULL;
-    txattn_status s = txattn_plan_create(ctx, &p, kernels.k[i].name, &plan);
-    if (s == TXATTN_OK) {
-      txattn_plan_free(plan);
+    txattn_status s = txattn_plan_create(ctx, &p, k->name, &plan);
+    txattn_plan_free(plan);
+    if (test_kernel_takes_types(k, &p)) {
+      cr_assert_eq(s, TXATTN_OK, "%s: %s", k->name, txattn_last_error());
       continue;
     }
-    cr_assert_eq(s, TXATTN_E_UNSUPPORTED, "%s: %s", kernels.k[i].name, txattn_last_error());
-    cr_assert(strstr(txattn_last_error(), "does not take f16 k") != NULL, "%s",
-              txattn_last_error());
+    int first = 0;
+    while (k->dtypes[first] & TXATTN_DTYPE_BIT(types[first])) first++;
+    char want[48], phrase[32];
+    snprintf(phrase, sizeof phrase, tensor[first], txattn_dtype_name(types[first]));
+    snprintf(want, sizeof want, "does not %s", phrase);
+    cr_assert_eq(s, TXATTN_E_UNSUPPORTED, "%s: %s", k->name, txattn_last_error());
+    cr_assert(strstr(txattn_last_error(), want) != NULL, "%s: \"%s\" does not say \"%s\"", k->name,
+              txattn_last_error(), want);
+    declined++;
   }
+  cr_assert_gt(declined, 0, "%s declares no types but was not refused f16 k", TEST_GOOD_KERNEL);
   txattn_context_free(ctx);
 }
 

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -224,6 +225,8 @@ ParameterizedTest(struct shape *s, kernels, stay_well_within_the_error_bound_on_
       if (!kernels.k[k].usable) continue;
       txattn_plan *plan = NULL;
       txattn_status st = txattn_plan_create(ctx, &c.problem, kernels.k[k].name, &plan);
+      if (st == TXATTN_E_UNSUPPORTED && strstr(txattn_last_error(), "does not take f32"))
+        continue; /* tiled.avx512bf16 takes bf16 q and k only */
       cr_assert_eq(st, TXATTN_OK, "%s on %s: %s", kernels.k[k].name, desc, txattn_last_error());
       txattn_tensors t = case_tensors(&c);
       case_clear_output(&c);

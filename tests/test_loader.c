@@ -2,6 +2,7 @@
  * why (every defect of tests/plugins/broken_plugin.c, a non-ELF file, writable files and
  * directories, foreign owners, duplicate names), and that good plugins beside broken ones still
  * load and compute. */
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "test_plugin_names.h"
 #include "text_match.h"
 #include "txattn/plugin.h"
+#include "txattn/table.h"
 #include "txattn/txattn.h"
 
 static char scratch[SCRATCH_PATH_MAX];
@@ -307,14 +309,14 @@ static void arrange_two_dirs(char *a, char *b) {
 /* What txattn.h and plugin.h promise of every listed kernel. */
 static void check_kernel_info(const struct kernel_list *l, const txattn_kernel_info *k,
                               const char *dir) {
-  static const char *isas[] = {"scalar", "avx2", "avx512", "neon"};
+  static const char *isas[] = {"scalar", "avx2", "avx512", "neon", "avx512bf16"};
   char kernel_path[PATH_MAX];
   cr_assert(k->summary && k->plugin && k->path && k->isa && k->plugin_version,
             "%s: a NULL field in txattn_kernel_info", k->name);
   cr_expect(realpath(k->path, kernel_path) != NULL && strncmp(kernel_path, dir, strlen(dir)) == 0,
             "%s was loaded from %s, not from the build tree's %s", k->name, k->path, dir);
   int known = 0, same_name = 0;
-  for (size_t j = 0; j < 4; j++) known |= strcmp(k->isa, isas[j]) == 0;
+  for (size_t j = 0; j < sizeof isas / sizeof *isas; j++) known |= strcmp(k->isa, isas[j]) == 0;
   cr_expect(known, "%s: unknown isa \"%s\"", k->name, k->isa);
   const char *suffix = strrchr(k->name, '.');
   cr_expect(suffix && strcmp(suffix + 1, k->isa) == 0, "%s: not \"<algorithm>.%s\"", k->name,
@@ -377,5 +379,163 @@ Test(loader, a_path_lists_several_directories) {
   cr_assert_eq(txattn_context_create(NULL, &ctx), TXATTN_OK, "%s", txattn_last_error());
   static const char *const names[] = {TEST_GOOD_KERNEL, TEST_SPARE_KERNEL};
   expect_exactly(ctx, names, 2, "TXATTN_PLUGIN_PATH=<a>:<b>");
+  txattn_context_free(ctx);
+}
+
+/* ---- what would break later: version strings, taken names, links (issue 19) ---- */
+
+struct version_case {
+  int kind; /* CLAIMS_VERSION_KIND of tests/plugins/claims_plugin.c */
+  int loads;
+  const char *what;
+};
+
+ParameterizedTestParameters(loader, version_strings_a_table_cannot_hold_are_refused) {
+  static struct version_case cases[] = {
+      {1, 0, "a terminal escape"}, {2, 0, "a line break"},           {3, 0, "a byte beyond ASCII"},
+      {4, 0, "64 bytes"},          {5, 1, "63 bytes (the longest)"}, {6, 0, "an empty version"},
+  };
+  return cr_make_param_array(struct version_case, cases, sizeof cases / sizeof cases[0]);
+}
+
+ParameterizedTest(struct version_case *vc, loader,
+                  version_strings_a_table_cannot_hold_are_refused) {
+  char file[64], kernel[64];
+  snprintf(file, sizeof file, "txattn_test_version%d.so", vc->kind);
+  snprintf(kernel, sizeof kernel, "version%d.scalar", vc->kind);
+  scratch_dir(scratch, sizeof scratch, 0755);
+  scratch_copy_plugin(scratch, file, NULL, 0644);
+  txattn_context *ctx = test_context_at(scratch, 1);
+  cr_expect_eq(kernel_usable(ctx, kernel), vc->loads, "version with %s: %s", vc->what,
+               vc->loads ? "refused" : "loaded");
+  if (!vc->loads) {
+    static const char *const words[] = {"version", NULL};
+    expect_rejected(ctx, scratch, file, vc->what, words);
+    txattn_rejected_info r = TXATTN_REJECTED_INFO_INIT;
+    cr_assert(find_rejected(ctx, scratch, file, &r));
+    for (const char *c = r.reason; *c; c++)
+      cr_expect((unsigned char)*c >= 0x20 && (unsigned char)*c < 0x7f,
+                "the reason quotes an unprintable byte 0x%02x: %s", (unsigned char)*c, r.reason);
+  } else {
+    /* what loads can be written into a table: profile must not fail on it later */
+    txattn_table *t = NULL;
+    cr_expect_eq(txattn_table_create(ctx, &t), TXATTN_OK, "%s", txattn_last_error());
+    txattn_table_free(t);
+  }
+  txattn_context_free(ctx);
+}
+
+Test(loader, a_plugin_name_already_taken_is_refused) {
+  char a[SCRATCH_PATH_MAX], b[SCRATCH_PATH_MAX], both[2 * SCRATCH_PATH_MAX + 2],
+      want[SCRATCH_PATH_MAX + 64];
+  scratch_dir(scratch, sizeof scratch, 0755);
+  scratch_subdir(a, sizeof a, scratch, "a", 0755);
+  scratch_subdir(b, sizeof b, scratch, "b", 0755);
+  scratch_copy_plugin(a, TEST_GOOD_FILE, NULL, 0644);
+  scratch_copy_plugin(b, TEST_GOOD_FILE, NULL, 0644);
+  snprintf(both, sizeof both, "%s:%s", a, b);
+  txattn_context *ctx = test_context_at(both, 1);
+  struct kernel_list l;
+  test_kernel_list(ctx, &l);
+  const txattn_kernel_info *k = test_kernel_find(&l, TEST_GOOD_KERNEL);
+  cr_assert(k != NULL && strncmp(k->path, a, strlen(a)) == 0,
+            "the first directory's plugin did not keep the name");
+  txattn_rejected_info r = TXATTN_REJECTED_INFO_INIT;
+  char all[4096];
+  cr_assert(find_rejected(ctx, b, TEST_GOOD_FILE, &r), "the second copy is not rejected:%s",
+            describe_rejected(ctx, all, sizeof all));
+  int len = snprintf(want, sizeof want, "name testgood is already taken by %s/", a);
+  cr_assert(len > 0 && (size_t)len < sizeof want);
+  cr_expect(strstr(r.reason, want) != NULL, "rejected with \"%s\", want \"%s...\"", r.reason, want);
+  txattn_context_free(ctx);
+  /* a shipped plugin's name too: found after the shipped naive, a third-party "naive" is refused
+     (found first, it would win and still count as third-party: test_dispatch.c) */
+  snprintf(both, sizeof both, "%s:%s", TXATTN_TEST_PLUGIN_BUILD_DIR, a);
+  scratch_copy_plugin(a, "txattn_test_fakenaive.so", NULL, 0644);
+  ctx = test_context_at(both, 1);
+  cr_assert(find_rejected(ctx, a, "txattn_test_fakenaive.so", &r),
+            "a second plugin named naive is not rejected:%s",
+            describe_rejected(ctx, all, sizeof all));
+  cr_expect(text_mentions(r.reason, "name naive is already taken by", "txattn_naive.so", NULL),
+            "rejected with \"%s\"", r.reason);
+  txattn_context_free(ctx);
+}
+
+struct link_case {
+  const char *what;
+  mode_t open_mode; /* the directory the link points into */
+  int foreign;      /* that directory belongs to uid 65534 (root only) */
+  int link_dir;     /* the plugin directory is the link, not the file */
+  int chain;        /* the file links to a link in the open directory, which links to a safe file */
+  int loads;
+};
+
+ParameterizedTestParameters(loader, links_into_unsafe_directories_are_refused) {
+  static struct link_case cases[] = {
+      {"a file link into a 0777 directory", 0777, 0, 0, 0, 0},
+      {"a file link into a 0775 directory", 0775, 0, 0, 0, 0},
+      {"a file link into a 1777 (sticky) directory", 01777, 0, 0, 0, 1},
+      {"a file link into a 0755 directory", 0755, 0, 0, 0, 1},
+      {"a file link into another user's directory", 0755, 1, 0, 0, 0},
+      {"a directory link into a 0777 directory", 0777, 0, 1, 0, 0},
+      {"a directory link into a 0755 directory", 0755, 0, 1, 0, 1},
+      {"a link to a link in a 0777 directory", 0777, 0, 0, 1, 0},
+  };
+  return cr_make_param_array(struct link_case, cases, sizeof cases / sizeof cases[0]);
+}
+
+static void fits(int n, size_t size) {
+  cr_assert(n > 0 && (size_t)n < size, "scratch path too long");
+}
+#define FIT(n, buf) fits((n), sizeof(buf))
+
+/* scratch/open (lc->open_mode) holds the target; the plugin path is scratch/plugins (0755) holding a
+   link to it, or the link scratch/plugins -> open/plugins itself. */
+ParameterizedTest(struct link_case *lc, loader, links_into_unsafe_directories_are_refused) {
+  if (lc->foreign && geteuid() != 0) cr_skip_test("only root can give a directory to another user");
+  char open_dir[SCRATCH_PATH_MAX], safe[SCRATCH_PATH_MAX], plugins[SCRATCH_PATH_MAX],
+      target[SCRATCH_PATH_MAX], link[SCRATCH_PATH_MAX];
+  scratch_dir(scratch, sizeof scratch, 0755);
+  scratch_subdir(open_dir, sizeof open_dir, scratch, "open", 0755);
+  if (lc->link_dir) {
+    char real[SCRATCH_PATH_MAX];
+    scratch_subdir(real, sizeof real, open_dir, "plugins", 0755);
+    scratch_copy_plugin(real, TEST_SPARE_FILE, NULL, 0644);
+    FIT(snprintf(plugins, sizeof plugins, "%s/plugins", scratch), plugins);
+    cr_assert_eq(symlink(real, plugins), 0, "symlink: %s", strerror(errno));
+  } else {
+    scratch_subdir(plugins, sizeof plugins, scratch, "plugins", 0755);
+    FIT(snprintf(link, sizeof link, "%s/%s", plugins, TEST_SPARE_FILE), link);
+    if (lc->chain) {
+      scratch_subdir(safe, sizeof safe, scratch, "safe", 0755);
+      scratch_copy_plugin(safe, TEST_SPARE_FILE, NULL, 0644);
+      FIT(snprintf(target, sizeof target, "%s/hop.so", open_dir), target);
+      char end[SCRATCH_PATH_MAX];
+      FIT(snprintf(end, sizeof end, "%s/%s", safe, TEST_SPARE_FILE), end);
+      cr_assert_eq(symlink(end, target), 0, "symlink: %s", strerror(errno));
+      cr_assert_eq(symlink("../open/hop.so", link), 0, "symlink: %s", strerror(errno));
+    } else {
+      scratch_copy_plugin(open_dir, TEST_SPARE_FILE, NULL, 0644);
+      FIT(snprintf(target, sizeof target, "%s/%s", open_dir, TEST_SPARE_FILE), target);
+      cr_assert_eq(symlink(target, link), 0, "symlink: %s", strerror(errno));
+    }
+  }
+  if (lc->foreign) cr_assert_eq(chown(open_dir, 65534, 65534), 0, "chown: %s", strerror(errno));
+  cr_assert_eq(chmod(open_dir, lc->open_mode), 0);
+  txattn_context *ctx = test_context_at(plugins, 1);
+  chmod(open_dir, 0755);
+  int loaded = kernel_usable(ctx, TEST_SPARE_KERNEL);
+  cr_expect_eq(loaded, lc->loads, "%s: the plugin %s", lc->what,
+               loaded ? "loaded" : "did not load");
+  if (!lc->loads) {
+    static const char *const words[] = {"symlink", NULL};
+    expect_rejected(ctx, plugins, lc->link_dir ? NULL : TEST_SPARE_FILE, lc->what, words);
+    txattn_rejected_info r = TXATTN_REJECTED_INFO_INIT;
+    cr_assert(find_rejected(ctx, plugins, lc->link_dir ? NULL : TEST_SPARE_FILE, &r));
+    cr_expect(text_mentions(r.reason, lc->foreign ? "owned by uid" : "writable", NULL) &&
+                  strstr(r.reason, "/open") != NULL,
+              "%s: \"%s\" does not name the open directory and what is wrong with it", lc->what,
+              r.reason);
+  }
   txattn_context_free(ctx);
 }

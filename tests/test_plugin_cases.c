@@ -477,6 +477,20 @@ static size_t run_default(txattn_context *ctx, struct attn_case *c, const char *
   return n;
 }
 
+/* s in types k takes: each tensor f32 where k takes it, else bf16, else f16 (tiled.avx512bf16 gets
+   bf16 q and k), so that every kernel runs the shapes below. */
+static struct shape in_types_of(const struct shape *s, const txattn_kernel_info *k) {
+  txattn_dtype pick[4];
+  for (int t = 0; t < 4; t++)
+    pick[t] = (k->dtypes[t] & TXATTN_DTYPE_BIT(TXATTN_DTYPE_F32))    ? TXATTN_DTYPE_F32
+              : (k->dtypes[t] & TXATTN_DTYPE_BIT(TXATTN_DTYPE_BF16)) ? TXATTN_DTYPE_BF16
+                                                                     : TXATTN_DTYPE_F16;
+  struct shape out = *s;
+  out.types = (struct case_types){pick[0], pick[1], pick[2], pick[3]};
+  cr_assert(out.types.o == TXATTN_DTYPE_F32, "%s does not make f32 o", k->name);
+  return out;
+}
+
 Test(plugin_cases, on_one_thread_a_kernel_gives_its_twins_bits) {
   txattn_context *ctx = test_context(1);
   struct kernel_list l;
@@ -495,8 +509,9 @@ Test(plugin_cases, on_one_thread_a_kernel_gives_its_twins_bits) {
     for (size_t s = 0; s < sizeof twin_shapes / sizeof twin_shapes[0]; s++) {
       struct attn_case c;
       char desc[256];
-      shape_describe(&twin_shapes[s], desc, sizeof desc);
-      case_init(&c, &twin_shapes[s], 7 + s);
+      const struct shape sh = in_types_of(&twin_shapes[s], k);
+      shape_describe(&sh, desc, sizeof desc);
+      case_init(&c, &sh, 7 + s);
       int64_t tk[TWIN_MAX_TUNABLES] = {0}, tt[TWIN_MAX_TUNABLES] = {0};
       size_t nk = run_default(ctx, &c, k->name, tk);
       float *mine = malloc(c.o.len * sizeof(float));
@@ -588,8 +603,9 @@ Test(plugin_cases, a_fitted_tile_gives_the_bits_of_the_tile_given) {
       for (size_t s = 0; s < sizeof twin_shapes / sizeof twin_shapes[0]; s++) {
         struct attn_case c;
         char desc[256];
-        shape_describe(&twin_shapes[s], desc, sizeof desc);
-        case_init(&c, &twin_shapes[s], 31 + s);
+        const struct shape sh = in_types_of(&twin_shapes[s], info);
+        shape_describe(&sh, desc, sizeof desc);
+        case_init(&c, &sh, 31 + s);
         int64_t set[FIT_SETS][TWIN_MAX_TUNABLES] = {{0}};
         fit_settings(kd, &c.full, set);
         float *given_bits = malloc(c.o.len * sizeof(float));

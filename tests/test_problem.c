@@ -187,9 +187,9 @@ Test(problem, every_status_has_its_name) {
 /* The names txtune, the table file and txattn_kernel_info spell, and "unknown" (never NULL) past
    the enums. */
 Test(problem, every_isa_and_mask_has_its_name) {
-  static const char *isas[] = {"scalar", "avx2", "avx512", "neon"};
+  static const char *isas[] = {"scalar", "avx2", "avx512", "neon", "avx512bf16"};
   static const char *masks[] = {"none", "causal", "window"};
-  cr_assert_eq(TXATTN_ISA_COUNT_, 4, "a new ISA needs its name here and in core/names.c");
+  cr_assert_eq(TXATTN_ISA_COUNT_, 5, "a new ISA needs its name here and in core/names.c");
   for (int i = 0; i < TXATTN_ISA_COUNT_; i++)
     cr_expect_str_eq(txattn_isa_name((txattn_isa)i), isas[i]);
   for (int m = TXATTN_MASK_NONE; m <= TXATTN_MASK_WINDOW; m++)

@@ -101,10 +101,11 @@ Test(struct_size, impossible_sizes_are_refused_with_the_struct_named) {
 }
 
 /* Writes one output struct three ways: as an older header's (only `older` bytes, at a fence), as a
-   newer header's (the bytes past this header's untouched), and unset (struct_size 0: all of it). */
+   newer header's (the bytes past this header's untouched), and unset (struct_size 0: the `first`
+   bytes of version 0.2's struct, and struct_size says so). */
 typedef txattn_status (*get_fn)(const void *source, void *out);
 
-static void check_output(get_fn get, const void *source, size_t cur, size_t older,
+static void check_output(get_fn get, const void *source, size_t cur, size_t first, size_t older,
                          size_t check_at) {
   struct fenced f = fence(older);
   memcpy(f.at, &older, sizeof older);
@@ -133,7 +134,13 @@ static void check_output(get_fn get, const void *source, size_t cur, size_t olde
   memset(unset, 0, sizeof(size_t)); /* struct_size 0: an uninitialised struct in practice */
   memset(unset + sizeof(size_t), 0x5a, cur - sizeof(size_t));
   cr_assert_eq(get(source, unset), TXATTN_OK);
-  cr_assert(memcmp(unset, full, cur) == 0, "a struct with struct_size 0 is not written in full");
+  memcpy(&written, unset, sizeof written);
+  cr_assert_eq(written, first, "struct_size 0 wrote %zu bytes, not version 0.2's %zu", written,
+               first);
+  cr_assert(memcmp(unset + sizeof(size_t), full + sizeof(size_t), first - sizeof(size_t)) == 0,
+            "a struct with struct_size 0 is not written as version 0.2's");
+  for (size_t i = first; i < cur; i++)
+    cr_assert_eq(unset[i], 0x5a, "byte %zu, past version 0.2's struct, was written", i);
   free(unset);
   free(full);
   unfence(&f);
@@ -157,17 +164,17 @@ static txattn_status get_plan_tunable(const void *plan, void *out) {
 
 Test(struct_size, outputs_are_written_as_far_as_the_callers_struct_reaches) {
   txattn_context *ctx = test_context(1);
-  check_output(get_kernel, ctx, sizeof(txattn_kernel_info), offsetof(txattn_kernel_info, usable),
-               offsetof(txattn_kernel_info, name));
-  check_output(get_machine, ctx, sizeof(txattn_machine_info),
+  check_output(get_kernel, ctx, sizeof(txattn_kernel_info), TXATTN_KERNEL_INFO_SIZE_0_2,
+               offsetof(txattn_kernel_info, usable), offsetof(txattn_kernel_info, name));
+  check_output(get_machine, ctx, sizeof(txattn_machine_info), TXATTN_MACHINE_INFO_SIZE_0_2,
                offsetof(txattn_machine_info, n_cores), offsetof(txattn_machine_info, vendor));
-  check_output(get_kernel_tunable, ctx, sizeof(txattn_tunable_info),
+  check_output(get_kernel_tunable, ctx, sizeof(txattn_tunable_info), TXATTN_TUNABLE_INFO_SIZE_0_2,
                offsetof(txattn_tunable_info, value), offsetof(txattn_tunable_info, name));
   txattn_problem p = {.n_q = 64, .d_qk = 32};
   txattn_plan *plan = NULL;
   cr_assert_eq(txattn_plan_create(ctx, &p, "tiled.scalar", &plan), TXATTN_OK, "%s",
                txattn_last_error());
-  check_output(get_plan_tunable, plan, sizeof(txattn_tunable_info),
+  check_output(get_plan_tunable, plan, sizeof(txattn_tunable_info), TXATTN_TUNABLE_INFO_SIZE_0_2,
                offsetof(txattn_tunable_info, min), offsetof(txattn_tunable_info, value));
   txattn_plan_free(plan);
   txattn_context_free(ctx);

@@ -915,12 +915,12 @@ static void e_l3(json_t *r, const txattn_context *c, char *o, char *n, size_t s)
 static void e_isa(json_t *r, const txattn_context *c, char *o, char *n, size_t s) {
   (void)c;
   json_t *isa = json_object_get(machine(r), "isa");
-  static const char *const all[] = {"scalar", "avx2", "avx512", "neon"};
-  const char *keep[4];
+  static const char *const all[] = {"scalar", "avx2", "avx512", "neon", "avx512bf16"};
+  const char *keep[5];
   size_t k = 0;
   int added = 0;
   n[0] = o[0] = '\0';
-  for (size_t i = 0; i < 4; i++) {
+  for (size_t i = 0; i < 5; i++) {
     int has = 0;
     for (size_t j = 0; j < json_array_size(isa); j++)
       has |= strcmp(json_string_value(json_array_get(isa, j)), all[i]) == 0;

@@ -3,7 +3,8 @@
  * that take both of their paths -- the direct path (at most 4 stacked query rows per kv head:
  * decode) and the blocked one (packed fp32 K/V blocks) -- with GQA, windows and causal masks whose
  * edges fall inside blocks (the smallest blocks as well as the defaults), padded strides, large
- * logits, rows that see no key, and rows that read a NaN in K or V.
+ * logits, rows that see no key, rows that read a NaN in K or V, and bf16 subnormals in q and k
+ * (which tiled.avx512bf16's vdpbf16ps would read as zero).
  *
  * Every usable kernel of the build's plugin directory runs (each ISA this CPU has); tiled_omp also
  * through its test build (a team for any work, the smallest blocks: key splits whose merge writes a
@@ -32,8 +33,8 @@ TestSuite(tiled_dtypes, .init = test_env_clean, .fini = test_check_leaks, .timeo
 
 /* q, k, v, o */
 static const txattn_dtype combos[][4] = {
-    {F32, F16, F16, F32}, {F32, BF16, BF16, F32}, {BF16, BF16, BF16, BF16},
-    {F16, F16, F16, F16}, {F32, F16, F16, BF16},  {F16, BF16, F16, F32},
+    {F32, F16, F16, F32},  {F32, BF16, BF16, F32}, {BF16, BF16, BF16, BF16}, {F16, F16, F16, F16},
+    {F32, F16, F16, BF16}, {F16, BF16, F16, F32},  {BF16, BF16, F16, F32},
 };
 enum { N_COMBOS = sizeof combos / sizeof combos[0] };
 
@@ -44,6 +45,10 @@ struct shape {
   double amp;        /* q and k values in [-amp, amp] (v in [-2, 2]) */
   int64_t nan_v_key; /* this key's V row holds a NaN in column 1 (NO_KEY: none) */
   int64_t nan_k_key; /* this key's K row holds a NaN in column 0 (NO_KEY: none) */
+  /* Where q and k are bf16: q's column 3 holds subnormals (2^-128) in positions below 30 and 0
+     after, k's column 3 2^127; k's column 5 holds subnormals in keys 40..59 and 0 elsewhere, q's
+     2^126: products near 1/2 that vdpbf16ps, reading subnormals as zero, would drop. */
+  int bf16_subnormals;
 };
 
 #define NO_KEY -1
@@ -125,6 +130,19 @@ static const struct shape shapes[] = {
      .amp = 2.0,
      .nan_v_key = NO_KEY,
      .nan_k_key = NO_KEY},
+    {.what = "prefill 70 x GQA 2 over 150 keys, causal, d_qk 33, bf16 subnormals against values "
+             "near 2^127",
+     .p = {.heads_q = 4,
+           .heads_kv = 2,
+           .n_q = 70,
+           .n_kv = 150,
+           .d_qk = 33,
+           .d_v = 16,
+           .mask = TXATTN_MASK_CAUSAL},
+     .amp = 2.0,
+     .nan_v_key = NO_KEY,
+     .nan_k_key = NO_KEY,
+     .bf16_subnormals = 1},
     {.what = "2 x 64 x 64, no mask, large logits",
      .p = {.batch = 2, .n_q = 64, .d_qk = 64, .scale = 2.5f},
      .strided = 1,
@@ -231,6 +249,21 @@ static void tcase_init(struct tcase *c, const struct shape *s, const txattn_dtyp
       if (s->nan_v_key != NO_KEY) store(&c->v, tensor_at(&c->v, b, h, s->nan_v_key, 1), NAN);
       if (s->nan_k_key != NO_KEY) store(&c->k, tensor_at(&c->k, b, h, s->nan_k_key, 0), NAN);
     }
+  if (s->bf16_subnormals && types[0] == BF16 && types[1] == BF16) {
+    for (int64_t b = 0; b < r->batch; b++) {
+      for (int64_t h = 0; h < r->heads_q; h++)
+        for (int64_t i = 0; i < r->n_q; i++) {
+          const double sign = (i + h) % 3 ? 1.0 : -1.0;
+          store(&c->q, tensor_at(&c->q, b, h, i, 3), i < 30 ? sign * 0x1p-128 : 0.0);
+          store(&c->q, tensor_at(&c->q, b, h, i, 5), sign * 0x1p126);
+        }
+      for (int64_t h = 0; h < r->heads_kv; h++)
+        for (int64_t j = 0; j < r->n_kv; j++) {
+          store(&c->k, tensor_at(&c->k, b, h, j, 3), 0x1p127);
+          store(&c->k, tensor_at(&c->k, b, h, j, 5), j >= 40 && j < 60 ? 0x1.8p-127 : 0.0);
+        }
+    }
+  }
   memset(c->want.data, O_PATTERN, c->want.len * esize(c->want.type));
   txattn_tensors t = {.q_data = c->q.data,
                       .k_data = c->k.data,
@@ -376,7 +409,13 @@ static int selected(const char *kernel, int avx512_only) {
   if (!((alg == 5 && strncmp(kernel, "tiled", 5) == 0) ||
         (alg == 9 && strncmp(kernel, "tiled_omp", 9) == 0)))
     return 0;
-  return !avx512_only || strcmp(dot, ".avx512") == 0;
+  return !avx512_only || strcmp(dot, ".avx512") == 0 || strcmp(dot, ".avx512bf16") == 0;
+}
+
+/* The kernels on AVX512_BF16 take bf16 q and k only (and decline the rest). */
+static int takes(const char *kernel, const txattn_dtype *types) {
+  const char *dot = strchr(kernel, '.');
+  return strcmp(dot, ".avx512bf16") != 0 || (types[0] == BF16 && types[1] == BF16);
 }
 
 /* Every selected usable kernel of the context on every shape and combination, with the default
@@ -393,6 +432,7 @@ static int check_plugin_dir(const char *plugin_path, int threads, int avx512_onl
     for (int si = 0; si < N_SHAPES; si++)
       for (int ci = 0; ci < N_COMBOS; ci++) {
         struct tcase c;
+        if (!takes(l.k[ki].name, combos[ci])) continue;
         tcase_init(&c, &shapes[si], combos[ci], (uint32_t)(si * 31 + ci));
         for (int smallest = 0; smallest < 2; smallest++) {
           cr_assert(run(ctx, l.k[ki].name, &c, smallest), "%s declines %s", l.k[ki].name, c.desc);
@@ -423,7 +463,7 @@ Test(tiled_dtypes, emulated_avx512_kernels_are_exact_on_16_bit_tensors) {
   const int ran = check_plugin_dir(TXATTN_TEST_EMU512_PLUGIN_DIR, 2, 1) +
                   check_plugin_dir(TXATTN_TEST_EMU512_TEAM_PLUGIN_DIR, 3, 1);
   if (ran == 0) cr_skip_test("no usable emulated AVX-512 kernel (the ISA is capped below AVX2)");
-  cr_assert_eq(ran, 3, "tiled.avx512, tiled_omp.avx512 and its test build");
+  cr_assert_eq(ran, 6, "tiled.avx512, tiled_omp.avx512 and its test build, and their avx512bf16");
 }
 #endif
 
@@ -444,6 +484,7 @@ Test(tiled_dtypes, tiled_omp_on_one_thread_gives_the_bits_of_tiled_on_16_bit_ten
     for (int si = 0; si < N_SHAPES; si++)
       for (int ci = 0; ci < N_COMBOS; ci++) {
         struct tcase c;
+        if (!takes(name, combos[ci])) continue;
         tcase_init(&c, &shapes[si], combos[ci], (uint32_t)(si * 17 + ci + 5));
         const size_t bytes = c.o.len * esize(c.o.type);
         unsigned char *first = malloc(bytes);

@@ -381,7 +381,7 @@ ParameterizedTest(struct machine *m, topology_matrix, every_kernel_plans_or_decl
     if (m->max_isa[0] && strcmp(m->max_isa, "scalar") == 0)
       cr_expect_str_eq(ki->isa, "scalar", "%s: %s is usable", desc, ki->name);
     if (m->max_isa[0] && strcmp(m->max_isa, "avx2") == 0)
-      cr_expect_str_neq(ki->isa, "avx512", "%s: %s is usable", desc, ki->name);
+      cr_expect(strncmp(ki->isa, "avx512", 6) != 0, "%s: %s is usable", desc, ki->name);
     for (int s = 0; s < N_SIZES; s++)
       for (int d = 0; d < N_DIMS; d++)
         for (int mk = 0; mk < N_MASKS; mk++)

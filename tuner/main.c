@@ -44,8 +44,11 @@ static void usage(FILE *f) {
              "       txtune --version\n"
              "\nExact scaled-dot-product attention: inspect, verify and time the kernels of "
              "libtxattn.\n\nCommands:\n");
+  int width = 0; /* the longest name, so that every summary stands apart from its name */
   for (int i = 0; i < N_COMMANDS; i++)
-    fprintf(f, "  %-10s%s\n", commands[i].name, commands[i].summary);
+    if ((int)strlen(commands[i].name) > width) width = (int)strlen(commands[i].name);
+  for (int i = 0; i < N_COMMANDS; i++)
+    fprintf(f, "  %-*s  %s\n", width, commands[i].name, commands[i].summary);
   fprintf(f, "\nExit status: 0 ok, 1 a check or run failed, 2 usage error.\n");
 }
 

@@ -27,8 +27,9 @@ typedef struct hw_state {
 static hw_state hw;
 static pthread_once_t hw_once = PTHREAD_ONCE_INIT;
 
-/* TXATTN_MAX_ISA compares levels, so "neon" and "avx2" cap the same way on either architecture. */
-static const int isa_levels[TXATTN_ISA_COUNT_] = {0, 1, 2, 1};
+/* TXATTN_MAX_ISA compares levels, so "neon" and "avx2" cap the same way on either architecture;
+   "avx512" leaves avx512bf16 out. */
+static const int isa_levels[TXATTN_ISA_COUNT_] = {0, 1, 2, 1, 3};
 
 static void set_why(txattn_isa isa, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void set_why(txattn_isa isa, const char *fmt, ...) {
@@ -77,7 +78,7 @@ static void lack(txattn_isa isa, const cpu_bit *b) {
            b->leaf, b->leaf == 1 ? "ecx" : "ebx", b->bit);
 }
 
-static void detect_avx(uint32_t ecx1, uint32_t ebx7) {
+static void detect_avx(uint32_t ecx1, uint32_t ebx7, uint32_t eax7_1) {
   const cpu_bit *m2 = missing_bit(avx2_bits, sizeof avx2_bits / sizeof *avx2_bits, ecx1, ebx7);
   const cpu_bit *m5 =
       missing_bit(avx512_bits, sizeof avx512_bits / sizeof *avx512_bits, ecx1, ebx7);
@@ -101,16 +102,27 @@ static void detect_avx(uint32_t ecx1, uint32_t ebx7) {
     set_why(TXATTN_ISA_AVX512, "needs AVX2 too: %s", hw.why[TXATTN_ISA_AVX2]);
   else if ((xcr0 & 0xe0) != 0xe0)
     set_why(TXATTN_ISA_AVX512, "OS has not enabled ZMM state (XCR0=%s)", x);
+
+  /* vdpbf16ps needs nothing of the OS beyond the AVX-512 state. */
+  hw.usable[TXATTN_ISA_AVX512BF16] = 1;
+  if (!((eax7_1 >> 5) & 1u))
+    set_why(TXATTN_ISA_AVX512BF16, "CPU lacks AVX512_BF16 (cpuid leaf 7 subleaf 1 eax bit 5)");
+  else if (!hw.usable[TXATTN_ISA_AVX512])
+    set_why(TXATTN_ISA_AVX512BF16, "needs AVX-512 too: %s", hw.why[TXATTN_ISA_AVX512]);
 }
 
 static void detect(void) {
-  uint32_t a, b, c, d, ecx1 = 0, ebx7 = 0;
+  uint32_t a, b, c, d, ecx1 = 0, ebx7 = 0, eax7_1 = 0;
   if (__get_cpuid(1, &a, &b, &c, &d)) ecx1 = c;
   if (__get_cpuid_max(0, NULL) >= 7) {
     __cpuid_count(7, 0, a, b, c, d);
     ebx7 = b;
+    if (a >= 1) { /* leaf 7's eax: its highest subleaf */
+      __cpuid_count(7, 1, a, b, c, d);
+      eax7_1 = a;
+    }
   }
-  detect_avx(ecx1, ebx7);
+  detect_avx(ecx1, ebx7, eax7_1);
   set_why(TXATTN_ISA_NEON, "not an arm64 CPU");
 }
 #elif defined(__aarch64__)
@@ -120,11 +132,13 @@ static void detect(void) {
     set_why(TXATTN_ISA_NEON, "CPU lacks Advanced SIMD (HWCAP_ASIMD not in AT_HWCAP)");
   set_why(TXATTN_ISA_AVX2, "not an x86-64 CPU");
   set_why(TXATTN_ISA_AVX512, "not an x86-64 CPU");
+  set_why(TXATTN_ISA_AVX512BF16, "not an x86-64 CPU");
 }
 #else
 static void detect(void) {
   set_why(TXATTN_ISA_AVX2, "not an x86-64 CPU");
   set_why(TXATTN_ISA_AVX512, "not an x86-64 CPU");
+  set_why(TXATTN_ISA_AVX512BF16, "not an x86-64 CPU");
   set_why(TXATTN_ISA_NEON, "not an arm64 CPU");
 }
 #endif
@@ -141,7 +155,8 @@ static int max_isa_level(const char *v, char *note, size_t size) {
   if (v == NULL || v[0] == '\0') return -1;
   for (int i = 0; i < TXATTN_ISA_COUNT_; i++)
     if (strcasecmp(v, txattn_isa_name((txattn_isa)i)) == 0) return isa_levels[i];
-  snprintf(note, size, "unknown value \"%.40s\" ignored (use scalar, avx2, avx512 or neon)", v);
+  snprintf(note, size,
+           "unknown value \"%.40s\" ignored (use scalar, avx2, avx512, avx512bf16 or neon)", v);
   txattn__log("TXATTN_MAX_ISA: %s", note);
   return -1;
 }

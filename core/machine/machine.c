@@ -127,8 +127,17 @@ txattn_status txattn__machine_init(const char *caches, txattn_machine_info *info
   const char *text = caches ? caches : getenv("TXATTN_CACHES");
   if (text) {
     txattn__cache_spec spec;
-    TXATTN_FORWARD_IF_ERROR(txattn__cache_spec_parse(text, origin, &spec));
-    apply_override(&spec, origin, info);
+    txattn_status s = txattn__cache_spec_parse(text, origin, &spec);
+    if (s != TXATTN_OK && caches == NULL) {
+      /* a malformed variable is ignored with a note, as a malformed table is: the caller's
+         environment must not fail every context; a malformed option is the caller's error */
+      txattn__note_add(info->cache_notes, sizeof info->cache_notes,
+                       "%.600s: ignored, the detected sizes are used", txattn_last_error());
+      txattn__log("cache note: %.600s: ignored, the detected sizes are used", txattn_last_error());
+    } else {
+      TXATTN_FORWARD_IF_ERROR(s);
+      apply_override(&spec, origin, info);
+    }
   }
   *m = (txattn_machine){
       .struct_size = sizeof *m,

@@ -217,7 +217,7 @@ static int read_isa(rd *r, const json_t *m, const char *path, unsigned *mask) {
     if (!json_is_string(v)) return err(r, q, "expected an ISA name, got %s", kind(v));
     int bit = isa_bit(json_string_value(v));
     if (bit < 0)
-      return err(r, q, "unknown ISA \"%.30s\" (known: scalar, avx2, avx512, neon)",
+      return err(r, q, "unknown ISA \"%.30s\" (known: scalar, avx2, avx512, neon, avx512bf16)",
                  json_string_value(v));
     if (*mask & (1u << bit)) return err(r, q, "%s is listed twice", json_string_value(v));
     *mask |= 1u << bit;
@@ -435,7 +435,8 @@ static int read_point(rd *r, const json_t *o, const char *path, size_t cls) {
   if (a == NULL) return 0;
   join(p, path, "candidates");
   size_t k = json_array_size(a);
-  if (k == 0 || k > 4096) return err(r, p, "a point needs 1..4096 candidates, got %zu", k);
+  if (k == 0 || k > TXATTN__TABLE_MAX_CANDIDATES)
+    return err(r, p, "a point needs 1..%d candidates, got %zu", TXATTN__TABLE_MAX_CANDIDATES, k);
   txattn_table_candidate *c = calloc(k, sizeof *c);
   tun_view *tun = calloc(k, sizeof *tun);
   int ok = c && tun;

@@ -14,7 +14,7 @@
 
 #define BIG            (INT64_C(1) << 40) /* sizes beyond this are typos, not shapes */
 #define MAX_TUNABLES   64
-#define MAX_CANDIDATES 4096
+#define MAX_CANDIDATES TXATTN__TABLE_MAX_CANDIDATES
 #define MAX_POINTS     (1 << 16)
 #define MAX_CLASSES    4096
 #define MAX_EXCLUDED   (1 << 16)
@@ -439,6 +439,61 @@ static txattn_status order_cands(txattn__cand *c, size_t n, long chosen, int *ti
   return TXATTN_OK;
 }
 
+typedef struct keyed {
+  char *key;
+  size_t i;
+} keyed;
+
+/* A candidate's identity as text: its kernel, then its tunables sorted by name, so that two keys
+   are equal exactly when txattn__tm_same_candidate holds. NULL when out of memory. */
+static char *cand_key(const txattn__cand *c) {
+  size_t ord[MAX_TUNABLES], len = strlen(c->kernel) + 2;
+  for (size_t i = 0; i < c->tun.n; i++) { /* insertion sort: at most MAX_TUNABLES names */
+    size_t j = i;
+    for (; j > 0 && strcmp(c->tun.names[ord[j - 1]], c->tun.names[i]) > 0; j--) ord[j] = ord[j - 1];
+    ord[j] = i;
+    len += strlen(c->tun.names[i]) + 24;
+  }
+  char *k = malloc(len);
+  if (k == NULL) return NULL;
+  size_t used = (size_t)snprintf(k, len, "%s", c->kernel);
+  for (size_t i = 0; i < c->tun.n && used < len; i++)
+    used += (size_t)snprintf(k + used, len - used, "\x01%s=%" PRId64, c->tun.names[ord[i]],
+                             c->tun.values[ord[i]]);
+  return k;
+}
+
+static int keyed_order(const void *pa, const void *pb) {
+  const keyed *a = pa, *b = pb;
+  int c = strcmp(a->key, b->key);
+  return c != 0 ? c : a->i < b->i ? -1 : a->i > b->i;
+}
+
+/* No candidate twice, in O(n log n): the candidates sorted by identity, equal ones are adjacent.
+   Names the earliest repeat, as a scan in file order would. */
+static txattn_status no_repeats(const txattn__cand *c, size_t n, char *why, size_t size) {
+  keyed *ks = calloc(n, sizeof *ks);
+  txattn_status s = ks == NULL ? NOMEM(why, size) : TXATTN_OK;
+  for (size_t i = 0; i < n && s == TXATTN_OK; i++)
+    if ((ks[i] = (keyed){cand_key(&c[i]), i}).key == NULL) s = NOMEM(why, size);
+  size_t later = n, first = 0;
+  if (s == TXATTN_OK) {
+    qsort(ks, n, sizeof *ks, keyed_order);
+    for (size_t i = 1, run = 0; i < n; i++) {
+      if (strcmp(ks[i].key, ks[run].key) != 0)
+        run = i;
+      else if (ks[i].i < later)
+        later = ks[i].i, first = ks[run].i;
+    }
+    if (later < n)
+      s = fail(TXATTN_E_INVALID, why, size, "candidates[%zu] repeats candidates[%zu] (%s)", later,
+               first, c[first].kernel);
+  }
+  for (size_t i = 0; ks != NULL && i < n; i++) free(ks[i].key);
+  free(ks);
+  return s;
+}
+
 static txattn_status copy_cands(const txattn_table_candidate *in, size_t n, long chosen,
                                 txattn__cand **out, int *tie, char *why, size_t size) {
   txattn__cand *c = calloc(n, sizeof *c);
@@ -453,11 +508,8 @@ static txattn_status copy_cands(const txattn_table_candidate *in, size_t n, long
       break;
     }
     if (!cand_copy(&c[done], &in[done])) s = NOMEM(why, size);
-    for (size_t j = 0; j < done && s == TXATTN_OK; j++)
-      if (txattn__tm_same_candidate(&c[j], &c[done]))
-        s = fail(TXATTN_E_INVALID, why, size, "candidates[%zu] repeats candidates[%zu] (%s)", done,
-                 j, c[j].kernel);
   }
+  if (s == TXATTN_OK) s = no_repeats(c, n, why, size);
   if (s == TXATTN_OK) s = order_cands(c, n, chosen, tie, why, size);
   if (s != TXATTN_OK) {
     for (size_t j = 0; j < done && j < n; j++) cand_free(&c[j]);

@@ -28,6 +28,9 @@ txattn_status txattn__tm_add_class(txattn_table *t, const txattn_table_class *c,
    most TXATTN__TIE_MAX_RATIO x the fastest), -1 the fastest. With reindex, derives the class's
    regions and index again (else the caller calls txattn__tm_reindex once at the end). */
 #define TXATTN__TIE_MAX_RATIO 1.25
+/* Candidates per point a table may hold (docs/dispatch_table.md): txtune profile records at most
+   128; a point with more is refused before any of them is read. */
+#define TXATTN__TABLE_MAX_CANDIDATES 256
 txattn_status txattn__tm_add_point(txattn_table *t, size_t cls, int64_t n, int64_t r,
                                    const txattn_table_candidate *cands, size_t n_cands, long chosen,
                                    int reindex, char *why, size_t size);

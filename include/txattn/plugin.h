@@ -55,13 +55,15 @@ extern "C" {
 
 /* The instruction set a kernel needs. The host checks cpuid and XGETBV (x86) or HWCAP (arm64). */
 typedef enum txattn_isa {
-  TXATTN_ISA_SCALAR = 0, /* portable C, any CPU */
-  TXATTN_ISA_AVX2 = 1,   /* x86-64: AVX2 + FMA (+ F16C), YMM state enabled by the OS */
-  TXATTN_ISA_AVX512 = 2, /* x86-64: AVX-512 F/CD/BW/DQ/VL + AVX2 + FMA, ZMM + opmask state on */
-  TXATTN_ISA_NEON = 3,   /* arm64: Advanced SIMD (ASIMD) */
-  TXATTN_ISA_COUNT_ = 4
+  TXATTN_ISA_SCALAR = 0,     /* portable C, any CPU */
+  TXATTN_ISA_AVX2 = 1,       /* x86-64: AVX2 + FMA (+ F16C), YMM state enabled by the OS */
+  TXATTN_ISA_AVX512 = 2,     /* x86-64: AVX-512 F/CD/BW/DQ/VL + AVX2 + FMA, ZMM + opmask state on */
+  TXATTN_ISA_NEON = 3,       /* arm64: Advanced SIMD (ASIMD) */
+  TXATTN_ISA_AVX512BF16 = 4, /* x86-64: TXATTN_ISA_AVX512 + AVX512_BF16 (vdpbf16ps) */
+  TXATTN_ISA_COUNT_ = 5
 } txattn_isa;
-/* "scalar", "avx2", "avx512", "neon" (as in kernel names and txattn_kernel_info.isa); "unknown"
+/* "scalar", "avx2", "avx512", "neon", "avx512bf16" (as in kernel names and
+   txattn_kernel_info.isa); "unknown"
    for a value outside the enum, never NULL. The library implements it, for programs and txtune: a
    plugin links nothing of the library and must not call it. */
 TXATTN_API const char *txattn_isa_name(txattn_isa isa);
@@ -143,10 +145,7 @@ typedef struct txattn_kernel_desc {
      point at elements of the types p->q_type ... p->o_type, the strides count elements. */
   unsigned dtypes[4];
 } txattn_kernel_desc;
-#define TXATTN_DTYPE_BIT(type) (1u << (unsigned)(type))
-#define TXATTN_DTYPES_ALL                                                                          \
-  (TXATTN_DTYPE_BIT(TXATTN_DTYPE_F32) | TXATTN_DTYPE_BIT(TXATTN_DTYPE_F16) |                       \
-   TXATTN_DTYPE_BIT(TXATTN_DTYPE_BF16))
+/* TXATTN_DTYPE_BIT and TXATTN_DTYPES_ALL: txattn/txattn.h */
 
 /* The smallest struct_size of a kernel descriptor (ABI 1.0), and whether desc carries `field` (the
    host reads a field of 1.1 or later only when it does). */

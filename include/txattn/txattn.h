@@ -95,6 +95,11 @@ typedef enum txattn_dtype {
   TXATTN_DTYPE_BF16 = 2, /* bfloat16: the upper half of a binary32 */
 } txattn_dtype;
 /* "f32", "f16", "bf16" (as txtune's --dtype spells them); "unknown" outside the enum, never NULL. */
+/* A set of element types: TXATTN_DTYPE_BIT(t) | ... */
+#define TXATTN_DTYPE_BIT(type) (1u << (unsigned)(type))
+#define TXATTN_DTYPES_ALL                                                                          \
+  (TXATTN_DTYPE_BIT(TXATTN_DTYPE_F32) | TXATTN_DTYPE_BIT(TXATTN_DTYPE_F16) |                       \
+   TXATTN_DTYPE_BIT(TXATTN_DTYPE_BF16))
 TXATTN_API const char *txattn_dtype_name(txattn_dtype dtype);
 /* Bytes of one element: 4, 2, 2; 0 outside the enum. */
 TXATTN_API size_t txattn_dtype_size(txattn_dtype dtype);
@@ -116,7 +121,7 @@ typedef struct txattn_problem {      /* zero-initialised fields take the default
   int64_t d_qk, d_v;                 /* d_qk >= 1; d_v [d_qk] */
   txattn_mask mask;                  /* [NONE] */
   int64_t window_left, window_right; /* for WINDOW: >= 0 or TXATTN_UNBOUNDED */
-  float scale;                       /* [1/sqrt(d_qk)]; must be finite */
+  float scale;                       /* [1/sqrt(d_qk)]; finite, |scale| <= FLT_MAX / log2(e) */
   txattn_dtype q_type, k_type, v_type, o_type; /* [F32] the tensors' element types */
   size_t struct_size;                          /* [0: TXATTN_PROBLEM_SIZE_0_2] */
 } txattn_problem;
@@ -191,10 +196,13 @@ typedef struct txattn_kernel_info {
   const char *plugin_build;   /* "fnv1a64x4:<16 hex digits>": a hash of the plugin file's bytes */
   /* the kernel whose loop this threaded one runs on one thread (txattn/plugin.h), NULL if none */
   const char *one_thread_same_as;
+  /* (after 0.2's first struct) the element types the kernel takes for q, k and v and makes for o,
+     each a set of TXATTN_DTYPE_BIT; a problem goes to it only if every tensor's type is in its set */
+  unsigned dtypes[4];
 } txattn_kernel_info;
 #define TXATTN_KERNEL_INFO_INIT                                                                    \
   { .struct_size = sizeof(txattn_kernel_info) }
-#define TXATTN_KERNEL_INFO_SIZE_0_2 sizeof(txattn_kernel_info)
+#define TXATTN_KERNEL_INFO_SIZE_0_2 offsetof(txattn_kernel_info, dtypes)
 
 TXATTN_API size_t txattn_kernel_count(const txattn_context *ctx);
 TXATTN_API txattn_status txattn_kernel_get(const txattn_context *ctx, size_t i,

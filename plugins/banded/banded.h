@@ -15,6 +15,8 @@
 #ifndef TXATTN_BANDED_H
 #define TXATTN_BANDED_H
 
+#include <math.h>
+
 #include "txattn/plugin.h"
 
 /* Keys per float partial sum (see banded_rows.c) in banded.scalar. */
@@ -64,13 +66,15 @@ typedef struct banded_head {
 typedef void (*banded_head_fn)(const banded_head *hd);
 
 typedef struct banded_ops {
-  /* s[j] = scale * (q . k_j) for j < n, where key row k_j = k + j * k_row holds d floats. */
+  /* s[j] = scale * (q . k_j) for j < n, where key row k_j = k + j * k_row holds d floats (scale:
+     the sign, banded_score_sign). */
   void (*scores)(const float *q, const float *k, int64_t k_row, int64_t n, int64_t d, float scale,
                  float *s);
   /* The max of s[0..n), NaN if any s[j] is NaN (n >= 1). */
   float (*max)(const float *s, int64_t n);
-  /* s[j] = exp(s[j] - max) in place; returns the sum of the new s[j] (n <= BANDED_CHUNK). */
-  float (*exp_sum)(float *s, int64_t n, float max);
+  /* s[j] = exp((s[j] - max) * scale) in place (scale = |scale| > 0); returns the sum of the new
+     s[j] (n <= BANDED_CHUNK). */
+  float (*exp_sum)(float *s, int64_t n, float max, float scale);
   /* o[c] = sum_j w[j] * v_j[c] for c < d, where value row v_j = v + j * v_row; o overlaps no v_j
      (n <= BANDED_CHUNK). */
   void (*weighted_sum)(const float *w, const float *v, int64_t v_row, int64_t n, int64_t d,
@@ -119,6 +123,17 @@ void banded_head_at(banded_head *hd, const txattn_tensors *t, int64_t b, int64_t
 /* Runs the whole problem on one thread, one whole head at a time; panels as given to
    banded_workspace_bytes. */
 txattn_status banded_run(const txattn_kernel_call *call, banded_head_fn head, int panels);
+
+/* Scores carry only the scale's sign (exact); its magnitude multiplies s - max, which is <= 0, in
+   the softmax, so no finite dot product overflows however large the scale (docs/error_bound.md,
+   "Finite inputs"). banded_exp2_scale is that magnitude in base 2, |scale| log2(e), finite for every
+   scale the library accepts (core/problem.c). */
+static inline float banded_score_sign(const txattn_problem *p) {
+  return p->scale < 0.0f ? -1.0f : 1.0f;
+}
+static inline float banded_exp2_scale(const txattn_problem *p) {
+  return (float)(fabs((double)p->scale) * 1.4426950408889634);
+}
 
 /* Workspace layout, each part on its own cache lines, room for BANDED_MR rows of each:
    double acc[MR][d_v] | float part[MR][d_v] | float scores[MR][banded_score_stride] |

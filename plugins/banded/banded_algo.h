@@ -26,10 +26,12 @@
  *    running a narrower, latency-bound block.
  *    One row alone scores BANDED_ROW_KB keys at a time along d (one accumulator per key, q loaded
  *    once per column vector) and turns them into scores with vf_sum_lanes.
- * 2. Softmax per row: the max, then p = 2^((s - max) log2 e) with vf_exp2. Subtracting before
- *    scaling keeps the exponent's rounding relative to s - max (small for every weight that
- *    matters) rather than to s: folding log2 e into the scores would cost up to 2e-5 relative at
- *    scores of 300 (inputs x 100 with a power-of-two scale), over the tolerance. -inf gives p = +0;
+ * 2. Softmax per row: the max, then p = 2^((s - max) |scale| log2 e) with vf_exp2, the scores
+ *    being sign(scale) q . k. Subtracting before scaling keeps the exponent's rounding relative to
+ *    s - max (small for every weight that matters) rather than to s: folding log2 e into the
+ *    scores would cost up to 2e-5 relative at scores of 300 (inputs x 100 with a power-of-two
+ *    scale), over the tolerance; and since s - max <= 0, no finite dot product overflows at any
+ *    scale the library accepts. -inf gives p = +0;
  *    a NaN score gives a NaN p (vf_exp2 keeps it), so a NaN sum and a NaN row.
  * 3. Weighted sum: WSUM_MR rows x WSUM_CB vectors of output columns in registers; per key one load
  *    of each V vector feeds WSUM_MR FMAs. Keys only some rows of the block see (at most 3 at each
@@ -147,11 +149,11 @@ static void rows_max(const float *s, int64_t s_row, int64_t xa, int64_t xb, int 
   for (int m = 0; m < nm; m++) max[m] = vf_hmax(v[m]);
 }
 
-/* s[m * s_row + x] = 2^((s - max[m]) log2 e) for x in [xa, xb) (multiples of BW); sum[m] = the
-   float sum of row m's new values. */
+/* s[m * s_row + x] = 2^((s - max[m]) c) for x in [xa, xb) (multiples of BW), c = |scale| log2 e
+   (banded_exp2_scale); sum[m] = the float sum of row m's new values. */
 static void rows_exp(float *s, int64_t s_row, int64_t xa, int64_t xb, int nm, const float *max,
-                     float *sum) {
-  const vf log2e = vf_set1(1.44269504088896341f);
+                     float c, float *sum) {
+  const vf log2e = vf_set1(c);
   vf vmax[MR], acc[MR];
   for (int m = 0; m < nm; m++) {
     vmax[m] = vf_set1(max[m]);
@@ -196,7 +198,7 @@ static float *panel(const banded_head *hd, const panels *pk, int64_t p) {
 #undef BANDED_T
 #undef BANDED_T_IS_F32
 
-/* s[m * s_row + x * BW + lane] = scale * (q[m] . key lane of panel pp[x]), for MR rows and NP
+/* s[m * s_row + x * BW + lane] = sign(scale) (q[m] . key lane of panel pp[x]), for MR rows and NP
    panels (keys [j0, j0 + NP * BW) of the union): MR * NP accumulators over all d columns. Keys
    outside row m's [lo[m], hi[m]) become -inf in registers, and max[m] takes the row's max. */
 BANDED_INLINE void panel_block(const float *const *q, const float *const *pp, int64_t d, vf scale,
@@ -236,7 +238,7 @@ static void group_scores(const banded_head *hd, const panels *pk, const float *c
                          float *max) {
   const float *pp[BANDED_NP];
   const int64_t d = hd->p->d_qk;
-  vf scale = vf_set1(hd->p->scale), vmax[MR];
+  vf scale = vf_set1(banded_score_sign(hd->p)), vmax[MR];
   for (int m = 0; m < MR; m++) vmax[m] = vf_set1(-INFINITY);
   if (n_p >= BANDED_NP) {
     for (int64_t x = 0; x < n_p; x += BANDED_NP) {

@@ -127,7 +127,7 @@ static void TN(rows_finish)(const banded_head *hd, float *s, int64_t s_row, cons
   wsum_rows a = {
       .w = s, .v = v, .w_row = s_row, .v_row = hd->v_row, .lo = lo, .hi = hi, .mul = mul};
   if (widest <= BANDED_VEC_CHUNK) { /* one float sum per row: straight into the output */
-    rows_exp(s, s_row, 0, n_f, nm, max, sum);
+    rows_exp(s, s_row, 0, n_f, nm, max, banded_exp2_scale(hd->p), sum);
     for (int m = 0; m < nm; m++) mul[m] = 1.0f / sum[m];
     a.ja = first;
     a.jb = last;
@@ -141,7 +141,8 @@ static void TN(rows_finish)(const banded_head *hd, float *s, int64_t s_row, cons
     }
     for (int64_t c = 0; c < nm * d_v; c++) acc[c] = 0.0;
     for (int64_t j = 0; j < n_f; j += BANDED_VEC_CHUNK) {
-      rows_exp(s, s_row, j, min64(j + BANDED_VEC_CHUNK, n_f), nm, max, sum);
+      rows_exp(s, s_row, j, min64(j + BANDED_VEC_CHUNK, n_f), nm, max, banded_exp2_scale(hd->p),
+               sum);
       a.ja = max64(j, first);
       a.jb = min64(j + BANDED_VEC_CHUNK, last);
       TN(wsum_group)(&a, part, d_v, nm);
@@ -201,7 +202,7 @@ static float TN(dot1)(const float *q, const E_T *k, int64_t d) {
   return s;
 }
 
-/* s[j] = scale * (q . k_j) for the n keys from key row k (n >= 1), s[j] = -inf from n up to
+/* s[j] = sign(scale) (q . k_j) for the n keys from key row k (n >= 1), s[j] = -inf from n up to
    n rounded up to BANDED_ROW_KB: whole blocks of keys, then the last few keys one by one if they
    are fewer than a quarter block, else one more block whose missing keys repeat the last key
    (their scores become -inf padding). */
@@ -210,13 +211,13 @@ static void TN(row_scores)(const banded_head *hd, const float *q, const E_T *k, 
   const txattn_problem *p = hd->p;
   const E_T *kp[BANDED_ROW_KB];
   int64_t n_f = round_up(n, BANDED_ROW_KB), j = 0;
-  vf scale = vf_set1(p->scale);
+  vf scale = vf_set1(banded_score_sign(p));
   for (; j < n; j += BANDED_ROW_KB) {
     if (n - j < BANDED_ROW_KB / 4) break;
     for (int x = 0; x < BANDED_ROW_KB; x++) kp[x] = k + min64(j + x, n - 1) * hd->k_row;
     TN(row_block)(q, kp, p->d_qk, scale, s + j);
   }
-  for (; j < n; j++) s[j] = p->scale * TN(dot1)(q, k + j * hd->k_row, p->d_qk);
+  for (; j < n; j++) s[j] = banded_score_sign(p) * TN(dot1)(q, k + j * hd->k_row, p->d_qk);
   for (j = n; j < n_f; j++) s[j] = -INFINITY;
 }
 

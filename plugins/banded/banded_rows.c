@@ -99,12 +99,12 @@ static void ops_row(const banded_head *hd, const banded_ops *ops, int64_t i, int
                                       sizeof(float));
 
   if (p->k_type == TXATTN_DTYPE_F32) {
-    ops->scores(q, (const float *)k, hd->k_row, n, p->d_qk, p->scale, scores);
+    ops->scores(q, (const float *)k, hd->k_row, n, p->d_qk, banded_score_sign(p), scores);
   } else {
     for (int64_t j = 0; j < n; j += BANDED_CHUNK) {
       int64_t len = n - j < BANDED_CHUNK ? n - j : BANDED_CHUNK;
       widen_rows(k + j * hd->k_row * ks, p->k_type, hd->k_row, len, p->d_qk, k_rows);
-      ops->scores(q, k_rows, p->d_qk, len, p->d_qk, p->scale, scores + j);
+      ops->scores(q, k_rows, p->d_qk, len, p->d_qk, banded_score_sign(p), scores + j);
     }
   }
   /* A NaN score makes the max NaN and with it every weight, so the row comes out NaN. */
@@ -114,7 +114,7 @@ static void ops_row(const banded_head *hd, const banded_ops *ops, int64_t i, int
   for (int64_t j = 0; j < n; j += BANDED_CHUNK) {
     int64_t len = n - j < BANDED_CHUNK ? n - j : BANDED_CHUNK;
     const char *vj = v + j * hd->v_row * vs;
-    sum += ops->exp_sum(scores + j, len, max);
+    sum += ops->exp_sum(scores + j, len, max, fabsf(p->scale));
     if (p->v_type == TXATTN_DTYPE_F32)
       ops->weighted_sum(scores + j, (const float *)vj, hd->v_row, len, p->d_v, part);
     else

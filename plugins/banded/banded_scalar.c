@@ -42,10 +42,10 @@ static float scalar_max(const float *s, int64_t n) {
   return nan ? NAN : m;
 }
 
-static float scalar_exp_sum(float *s, int64_t n, float max) {
+static float scalar_exp_sum(float *s, int64_t n, float max, float scale) {
   float sum = 0.0f;
   for (int64_t j = 0; j < n; j++) {
-    s[j] = expf(s[j] - max);
+    s[j] = expf((s[j] - max) * scale);
     sum += s[j];
   }
   return sum;

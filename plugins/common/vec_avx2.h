@@ -46,6 +46,10 @@ static inline vf vf_fma(vf a, vf b, vf c) {
 static inline vf vf_max(vf c, vf x) {
   return _mm256_max_ps(c, x);
 }
+/* minps likewise returns the second operand when either is NaN. */
+static inline vf vf_min(vf c, vf x) {
+  return _mm256_min_ps(c, x);
+}
 /* 2^k from t = k + VEC_EXP2_MAGIC: the low bits of t's significand hold k + 127, shift them into
    the exponent field. */
 static inline vf vf_exp2_scale(vf t) {

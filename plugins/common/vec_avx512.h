@@ -50,6 +50,9 @@ static inline vf vf_fma(vf a, vf b, vf c) {
 static inline vf vf_max(vf c, vf x) {
   return _mm512_max_ps(c, x);
 }
+static inline vf vf_min(vf c, vf x) {
+  return _mm512_min_ps(c, x);
+}
 static inline vf vf_exp2_scale(vf t) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_castps_si512(t), 23));
 }

@@ -1,10 +1,12 @@
 /* vf_exp2: 2^x over the vector layer, for softmax weights computed in base 2.
  *
- * Include after a vec_<isa>.h. Domain: x <= 127 (or NaN, or -inf); the softmax only ever asks for
- * x <= ~0 (a score minus the running max, or an old max minus a new one), so there is no upper clamp,
- * which would sit on the exp's critical path (docs/measurements.md).
+ * Include after a vec_<isa>.h. Defined on every float: x is clamped to [-127, 128] first, so that
+ * 2^k always fits the exponent field (k + 127 in [0, 255]); x >= 127.5 gives +inf (k = 128), x in
+ * (-inf, -126.5) gives +0. The softmax only asks for x <= 0 (a score minus the max of the same
+ * scores, times a positive constant), so the upper clamp is a guard that never binds there; a min
+ * next to the max costs nothing measurable (docs/error_bound.md, "Finite inputs").
  *
- * Method: raise x to at least -127; k = round-to-nearest(x) by adding
+ * Method: clamp x; k = round-to-nearest(x) by adding
  * VEC_EXP2_MAGIC = 1.5 * 2^23 + 127 (which also leaves k + 127 in the low significand bits, ready
  * to be shifted into an exponent); f = x - k in [-0.5, 0.5]; 2^f = 1 + f * q(f) with q of degree 5,
  * a minimax fit of the relative error (Remez exchange, 50 digits; max relative error of the
@@ -16,8 +18,8 @@
  * CPU runs. Against SLEEF's exp2f it is about twice as fast for a fraction of an ulp more, far
  * inside the kernel's tolerance of 1e-5, so we keep it (figures: docs/measurements.md).
  *
- * Special values: 2^0 = 1 exactly; -inf -> +0; NaN -> NaN (it passes through the clamp, the
- * polynomial and the final multiply). Results below 2^-126.5 flush to +0; results in [2^-126.5,
+ * Special values: 2^0 = 1 exactly; -inf -> +0; +inf -> +inf; NaN -> NaN (it passes through the
+ * clamps, the polynomial and the final multiply). Results below 2^-126.5 flush to +0; results in [2^-126.5,
  * 2^-126) are subnormal, rounded once by the final multiply. Requires the default rounding mode
  * (round to nearest).
  */
@@ -27,7 +29,7 @@
 #define VEC_EXP2_MAGIC 12583039.0f /* 1.5 * 2^23 + 127 */
 
 static inline vf vf_exp2(vf x) {
-  x = vf_max(vf_set1(-127.0f), x);
+  x = vf_min(vf_set1(128.0f), vf_max(vf_set1(-127.0f), x));
   vf t = vf_add(x, vf_set1(VEC_EXP2_MAGIC));
   vf k = vf_sub(t, vf_set1(VEC_EXP2_MAGIC));
   vf f = vf_sub(x, k);

@@ -47,6 +47,10 @@ static inline vf vf_fma(vf a, vf b, vf c) {
 static inline vf vf_max(vf c, vf x) {
   return vmaxq_f32(c, x);
 }
+/* FMIN likewise. */
+static inline vf vf_min(vf c, vf x) {
+  return vminq_f32(c, x);
+}
 static inline vf vf_exp2_scale(vf t) {
   return vreinterpretq_f32_u32(vshlq_n_u32(vreinterpretq_u32_f32(t), 23));
 }

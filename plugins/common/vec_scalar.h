@@ -11,10 +11,10 @@
  * vf_loadu(p): VEC_W floats at any address.
  * vf_bcast(p): every lane = *p.
  * vf_fma(a, b, c): a * b + c, fused (one rounding) where the ISA has it.
- * vf_max(c, x): the max of a constant c and x, NaN where x is NaN (where c is NaN the result may
- *   be either).
- * vf_exp2_scale(t): for t = k + VEC_EXP2_MAGIC (vec_exp2.h) with integral k in [-127, 127], the
- *   float 2^k (+0 for k = -127): the bits of t shifted left by 23.
+ * vf_max(c, x), vf_min(c, x): the max (min) of a constant c and x, NaN where x is NaN (where c is
+ *   NaN the result may be either).
+ * vf_exp2_scale(t): for t = k + VEC_EXP2_MAGIC (vec_exp2.h) with integral k in [-127, 128], the
+ *   float 2^k (+0 for k = -127, +inf for k = 128): the bits of t shifted left by 23.
  * vf_hmax(x), vf_hsum(x): horizontal max and sum (a NaN lane may or may not win the max).
  * vf_transpose(src, c, dst, ld): dst[i * ld + r] = src[r][c + i] for r, i < VEC_W: a W x W block
  *   of W rows (any alignment) into vector-aligned dst rows (packing K into panels of keys).
@@ -64,6 +64,9 @@ static inline vf vf_fma(vf a, vf b, vf c) {
 }
 static inline vf vf_max(vf c, vf x) {
   return x < c ? c : x;
+}
+static inline vf vf_min(vf c, vf x) {
+  return x > c ? c : x;
 }
 static inline vf vf_exp2_scale(vf t) {
   uint32_t u;

@@ -25,8 +25,9 @@ int masked_geometry_init(masked_geometry *g, const txattn_problem *p, int64_t bl
 int masked_thread_count(const masked_geometry *g, int n_threads);
 size_t masked_workspace_size(const txattn_problem *p, int n_threads, const int64_t *tunables);
 
-/* Row s[0..n) of S becomes its softmax over the visible keys [lo, hi), lo < hi; 0 outside. */
-void masked_softmax(float *s, int64_t n, int64_t lo, int64_t hi);
+/* Row s[0..n) of unscaled scores becomes the softmax of scale * s over the visible keys [lo, hi),
+   lo < hi, scale > 0; 0 outside. */
+void masked_softmax(float *s, int64_t n, int64_t lo, int64_t hi, float scale);
 
 txattn_status masked_run(const txattn_kernel_call *call);
 /* One task (0 <= task < g->tasks) with `scratch` of g->scratch_floats floats. */

@@ -1,7 +1,8 @@
 /* One task of the masked kernel, written the dense way numpy/PyTorch users write attention:
  *
- *   S = scale * Q_blk K^T   over ALL n_kv keys (cblas_sgemm; no block skipping, deliberately),
- *   the mask applied to S, row softmax,
+ *   S = sign(scale) Q_blk K^T   over ALL n_kv keys (cblas_sgemm; no block skipping, deliberately),
+ *   the mask applied to S, row softmax of |scale| S (scaled after subtracting the row max, so that
+ *   no finite score overflows: docs/error_bound.md, "Finite inputs"),
  *   O_blk = P V             (cblas_sgemm).
  *
  * Q_blk stacks the task's query heads (all reading one K/V head) head-major, then rows. BLAS reads
@@ -167,12 +168,13 @@ void masked_block(const txattn_kernel_call *call, const masked_geometry *g, int6
   const float *k = operand(x->k_data, p->k_type, &x->k_layout, t.b, t.h_kv, 1, 0, p->n_kv, p->d_qk,
                            scratch + g->off_k, &ldk);
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)m, (blasint)p->n_kv,
-              (blasint)p->d_qk, p->scale, q, ldq, k, ldk, 0.0f, s, (blasint)p->n_kv);
+              (blasint)p->d_qk, p->scale < 0.0f ? -1.0f : 1.0f, q, ldq, k, ldk, 0.0f, s,
+              (blasint)p->n_kv);
 
   for (int64_t r = 0; r < m; r++) {
     txattn_visible_range(p, t.i0 + r % t.rows, &lo, &hi);
     if (lo < hi)
-      masked_softmax(s + r * p->n_kv, p->n_kv, lo, hi);
+      masked_softmax(s + r * p->n_kv, p->n_kv, lo, hi, fabsf(p->scale));
     else
       memset(s + r * p->n_kv, 0, (size_t)p->n_kv * sizeof(float));
   }

@@ -42,9 +42,12 @@ static void attend_row(const txattn_kernel_call *call, int64_t b, int64_t h_kv, 
   const txattn_tensors *t = call->tensors;
   int64_t n = hi - lo;
 
+  /* Scores carry the scale's sign only: its magnitude multiplies s - max below, which is <= 0, so
+     no finite dot product overflows however large the scale (docs/error_bound.md). */
+  const float sign = p->scale < 0.0f ? -1.0f : 1.0f, mag = fabsf(p->scale);
   for (int64_t j = 0; j < n; j++) {
     const void *k = txattn_row_of(t->k_data, p->k_type, &t->k_layout, b, h_kv, lo + j);
-    scores[j] = p->scale * dot(q, k, p->k_type, p->d_qk);
+    scores[j] = sign * dot(q, k, p->k_type, p->d_qk);
   }
 
   /* Subtracting the row max keeps every exp() <= 1, so large logits cannot overflow. */
@@ -52,7 +55,7 @@ static void attend_row(const txattn_kernel_call *call, int64_t b, int64_t h_kv, 
   for (int64_t j = 0; j < n; j++) max = max_keep_nan(max, scores[j]);
   double sum = 0.0;
   for (int64_t j = 0; j < n; j++) {
-    scores[j] = expf(scores[j] - max);
+    scores[j] = expf((scores[j] - max) * mag);
     sum += scores[j];
   }
 

@@ -12,10 +12,12 @@
  *    MR rows that sees part of the panel: causal and window skipping come from the rows' visible
  *    ranges, never from scanning a mask.
  *
- * 2. Per row, in base 2 (c = |scale| log2(e), so the exp is an exp2): the block max over its
- *    visible keys (edge lanes of a vector are set to -inf only in a block the row does not fully
- *    see), m' = max(m, c * block max), alpha = 2^(m - m'), P = 2^(c S - m') fused with the row
- *    sum, l' = l * alpha + sum.
+ * 2. Per row, with c = |scale| log2(e) (the exp is an exp2): the block max over its visible keys
+ *    (edge lanes of a vector are set to -inf only in a block the row does not fully see), m' =
+ *    max(m, block max), alpha = 2^((m - m') c), P = 2^((S - m') c) fused with the row sum, l' = l *
+ *    alpha + sum. m and S are unscaled (q . k, q negated for a negative scale), so the max and the
+ *    exponent come from the same stored scores: every exp2 argument is <= 0 and the max key weighs
+ *    exactly 1, for any finite scale and any finite q . k (docs/error_bound.md, "Finite inputs").
  *
  * 3. acc = acc * alpha + P V with the MR x (NRV * W) micro-kernel over the keys every row of a
  *    group sees, then row by row over the ragged rest: a key a row cannot see is never multiplied
@@ -222,7 +224,11 @@ static void tl_pack_block(const tiled_geom *g, int64_t b, int64_t kvh, int64_t k
     tl_pack_k_f16(g, b, kvh, k0, nk, dst);
     break;
   case TXATTN_DTYPE_BF16:
+#ifdef TILED_QK_PAIRS /* tiled_avx512bf16.c: K as bf16 pairs for vdpbf16ps */
+    tlp_pack_k(g, b, kvh, k0, nk, dst);
+#else
     tl_pack_k_bf16(g, b, kvh, k0, nk, dst);
+#endif
     break;
   default:
     tl_pack_k_f32(g, b, kvh, k0, nk, dst);
@@ -265,6 +271,10 @@ static void tl_load_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0
       const void *q = txattn_row_of(t->q_data, qt, &t->q_layout, b, h, i);
       if (qt == TXATTN_DTYPE_F32)
         for (int64_t c = 0; c < dqk; c++) qg[c * TILED_MR] = ((const float *)q)[c] * g->qsign;
+#ifdef TILED_QK_PAIRS
+      else if (qt == TXATTN_DTYPE_BF16) /* as bf16 pairs (tiled_avx512bf16.c) */
+        tlp_load_q(qg - r % TILED_MR, r % TILED_MR, q, dqk, g->qsign);
+#endif
       else /* widened here, once per row block */
         for (int64_t c = 0; c < dqk; c++) qg[c * TILED_MR] = tl_elem(q, qt, c) * g->qsign;
       txattn_visible_range(g->p, i, &lo, &hi);
@@ -401,26 +411,27 @@ static float tl_row_max(float *srow, int64_t a, int64_t b) {
   return vf_hmax(mx);
 }
 
-/* srow[c] = 2^(srow[c] * scale2 - ref) over the vectors covering [a, b); returns their sum. Scaling
-   here, in one FMA with the subtraction, rounds once where pre-scaled queries would round every
-   q[c] * scale2 into the dot product: that halves the score error with large logits, at no cost (an
-   FMA for a sub). Always inlined: GCC puts it out of line once the direct path calls it too, which
+/* srow[c] = 2^((srow[c] - ref) * scale2) over the vectors covering [a, b); returns their sum. ref is
+   the max of the same stored scores, so srow[c] - ref <= 0 exactly (0 for the max: a weight of 1)
+   whatever the magnitudes, and the rounding is relative to s - max, not to s (the fused s * scale2
+   - ref rounded the product apart from the max: arguments up to ulp(max) / 2 > 0, 2^16384 at
+   scale 1e10). Always inlined: GCC puts it out of line once the direct path calls it too, which
    costs time (docs/measurements.md). */
 TILED_INLINE float tl_row_exp(float *srow, int64_t a, int64_t b, float scale2, float ref) {
   const int64_t av = a / VEC_W * VEC_W, bv = (b + VEC_W - 1) / VEC_W * VEC_W;
-  const vf r = vf_set1(-ref), sc = vf_set1(scale2);
+  const vf r = vf_set1(ref), sc = vf_set1(scale2);
   vf sum0 = vf_zero(), sum1 = vf_zero();
   int64_t c = av;
   for (; c + 2 * VEC_W <= bv; c += 2 * VEC_W) {
-    vf p0 = vf_exp2(vf_fma(vf_load(srow + c), sc, r));
-    vf p1 = vf_exp2(vf_fma(vf_load(srow + c + VEC_W), sc, r));
+    vf p0 = vf_exp2(vf_mul(vf_sub(vf_load(srow + c), r), sc));
+    vf p1 = vf_exp2(vf_mul(vf_sub(vf_load(srow + c + VEC_W), r), sc));
     vf_store(srow + c, p0);
     vf_store(srow + c + VEC_W, p1);
     sum0 = vf_add(sum0, p0);
     sum1 = vf_add(sum1, p1);
   }
   if (c < bv) {
-    vf p0 = vf_exp2(vf_fma(vf_load(srow + c), sc, r));
+    vf p0 = vf_exp2(vf_mul(vf_sub(vf_load(srow + c), r), sc));
     vf_store(srow + c, p0);
     sum0 = vf_add(sum0, p0);
   }
@@ -466,7 +477,7 @@ TILED_INLINE void tl_softmax_rows(const tiled_geom *g, const tiled_scratch *s, i
     float m = s->m[r0 + r], mnew = m;
     tl_row_keys(s, r0 + r, k0, nk, &a[r], &b[r]);
     if (a[r] < b[r]) {
-      float bm = tl_row_max(srows + r * sld, a[r], b[r]) * g->scale2; /* scale2 >= 0 */
+      float bm = tl_row_max(srows + r * sld, a[r], b[r]); /* unscaled, as m */
       if (bm > mnew) mnew = bm; /* a NaN bm is left out: its NaN scores reach l through P */
     }
     mold[r] = m;
@@ -474,7 +485,8 @@ TILED_INLINE void tl_softmax_rows(const tiled_geom *g, const tiled_scratch *s, i
     s->m[r0 + r] = mnew;
   }
   for (int r = 0; r < nrp; r += VEC_W)
-    vf_store(alpha + r, vf_exp2(vf_sub(vf_load(mold + r), vf_load(ref + r))));
+    vf_store(alpha + r,
+             vf_exp2(vf_mul(vf_sub(vf_load(mold + r), vf_load(ref + r)), vf_set1(g->scale2))));
   for (int r = 0; r < nr; r++) {
     float sum = a[r] < b[r] ? tl_row_exp(srows + r * sld, a[r], b[r], g->scale2, ref[r]) : 0.0f;
     s->l[r0 + r] = s->l[r0 + r] * alpha[r] + sum;
@@ -499,8 +511,13 @@ static void tl_block_scores(const tiled_geom *g, const tiled_scratch *s, const f
     for (int64_t gi = 0; gi < ngr; gi++) {
       const tiled_span *sp = &s->spans[gi];
       if (sp->ga >= sp->gb || sp->gb <= pn * TILED_KW || sp->ga >= (pn + 1) * TILED_KW) continue;
+#ifdef TILED_QK_PAIRS
+      tlp_scores(g, s->qp + gi * TILED_MR * dqk, kblk, pn,
+                 s->s + gi * TILED_MR * bc + pn * TILED_KW, bc);
+#else
       tl_scores_panel(s->qp + gi * TILED_MR * dqk, kblk + pn * TILED_KW * dqk, dqk,
                       s->s + gi * TILED_MR * bc + pn * TILED_KW, bc);
+#endif
     }
   }
 }

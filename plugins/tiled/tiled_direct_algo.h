@@ -28,7 +28,7 @@
  *     (tl_pv_tile), then row by row over the ragged rest, so a key a row does not see is never
  *     multiplied into it.
  * Padding columns of V make padding columns of acc, which are never written out. Same semantics as
- * the tiled path: scores in base 2, deferred normalisation, NaN spread over the row. */
+ * the tiled path: unscaled scores and maxima, deferred normalisation, NaN spread over the row. */
 #ifndef TILED_DIRECT_ALGO_H
 #define TILED_DIRECT_ALGO_H
 

@@ -19,11 +19,21 @@ static size_t align_up(size_t n) {
   return (n + TILED_ALIGN - 1) / TILED_ALIGN * TILED_ALIGN;
 }
 
-/* Sizes are kept below 2^56 bytes so that no later product of them overflows. */
+/* Sizes are kept below 2^56 bytes so that no later product or sum of a few of them overflows. */
 static int fits(int64_t n) {
   return n >= 0 && n < (INT64_C(1) << 56);
 }
 
+/* a * b * c when it fits (fits above), else -1: every size of the geometry is formed here or from
+   values so checked. */
+static int64_t checked3(int64_t a, int64_t b, int64_t c) {
+  int64_t n;
+  if (__builtin_mul_overflow(a, b, &n) || __builtin_mul_overflow(n, c, &n) || !fits(n)) return -1;
+  return n;
+}
+
+/* Returns 0 (the kernel declines the problem) when any size of the geometry (rows, packed K/V of a
+   head, a block's scratch) would not fit in 2^56 bytes; all are computed with overflow checks. */
 int tiled_geom_init(tiled_geom *g, const txattn_problem *p, const txattn_tensors *t,
                     const tiled_ops *ops, int64_t br, int64_t bc) {
   memset(g, 0, sizeof *g);
@@ -31,6 +41,9 @@ int tiled_geom_init(tiled_geom *g, const txattn_problem *p, const txattn_tensors
   g->t = t;
   g->ops = ops;
   g->group = p->heads_q / p->heads_kv;
+  if (checked3(p->n_q, g->group, 1) < 0 || !fits(br) || !fits(bc) || !fits(p->n_kv) ||
+      !fits(p->d_qk) || !fits(p->d_v))
+    return 0;
   g->rows = p->n_q * g->group;
   g->br = round_up(br < ops->mr ? ops->mr : br, ops->mr);
   g->bc = round_up(bc < ops->kw ? ops->kw : bc, ops->kw);
@@ -43,11 +56,10 @@ int tiled_geom_init(tiled_geom *g, const txattn_problem *p, const txattn_tensors
   g->direct = g->rows <= TILED_DIRECT_ROWS;
   g->scale2 = (float)(fabs((double)p->scale) * 1.4426950408889634); /* log2(e) */
   g->qsign = p->scale < 0 ? -1.0f : 1.0f;
-  if (!fits(g->rows) || !fits(g->dqk + g->dvp) || g->bc > (INT64_C(1) << 24)) return 0;
-  g->kv_block = g->bc * (g->dqk + g->dvp);
-  if (!fits(g->kv_block) || (g->kv_block > 0 && g->n_kblocks > (INT64_C(1) << 54) / g->kv_block))
-    return 0;
-  return fits(g->br * (g->dqk + g->dvp) * 4) && fits(g->kv_block * 4);
+  if (!fits(g->dqkp + g->dvp) || g->bc > (INT64_C(1) << 24)) return 0;
+  g->kv_block = checked3(g->bc, g->dqk + g->dvp, 1);
+  return g->kv_block >= 0 && checked3(g->n_kblocks, g->kv_block, 4) >= 0 &&
+         checked3(g->br, g->dqkp + g->dvp + g->bc, 4) >= 0 && checked3(g->kv_block, 4, 1) >= 0;
 }
 
 /* The direct path's scratch (tiled_scratch says what each array holds). */

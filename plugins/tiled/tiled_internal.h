@@ -81,7 +81,7 @@ typedef struct tiled_scratch {
 } tiled_scratch;
 
 /* Partial results of rows [t0, t1) over a key range, for the split-KV merge: row r (= t - t0) has
-   max m[r] (base 2), sum l[r] and unnormalised output acc[r * ld + c], c < d_v. */
+   max m[r] (unscaled, as the scores), sum l[r] and unnormalised output acc[r * ld + c], c < d_v. */
 typedef struct tiled_partial {
   float *m, *l, *acc;
   int64_t ld;
@@ -125,6 +125,7 @@ extern const tiled_ops tiled_ops_scalar;
 #if defined(__x86_64__)
 extern const tiled_ops tiled_ops_avx2;
 extern const tiled_ops tiled_ops_avx512;
+extern const tiled_ops tiled_ops_avx512bf16; /* only where q and k are bf16 */
 #endif
 #if defined(__aarch64__)
 extern const tiled_ops tiled_ops_neon;

@@ -2,9 +2,9 @@
  * the tiled path and the direct path), or by the split-KV merge, which combines partial (max, sum,
  * output) triples of the same rows over disjoint key ranges.
  *
- * With M = max_k m_k and w_k = 2^(m_k - M) (maxima are in base 2, as the scores are), the row's
- * output is sum_k w_k acc_k / sum_k w_k l_k -- the online-softmax update applied once per partial.
- * A partial whose max is -inf (it saw no key, or only keys scoring -inf) weighs 0 but still counts:
+ * With M = max_k m_k and w_k = 2^((m_k - M) scale2) (maxima are unscaled, as the scores are), the
+ * row's output is sum_k w_k acc_k / sum_k w_k l_k -- the online-softmax update applied once per
+ * partial. A partial whose max is -inf (it saw no key, or only keys scoring -inf) weighs 0 but still counts:
  * its acc holds 0 * v of every key it saw, NaN where v held a NaN (or an infinity), as the
  * reference's exp(-inf - M) * v does, and the contract makes such a row NaN. A NaN max or sum in
  * any partial makes the whole row NaN.
@@ -84,7 +84,8 @@ void tiled_merge_partials(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t
       for (int64_t c = 0; c < g->dv; c++) o[c] = 0.0f;
       for (int k = 0; k < n_parts; k++) {
         /* 0 for a partial whose max is -inf: its acc still enters, so that 0 * NaN stays NaN */
-        const float w = exp2f(parts[k].m[r] - mx), *acc = parts[k].acc + r * parts[k].ld;
+        const float w = exp2f((parts[k].m[r] - mx) * g->scale2),
+                    *acc = parts[k].acc + r * parts[k].ld;
         l += parts[k].l[r] * w;
         for (int64_t c = 0; c < g->dv; c++) o[c] += acc[c] * w;
       }

@@ -98,6 +98,10 @@ static int tomp_applicable(const txattn_problem *p, const char **why) {
   }
 
 #define TOMP_DESC(id, ISA_ENUM, SUMMARY, SPEED)                                                    \
+  TOMP_DESC_TYPES(id, ISA_ENUM, SUMMARY, SPEED, TXATTN_DTYPES_ALL)
+/* QK: the element types q and k may have (v and o take every type); tiled_omp.avx512bf16 takes
+   bf16 q and k only. */
+#define TOMP_DESC_TYPES(id, ISA_ENUM, SUMMARY, SPEED, QK)                                          \
   static const txattn_kernel_desc tomp_##id = {                                                    \
       .struct_size = sizeof(txattn_kernel_desc),                                                   \
       .name = "tiled_omp." #id,                                                                    \
@@ -114,7 +118,7 @@ static int tomp_applicable(const txattn_problem *p, const char **why) {
       .cost_pairs = tomp_pairs_##id,                                                               \
       .one_thread_same_as = "tiled." #id,                                                          \
       .fit_tunables = tomp_fit_##id,                                                               \
-      .dtypes = {TXATTN_DTYPES_ALL, TXATTN_DTYPES_ALL, TXATTN_DTYPES_ALL, TXATTN_DTYPES_ALL},      \
+      .dtypes = {QK, QK, TXATTN_DTYPES_ALL, TXATTN_DTYPES_ALL},                                    \
   };
 
 /* speed_hint: GFLOP/s per thread on 2 threads, no mask, d = 64; AVX-512 is the AVX2 figure scaled
@@ -129,6 +133,11 @@ TOMP_DESC(avx2, TXATTN_ISA_AVX2,
 TOMP_KERNEL(avx512, tiled_ops_avx512, TILED_AVX512_MR, TILED_AVX512_NRS *TILED_AVX512_W)
 TOMP_DESC(avx512, KERNEL_ISA_AVX512,
           "online-softmax tiles, 6x64 AVX-512 micro-kernels, OpenMP threads", 170.0f)
+TOMP_KERNEL(avx512bf16, tiled_ops_avx512bf16, TILED_AVX512_MR, TILED_AVX512_NRS *TILED_AVX512_W)
+TOMP_DESC_TYPES(avx512bf16, KERNEL_ISA_AVX512BF16,
+                "online-softmax tiles, 6x64 AVX-512 micro-kernels, Q K^T on AVX512_BF16, OpenMP "
+                "threads",
+                210.0f, TXATTN_DTYPE_BIT(TXATTN_DTYPE_BF16))
 #endif
 #if defined(__aarch64__)
 TOMP_KERNEL(neon, tiled_ops_neon, TILED_NEON_MR, TILED_NEON_NRS *TILED_NEON_W)
@@ -139,8 +148,7 @@ TOMP_DESC(neon, TXATTN_ISA_NEON, "online-softmax tiles, 6x12 NEON micro-kernels,
 static const txattn_kernel_desc *const tomp_kernels[] = {
     &tomp_scalar,
 #if defined(__x86_64__)
-    &tomp_avx2,
-    &tomp_avx512,
+    &tomp_avx2,   &tomp_avx512, &tomp_avx512bf16,
 #endif
 #if defined(__aarch64__)
     &tomp_neon,

@@ -20,6 +20,7 @@
 
 typedef float emu_f32x16 __attribute__((vector_size(64)));
 typedef int32_t emu_i32x16 __attribute__((vector_size(64)));
+typedef int16_t emu_i16x32 __attribute__((vector_size(64)));
 
 static inline emu_f32x16 emu_f(__m512 v) {
   emu_f32x16 r;
@@ -37,6 +38,16 @@ static inline emu_i32x16 emu_i(__m512i v) {
   return r;
 }
 static inline __m512i emu_mi(emu_i32x16 v) {
+  __m512i r;
+  memcpy(&r, &v, sizeof r);
+  return r;
+}
+static inline emu_i16x32 emu_i16(__m512i v) {
+  emu_i16x32 r;
+  memcpy(&r, &v, sizeof r);
+  return r;
+}
+static inline __m512i emu_mi16(emu_i16x32 v) {
   __m512i r;
   memcpy(&r, &v, sizeof r);
   return r;
@@ -94,6 +105,12 @@ static inline __m512 emu512_mul_ps(__m512 a, __m512 b) {
 static inline __m512 emu512_max_ps(__m512 a, __m512 b) {
   emu_f32x16 x = emu_f(a), y = emu_f(b), r;
   for (int i = 0; i < 16; i++) r[i] = x[i] > y[i] ? x[i] : y[i];
+  return emu_m(r);
+}
+/* MINPS: a < b ? a : b, so a NaN in either operand yields b */
+static inline __m512 emu512_min_ps(__m512 a, __m512 b) {
+  emu_f32x16 x = emu_f(a), y = emu_f(b), r;
+  for (int i = 0; i < 16; i++) r[i] = x[i] < y[i] ? x[i] : y[i];
   return emu_m(r);
 }
 /* one rounding, as the instruction */
@@ -287,6 +304,65 @@ static inline __m512i emu512_set1_epi32(int x) {
   for (int i = 0; i < 16; i++) r[i] = x;
   return emu_mi(r);
 }
+static inline __m512i emu512_setzero_si512(void) {
+  return emu_mi((emu_i32x16){0});
+}
+static inline __m512i emu512_load_si512(const void *p) {
+  __m512i r;
+  memcpy(&r, p, sizeof r);
+  return r;
+}
+static inline __m512i emu512_set1_epi16(short x) {
+  emu_i16x32 r;
+  for (int i = 0; i < 32; i++) r[i] = x;
+  return emu_mi16(r);
+}
+/* VPCMPW (BW): bit i of the mask for 16-bit lane i */
+static inline __mmask32 emu512_cmpeq_epi16_mask(__m512i a, __m512i b) {
+  emu_i16x32 x = emu_i16(a), y = emu_i16(b);
+  uint32_t m = 0;
+  for (int i = 0; i < 32; i++) m |= (uint32_t)(x[i] == y[i]) << i;
+  return (__mmask32)m;
+}
+static inline __mmask32 emu512_cmpneq_epi16_mask(__m512i a, __m512i b) {
+  return (__mmask32) ~(uint32_t)emu512_cmpeq_epi16_mask(a, b);
+}
+
+/* VDPBF16PS (AVX512_BF16), as the SDM's pseudocode says and Zen 4 does bit for bit (checked by
+   tests/test_bf16dp.c on a CPU that has it): per lane, acc += a.odd * b.odd, then acc += a.even *
+   b.even, each step one fused multiply-add rounded to nearest even; bf16 inputs and the incoming
+   accumulator that are subnormal read as zero (DAZ) and a step whose result is tiny after rounding
+   to 24 bits with an unbounded exponent (below 2^-126) gives a zero of its sign (FTZ), whatever
+   MXCSR says. */
+static inline float emu_bf16dp_daz(float x) {
+  return fabsf(x) < 0x1p-126f ? copysignf(0.0f, x) : x;
+}
+static inline float emu_bf16dp_step(float acc, uint16_t a, uint16_t b) {
+  const float c = emu_bf16dp_daz(acc), x = emu_bf16dp_daz(txh_bf16_to_f32(a)),
+              y = emu_bf16dp_daz(txh_bf16_to_f32(b));
+  const float r = fmaf(x, y, c);
+  if (!(fabsf(r) <= 0x1p-126f) || r == 0.0f) return r; /* normal, Inf, NaN or an exact zero */
+  if (fabsf(r) < 0x1p-126f) return copysignf(0.0f, r);
+  /* |r| = 2^-126: fmaf rounded on the subnormal grid; on the 24-bit grid the exact value rounds
+     below 2^-126 when it is below 2^-126 - 2^-151 (the tie rounds to 2^-126, even). The exact
+     value is s + e: the product is exact in double, e the error of the double sum. */
+  const double p = (double)x * (double)y, s = (double)c + p, bb = s - (double)c,
+               e = ((double)c - (s - bb)) + (p - bb);
+  const double t = 0x1p-126 - 0x1p-151, as = r > 0 ? s : -s, ae = r > 0 ? e : -e;
+  return as < t || (as == t && ae < 0) ? copysignf(0.0f, r) : r;
+}
+static inline __m512 emu512_dpbf16_ps(__m512 acc, __m512bh a, __m512bh b) {
+  emu_f32x16 r = emu_f(acc);
+  uint16_t x[32], y[32];
+  memcpy(x, &a, sizeof x);
+  memcpy(y, &b, sizeof y);
+  for (int i = 0; i < 16; i++) {
+    r[i] = emu_bf16dp_step(r[i], x[2 * i + 1], y[2 * i + 1]);
+    r[i] = emu_bf16dp_step(r[i], x[2 * i], y[2 * i]);
+  }
+  return emu_m(r);
+}
+
 /* VPBLENDMD: b where the mask bit is set, else a */
 static inline __m512i emu512_mask_blend_epi32(__mmask16 k, __m512i a, __m512i b) {
   emu_i32x16 x = emu_i(a), y = emu_i(b), r;
@@ -319,6 +395,8 @@ static inline __m512i emu512_mask_blend_epi32(__mmask16 k, __m512i a, __m512i b)
 #define _mm512_mul_ps emu512_mul_ps
 #undef _mm512_max_ps
 #define _mm512_max_ps emu512_max_ps
+#undef _mm512_min_ps
+#define _mm512_min_ps emu512_min_ps
 #undef _mm512_fmadd_ps
 #define _mm512_fmadd_ps emu512_fmadd_ps
 #undef _mm512_slli_epi32
@@ -363,5 +441,17 @@ static inline __m512i emu512_mask_blend_epi32(__mmask16 k, __m512i a, __m512i b)
 #define _mm512_set1_epi32 emu512_set1_epi32
 #undef _mm512_mask_blend_epi32
 #define _mm512_mask_blend_epi32 emu512_mask_blend_epi32
+#undef _mm512_setzero_si512
+#define _mm512_setzero_si512 emu512_setzero_si512
+#undef _mm512_load_si512
+#define _mm512_load_si512 emu512_load_si512
+#undef _mm512_set1_epi16
+#define _mm512_set1_epi16 emu512_set1_epi16
+#undef _mm512_cmpeq_epi16_mask
+#define _mm512_cmpeq_epi16_mask emu512_cmpeq_epi16_mask
+#undef _mm512_cmpneq_epi16_mask
+#define _mm512_cmpneq_epi16_mask emu512_cmpneq_epi16_mask
+#undef _mm512_dpbf16_ps
+#define _mm512_dpbf16_ps emu512_dpbf16_ps
 
 #endif

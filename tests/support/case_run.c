@@ -23,14 +23,14 @@ static void execute_and_check(struct attn_case *c, const txattn_plan *plan, cons
   cr_assert(case_check_output(c, &err, msg, sizeof msg), "%s on %s: %s", who, desc, msg);
 }
 
-/* 1 if why is the host's refusal of one of c's 16-bit types ("it does not take f16 k", "it does not
-   make bf16 o": core/loader.c txattn__kernel_applicable). */
+/* 1 if why is the host's refusal of one of c's types ("it does not take f16 k", "it does not make
+   bf16 o", "it does not take f32 q" from the bf16-only tiled.avx512bf16: core/loader.c
+   txattn__kernel_applicable). */
 static int declines_the_types(const struct attn_case *c, const char *why) {
   const txattn_dtype types[4] = {c->full.q_type, c->full.k_type, c->full.v_type, c->full.o_type};
   static const char *const tensor[4] = {"take %s q", "take %s k", "take %s v", "make %s o"};
   char want[64], phrase[48];
   for (int i = 0; i < 4; i++) {
-    if (types[i] == TXATTN_DTYPE_F32) continue;
     snprintf(phrase, sizeof phrase, tensor[i], txattn_dtype_name(types[i]));
     snprintf(want, sizeof want, "does not %s", phrase);
     if (strstr(why, want) != NULL) return 1;

@@ -35,7 +35,10 @@ void test_check_leaks(void) {
 
 /* TXATTN_MAX_ISA's order; neon ranks with avx2 (above scalar, as the cap treats it). */
 static int isa_rank(const char *isa) {
-  return strcmp(isa, "scalar") == 0 ? 0 : strcmp(isa, "avx512") == 0 ? 2 : 1;
+  return strcmp(isa, "scalar") == 0       ? 0
+         : strcmp(isa, "avx512") == 0     ? 2
+         : strcmp(isa, "avx512bf16") == 0 ? 3
+                                          : 1;
 }
 
 /* Under TXATTN_TEST_MAX_ISA (while a test has not set a cap of its own), no kernel above the cap
@@ -81,6 +84,13 @@ const txattn_kernel_info *test_kernel_find(const struct kernel_list *l, const ch
   for (size_t i = 0; i < l->n; i++)
     if (strcmp(l->k[i].name, name) == 0) return &l->k[i];
   return NULL;
+}
+
+int test_kernel_takes_types(const txattn_kernel_info *k, const txattn_problem *p) {
+  const txattn_dtype types[4] = {p->q_type, p->k_type, p->v_type, p->o_type};
+  for (int i = 0; i < 4; i++)
+    if (!(k->dtypes[i] & TXATTN_DTYPE_BIT(types[i]))) return 0;
+  return 1;
 }
 
 int test_kernel_takes_every_problem(const char *name) {

@@ -32,5 +32,8 @@ void test_kernel_list(const txattn_context *ctx, struct kernel_list *out);
 const txattn_kernel_info *test_kernel_find(const struct kernel_list *l, const char *name);
 /* The kernels of issue 2 must compute every valid problem; later kernels may decline some. */
 int test_kernel_takes_every_problem(const char *name);
+/* 1 if kernel k takes the element types of p (its txattn_kernel_info.dtypes; zero types are f32):
+   a kernel is handed only problems of the types it declares (tiled.avx512bf16 takes bf16 q, k). */
+int test_kernel_takes_types(const txattn_kernel_info *k, const txattn_problem *p);
 
 #endif

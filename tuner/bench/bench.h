@@ -18,7 +18,8 @@ typedef enum tx_bench_state {
   TX_BENCH_OK,
   TX_BENCH_UNUSABLE,
   TX_BENCH_NOT_APPLICABLE,
-  TX_BENCH_FAILED
+  TX_BENCH_FAILED,
+  TX_BENCH_OVER_LIMIT /* not started: one call would take longer than --time-limit */
 } tx_bench_state;
 
 #define TX_BENCH_MAX_TUNABLES 8 /* per kernel */

@@ -60,7 +60,8 @@ static void json_tunables(tx_json *j, const char *key, const tx_bench_tunable *t
 }
 
 static void json_kernel(tx_json *j, const tx_bench_setup *s, const tx_bench_point *pt, size_t i) {
-  static const char *const states[] = {"ok", "unusable", "not_applicable", "failed"};
+  static const char *const states[] = {"ok", "unusable", "not_applicable", "failed",
+                                       "over_time_limit"};
   const tx_bench_result *k = &pt->res[i];
   int ok = k->state == TX_BENCH_OK;
   tx_json_begin_object(j);

@@ -89,7 +89,9 @@ static void bench_opts_table(bench_run *r) {
   t[1] = tx_opt_int("reps", &o->reps, "R", "timed runs per kernel [5]", 1, 1000);
   t[2] = tx_opt_int("min-time", &o->min_time_ms, "MS", "shortest timed run in ms [20]", 1, 60000);
   t[3] = tx_opt_double("time-limit", &o->limit_s, "S",
-                       "seconds per kernel before runs stop being added [10]", 0, 1e6);
+                       "seconds per kernel: runs stop being added, and a kernel whose one call "
+                       "would take longer is not run [10]",
+                       0, 1e6);
   t[4] = tx_opt_flag("verify", &o->verify, "compare with the reference whatever the size");
   t[5] = tx_opt_flag("no-verify", &o->no_verify, "do not compute the reference");
   t[6] = tx_opt_flag("json", &o->json, "JSON on stdout instead of the tables");
@@ -243,6 +245,43 @@ static txattn_status plan_entry(bench_run *r, const tx_bench_point *pt, size_t i
                                   plan);
 }
 
+/* A call cannot be interrupted once started (it runs in this process), so --time-limit is honoured
+   by not starting a kernel whose one call would take longer: on a problem of 2^30 pair x head-size
+   products or more, the call's time is estimated from single calls at n / 256, n / 64, n / 16 and
+   n / 4 (n_q and n_kv alike, each about 16 times the work of the one before), scaled by the visible
+   pairs, and probing ends once a probe took a sixteenth of the limit. Returns 1, with k's state
+   and why set, to leave the kernel out. */
+static int over_limit(bench_run *r, const tx_bench_point *pt, size_t i, tx_bench_result *k) {
+  const double limit = r->o.limit_s;
+  if (!(limit > 0) || pt->pairs * (double)(pt->p.d_qk + pt->p.d_v) < 0x1p30) return 0;
+  for (int shift = 8; shift >= 2; shift -= 2) {
+    tx_bench_point small = *pt;
+    small.p.n_q = pt->p.n_q >> shift;
+    small.p.n_kv = pt->p.n_kv >> shift;
+    const double pairs = txattn_problem_visible_pairs(&small.p);
+    if (small.p.n_q < 1 || small.p.n_kv < 1 || !(pairs > 0)) continue;
+    txattn_plan *plan = NULL;
+    if (plan_entry(r, &small, i, &plan) != TXATTN_OK) return 0; /* the full call says why */
+    txattn_tensors t = r->b.t; /* contiguous, inside the full problem's buffers */
+    t.q_layout = t.k_layout = t.v_layout = t.o_layout = (txattn_layout){0, 0, 0};
+    const double t0 = tx_clock();
+    txattn_status s = txattn_plan_execute(plan, &t);
+    const double took = tx_clock() - t0, estimate = took * pt->pairs / pairs;
+    txattn_plan_free(plan);
+    if (s != TXATTN_OK) return 0;
+    if (estimate > limit) {
+      k->state = TX_BENCH_OVER_LIMIT;
+      snprintf(k->why, sizeof k->why,
+               "one call would take about %.3g s (%.3g s at n_q %lld, n_kv %lld, scaled by the "
+               "visible pairs), over --time-limit %g s",
+               estimate, took, (long long)small.p.n_q, (long long)small.p.n_kv, limit);
+      return 1;
+    }
+    if (took > limit / 16) return 0;
+  }
+  return 0;
+}
+
 static void set_failed(tx_bench_result *k, txattn_status s) {
   k->state = s == TXATTN_E_UNSUPPORTED ? TX_BENCH_NOT_APPLICABLE : TX_BENCH_FAILED;
   snprintf(k->why, sizeof k->why, "%s%s%s", s == TXATTN_E_UNSUPPORTED ? "" : txattn_status_name(s),
@@ -261,6 +300,10 @@ static void bench_kernel(bench_run *r, const tx_bench_point *pt, size_t i, tx_be
   txattn_plan *plan = NULL;
   txattn_status s = plan_entry(r, pt, i, &plan);
   record_tunables(s == TXATTN_OK ? plan : NULL, &r->tuning[i], k);
+  if (s == TXATTN_OK && over_limit(r, pt, i, k)) {
+    txattn_plan_free(plan);
+    return;
+  }
   if (s == TXATTN_OK) {
     tx_fill_value(r->b.o, r->b.p.o_type, r->b.o_len, POISON);
     exec_arg a = {plan, &r->b.t};
@@ -294,6 +337,12 @@ static void bench_settings(bench_run *r, const tx_bench_point *pt, size_t first,
       continue;
     }
     txattn_status s = plan_entry(r, pt, i, &plans[m]);
+    if (s == TXATTN_OK && over_limit(r, pt, i, k)) {
+      record_tunables(plans[m], &r->tuning[i], k);
+      txattn_plan_free(plans[m]);
+      plans[m] = NULL;
+      continue;
+    }
     if (s == TXATTN_OK) {
       record_tunables(plans[m], &r->tuning[i], k);
       tx_fill_value(r->b.o, r->b.p.o_type, r->b.o_len, POISON);
@@ -473,7 +522,7 @@ static void table_row(const bench_run *r, const tx_bench_point *pt, tx_table *t,
   ratio_text(pt, i, pt->masked, msk, sizeof msk);
   const char *cells[] = {label, ms, gf, err, fast, msk, runs, tun};
   tx_table_add(t, cells);
-  static const char *const what[] = {"", "not usable", "not applicable", "FAILED"};
+  static const char *const what[] = {"", "not usable", "not applicable", "FAILED", "not run"};
   if (k->state != TX_BENCH_OK)
     tx_table_note(t, "%s: %s", what[k->state], k->why);
   else if (!k->exact)

@@ -32,7 +32,7 @@ typedef struct isa_shade {
 
 /* the wider the vectors, the darker */
 static const isa_shade shades[] = {
-    {"avx512", 0.30}, {"avx2", 0.43}, {"neon", 0.43}, {"scalar", 0.56}};
+    {"avx512bf16", 0.30}, {"avx512", 0.30}, {"avx2", 0.43}, {"neon", 0.43}, {"scalar", 0.56}};
 
 static uint32_t fnv1a(const char *s, size_t n) {
   uint32_t h = 2166136261u;

@@ -29,7 +29,9 @@ static const char about[] =
     "Shows which kernel libtxattn runs for one shape on this machine and why: the region of the\n"
     "dispatch table it falls in, the measured points it is interpolated between, or the built-in\n"
     "estimate and why the table has no entry for it; with the runner-up, the margin and the\n"
-    "measurements around the shape. TXATTN_FORCE_KERNEL, if set, wins as it does in programs.";
+    "measurements around the shape. TXATTN_FORCE_KERNEL, if set, wins as it does in programs.\n"
+    "The estimate ranks a third-party kernel (one that did not come with libtxattn) after the\n"
+    "shipped ones unless the table measured it, whatever speed it claims; the reason names it.";
 
 static int parse(explain_run *r, int argc, char **argv) {
   tx_problem_args_init(&r->prob);

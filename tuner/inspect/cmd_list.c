@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "args.h"
 #include "commands.h"
@@ -24,7 +25,10 @@ typedef struct list_run {
 static const char about[] =
     "Lists every kernel the plugin loader found: whether this CPU and OS can run it (and why "
     "not),\n"
-    "its ISA and flags, its plugin and file; then every plugin file that was refused, and why.";
+    "its ISA and flags, the element types it takes, its plugin and file; then every plugin file\n"
+    "that was refused, and why.\n"
+    "Exit status: 0 ok; 1 no kernel found (a plugin path that does not exist, say); 2 usage "
+    "error.";
 
 static int parse(list_run *r, int argc, char **argv) {
   r->out_opts[0] = tx_opt_flag("json", &r->json, "one JSON object on stdout");
@@ -45,7 +49,12 @@ static void print_dirs(const txattn_context *ctx) {
     txattn_rejected_info rj = TXATTN_REJECTED_INFO_INIT;
     const char *path = NULL;
     if (i < nk && txattn_kernel_get(ctx, i, &k) == TXATTN_OK) path = k.path;
-    if (i >= nk && txattn_rejected_get(ctx, i - nk, &rj) == TXATTN_OK) path = rj.path;
+    /* a refused file was found in its directory; a refused entry of the plugin path itself (a
+       directory, or a file named as one) was not found anywhere: its parent is not listed */
+    struct stat st;
+    if (i >= nk && txattn_rejected_get(ctx, i - nk, &rj) == TXATTN_OK && stat(rj.path, &st) == 0 &&
+        S_ISREG(st.st_mode) && strcmp(rj.reason, "not a directory") != 0)
+      path = rj.path;
     const char *slash = path ? strrchr(path, '/') : NULL;
     if (!slash) continue;
     char dir[512];
@@ -70,6 +79,58 @@ static void print_header(const list_run *r) {
   print_dirs(r->ctx);
 }
 
+/* s with every byte outside printable ASCII written as \xHH, so that nothing a plugin file or its
+   name says can move the terminal's cursor or fake a line (the loader refuses such versions, but a
+   file name can hold anything). Cut short when buf is full. */
+static const char *safe(const char *s, char *buf, size_t size) {
+  size_t used = 0;
+  for (; s != NULL && *s != '\0' && used + 5 < size; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c >= 0x20 && c < 0x7f)
+      buf[used++] = (char)c;
+    else
+      used += (size_t)snprintf(buf + used, size - used, "\\x%02x", c);
+  }
+  buf[used] = '\0';
+  return buf;
+}
+
+/* "f32/f16/bf16" for one tensor's set of types, "all" for all three */
+static void types_of(unsigned set, char *out, size_t size) {
+  if (set == TXATTN_DTYPES_ALL) {
+    snprintf(out, size, "all");
+    return;
+  }
+  out[0] = '\0';
+  for (int t = TXATTN_DTYPE_F32; t <= TXATTN_DTYPE_BF16; t++)
+    if (set & TXATTN_DTYPE_BIT(t))
+      snprintf(out + strlen(out), size - strlen(out), "%s%s", out[0] ? "/" : "",
+               txattn_dtype_name((txattn_dtype)t));
+}
+
+/* The element types a kernel takes: one set when q, k, v and o share it ("f32", "all"), else
+   "q k bf16, v o all" */
+static void kernel_types_text(const txattn_kernel_info *k, char *out, size_t size) {
+  static const char *const tensor[4] = {"q", "k", "v", "o"};
+  char set[32];
+  out[0] = '\0';
+  for (int i = 0; i < 4; i++) {
+    int same_as_next = i < 3 && k->dtypes[i + 1] == k->dtypes[i];
+    if (i == 0 && k->dtypes[1] == k->dtypes[0] && k->dtypes[2] == k->dtypes[0] &&
+        k->dtypes[3] == k->dtypes[0]) {
+      types_of(k->dtypes[0], out, size);
+      return;
+    }
+    snprintf(out + strlen(out), size - strlen(out), "%s", tensor[i]);
+    if (same_as_next) {
+      snprintf(out + strlen(out), size - strlen(out), " ");
+      continue;
+    }
+    types_of(k->dtypes[i], set, sizeof set);
+    snprintf(out + strlen(out), size - strlen(out), " %s%s", set, i < 3 ? ", " : "");
+  }
+}
+
 static void print_kernels(const txattn_context *ctx) {
   size_t n = txattn_kernel_count(ctx);
   if (n == 0) {
@@ -77,14 +138,17 @@ static void print_kernels(const txattn_context *ctx) {
     return;
   }
   tx_table t;
-  tx_table_init(&t, "KERNEL|USABLE|ISA|FLAGS|PLUGIN|FILE");
+  tx_table_init(&t, "KERNEL|USABLE|ISA|FLAGS|TYPES|PLUGIN|FILE");
   for (size_t i = 0; i < n; i++) {
     txattn_kernel_info k = TXATTN_KERNEL_INFO_INIT;
     if (txattn_kernel_get(ctx, i, &k) != TXATTN_OK) continue;
-    char flags[32], plugin[128];
+    char flags[32], types[96], plugin[384], version[300], path[1024];
     tx_kernel_flags_text(k.flags, flags, sizeof flags);
-    snprintf(plugin, sizeof plugin, "%s %s", k.plugin, k.plugin_version ? k.plugin_version : "");
-    const char *cells[] = {k.name, k.usable ? "yes" : "no", k.isa, flags, plugin, k.path};
+    kernel_types_text(&k, types, sizeof types);
+    snprintf(plugin, sizeof plugin, "%s %s", k.plugin,
+             safe(k.plugin_version, version, sizeof version));
+    const char *cells[] = {k.name, k.usable ? "yes" : "no",        k.isa, flags, types,
+                           plugin, safe(k.path, path, sizeof path)};
     tx_table_add(&t, cells);
     if (!k.usable) tx_table_note(&t, "not usable: %s", k.why_unusable ? k.why_unusable : "?");
   }
@@ -100,11 +164,21 @@ static void print_rejected(const txattn_context *ctx) {
     return;
   }
   printf("\nrefused plugin files (%zu):\n", n);
+  size_t quarantined = 0;
   for (size_t i = 0; i < n; i++) {
     txattn_rejected_info rj = TXATTN_REJECTED_INFO_INIT;
-    if (txattn_rejected_get(ctx, i, &rj) == TXATTN_OK)
-      printf("  %s\n      %s\n", rj.path, rj.reason);
+    char path[1024], reason[2048];
+    if (txattn_rejected_get(ctx, i, &rj) != TXATTN_OK) continue;
+    printf("  %s\n      %s\n", safe(rj.path, path, sizeof path),
+           safe(rj.reason, reason, sizeof reason));
+    quarantined += strncmp(rj.reason, "quarantined", 11) == 0;
   }
+  /* the library's scanner (docs/plugins.md "Scanning") keeps its verdicts by file content */
+  if (quarantined)
+    printf(
+        "\n%zu file(s) quarantined: they failed when run in the plugin scanner's process and are\n"
+        "never loaded; a changed file is scanned again (docs/plugins.md, \"Scanning\")\n",
+        quarantined);
 }
 
 static void json_kernel(tx_json *j, const txattn_kernel_info *k) {
@@ -117,6 +191,18 @@ static void json_kernel(tx_json *j, const txattn_kernel_info *k) {
   tx_json_kv_bool(j, "threaded", (k->flags & TXATTN_KERNEL_THREADED) != 0);
   tx_json_kv_bool(j, "sparse", (k->flags & TXATTN_KERNEL_SPARSE) != 0);
   tx_json_kv_string(j, "one_thread_same_as", k->one_thread_same_as);
+  /* "dtypes": {"q": ["f32", ...], "k": ..., "v": ..., "o": ...}, the types each tensor may have */
+  static const char *const tensor[4] = {"q", "k", "v", "o"};
+  tx_json_key(j, "dtypes");
+  tx_json_begin_object(j);
+  for (int i = 0; i < 4; i++) {
+    tx_json_key(j, tensor[i]);
+    tx_json_begin_array(j);
+    for (int t = TXATTN_DTYPE_F32; t <= TXATTN_DTYPE_BF16; t++)
+      if (k->dtypes[i] & TXATTN_DTYPE_BIT(t)) tx_json_string(j, txattn_dtype_name((txattn_dtype)t));
+    tx_json_end_array(j);
+  }
+  tx_json_end_object(j);
   tx_json_kv_string(j, "plugin", k->plugin);
   tx_json_kv_string(j, "plugin_version", k->plugin_version);
   tx_json_kv_string(j, "path", k->path);
@@ -169,6 +255,7 @@ int tx_cmd_list(int argc, char **argv) {
     print_kernels(r.ctx);
     print_rejected(r.ctx);
   }
+  rc = txattn_kernel_count(r.ctx) == 0 ? TX_EXIT_FAIL : TX_EXIT_OK;
   txattn_context_free(r.ctx);
-  return TX_EXIT_OK;
+  return rc;
 }

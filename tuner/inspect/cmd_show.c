@@ -1,9 +1,11 @@
 /* txtune show: a dispatch table for people (header, fingerprint, whether it fits this machine, and
    per class who wins where, by how much), or normalised JSON for scripts. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "args.h"
 #include "commands.h"
@@ -515,7 +517,8 @@ static int load(show_run *r) {
   }
   txattn_status s = txattn_table_load(r->path, &r->t);
   if (s == TXATTN_OK) return 0;
-  if (s == TXATTN_E_IO && !r->file)
+  struct stat st; /* only a path that is not there is "no table"; a FIFO, a directory... say why */
+  if (s == TXATTN_E_IO && !r->file && stat(r->path, &st) != 0 && errno == ENOENT)
     fprintf(stderr, "txtune show: no table at %s: run `txtune profile` to measure this machine\n",
             r->path);
   else

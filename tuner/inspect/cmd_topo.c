@@ -37,7 +37,8 @@ static const char about[] =
     "Shows the machine as libtxattn sees it: CPU, cores, NUMA nodes, the caches hwloc reports\n"
     "and the sizes used (after a plausibility check, or --cache), then the tunables each kernel\n"
     "derives from those caches for each head size at n = --n. Details: docs/inspect.md.\n"
-    "Exit status: 0 ok; 1 a malformed override, or a kernel FAILED to plan; 2 usage error.";
+    "Exit status: 0 ok; 1 a malformed override, no kernel found, or a kernel FAILED to plan; 2 "
+    "usage error.";
 
 static int parse_d_list(topo_run *r) {
   if (r->d_list.n == 0) {
@@ -414,6 +415,11 @@ int tx_cmd_topo(int argc, char **argv) {
       print_tiles(&r);
     }
     rc = r.n_failed ? TX_EXIT_FAIL : TX_EXIT_OK;
+    if (txattn_kernel_count(r.ctx) == 0) { /* a plugin path that does not exist, say */
+      fprintf(stderr, "txtune topo: no kernel was found on the plugin path ('txtune list' shows "
+                      "why)\n");
+      rc = TX_EXIT_FAIL;
+    }
   }
   txattn_context_free(r.ctx);
   tx_strlist_free(&r.d_list);

@@ -79,18 +79,54 @@ static void settings(profile_run *r) {
 
 /* ---- one point ---- */
 
-static void add_exclusion(profile_run *r, const prof_grid_class *gc, const txattn_problem *small,
-                          const prof_cand *c, double err, const char *why) {
+static void describe_point(const prof_grid_class *gc, int64_t n, int64_t rr, char *buf,
+                           size_t size);
+
+/* c excluded at (n, rr) of gc's class; an inexact one counts in n_excluded. */
+static void add_exclusion(profile_run *r, const prof_grid_class *gc, int64_t n, int64_t rr,
+                          const prof_cand *c, double err, const char *why, prof_fault fault) {
   txattn_table_exclusion x = {.cls = gc->cls,
                               .kernel = c->name,
                               .n_tunables = c->n_tun,
                               .tunable_names = c->tun_names,
                               .tunable_values = c->tun_values,
-                              .n = small->n_kv,
-                              .r = small->mask == TXATTN_MASK_WINDOW ? small->window_left : 0,
+                              .n = n,
+                              .r = rr,
                               .max_error = err,
                               .reason = *why ? why : "not exact"};
-  if (txattn_table_add_exclusion(r->table, &x) == TXATTN_OK) r->n_excluded++;
+  if (txattn_table_add_exclusion(r->table, &x) == TXATTN_OK && fault == PROF_FAULT_INEXACT)
+    r->n_excluded++;
+}
+
+static const char *fault_word(prof_fault f) {
+  return f == PROF_FAULT_CRASHED   ? "crashed"
+         : f == PROF_FAULT_HUNG    ? "hung"
+         : f == PROF_FAULT_PRINTS  ? "printed to stdout"
+         : f == PROF_FAULT_OVERRUN ? "wrote outside its output"
+                                   : "was inexact";
+}
+
+/* A candidate excluded for what its kernel did on a check: counted per kernel, and said on stderr
+   the first time (a hang or a print leaves the kernel out of the rest of the profile). */
+static void note_fault(profile_run *r, const prof_grid_class *gc, int64_t rr, const prof_cand *c,
+                       prof_fault fault, const char *why) {
+  size_t k = 0;
+  while (k < r->n_faulty && strcmp(r->faulty[k].name, c->name) != 0) k++;
+  if (k == r->n_faulty) {
+    if (k == MAX_FAULTY_KERNELS) return;
+    prof_faulty_kernel *f = &r->faulty[r->n_faulty++];
+    snprintf(f->name, sizeof f->name, "%s", c->name);
+    f->fault = fault;
+    describe_point(gc, prof_policy.check_n, rr, f->first_at, sizeof f->first_at);
+    snprintf(f->first_why, sizeof f->first_why, "%s", why);
+    r->n_faulty_by[fault]++;
+    prof_progress_end(&r->prog);
+    fprintf(stderr, "txtune profile: %s in %s: %s; %s\n", c->name, f->first_at, why,
+            fault == PROF_FAULT_HUNG || fault == PROF_FAULT_PRINTS
+                ? "it is left out of the rest of the profile"
+                : "it is excluded wherever it does so and the profile goes on");
+  }
+  r->faulty[k].candidates++;
 }
 
 /* ---- kernels that fail to plan ---- */
@@ -184,20 +220,41 @@ static void plan_failures(profile_run *r, const prof_grid_class *gc, int64_t n, 
   }
 }
 
+/* How long a check may take: check_timeout_s, or check_timeout_share of the budget if less (at
+   least check_timeout_min_s), and never past the budget's end: a kernel that hangs costs that
+   once, since it is then left out (prof_check). */
+static double check_timeout(const profile_run *r, int *cut) {
+  double t = fmin(prof_policy.check_timeout_s, fmax(prof_policy.check_timeout_min_s,
+                                                    prof_policy.check_timeout_share * r->budget_s));
+  double left = r->budget_s - prof_end_reserve(r) - prof_now_s(r);
+  *cut = left < t;
+  return fmax(fmin(t, left), 0.05);
+}
+
 /* Keeps the candidates that are exact on the class's small shape; the others are excluded (once)
-   or, if they cannot run it, dropped. *inexact gets the number found inexact. */
+   or, if they cannot run it, dropped. *inexact gets the number found inexact, *faulty the number
+   that crashed, hung or printed. */
 static size_t keep_exact(profile_run *r, prof_grid_class *gc, int64_t rr, prof_cand *c, size_t n,
-                         size_t *inexact) {
+                         size_t *inexact, size_t *faulty) {
   txattn_problem small = prof_grid_problem(gc, prof_policy.check_n, rr);
   txattn_context *ctx = r->g.ctx[gc->ctx];
   size_t kept = 0;
-  *inexact = 0;
+  *inexact = *faulty = 0;
+  int cut;
+  double timeout = check_timeout(r, &cut);
+  prof_checks_timeout(r->checks, timeout, cut);
   for (size_t i = 0; i < n; i++) {
     double err;
     char why[256];
-    int fresh, v = prof_check(r->checks, ctx, gc->id, &small, &c[i], &err, why, sizeof why, &fresh);
-    if (v == 0 && fresh) add_exclusion(r, gc, &small, &c[i], err, why);
-    *inexact += v == 0;
+    prof_fault fault;
+    int fresh, v = prof_check_fault(r->checks, ctx, gc->id, &small, &c[i], &err, &fault, why,
+                                    sizeof why, &fresh);
+    if (v == 0 && fresh) {
+      add_exclusion(r, gc, small.n_kv, rr, &c[i], err, why, fault);
+      if (fault != PROF_FAULT_INEXACT) note_fault(r, gc, rr, &c[i], fault, why);
+    }
+    *inexact += v == 0 && fault == PROF_FAULT_INEXACT;
+    *faulty += v == 0 && fault != PROF_FAULT_INEXACT;
     if (v == 1) {
       c[i].max_error = err;
       c[kept++] = c[i];
@@ -377,13 +434,71 @@ static double call_seconds(const prof_cand *c, size_t n, int optional) {
   return s;
 }
 
-/* Times the planned candidates. Returns 1 if every one that is not optional got a run (the
-   optional ones that did not are removed), 0 if the point must be left out for the budget, -1 if
-   every candidate failed when it ran. */
-static int time_point(profile_run *r, const txattn_problem *p, prof_cand *c, size_t *n) {
+/* The sampled rows of a point (prof_rows), made at the first candidate's first call. */
+typedef struct point_rows {
+  profile_run *r;
+  const prof_grid_class *gc;
+  txattn_problem p; /* resolved */
+  int64_t rr;
+  prof_rows *rows;
+  int unusable;   /* the reference rows could not be made: the check's error stands */
+  size_t dropped; /* candidates found inexact here */
+} point_rows;
+
+/* The rows of p to check: check_rows, or as many (2 at least: the first and the last) as hold
+   check_row_work of the reference's work, a row's being its visible keys x (d_qk + d_v). */
+static int rows_to_check(const txattn_problem *p) {
+  int64_t keys = p->n_kv;
+  if (p->mask == TXATTN_MASK_WINDOW && p->window_left >= 0 && p->window_right >= 0 &&
+      p->window_left + p->window_right + 1 < keys)
+    keys = p->window_left + p->window_right + 1;
+  double rows = floor(prof_policy.check_row_work / ((double)keys * (double)(p->d_qk + p->d_v)));
+  return rows < 2 ? 2 : rows > prof_policy.check_rows ? prof_policy.check_rows : (int)rows;
+}
+
+/* prof_first_check: a candidate's first call at a point, on the sampled rows. Its max_error is
+   the error there; one above the bound is excluded there and from the rest of its series. */
+static int exact_here(void *arg, prof_cand *c, const txattn_tensors *t) {
+  point_rows *pr = arg;
+  char why[256];
+  if (!pr->rows && !pr->unusable &&
+      !(pr->rows = prof_rows_new(&pr->p, t, rows_to_check(&pr->p), why, sizeof why))) {
+    pr->unusable = 1;
+    prof_progress_end(&pr->r->prog);
+    fprintf(stderr, "txtune profile: n = %lld: the candidates' errors there are not measured: %s\n",
+            (long long)pr->p.n_kv, why);
+  }
+  if (!pr->rows) return 1;
+  double err;
+  if (prof_rows_check(pr->rows, t, &err, why, sizeof why)) {
+    c->max_error = err;
+    return 1;
+  }
+  char reason[320];
+  snprintf(reason, sizeof reason, "not exact at a timed point: %s", why);
+  add_exclusion(pr->r, pr->gc, pr->p.n_kv, pr->rr, c, err, reason, PROF_FAULT_INEXACT);
+  txattn_problem small = prof_grid_problem(pr->gc, prof_policy.check_n, pr->rr);
+  prof_check_mark_inexact(pr->r->checks, pr->gc->id, &small, c, err, reason);
+  pr->r->n_inexact_at_point++;
+  pr->dropped++;
+  return 0;
+}
+
+/* Times the planned candidates, each checked on sampled rows at its first call (exact_here).
+   Returns 1 if every one that is not optional got a run (the optional ones that did not are
+   removed), 0 if the point must be left out for the budget, -1 if every candidate failed when it
+   ran, -2 if every one was found inexact here (*inexact: how many were). */
+static int time_point(profile_run *r, const prof_grid_class *gc, int64_t rr,
+                      const txattn_problem *p, prof_cand *c, size_t *n, size_t *inexact) {
   txattn_tensors t;
+  point_rows pr = {.r = r, .gc = gc, .rr = rr};
+  *inexact = 0;
   if (tensors_for(r, p, &t) != 0) return 0;
-  txattn_status s = prof_time_until(c, n, &t, &r->s, r->start + r->budget_s - prof_end_reserve(r));
+  if (txattn_problem_resolve(p, &pr.p) != TXATTN_OK) pr.unusable = 1;
+  txattn_status s = prof_time_checked(c, n, &t, &r->s, r->start + r->budget_s - prof_end_reserve(r),
+                                      exact_here, &pr);
+  prof_rows_free(pr.rows);
+  *inexact = pr.dropped;
   if (s != TXATTN_OK) {
     prof_progress_end(&r->prog);
     tx_print_lib_error("profile", "a candidate failed and is left out", s);
@@ -400,7 +515,7 @@ static int time_point(profile_run *r, const txattn_problem *p, prof_cand *c, siz
     }
   }
   *n = kept;
-  if (kept == 0 && untimed == 0) return -1;
+  if (kept == 0 && untimed == 0) return pr.dropped > 0 && s == TXATTN_OK ? -2 : -1;
   return whole && kept > 0;
 }
 
@@ -446,12 +561,14 @@ static void measure_point(profile_run *r, prof_at at) {
   prof_plan_failures pf;
   size_t nc = prof_candidates_failed(r->g.ctx[gc->ctx], &p, &r->s, c, MAX_CANDS, &pf);
   if (pf.n > 0) plan_failures(r, gc, n, rr, &p, &pf, what);
-  size_t inexact;
-  nc = keep_exact(r, gc, rr, c, plan_point(r, se, &w, c, nc), &inexact);
-  int timed = nc > 0 ? time_point(r, &p, c, &nc) : -2;
+  size_t inexact, faulty, inexact_here = 0;
+  nc = keep_exact(r, gc, rr, c, plan_point(r, se, &w, c, nc), &inexact, &faulty);
+  int timed = nc > 0 ? time_point(r, gc, rr, &p, c, &nc, &inexact_here) : -2;
+  inexact += inexact_here;
   if (timed == -2) {
     gc->fate.no_candidate++;
     gc->fate.inexact += inexact;
+    gc->fate.faulty += faulty;
     gc->fate.plan_failed += pf.n;
   } else if (timed == -1) {
     gc->fate.failed++;
@@ -543,10 +660,12 @@ static void why_left_out(const profile_run *r, const prof_grid_class *gc, char *
   } while (0)
   if (f->over_budget)
     SAY("%zu point%s over the %g s budget", f->over_budget, plural(f->over_budget), r->budget_s);
-  if (f->no_candidate)
-    SAY("%s%zu point%s with no candidate left to time (%zu inexact, %zu failed to plan; every "
-        "other kernel declined)",
-        used ? "; " : "", f->no_candidate, plural(f->no_candidate), f->inexact, f->plan_failed);
+  if (f->no_candidate) {
+    SAY("%s%zu point%s with no candidate left to time (%zu inexact, ", used ? "; " : "",
+        f->no_candidate, plural(f->no_candidate), f->inexact);
+    if (f->faulty) SAY("%zu crashed, hung or printed on their check, ", f->faulty);
+    SAY("%zu failed to plan; every other kernel declined)", f->plan_failed);
+  }
   if (f->failed)
     SAY("%s%zu point%s where every candidate failed when it ran", used ? "; " : "", f->failed,
         plural(f->failed));
@@ -587,6 +706,21 @@ static void say_classes_left_out(const profile_run *r, FILE *f) {
   }
 }
 
+/* The kernels excluded for crashing, hanging or printing on a check. */
+static void say_faulty_kernels(const profile_run *r, FILE *f) {
+  if (r->n_faulty == 0) return;
+  fprintf(f, "\nkernels excluded for what they did on a check (the table's exclusions list each "
+             "candidate):\n");
+  for (size_t k = 0; k < r->n_faulty; k++) {
+    const prof_faulty_kernel *x = &r->faulty[k];
+    fprintf(f, "  %s: %zu candidate%s, the first in %s: %s%s\n", x->name, x->candidates,
+            plural(x->candidates), x->first_at, x->first_why,
+            x->fault == PROF_FAULT_HUNG || x->fault == PROF_FAULT_PRINTS
+                ? "; left out of the rest of the profile"
+                : "");
+  }
+}
+
 static int write_table(profile_run *r) {
   char path[4096];
   if (r->out)
@@ -605,8 +739,18 @@ static int write_table(profile_run *r) {
   if (r->n_classes_out)
     printf(", %zu class%s of %zu left out", r->n_classes_out, r->n_classes_out == 1 ? "" : "es",
            r->g.n_cls);
-  printf(", %zu candidates excluded as inexact, %zu kernel%s failed to plan, in %.1f s\n",
-         r->n_excluded, r->n_failed_kernels, r->n_failed_kernels == 1 ? "" : "s", prof_now_s(r));
+  printf(", %zu candidates excluded as inexact, %zu kernel%s failed to plan", r->n_excluded,
+         r->n_failed_kernels, r->n_failed_kernels == 1 ? "" : "s");
+  for (int f = PROF_FAULT_CRASHED; f < PROF_FAULT_COUNT_; f++)
+    if (r->n_faulty_by[f])
+      printf(", %zu kernel%s %s", r->n_faulty_by[f], r->n_faulty_by[f] == 1 ? "" : "s",
+             fault_word((prof_fault)f));
+  printf(", in %.1f s\n", prof_now_s(r));
+  if (r->n_inexact_at_point)
+    printf("%zu of the inexact candidates passed their check (n = %lld) and were found inexact at "
+           "a timed point (its sampled rows against the reference)\n",
+           r->n_inexact_at_point, (long long)prof_policy.check_n);
+  say_faulty_kernels(r, stdout);
   if (r->n_classes_out)
     printf("\nclasses left out of the table (no point of theirs is in it; libtxattn uses its "
            "estimate for them):\n");
@@ -679,6 +823,11 @@ static int run_profile(profile_run *r) {
   int rc = prof_grid_build(&r->g, &r->spec, &r->threads, &r->d, &r->dtypes, r->n_max, r->s.mode,
                            r->plugin_path);
   if (rc) return rc;
+  if (txattn_kernel_count(r->g.ctx[0]) == 0) { /* not "nothing measured within the budget" */
+    fprintf(stderr, "txtune profile: no kernel was found on the plugin path, so nothing can be "
+                    "measured ('txtune list' shows why)\n");
+    return TX_EXIT_FAIL;
+  }
   txattn_status s = txattn_table_create(r->g.ctx[0], &r->table);
   if (s != TXATTN_OK) {
     tx_print_lib_error("profile", "cannot start a table", s);
@@ -691,6 +840,7 @@ static int run_profile(profile_run *r) {
   if (r->n_points == 0) {
     fprintf(stderr, "txtune profile: nothing was measured, so no table is written:\n");
     say_classes_left_out(r, stderr);
+    say_faulty_kernels(r, stderr);
     return TX_EXIT_FAIL;
   }
   tx_cpu_use end;

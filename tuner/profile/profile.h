@@ -88,17 +88,62 @@ size_t prof_candidate_add(txattn_context *ctx, const txattn_problem *p, const ch
                           const char *const *names, const int64_t *values, size_t n_tun,
                           prof_cand *out, size_t n, size_t cap);
 
+/* How a candidate failed its check: its answer (inexact), or what it did: crashed (a signal, or
+   it ended the check process), hung (no answer within the timeout), printed on stdout or wrote
+   outside its output. A kernel
+   that hung or printed is left out of the rest of the profile (prof_check). */
+typedef enum prof_fault {
+  PROF_FAULT_NONE,
+  PROF_FAULT_INEXACT,
+  PROF_FAULT_CRASHED,
+  PROF_FAULT_HUNG,
+  PROF_FAULT_PRINTS,
+  PROF_FAULT_OVERRUN, /* wrote outside its output */
+  PROF_FAULT_COUNT_
+} prof_fault;
+
 /* Exactness of candidates on a small shape of the class; results are remembered per class, r,
    kernel and tunables so each is checked once. */
 typedef struct prof_checks prof_checks;
 prof_checks *prof_checks_new(void);
 void prof_checks_free(prof_checks *c);
+/* The seconds the next isolated checks may wait for an answer (default check_timeout_s); cut: the
+   budget's end cut it short, so that no answer within it is no hang (the candidate is dropped
+   there, as one that cannot run, and its kernel is not left out). */
+void prof_checks_timeout(prof_checks *c, double timeout_s, int cut);
 /* small: the class's problem shrunk to a size the fp64 reference does quickly. Returns 1 if exact
-   (error in *err), 0 if not (err: NaN if not finite; why gets the reason), -1 if the kernel
-   cannot run the small shape (then it is not measured either). *fresh: 1 if it was checked now,
-   0 if the answer was remembered. */
+   (error in *err), 0 if not (err: NaN if not finite; why gets the reason, *fault how it failed),
+   -1 if the kernel cannot run the small shape (then it is not measured either). *fresh: 1 if it
+   was checked now, 0 if the answer was remembered. A kernel that hung or printed on one check
+   fails every later one at once, with that reason (*fresh 1 the first time per class, r and
+   tunables, so that the table's exclusions name it in each class). fault may be NULL. */
 int prof_check(prof_checks *c, txattn_context *ctx, size_t cls, const txattn_problem *small,
                const prof_cand *cand, double *err, char *why, size_t why_size, int *fresh);
+int prof_check_fault(prof_checks *c, txattn_context *ctx, size_t cls, const txattn_problem *small,
+                     const prof_cand *cand, double *err, prof_fault *fault, char *why,
+                     size_t why_size, int *fresh);
+/* Records that cand, exact on its check, was found inexact at a larger point of its class (the
+   sampled rows below): its later checks in the class and r of `small` fail with `why`. */
+void prof_check_mark_inexact(prof_checks *c, size_t cls, const txattn_problem *small,
+                             const prof_cand *cand, double err, const char *why);
+
+/* The reference on sampled rows of one timed point (profile_check.c): rows spread over the
+   point's heads and rows (the first and last row among them), each computed by txattn_reference
+   as a one-row problem that sees the same keys, and the point's bound (txattn_error_bound's, with
+   max|V| over the point's V). Each candidate's first call there is compared with them, so that
+   the table's max_error at every point is measured there, and a kernel wrong only at large n is
+   caught where it is wrong. */
+typedef struct prof_rows prof_rows;
+/* p resolved, t its tensors (contiguous, all-zero layouts). NULL when the reference cannot be
+   made (why says so). */
+prof_rows *prof_rows_new(const txattn_problem *p, const txattn_tensors *t, int rows, char *why,
+                         size_t why_size);
+void prof_rows_free(prof_rows *r);
+/* 1 if t's output (a candidate's, just computed) is within the bound on every sampled row, else 0;
+   *err its error as the table counts it (verify.h: scaled_error; NaN where a row that should be
+   finite is not), why the first fault in words. */
+int prof_rows_check(const prof_rows *r, const txattn_tensors *t, double *err, char *why,
+                    size_t why_size);
 /* From now on c's checks run in iso's child process (profile_isolate.h), where one can be started;
    NULL: in this process. */
 struct prof_isolation;
@@ -118,6 +163,13 @@ txattn_status prof_time(prof_cand *c, size_t *n, const txattn_tensors *t, const 
    `deadline` (a tx_clock() time): a candidate left without a run has n_runs == 0. */
 txattn_status prof_time_until(prof_cand *c, size_t *n, const txattn_tensors *t,
                               const prof_settings *s, double deadline);
+/* The same, and right after each candidate's first call (its output in t), check(arg, c, t) is
+   asked whether to go on with it: 0 drops it (its plan freed unless borrowed), which is no
+   failure. check may be NULL. */
+typedef int (*prof_first_check)(void *arg, prof_cand *c, const txattn_tensors *t);
+txattn_status prof_time_checked(prof_cand *c, size_t *n, const txattn_tensors *t,
+                                const prof_settings *s, double deadline, prof_first_check check,
+                                void *arg);
 /* The ratio of a's time to b's, run for run: `pairs` times one run of each, after its warm-up, b
    first in even pairs and a first in odd ones, so that neither always follows the other (the
    repetitions prof_time set for each; no run is recorded), ratios[k] the k-th pair's a / b. Both

@@ -87,10 +87,11 @@ typedef struct prof_class_fate {
   size_t over_budget;  /* left out: they did not fit the budget */
   size_t no_candidate; /* no candidate left to time: every kernel declined the point, failed to plan
                           it or was inexact on the class's small shape */
-  size_t inexact,
-      plan_failed;       /* at those points: candidates inexact, kernels that failed to plan */
-  size_t failed;         /* every candidate failed when it ran */
-  size_t refused;        /* measured, but the table refused the point */
+  size_t inexact, faulty,
+      plan_failed; /* at those points: candidates inexact, crashed, hung or printed on their check,
+                      kernels that failed to plan */
+  size_t failed;   /* every candidate failed when it ran */
+  size_t refused;  /* measured, but the table refused the point */
   char refused_why[256]; /* the table's first reason */
 } prof_class_fate;
 

@@ -109,6 +109,31 @@ static void dtypes_json(const profile_run *r, char *buf, size_t size) {
   if (used < size) snprintf(buf + used, size - used, "]}");
 }
 
+/* The kernels excluded for a fault on a check, by fault: {"crashed": [...], "hung": [...],
+   "printed": [...]} (kernel names need no escaping: [a-z0-9_.-]). */
+static void faults_json(const profile_run *r, char *buf, size_t size) {
+  static const struct {
+    prof_fault f;
+    const char *key;
+  } kinds[] = {{PROF_FAULT_CRASHED, "crashed"},
+               {PROF_FAULT_HUNG, "hung"},
+               {PROF_FAULT_PRINTS, "printed"},
+               {PROF_FAULT_OVERRUN, "wrote_outside_output"}};
+  size_t used = (size_t)snprintf(buf, size, "{");
+  for (size_t k = 0; k < sizeof kinds / sizeof kinds[0] && used < size; k++) {
+    used += (size_t)snprintf(buf + used, size - used, "%s\"%s\": [", k ? ", " : "", kinds[k].key);
+    int first = 1;
+    for (size_t i = 0; i < r->n_faulty && used < size; i++)
+      if (r->faulty[i].fault == kinds[k].f) {
+        used += (size_t)snprintf(buf + used, size - used, "%s\"%s\"", first ? "" : ", ",
+                                 r->faulty[i].name);
+        first = 0;
+      }
+    if (used < size) used += (size_t)snprintf(buf + used, size - used, "]");
+  }
+  if (used < size) snprintf(buf + used, size - used, "}");
+}
+
 static double load_1min(void) {
   FILE *f = fopen("/proc/loadavg", "r");
   double l1 = -1;
@@ -121,8 +146,8 @@ static double load_1min(void) {
    other processes and the hypervisor took of the CPUs before and while it measured. */
 void prof_set_header(profile_run *r, double elapsed) {
   static const char *const names[] = {"quick", "default", "patient"};
-  char json[16384], th[256], d[256], n[512], rs[128], load[32] = "null", levels[4096];
-  char twins[1024], classes_out[2048], dtypes[2048];
+  char json[24576], th[256], d[256], n[512], rs[128], load[32] = "null", levels[4096];
+  char twins[1024], classes_out[2048], dtypes[2048], faults[3 * 1024];
   int64_t t[GRID_MAX_CTX];
   for (size_t i = 0; i < r->g.n_ctx; i++) t[i] = r->g.threads[i];
   list_json(th, sizeof th, t, r->g.n_ctx);
@@ -133,6 +158,7 @@ void prof_set_header(profile_run *r, double elapsed) {
   twins_json(r, twins, sizeof twins);
   left_out_json(r, classes_out, sizeof classes_out);
   dtypes_json(r, dtypes, sizeof dtypes);
+  faults_json(r, faults, sizeof faults);
   if (load_1min() >= 0) snprintf(load, sizeof load, "%.2f", load_1min());
   char ob[16], sb[16], od[16], sd[16];
   known_json(r->others_before, "%.3f", ob, sizeof ob);
@@ -172,7 +198,14 @@ void prof_set_header(profile_run *r, double elapsed) {
       "\"kernel_points\": "
       "%zu, \"estimate_pick_points\": %zu, \"what\": \"kernels that failed to plan a point "
       "otherwise than by declining it: left out of that point (each an exclusion), and the points "
-      "where the estimate's pick was one of them\"}, \"noise_median_spread\": %.4f, "
+      "where the estimate's pick was one of them\"}, "
+      "\"checks\": {\"n\": %lld, \"rows_per_point\": %d, \"timeout_s\": %g, "
+      "\"inexact_at_points\": %zu, \"faults\": %s, \"what\": \"each candidate checked once per "
+      "class and r at n in a child process, a kernel that crashes, hangs (no answer within "
+      "timeout_s) or prints excluded (one that hangs or prints from then on); and each "
+      "candidate's first call at every point compared on rows_per_point rows with the reference "
+      "(max_error), one above the bound excluded there and for the rest of its class\"}, "
+      "\"noise_median_spread\": %.4f, "
       "\"load_1min\": %s, "
       "\"cpu_others\": {\"before_cores\": %s, \"during_cores\": %s, \"steal_before_cores\": %s, "
       "\"steal_during_cores\": %s, \"what\": \"other processes' busy time (/proc/stat less "
@@ -190,8 +223,10 @@ void prof_set_header(profile_run *r, double elapsed) {
       k->optional_max_ratio, k->optional_share, k->recheck_growth, r->rv.visits, k->visit_runs,
       k->revisit_max_call_s, k->close.single, k->close.threaded, r->n_revisited, k->tie_min,
       k->tie_max.single, k->tie_max.threaded, r->n_ties, twins, k->plan_fill, r->scale, r->n_points,
-      r->n_skipped, classes_out, r->n_failed_kernels, r->n_plan_failures, r->n_pick_failed, noise,
-      load, ob, od, sb, sd, levels);
+      r->n_skipped, classes_out, r->n_failed_kernels, r->n_plan_failures, r->n_pick_failed,
+      (long long)k->check_n, k->check_rows,
+      fmin(k->check_timeout_s, fmax(k->check_timeout_min_s, k->check_timeout_share * r->budget_s)),
+      r->n_inexact_at_point, faults, noise, load, ob, od, sb, sd, levels);
   txattn_status s = txattn_table_set_profile(r->table, json);
   if (s != TXATTN_OK) tx_print_lib_error("profile", "cannot record the settings", s);
 }

@@ -4,6 +4,7 @@
 #include "profile_isolate.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
@@ -20,25 +21,34 @@
 extern char **environ;
 
 /* The child's first line, once its library is loaded: before it, a child that dies or does not
-   answer within check_timeout_s was never a checker (it could not be started), and the checks run
-   in the profile's process. A check shape is small (check_n): even the naive kernel under an
+   answer within the timeout was never a checker (it could not be started), and the checks run in
+   the profile's process. A check shape is small (check_n): even the naive kernel under an
    emulator checks it in well under a second. */
 #define READY_LINE "txtune-check-server 1"
+
+/* The child's descriptors: requests on stdin, answers on ANSWER_FD; its stdout is a pipe of its
+   own that the profile watches, so that a kernel that prints can neither garble an answer nor go
+   unnoticed (the plugin ABI forbids printing). */
+#define ANSWER_FD 3
 
 struct prof_isolation {
   char *plugin_path;
   pid_t pid;    /* 0: no child */
-  int to, from; /* the child's stdin and stdout */
+  int to, from; /* the child's stdin and its answers */
+  int out;      /* the child's stdout */
   int unusable; /* no child could be started: every check runs in the profile's process */
+  int started;  /* a child has started once: a later one that does not is no reason for that */
   char buf[1024];
-  size_t len; /* bytes of an unfinished line in buf */
+  size_t len;           /* bytes of an unfinished line in buf */
+  size_t printed;       /* bytes the child wrote on its stdout since the last check began */
+  char print_text[100]; /* the first of them */
   struct sigaction old_pipe;
 };
 
 prof_isolation *prof_isolation_new(const char *plugin_path) {
   prof_isolation *iso = calloc(1, sizeof *iso);
   if (!iso) return NULL;
-  iso->to = iso->from = -1;
+  iso->to = iso->from = iso->out = -1;
   if (plugin_path && !(iso->plugin_path = strdup(plugin_path))) {
     free(iso);
     return NULL;
@@ -56,7 +66,8 @@ prof_isolation *prof_isolation_new(const char *plugin_path) {
 static void stop_child(prof_isolation *iso, int kill_it, int *status) {
   if (iso->to >= 0) close(iso->to);
   if (iso->from >= 0) close(iso->from);
-  iso->to = iso->from = -1;
+  if (iso->out >= 0) close(iso->out);
+  iso->to = iso->from = iso->out = -1;
   iso->len = 0;
   int st = -1;
   if (iso->pid > 0) {
@@ -76,8 +87,26 @@ void prof_isolation_free(prof_isolation *iso) {
   free(iso);
 }
 
+/* Reads what the child wrote on its stdout (non-blocking), keeping the count and the first bytes. */
+static void drain_stdout(prof_isolation *iso) {
+  char junk[4096];
+  ssize_t r;
+  while (iso->out >= 0 &&
+         ((r = read(iso->out, junk, sizeof junk)) > 0 || (r < 0 && errno == EINTR))) {
+    if (r <= 0) continue;
+    size_t have = strlen(iso->print_text);
+    if (iso->printed == 0 || have + 1 < sizeof iso->print_text) {
+      size_t room = sizeof iso->print_text - 1 - have;
+      size_t take = (size_t)r < room ? (size_t)r : room;
+      memcpy(iso->print_text + have, junk, take);
+      iso->print_text[have + take] = '\0';
+    }
+    iso->printed += (size_t)r;
+  }
+}
+
 /* Reads one line from the child within timeout_s: 1 a line (in line, no newline), 0 end of file,
-   -1 timeout or error. */
+   -1 timeout or error. What the child prints meanwhile is drained (drain_stdout). */
 static int read_line(prof_isolation *iso, double timeout_s, char *line, size_t size) {
   double deadline = tx_clock() + timeout_s;
   for (;;) {
@@ -92,10 +121,18 @@ static int read_line(prof_isolation *iso, double timeout_s, char *line, size_t s
     if (iso->len == sizeof iso->buf) return -1; /* a line longer than any answer */
     double left = deadline - tx_clock();
     if (left <= 0) return -1;
-    struct pollfd p = {.fd = iso->from, .events = POLLIN};
-    int got = poll(&p, 1, (int)ceil(left * 1000));
+    struct pollfd p[2] = {{.fd = iso->from, .events = POLLIN}, {.fd = iso->out, .events = POLLIN}};
+    int got = poll(p, iso->out >= 0 ? 2 : 1, (int)ceil(left * 1000));
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) return -1;
+    if (iso->out >= 0 && p[1].revents) {
+      drain_stdout(iso);
+      if (p[1].revents & (POLLHUP | POLLERR | POLLNVAL)) { /* closed: watch it no more */
+        close(iso->out);
+        iso->out = -1;
+      }
+    }
+    if (!p[0].revents) continue;
     ssize_t r = read(iso->from, iso->buf + iso->len, sizeof iso->buf - iso->len);
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) return 0;
@@ -122,24 +159,34 @@ static char **child_environment(void) {
   return env;
 }
 
-static int start_child(prof_isolation *iso) {
+static void close_pipes(int (*fds)[2], int n) {
+  for (int i = 0; i < n; i++) {
+    close(fds[i][0]);
+    close(fds[i][1]);
+  }
+}
+
+/* Starts the child and waits up to timeout_s for its ready line. */
+static int start_child(prof_isolation *iso, double timeout_s) {
   char exe[4096];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n <= 0) return -1;
   exe[n] = '\0';
-  int in[2], out[2];
-  if (pipe(in) != 0) return -1;
-  if (pipe(out) != 0) {
-    close(in[0]);
-    close(in[1]);
-    return -1;
-  }
+  int fds[3][2]; /* its stdin, its answers, its stdout */
+  for (int i = 0; i < 3; i++)
+    if (pipe(fds[i]) != 0) {
+      close_pipes(fds, i);
+      return -1;
+    }
+  int *in = fds[0], *out = fds[1], *print = fds[2];
+  /* the profile's ends must not leak into the child, nor block the profile */
+  for (int i = 0; i < 3; i++) fcntl(fds[i][i == 0 ? 1 : 0], F_SETFD, FD_CLOEXEC);
+  fcntl(print[0], F_SETFL, fcntl(print[0], F_GETFL) | O_NONBLOCK);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, in[0], STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
-  posix_spawn_file_actions_addclose(&fa, in[1]);
-  posix_spawn_file_actions_addclose(&fa, out[0]);
+  posix_spawn_file_actions_adddup2(&fa, print[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&fa, out[1], ANSWER_FD);
   char *argv[] = {exe, "__check-server", NULL, NULL, NULL};
   if (iso->plugin_path) {
     argv[2] = "--plugin-path";
@@ -152,36 +199,56 @@ static int start_child(prof_isolation *iso) {
   posix_spawn_file_actions_destroy(&fa);
   close(in[0]);
   close(out[1]);
+  close(print[1]);
   if (rc != 0) {
     close(in[1]);
     close(out[0]);
+    close(print[0]);
     return -1;
   }
   iso->pid = pid;
   iso->to = in[1];
   iso->from = out[0];
+  iso->out = print[0];
   char line[256];
-  if (read_line(iso, prof_policy.check_timeout_s, line, sizeof line) != 1 ||
-      strcmp(line, READY_LINE) != 0) {
+  if (read_line(iso, timeout_s, line, sizeof line) != 1 || strcmp(line, READY_LINE) != 0) {
     stop_child(iso, 1, NULL);
     return -1;
   }
+  iso->started = 1;
   return 0;
 }
 
 /* What happened to a child that ended (wait status st) or was stopped while checking. */
-static void death(int st, int hung, const txattn_problem *small, char *why, size_t size) {
-  if (hung)
-    snprintf(why, size, "did not finish its check (n = %lld) in %g s: stopped",
-             (long long)small->n_kv, prof_policy.check_timeout_s);
-  else if (st >= 0 && WIFSIGNALED(st))
+static prof_fault death(int st, int hung, double timeout_s, const txattn_problem *small, char *why,
+                        size_t size) {
+  if (hung) {
+    snprintf(why, size, "hung (no answer within %.3g s) on its check (n = %lld): stopped",
+             timeout_s, (long long)small->n_kv);
+    return PROF_FAULT_HUNG;
+  }
+  if (st >= 0 && WIFSIGNALED(st))
     snprintf(why, size, "crashed on its check (n = %lld): signal %d (%s)", (long long)small->n_kv,
              WTERMSIG(st), strsignal(WTERMSIG(st)));
   else if (st >= 0 && WIFEXITED(st))
-    snprintf(why, size, "ended the check process on its check (n = %lld), exit status %d",
+    snprintf(why, size, "crashed on its check (n = %lld): exit status %d (it ended the process)",
              (long long)small->n_kv, WEXITSTATUS(st));
   else
-    snprintf(why, size, "lost the check process on its check (n = %lld)", (long long)small->n_kv);
+    snprintf(why, size, "crashed on its check (n = %lld): the check process was lost",
+             (long long)small->n_kv);
+  return PROF_FAULT_CRASHED;
+}
+
+/* The first line of what a kernel printed, as one printable line. */
+static void printed_words(const prof_isolation *iso, char *why, size_t size) {
+  char text[sizeof iso->print_text];
+  snprintf(text, sizeof text, "%.*s", (int)strcspn(iso->print_text, "\n"), iso->print_text);
+  for (char *c = text; *c; c++)
+    if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f || *c == '"') *c = '?';
+  snprintf(why, size,
+           "prints to stdout (%zu bytes on its check, the first: \"%s\"), which a kernel "
+           "must not",
+           iso->printed, text);
 }
 
 /* The request: threads, class, the problem (scale in hex, exact; the element types), the kernel,
@@ -218,30 +285,48 @@ static int write_all(int fd, const char *s, size_t n) {
   return 0;
 }
 
-int prof_isolated_check(prof_isolation *iso, int threads, size_t cls, const txattn_problem *small,
-                        const prof_cand *cand, double *err, char *why, size_t why_size) {
+int prof_isolated_check(prof_isolation *iso, double timeout_s, int threads, size_t cls,
+                        const txattn_problem *small, const prof_cand *cand, double *err,
+                        prof_fault *fault, char *why, size_t why_size) {
   char req[2048], line[sizeof iso->buf];
   int len = format_request(req, sizeof req, threads, cls, small, cand);
+  *fault = PROF_FAULT_NONE;
   if (iso->unusable || len < 0) return -2;
-  if (iso->pid == 0 && start_child(iso) != 0) {
+  if (iso->pid == 0 && start_child(iso, timeout_s) != 0) {
+    if (iso->started) { /* it ran before: the time was short, not the child unusable */
+      snprintf(why, why_size, "the check process did not start again within %.3g s", timeout_s);
+      return -1;
+    }
     iso->unusable = 1;
     return -2;
   }
   *err = NAN;
-  int got = write_all(iso->to, req, (size_t)len) == 0
-                ? read_line(iso, prof_policy.check_timeout_s, line, sizeof line)
-                : 0;
+  drain_stdout(iso);
+  iso->printed = 0;
+  iso->print_text[0] = '\0';
+  int got =
+      write_all(iso->to, req, (size_t)len) == 0 ? read_line(iso, timeout_s, line, sizeof line) : 0;
   int verdict, at = 0;
   double e;
-  if (got == 1 && sscanf(line, "%d %lf %n", &verdict, &e, &at) == 2 && at > 0 && verdict >= -1 &&
-      verdict <= 1) {
+  drain_stdout(iso); /* the child flushes its stdout before it answers */
+  int kind;
+  if (got == 1 && sscanf(line, "%d %lf %d %n", &verdict, &e, &kind, &at) == 3 && at > 0 &&
+      verdict >= -1 && verdict <= 1 && kind >= PROF_FAULT_NONE && kind < PROF_FAULT_COUNT_) {
     *err = e;
     snprintf(why, why_size, "%s", line + at);
+    if (iso->printed > 0) {
+      *err = NAN;
+      *fault = PROF_FAULT_PRINTS;
+      printed_words(iso, why, why_size);
+      return 0;
+    }
+    *fault = verdict == 0 ? (kind == PROF_FAULT_NONE ? PROF_FAULT_INEXACT : (prof_fault)kind)
+                          : PROF_FAULT_NONE;
     return verdict;
   }
   int st;
   stop_child(iso, 1, &st);
-  death(st, got < 0, small, why, why_size);
+  *fault = death(st, got < 0, timeout_s, small, why, why_size);
   return 0;
 }
 
@@ -309,8 +394,8 @@ static txattn_context *context_for(server *s, int threads) {
   return ctx;
 }
 
-/* One answer line: verdict, error, why (one line). */
-static void answer(server *s, char *line) {
+/* One answer line on `to`: verdict, error, fault (prof_fault), why (one line). */
+static void answer(server *s, char *line, FILE *to) {
   int threads;
   size_t cls, n_tun;
   txattn_problem p;
@@ -320,6 +405,7 @@ static void answer(server *s, char *line) {
   double err = NAN;
   char why[256] = "";
   int verdict = -1;
+  prof_fault fault = PROF_FAULT_NONE;
   txattn_context *ctx = NULL;
   prof_cand c;
   if (parse_request(line, &threads, &cls, &p, &kernel, names, values, &n_tun) != 0)
@@ -331,26 +417,31 @@ static void answer(server *s, char *line) {
     snprintf(why, sizeof why, "no plan for the check shape: %s", txattn_last_error());
   else {
     int fresh;
-    verdict = prof_check(s->checks, ctx, cls, &p, &c, &err, why, sizeof why, &fresh);
+    verdict = prof_check_fault(s->checks, ctx, cls, &p, &c, &err, &fault, why, sizeof why, &fresh);
     txattn_plan_free(c.plan);
   }
   for (char *q = why; *q; q++)
     if (*q == '\n') *q = ' ';
-  printf("%d %a %s\n", verdict, err, why);
-  fflush(stdout);
+  fflush(stdout); /* what a kernel printed reaches the profile before the answer */
+  fprintf(to, "%d %a %d %s\n", verdict, err, (int)fault, why);
+  fflush(to);
 }
 
 int tx_cmd_check_server(int argc, char **argv) {
   server s = {.plugin_path = argc >= 3 && strcmp(argv[1], "--plugin-path") == 0 ? argv[2] : NULL};
+  FILE *to = fdopen(ANSWER_FD, "w");
+  if (!to) return TX_EXIT_FAIL;
   /* the plugins are loaded before the ready line: a child that cannot load them is no checker */
   if (!(s.checks = prof_checks_new()) || !context_for(&s, 1)) return TX_EXIT_FAIL;
-  printf("%s\n", READY_LINE);
-  fflush(stdout);
+  fflush(stdout); /* what a plugin printed while loading is not a kernel's check */
+  fprintf(to, "%s\n", READY_LINE);
+  fflush(to);
   char line[2048];
   while (fgets(line, sizeof line, stdin)) {
     line[strcspn(line, "\n")] = '\0';
-    answer(&s, line);
+    answer(&s, line, to);
   }
+  fclose(to);
   prof_checks_free(s.checks);
   for (size_t i = 0; i < s.n_ctx; i++) txattn_context_free(s.ctx[i]);
   return TX_EXIT_OK;

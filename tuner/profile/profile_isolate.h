@@ -4,8 +4,9 @@
 
    The child is txtune itself, started again as `txtune __check-server` (from /proc/self/exe), with
    the profile's plugin path; it answers one check a line (prof_check in its own process, with its
-   own inputs and reference). When it dies or does not answer within check_timeout_s, the
-   candidate being checked is excluded and the next check starts a new child. Where no child can
+   own inputs and reference). When it dies or does not answer within the timeout (check_timeout_s
+   at most, a share of the budget: prof_check_timeout), the candidate being checked is excluded,
+   with what happened, and the next check starts a new child. Where no child can
    be started (no /proc/self/exe, an emulator that cannot run it directly), the checks run in the
    profile's own process, as prof_check does without isolation. */
 #ifndef TXTUNE_PROFILE_ISOLATE_H
@@ -23,13 +24,16 @@ prof_isolation *prof_isolation_new(const char *plugin_path);
 /* Stops the child, if one runs. NULL is fine. */
 void prof_isolation_free(prof_isolation *iso);
 
-/* cand's check on `small` (class cls) in the child, for a context of `threads` threads: 1 exact,
-   0 not (or crashed, or hung: *why says which), -1 it cannot run there; -2 when no child can be
-   started (the caller checks in its own process). */
-int prof_isolated_check(prof_isolation *iso, int threads, size_t cls, const txattn_problem *small,
-                        const prof_cand *cand, double *err, char *why, size_t why_size);
+/* cand's check on `small` (class cls) in the child, for a context of `threads` threads, waiting
+   timeout_s for the answer (and for a child to start): 1 exact, 0 not (*fault says how: inexact,
+   crashed with the signal or exit status, hung, or printed on its stdout; *why in words), -1 it
+   cannot run there; -2 when no child can be started (the caller checks in its own process). */
+int prof_isolated_check(prof_isolation *iso, double timeout_s, int threads, size_t cls,
+                        const txattn_problem *small, const prof_cand *cand, double *err,
+                        prof_fault *fault, char *why, size_t why_size);
 
-/* The child: `txtune __check-server [--plugin-path DIRS]`, requests on stdin, answers on stdout. */
+/* The child: `txtune __check-server [--plugin-path DIRS]`, requests on stdin, answers on file
+   descriptor 3; its stdout is what its kernels print, which the profile watches. */
 int tx_cmd_check_server(int argc, char **argv);
 
 #endif

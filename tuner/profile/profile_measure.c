@@ -464,6 +464,12 @@ txattn_status prof_time(prof_cand *c, size_t *n, const txattn_tensors *t, const 
 
 txattn_status prof_time_until(prof_cand *c, size_t *n, const txattn_tensors *t,
                               const prof_settings *s, double deadline) {
+  return prof_time_checked(c, n, t, s, deadline, NULL, NULL);
+}
+
+txattn_status prof_time_checked(prof_cand *c, size_t *n, const txattn_tensors *t,
+                                const prof_settings *s, double deadline, prof_first_check check,
+                                void *arg) {
   txattn_status first = TXATTN_OK;
   int most = 0, kind = -1;
   double start = tx_clock();
@@ -477,6 +483,10 @@ txattn_status prof_time_until(prof_cand *c, size_t *n, const txattn_tensors *t,
     kind = c[i].threaded;
     if (st != TXATTN_OK) {
       first = first != TXATTN_OK ? first : st;
+      drop(c, n, i--);
+      continue;
+    }
+    if (check && !check(arg, &c[i], t)) {
       drop(c, n, i--);
       continue;
     }

@@ -86,9 +86,15 @@ typedef struct prof_knobs {
   double scale_decay;          /* an older point weighs this much less at each newer one */
   double scale_min, scale_max; /* the correction's range */
   /* exactness (cmd_profile.c, profile_isolate.c) */
-  int64_t check_n;          /* n of the small shape each candidate must be exact on */
-  double check_timeout_s;   /* the check process's answer (its start, a check) waits this long */
-  prof_mode_knobs modes[3]; /* by prof_mode */
+  int64_t check_n;        /* n of the small shape each candidate must be exact on */
+  int check_rows;         /* rows of every timed point each candidate's first call is checked on */
+  double check_row_work;  /* at most: fewer rows (2 at least) where they would hold more than this
+                             many visible keys x (d_qk + d_v), the reference's work on them */
+  double check_timeout_s; /* the check process's answer (its start, a check) waits this long at
+                               most, */
+  double check_timeout_share; /* or this share of the budget if less, */
+  double check_timeout_min_s; /* but at least this long (and never past the budget's end) */
+  prof_mode_knobs modes[3];   /* by prof_mode */
 } prof_knobs;
 
 extern const prof_knobs prof_policy;

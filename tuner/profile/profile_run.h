@@ -43,6 +43,16 @@ typedef struct prof_failed_kernel {
   char first_why[384]; /* "TXATTN_E_PLUGIN: ..." */
 } prof_failed_kernel;
 
+/* A kernel excluded for what it did on a check (not for its answer): crashed, hung or printed. */
+#define MAX_FAULTY_KERNELS 32
+typedef struct prof_faulty_kernel {
+  char name[64];
+  prof_fault fault;
+  size_t candidates;  /* its candidates excluded so */
+  char first_at[160]; /* "none d16/16 g1 t1 n=64" */
+  char first_why[256];
+} prof_faulty_kernel;
+
 /* The tensors of every point at one n of the classes of one type combination. */
 typedef struct prof_bufs {
   tx_dtypes types;
@@ -86,6 +96,10 @@ typedef struct profile_run {
      exclusion of the table; and the points where the estimate's pick was one of them */
   prof_failed_kernel failed[MAX_FAILED_KERNELS];
   size_t n_failed_kernels, n_plan_failures, n_pick_failed;
+  /* kernels excluded for crashing, hanging or printing on a check, and how many of each fault */
+  prof_faulty_kernel faulty[MAX_FAULTY_KERNELS];
+  size_t n_faulty, n_faulty_by[PROF_FAULT_COUNT_];
+  size_t n_inexact_at_point; /* candidates exact on their check, found inexact at a timed point */
   double spreads[4096];
   size_t n_spreads;
   /* what other processes used of the CPUs (cpu_use.h): over a short sleep before the first point,

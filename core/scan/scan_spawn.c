@@ -1,0 +1,257 @@
+/* Runs txattn-scan on one plugin file and turns what happened into a verdict. The scanner is found
+ * beside libtxattn.so ("<libdir>/txattn/txattn-scan", the build tree mirroring the install), else
+ * at the compiled-in install path. posix_spawn, not fork: the caller may be threaded. The child
+ * gets /dev/null for stdin and stderr, a pipe for stdout (a plugin that prints is faulty: in a
+ * program it would write into the program's output), the verdict pipe as fd 3, no other
+ * descriptor, default signal dispositions and mask, and a small fixed environment. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "scan/scan_protocol.h"
+#include "scan/scan_spawn.h"
+
+static const char anchor = 0; /* an address inside libtxattn.so, for dladdr */
+
+/* "<dir of libtxattn.so>/txattn/txattn-scan" if it is executable, else the install path. */
+static void scanner_path(char *out, size_t size) {
+  Dl_info info;
+  if (dladdr(&anchor, &info) != 0 && info.dli_fname != NULL) {
+    const char *slash = strrchr(info.dli_fname, '/');
+    if (slash)
+      snprintf(out, size, "%.*s/%s", (int)(slash - info.dli_fname), info.dli_fname,
+               TXATTN_SCANNER_SUBPATH);
+    else
+      snprintf(out, size, "./%s", TXATTN_SCANNER_SUBPATH);
+    if (access(out, X_OK) == 0) return;
+  }
+  snprintf(out, size, "%s", TXATTN_SCANNER_INSTALL_ABS);
+}
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+typedef struct child {
+  pid_t pid;
+  int verdict, out; /* our ends of the pipes, -1 once at end of file */
+  char buf[2048];
+  size_t len;
+  int ready; /* the scanner said it started */
+  char at[768], last[768];
+  size_t printed; /* bytes the child wrote to its stdout */
+  char sample[48];
+} child;
+
+static int spawn(child *c, const char *exe, const char *path, unsigned isa_mask) {
+  int vp[2], op[2];
+  if (pipe2(vp, O_CLOEXEC) != 0) return errno;
+  if (pipe2(op, O_CLOEXEC) != 0) {
+    int e = errno;
+    close(vp[0]);
+    close(vp[1]);
+    return e;
+  }
+  /* the child's ends above fd 3, so that no dup2 below is a no-op that keeps FD_CLOEXEC */
+  int vw = fcntl(vp[1], F_DUPFD_CLOEXEC, 10), ow = fcntl(op[1], F_DUPFD_CLOEXEC, 10);
+  close(vp[1]);
+  close(op[1]);
+  char mask[16];
+  snprintf(mask, sizeof mask, "%x", isa_mask);
+  char *argv[] = {(char *)exe, mask, (char *)path, NULL};
+  /* OpenMP threads sleep when idle; the sanitizers of a sanitizer build leave faults to us */
+  char *env[] = {
+      "LC_ALL=C",
+      "OMP_WAIT_POLICY=passive",
+      "ASAN_OPTIONS=handle_segv=0:handle_sigbus=0:handle_sigill=0:handle_sigfpe=0:handle_abort=0:"
+      "detect_leaks=0:allow_user_segv_handler=1",
+      "UBSAN_OPTIONS=print_stacktrace=0",
+      NULL,
+      NULL};
+  char ld[PATH_MAX + 32];
+  const char *ld_path = secure_getenv("LD_LIBRARY_PATH"); /* where the plugin's own libraries are */
+  if (ld_path && strlen(ld_path) < PATH_MAX) {
+    snprintf(ld, sizeof ld, "LD_LIBRARY_PATH=%s", ld_path);
+    env[4] = ld;
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t attr;
+  sigset_t all, none;
+  sigfillset(&all);
+  sigemptyset(&none);
+  posix_spawn_file_actions_init(&fa);
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, ow, STDOUT_FILENO);
+  posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, vw, TXATTN_SCAN_VERDICT_FD);
+  posix_spawn_file_actions_addclosefrom_np(&fa, TXATTN_SCAN_VERDICT_FD + 1);
+  int rc = (vw < 0 || ow < 0) ? EMFILE : posix_spawn(&c->pid, exe, &fa, &attr, argv, env);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  if (vw >= 0) close(vw);
+  if (ow >= 0) close(ow);
+  c->verdict = vp[0];
+  c->out = op[0];
+  if (rc != 0) {
+    close(vp[0]);
+    close(op[0]);
+    c->verdict = c->out = -1;
+  }
+  return rc;
+}
+
+static void take_lines(child *c) {
+  char *nl;
+  while ((nl = memchr(c->buf, '\n', c->len)) != NULL) {
+    *nl = '\0';
+    if (strcmp(c->buf, TXATTN_SCAN_READY) == 0)
+      c->ready = 1;
+    else if (strncmp(c->buf, "at ", 3) == 0)
+      snprintf(c->at, sizeof c->at, "%.760s", c->buf + 3);
+    else
+      snprintf(c->last, sizeof c->last, "%.760s", c->buf);
+    size_t used = (size_t)(nl - c->buf) + 1;
+    memmove(c->buf, nl + 1, c->len - used);
+    c->len -= used;
+  }
+  if (c->len == sizeof c->buf) c->len = 0; /* a line longer than any the scanner writes */
+}
+
+/* Reads both pipes until both end or the deadline; 0 if the deadline came first. */
+static int read_until_end(child *c, double deadline) {
+  while (c->verdict >= 0 || c->out >= 0) {
+    double left = deadline - now();
+    if (left <= 0) return 0;
+    struct pollfd p[2] = {{.fd = c->verdict, .events = POLLIN}, {.fd = c->out, .events = POLLIN}};
+    int got = poll(p, 2, (int)(left * 1000) + 1);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return 0;
+    if (c->verdict >= 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+      ssize_t n = read(c->verdict, c->buf + c->len, sizeof c->buf - c->len);
+      if (n > 0) {
+        c->len += (size_t)n;
+        take_lines(c);
+      } else if (n == 0 || errno != EINTR) {
+        close(c->verdict);
+        c->verdict = -1;
+      }
+    }
+    if (c->out >= 0 && (p[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+      char junk[512];
+      ssize_t n = read(c->out, junk, sizeof junk);
+      if (n > 0) {
+        for (ssize_t i = 0; i < n && c->printed + (size_t)i < sizeof c->sample - 1; i++)
+          c->sample[c->printed + (size_t)i] = (junk[i] >= 0x20 && junk[i] < 0x7f) ? junk[i] : '.';
+        c->printed += (size_t)n;
+      } else if (n == 0 || errno != EINTR) {
+        close(c->out);
+        c->out = -1;
+      }
+    }
+  }
+  return 1;
+}
+
+/* The child's wait status, waiting at most until the deadline (then it is killed); -1 if it cannot
+   be had (a caller that ignores SIGCHLD has its children reaped for it). *hung: it was killed. */
+static int reap(pid_t pid, double deadline, int *hung) {
+  int st;
+  for (;;) {
+    pid_t r = waitpid(pid, &st, WNOHANG);
+    if (r == pid) return st;
+    if (r < 0 && errno != EINTR) return -1;
+    if (now() >= deadline) break;
+    struct timespec nap = {0, 1000000};
+    nanosleep(&nap, NULL);
+  }
+  *hung = 1;
+  kill(pid, SIGKILL);
+  while (waitpid(pid, &st, 0) < 0)
+    if (errno != EINTR) return -1;
+  return st;
+}
+
+/* "in run() of x.avx2 on ..." or "while loading it (its constructors)" */
+static void where(const child *c, char *out, size_t size) {
+  if (c->last[0] != '\0' && strncmp(c->last, "ok", 2) == 0)
+    snprintf(out, size, "after its kernels ran (while unloading it)");
+  else if (strncmp(c->at, "loading", 7) == 0)
+    snprintf(out, size, "while loading it (its constructors)");
+  else if (c->at[0] != '\0')
+    snprintf(out, size, "in %s", c->at);
+  else
+    snprintf(out, size, "before loading it");
+}
+
+txattn__scan_result txattn__scan_spawn(const char *path, unsigned isa_mask, double timeout_s,
+                                       char *why, size_t size) {
+  char exe[PATH_MAX];
+  scanner_path(exe, sizeof exe);
+  child c;
+  memset(&c, 0, sizeof c);
+  c.verdict = c.out = -1;
+  int rc = spawn(&c, exe, path, isa_mask);
+  if (rc != 0) {
+    snprintf(why, size, "cannot start the plugin scanner %s: %s", exe, strerror(rc));
+    return TXATTN__SCAN_UNAVAILABLE;
+  }
+  double deadline = now() + timeout_s;
+  int ended = read_until_end(&c, deadline), hung = 0;
+  int st = reap(c.pid, ended ? deadline : now(), &hung);
+  if (c.verdict >= 0) close(c.verdict);
+  if (c.out >= 0) close(c.out);
+  char at[800];
+  where(&c, at, sizeof at);
+  if (!c.ready && !hung) {
+    snprintf(why, size, "the plugin scanner %s did not start (wait status 0x%x)", exe,
+             (unsigned)st);
+    return TXATTN__SCAN_UNAVAILABLE;
+  }
+  if (hung) {
+    snprintf(why, size, "no answer within %g s (%s)", timeout_s, at);
+    return TXATTN__SCAN_FAULTY;
+  }
+  if (strncmp(c.last, "bad ", 4) == 0) {
+    snprintf(why, size, "%s", c.last + 4);
+    return TXATTN__SCAN_FAULTY;
+  }
+  if (st != -1 && WIFSIGNALED(st)) {
+    const char *name = sigdescr_np(WTERMSIG(st));
+    snprintf(why, size, "killed by signal %d (%s) %s", WTERMSIG(st), name ? name : "?", at);
+    return TXATTN__SCAN_FAULTY;
+  }
+  int done = strncmp(c.last, "ok ", 3) == 0 || strncmp(c.last, "declined ", 9) == 0;
+  if (st != -1 && WIFEXITED(st) && (WEXITSTATUS(st) != 0 || !done)) {
+    snprintf(why, size, "exit(%d) %s", WEXITSTATUS(st), at);
+    return TXATTN__SCAN_FAULTY;
+  }
+  if (!done) {
+    snprintf(why, size, "the scanner ended without a verdict %s", at);
+    return TXATTN__SCAN_FAULTY;
+  }
+  if (c.printed > 0) {
+    snprintf(why, size, "printed %zu bytes to stdout (\"%s\")", c.printed, c.sample);
+    return TXATTN__SCAN_FAULTY;
+  }
+  if (strncmp(c.last, "declined ", 9) == 0) {
+    snprintf(why, size, "%s", c.last + 9);
+    return TXATTN__SCAN_DECLINED;
+  }
+  return TXATTN__SCAN_OK;
+}
