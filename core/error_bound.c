@@ -11,7 +11,8 @@
  * 16-bit inputs are exact in fp32, so they change nothing. A 16-bit o is rounded to its type twice,
  * by the kernel and by the reference, each by at most half an ulp of the largest |O|: the bound adds
  * one ulp of max|V| + the fp32 bound (|O| <= max|V|, a convex combination of V rows).
- * docs/error_bound.md has the derivation and the measurements behind the constant. */
+ * docs/error_bound.md has the derivation and the measurements behind the constant. In a ragged
+ * batch, max|V| and L are taken over each sequence's own visible pairs. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,10 +88,24 @@ txattn_status txattn_error_bound(const txattn_problem *p, const txattn_tensors *
   TXATTN_RETURN_IF(seen == NULL, TXATTN_E_NOMEM,
                    "txattn_error_bound: cannot allocate %lld bytes for the visible keys",
                    (long long)r.n_kv);
-  mark_visible_keys(&r, seen);
-  double max_v = max_abs_visible_v(&r, &x, seen);
+  /* the maxima over every sequence (one, unless ragged), each with its own lengths */
+  double max_v = 0.0, dot = 0.0;
+  int64_t sequences = r.ragged ? r.batch : 1;
+  for (int64_t b = 0; b < sequences; b++) {
+    txattn_problem sub;
+    txattn_tensors st;
+    txattn__sequence(&r, &x, b, &sub, &st);
+    if (!r.ragged) {
+      sub = r;
+      st = x;
+    }
+    mark_visible_keys(&sub, seen);
+    double v = max_abs_visible_v(&sub, &st, seen), d = max_visible_abs_dot(&sub, &st);
+    if (v > max_v) max_v = v;
+    if (d > dot) dot = d;
+  }
   free(seen);
-  double l = fabs((double)r.scale) * max_visible_abs_dot(&r, &x);
+  double l = fabs((double)r.scale) * dot;
   double c = 3.0 + sqrt((double)r.d_qk), rel = c * 0x1p-24 * l;
   double e = max_v * (rel > TXATTN_EXACT_TOLERANCE ? rel : TXATTN_EXACT_TOLERANCE);
   if (r.o_type != TXATTN_DTYPE_F32) e += txattn__ulp(r.o_type, max_v + e);

@@ -310,6 +310,18 @@ int txattn__kernel_applicable(const txattn__kernel *k, const txattn_problem *r, 
       return 0;
     }
   }
+  if (r->lse && !(d->flags & TXATTN_KERNEL_LSE)) {
+    *why = "it does not write lse";
+    return 0;
+  }
+  /* a kernel without TXATTN_KERNEL_RAGGED runs each sequence as a problem of its own: it judges
+     the dense problem of the tensors' capacity */
+  txattn_problem dense;
+  if (r->ragged && !(d->flags & TXATTN_KERNEL_RAGGED)) {
+    dense = *r;
+    dense.ragged = 0;
+    r = &dense;
+  }
   *why = NULL;
   if (d->applicable(r, why)) return 1;
   if (*why == NULL) *why = "(the kernel gave no reason)";

@@ -1,6 +1,7 @@
 /* txattn_plan: the chosen kernel with its tunables, thread count and workspaces; describing and
  * running it. */
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,24 +38,24 @@ static const char *kernel_file(const txattn_plan *plan) {
   return txattn__kernel_plugin(plan->ctx, plan->kernel)->path;
 }
 
-/* The values the kernel runs the plan's problem with (ABI 1.3 fit_tunables, if it has one): each
-   within its declared range and no larger than given, or the plugin is at fault. */
-static txattn_status fit_tunables(txattn_plan *plan) {
+/* The values the kernel runs problem r with: given, fitted by the kernel (ABI 1.3 fit_tunables,
+   if it has one) into out, each within its declared range and no larger than given, or the
+   plugin is at fault. */
+static txattn_status fit_tunables(const txattn_plan *plan, const txattn_problem *r,
+                                  const int64_t *given, int64_t *out) {
   const txattn_kernel_desc *d = plan->kernel->desc;
+  if (d->n_tunables == 0) return TXATTN_OK;
+  if (out != given) memcpy(out, given, d->n_tunables * sizeof *out);
   if (!TXATTN_KERNEL_DESC_HAS(d, fit_tunables) || d->fit_tunables == NULL) return TXATTN_OK;
-  int64_t given[TXATTN_MAX_TUNABLES]; /* the loader refused kernels with more */
-  memcpy(given, plan->tunables, d->n_tunables * sizeof *given);
-  d->fit_tunables(&plan->problem, plan->tunables);
+  d->fit_tunables(r, out);
   for (size_t i = 0; i < d->n_tunables; i++) {
     const txattn_tunable *t = &d->tunables[i];
-    TXATTN_RETURN_IF(!txattn__tunable_value_ok(t, plan->tunables[i]) ||
-                         plan->tunables[i] > given[i],
-                     TXATTN_E_PLUGIN,
+    TXATTN_RETURN_IF(!txattn__tunable_value_ok(t, out[i]) || out[i] > given[i], TXATTN_E_PLUGIN,
                      "kernel %s (%s): fit_tunables turned %s = %" PRId64 " into %" PRId64
                      " (a fitted value must be within [%" PRId64 ", %" PRId64
                      "] in steps of %" PRId64 " and no larger than given)",
-                     d->name, kernel_file(plan), t->name, given[i], plan->tunables[i], t->min,
-                     t->max, t->multiple_of);
+                     d->name, kernel_file(plan), t->name, given[i], out[i], t->min, t->max,
+                     t->multiple_of);
   }
   return TXATTN_OK;
 }
@@ -67,8 +68,9 @@ static txattn_status set_tunables(txattn_plan *plan, const int64_t *chosen,
                                   const txattn__tunable_override *ov) {
   const txattn_kernel_desc *d = plan->kernel->desc;
   if (d->n_tunables == 0) return ov && ov->n ? txattn__tunables_override(d, NULL, ov) : TXATTN_OK;
-  plan->tunables = calloc(d->n_tunables, sizeof *plan->tunables);
+  plan->tunables = calloc(2 * d->n_tunables, sizeof *plan->tunables);
   TXATTN_RETURN_IF(plan->tunables == NULL, TXATTN_E_NOMEM, "txattn_plan_create: out of memory");
+  plan->given = plan->tunables + d->n_tunables;
   if (chosen) {
     memcpy(plan->tunables, chosen, d->n_tunables * sizeof *plan->tunables);
   } else {
@@ -83,7 +85,8 @@ static txattn_status set_tunables(txattn_plan *plan, const int64_t *chosen,
     }
   }
   if (ov) TXATTN_FORWARD_IF_ERROR(txattn__tunables_override(d, plan->tunables, ov));
-  return fit_tunables(plan);
+  memcpy(plan->given, plan->tunables, d->n_tunables * sizeof *plan->given);
+  return fit_tunables(plan, &plan->problem, plan->given, plan->tunables);
 }
 
 /* The machine's memory in bytes (0 if unknown): a kernel asking for a bigger workspace cannot
@@ -102,8 +105,20 @@ static txattn_status prepare(txattn_plan *plan, const int64_t *chosen,
                              const txattn__tunable_override *ov) {
   const txattn_kernel_desc *d = plan->kernel->desc;
   plan->n_threads = (d->flags & TXATTN_KERNEL_THREADED) ? plan->ctx->n_threads : 1;
+  plan->per_sequence = plan->problem.ragged && !(d->flags & TXATTN_KERNEL_RAGGED);
   TXATTN_FORWARD_IF_ERROR(set_tunables(plan, chosen, ov));
-  plan->workspace_size = d->workspace_size(&plan->problem, plan->n_threads, plan->tunables);
+  if (plan->per_sequence) {
+    /* the largest sequence: batch 1 at full capacity, with the tunables fitted to it; a
+       sequence whose workspace_size comes out larger fails at run time (run_per_sequence) */
+    txattn_problem one = plan->problem;
+    int64_t fitted[TXATTN_MAX_TUNABLES];
+    one.batch = 1;
+    one.ragged = 0;
+    TXATTN_FORWARD_IF_ERROR(fit_tunables(plan, &one, plan->given, fitted));
+    plan->workspace_size = d->workspace_size(&one, plan->n_threads, d->n_tunables ? fitted : NULL);
+  } else {
+    plan->workspace_size = d->workspace_size(&plan->problem, plan->n_threads, plan->tunables);
+  }
   if (plan->workspace_size == 0) return TXATTN_OK;
   if (plan->workspace_size > BIG_WORKSPACE) pthread_once(&memory_once, read_memory);
   TXATTN_RETURN_IF(plan->workspace_size > BIG_WORKSPACE && memory > 0 &&
@@ -212,15 +227,16 @@ txattn_status txattn_plan_create(txattn_context *ctx, const txattn_problem *p, c
   return txattn__plan_new(ctx, p, kernel, NULL, out);
 }
 
-static txattn_status run(const txattn_plan *plan, const txattn_tensors *t, void *ws) {
+static txattn_status run(const txattn_plan *plan, const txattn_problem *r, const txattn_tensors *t,
+                         const int64_t *tunables, void *ws, size_t ws_size) {
   txattn_kernel_call call = {
       .struct_size = sizeof call,
-      .problem = &plan->problem,
+      .problem = r,
       .tensors = t,
       .workspace = ws,
-      .workspace_size = plan->workspace_size,
+      .workspace_size = ws_size,
       .n_threads = plan->n_threads,
-      .tunables = plan->tunables,
+      .tunables = tunables,
   };
   txattn_status s = plan->kernel->desc->run(&call);
   if (s == TXATTN_OK) return txattn__ok();
@@ -229,13 +245,85 @@ static txattn_status run(const txattn_plan *plan, const txattn_tensors *t, void 
                       kernel_file(plan), txattn_status_name(s), (int)s);
 }
 
+/* A sequence without keys (kv_len 0): its q_len rows get o = +0 (all bits zero in every type) and
+   lse -inf, as the contract says, written by the host. */
+static void write_empty(const txattn_problem *sub, const txattn_tensors *st) {
+  size_t row = (size_t)sub->d_v * txattn_dtype_size(sub->o_type);
+  for (int64_t h = 0; h < sub->heads_q; h++)
+    for (int64_t i = 0; i < sub->n_q; i++) {
+      memset(txattn_row_of_mut(st->o_data, sub->o_type, &st->o_layout, 0, h, i), 0, row);
+      if (st->lse != NULL) st->lse[h * st->lse_layout.head + i * st->lse_layout.row] = -INFINITY;
+    }
+}
+
+/* One kernel call per sequence of a ragged problem, for a kernel without TXATTN_KERNEL_RAGGED:
+   batch 1, the sequence's lengths, the tensors offset to it (explicit layouts, lse's too), the
+   tunables fitted to it; sequences without queries are skipped. */
+static txattn_status run_per_sequence(const txattn_plan *plan, const txattn_tensors *x, void *ws) {
+  const txattn_kernel_desc *d = plan->kernel->desc;
+  int64_t fitted[TXATTN_MAX_TUNABLES];
+  for (int64_t b = 0; b < plan->problem.batch; b++) {
+    txattn_problem sub;
+    txattn_tensors st;
+    txattn__sequence(&plan->problem, x, b, &sub, &st);
+    if (sub.n_q == 0) continue;
+    if (sub.n_kv == 0) {
+      write_empty(&sub, &st);
+      continue;
+    }
+    const char *why = NULL;
+    TXATTN_RETURN_IF(!txattn__kernel_applicable(plan->kernel, &sub, &why), TXATTN_E_UNSUPPORTED,
+                     "kernel %s (%s) does not handle sequence %" PRId64 " (n_q %" PRId64
+                     ", n_kv %" PRId64 ") of this ragged problem: %s",
+                     d->name, kernel_file(plan), b, sub.n_q, sub.n_kv, why);
+    TXATTN_FORWARD_IF_ERROR(fit_tunables(plan, &sub, plan->given, fitted));
+    const int64_t *tun = d->n_tunables ? fitted : NULL;
+    size_t need = d->workspace_size(&sub, plan->n_threads, tun);
+    TXATTN_RETURN_IF(need > plan->workspace_size, TXATTN_E_PLUGIN,
+                     "kernel %s (%s): workspace_size asks for %zu bytes for sequence %" PRId64
+                     " of a ragged problem, more than the %zu it asked for the largest one",
+                     d->name, kernel_file(plan), need, b, plan->workspace_size);
+    TXATTN_FORWARD_IF_ERROR(run(plan, &sub, &st, tun, need ? ws : NULL, need));
+  }
+  return txattn__ok();
+}
+
+/* A ragged call for a kernel with TXATTN_KERNEL_RAGGED: lengths it can read (NULL stands for
+   n_q or n_kv everywhere, which such a kernel never sees). */
+static txattn_status run_ragged(const txattn_plan *plan, const txattn_tensors *x, void *ws) {
+  const txattn_problem *r = &plan->problem;
+  txattn_tensors t = *x;
+  int64_t *lens = NULL;
+  if (x->q_lens == NULL || x->kv_lens == NULL) {
+    lens = malloc(2 * (size_t)r->batch * sizeof *lens);
+    TXATTN_RETURN_IF(lens == NULL, TXATTN_E_NOMEM,
+                     "txattn_plan_execute: out of memory for the lengths of %" PRId64 " sequences",
+                     r->batch);
+    for (int64_t b = 0; b < r->batch; b++) {
+      lens[b] = x->q_lens ? x->q_lens[b] : r->n_q;
+      lens[r->batch + b] = x->kv_lens ? x->kv_lens[b] : r->n_kv;
+    }
+    t.q_lens = lens;
+    t.kv_lens = lens + r->batch;
+  }
+  txattn_status s = run(plan, r, &t, plan->tunables, ws, plan->workspace_size);
+  free(lens);
+  return s;
+}
+
+static txattn_status run_any(const txattn_plan *plan, const txattn_tensors *x, void *ws) {
+  if (plan->per_sequence) return run_per_sequence(plan, x, ws);
+  if (plan->problem.ragged) return run_ragged(plan, x, ws);
+  return run(plan, &plan->problem, x, plan->tunables, ws, plan->workspace_size);
+}
+
 txattn_status txattn__plan_run(const txattn_plan *plan, const txattn_tensors *x) {
-  if (plan->pool == NULL) return run(plan, x, NULL);
+  if (plan->pool == NULL) return run_any(plan, x, NULL);
   void *ws = txattn__workspace_take(plan->pool);
   TXATTN_RETURN_IF(ws == NULL, TXATTN_E_NOMEM,
                    "txattn_plan_execute: cannot allocate the %zu-byte workspace of kernel %s",
                    plan->workspace_size, plan->kernel->desc->name);
-  txattn_status s = run(plan, x, ws);
+  txattn_status s = run_any(plan, x, ws);
   txattn__workspace_give(plan->pool, ws);
   return s;
 }

@@ -19,6 +19,10 @@ struct txattn_plan {
   txattn_problem problem; /* resolved */
   int n_threads;          /* 1 unless the kernel is TXATTN_KERNEL_THREADED */
   int64_t *tunables;      /* kernel->desc->n_tunables values, NULL if none */
+  int64_t *given;         /* the same before fit_tunables (refitted per sequence), or NULL */
+  /* a ragged problem and a kernel without TXATTN_KERNEL_RAGGED: the host runs one kernel call per
+     sequence, each with the tunables fitted to it, in a workspace sized for the largest */
+  int per_sequence;
   size_t workspace_size;
   txattn__workspace_pool *pool; /* NULL when workspace_size is 0 */
   int fixed; /* the caller or TXATTN_FORCE_KERNEL named the kernel: no other may stand in */

@@ -38,7 +38,8 @@ static int same_problem(const txattn_problem *a, const txattn_problem *b) {
          a->n_q == b->n_q && a->n_kv == b->n_kv && a->d_qk == b->d_qk && a->d_v == b->d_v &&
          a->mask == b->mask && a->window_left == b->window_left &&
          a->window_right == b->window_right && a->scale == b->scale && a->q_type == b->q_type &&
-         a->k_type == b->k_type && a->v_type == b->v_type && a->o_type == b->o_type;
+         a->k_type == b->k_type && a->v_type == b->v_type && a->o_type == b->o_type &&
+         a->lse == b->lse && a->ragged == b->ragged;
 }
 
 /* The slot to fill: a free one, else the least recently used. */

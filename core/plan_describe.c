@@ -1,6 +1,7 @@
 /* txattn_plan_describe: a plan in one line, e.g.
  *   tiled.avx2 block_q=64 block_k=256 threads=2 | b=1 hq=8 hkv=8 nq=4096 nkv=4096 d=64/64
- * mask=causal scale=0.125 (one line; wrapped here). Window sides print as numbers or "inf". */
+ * mask=causal scale=0.125 (one line; wrapped here). Window sides print as numbers or "inf"; a
+ * serving call adds "lse" and "ragged" (or "ragged(per sequence)": the host runs each sequence). */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -59,5 +60,7 @@ int txattn_plan_describe(const txattn_plan *plan, char *buf, size_t size) {
       plan->n_threads, p->batch, p->heads_q, p->heads_kv, p->n_q, p->n_kv, p->d_qk, p->d_v);
   put_mask(&o, p);
   put(&o, " scale=%g", (double)p->scale);
+  if (p->lse) put(&o, " lse");
+  if (p->ragged) put(&o, plan->per_sequence ? " ragged(per sequence)" : " ragged");
   return o.len;
 }

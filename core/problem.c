@@ -145,6 +145,17 @@ static txattn_status check_sizes(const txattn_problem *r) {
   return TXATTN_OK;
 }
 
+/* The serving fields (past 0.2's struct; a caller whose struct_size stops before them reads 0). */
+static txattn_status resolve_serving(const txattn_problem *p, txattn_problem *r) {
+  TXATTN_RETURN_IF(p->lse != 0 && p->lse != 1, TXATTN_E_INVALID,
+                   "txattn_problem.lse = %d must be 0 or 1", p->lse);
+  TXATTN_RETURN_IF(p->ragged != 0 && p->ragged != 1, TXATTN_E_INVALID,
+                   "txattn_problem.ragged = %d must be 0 or 1", p->ragged);
+  r->lse = p->lse;
+  r->ragged = p->ragged;
+  return TXATTN_OK;
+}
+
 txattn_status txattn__problem_resolve(const txattn_problem *given, txattn_problem *out) {
   TXATTN_RETURN_IF(given == NULL, TXATTN_E_INVALID, "txattn_problem is NULL");
   txattn_problem in, r;
@@ -156,6 +167,7 @@ txattn_status txattn__problem_resolve(const txattn_problem *given, txattn_proble
   TXATTN_FORWARD_IF_ERROR(resolve_mask(p, &r));
   TXATTN_FORWARD_IF_ERROR(resolve_scale(p, &r));
   TXATTN_FORWARD_IF_ERROR(resolve_types(p, &r));
+  TXATTN_FORWARD_IF_ERROR(resolve_serving(p, &r));
   TXATTN_FORWARD_IF_ERROR(check_sizes(&r));
   *out = r;
   return TXATTN_OK;

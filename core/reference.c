@@ -1,6 +1,7 @@
 /* txattn_reference: the oracle. Plain loops in double, one row at a time, no cleverness: every
  * kernel is measured against this. 16-bit inputs are read exactly; the output is rounded once, from
- * double to o's type. */
+ * double to o's type, and so is lse (p->lse) to fp32. A ragged batch is computed one sequence at a
+ * time, each as a problem of its own lengths (txattn__sequence). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -28,14 +29,23 @@ static double scores(const txattn_problem *p, const txattn_tensors *t, const dou
   return m;
 }
 
-/* s: n_kv scores; acc: d_v sums; q: d_qk values of the query row. */
+static float *lse_at(const txattn_problem *p, const txattn_tensors *t, int64_t b, int64_t h,
+                     int64_t i) {
+  if (!p->lse) return NULL;
+  return t->lse + b * t->lse_layout.batch + h * t->lse_layout.head + i * t->lse_layout.row;
+}
+
+/* s: n_kv scores; acc: d_v sums; q: d_qk values of the query row. With p->lse the row's
+   log-sum-exp, m + log(sum exp(s - m)) in double, rounded once to fp32 (-inf for no key). */
 static void reference_row(const txattn_problem *p, const txattn_tensors *t, int64_t b, int64_t h,
                           int64_t i, double *s, double *acc, double *q) {
   int64_t hk = h / (p->heads_q / p->heads_kv), lo, hi;
   void *o = txattn_row_of_mut(t->o_data, p->o_type, &t->o_layout, b, h, i);
+  float *lse = lse_at(p, t, b, h, i);
   txattn_visible_range(p, i, &lo, &hi);
   if (lo >= hi) {
     for (int64_t c = 0; c < p->d_v; c++) txattn__store(o, p->o_type, c, 0.0);
+    if (lse) *lse = -INFINITY;
     return;
   }
   const void *qi = txattn_row_of(t->q_data, p->q_type, &t->q_layout, b, h, i);
@@ -52,6 +62,7 @@ static void reference_row(const txattn_problem *p, const txattn_tensors *t, int6
   }
   for (int64_t c = 0; c < p->d_v; c++) nan |= isnan(acc[c] / sum);
   for (int64_t c = 0; c < p->d_v; c++) txattn__store(o, p->o_type, c, nan ? NAN : acc[c] / sum);
+  if (lse) *lse = (float)(m + log(sum));
 }
 
 txattn_status txattn_reference(const txattn_problem *p, const txattn_tensors *t) {
@@ -67,10 +78,16 @@ txattn_status txattn_reference(const txattn_problem *p, const txattn_tensors *t)
   double *s = malloc(bytes);
   TXATTN_RETURN_IF(s == NULL, TXATTN_E_NOMEM,
                    "txattn_reference: cannot allocate %zu bytes for one row's scores", bytes);
-  for (int64_t b = 0; b < r.batch; b++)
-    for (int64_t h = 0; h < r.heads_q; h++)
-      for (int64_t i = 0; i < r.n_q; i++)
-        reference_row(&r, &x, b, h, i, s, s + r.n_kv, s + r.n_kv + r.d_v);
+  for (int64_t b = 0; b < r.batch; b++) {
+    /* each sequence on its own (its lengths when ragged), which also covers kv_len 0: no row of
+       a problem without keys sees one */
+    txattn_problem sub;
+    txattn_tensors st;
+    txattn__sequence(&r, &x, b, &sub, &st);
+    for (int64_t h = 0; h < sub.heads_q; h++)
+      for (int64_t i = 0; i < sub.n_q; i++)
+        reference_row(&sub, &st, 0, h, i, s, s + r.n_kv, s + r.n_kv + r.d_v);
+  }
   free(s);
   return txattn__ok();
 }

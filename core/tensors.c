@@ -8,14 +8,7 @@
 #include "struct_size.h"
 #include "tensors.h"
 
-typedef struct tensor {
-  const char *name; /* "q" */
-  const void *base;
-  txattn_layout *layout;
-  int64_t count[4]; /* batch, heads, rows, elements per row */
-  int64_t span;     /* elements from the first element to one past the last */
-  int64_t elem;     /* bytes of one element */
-} tensor;
+#define WHERE(t) ((t)->where != NULL ? (t)->where : "txattn_tensors.")
 
 static const char *const stride_names[3] = {"batch", "head", "row"};
 
@@ -23,7 +16,7 @@ static int64_t *stride_of(txattn_layout *l, int i) {
   return i == 0 ? &l->batch : i == 1 ? &l->head : &l->row;
 }
 
-static txattn_status check_strides(tensor *t) {
+static txattn_status check_strides(txattn__tensor *t) {
   txattn_layout *l = t->layout;
   if (l->batch == 0 && l->head == 0 &&
       l->row == 0) { /* contiguous; sizes were checked by resolve */
@@ -33,21 +26,21 @@ static txattn_status check_strides(tensor *t) {
   }
   for (int i = 0; i < 3; i++) {
     TXATTN_RETURN_IF(*stride_of(l, i) < 0, TXATTN_E_INVALID,
-                     "txattn_tensors.%s_layout.%s = %" PRId64 " must be >= 0", t->name,
+                     "%s%s_layout.%s = %" PRId64 " must be >= 0", WHERE(t), t->name,
                      stride_names[i], *stride_of(l, i));
     /* the limit of problem.c: a stride of at most 2^56 bytes, so that index x stride fits */
-    TXATTN_RETURN_IF(
-        *stride_of(l, i) > TXATTN__MAX_TENSOR_BYTES / t->elem, TXATTN_E_INVALID,
-        "txattn_tensors.%s_layout.%s = %" PRId64 " is above the limit of 2^56 bytes (%" PRId64
-        " elements): the offsets would overflow",
-        t->name, stride_names[i], *stride_of(l, i), TXATTN__MAX_TENSOR_BYTES / t->elem);
+    TXATTN_RETURN_IF(*stride_of(l, i) > TXATTN__MAX_TENSOR_BYTES / t->elem, TXATTN_E_INVALID,
+                     "%s%s_layout.%s = %" PRId64 " is above the limit of 2^56 bytes (%" PRId64
+                     " elements): the offsets would overflow",
+                     WHERE(t), t->name, stride_names[i], *stride_of(l, i),
+                     TXATTN__MAX_TENSOR_BYTES / t->elem);
   }
   return TXATTN_OK;
 }
 
 /* span = 1 + sum over dims of (count - 1) * stride, with every step checked, and the byte range
    must not wrap around the address space. */
-static txattn_status compute_span(tensor *t) {
+static txattn_status compute_span(txattn__tensor *t) {
   int64_t span = t->count[3], term, bytes;
   int over = 0;
   for (int i = 0; i < 3; i++) {
@@ -57,28 +50,28 @@ static txattn_status compute_span(tensor *t) {
   over |= __builtin_mul_overflow(span, t->elem, &bytes);
   TXATTN_RETURN_IF(over || bytes > TXATTN__MAX_TENSOR_BYTES || (uint64_t)bytes > SIZE_MAX,
                    TXATTN_E_INVALID,
-                   "txattn_tensors.%s_layout: the offset of the last element of %s overflows int64 "
+                   "%s%s_layout: the offset of the last element of %s overflows int64 "
                    "or exceeds the limit of 2^56 bytes (strides too large for the problem's sizes)",
-                   t->name, t->name);
+                   WHERE(t), t->name, t->name);
   TXATTN_RETURN_IF((uintptr_t)t->base > UINTPTR_MAX - (uint64_t)bytes, TXATTN_E_INVALID,
-                   "txattn_tensors.%s: its %" PRId64 " bytes would wrap around the address space",
+                   "%s%s: its %" PRId64 " bytes would wrap around the address space", WHERE(t),
                    t->name, bytes);
   t->span = span;
   return TXATTN_OK;
 }
 
-static txattn_status check_tensor(tensor *t) {
-  TXATTN_RETURN_IF(t->base == NULL, TXATTN_E_INVALID, "txattn_tensors.%s is NULL", t->name);
+txattn_status txattn__tensor_check(txattn__tensor *t) {
+  TXATTN_RETURN_IF(t->base == NULL, TXATTN_E_INVALID, "%s%s is NULL", WHERE(t), t->name);
   TXATTN_RETURN_IF((uintptr_t)t->base % (uintptr_t)t->elem != 0, TXATTN_E_INVALID,
-                   "txattn_tensors.%s = %p is not aligned to its %" PRId64 "-byte elements",
-                   t->name, t->base, t->elem);
+                   "%s%s = %p is not aligned to its %" PRId64 "-byte elements", WHERE(t), t->name,
+                   t->base, t->elem);
   TXATTN_FORWARD_IF_ERROR(check_strides(t));
   return compute_span(t);
 }
 
-/* Sort o's dimensions with more than one index by stride: each stride must reach past everything
+/* Sort an output's (o's, lse's) dimensions with more than one index by stride: each stride must reach past everything
    the dimensions with smaller strides span, or two (b, h, i, c) would share an address. */
-static txattn_status check_no_self_alias(const tensor *o) {
+txattn_status txattn__tensor_no_self_alias(const txattn__tensor *o) {
   int64_t stride[4] = {o->layout->batch, o->layout->head, o->layout->row, 1};
   int order[4], n = 0;
   for (int d = 3; d >= 0; d--) { /* element dim first, so it wins ties */
@@ -91,20 +84,30 @@ static txattn_status check_no_self_alias(const tensor *o) {
   for (int k = 0; k < n; k++) {
     int d = order[k];
     TXATTN_RETURN_IF(stride[d] < extent, TXATTN_E_INVALID,
-                     "txattn_tensors.o_layout.%s = %" PRId64 " is smaller than %" PRId64
-                     ", the span of o's dimensions with smaller strides: elements of o would "
+                     "%s%s_layout.%s = %" PRId64 " is smaller than %" PRId64
+                     ", the span of %s's dimensions with smaller strides: elements of %s would "
                      "overlap (only inputs may alias)",
-                     stride_names[d], stride[d], extent);
+                     WHERE(o), o->name, stride_names[d], stride[d], extent, o->name, o->name);
     extent += (o->count[d] - 1) * stride[d];
   }
   return TXATTN_OK;
 }
 
-static int overlaps(const tensor *a, const tensor *b) {
+int txattn__tensors_overlap(const txattn__tensor *a, const txattn__tensor *b) {
   uintptr_t a0 = (uintptr_t)a->base, b0 = (uintptr_t)b->base;
   uintptr_t a1 = a0 + (uintptr_t)a->span * (uintptr_t)a->elem,
             b1 = b0 + (uintptr_t)b->span * (uintptr_t)b->elem;
   return a0 < b1 && b0 < a1;
+}
+
+txattn_status txattn__lens_check(const char *field, const int64_t *lens, int64_t batch, int64_t max,
+                                 const char *max_name) {
+  for (int64_t b = 0; lens != NULL && b < batch; b++)
+    TXATTN_RETURN_IF(lens[b] < 0 || lens[b] > max, TXATTN_E_INVALID,
+                     "txattn_tensors.%s[%" PRId64 "] = %" PRId64 " is outside 0..%s = %" PRId64
+                     " (sequence %" PRId64 ")",
+                     field, b, lens[b], max_name, max, b);
+  return TXATTN_OK;
 }
 
 txattn_status txattn__tensors_check(const txattn_problem *r, const txattn_tensors *t,
@@ -112,37 +115,81 @@ txattn_status txattn__tensors_check(const txattn_problem *r, const txattn_tensor
   TXATTN_RETURN_IF(t == NULL, TXATTN_E_INVALID, "txattn_tensors is NULL");
   txattn_tensors c;
   TXATTN_FORWARD_IF_ERROR(TXATTN__STRUCT_IN(txattn_tensors, TXATTN_TENSORS_SIZE_0_2, t, &c));
-  tensor ts[4] = {
+  txattn__tensor ts[4] = {
       {"q",
        c.q,
        &c.q_layout,
        {r->batch, r->heads_q, r->n_q, r->d_qk},
        0,
-       (int64_t)txattn_dtype_size(r->q_type)},
+       (int64_t)txattn_dtype_size(r->q_type),
+       NULL},
       {"k",
        c.k,
        &c.k_layout,
        {r->batch, r->heads_kv, r->n_kv, r->d_qk},
        0,
-       (int64_t)txattn_dtype_size(r->k_type)},
+       (int64_t)txattn_dtype_size(r->k_type),
+       NULL},
       {"v",
        c.v,
        &c.v_layout,
        {r->batch, r->heads_kv, r->n_kv, r->d_v},
        0,
-       (int64_t)txattn_dtype_size(r->v_type)},
+       (int64_t)txattn_dtype_size(r->v_type),
+       NULL},
       {"o",
        c.o,
        &c.o_layout,
        {r->batch, r->heads_q, r->n_q, r->d_v},
        0,
-       (int64_t)txattn_dtype_size(r->o_type)},
+       (int64_t)txattn_dtype_size(r->o_type),
+       NULL},
   };
-  for (int i = 0; i < 4; i++) TXATTN_FORWARD_IF_ERROR(check_tensor(&ts[i]));
-  TXATTN_FORWARD_IF_ERROR(check_no_self_alias(&ts[3]));
+  for (int i = 0; i < 4; i++) TXATTN_FORWARD_IF_ERROR(txattn__tensor_check(&ts[i]));
+  TXATTN_FORWARD_IF_ERROR(txattn__tensor_no_self_alias(&ts[3]));
   for (int i = 0; i < 3; i++)
-    TXATTN_RETURN_IF(overlaps(&ts[3], &ts[i]), TXATTN_E_INVALID, "txattn_tensors.o overlaps %s",
-                     ts[i].name);
+    TXATTN_RETURN_IF(txattn__tensors_overlap(&ts[3], &ts[i]), TXATTN_E_INVALID,
+                     "txattn_tensors.o overlaps %s", ts[i].name);
+  if (r->lse) {
+    TXATTN_RETURN_IF(c.lse == NULL, TXATTN_E_INVALID,
+                     "txattn_tensors.lse is NULL, but txattn_problem.lse is 1 (a txattn_tensors "
+                     "whose struct_size stops before lse has none)");
+    txattn__tensor l = {"lse", c.lse, &c.lse_layout, {r->batch, r->heads_q, r->n_q, 1}, 0, 4, NULL};
+    TXATTN_FORWARD_IF_ERROR(txattn__tensor_check(&l));
+    TXATTN_FORWARD_IF_ERROR(txattn__tensor_no_self_alias(&l));
+    for (int i = 0; i < 4; i++)
+      TXATTN_RETURN_IF(txattn__tensors_overlap(&l, &ts[i]), TXATTN_E_INVALID,
+                       "txattn_tensors.lse overlaps %s", ts[i].name);
+  } else { /* what the problem does not ask for, no kernel reads */
+    c.lse = NULL;
+    c.lse_layout = (txattn_layout){0, 0, 0};
+  }
+  if (r->ragged) {
+    TXATTN_FORWARD_IF_ERROR(txattn__lens_check("q_lens", c.q_lens, r->batch, r->n_q, "n_q"));
+    TXATTN_FORWARD_IF_ERROR(txattn__lens_check("kv_lens", c.kv_lens, r->batch, r->n_kv, "n_kv"));
+  } else {
+    c.q_lens = c.kv_lens = NULL;
+  }
   *out = c;
   return TXATTN_OK;
+}
+
+static const void *advance(const void *base, int64_t elements, txattn_dtype type) {
+  return (const unsigned char *)base + elements * (int64_t)txattn_dtype_size(type);
+}
+
+void txattn__sequence(const txattn_problem *r, const txattn_tensors *x, int64_t b,
+                      txattn_problem *sub, txattn_tensors *st) {
+  *sub = *r;
+  sub->batch = 1;
+  sub->ragged = 0;
+  sub->n_q = x->q_lens ? x->q_lens[b] : r->n_q;
+  sub->n_kv = x->kv_lens ? x->kv_lens[b] : r->n_kv;
+  *st = *x;
+  st->q_lens = st->kv_lens = NULL;
+  st->q_data = advance(x->q_data, b * x->q_layout.batch, r->q_type);
+  st->k_data = advance(x->k_data, b * x->k_layout.batch, r->k_type);
+  st->v_data = advance(x->v_data, b * x->v_layout.batch, r->v_type);
+  st->o_data = (void *)advance(x->o_data, b * x->o_layout.batch, r->o_type);
+  if (x->lse != NULL) st->lse = x->lse + b * x->lse_layout.batch;
 }

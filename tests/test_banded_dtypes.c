@@ -1,14 +1,16 @@
 /* 16-bit tensors through the banded kernels (banded.<isa>, banded_omp.<isa>: every ISA this CPU
- * has) and the dense baseline masked.scalar, on the shapes their code paths turn on: narrow windows
- * (symmetric and left-only, around the vector widths, a window of one key), causal rows longer than
- * the vector kernels' float chunk of 256 keys, GQA, strided and interleaved layouts, large logits,
- * rows that see no key, NaN rows, d_v != d_qk, tails of columns. Each output is compared with
- * txattn_reference on the same problem (o in the same type) within txattn_error_bound; a NaN row of
- * the reference must be NaN in every column, a row that sees no key +0 in every column, and the
- * bytes of o outside its rows (row, head and batch gaps, and past the end) must be untouched.
- * banded_omp.<isa> on one thread gives banded.<isa>'s bits (its one_thread_same_as); its parallel
- * path runs through its test build (TXATTN_TEST_BOMP_TEAM_PLUGIN_DIR: a team for any work, chunks
- * of BANDED_MR rows). */
+ * has), the dense baseline masked.scalar and naive.scalar, on the shapes their code paths turn on:
+ * narrow windows (symmetric and left-only, around the vector widths, a window of one key), causal
+ * rows longer than the vector kernels' float chunk of 256 keys, GQA, strided and interleaved
+ * layouts, large logits, rows that see no key, NaN rows, d_v != d_qk, tails of columns. Each output
+ * is compared with txattn_reference on the same problem (o in the same type) within
+ * txattn_error_bound; a NaN row of the reference must be NaN in every column, a row that sees no
+ * key +0 in every column, and the bytes of o outside its rows (row, head and batch gaps, and past
+ * the end) must be untouched. With problem.lse, lse (in the layout of the shape, gaps included) is
+ * judged the same way against the reference's (lse_bound), and o must keep the bits it has without
+ * lse. banded_omp.<isa> on one thread gives banded.<isa>'s bits in o and lse (its
+ * one_thread_same_as); its parallel path runs through its test build
+ * (TXATTN_TEST_BOMP_TEAM_PLUGIN_DIR: a team for any work, chunks of BANDED_MR rows). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -183,10 +185,32 @@ static void output_clear(struct dtensor *o) {
 struct dcase {
   const struct dshape *s;
   const struct combo *cb;
-  txattn_problem p, r; /* as given, resolved */
+  txattn_problem p, r; /* as given (without lse), resolved */
   struct dtensor q, k, v, o, want;
+  struct dtensor lse, want_lse; /* f32 [batch][heads_q][n_q][1] in the shape's layout */
+  double *lse_bound;            /* [batch][heads_q][n_q]: lse_bound of each row */
   double bound;
 };
+
+/* How far a kernel's lse of row (b, h, i) may be from the reference's: the bound of
+   case_lse_tolerance (tests/support/case_check.h says why), max(TXATTN_EXACT_TOLERANCE,
+   (3 + sqrt(d_qk)) 2^-24 L) + 2^-21 |lse_ref|, with L = |scale| max sum_c |q_c k_c| over the keys
+   this row sees. */
+static double lse_bound(const struct dcase *c, int64_t b, int64_t h, int64_t i, double want) {
+  const txattn_problem *r = &c->r;
+  const int64_t h_kv = h / (r->heads_q / r->heads_kv);
+  double widest = 0.0;
+  for (int64_t j = 0; j < r->n_kv; j++) {
+    if (!oracle_visible(r, i, j)) continue;
+    double mag = 0.0;
+    for (int64_t x = 0; x < r->d_qk; x++)
+      mag += fabs(value_at(c->q.data, c->cb->q, at_of(&c->q, b, h, i, x)) *
+                  value_at(c->k.data, c->cb->k, at_of(&c->k, b, h_kv, j, x)));
+    widest = fmax(widest, mag);
+  }
+  const double scores = (3.0 + sqrt((double)r->d_qk)) * 0x1p-24 * fabs((double)r->scale) * widest;
+  return fmax(TXATTN_EXACT_TOLERANCE, scores) + 0x1p-21 * fabs(want);
+}
 
 static void case_make(struct dcase *c, const struct dshape *s, const struct combo *cb) {
   memset(c, 0, sizeof *c);
@@ -215,12 +239,15 @@ static void case_make(struct dcase *c, const struct dshape *s, const struct comb
   tensor_init(&c->v, cb->v, s->layout, r->batch, r->heads_kv, r->n_kv, r->d_v);
   tensor_init(&c->o, cb->o, s->layout, r->batch, r->heads_q, r->n_q, r->d_v);
   tensor_init(&c->want, cb->o, s->layout, r->batch, r->heads_q, r->n_q, r->d_v);
+  tensor_init(&c->lse, F32, s->layout, r->batch, r->heads_q, r->n_q, 1);
+  tensor_init(&c->want_lse, F32, s->layout, r->batch, r->heads_q, r->n_q, 1);
   tensor_fill(&c->q, s->amplitude, &state);
   tensor_fill(&c->k, s->amplitude, &state);
   tensor_fill(&c->v, s->amplitude, &state);
   if (s->nan_k >= 0) put_nan(c->k.data, cb->k, at_of(&c->k, 0, 0, s->nan_k, 1));
   if (s->nan_v >= 0) put_nan(c->v.data, cb->v, at_of(&c->v, 0, 0, s->nan_v, r->d_v - 1));
   output_clear(&c->want);
+  output_clear(&c->want_lse);
   txattn_tensors t = {.q_data = c->q.data,
                       .k_data = c->k.data,
                       .v_data = c->v.data,
@@ -229,13 +256,70 @@ static void case_make(struct dcase *c, const struct dshape *s, const struct comb
                       .k_layout = c->k.layout,
                       .v_layout = c->v.layout,
                       .o_layout = c->want.layout,
-                      .struct_size = sizeof(txattn_tensors)};
-  cr_assert_eq(txattn_reference(&c->p, &t), TXATTN_OK, "%s", txattn_last_error());
+                      .struct_size = sizeof(txattn_tensors),
+                      .lse = (float *)c->want_lse.data,
+                      .lse_layout = c->want_lse.layout};
+  txattn_problem with_lse = c->p;
+  with_lse.lse = 1;
+  cr_assert_eq(txattn_reference(&with_lse, &t), TXATTN_OK, "%s", txattn_last_error());
   cr_assert_eq(txattn_error_bound(&c->p, &t, &c->bound), TXATTN_OK, "%s", txattn_last_error());
+  c->lse_bound = malloc((size_t)(r->batch * r->heads_q * r->n_q) * sizeof(double));
+  cr_assert(c->lse_bound != NULL);
+  for (int64_t b = 0; b < r->batch; b++)
+    for (int64_t h = 0; h < r->heads_q; h++)
+      for (int64_t i = 0; i < r->n_q; i++)
+        c->lse_bound[(b * r->heads_q + h) * r->n_q + i] =
+            lse_bound(c, b, h, i, value_at(c->want_lse.data, F32, at_of(&c->want_lse, b, h, i, 0)));
 }
 
 static void case_free(struct dcase *c) {
   free(c->q.data), free(c->k.data), free(c->v.data), free(c->o.data), free(c->want.data);
+  free(c->lse.data), free(c->want_lse.data), free(c->lse_bound);
+}
+
+/* Every byte of t outside its rows as output_clear left it. */
+static void gaps_untouched(const struct dtensor *t, const char *what, const char *kernel,
+                           const char *shape, const char *cn) {
+  const size_t es = esize(t->type);
+  unsigned char *mark = calloc(t->bytes, 1);
+  cr_assert(mark != NULL);
+  for (int64_t b = 0; b < t->batch; b++)
+    for (int64_t h = 0; h < t->heads; h++)
+      for (int64_t i = 0; i < t->rows; i++)
+        memset(mark + (size_t)at_of(t, b, h, i, 0) * es, 1, (size_t)t->dim * es);
+  for (size_t x = 0; x < t->bytes; x++)
+    if (!mark[x] && t->data[x] != GAP_BYTE) {
+      free(mark);
+      cr_assert_fail("%s, %s, %s: byte %zu of %s, outside its rows, was written", kernel, shape, cn,
+                     x, what);
+    }
+  free(mark);
+}
+
+/* lse (kernel's run with problem.lse) against the reference's: -inf exactly for a row that sees no
+   key, NaN where the reference's is (a NaN score: a NaN in V leaves lse alone), else within
+   lse_bound. */
+static void lse_judge(const struct dcase *c, const char *kernel, const char *cn) {
+  const txattn_problem *r = &c->r;
+  for (int64_t b = 0; b < r->batch; b++)
+    for (int64_t h = 0; h < r->heads_q; h++)
+      for (int64_t i = 0; i < r->n_q; i++) {
+        int64_t at = at_of(&c->lse, b, h, i, 0);
+        double got = value_at(c->lse.data, F32, at), want = value_at(c->want_lse.data, F32, at);
+        if (oracle_visible_count(r, i) == 0)
+          cr_assert(isinf(got) && got < 0,
+                    "%s, %s, %s: row (%ld, %ld, %ld) sees no key, lse = %a, want -inf", kernel,
+                    c->s->name, cn, (long)b, (long)h, (long)i, got);
+        else if (isnan(want))
+          cr_assert(isnan(got), "%s, %s, %s: row (%ld, %ld, %ld) reads a NaN score, lse = %a",
+                    kernel, c->s->name, cn, (long)b, (long)h, (long)i, got);
+        else
+          cr_assert(fabs(got - want) <= c->lse_bound[(b * r->heads_q + h) * r->n_q + i],
+                    "%s, %s, %s: lse(%ld, %ld, %ld) = %a, want %a (bound %g)", kernel, c->s->name,
+                    cn, (long)b, (long)h, (long)i, got, want,
+                    c->lse_bound[(b * r->heads_q + h) * r->n_q + i]);
+      }
+  gaps_untouched(&c->lse, "lse", kernel, c->s->name, cn);
 }
 
 static const char *combo_name(const struct combo *cb, char *buf, size_t size) {
@@ -244,14 +328,18 @@ static const char *combo_name(const struct combo *cb, char *buf, size_t size) {
   return buf;
 }
 
-/* Runs `kernel` on the case (o cleared first) and judges o. */
-static void case_run(txattn_context *ctx, struct dcase *c, const char *kernel) {
+/* Runs `kernel` on the case (o and lse cleared first), with problem.lse if `lse`, and judges o
+   (and lse). */
+static void case_run(txattn_context *ctx, struct dcase *c, const char *kernel, int lse) {
   char cn[64];
   combo_name(c->cb, cn, sizeof cn);
   txattn_plan *plan = NULL;
-  txattn_status st = txattn_plan_create(ctx, &c->p, kernel, &plan);
+  txattn_problem p = c->p;
+  p.lse = lse;
+  txattn_status st = txattn_plan_create(ctx, &p, kernel, &plan);
   cr_assert_eq(st, TXATTN_OK, "%s, %s, %s: plan: %s", kernel, c->s->name, cn, txattn_last_error());
   output_clear(&c->o);
+  output_clear(&c->lse);
   txattn_tensors t = {.q_data = c->q.data,
                       .k_data = c->k.data,
                       .v_data = c->v.data,
@@ -260,7 +348,9 @@ static void case_run(txattn_context *ctx, struct dcase *c, const char *kernel) {
                       .k_layout = c->k.layout,
                       .v_layout = c->v.layout,
                       .o_layout = c->o.layout,
-                      .struct_size = sizeof(txattn_tensors)};
+                      .struct_size = sizeof(txattn_tensors),
+                      .lse = lse ? (float *)c->lse.data : NULL,
+                      .lse_layout = c->lse.layout};
   st = txattn_plan_execute(plan, &t);
   txattn_plan_free(plan);
   cr_assert_eq(st, TXATTN_OK, "%s, %s, %s: %s", kernel, c->s->name, cn, txattn_last_error());
@@ -296,28 +386,30 @@ static void case_run(txattn_context *ctx, struct dcase *c, const char *kernel) {
       }
   if (c->s->nan_k >= 0) cr_assert_gt(nan_rows, 0, "%s: no NaN row to check", c->s->name);
   if (strstr(c->s->name, "empty rows")) cr_assert_gt(empty_rows, 0, "%s: no empty row", c->s->name);
+  gaps_untouched(&c->o, "o", kernel, c->s->name, cn);
+  if (lse) lse_judge(c, kernel, cn);
+}
 
-  /* every byte outside o's rows as it was */
-  unsigned char *mark = calloc(c->o.bytes, 1);
-  cr_assert(mark != NULL);
-  for (int64_t b = 0; b < r->batch; b++)
-    for (int64_t h = 0; h < r->heads_q; h++)
-      for (int64_t i = 0; i < r->n_q; i++)
-        memset(mark + (size_t)at_of(&c->o, b, h, i, 0) * es, 1, (size_t)r->d_v * es);
-  for (size_t x = 0; x < c->o.bytes; x++)
-    if (!mark[x] && c->o.data[x] != GAP_BYTE) {
-      free(mark);
-      cr_assert_fail("%s, %s, %s: byte %zu of o, outside its rows, was written", kernel, c->s->name,
-                     cn, x);
-    }
-  free(mark);
+/* case_run with lse, then without, and o must have the same bits both times: lse only reads the
+   softmax's max and sum. */
+static void case_run_both(txattn_context *ctx, struct dcase *c, const char *kernel) {
+  case_run(ctx, c, kernel, 1);
+  unsigned char *with = malloc(c->o.bytes);
+  cr_assert(with != NULL);
+  memcpy(with, c->o.data, c->o.bytes);
+  case_run(ctx, c, kernel, 0);
+  int same = memcmp(with, c->o.data, c->o.bytes) == 0;
+  free(with);
+  char cn[64];
+  cr_assert(same, "%s, %s, %s: o differs with and without lse", kernel, c->s->name,
+            combo_name(c->cb, cn, sizeof cn));
 }
 
 /* The kernels this file tests, among those usable here. */
 static int tested(const txattn_kernel_info *k) {
   return k->usable &&
          (strncmp(k->name, "banded.", 7) == 0 || strncmp(k->name, "banded_omp.", 11) == 0 ||
-          strcmp(k->name, "masked.scalar") == 0);
+          strcmp(k->name, "masked.scalar") == 0 || strcmp(k->name, "naive.scalar") == 0);
 }
 
 Test(banded_dtypes, banded_and_masked_are_exact_on_16_bit_tensors) {
@@ -331,27 +423,29 @@ Test(banded_dtypes, banded_and_masked_are_exact_on_16_bit_tensors) {
       case_make(&c, &shapes[si], &combos[ci]);
       for (size_t ki = 0; ki < kl.n; ki++) {
         if (!tested(&kl.k[ki])) continue;
-        case_run(ctx, &c, kl.k[ki].name);
+        case_run_both(ctx, &c, kl.k[ki].name);
         runs[ki]++;
       }
       case_free(&c);
     }
   const int want = (int)(sizeof shapes / sizeof shapes[0] * (sizeof combos / sizeof combos[0]));
-  int families[3] = {0};
+  int families[4] = {0};
   for (size_t ki = 0; ki < kl.n; ki++) {
     if (!tested(&kl.k[ki])) continue;
     cr_expect_eq(runs[ki], want, "%s ran %d cases of %d", kl.k[ki].name, runs[ki], want);
     families[strncmp(kl.k[ki].name, "banded.", 7) == 0        ? 0
              : strncmp(kl.k[ki].name, "banded_omp.", 11) == 0 ? 1
-                                                              : 2]++;
+             : strcmp(kl.k[ki].name, "masked.scalar") == 0    ? 2
+                                                              : 3]++;
   }
-  cr_assert(families[0] > 0 && families[1] > 0 && families[2] > 0,
-            "banded %d, banded_omp %d, masked %d kernels usable", families[0], families[1],
-            families[2]);
+  cr_assert(families[0] > 0 && families[1] > 0 && families[2] > 0 && families[3] > 0,
+            "banded %d, banded_omp %d, masked %d, naive %d kernels usable", families[0],
+            families[1], families[2], families[3]);
   txattn_context_free(ctx);
 }
 
-/* On one thread banded_omp.<isa> runs banded.<isa>'s loop: the same bits in every type. */
+/* On one thread banded_omp.<isa> runs banded.<isa>'s loop: the same bits in every type, in o and
+   in lse. */
 Test(banded_dtypes, banded_omp_on_one_thread_gives_the_bits_of_banded) {
   txattn_context *ctx = test_context(1);
   struct kernel_list kl;
@@ -368,16 +462,21 @@ Test(banded_dtypes, banded_omp_on_one_thread_gives_the_bits_of_banded) {
       for (size_t ci = 0; ci < sizeof combos / sizeof combos[0]; ci++) {
         struct dcase c;
         case_make(&c, &shapes[si], &combos[ci]);
-        case_run(ctx, &c, twin->name);
-        unsigned char *first = malloc(c.o.bytes);
-        cr_assert(first != NULL);
+        case_run(ctx, &c, twin->name, 1);
+        unsigned char *first = malloc(c.o.bytes), *first_lse = malloc(c.lse.bytes);
+        cr_assert(first != NULL && first_lse != NULL);
         memcpy(first, c.o.data, c.o.bytes);
-        case_run(ctx, &c, k->name);
-        int same = memcmp(first, c.o.data, c.o.bytes) == 0;
+        memcpy(first_lse, c.lse.data, c.lse.bytes);
+        case_run(ctx, &c, k->name, 1);
+        int same = memcmp(first, c.o.data, c.o.bytes) == 0,
+            same_lse = memcmp(first_lse, c.lse.data, c.lse.bytes) == 0;
         free(first);
+        free(first_lse);
         char cn[64];
-        cr_assert(same, "%s and %s differ on %s, %s", k->name, twin->name, shapes[si].name,
+        cr_assert(same, "%s and %s differ in o on %s, %s", k->name, twin->name, shapes[si].name,
                   combo_name(&combos[ci], cn, sizeof cn));
+        cr_assert(same_lse, "%s and %s differ in lse on %s, %s", k->name, twin->name,
+                  shapes[si].name, combo_name(&combos[ci], cn, sizeof cn));
         case_free(&c);
         pairs++;
       }
@@ -387,7 +486,7 @@ Test(banded_dtypes, banded_omp_on_one_thread_gives_the_bits_of_banded) {
 }
 
 /* banded_omp's parallel path (chunks of rows on a team, its test build) and masked.scalar's (tasks
-   on 2 threads). */
+   on 2 threads), with lse. */
 Test(banded_dtypes, the_parallel_paths_are_exact_on_16_bit_tensors) {
   txattn_context *team = test_context_at(TXATTN_TEST_BOMP_TEAM_PLUGIN_DIR, 2);
   txattn_context *two = test_context(2);
@@ -401,10 +500,10 @@ Test(banded_dtypes, the_parallel_paths_are_exact_on_16_bit_tensors) {
       case_make(&c, &shapes[si], &combos[ci]);
       for (size_t ki = 0; ki < kl_team.n; ki++)
         if (kl_team.k[ki].usable && strncmp(kl_team.k[ki].name, "banded_omp.", 11) == 0) {
-          case_run(team, &c, kl_team.k[ki].name);
+          case_run(team, &c, kl_team.k[ki].name, 1);
           runs++;
         }
-      case_run(two, &c, "masked.scalar");
+      case_run(two, &c, "masked.scalar", 1);
       case_free(&c);
     }
   cr_assert_gt(runs, 0, "no banded_omp kernel in %s", TXATTN_TEST_BOMP_TEAM_PLUGIN_DIR);
@@ -431,7 +530,7 @@ Test(banded_dtypes, the_emulated_avx512_kernels_are_exact_on_16_bit_tensors) {
         for (size_t ki = 0; ki < kl.n; ki++)
           if (kl.k[ki].usable && (strcmp(kl.k[ki].name, "banded.avx512") == 0 ||
                                   strcmp(kl.k[ki].name, "banded_omp.avx512") == 0)) {
-            case_run(ctx, &c, kl.k[ki].name);
+            case_run(ctx, &c, kl.k[ki].name, 1);
             runs++;
           }
         case_free(&c);

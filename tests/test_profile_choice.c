@@ -238,7 +238,10 @@ Test(profile_choice, a_pruned_candidate_close_to_the_leader_is_timed_again_again
     const prof_cand *lead = spinning(c, n, 100), *near = spinning(c, n, 115),
                     *far = spinning(c, n, 400);
     cr_assert(lead && near && far);
-    cr_expect(far->rough && far->spread < 0, "the 400 us candidate was not left rough");
+    /* the 400 us one is pruned whenever the leader's measured time leaves room for it (a loaded
+       machine may slow the leader's spin past that) */
+    if (!lead->rough && lead->time_s * s.prune_ratio < 400e-6)
+      cr_expect(far->rough && far->spread < 0, "the 400 us candidate was not left rough");
     const int pruned = near->n_runs < 5, confirmed = !near->rough && near->n_runs == 3;
     /* a call of it lasts 115 us at least, so it was a near tie only if the leader came out slow */
     const int could_tie = (1 + prof_policy.tie_max.single) * lead->time_s >= 115e-6;

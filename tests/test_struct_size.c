@@ -211,7 +211,7 @@ Test(struct_size, problems_and_tensors_of_a_newer_header) {
   struct fenced f = fence(newer);
   txattn_problem *p = f.at;
   *p = (txattn_problem){.n_q = 5, .d_qk = 8, .struct_size = newer};
-  txattn_problem r;
+  txattn_problem r = TXATTN_PROBLEM_INIT;
   cr_assert_eq(txattn_problem_resolve(p, &r), TXATTN_OK, "%s", txattn_last_error());
   cr_assert_eq(r.n_kv, 5);
   cr_assert_eq(r.struct_size, sizeof r);
@@ -246,7 +246,7 @@ Test(struct_size, resolve_writes_no_further_than_this_header) {
   memcpy(out + offsetof(txattn_problem, struct_size), &newer, sizeof newer);
   cr_assert_eq(txattn_problem_resolve(&p, (txattn_problem *)out), TXATTN_OK);
   for (size_t i = sizeof(txattn_problem); i < sizeof out; i++) cr_assert_eq(out[i], 0xa5);
-  txattn_problem r;
+  txattn_problem r = TXATTN_PROBLEM_INIT;
   memcpy(&r, out, sizeof r);
   cr_assert_eq(r.struct_size, sizeof r);
   cr_assert_eq(r.d_v, 2);

@@ -12,7 +12,11 @@
  * conversions of tests/emulation/avx512_emulation.h). Padding between and after the rows of every
  * input holds NaN, so a read past a row poisons the output; o's padding holds a pattern that must
  * survive the call. And tiled_omp.<isa> on one thread gives the bits of tiled.<isa> on every type
- * (its one_thread_same_as). */
+ * (its one_thread_same_as), o and log-sum-exp.
+ *
+ * The log-sum-exp (problem.lse, ABI 1.5): with it every tiled kernel writes the bits of o it
+ * writes without it, and an lse within a tolerance of the reference's (-inf for a row that sees
+ * no key, NaN where a NaN score is seen), through a strided lse layout whose padding survives. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -221,6 +225,11 @@ struct tcase {
   struct tensor q, k, v, o, want;
   double bound;
   char desc[320];
+  /* tcase_lse_init: lse [batch][heads_q][n_q] in lse_l (padded: LSE_PATTERN between rows), and
+     the reference's; else NULL */
+  float *lse, *want_lse;
+  txattn_layout lse_l;
+  size_t lse_len;
 };
 
 #define O_PATTERN 0xa5
@@ -229,6 +238,9 @@ static void tcase_init(struct tcase *c, const struct shape *s, const txattn_dtyp
                        uint32_t seed) {
   txattn_problem p = s->p;
   p.q_type = types[0], p.k_type = types[1], p.v_type = types[2], p.o_type = types[3];
+  p.struct_size = sizeof p;
+  c->p.struct_size = sizeof c->p; /* resolved as this header's struct (lse included) */
+  c->lse = c->want_lse = NULL;
   cr_assert_eq(txattn_problem_resolve(&p, &c->p), TXATTN_OK, "%s", txattn_last_error());
   const txattn_problem *r = &c->p;
   c->s = s;
@@ -279,6 +291,44 @@ static void tcase_init(struct tcase *c, const struct shape *s, const txattn_dtyp
 
 static void tcase_free(struct tcase *c) {
   free(c->q.data), free(c->k.data), free(c->v.data), free(c->o.data), free(c->want.data);
+  free(c->lse), free(c->want_lse);
+}
+
+#define LSE_PATTERN 1234.5f
+
+static void lse_reset(float *lse, size_t n) {
+  for (size_t at = 0; at < n; at++) lse[at] = LSE_PATTERN;
+}
+
+static size_t lse_at(const struct tcase *c, int64_t b, int64_t h, int64_t i) {
+  return (size_t)(b * c->lse_l.batch + h * c->lse_l.head + i * c->lse_l.row);
+}
+
+/* c's lse tensor, padded (a gap after every row, head and batch), and the reference's lse. */
+static void tcase_lse_init(struct tcase *c) {
+  const txattn_problem *r = &c->p;
+  c->lse_l.row = 2;
+  c->lse_l.head = r->n_q * c->lse_l.row + 1;
+  c->lse_l.batch = r->heads_q * c->lse_l.head + 3;
+  c->lse_len = (size_t)(r->batch * c->lse_l.batch);
+  c->lse = malloc(c->lse_len * sizeof(float));
+  c->want_lse = malloc(c->lse_len * sizeof(float));
+  cr_assert(c->lse != NULL && c->want_lse != NULL, "out of memory");
+  lse_reset(c->want_lse, c->lse_len);
+  txattn_problem p = c->p;
+  p.lse = 1;
+  txattn_tensors t = {.q_data = c->q.data,
+                      .k_data = c->k.data,
+                      .v_data = c->v.data,
+                      .o_data = c->want.data, /* rewritten with the same values */
+                      .q_layout = c->q.l,
+                      .k_layout = c->k.l,
+                      .v_layout = c->v.l,
+                      .o_layout = c->want.l,
+                      .struct_size = sizeof t,
+                      .lse = c->want_lse,
+                      .lse_layout = c->lse_l};
+  cr_assert_eq(txattn_reference(&p, &t), TXATTN_OK, "%s: %s", c->desc, txattn_last_error());
 }
 
 static txattn_tensors tcase_tensors(const struct tcase *c) {
@@ -362,6 +412,13 @@ static int run_into(txattn_context *ctx, const char *kernel, struct tcase *c, in
   txattn_tensors t = tcase_tensors(c);
   t.o_data = o->data;
   t.o_layout = o->l;
+  if (p->lse) { /* c->lse, reset to its pattern */
+    cr_assert(c->lse != NULL, "tcase_lse_init was not called");
+    lse_reset(c->lse, c->lse_len);
+    t.struct_size = sizeof t;
+    t.lse = c->lse;
+    t.lse_layout = c->lse_l;
+  }
   s = txattn_plan_execute(plan, &t);
   txattn_plan_free(plan);
   cr_assert_eq(s, TXATTN_OK, "%s on %s: %s", kernel, c->desc, txattn_last_error());
@@ -446,6 +503,94 @@ static int check_plugin_dir(const char *plugin_path, int threads, int avx512_onl
   return kernels;
 }
 
+/* c->lse against the reference's: NaN where it is NaN, the same infinity (-inf: no visible key),
+   else within |scale| times a few fp32 roundings of the largest |q . k| (the scores' own error)
+   plus a few of |lse| and 1e-5 for the sum of exps; the padding as it was. */
+static void tcase_check_lse(const struct tcase *c, const char *kernel, const char *how) {
+  const txattn_problem *r = &c->p;
+  const double qk = r->d_qk * c->s->amp * c->s->amp + 2.0; /* + the bf16_subnormals products */
+  char *mine = calloc(c->lse_len, 1);
+  cr_assert(mine != NULL, "out of memory");
+  for (int64_t b = 0; b < r->batch; b++)
+    for (int64_t h = 0; h < r->heads_q; h++)
+      for (int64_t i = 0; i < r->n_q; i++) {
+        const size_t at = lse_at(c, b, h, i);
+        const double got = c->lse[at], want = c->want_lse[at];
+        const double tol = 1e-5 + 0x1p-21 * (fabs(want) + fabs((double)r->scale) * qk);
+        mine[at] = 1;
+        if (isnan(want) || isinf(want))
+          cr_assert(got == want || (isnan(got) && isnan(want)),
+                    "%s (%s) on %s: lse[%lld][%lld][%lld] = %a, want %a", kernel, how, c->desc,
+                    (long long)b, (long long)h, (long long)i, got, want);
+        else
+          cr_assert(fabs(got - want) <= tol,
+                    "%s (%s) on %s: lse[%lld][%lld][%lld] = %.9g, want %.9g (tolerance %g)", kernel,
+                    how, c->desc, (long long)b, (long long)h, (long long)i, got, want, tol);
+      }
+  for (size_t at = 0; at < c->lse_len; at++)
+    cr_assert(mine[at] || c->lse[at] == LSE_PATTERN,
+              "%s (%s) on %s: wrote element %zu of lse, which is padding", kernel, how, c->desc,
+              at);
+  free(mine);
+}
+
+/* lse on: the kernel writes the o bits it writes without (c->o), and c->lse. */
+static void check_lse(txattn_context *ctx, const char *kernel, struct tcase *c, int smallest) {
+  const char *how = smallest ? "smallest blocks, lse" : "default blocks, lse";
+  const size_t bytes = c->o.len * esize(c->o.type);
+  unsigned char *without = malloc(bytes);
+  cr_assert(without != NULL, "out of memory");
+  memcpy(without, c->o.data, bytes);
+  txattn_problem p = c->p;
+  p.lse = 1;
+  cr_assert(run_into(ctx, kernel, c, smallest, &p, &c->o), "%s declines lse on %s", kernel,
+            c->desc);
+  cr_assert(memcmp(without, c->o.data, bytes) == 0, "%s (%s) on %s: o differs from o without lse",
+            kernel, how, c->desc);
+  tcase_check_lse(c, kernel, how);
+  free(without);
+}
+
+/* The combinations the lse battery runs: fp32 q and o, all bf16 (tiled.avx512bf16), all f16. */
+static const int lse_combos[] = {0, 2, 3};
+
+/* Every selected usable kernel of the context on every shape and the lse combinations, with the
+   default and the smallest tunables, without lse and with it; returns how many kernels ran. */
+static int check_plugin_dir_lse(const char *plugin_path, int threads) {
+  setenv("TXATTN_CACHES", "l1d=48K,l2=1M,l3=32M", 1);
+  txattn_context *ctx = plugin_path ? test_context_at(plugin_path, threads) : test_context(threads);
+  struct kernel_list l;
+  test_kernel_list(ctx, &l);
+  int kernels = 0;
+  for (size_t ki = 0; ki < l.n; ki++) {
+    if (!l.k[ki].usable || !selected(l.k[ki].name, 0)) continue;
+    kernels++;
+    for (int si = 0; si < N_SHAPES; si++)
+      for (size_t li = 0; li < sizeof lse_combos / sizeof lse_combos[0]; li++) {
+        const txattn_dtype *types = combos[lse_combos[li]];
+        struct tcase c;
+        if (!takes(l.k[ki].name, types)) continue;
+        tcase_init(&c, &shapes[si], types, (uint32_t)(si * 13 + li + 3));
+        tcase_lse_init(&c);
+        for (int smallest = 0; smallest < 2; smallest++) {
+          cr_assert(run(ctx, l.k[ki].name, &c, smallest), "%s declines %s", l.k[ki].name, c.desc);
+          tcase_check(&c, l.k[ki].name, smallest ? "smallest blocks" : "default blocks");
+          check_lse(ctx, l.k[ki].name, &c, smallest);
+        }
+        tcase_free(&c);
+      }
+  }
+  txattn_context_free(ctx);
+  return kernels;
+}
+
+/* lse (issue 20): the build's kernels on 2 threads, and tiled_omp's test build on 3 (key splits:
+   the lse of the merged partials). */
+Test(tiled_dtypes, every_tiled_kernel_writes_lse_and_the_same_o) {
+  cr_assert_geq(check_plugin_dir_lse(NULL, 2), 2, "tiled.scalar and tiled_omp.scalar did not run");
+  cr_assert_geq(check_plugin_dir_lse(TXATTN_TEST_TEAM_PLUGIN_DIR, 3), 1);
+}
+
 Test(tiled_dtypes, every_tiled_kernel_is_exact_on_16_bit_tensors) {
   /* tiled and tiled_omp of every ISA up to the cap, at least scalar */
   cr_assert_geq(check_plugin_dir(NULL, 2, 0), 2, "tiled.scalar and tiled_omp.scalar did not run");
@@ -467,7 +612,8 @@ Test(tiled_dtypes, emulated_avx512_kernels_are_exact_on_16_bit_tensors) {
 }
 #endif
 
-/* tiled_omp.<isa> on one thread runs tiled.<isa>'s loop: the same bits, padding included. */
+/* tiled_omp.<isa> on one thread runs tiled.<isa>'s loop: the same bits, padding included, in o
+   and lse (run with lse: o is the same without, every_tiled_kernel_writes_lse_and_the_same_o). */
 Test(tiled_dtypes, tiled_omp_on_one_thread_gives_the_bits_of_tiled_on_16_bit_tensors) {
   setenv("TXATTN_CACHES", "l1d=48K,l2=1M,l3=32M", 1);
   txattn_context *ctx = test_context(1);
@@ -486,15 +632,23 @@ Test(tiled_dtypes, tiled_omp_on_one_thread_gives_the_bits_of_tiled_on_16_bit_ten
         struct tcase c;
         if (!takes(name, combos[ci])) continue;
         tcase_init(&c, &shapes[si], combos[ci], (uint32_t)(si * 17 + ci + 5));
-        const size_t bytes = c.o.len * esize(c.o.type);
+        tcase_lse_init(&c);
+        txattn_problem p = c.p;
+        p.lse = 1;
+        const size_t bytes = c.o.len * esize(c.o.type), lse_bytes = c.lse_len * sizeof(float);
         unsigned char *first = malloc(bytes);
-        cr_assert(first != NULL, "out of memory");
-        cr_assert(run(ctx, name, &c, 0), "%s declines %s", name, c.desc);
+        float *first_lse = malloc(lse_bytes);
+        cr_assert(first != NULL && first_lse != NULL, "out of memory");
+        cr_assert(run_into(ctx, name, &c, 0, &p, &c.o), "%s declines %s", name, c.desc);
         memcpy(first, c.o.data, bytes);
-        cr_assert(run(ctx, twin, &c, 0), "%s declines %s", twin, c.desc);
+        memcpy(first_lse, c.lse, lse_bytes);
+        cr_assert(run_into(ctx, twin, &c, 0, &p, &c.o), "%s declines %s", twin, c.desc);
         cr_assert(memcmp(first, c.o.data, bytes) == 0, "%s on one thread differs from %s on %s",
                   name, twin, c.desc);
+        cr_assert(memcmp(first_lse, c.lse, lse_bytes) == 0,
+                  "%s on one thread writes another lse than %s on %s", name, twin, c.desc);
         free(first);
+        free(first_lse);
         tcase_free(&c);
       }
     pairs++;

@@ -3,7 +3,9 @@
  * Checks every ISA build this CPU can run (the others are skipped): the max error in ulp over a
  * dense sweep of [-126, 0] stays within the documented bound (tiled_internal.h), and NaN -> NaN,
  * -inf -> +0, 0 -> 1 exactly, far below the normal range -> +0, whatever the position of the value
- * in a vector. */
+ * in a vector. The argument clamp to [-127, 128] (vec_exp2.h): no finite argument, however large or
+ * small, gives NaN or a wrapped exponent; -127 and below give +0, [0, 127.5] stays finite and within
+ * the bound, and x >= 128 (where 2^x overflows fp32) gives +inf. */
 #include <criterion/criterion.h>
 #include <float.h>
 #include <math.h>
@@ -81,11 +83,71 @@ static void check_special(const tiled_ops *ops) {
   }
 }
 
+/* The clamp of the argument, for any finite x and in any lane: never NaN; +0 at and below -127;
+   finite and within the bound on [0, 127.5] (a sweep of positive arguments, beyond the softmax's
+   x <= 0); +inf from 128 up, where 2^x overflows fp32. */
+static void check_clamp(const tiled_ops *ops, double bound) {
+  const float tiny[] = {-127.0f, -127.5f, -128.0f, -129.0f, -200.0f, -1e4f, -1e30f, -FLT_MAX};
+  const float huge[] = {128.0f, 129.0f, 200.0f, 1e4f, 1e30f, FLT_MAX, 0x1.fffffep+127f};
+  enum { N = 53 };
+  float x[N], y[N];
+  for (size_t i = 0; i < N; i++) x[i] = (i % 2) ? tiny[i / 2 % 8] : huge[i / 2 % 7];
+  ops->exp2_array(x, y, N);
+  for (size_t i = 0; i < N; i++) {
+    cr_expect(!isnan(y[i]), "exp2(%a) = NaN (lane %zu)", (double)x[i], i);
+    if (x[i] < 0)
+      cr_expect(y[i] == 0.0f && !signbit(y[i]), "exp2(%a) = %a, not +0 (lane %zu)", (double)x[i],
+                (double)y[i], i);
+    else
+      cr_expect(isinf(y[i]) && y[i] > 0, "exp2(%a) = %a, not +inf (lane %zu)", (double)x[i],
+                (double)y[i], i);
+  }
+  /* [0, 127]: every 4099th float, each finite and within the bound */
+  enum { CHUNK = 4096 };
+  static float px[CHUNK], py[CHUNK];
+  const uint32_t last = 0x42FE0000u; /* 127.0f */
+  double worst = 0.0;
+  size_t seen = 0, not_finite = 0;
+  for (uint64_t u = 0; u <= last;) {
+    size_t n = 0;
+    for (; n < CHUNK && u <= last; n++, u += 4099) {
+      uint32_t bits = (uint32_t)u;
+      memcpy(&px[n], &bits, sizeof bits);
+    }
+    ops->exp2_array(px, py, n);
+    for (size_t i = 0; i < n; i++) {
+      not_finite += !isfinite(py[i]);
+      double e = ulp_error(py[i], exp2((double)px[i]));
+      if (e > worst) worst = e;
+    }
+    seen += n;
+  }
+  const float top[] = {127.0f, 127.25f, 127.49f, 127.5f};
+  float ty[4];
+  ops->exp2_array(top, ty, 4);
+  for (size_t i = 0; i < 4; i++) {
+    cr_expect(isfinite(ty[i]), "exp2(%a) = %a, not finite", (double)top[i], (double)ty[i]);
+    double e = ulp_error(ty[i], exp2((double)top[i]));
+    if (e > worst) worst = e;
+  }
+  cr_assert_gt(seen, 200000, "the sweep of [0, 127] evaluated only %zu values", seen);
+  cr_assert_eq(not_finite, 0, "%zu results on [0, 127] are not finite", not_finite);
+  cr_assert_leq(worst, bound, "max error %.4f ulp on [0, 127.5] exceeds %.2f", worst, bound);
+  /* (127.5, 128): k rounds to 128, so +inf where 2^x is still finite; never NaN */
+  const float edge[] = {127.75f, 127.99f};
+  ops->exp2_array(edge, ty, 2);
+  for (size_t i = 0; i < 2; i++)
+    cr_expect(!isnan(ty[i]) && ty[i] > 0, "exp2(%a) = %a", (double)edge[i], (double)ty[i]);
+}
+
 Test(vexp, scalar_accuracy) {
   check_accuracy(&tiled_ops_scalar, TILED_EXP2_MAX_ULP_NO_FMA);
 }
 Test(vexp, scalar_special_values) {
   check_special(&tiled_ops_scalar);
+}
+Test(vexp, scalar_clamp) {
+  check_clamp(&tiled_ops_scalar, TILED_EXP2_MAX_ULP_NO_FMA);
 }
 
 #if defined(__x86_64__)
@@ -108,9 +170,25 @@ Test(vexp, avx512_accuracy) {
   if (!have_avx512()) cr_skip_test("this CPU lacks AVX-512 F/DQ/BW/VL");
   check_accuracy(&tiled_ops_avx512, TILED_EXP2_MAX_ULP_FMA);
 }
+Test(vexp, avx2_clamp) {
+  if (!have_avx2()) cr_skip_test("this CPU lacks AVX2/FMA");
+  check_clamp(&tiled_ops_avx2, TILED_EXP2_MAX_ULP_FMA);
+}
 Test(vexp, avx512_special_values) {
   if (!have_avx512()) cr_skip_test("this CPU lacks AVX-512 F/DQ/BW/VL");
   check_special(&tiled_ops_avx512);
+}
+Test(vexp, avx512_clamp) {
+  if (!have_avx512()) cr_skip_test("this CPU lacks AVX-512 F/DQ/BW/VL");
+  check_clamp(&tiled_ops_avx512, TILED_EXP2_MAX_ULP_FMA);
+}
+/* the bf16 build scores with vdpbf16ps but shares the softmax's exp2: the same checks */
+Test(vexp, avx512bf16_exp2) {
+  if (!have_avx512() || !__builtin_cpu_supports("avx512bf16"))
+    cr_skip_test("this CPU lacks AVX512_BF16");
+  check_accuracy(&tiled_ops_avx512bf16, TILED_EXP2_MAX_ULP_FMA);
+  check_special(&tiled_ops_avx512bf16);
+  check_clamp(&tiled_ops_avx512bf16, TILED_EXP2_MAX_ULP_FMA);
 }
 #endif
 
@@ -120,5 +198,8 @@ Test(vexp, neon_accuracy) {
 }
 Test(vexp, neon_special_values) {
   check_special(&tiled_ops_neon);
+}
+Test(vexp, neon_clamp) {
+  check_clamp(&tiled_ops_neon, TILED_EXP2_MAX_ULP_FMA);
 }
 #endif

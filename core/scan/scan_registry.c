@@ -20,6 +20,14 @@
 #include "scan/scan_protocol.h"
 #include "scan/scan_registry.h"
 
+/* getauxval, unless a test compiles this file with a stand-in (tests/test_scan_secure.c): the only
+   way to test the AT_SECURE rule without a setuid binary. */
+#ifdef TXATTN_SCAN_GETAUXVAL
+unsigned long TXATTN_SCAN_GETAUXVAL(unsigned long type);
+#else
+#define TXATTN_SCAN_GETAUXVAL getauxval
+#endif
+
 #define RECORD_MAX 4096
 #define STR_(x)    #x
 #define STR(x)     STR_(x)
@@ -38,7 +46,7 @@ static int own_dir(const char *dir) {
 }
 
 int txattn__scan_registry_dir(char *dir, size_t size) {
-  if (getauxval(AT_SECURE)) return 0;
+  if (TXATTN_SCAN_GETAUXVAL(AT_SECURE)) return 0;
   const char *own = secure_getenv("TXATTN_SCAN_REGISTRY");
   if (own && own[0] == '/') {
     int n = snprintf(dir, size, "%s", own);

@@ -3,7 +3,9 @@
  * at the compiled-in install path. posix_spawn, not fork: the caller may be threaded. The child
  * gets /dev/null for stdin and stderr, a pipe for stdout (a plugin that prints is faulty: in a
  * program it would write into the program's output), the verdict pipe as fd 3, no other
- * descriptor, default signal dispositions and mask, and a small fixed environment. */
+ * descriptor, default signal dispositions and mask, and a small fixed environment. It leads a
+ * process group of its own, and the whole group is killed when it ends or times out: a plugin that
+ * forks leaves nothing behind. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -95,7 +97,9 @@ static int spawn(child *c, const char *exe, const char *path, unsigned isa_mask)
   posix_spawnattr_init(&attr);
   posix_spawnattr_setsigdefault(&attr, &all);
   posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
   posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&fa, ow, STDOUT_FILENO);
   posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
@@ -168,20 +172,29 @@ static int read_until_end(child *c, double deadline) {
   return 1;
 }
 
-/* The child's wait status, waiting at most until the deadline (then it is killed); -1 if it cannot
-   be had (a caller that ignores SIGCHLD has its children reaped for it). *hung: it was killed. */
+/* The child's wait status, waiting at most until the deadline (then it is killed, *hung); -1 if it
+   cannot be had (a caller that ignores SIGCHLD has its children reaped for it). Either way its
+   process group is killed before the child is reaped (so that its id, the group's, is still
+   taken): whatever its plugin forked ends with it. */
 static int reap(pid_t pid, double deadline, int *hung) {
-  int st;
   for (;;) {
-    pid_t r = waitpid(pid, &st, WNOHANG);
-    if (r == pid) return st;
-    if (r < 0 && errno != EINTR) return -1;
-    if (now() >= deadline) break;
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    int r = waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT);
+    if (r == 0 && info.si_pid == pid) break; /* ended, a zombie until reaped below */
+    if (r < 0 && errno != EINTR) {
+      kill(-pid, SIGKILL);
+      return -1;
+    }
+    if (now() >= deadline) {
+      *hung = 1;
+      break;
+    }
     struct timespec nap = {0, 1000000};
     nanosleep(&nap, NULL);
   }
-  *hung = 1;
-  kill(pid, SIGKILL);
+  kill(-pid, SIGKILL);
+  int st;
   while (waitpid(pid, &st, 0) < 0)
     if (errno != EINTR) return -1;
   return st;

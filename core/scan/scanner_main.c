@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "half.h"
@@ -393,6 +394,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: txattn-scan ISA_MASK PLUGIN_FILE (run by libtxattn)\n");
     return 2;
   }
+  /* a process group of its own (scan_spawn.c) takes it out of the terminal's job control: it ends
+     with the caller instead, whatever its plugin does */
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
   say("%s", TXATTN_SCAN_READY);
   page = (size_t)sysconf(_SC_PAGESIZE);
   unsigned isa_mask = (unsigned)strtoul(argv[1], NULL, 16);

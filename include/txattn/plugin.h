@@ -25,6 +25,8 @@
  *   1.3  txattn_kernel_desc.fit_tunables.
  *   1.4  txattn_kernel_desc.dtypes; txattn_problem's element types (q_type ... o_type) and
  *        struct_size, read by kernels that declare dtypes.
+ *   1.5  TXATTN_KERNEL_LSE and TXATTN_KERNEL_RAGGED; txattn_problem.lse/.ragged and
+ *        txattn_tensors.lse/.lse_layout/.q_lens/.kv_lens, read by kernels with those flags.
  *
  * Writing a plugin (see plugins/naive for a complete one):
  *   - build it with -fvisibility=hidden and export only the entry, e.g. with TXATTN_PLUGIN_DEFINE(desc);
@@ -50,7 +52,7 @@ extern "C" {
 #endif
 
 #define TXATTN_PLUGIN_ABI_VERSION  1u /* major: host and plugin agree on it both ways */
-#define TXATTN_PLUGIN_ABI_MINOR    4u /* the newest minor version this header describes */
+#define TXATTN_PLUGIN_ABI_MINOR    5u /* the newest minor version this header describes */
 #define TXATTN_PLUGIN_ENTRY_SYMBOL "txattn_plugin_entry"
 
 /* The instruction set a kernel needs. The host checks cpuid and XGETBV (x86) or HWCAP (arm64). */
@@ -69,9 +71,17 @@ typedef enum txattn_isa {
 TXATTN_API const char *txattn_isa_name(txattn_isa isa);
 
 /* Kernel capability flags */
-#define TXATTN_KERNEL_THREADED   (1u << 0) /* uses up to call->n_threads threads */
-#define TXATTN_KERNEL_SPARSE     (1u << 1) /* cost grows with visible pairs, not n_q x n_kv */
-#define TXATTN_KERNEL_FLAGS_ALL_ (TXATTN_KERNEL_THREADED | TXATTN_KERNEL_SPARSE)
+#define TXATTN_KERNEL_THREADED (1u << 0) /* uses up to call->n_threads threads */
+#define TXATTN_KERNEL_SPARSE   (1u << 1) /* cost grows with visible pairs, not n_q x n_kv */
+/* (1.5) run() writes tensors->lse (through its explicit lse_layout) when problem->lse is 1. The host
+   hands a problem with lse only to kernels with this flag. */
+#define TXATTN_KERNEL_LSE (1u << 2)
+/* (1.5) run() takes ragged problems (problem->ragged, tensors->q_lens and kv_lens, never NULL
+   then) itself. A kernel without it never sees one: the host runs each sequence as a call of its
+   own (batch 1, its q_len and kv_len, the tensors offset to it). */
+#define TXATTN_KERNEL_RAGGED (1u << 3)
+#define TXATTN_KERNEL_FLAGS_ALL_                                                                   \
+  (TXATTN_KERNEL_THREADED | TXATTN_KERNEL_SPARSE | TXATTN_KERNEL_LSE | TXATTN_KERNEL_RAGGED)
 
 /* What the host knows of the machine, for cache-derived tunable defaults. */
 typedef struct txattn_machine {
@@ -105,7 +115,9 @@ typedef struct txattn_kernel_desc {
   const char *summary; /* one line */
   txattn_isa isa;
   unsigned flags; /* TXATTN_KERNEL_* */
-  /* rough GFLOP/s per thread on a current core; used only by the fallback estimate */
+  /* rough GFLOP/s per thread on a current core; used only by the fallback estimate, which ranks a
+     third-party kernel (not a shipped plugin in the library's own plugin directory) that no loaded
+     table measured after the shipped kernels, whatever it claims here */
   float speed_hint;
   /* 1 if the kernel computes p (validated, defaults resolved) exactly; else 0 and *why says why. */
   int (*applicable)(const txattn_problem *p, const char **why);

@@ -124,6 +124,15 @@ typedef struct txattn_problem {      /* zero-initialised fields take the default
   float scale;                       /* [1/sqrt(d_qk)]; finite, |scale| <= FLT_MAX / log2(e) */
   txattn_dtype q_type, k_type, v_type, o_type; /* [F32] the tensors' element types */
   size_t struct_size;                          /* [0: TXATTN_PROBLEM_SIZE_0_2] */
+  /* Serving calls (past version 0.2's struct). lse [0]: 1 also writes tensors.lse, the natural
+     log-sum-exp of each output row, log(sum over visible keys of exp(scale q.k)) in fp32, -inf for
+     a row that sees no key. ragged [0]: 1 gives each sequence b of the batch its own lengths,
+     tensors.q_lens[b] <= n_q queries and tensors.kv_lens[b] <= n_kv keys (n_q and n_kv are then
+     the tensors' rows per sequence); positions align bottom-right within each sequence, so masks
+     mean for it what they mean for a single one. Keys past a sequence's kv_len are never read; its
+     rows past q_len, in o and lse, are neither read nor written; a sequence with kv_len 0 gets o
+     rows of 0 and lse -inf. */
+  int lse, ragged;
 } txattn_problem;
 #define TXATTN_PROBLEM_INIT                                                                        \
   { .struct_size = sizeof(txattn_problem) }
@@ -157,6 +166,13 @@ typedef struct txattn_tensors {
   };
   txattn_layout q_layout, k_layout, v_layout, o_layout;
   size_t struct_size; /* [0: TXATTN_TENSORS_SIZE_0_2] */
+  /* Past version 0.2's struct, read where the problem asks (txattn_problem.lse, .ragged).
+     lse [batch][heads_q][n_q] fp32 (lse_layout in floats; all zero: contiguous), must not overlap
+     the other tensors. q_lens, kv_lens [batch]: each sequence's rows, 0..n_q and 0..n_kv; NULL:
+     n_q (n_kv) for every sequence. */
+  float *lse;
+  txattn_layout lse_layout;
+  const int64_t *q_lens, *kv_lens;
 } txattn_tensors;
 #define TXATTN_TENSORS_INIT                                                                        \
   { .struct_size = sizeof(txattn_tensors) }
@@ -246,8 +262,19 @@ TXATTN_API void txattn_plan_free(txattn_plan *plan); /* NULL is fine */
    (not when TXATTN_FORCE_KERNEL names the kernel); when every kernel fails, the error lists them. */
 TXATTN_API txattn_status txattn_attention(txattn_context *ctx, const txattn_problem *p,
                                           const txattn_tensors *t);
-/* fp64 accumulation, single-threaded: the oracle */
+/* fp64 accumulation, single-threaded: the oracle (lse and ragged too) */
 TXATTN_API txattn_status txattn_reference(const txattn_problem *p, const txattn_tensors *t);
+/* Combines partial results of one attention over disjoint sets of keys into the result over all
+   of them, as the online softmax does: per row, L = log(sum_i exp(lse_i)) and
+   o = sum_i exp(lse_i - L) o_i, in fp32 from the largest lse_i down; parts with lse -inf add
+   nothing, and a row where every lse_i is -inf gets o = 0, lse -inf. p gives the shape (batch,
+   heads_q, n_q, d_v), o's type and, with p->ragged, out->q_lens the rows per sequence; parts[i]
+   gives o_data, o_layout, lse and lse_layout of partial i (what a call with p->lse wrote for its
+   keys), out the o (and, if out->lse is not NULL, the lse) of the whole. out's o may be parts[0]'s
+   (in place); no other tensors may overlap. The error adds at most a few fp32 roundings of max|V|
+   to the parts' own (docs/error_bound.md, "Merging"). E_INVALID names what is malformed. */
+TXATTN_API txattn_status txattn_merge(const txattn_problem *p, const txattn_tensors *parts,
+                                      size_t n_parts, const txattn_tensors *out);
 /* *bound = the largest max|O - O_ref| a kernel may have on these inputs (the formula at the top of
    this file; t->o is checked as txattn_reference checks it, not read). Validates as
    txattn_reference does; *bound is untouched on error. Costs about what txattn_reference costs.

@@ -53,7 +53,8 @@ typedef struct banded_head {
   const txattn_problem *p;
   const void *q, *k, *v;
   void *o;
-  int64_t q_row, k_row, v_row, o_row;
+  float *lse; /* the head's row 0 of tensors->lse, or NULL: the call writes no lse */
+  int64_t q_row, k_row, v_row, o_row, lse_row;
   int64_t row0, row1; /* 0 <= row0 <= row1 <= n_q */
   void *workspace;    /* banded_workspace_bytes(p, kernel's panels) bytes, 64-byte aligned */
 } banded_head;
@@ -133,6 +134,26 @@ static inline float banded_score_sign(const txattn_problem *p) {
 }
 static inline float banded_exp2_scale(const txattn_problem *p) {
   return (float)(fabs((double)p->scale) * 1.4426950408889634);
+}
+
+/* tensors->lse if the call writes it (problem->lse, with both structs long enough to hold the
+   fields: ABI 1.5), else NULL. */
+static inline float *banded_lse_tensor(const txattn_problem *p, const txattn_tensors *t) {
+  if (p->struct_size < offsetof(txattn_problem, lse) + sizeof p->lse || !p->lse ||
+      t->struct_size < offsetof(txattn_tensors, lse_layout) + sizeof t->lse_layout)
+    return NULL;
+  return t->lse;
+}
+
+/* lse of row i from the row's max score (sign(scale) q.k units, as the kernels keep it) and the sum
+   of its weights exp((s - max) |scale|): |scale| max + log(sum), in double once per row. A row of
+   no key gets -inf (banded_lse_empty); a NaN max gives NaN, as the row's o. */
+static inline void banded_lse_put(const banded_head *hd, int64_t i, float max, double sum) {
+  if (hd->lse)
+    hd->lse[i * hd->lse_row] = (float)(fabs((double)hd->p->scale) * (double)max + log(sum));
+}
+static inline void banded_lse_empty(const banded_head *hd, int64_t i) {
+  if (hd->lse) hd->lse[i * hd->lse_row] = -INFINITY;
 }
 
 /* Workspace layout, each part on its own cache lines, room for BANDED_MR rows of each:

@@ -112,10 +112,11 @@ static void TN(wsum_group)(const wsum_rows *a, float *const *dst, int64_t d_v, i
 
 /* nm rows whose scores s (row m at s + m * s_row, n_f floats, a multiple of BW; keys row m does not
    see are -inf) and maxima are in place: softmax, then the weighted sum of the value rows
-   v + j * v_row over [lo[m], hi[m]) into out[m] (fp32 rows). */
+   v + j * v_row over [lo[m], hi[m]) into out[m] (fp32 rows); row_sum[m] = the sum of row m's
+   weights, as its output was divided by it (for its lse). */
 static void TN(rows_finish)(const banded_head *hd, float *s, int64_t s_row, const E_T *v,
                             int64_t n_f, const int64_t *lo, const int64_t *hi, const float *max,
-                            float *const *out, int nm) {
+                            float *const *out, int nm, double *row_sum) {
   const int64_t d_v = hd->p->d_v;
   float sum[MR], mul[MR];
   int64_t widest = 0, first = INT64_MAX, last = 0;
@@ -128,7 +129,10 @@ static void TN(rows_finish)(const banded_head *hd, float *s, int64_t s_row, cons
       .w = s, .v = v, .w_row = s_row, .v_row = hd->v_row, .lo = lo, .hi = hi, .mul = mul};
   if (widest <= BANDED_VEC_CHUNK) { /* one float sum per row: straight into the output */
     rows_exp(s, s_row, 0, n_f, nm, max, banded_exp2_scale(hd->p), sum);
-    for (int m = 0; m < nm; m++) mul[m] = 1.0f / sum[m];
+    for (int m = 0; m < nm; m++) {
+      mul[m] = 1.0f / sum[m];
+      row_sum[m] = sum[m];
+    }
     a.ja = first;
     a.jb = last;
     TN(wsum_group)(&a, out, d_v, nm);
@@ -149,8 +153,10 @@ static void TN(rows_finish)(const banded_head *hd, float *s, int64_t s_row, cons
       for (int m = 0; m < nm; m++) total[m] += sum[m];
       for (int64_t c = 0; c < nm * d_v; c++) acc[c] += part[0][c];
     }
-    for (int m = 0; m < nm; m++)
+    for (int m = 0; m < nm; m++) {
       for (int64_t c = 0; c < d_v; c++) out[m][c] = (float)(acc[m * d_v + c] / total[m]);
+      row_sum[m] = total[m];
+    }
   }
   for (int m = 0; m < nm; m++) txattn_row_spread_nan(out[m], d_v);
 }

@@ -15,12 +15,15 @@ static void KVN(one_row)(const banded_head *hd, int64_t i, int64_t lo, int64_t h
   int64_t n = hi - lo, n_f = round_up(n, BANDED_ROW_KB), rlo = 0, rhi = n;
   const float *q;
   float *s = banded_ws_scores(hd), *o, max;
+  double sum;
+  const VE_T *v = (const VE_T *)hd->v + lo * hd->v_row;
   q_rows(hd, i, 1, &q);
   o_rows(hd, i, 1, &o);
   KN(row_scores)(hd, q, (const KE_T *)hd->k + lo * hd->k_row, n, s);
   rows_max(s, 0, 0, n_f, 1, &max);
-  VN(rows_finish)(hd, s, 0, (const VE_T *)hd->v + lo * hd->v_row, n_f, &rlo, &rhi, &max, &o, 1);
+  VN(rows_finish)(hd, s, 0, v, n_f, &rlo, &rhi, &max, &o, 1, &sum);
   o_store(hd, i, 1, &o);
+  banded_lse_put(hd, i, max, sum);
 }
 
 /* Rows i .. i + MR - 1 together if every one sees a key and their union is at most twice the
@@ -40,6 +43,7 @@ static int KVN(group_rows)(const banded_head *hd, panels *pk, int64_t i) {
   int64_t s_row = banded_score_stride(p);
   const float *q[MR];
   float *o[MR], *s = banded_ws_scores(hd), max[MR];
+  double sum[MR];
   prefetch_next(hd, i, end, (int64_t)sizeof(KE_T), (int64_t)sizeof(VE_T));
   KN(pack_range)(hd, pk, p0, p0 + n_p);
   q_rows(hd, i, MR, q);
@@ -49,8 +53,10 @@ static int KVN(group_rows)(const banded_head *hd, panels *pk, int64_t i) {
     hi[m] -= first;
   }
   group_scores(hd, pk, q, p0, n_p, lo, hi, s, s_row, max);
-  VN(rows_finish)(hd, s, s_row, (const VE_T *)hd->v + first * hd->v_row, n_f, lo, hi, max, o, MR);
+  const VE_T *v = (const VE_T *)hd->v + first * hd->v_row;
+  VN(rows_finish)(hd, s, s_row, v, n_f, lo, hi, max, o, MR, sum);
   o_store(hd, i, MR, o);
+  for (int m = 0; m < MR; m++) banded_lse_put(hd, i + m, max[m], sum[m]);
   return 1;
 }
 
@@ -65,10 +71,12 @@ static void KVN(head)(const banded_head *hd) {
     }
     int64_t lo, hi;
     txattn_visible_range(p, i, &lo, &hi);
-    if (lo < hi)
+    if (lo < hi) {
       KVN(one_row)(hd, i, lo, hi);
-    else
+    } else {
       o_zero(hd, i);
+      banded_lse_empty(hd, i);
+    }
     i++;
   }
 }

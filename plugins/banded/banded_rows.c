@@ -125,6 +125,7 @@ static void ops_row(const banded_head *hd, const banded_ops *ops, int64_t i, int
   for (int64_t c = 0; c < p->d_v; c++) out[c] = (float)(acc[c] / sum);
   txattn_row_spread_nan(out, p->d_v);
   o_store(hd, i, out);
+  banded_lse_put(hd, i, max, sum);
 }
 
 void banded_ops_head(const banded_head *hd, const banded_ops *ops) {
@@ -137,6 +138,7 @@ void banded_ops_head(const banded_head *hd, const banded_ops *ops) {
     } else { /* no visible key: exact zeros (+0 in every type) */
       memset((char *)hd->o + i * hd->o_row * (int64_t)banded_elem_size(p->o_type), 0,
              (size_t)p->d_v * banded_elem_size(p->o_type));
+      banded_lse_empty(hd, i);
     }
   }
 }
@@ -160,6 +162,9 @@ void banded_head_at(banded_head *hd, const txattn_tensors *t, int64_t b, int64_t
   hd->k = txattn_row_of(t->k_data, p->k_type, &t->k_layout, b, h_kv, 0);
   hd->v = txattn_row_of(t->v_data, p->v_type, &t->v_layout, b, h_kv, 0);
   hd->o = txattn_row_of_mut(t->o_data, p->o_type, &t->o_layout, b, h, 0);
+  float *lse = banded_lse_tensor(p, t);
+  hd->lse = lse ? lse + b * t->lse_layout.batch + h * t->lse_layout.head : NULL;
+  hd->lse_row = lse ? t->lse_layout.row : 0;
 }
 
 txattn_status banded_run(const txattn_kernel_call *call, banded_head_fn head, int panels) {

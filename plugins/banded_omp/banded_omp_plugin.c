@@ -58,7 +58,7 @@ static double bomp_scalar_cost(const txattn_problem *p, double enough) {
       .name = "banded_omp." #id,                                                                   \
       .summary = SUMMARY,                                                                          \
       .isa = ISA_ENUM,                                                                             \
-      .flags = TXATTN_KERNEL_THREADED | TXATTN_KERNEL_SPARSE,                                      \
+      .flags = TXATTN_KERNEL_THREADED | TXATTN_KERNEL_SPARSE | TXATTN_KERNEL_LSE,                  \
       .speed_hint = SPEED,                                                                         \
       .applicable = bomp_applicable,                                                               \
       .workspace_size = bomp_workspace_##id,                                                       \

@@ -1,8 +1,8 @@
 /* vf_exp2: 2^x over the vector layer, for softmax weights computed in base 2.
  *
  * Include after a vec_<isa>.h. Defined on every float: x is clamped to [-127, 128] first, so that
- * 2^k always fits the exponent field (k + 127 in [0, 255]); x >= 127.5 gives +inf (k = 128), x in
- * (-inf, -126.5) gives +0. The softmax only asks for x <= 0 (a score minus the max of the same
+ * 2^k always fits the exponent field (k + 127 in [0, 255]); x > 127.5 gives +inf (k = 128, though
+ * 2^x is finite below 128), x in (-inf, -126.5) gives +0. The softmax only asks for x <= 0 (a score minus the max of the same
  * scores, times a positive constant), so the upper clamp is a guard that never binds there; a min
  * next to the max costs nothing measurable (docs/error_bound.md, "Finite inputs").
  *

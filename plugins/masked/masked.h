@@ -26,8 +26,18 @@ int masked_thread_count(const masked_geometry *g, int n_threads);
 size_t masked_workspace_size(const txattn_problem *p, int n_threads, const int64_t *tunables);
 
 /* Row s[0..n) of unscaled scores becomes the softmax of scale * s over the visible keys [lo, hi),
-   lo < hi, scale > 0; 0 outside. */
-void masked_softmax(float *s, int64_t n, int64_t lo, int64_t hi, float scale);
+   lo < hi, scale > 0; 0 outside. If lse is not NULL, *lse = the row's log-sum-exp,
+   log(sum over [lo, hi) of exp(scale * s)), from the same max and sum. */
+void masked_softmax(float *s, int64_t n, int64_t lo, int64_t hi, float scale, float *lse);
+
+/* tensors->lse if the call writes it (problem->lse, with both structs long enough to hold the
+   fields: ABI 1.5), else NULL. */
+static inline float *masked_lse_tensor(const txattn_problem *p, const txattn_tensors *t) {
+  if (p->struct_size < offsetof(txattn_problem, lse) + sizeof p->lse || !p->lse ||
+      t->struct_size < offsetof(txattn_tensors, lse_layout) + sizeof t->lse_layout)
+    return NULL;
+  return t->lse;
+}
 
 txattn_status masked_run(const txattn_kernel_call *call);
 /* One task (0 <= task < g->tasks) with `scratch` of g->scratch_floats floats. */

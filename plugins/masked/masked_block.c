@@ -171,12 +171,19 @@ void masked_block(const txattn_kernel_call *call, const masked_geometry *g, int6
               (blasint)p->d_qk, p->scale < 0.0f ? -1.0f : 1.0f, q, ldq, k, ldk, 0.0f, s,
               (blasint)p->n_kv);
 
+  float *lse = masked_lse_tensor(p, x);
   for (int64_t r = 0; r < m; r++) {
-    txattn_visible_range(p, t.i0 + r % t.rows, &lo, &hi);
-    if (lo < hi)
-      masked_softmax(s + r * p->n_kv, p->n_kv, lo, hi, fabsf(p->scale));
-    else
+    const int64_t h = t.h0 + r / t.rows, i = t.i0 + r % t.rows;
+    float *lse_r =
+        lse ? lse + t.b * x->lse_layout.batch + h * x->lse_layout.head + i * x->lse_layout.row
+            : NULL;
+    txattn_visible_range(p, i, &lo, &hi);
+    if (lo < hi) {
+      masked_softmax(s + r * p->n_kv, p->n_kv, lo, hi, fabsf(p->scale), lse_r);
+    } else {
       memset(s + r * p->n_kv, 0, (size_t)p->n_kv * sizeof(float));
+      if (lse_r) *lse_r = -INFINITY; /* no visible key */
+    }
   }
   weighted_values(call, g, &t, s, scratch);
 

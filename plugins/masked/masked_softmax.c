@@ -45,13 +45,16 @@ static double sum_double(const float *s, int64_t n) {
   return (acc[0] + acc[1]) + (acc[2] + acc[3]);
 }
 
-void masked_softmax(float *s, int64_t n, int64_t lo, int64_t hi, float scale) {
+void masked_softmax(float *s, int64_t n, int64_t lo, int64_t hi, float scale, float *lse) {
   float *v = s + lo;
   int64_t len = hi - lo;
   float max = max_keep_nan(v, len);
   for (int64_t j = 0; j < len; j++)
     v[j] = expf((v[j] - max) * scale); /* <= 1 whatever the scale: no overflow */
-  float inv = (float)(1.0 / sum_double(v, len));
+  double sum = sum_double(v, len);
+  float inv = (float)(1.0 / sum);
+  /* In double, once per row: scale * max may be far larger than log(sum) (a NaN max gives NaN). */
+  if (lse) *lse = (float)((double)scale * (double)max + log(sum));
   for (int64_t j = 0; j < len; j++) v[j] *= inv;
   /* The mask: keys outside [lo, hi) get probability exactly 0, which is what a -inf score gives
      after exp(); setting it directly spares the exp() calls. */

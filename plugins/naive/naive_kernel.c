@@ -1,10 +1,11 @@
 /* naive.scalar: attention written to be read, the spec the faster kernels are checked against.
  *
  * For each output row: the scores of the visible keys, their softmax, and the weighted sum of the
- * values, one plain loop each. Only visible keys are touched (txattn_visible_range), which is also
- * what keeps a NaN in a masked-out key out of the row. Scores are float; the two sums over keys are
- * double, because a float sum of n nearly equal terms drifts by about n/5 ulp, over the tolerance
- * at long rows (e.g. keys broadcast with stride 0; docs/measurements.md).
+ * values, one plain loop each; with problem->lse, also the row's log-sum-exp from the softmax's max
+ * and sum. Only visible keys are touched (txattn_visible_range), which is also what keeps a NaN in a
+ * masked-out key out of the row. Scores are float; the two sums over keys are double, because a
+ * float sum of n nearly equal terms drifts by about n/5 ulp, over the tolerance at long rows (e.g.
+ * keys broadcast with stride 0; docs/measurements.md).
  *
  * 16-bit tensors: every element is widened to float as it is read (exactly) and the output row is
  * rounded to o's type at the end (half.h), so the arithmetic is the fp32 path's.
@@ -35,9 +36,10 @@ static float dot(const float *a, const void *b, txattn_dtype b_type, int64_t n) 
 }
 
 /* out = the softmax(scale * q . k_j)-weighted sum of v_j over j in [lo, hi), lo < hi, for one
-   query row. `scores` holds hi - lo floats. */
-static void attend_row(const txattn_kernel_call *call, int64_t b, int64_t h_kv, const float *q,
-                       int64_t lo, int64_t hi, float *scores, float *out) {
+   query row; returns the row's log-sum-exp, log(sum over j of exp(scale * q . k_j)). `scores`
+   holds hi - lo floats. */
+static float attend_row(const txattn_kernel_call *call, int64_t b, int64_t h_kv, const float *q,
+                        int64_t lo, int64_t hi, float *scores, float *out) {
   const txattn_problem *p = call->problem;
   const txattn_tensors *t = call->tensors;
   int64_t n = hi - lo;
@@ -67,6 +69,8 @@ static void attend_row(const txattn_kernel_call *call, int64_t b, int64_t h_kv, 
     out[c] = (float)(acc / sum);
   }
   txattn_row_spread_nan(out, p->d_v);
+  /* sum = sum over j of exp(mag (scores_j - max)), and mag * scores_j = scale * q . k_j. */
+  return (float)(mag * (double)max + log(sum));
 }
 
 /* The float row out to o's row of type t, rounded to nearest even. */
@@ -77,6 +81,15 @@ static void store_row(const float *out, void *o, txattn_dtype t, int64_t n) {
     txh_f32_row_to_f16(out, n, o);
   else
     txh_f32_row_to_bf16(out, n, o);
+}
+
+/* tensors->lse if the call writes it: problem->lse, read only when both structs are long enough to
+   hold the fields (a host older than ABI 1.5 passes shorter ones). NULL otherwise. */
+static float *lse_tensor(const txattn_problem *p, const txattn_tensors *t) {
+  if (p->struct_size < offsetof(txattn_problem, lse) + sizeof p->lse || !p->lse ||
+      t->struct_size < offsetof(txattn_tensors, lse_layout) + sizeof t->lse_layout)
+    return NULL;
+  return t->lse;
 }
 
 size_t naive_workspace_size(const txattn_problem *p, int n_threads, const int64_t *tunables) {
@@ -92,21 +105,25 @@ txattn_status naive_run(const txattn_kernel_call *call) {
   if (call->workspace_size < naive_workspace_size(p, 1, NULL)) return TXATTN_E_INTERNAL;
   float *scores = call->workspace, *q = scores + p->n_kv, *out = q + p->d_qk;
   int64_t group = p->heads_q / p->heads_kv; /* query heads per key/value head */
+  float *lse = lse_tensor(p, t);
 
   for (int64_t b = 0; b < p->batch; b++) {
     for (int64_t h = 0; h < p->heads_q; h++) {
       for (int64_t i = 0; i < p->n_q; i++) {
         int64_t lo, hi;
+        float row_lse;
         txattn_visible_range(p, i, &lo, &hi);
         if (lo >= hi) { /* no visible key: exact zeros, decided by the range and never by a score */
           for (int64_t c = 0; c < p->d_v; c++) out[c] = 0.0f;
+          row_lse = -INFINITY; /* log of an empty sum */
         } else {
           const void *qi = txattn_row_of(t->q_data, p->q_type, &t->q_layout, b, h, i);
           for (int64_t c = 0; c < p->d_qk; c++) q[c] = elem(qi, p->q_type, c);
-          attend_row(call, b, h / group, q, lo, hi, scores, out);
+          row_lse = attend_row(call, b, h / group, q, lo, hi, scores, out);
         }
         store_row(out, txattn_row_of_mut(t->o_data, p->o_type, &t->o_layout, b, h, i), p->o_type,
                   p->d_v);
+        if (lse) *txattn_row_mut(lse, &t->lse_layout, b, h, i) = row_lse;
       }
     }
   }

@@ -592,7 +592,7 @@ static void tl_run_qblocks(const tiled_geom *g, const float *kv, int64_t b, int6
     const int64_t t0 = qb * g->br, t1 = tl_min(t0 + g->br, g->rows);
     tl_load_rows(g, b, kvh, t0, t1, 0, g->p->n_kv, s);
     tl_process_rows(g, kv, b, kvh, t1 - t0, s);
-    tiled_write_rows(g, b, kvh, t0, t1, s->acc, s->l);
+    tiled_write_rows(g, b, kvh, t0, t1, s->acc, s->m, s->l);
   }
 }
 

@@ -20,7 +20,7 @@
  *     aligned rows from L1 with no column tails. 16-bit K and V are read as they are stored (half
  *     the bytes of fp32) and widened to fp32 in registers: by the copy, or, for K and V of one
  *     16-bit type and head sizes of whole vectors, by the micro-kernels reading the rows in place,
- *     the copier then only prefetching them (TD_F16, TD_BF16 below: no store and reload of every
+ *     the copier then at most prefetching them (TD_F16, TD_BF16 below: no store and reload of every
  *     element, which the copy's overlap of misses does not pay for at half the bytes);
  *  1. scores: dot products of the group's queries with TILED_DNK K rows at a time;
  *  2. online softmax exactly as the tiled path's (tl_softmax_rows);
@@ -40,7 +40,8 @@
  *  TD_COPY16  the same with rows of 16-bit types widened on the way (K and V of different types,
  *             or a head size with a column tail);
  *  TD_F16, TD_BF16  K and V both of that type, head sizes whole vectors: the micro-kernels read
- *             the rows in place and widen them in registers, and the copier only prefetches. */
+ *             the rows in place and widen them in registers, and the copier only prefetches
+ *             (where TD_PREFETCH_IN_PLACE). */
 enum { TD_COPY32, TD_COPY16, TD_F16, TD_BF16 };
 #define TD_IN_PLACE(mode) ((mode) >= TD_F16)
 /* The element type the micro-kernels read. */
@@ -150,12 +151,17 @@ static void td_prefetch_some(td_copier *cp, int64_t n) {
     if (ahead < cp->kend) td_prefetch_row(base + ahead * stride, n_el, 2);
   }
 }
+/* Whether the in-place modes prefetch (td_prefetch_some). With 16-float vectors they do not: K and
+   V are two sequential streams, which the hardware prefetchers follow, and the prefetches made the
+   AVX-512 loop 1.2-1.6x slower on the Zen 4 VM, while the AVX2 loop there was 1.2-1.4x slower
+   without them at two threads (docs/measurements.md). */
+#define TD_PREFETCH_IN_PLACE (VEC_W < 16)
 TILED_INLINE void td_copy(td_copier *cp, int64_t n, const int mode) {
   if (mode == TD_COPY32)
     td_copy_some(cp, n);
   else if (mode == TD_COPY16)
     td_copy_some16(cp, n);
-  else
+  else if (TD_PREFETCH_IN_PLACE)
     td_prefetch_some(cp, n);
 }
 
@@ -439,7 +445,7 @@ static void td_run(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int6
   if (out)
     tl_write_partials(g, s, nr, out);
   else
-    tiled_write_rows(g, b, kvh, t0, t1, s->acc, s->l);
+    tiled_write_rows(g, b, kvh, t0, t1, s->acc, s->m, s->l);
 }
 
 #endif /* TILED_DIRECT_ALGO_H */

@@ -2,6 +2,7 @@
  * sizes. Compiled without ISA flags; shared with plugins that drive the tiled algorithm themselves.
  */
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "tiled_internal.h"
@@ -56,6 +57,12 @@ int tiled_geom_init(tiled_geom *g, const txattn_problem *p, const txattn_tensors
   g->direct = g->rows <= TILED_DIRECT_ROWS;
   g->scale2 = (float)(fabs((double)p->scale) * 1.4426950408889634); /* log2(e) */
   g->qsign = p->scale < 0 ? -1.0f : 1.0f;
+  /* problem->lse and tensors->lse exist only where both structs' struct_size covers them (ABI 1.5) */
+  if (t && p->struct_size >= offsetof(txattn_problem, lse) + sizeof p->lse && p->lse &&
+      t->struct_size >= offsetof(txattn_tensors, lse_layout) + sizeof t->lse_layout) {
+    g->lse = t->lse;
+    g->lse_layout = t->lse_layout;
+  }
   if (!fits(g->dqkp + g->dvp) || g->bc > (INT64_C(1) << 24)) return 0;
   g->kv_block = checked3(g->bc, g->dqk + g->dvp, 1);
   return g->kv_block >= 0 && checked3(g->n_kblocks, g->kv_block, 4) >= 0 &&

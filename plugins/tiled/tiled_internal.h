@@ -55,6 +55,10 @@ typedef struct tiled_geom {
   float qsign;          /* -1 if scale < 0: queries are negated when packed, so scale2 >= 0 */
   int direct;           /* rows <= TILED_DIRECT_ROWS: ops->run_direct, not the tiled path */
   const tiled_ops *ops; /* the ISA's table the geometry was made for */
+  /* problem->lse: where each row's log-sum-exp goes (tensors->lse, through lse_layout), written
+     with the row's output by tiled_write_rows and tiled_merge_partials; else NULL */
+  float *lse;
+  txattn_layout lse_layout;
 } tiled_geom;
 
 /* What a group of mr rows sees of a key block: the union [ga, gb) and the common part [ca, cb). */
@@ -194,13 +198,15 @@ void tiled_fit_blocks(const txattn_problem *p, int mr, int kw, int64_t *blocks);
  * exactly where they are read (packed into fp32 blocks, or copied into the direct path's fp32
  * chunks), Q as its rows are loaded into the scratch; a row of a 16-bit o is computed in fp32
  * (the NaN rule applied there) and rounded to o's type to nearest even once, when it is written. */
-/* Writes the output rows [t0, t1) of (b, kvh) from unnormalised outputs acc (row r at r * g->dvp)
-   and sums l: o = acc / l, exact zeros where l == 0 (no visible key), the whole row NaN if any
-   element is. For a 16-bit o, each row of acc is overwritten with the fp32 output row first. */
+/* Writes the output rows [t0, t1) of (b, kvh) from unnormalised outputs acc (row r at r * g->dvp),
+   maxima m and sums l: o = acc / l, exact zeros where l == 0 (no visible key), the whole row NaN if
+   any element is; and, with g->lse, each row's log-sum-exp from m and l. For a 16-bit o, each row
+   of acc is overwritten with the fp32 output row first. */
 void tiled_write_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int64_t t1,
-                      float *acc, const float *l);
-/* Combines n_parts partial results of rows [t0, t1) of (b, kvh) and writes their output rows;
-   row (d_v floats) holds the fp32 row of a 16-bit o (unused for an f32 o). */
+                      float *acc, const float *m, const float *l);
+/* Combines n_parts partial results of rows [t0, t1) of (b, kvh) and writes their output rows (and
+   log-sum-exp, with g->lse); row (d_v floats) holds the fp32 row of a 16-bit o (unused for an f32
+   o). */
 void tiled_merge_partials(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int64_t t1,
                           const tiled_partial *parts, int n_parts, float *row);
 

@@ -13,7 +13,10 @@
  * scores -inf, which makes every weight exp(-inf - -inf) of the reference NaN (0 / 0): NaN.
  *
  * A 16-bit o: each row is computed in fp32 as above (its NaN spread there) and rounded once to o's
- * type, to nearest even, by the ISA's narrow_row (overflow becomes Inf, a NaN stays NaN). */
+ * type, to nearest even, by the ISA's narrow_row (overflow becomes Inf, a NaN stays NaN).
+ *
+ * With the problem's lse, each row's log-sum-exp is written here too, from the same max and sum
+ * that normalise its output: the only cost of lse is this per-row step, none in the key loops. */
 #include <math.h>
 
 #include "tiled_internal.h"
@@ -40,8 +43,31 @@ static void finish_row(const tiled_geom *g, const float *o, void *out) {
   if (g->p->o_type != TXATTN_DTYPE_F32) g->ops->narrow_row(o, g->dv, out, g->p->o_type);
 }
 
+/* lse of row i of head h from its max m (unscaled, as the scores: the score times |scale| is the
+   exponent) and its sum l of exp(|scale| (s - m)): m |scale| + log(l), in fp64 so that only the
+   final rounding to fp32 adds error (it overflows to +-inf only where the true value exceeds fp32).
+   A sum of 0 means no visible key, -inf, or, where keys are visible (all scoring -inf), the NaN of
+   the row's o. A NaN m or l gives NaN. */
+static void write_lse(const tiled_geom *g, int64_t b, int64_t h, int64_t i, float m, float l) {
+  const txattn_layout *y = &g->lse_layout;
+  float v;
+  if (l == 0.0f)
+    v = empty_sum_value(g, i) == 0.0f ? -INFINITY : NAN;
+  else
+    v = (float)((double)m * fabs((double)g->p->scale) + log((double)l));
+  g->lse[b * y->batch + h * y->head + i * y->row] = v;
+}
+
+/* write_lse of the rows [t0, t1) of (b, kvh), row r (= t - t0) with m[r] and l[r]. */
+static void write_lse_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int64_t t1,
+                           const float *m, const float *l) {
+  for (int64_t row = t0; row < t1; row++)
+    write_lse(g, b, kvh * g->group + row % g->group, row / g->group, m[row - t0], l[row - t0]);
+}
+
 void tiled_write_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int64_t t1,
-                      float *acc, const float *l) {
+                      float *acc, const float *m, const float *l) {
+  if (g->lse) write_lse_rows(g, b, kvh, t0, t1, m, l);
   for (int64_t row = t0; row < t1; row++) {
     const int64_t r = row - t0, i = row / g->group, h = kvh * g->group + row % g->group;
     float *a = acc + r * g->dvp;
@@ -79,6 +105,7 @@ void tiled_merge_partials(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t
     if (isnan(mx) || mx == -INFINITY) { /* a NaN partial, or every sum 0 */
       const float z = isnan(mx) ? NAN : empty_sum_value(g, i);
       for (int64_t c = 0; c < g->dv; c++) o[c] = z;
+      if (g->lse) write_lse(g, b, h, i, mx, isnan(mx) ? NAN : 0.0f);
     } else {
       float l = 0.0f;
       for (int64_t c = 0; c < g->dv; c++) o[c] = 0.0f;
@@ -92,6 +119,7 @@ void tiled_merge_partials(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t
       const float inv = 1.0f / l;
       for (int64_t c = 0; c < g->dv; c++) o[c] *= inv;
       txattn_row_spread_nan(o, g->dv);
+      if (g->lse) write_lse(g, b, h, i, mx, l);
     }
     finish_row(g, o, out);
   }

@@ -112,7 +112,7 @@ static int tiled_applicable(const txattn_problem *p, const char **why) {
       .name = "tiled." #id,                                                                        \
       .summary = SUMMARY,                                                                          \
       .isa = ISA_ENUM,                                                                             \
-      .flags = TXATTN_KERNEL_SPARSE,                                                               \
+      .flags = TXATTN_KERNEL_SPARSE | TXATTN_KERNEL_LSE,                                           \
       .speed_hint = SPEED,                                                                         \
       .applicable = tiled_applicable,                                                              \
       .workspace_size = tiled_workspace_##id,                                                      \

@@ -107,7 +107,7 @@ static int tomp_applicable(const txattn_problem *p, const char **why) {
       .name = "tiled_omp." #id,                                                                    \
       .summary = SUMMARY,                                                                          \
       .isa = ISA_ENUM,                                                                             \
-      .flags = TXATTN_KERNEL_THREADED | TXATTN_KERNEL_SPARSE,                                      \
+      .flags = TXATTN_KERNEL_THREADED | TXATTN_KERNEL_SPARSE | TXATTN_KERNEL_LSE,                  \
       .speed_hint = SPEED,                                                                         \
       .applicable = tomp_applicable,                                                               \
       .workspace_size = tomp_workspace_##id,                                                       \

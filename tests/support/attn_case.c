@@ -235,6 +235,11 @@ void case_init(struct attn_case *c, const struct shape *s, uint64_t seed) {
                mixed ? LAYOUT_EXPLICIT : s->layout, CASE_INPUT_GAP, CASE_INPUT_GAP16);
   tensor_alloc(&c->o, s->types.o, p->batch, p->heads_q, p->n_q, p->d_v,
                mixed ? LAYOUT_SEQ_MAJOR : s->layout, CASE_OUTPUT_SENTINEL, CASE_OUTPUT_SENTINEL16);
+  tensor_alloc(&c->lse, TXATTN_DTYPE_F32, p->batch, p->heads_q, p->n_q, 1,
+               mixed ? LAYOUT_SEQ_MAJOR : s->layout, CASE_OUTPUT_SENTINEL, CASE_OUTPUT_SENTINEL16);
+  c->lse_logits = -1.0;
+  c->lse_ref = malloc((size_t)(p->batch * p->heads_q * p->n_q) * sizeof *c->lse_ref);
+  cr_assert(c->lse_ref != NULL, "out of memory for a test tensor");
   uint64_t state = seed;
   float amplitude = s->amplitude != 0.0f ? s->amplitude : 1.0f;
   c->q_dense_data = fill_input(&c->q, amplitude, s->fractional, s->outlier, &state);
@@ -285,6 +290,8 @@ void case_free(struct attn_case *c) {
   free(c->k_dense_data);
   free(c->v_dense_data);
   free(c->o_ref_data);
+  free(c->lse.raw);
+  free(c->lse_ref);
   memset(c, 0, sizeof *c);
 }
 
@@ -316,6 +323,26 @@ txattn_tensors case_dense_tensors(const struct attn_case *c) {
   return t;
 }
 
+txattn_problem case_lse_problem(const struct attn_case *c) {
+  txattn_problem p = c->problem;
+  p.struct_size = sizeof p;
+  p.lse = 1;
+  return p;
+}
+
+txattn_tensors case_lse_tensors(const struct attn_case *c) {
+  txattn_tensors t = case_tensors(c);
+  t.struct_size = sizeof t;
+  t.lse = c->lse.data;
+  t.lse_layout = c->lse.passed;
+  return t;
+}
+
+void case_clear_lse(struct attn_case *c) {
+  for (size_t x = 0; x < c->lse.len; x++)
+    elem_set_bits(c->lse.raw, TXATTN_DTYPE_F32, x, CASE_OUTPUT_SENTINEL);
+}
+
 void case_clear_output(struct attn_case *c) {
   uint32_t bits = c->o.type == TXATTN_DTYPE_F32 ? CASE_OUTPUT_SENTINEL : CASE_OUTPUT_SENTINEL16;
   for (size_t x = 0; x < c->o.len; x++) elem_set_bits(c->o.raw, c->o.type, x, bits);
@@ -323,9 +350,13 @@ void case_clear_output(struct attn_case *c) {
 
 void case_run_reference(struct attn_case *c) {
   txattn_tensors t = case_dense_tensors(c);
-  txattn_status s = txattn_reference(&c->problem, &t);
+  txattn_problem p = case_lse_problem(c);
+  t.struct_size = sizeof t;
+  t.lse = c->lse_ref;
+  txattn_status s = txattn_reference(&p, &t);
   cr_assert_eq(s, TXATTN_OK, "txattn_reference failed: %s: %s", txattn_status_name(s),
                txattn_last_error());
+  c->lse_inputs = case_input_hash(c);
 }
 
 int case_row_poisoned(const struct attn_case *c, int64_t b, int64_t h, int64_t i) {

@@ -93,6 +93,15 @@ struct attn_case {
     float *o_ref;
     void *o_ref_data;
   };
+  /* the serving calls' log-sum-exp: lse as a kernel writes it (laid out as o is, one element per
+     row), lse_ref [batch][heads_q][n_q] from txattn_reference (case_run_reference) */
+  struct tensor lse;
+  float *lse_ref;
+  double lse_logits; /* case_logit_scale, once case_check_lse needed it; -1 before */
+  /* case_input_hash of the strided inputs when case_run_reference wrote lse_ref (0: never): a
+     test that transforms them afterwards predicts o_ref, not lse_ref, so lse is judged only
+     while they are unchanged */
+  uint64_t lse_inputs;
   double tolerance; /* txattn_error_bound of the inputs: TXATTN_EXACT_TOLERANCE * max|V| unless
                        the logits are large */
   int64_t poison_b, poison_h, poison_i, poison_c; /* h is a kv head for POISON_K and POISON_V */
@@ -115,6 +124,11 @@ void shape_describe(const struct shape *s, char *buf, size_t size);
 void case_init(struct attn_case *c, const struct shape *s, uint64_t seed);
 void case_free(struct attn_case *c);
 txattn_tensors case_tensors(const struct attn_case *c); /* strided inputs, output o */
+/* The serving call of c: problem with lse = 1 (struct_size set), tensors with lse too. */
+txattn_problem case_lse_problem(const struct attn_case *c);
+txattn_tensors case_lse_tensors(const struct attn_case *c);
+/* lse := CASE_OUTPUT_SENTINEL */
+void case_clear_lse(struct attn_case *c);
 /* The same with every layout explicit, as the host passes tensors to a kernel's run(). */
 txattn_tensors case_kernel_tensors(const struct attn_case *c);
 txattn_tensors case_dense_tensors(const struct attn_case *c); /* contiguous copies, output o_ref */
@@ -127,7 +141,7 @@ void case_bound_inputs(struct attn_case *c);
 /* L of txattn.h's bound, |scale| * max over visible pairs of sum_c |q_c k_c|, worked out here from
    the contiguous copies (NaN products left out). */
 double case_logit_scale(const struct attn_case *c);
-/* Runs txattn_reference on the contiguous copies into o_ref (asserts it succeeds). */
+/* Runs txattn_reference on the contiguous copies into o_ref and lse_ref (asserts it succeeds). */
 void case_run_reference(struct attn_case *c);
 /* A hash of every input buffer, gaps included: a kernel must not write to its inputs. */
 uint64_t case_input_hash(const struct attn_case *c);

@@ -175,3 +175,45 @@ int case_check_output(const struct attn_case *c, double *max_err, char *msg, siz
         if (!check_output_row(c, b, h, i, max_err, msg, size)) return 0;
   return check_output_gaps(c, msg, size);
 }
+
+double case_lse_tolerance(const struct attn_case *c, double logits, double lse_ref) {
+  double scores = (3.0 + sqrt((double)c->full.d_qk)) * 0x1p-24 * logits;
+  return (scores > TXATTN_EXACT_TOLERANCE ? scores : TXATTN_EXACT_TOLERANCE) +
+         0x1p-21 * fabs(lse_ref);
+}
+
+int case_check_lse(struct attn_case *c, char *msg, size_t size) {
+  const txattn_problem *p = &c->full;
+  if (c->lse_logits < 0) c->lse_logits = case_logit_scale(c);
+  for (int64_t b = 0; b < p->batch; b++)
+    for (int64_t h = 0; h < p->heads_q; h++)
+      for (int64_t i = 0; i < p->n_q; i++) {
+        double want = c->lse_ref[(b * p->heads_q + h) * p->n_q + i];
+        double got = c->lse.data[case_offset(&c->lse, b, h, i, 0)];
+        if (want == -INFINITY) {
+          if (got != -INFINITY)
+            return fail(msg, size, "lse (b%lld h%lld i%lld) = %.9g for a row that sees no key",
+                        (long long)b, (long long)h, (long long)i, got);
+          continue;
+        }
+        if (isnan(want) || any_nan(c->o_ref_data, c->o.type, dense_row(c, b, h, i), p->d_v))
+          continue; /* the contract says nothing of lse in a NaN row */
+        double tol = case_lse_tolerance(c, c->lse_logits, want);
+        if (!(fabs(got - want) <= tol))
+          return fail(msg, size,
+                      "lse (b%lld h%lld i%lld) = %.9g, reference %.9g: error %.3g > %.3g",
+                      (long long)b, (long long)h, (long long)i, got, want, fabs(got - want), tol);
+      }
+  const struct tensor *l = &c->lse;
+  unsigned char *element = calloc(l->len, 1);
+  cr_assert(element != NULL, "out of memory");
+  for (int64_t b = 0; b < l->batch; b++)
+    for (int64_t h = 0; h < l->heads; h++)
+      for (int64_t i = 0; i < l->rows; i++) element[case_offset(l, b, h, i, 0)] = 1;
+  int ok = 1;
+  for (size_t x = 0; x < l->len && ok; x++)
+    if (!element[x] && elem_bits(l->raw, TXATTN_DTYPE_F32, x) != CASE_OUTPUT_SENTINEL)
+      ok = fail(msg, size, "wrote to lse[%zu], which is a gap between elements of its layout", x);
+  free(element);
+  return ok;
+}

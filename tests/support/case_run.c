@@ -6,21 +6,43 @@
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 
+#include "txattn/plugin.h"
+
 #include "case_check.h"
 #include "test_context.h"
 
 static void execute_and_check(struct attn_case *c, const txattn_plan *plan, const char *who,
-                              const char *desc) {
+                              const char *desc, int lse) {
   char msg[512];
   double err;
-  txattn_tensors t = case_tensors(c);
+  txattn_tensors t = lse ? case_lse_tensors(c) : case_tensors(c);
   uint64_t inputs = case_input_hash(c);
   case_clear_output(c);
+  if (lse) case_clear_lse(c);
   txattn_status s = txattn_plan_execute(plan, &t);
-  cr_assert_eq(s, TXATTN_OK, "%s on %s: execute: %s: %s", who, desc, txattn_status_name(s),
-               txattn_last_error());
+  cr_assert_eq(s, TXATTN_OK, "%s on %s%s: execute: %s: %s", who, desc, lse ? " with lse" : "",
+               txattn_status_name(s), txattn_last_error());
   cr_assert_eq(case_input_hash(c), inputs, "%s on %s: wrote to its inputs", who, desc);
-  cr_assert(case_check_output(c, &err, msg, sizeof msg), "%s on %s: %s", who, desc, msg);
+  cr_assert(case_check_output(c, &err, msg, sizeof msg), "%s on %s%s: %s", who, desc,
+            lse ? " with lse" : "", msg);
+  if (lse) cr_assert(case_check_lse(c, msg, sizeof msg), "%s on %s: %s", who, desc, msg);
+}
+
+/* Kernels that write lse (TXATTN_KERNEL_LSE) are run as a serving call (lse too) on every other
+   case of the battery, chosen by a hash of its description, so that the battery checks both
+   calls without running each kernel twice; only on inputs lse_ref was computed from. */
+static int lse_for(const txattn_context *ctx, const struct attn_case *c, const char *kernel,
+                   const char *desc) {
+  if (kernel == NULL || c->lse_inputs == 0 || case_input_hash(c) != c->lse_inputs) return 0;
+  uint32_t h = 2166136261u; /* FNV-1a */
+  for (const char *x = desc; *x; x++) h = (h ^ (unsigned char)*x) * 16777619u;
+  if (!(h & 1u)) return 0;
+  for (size_t i = 0; i < txattn_kernel_count(ctx); i++) {
+    txattn_kernel_info k = TXATTN_KERNEL_INFO_INIT;
+    if (txattn_kernel_get(ctx, i, &k) == TXATTN_OK && strcmp(k.name, kernel) == 0)
+      return (k.flags & TXATTN_KERNEL_LSE) != 0;
+  }
+  return 0;
 }
 
 /* 1 if why is the host's refusal of one of c's types ("it does not take f16 k", "it does not make
@@ -44,7 +66,9 @@ static enum outcome run_kernel(txattn_context *ctx, struct attn_case *c, const c
                                const char *desc) {
   txattn_plan *plan = NULL;
   const char *who = kernel ? kernel : "the dispatcher";
-  txattn_status s = txattn_plan_create(ctx, &c->problem, kernel, &plan);
+  int lse = lse_for(ctx, c, kernel, desc);
+  txattn_problem serving = case_lse_problem(c);
+  txattn_status s = txattn_plan_create(ctx, lse ? &serving : &c->problem, kernel, &plan);
   if (s == TXATTN_E_UNSUPPORTED && kernel && declines_the_types(c, txattn_last_error()))
     return DECLINED_TYPES; /* case_run_every_kernel_tally names them in one line */
   if (s == TXATTN_E_UNSUPPORTED && kernel && !test_kernel_takes_every_problem(kernel)) {
@@ -60,7 +84,7 @@ static enum outcome run_kernel(txattn_context *ctx, struct attn_case *c, const c
   if (kernel) cr_assert_str_eq(chosen, kernel, "forced %s, the plan runs %s", kernel, chosen);
   char label[160];
   snprintf(label, sizeof label, "%s%s%s", who, kernel ? "" : " picking ", kernel ? "" : chosen);
-  execute_and_check(c, plan, label, desc);
+  execute_and_check(c, plan, label, desc, lse);
   txattn_plan_free(plan);
   return RAN;
 }

@@ -84,3 +84,38 @@ int oracle_attention(const txattn_problem *p, const txattn_tensors *t) {
   free(acc);
   return ok ? 0 : -1;
 }
+
+/* Row (b, h, i)'s log-sum-exp, from the same double scores as oracle_row: -inf when the row sees
+   no key, NaN when a visible score is NaN. */
+static double oracle_lse_row(const txattn_problem *p, const txattn_tensors *t, int64_t b, int64_t h,
+                             int64_t i, double *scores) {
+  int64_t g = h / (p->heads_q / p->heads_kv);
+  double m = -INFINITY, sum = 0.0;
+  int nan = 0;
+  for (int64_t j = 0; j < p->n_kv; j++) {
+    if (!oracle_visible(p, i, j)) continue;
+    double dot = 0.0;
+    for (int64_t c = 0; c < p->d_qk; c++)
+      dot += at(t->q_data, p->q_type, &t->q_layout, b, h, i, c) *
+             at(t->k_data, p->k_type, &t->k_layout, b, g, j, c);
+    scores[j] = (double)p->scale * dot;
+    nan |= isnan(scores[j]);
+    if (scores[j] > m) m = scores[j];
+  }
+  if (nan) return NAN;
+  if (m == -INFINITY) return -INFINITY;
+  for (int64_t j = 0; j < p->n_kv; j++)
+    if (oracle_visible(p, i, j)) sum += exp(scores[j] - m);
+  return m + log(sum);
+}
+
+int oracle_lse(const txattn_problem *p, const txattn_tensors *t, double *lse) {
+  double *scores = malloc((size_t)p->n_kv * sizeof *scores);
+  if (scores == NULL) return -1;
+  for (int64_t b = 0; b < p->batch; b++)
+    for (int64_t h = 0; h < p->heads_q; h++)
+      for (int64_t i = 0; i < p->n_q; i++)
+        lse[(b * p->heads_q + h) * p->n_q + i] = oracle_lse_row(p, t, b, h, i, scores);
+  free(scores);
+  return 0;
+}

@@ -17,5 +17,9 @@ int64_t oracle_visible_count(const txattn_problem *p, int64_t i);
    layout of t must be explicit. Tensors have p's element types: 16-bit inputs are widened exactly,
    and the output is rounded once from double to o's type, to nearest even. */
 int oracle_attention(const txattn_problem *p, const txattn_tensors *t);
+/* lse[(b * heads_q + h) * n_q + i] = log(sum over visible keys of exp(scale q.k)), in double (the
+   serving calls' lse before its rounding to fp32): -inf for a row without keys, NaN where a
+   visible score is NaN. 0 on success, -1 if out of memory. Not ragged. */
+int oracle_lse(const txattn_problem *p, const txattn_tensors *t, double *lse);
 
 #endif

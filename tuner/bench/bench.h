@@ -7,10 +7,12 @@
 #include <stdint.h>
 
 #include "args.h"
+#include "buffers.h"
 #include "json.h"
 #include "kernels.h"
 #include "problem_cli.h"
 #include "roofline.h"
+#include "serving_cli.h"
 #include "timing.h"
 #include "txattn/txattn.h"
 
@@ -24,6 +26,17 @@ typedef enum tx_bench_state {
 
 #define TX_BENCH_MAX_TUNABLES 8 /* per kernel */
 
+/* With --kv-lens or --lse, what a kernel's serving call is compared with in the same run, each
+   with the same kernel and tunables, all four timed interleaved (tx_bench_serving_compare):
+   the call itself; with --kv-lens one batch-1 call per sequence (its kv_len; a sequence of none
+   is no call) and the batch padded to the longest (every sequence at n_kv = the largest kv_len,
+   not ragged); with --lse the same call without lse. Seconds per call, NaN where not measured. */
+typedef struct tx_bench_compare {
+  int measured;
+  double call_s, per_sequence_s, padded_s, no_lse_s;
+  char why[200]; /* when a variant could not be measured */
+} tx_bench_compare;
+
 /* A tunable of a plan by name, and its value. */
 typedef struct tx_bench_tunable {
   char name[32];
@@ -36,6 +49,8 @@ typedef struct tx_bench_result {
   tx_timing tm;     /* OK */
   double rel_error; /* NaN when not verified */
   int exact;        /* OK: the contract holds and (when verified) the error is within tolerance */
+  double lse_error; /* with --lse and verified: max|lse - lse_ref|; else NaN */
+  tx_bench_compare cmp; /* with --kv-lens or --lse */
   /* what it ran with: the plan's tunables, or when it did not plan, those --tunable asked for */
   size_t n_ran;
   tx_bench_tunable ran[TX_BENCH_MAX_TUNABLES];
@@ -71,7 +86,8 @@ typedef struct tx_bench_setup {
   const tx_roofline *roofline; /* NULL without --roofline */
   int64_t reps, min_time_ms;
   double limit_s;
-  double load_before; /* the 1-minute load average when the run started; NaN if unknown */
+  double load_before;        /* the 1-minute load average when the run started; NaN if unknown */
+  const tx_serving *serving; /* --kv-lens and --lse: never NULL */
 } tx_bench_setup;
 
 /* The name entry i is shown by: its label. */
@@ -120,6 +136,23 @@ void tx_bench_measure_interleaved(tx_run_fn fn, void *const *args, size_t n,
 /* "block_q=12<sep>block_k=64", "-" when n is 0. */
 void tx_bench_tunables_text(const tx_bench_tunable *t, size_t n, const char *sep, char *buf,
                             size_t size);
+
+/* ---- serving calls: --kv-lens and --lse (bench_serving.c) ---- */
+/* The visible (query, key) pairs of p (every head), each ragged sequence with its own kv_len. */
+double tx_bench_pairs(const txattn_problem *p, const tx_serving *s);
+/* "b=8 h=32/8 n_q=1 n_kv=32768 d=128 none kv_lens=1024,2048 lse": the problem line. */
+void tx_bench_shape(const txattn_problem *p, const tx_serving *s, char *buf, size_t size);
+/* Plans the entry being compared for problem p (its kernel, its tunables). */
+typedef txattn_status (*tx_bench_planner)(void *arg, const txattn_problem *p, txattn_plan **out);
+/* Fills out (tx_bench_compare) for the call of b->p on b's tensors, planned by plan(arg, ...).
+   Overwrites b's outputs. */
+void tx_bench_serving_compare(const tx_buffers *b, const tx_serving *s, tx_bench_planner plan,
+                              void *arg, const tx_timing_opts *to, tx_bench_compare *out);
+/* The comparisons of every kernel at pt as a table, and the dispatcher's pick's (else the
+   fastest's) ratios in words. Nothing without --kv-lens or --lse. */
+void tx_bench_serving_print(const tx_bench_setup *s, const tx_bench_point *pt, FILE *f);
+/* The kernel's "serving" object (null when not compared). */
+void tx_bench_serving_json(tx_json *j, const tx_bench_result *k);
 
 /* ---- JSON (bench_json.c) ---- */
 #define TX_SWEEP_FORMAT         "txtune-bench-sweep"

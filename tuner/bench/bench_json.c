@@ -15,7 +15,7 @@ const tx_bench_env_var tx_bench_env[TX_BENCH_N_ENV] = {
     {"OPENBLAS_CORETYPE", 1},   {"OPENBLAS_NUM_THREADS", 1}, {"OMP_NUM_THREADS", 1},
     {"TXATTN_FORCE_KERNEL", 0}, {"TXATTN_MAX_ISA", 0},       {"TXATTN_TABLE", 0}};
 
-static void json_problem(tx_json *j, const txattn_problem *p) {
+static void json_problem(tx_json *j, const txattn_problem *p, const tx_serving *sv) {
   tx_json_key(j, "problem");
   tx_json_begin_object(j);
   tx_json_kv_int(j, "batch", p->batch);
@@ -36,6 +36,15 @@ static void json_problem(tx_json *j, const txattn_problem *p) {
   tx_json_kv_string(j, "k_type", txattn_dtype_name(p->k_type));
   tx_json_kv_string(j, "v_type", txattn_dtype_name(p->v_type));
   tx_json_kv_string(j, "o_type", txattn_dtype_name(p->o_type));
+  tx_json_kv_bool(j, "lse", p->lse);
+  tx_json_key(j, "kv_lens"); /* null: not ragged */
+  if (p->ragged) {
+    tx_json_begin_array(j);
+    for (size_t i = 0; i < sv->n; i++) tx_json_int(j, sv->kv_lens[i]);
+    tx_json_end_array(j);
+  } else {
+    tx_json_null(j);
+  }
   tx_json_end_object(j);
 }
 
@@ -76,6 +85,7 @@ static void json_kernel(tx_json *j, const tx_bench_setup *s, const tx_bench_poin
   tx_json_kv_int(j, "reps", ok ? k->tm.reps : 0);
   tx_json_kv_double(j, "gflops", ok ? 1e-9 * pt->flops / k->tm.median_s : NAN);
   tx_json_kv_double(j, "max_rel_error", ok ? k->rel_error : NAN);
+  if (pt->p.lse) tx_json_kv_double(j, "max_lse_error", ok ? k->lse_error : NAN);
   tx_json_key(j, "exact");
   ok ? tx_json_bool(j, k->exact) : tx_json_null(j);
   json_ratio(j, "vs_fastest", pt, i, pt->fastest);
@@ -83,6 +93,7 @@ static void json_kernel(tx_json *j, const tx_bench_setup *s, const tx_bench_poin
   /* the plan's tunables, or when it did not plan, those it was asked to plan with */
   json_tunables(j, "tunables", k->ran, k->n_ran);
   json_tunables(j, "tunables_given", s->tuning[i].set, s->tuning[i].n_set);
+  if (pt->p.lse || pt->p.ragged) tx_bench_serving_json(j, k);
   tx_json_kv_bool(j, "dispatcher_choice",
                   pt->has_pick && strcmp(s->sel[i].info.name, pt->pick) == 0);
   if (s->roofline) {
@@ -94,11 +105,11 @@ static void json_kernel(tx_json *j, const tx_bench_setup *s, const tx_bench_poin
   tx_json_end_object(j);
 }
 
-static void json_head(tx_json *j, const tx_bench_point *pt) {
-  char shape[192];
-  tx_problem_format(&pt->p, shape, sizeof shape);
+static void json_head(tx_json *j, const tx_bench_setup *s, const tx_bench_point *pt) {
+  char shape[400];
+  tx_bench_shape(&pt->p, s->serving, shape, sizeof shape);
   tx_json_kv_string(j, "shape", shape);
-  json_problem(j, &pt->p);
+  json_problem(j, &pt->p, s->serving);
 }
 
 /* The fields of a point after its shape: the single object puts the run's settings in between. */
@@ -123,7 +134,7 @@ static void json_work(tx_json *j, const tx_bench_point *pt) {
 
 void tx_bench_json_single(tx_json *j, const tx_bench_setup *s, const tx_bench_point *pt) {
   tx_json_begin_object(j);
-  json_head(j, pt);
+  json_head(j, s, pt);
   tx_json_kv_int(j, "threads", s->threads);
   json_work(j, pt);
   tx_json_kv_double(j, "tolerance", TXATTN_EXACT_TOLERANCE);
@@ -190,6 +201,8 @@ static void json_kernel_list(tx_json *j, const tx_bench_setup *s) {
     tx_json_kv_bool(j, "usable", k->usable);
     tx_json_kv_bool(j, "threaded", (k->flags & TXATTN_KERNEL_THREADED) != 0);
     tx_json_kv_bool(j, "sparse", (k->flags & TXATTN_KERNEL_SPARSE) != 0);
+    tx_json_kv_bool(j, "lse", (k->flags & TXATTN_KERNEL_LSE) != 0);
+    tx_json_kv_bool(j, "ragged", (k->flags & TXATTN_KERNEL_RAGGED) != 0);
     tx_json_kv_string(j, "plugin", k->plugin);
     tx_json_kv_string(j, "plugin_version", k->plugin_version);
     tx_json_kv_string(j, "plugin_build", k->plugin_build);
@@ -218,7 +231,7 @@ void tx_bench_json_sweep(tx_json *j, const tx_bench_setup *s, const txattn_conte
   tx_json_begin_array(j);
   for (size_t i = 0; i < n_pts; i++) {
     tx_json_begin_object(j);
-    json_head(j, &pts[i]);
+    json_head(j, s, &pts[i]);
     json_work(j, &pts[i]);
     json_body(j, s, &pts[i]);
     tx_json_end_object(j);

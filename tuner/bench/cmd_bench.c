@@ -36,6 +36,7 @@ typedef struct bench_opts {
   tx_strlist kernels, tunable_items;
   tx_bench_tunable_args tunables;
   tx_roofline_args roof;
+  tx_serving_args serving;
   int64_t reps, min_time_ms;
   double limit_s;
   int verify, no_verify, json;
@@ -45,10 +46,11 @@ typedef struct bench_opts {
 typedef struct bench_run {
   bench_opts o;
   tx_opt prob_opts[TX_PROBLEM_N_OPTS], run_opts[N_RUN_OPTS], ctx_opts[TX_CONTEXT_N_OPTS];
-  tx_opt roof_opts[TX_ROOFLINE_N_OPTS];
-  tx_opt_group groups[4];
+  tx_opt roof_opts[TX_ROOFLINE_N_OPTS], serving_opts[TX_SERVING_N_OPTS];
+  tx_opt_group groups[5];
   tx_cmd_spec spec;
   tx_sweep_axes axes;
+  tx_serving serving; /* --kv-lens and --lse, resolved */
   txattn_problem *probs;
   tx_bench_point *pts; /* one per problem */
   size_t n_pts;
@@ -77,7 +79,10 @@ static const char about[] =
     "the FMA peak of each ISA, OpenBLAS sgemm and memory bandwidth, and shows each kernel as a\n"
     "fraction of them. --tunable block_q=204,block_k=512 plans each kernel that declares those\n"
     "tunables with them (the others with their defaults); a name given with several values\n"
-    "times each setting. How it times and verifies: docs/bench.md.\n"
+    "times each setting. --kv-lens L1,L2,... makes the batch ragged (a sequence per length, each\n"
+    "with N queries against its L keys) and also times, with the same kernel, one call per\n"
+    "sequence and the batch padded to the longest; --lse also writes and verifies the\n"
+    "log-sum-exp and times the call without it. How it times and verifies: docs/bench.md.\n"
     "Exit status: 0 ok; 1 a kernel failed, was not exact, or a named kernel could not run (at\n"
     "any problem of a sweep); 2 usage error.";
 
@@ -136,21 +141,27 @@ static int parse(bench_run *r, int argc, char **argv) {
   tx_context_opts(&o->ctx, r->ctx_opts);
   tx_roofline_args_init(&o->roof);
   tx_roofline_opts(&o->roof, r->roof_opts);
+  tx_serving_args_init(&o->serving);
+  tx_serving_opts(&o->serving, r->serving_opts);
   r->groups[0] = (tx_opt_group){"Problem", r->prob_opts, TX_PROBLEM_N_OPTS};
-  r->groups[1] = (tx_opt_group){"Benchmark", r->run_opts, N_RUN_OPTS};
-  r->groups[2] = (tx_opt_group){"Roofline", r->roof_opts, TX_ROOFLINE_N_OPTS};
-  r->groups[3] = (tx_opt_group){"Library", r->ctx_opts, TX_CONTEXT_N_OPTS};
+  r->groups[1] = (tx_opt_group){"Serving calls", r->serving_opts, TX_SERVING_N_OPTS};
+  r->groups[2] = (tx_opt_group){"Benchmark", r->run_opts, N_RUN_OPTS};
+  r->groups[3] = (tx_opt_group){"Roofline", r->roof_opts, TX_ROOFLINE_N_OPTS};
+  r->groups[4] = (tx_opt_group){"Library", r->ctx_opts, TX_CONTEXT_N_OPTS};
   r->spec = (tx_cmd_spec){"bench",
                           "--n N|LIST|A..B --d D [--mask KIND[,KIND...] --left L --right R] "
-                          "[--json] [-o FILE] [options]",
-                          about, r->groups, 4};
+                          "[--kv-lens L1,L2,...] [--lse] [--json] [-o FILE] [options]",
+                          about, r->groups, 5};
   int rc = tx_args_parse_cmd(&r->spec, argc, argv);
   if (rc >= 0) return rc;
   if (o->verify && o->no_verify)
     return tx_args_usage_error(&r->spec, "--verify and --no-verify contradict each other");
   if ((rc = tx_roofline_check_args(&r->spec, &o->roof)) != 0) return rc;
   if ((rc = tx_bench_parse_tunables(&r->spec, &o->tunable_items, &o->tunables)) != 0) return rc;
+  if ((rc = tx_serving_from_args(&r->spec, &o->serving, &r->serving)) != 0) return rc;
+  if ((rc = tx_serving_apply_args(&r->spec, &r->serving, &o->prob)) != 0) return rc;
   rc = parse_axes(r);
+  for (size_t i = 0; !rc && i < r->n_pts; i++) tx_serving_apply(&r->serving, &r->probs[i]);
   return rc ? rc : -1;
 }
 
@@ -170,7 +181,7 @@ static void ask_dispatcher(bench_run *r, tx_bench_point *pt) {
 
 static int prepare(bench_run *r, tx_bench_point *pt) {
   char err[256];
-  pt->pairs = txattn_problem_visible_pairs(&pt->p);
+  pt->pairs = tx_bench_pairs(&pt->p, &r->serving);
   pt->flops = 2.0 * (double)(pt->p.d_qk + pt->p.d_v) * pt->pairs;
   pt->verified = !r->o.no_verify &&
                  (r->o.verify || pt->pairs * (double)(pt->p.d_qk + pt->p.d_v) < VERIFY_WORK_LIMIT);
@@ -179,7 +190,11 @@ static int prepare(bench_run *r, tx_bench_point *pt) {
     fprintf(stderr, "txtune bench: out of memory\n");
     return TX_EXIT_FAIL;
   }
-  if (tx_buffers_alloc(&r->b, &pt->p, TX_LAYOUT_CONTIGUOUS, pt->verified, err, sizeof err) != 0) {
+  const tx_serving *sv = &r->serving;
+  if (tx_buffers_alloc(&r->b, &pt->p, TX_LAYOUT_CONTIGUOUS, pt->verified, err, sizeof err) != 0 ||
+      ((pt->p.lse || pt->p.ragged) &&
+       tx_buffers_serving(&r->b, pt->p.lse, pt->p.ragged ? sv->kv_lens : NULL, sv->n, err,
+                          sizeof err) != 0)) {
     fprintf(stderr, "txtune bench: %s\n", err);
     return TX_EXIT_FAIL;
   }
@@ -208,6 +223,7 @@ static void verify_kernel(bench_run *r, const tx_bench_point *pt, tx_bench_resul
   tx_verdict v;
   tx_verify(&r->b, r->b.o, pt->verified ? r->b.o_ref : NULL, NULL, &v);
   k->rel_error = v.rel_error;
+  k->lse_error = v.lse_error;
   k->exact = tx_verdict_pass(&v);
   tx_verdict_explain(&v, k->why, sizeof k->why);
 }
@@ -231,18 +247,41 @@ static void record_tunables(const txattn_plan *plan, const tx_bench_tuning *tn,
   }
 }
 
-static txattn_status plan_entry(bench_run *r, const tx_bench_point *pt, size_t i,
-                                txattn_plan **plan) {
+static txattn_status plan_problem(bench_run *r, const txattn_problem *p, size_t i,
+                                  txattn_plan **plan) {
   const tx_bench_tuning *tn = &r->tuning[i];
-  if (!tn->n_set) return txattn_plan_create(r->ctx, &pt->p, r->sel[i].info.name, plan);
+  if (!tn->n_set) return txattn_plan_create(r->ctx, p, r->sel[i].info.name, plan);
   const char *names[TX_BENCH_MAX_TUNABLES];
   int64_t values[TX_BENCH_MAX_TUNABLES];
   for (size_t j = 0; j < tn->n_set; j++) {
     names[j] = tn->set[j].name;
     values[j] = tn->set[j].value;
   }
-  return txattn_plan_create_tuned(r->ctx, &pt->p, r->sel[i].info.name, names, values, tn->n_set,
-                                  plan);
+  return txattn_plan_create_tuned(r->ctx, p, r->sel[i].info.name, names, values, tn->n_set, plan);
+}
+
+static txattn_status plan_entry(bench_run *r, const tx_bench_point *pt, size_t i,
+                                txattn_plan **plan) {
+  return plan_problem(r, &pt->p, i, plan);
+}
+
+/* Entry i's planner for tx_bench_serving_compare. */
+typedef struct entry_planner {
+  bench_run *r;
+  size_t i;
+} entry_planner;
+
+static txattn_status plan_for_compare(void *arg, const txattn_problem *p, txattn_plan **out) {
+  const entry_planner *e = arg;
+  return plan_problem(e->r, p, e->i, out);
+}
+
+/* With --kv-lens or --lse, after entry i's own measurement and verification. */
+static void compare_serving(bench_run *r, const tx_bench_point *pt, size_t i, tx_bench_result *k) {
+  if (k->state != TX_BENCH_OK || !(pt->p.ragged || pt->p.lse)) return;
+  entry_planner e = {r, i};
+  tx_timing_opts to = {1e-3 * (double)r->o.min_time_ms, (int)r->o.reps, r->o.limit_s};
+  tx_bench_serving_compare(&r->b, &r->serving, plan_for_compare, &e, &to, &k->cmp);
 }
 
 /* A call cannot be interrupted once started (it runs in this process), so --time-limit is honoured
@@ -258,6 +297,7 @@ static int over_limit(bench_run *r, const tx_bench_point *pt, size_t i, tx_bench
     tx_bench_point small = *pt;
     small.p.n_q = pt->p.n_q >> shift;
     small.p.n_kv = pt->p.n_kv >> shift;
+    small.p.ragged = 0; /* contiguous in the buffers; the estimate scales by the ragged pairs */
     const double pairs = txattn_problem_visible_pairs(&small.p);
     if (small.p.n_q < 1 || small.p.n_kv < 1 || !(pairs > 0)) continue;
     txattn_plan *plan = NULL;
@@ -290,7 +330,7 @@ static void set_failed(tx_bench_result *k, txattn_status s) {
 
 static void bench_kernel(bench_run *r, const tx_bench_point *pt, size_t i, tx_bench_result *k) {
   const txattn_kernel_info *info = &r->sel[i].info;
-  k->rel_error = NAN;
+  k->rel_error = k->lse_error = NAN;
   if (!info->usable) {
     k->state = TX_BENCH_UNUSABLE;
     snprintf(k->why, sizeof k->why, "%s", info->why_unusable ? info->why_unusable : "?");
@@ -306,6 +346,7 @@ static void bench_kernel(bench_run *r, const tx_bench_point *pt, size_t i, tx_be
   }
   if (s == TXATTN_OK) {
     tx_fill_value(r->b.o, r->b.p.o_type, r->b.o_len, POISON);
+    if (r->b.lse) tx_fill_value(r->b.lse, TXATTN_DTYPE_F32, r->b.lse_len, POISON);
     exec_arg a = {plan, &r->b.t};
     tx_timing_opts to = {1e-3 * (double)r->o.min_time_ms, (int)r->o.reps, r->o.limit_s};
     s = tx_measure(exec_plan, &a, &to, &k->tm);
@@ -317,6 +358,7 @@ static void bench_kernel(bench_run *r, const tx_bench_point *pt, size_t i, tx_be
     set_failed(k, s);
   }
   txattn_plan_free(plan);
+  compare_serving(r, pt, i, k);
 }
 
 /* Entries first .. first + n - 1, the settings of one kernel: each planned, run once and checked,
@@ -329,7 +371,7 @@ static void bench_settings(bench_run *r, const tx_bench_point *pt, size_t first,
   for (size_t i = first; i < first + n; i++) {
     tx_bench_result *k = &pt->res[i];
     const txattn_kernel_info *info = &r->sel[i].info;
-    k->rel_error = NAN;
+    k->rel_error = k->lse_error = NAN;
     record_tunables(NULL, &r->tuning[i], k);
     if (!info->usable) {
       k->state = TX_BENCH_UNUSABLE;
@@ -346,6 +388,7 @@ static void bench_settings(bench_run *r, const tx_bench_point *pt, size_t first,
     if (s == TXATTN_OK) {
       record_tunables(plans[m], &r->tuning[i], k);
       tx_fill_value(r->b.o, r->b.p.o_type, r->b.o_len, POISON);
+      if (r->b.lse) tx_fill_value(r->b.lse, TXATTN_DTYPE_F32, r->b.lse_len, POISON);
       args[m] = (exec_arg){plans[m], &r->b.t};
       s = exec_plan(&args[m]);
     }
@@ -371,6 +414,7 @@ static void bench_settings(bench_run *r, const tx_bench_point *pt, size_t first,
       set_failed(&pt->res[idx[j]], st[j]);
     txattn_plan_free(plans[j]);
   }
+  for (size_t j = 0; j < m; j++) compare_serving(r, pt, idx[j], &pt->res[idx[j]]);
 }
 
 /* The entries from k on that are settings of the same kernel (adjacent by construction). */
@@ -443,8 +487,8 @@ static void types_text(const txattn_problem *p, char *buf, size_t size) {
 }
 
 static void print_header(const bench_run *r, const tx_bench_point *pt) {
-  char shape[192], types[160];
-  tx_problem_format(&pt->p, shape, sizeof shape);
+  char shape[400], types[160];
+  tx_bench_shape(&pt->p, &r->serving, shape, sizeof shape);
   types_text(&pt->p, types, sizeof types);
   int threads = r->setup.threads;
   printf("txtune bench: %s, %d thread%s\n", shape, threads, threads == 1 ? "" : "s");
@@ -487,8 +531,8 @@ static void print_sweep_header(const bench_run *r) {
 }
 
 static void print_point_header(const bench_run *r, const tx_bench_point *pt, size_t i) {
-  char shape[192];
-  tx_problem_format(&pt->p, shape, sizeof shape);
+  char shape[400];
+  tx_bench_shape(&pt->p, &r->serving, shape, sizeof shape);
   printf("\n[%zu/%zu] %s: %.4g visible pairs, %.4g GFLOP per call, %.4g MB of tensors, ", i + 1,
          r->n_pts, shape, pt->pairs, 1e-9 * pt->flops, 1e-6 * tx_buffers_bytes(&pt->p));
   if (pt->verified)
@@ -563,6 +607,7 @@ static void print_text(const bench_run *r, const tx_bench_point *pt) {
       printf("\n* the dispatcher's choice; x = median time / the named kernel's median time%s\n",
              pt->masked >= 0 ? "" : " (no masked.* kernel was measured)");
     if (!r->sweep && r->setup.tunables_given) print_tunables_note();
+    tx_bench_serving_print(&r->setup, pt, stdout);
     if (r->o.roof.enabled) print_roofline_fits(r, pt);
   } else {
     printf("\nno kernel could be measured%s\n", r->n_sel ? ":" : " ('txtune list' shows why)");
@@ -670,7 +715,8 @@ static int setup(bench_run *r) {
                               .threads = txattn_context_threads(r->ctx),
                               .reps = r->o.reps,
                               .min_time_ms = r->o.min_time_ms,
-                              .limit_s = r->o.limit_s};
+                              .limit_s = r->o.limit_s,
+                              .serving = &r->serving};
   double load[1];
   r->setup.load_before = getloadavg(load, 1) == 1 ? load[0] : NAN;
   r->progress = isatty(STDERR_FILENO);

@@ -106,9 +106,7 @@ static const tx_opt *find_opt(const tx_cmd_spec *spec, const char *name, size_t 
   return NULL;
 }
 
-/* strtoll without its traps: no empty string, no leading blanks or '+', no "-0", no trailing junk,
-   no silent saturation. */
-static int parse_int(const char *s, int64_t *out) {
+int tx_parse_int(const char *s, int64_t *out) {
   char *end;
   const char *digits = s[0] == '-' ? s + 1 : s;
   if (!(digits[0] >= '0' && digits[0] <= '9') || (digits != s && digits[0] == '0')) return 0;
@@ -131,7 +129,7 @@ static tx_args_result set_int(const tx_cmd_spec *spec, const tx_opt *o, const ch
     *(int64_t *)o->dest = TXATTN_UNBOUNDED;
     return TX_ARGS_OK;
   }
-  if (!parse_int(v, &x) || x < o->min || x > o->max) return range_error(spec, o, v);
+  if (!tx_parse_int(v, &x) || x < o->min || x > o->max) return range_error(spec, o, v);
   *(int64_t *)o->dest = x;
   return TX_ARGS_OK;
 }

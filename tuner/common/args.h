@@ -73,6 +73,9 @@ typedef struct tx_cmd_spec {
    else its exit status: TX_EXIT_OK after printing --help, TX_EXIT_USAGE after printing an error and
    the usage to stderr. */
 int tx_args_parse_cmd(const tx_cmd_spec *spec, int argc, char **argv);
+/* strtoll without its traps: no empty string, no leading blanks or '+', no "-0", no trailing junk,
+   no silent saturation. Returns 1 with *out, else 0. What every integer option is parsed with. */
+int tx_parse_int(const char *s, int64_t *out);
 /* For errors found after parsing (conflicting options): prints them like a parse error, returns 2.
  */
 int tx_args_usage_error(const tx_cmd_spec *spec, const char *fmt, ...)

@@ -146,6 +146,9 @@ void tx_buffers_fill(tx_buffers *b, uint64_t seed, float scale) {
 }
 
 void tx_buffers_free(tx_buffers *b) {
+  free(b->lse);
+  free(b->lse_ref);
+  free(b->kv_lens);
   free(b->q);
   free(b->k);
   free(b->v);
@@ -155,6 +158,57 @@ void tx_buffers_free(tx_buffers *b) {
 }
 
 txattn_status tx_buffers_reference(tx_buffers *b) {
+  if (b->lse_ref) /* a value no row's lse has: one the reference leaves unwritten fails */
+    tx_fill_value(b->lse_ref, TXATTN_DTYPE_F32, b->lse_len, 1.0e30f);
   txattn_status s = txattn_reference(&b->p, &b->t_ref);
   return s == TXATTN_OK ? txattn_error_bound(&b->p, &b->t_ref, &b->ref_bound) : s;
+}
+
+int tx_buffers_serving(tx_buffers *b, int lse, const int64_t *kv_lens, size_t n_seq, char *err,
+                       size_t err_size) {
+  const txattn_problem *p = &b->p;
+  b->p.struct_size = sizeof b->p;
+  b->t.struct_size = b->t_ref.struct_size = sizeof b->t;
+  b->p.lse = lse;
+  b->p.ragged = kv_lens != NULL;
+  if (kv_lens) {
+    if ((int64_t)n_seq != p->batch || !(b->kv_lens = malloc(n_seq * sizeof *b->kv_lens))) {
+      snprintf(err, err_size, "cannot hold %zu kv lengths for a batch of %lld", n_seq,
+               (long long)p->batch);
+      return -1;
+    }
+    memcpy(b->kv_lens, kv_lens, n_seq * sizeof *kv_lens);
+    b->t.kv_lens = b->t_ref.kv_lens = b->kv_lens;
+  }
+  if (!lse) return 0;
+  b->lse = alloc_tensor(p->batch, p->heads_q, p->n_q, 1, TXATTN_DTYPE_F32, &b->lse_len);
+  size_t len = 0;
+  if (b->o_ref) b->lse_ref = alloc_tensor(p->batch, p->heads_q, p->n_q, 1, TXATTN_DTYPE_F32, &len);
+  if (!b->lse || (b->o_ref && !b->lse_ref)) {
+    snprintf(err, err_size, "cannot allocate the log-sum-exp (%zu floats)", b->lse_len);
+    return -1;
+  }
+  b->lse_str = strides(b->kind, p->heads_q, p->n_q, 1);
+  b->t.lse = b->lse;
+  b->t_ref.lse = b->lse_ref;
+  if (b->kind != TX_LAYOUT_CONTIGUOUS) b->t.lse_layout = b->t_ref.lse_layout = b->lse_str;
+  return 0;
+}
+
+txattn_problem tx_buffers_sequence(const tx_buffers *b, int64_t batch) {
+  txattn_problem s = b->p;
+  if (b->p.ragged && b->kv_lens) s.n_kv = b->kv_lens[batch];
+  return s;
+}
+
+void tx_buffers_fill_padding(tx_buffers *b, float value) {
+  const txattn_problem *p = &b->p;
+  for (int64_t bb = 0; b->kv_lens && bb < p->batch; bb++)
+    for (int64_t h = 0; h < p->heads_kv; h++)
+      for (int64_t j = b->kv_lens[bb]; j < p->n_kv; j++) {
+        for (int64_t c = 0; c < p->d_qk; c++)
+          tx_elem_put(b->k, p->k_type, &b->k_str, bb, h, j, c, value);
+        for (int64_t c = 0; c < p->d_v; c++)
+          tx_elem_put(b->v, p->v_type, &b->v_str, bb, h, j, c, value);
+      }
 }

@@ -24,6 +24,13 @@ typedef struct tx_buffers {
   txattn_tensors t;                         /* what kernels get */
   txattn_tensors t_ref;                     /* the same inputs with o_ref as output */
   double ref_bound; /* txattn_error_bound of the inputs, set with o_ref by tx_buffers_reference */
+  /* Serving calls (tx_buffers_serving): with p.lse, lse (and lse_ref beside o_ref) of
+     [batch][heads_q][n_q] floats, laid out by lse_str ([b][n][h] for an interleaved kind); with
+     p.ragged, kv_lens[batch] (every q_len is n_q). NULL otherwise. */
+  float *lse, *lse_ref;
+  size_t lse_len;
+  txattn_layout lse_str;
+  int64_t *kv_lens;
 } tx_buffers;
 
 /* p must be resolved. Returns 0, or -1 with the reason in err. */
@@ -33,6 +40,16 @@ int tx_buffers_alloc(tx_buffers *b, const txattn_problem *p, tx_layout_kind kind
    rounded to its tensor's type (to nearest, ties to even). */
 void tx_buffers_fill(tx_buffers *b, uint64_t seed, float scale);
 void tx_buffers_free(tx_buffers *b);
+/* After tx_buffers_alloc: sets b->p.lse (and allocates lse, and lse_ref where there is o_ref) and,
+   with kv_lens (n_seq of them, n_seq = the batch, each 0..n_kv), b->p.ragged with a copy of them;
+   t and t_ref point at them. Returns 0, or -1 with the reason in err. */
+int tx_buffers_serving(tx_buffers *b, int lse, const int64_t *kv_lens, size_t n_seq, char *err,
+                       size_t err_size);
+/* Sequence b's own problem: n_kv its kv_len when ragged, else the problem. */
+txattn_problem tx_buffers_sequence(const tx_buffers *b, int64_t batch);
+/* Every element of the K and V rows past each sequence's kv_len set to value (a NaN there makes
+   a kernel that reads keys it must not read fail). */
+void tx_buffers_fill_padding(tx_buffers *b, float value);
 /* o_ref = txattn_reference of the inputs as they are now (rounded once to o's type), and ref_bound
    = their txattn_error_bound, which every kernel's output is held to (tx_verify). */
 txattn_status tx_buffers_reference(tx_buffers *b);

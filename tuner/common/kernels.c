@@ -40,10 +40,21 @@ int tx_kernels_select(const tx_cmd_spec *spec, const txattn_context *ctx, const 
 }
 
 void tx_kernel_flags_text(unsigned flags, char *buf, size_t size) {
-  snprintf(buf, size, "%s%s%s", flags & TXATTN_KERNEL_THREADED ? "threaded" : "",
-           (flags & TXATTN_KERNEL_THREADED) && (flags & TXATTN_KERNEL_SPARSE) ? "," : "",
-           flags & TXATTN_KERNEL_SPARSE ? "sparse" : "");
-  if (!*buf) snprintf(buf, size, "-");
+  static const struct {
+    unsigned flag;
+    const char *name;
+  } names[] = {{TXATTN_KERNEL_THREADED, "threaded"},
+               {TXATTN_KERNEL_SPARSE, "sparse"},
+               {TXATTN_KERNEL_LSE, "lse"},
+               {TXATTN_KERNEL_RAGGED, "ragged"}};
+  size_t len = 0;
+  if (size) buf[0] = '\0';
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    if (!(flags & names[i].flag) || len >= size) continue;
+    int w = snprintf(buf + len, size - len, "%s%s", len ? "," : "", names[i].name);
+    if (w > 0) len += (size_t)w;
+  }
+  if (size && !*buf) snprintf(buf, size, "-");
 }
 
 /* core/loader.c says "it does not take f16 k" (or "make ... o") when a kernel's descriptor lacks a

@@ -18,8 +18,8 @@ static double max_abs_v(const tx_buffers *b) {
   const txattn_problem *p = &b->p;
   double m = 0;
   for (int64_t bb = 0; bb < p->batch; bb++)
-    for (int64_t h = 0; h < p->heads_kv; h++)
-      for (int64_t j = 0; j < p->n_kv; j++)
+    for (int64_t h = 0, n_kv = tx_buffers_sequence(b, bb).n_kv; h < p->heads_kv; h++)
+      for (int64_t j = 0; j < n_kv; j++)
         for (int64_t c = 0; c < p->d_v; c++) {
           double x = fabs((double)tx_elem_at(b->v, p->v_type, &b->v_str, bb, h, j, c));
           if (x > m) m = x; /* NaN compares false: skipped */
@@ -96,12 +96,80 @@ static void widen_row(const tx_buffers *b, const void *o, int64_t bb, int64_t h,
     row[c] = tx_elem_at(o, b->p.o_type, &b->o_str, bb, h, i, c);
 }
 
+double tx_lse_bound(double l_scores, int64_t d_qk, double lse_ref) {
+  double scores = (3.0 + sqrt((double)d_qk)) * 0x1p-24 * l_scores;
+  return fmax(TXATTN_EXACT_TOLERANCE, scores) + 16 * 0x1p-24 * (l_scores + fabs(lse_ref));
+}
+
+static double max_row_norm(const void *x, txattn_dtype t, const txattn_layout *l,
+                           const tx_buffers *b, int64_t heads, int keys, int64_t dim) {
+  double m = 0;
+  for (int64_t bb = 0; bb < b->p.batch; bb++) {
+    int64_t rows = keys ? tx_buffers_sequence(b, bb).n_kv : b->p.n_q;
+    for (int64_t h = 0; h < heads; h++)
+      for (int64_t i = 0; i < rows; i++) {
+        double ss = 0;
+        for (int64_t c = 0; c < dim; c++) {
+          double e = (double)tx_elem_at(x, t, l, bb, h, i, c);
+          ss += e * e;
+        }
+        if (ss > m) m = ss; /* NaN compares false: skipped */
+      }
+  }
+  return sqrt(m);
+}
+
+/* |scale| * max|q row| * max|k row|: at least every visible pair's sum_c |q_c k_c|. */
+static double score_scale(const tx_buffers *b) {
+  const txattn_problem *p = &b->p;
+  return fabs((double)p->scale) *
+         max_row_norm(b->q, p->q_type, &b->q_str, b, p->heads_q, 0, p->d_qk) *
+         max_row_norm(b->k, p->k_type, &b->k_str, b, p->heads_kv, 1, p->d_qk);
+}
+
+static float lse_at(const tx_buffers *b, const float *lse, int64_t bb, int64_t h, int64_t i) {
+  return lse[bb * b->lse_str.batch + h * b->lse_str.head + i * b->lse_str.row];
+}
+
+/* Row (bb, h, i)'s lse: the contract's rules, then against the reference's. */
+static void check_lse(const tx_buffers *b, const float *lse, const float *lse_ref, int empty,
+                      int nan_in_k, double l_scores, tx_verdict *v, int64_t bb, int64_t h,
+                      int64_t i) {
+  const float x = lse_at(b, lse, bb, h, i);
+  if (empty) {
+    if (!(isinf(x) && x < 0))
+      violation(v, bb, h, i, "no visible key but lse is %g, not -inf", (double)x);
+    return;
+  }
+  if (nan_in_k) return; /* the scores are NaN: the contract says nothing of lse */
+  if (!isfinite(x)) {
+    violation(v, bb, h, i, "lse is %g", (double)x);
+    return;
+  }
+  if (!lse_ref) return;
+  const double r = (double)lse_at(b, lse_ref, bb, h, i);
+  if (!isfinite(r)) return; /* the reference broke the contract: its own check says so */
+  const double d = fabs((double)x - r), bound = tx_lse_bound(l_scores, b->p.d_qk, r);
+  if (d > v->lse_error || isnan(v->lse_error)) v->lse_error = d;
+  if (d / bound > v->lse_ratio || isnan(v->lse_ratio)) {
+    v->lse_ratio = d / bound;
+    v->lse_bound = bound;
+    v->worst_lse[0] = bb, v->worst_lse[1] = h, v->worst_lse[2] = i;
+  }
+}
+
 void tx_verify(const tx_buffers *b, const void *o, const void *ref, const tx_nan_site *site,
                tx_verdict *out) {
   const txattn_problem *p = &b->p;
   out->violations = 0;
   out->first[0] = '\0';
   for (int x = 0; x < 4; x++) out->worst[x] = 0;
+  for (int x = 0; x < 3; x++) out->worst_lse[x] = 0;
+  out->lse_error = out->lse_ratio = out->lse_bound = NAN;
+  const float *lse = !p->lse ? NULL : o == b->o_ref ? b->lse_ref : b->lse;
+  const float *lse_ref = p->lse && ref ? b->lse_ref : NULL;
+  const double l_scores = lse ? score_scale(b) : 0;
+  if (lse) out->lse_error = out->lse_ratio = 0;
   double max_diff = 0;
   /* both outputs are in o's type: compared as the values they hold (the bound has the rounding) */
   float *row = malloc(2 * (size_t)p->d_v * sizeof *row), *ref_row = row + p->d_v;
@@ -110,11 +178,17 @@ void tx_verify(const tx_buffers *b, const void *o, const void *ref, const tx_nan
     out->error = out->bound = out->rel_error = out->tolerance = out->scaled_error = NAN;
     return;
   }
-  for (int64_t bb = 0; bb < p->batch; bb++)
+  for (int64_t bb = 0; bb < p->batch; bb++) {
+    const txattn_problem seq = tx_buffers_sequence(b, bb); /* its own kv_len when ragged */
     for (int64_t h = 0; h < p->heads_q; h++)
       for (int64_t i = 0; i < p->n_q; i++) {
         int64_t lo, hi;
-        txattn_visible_range(p, i, &lo, &hi);
+        txattn_visible_range(&seq, i, &lo, &hi);
+        if (lse) {
+          const tx_nan_site *k_site = site && site->where == TX_NAN_IN_K ? site : NULL;
+          check_lse(b, lse, lse_ref, lo >= hi, sees_nan(p, k_site, bb, h, lo, hi), l_scores, out,
+                    bb, h, i);
+        }
         widen_row(b, o, bb, h, i, row);
         if (!check_row(row, p->d_v, lo >= hi, sees_nan(p, site, bb, h, lo, hi), out, bb, h, i) ||
             !ref)
@@ -127,6 +201,7 @@ void tx_verify(const tx_buffers *b, const void *o, const void *ref, const tx_nan
           out->worst[0] = bb, out->worst[1] = h, out->worst[2] = i, out->worst[3] = col;
         }
       }
+  }
   free(row);
   double max_v = max_abs_v(b), bound = ref ? b->ref_bound : NAN;
   out->error = ref ? max_diff : NAN;
@@ -137,18 +212,22 @@ void tx_verify(const tx_buffers *b, const void *o, const void *ref, const tx_nan
 }
 
 int tx_verdict_pass(const tx_verdict *v) {
-  return v->violations == 0 && !(v->error > v->bound);
+  return v->violations == 0 && !(v->error > v->bound) && !(v->lse_ratio > 1);
 }
 
 void tx_verdict_explain(const tx_verdict *v, char *buf, size_t size) {
   if (v->violations)
     snprintf(buf, size, "%s%s", v->first, v->violations > 1 ? " (and more rows)" : "");
-  else if (!tx_verdict_pass(v))
+  else if (v->error > v->bound)
     snprintf(buf, size,
              "error %.2e above the bound %.2e (relative to max|V|), worst at batch %lld head %lld "
              "row %lld column %lld",
              v->rel_error, v->tolerance, (long long)v->worst[0], (long long)v->worst[1],
              (long long)v->worst[2], (long long)v->worst[3]);
+  else if (v->lse_ratio > 1)
+    snprintf(buf, size, "lse error %.2e above its bound %.2e at batch %lld head %lld row %lld",
+             v->lse_ratio * v->lse_bound, v->lse_bound, (long long)v->worst_lse[0],
+             (long long)v->worst_lse[1], (long long)v->worst_lse[2]);
   else
     snprintf(buf, size, "%s", "");
 }

@@ -1,5 +1,6 @@
 #include "battery.h"
 
+#include <math.h>
 #include <stdio.h>
 
 #include "problem_cli.h"
@@ -142,15 +143,25 @@ const tx_case *tx_battery_get(size_t i) {
   return i < tx_battery_size() ? &cases[i] : NULL;
 }
 
-int tx_case_prepare(const tx_case *c, size_t index, const tx_dtypes *types, tx_buffers *b,
-                    char *err, size_t err_size) {
+int tx_case_prepare(const tx_case *c, size_t index, const tx_dtypes *types, const tx_serving *sv,
+                    tx_buffers *b, char *err, size_t err_size) {
   txattn_problem p, typed = c->p;
+  const int ragged = sv && sv->n > 0, lse = sv && sv->lse;
   tx_dtypes_apply(types, &typed);
+  if (ragged) {
+    typed.batch = (int64_t)sv->n;
+    typed.n_kv = sv->max_kv > 0 ? sv->max_kv : 1;
+  }
   if (txattn_problem_resolve(&typed, &p) != TXATTN_OK) {
     snprintf(err, err_size, "battery shape %zu is invalid: %s", index, txattn_last_error());
     return -1;
   }
   if (tx_buffers_alloc(b, &p, c->layout, 1, err, err_size) != 0) return -1;
+  if ((ragged || lse) && tx_buffers_serving(b, lse, ragged ? sv->kv_lens : NULL, ragged ? sv->n : 0,
+                                            err, err_size) != 0) {
+    tx_buffers_free(b);
+    return -1;
+  }
   tx_buffers_fill(b, UINT64_C(0x7478747565) + index, c->input_scale != 0 ? c->input_scale : 1.0f);
   if (c->outlier != 0) {
     for (int64_t bb = 0; bb < p.batch; bb++) {
@@ -162,8 +173,17 @@ int tx_case_prepare(const tx_case *c, size_t index, const tx_dtypes *types, tx_b
           tx_elem_put(b->k, p.k_type, &b->k_str, bb, h, j, 0, c->outlier);
     }
   }
-  tx_plant_nan(b, &c->nan);
+  if (ragged) tx_buffers_fill_padding(b, NAN);
+  tx_nan_site site = tx_case_nan(c, b);
+  tx_plant_nan(b, &site);
   return 0;
+}
+
+tx_nan_site tx_case_nan(const tx_case *c, const tx_buffers *b) {
+  tx_nan_site site = c->nan;
+  if (site.batch >= b->p.batch || site.key >= tx_buffers_sequence(b, site.batch).n_kv)
+    site.where = TX_NAN_NONE;
+  return site;
 }
 
 void tx_case_format(const tx_case *c, char *buf, size_t size) {

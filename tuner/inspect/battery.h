@@ -8,6 +8,7 @@
 
 #include "buffers.h"
 #include "problem_cli.h"
+#include "serving_cli.h"
 #include "verify.h"
 
 typedef struct tx_case {
@@ -26,9 +27,15 @@ const tx_case *tx_battery_get(size_t i);
 
 /* Allocates the case's tensors in the element types `types` (b->p: the case resolved, in them),
    fills them (seeded by the case's index, so every run sees the same data, rounded to the types)
-   and plants the NaN. Returns 0, or -1 with the reason in err. */
-int tx_case_prepare(const tx_case *c, size_t index, const tx_dtypes *types, tx_buffers *b,
-                    char *err, size_t err_size);
+   and plants the NaN. With sv (NULL: none) the call has sv->lse and, with kv lengths, is ragged:
+   a batch of one sequence per length with the case's n_q queries each, n_kv the longest, the keys
+   past each kv_len NaN (so that reading one fails), a NaN site outside the batch dropped. Returns
+   0, or -1 with the reason in err. */
+int tx_case_prepare(const tx_case *c, size_t index, const tx_dtypes *types, const tx_serving *sv,
+                    tx_buffers *b, char *err, size_t err_size);
+/* The NaN the case plants in b (prepared by tx_case_prepare): its site, or none when a ragged
+   batch left it out. */
+tx_nan_site tx_case_nan(const tx_case *c, const tx_buffers *b);
 /* The problem's text plus what else the case varies: "n=65 d=64 causal [b,n,h,d] x100". */
 #define TX_CASE_TEXT_MAX 160
 void tx_case_format(const tx_case *c, char *buf, size_t size);

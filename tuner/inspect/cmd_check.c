@@ -15,6 +15,7 @@
 #include "problem_cli.h"
 #include "text_table.h"
 #include "timing.h"
+#include "txattn/plugin.h"
 #include "verify.h"
 
 /* Written into every output before a kernel runs: a value no kernel computes (Inf in f16), so rows
@@ -32,6 +33,7 @@ typedef struct check_opts {
   tx_strlist kernels;
   int quick, verbose, json;
   const char *dtype;
+  tx_serving_args serving;
   tx_context_args ctx;
 } check_opts;
 
@@ -40,13 +42,14 @@ typedef enum outcome { OUT_PASS, OUT_FAIL, OUT_SKIP } outcome;
 typedef struct result { /* one kernel on one shape */
   size_t case_index, kernel;
   outcome out;
-  double rel_error;
+  double rel_error, lse_error; /* lse_error: with --lse, max|lse - lse_ref|; else NaN */
   char msg[320];
 } result;
 
 typedef struct kstat { /* one kernel over the battery, in one type combination */
   int64_t run, skipped, failed;
-  double max_error; /* -1 until a shape was compared */
+  double max_error;     /* -1 until a shape was compared */
+  double max_lse_error; /* with --lse: over the shapes compared; -1 until one was */
   size_t worst_case;
   const result *first_failure;
 } kstat;
@@ -68,9 +71,10 @@ typedef struct combo {
 
 typedef struct check_run {
   check_opts o;
-  tx_opt run_opts[5], ctx_opts[TX_CONTEXT_N_OPTS];
-  tx_opt_group groups[2];
+  tx_opt run_opts[5], serving_opts[TX_SERVING_N_OPTS], ctx_opts[TX_CONTEXT_N_OPTS];
+  tx_opt_group groups[3];
   tx_cmd_spec spec;
+  tx_serving serving; /* --kv-lens and --lse */
   txattn_context *ctx;
   tx_kernel_sel *sel;
   size_t n_sel, n_cases;
@@ -86,7 +90,10 @@ static const char about[] =
     "tensors of those element types (f32, f16, bf16: one for all four, Q,K,V,O, or kv=T for K and\n"
     "V with q and o f32); --dtype all in f32, kv=f16, kv=bf16, f16, bf16 and\n"
     "q,k,v,o=f32,bf16,f16,f16. A kernel that does not take the types is listed as declining them,\n"
-    "not as failing. What passes: docs/inspect.md.\n"
+    "not as failing. --lse also checks the log-sum-exp of every row (a kernel without\n"
+    "TXATTN_KERNEL_LSE declines it); --kv-lens L1,L2,... makes every shape a ragged batch of\n"
+    "one sequence per length, each with the shape's queries against its L keys (the keys past\n"
+    "L are NaN, so reading one fails). What passes: docs/inspect.md.\n"
     "Exit status: 0 all passed; 1 a kernel failed or could not be checked; 2 usage error.";
 
 /* Returns -1 to go on, else the exit code (help printed, or a usage error). */
@@ -101,14 +108,19 @@ static int parse(check_run *r, int argc, char **argv) {
   r->run_opts[4] = tx_opt_flag("json", &o->json, "one JSON object on stdout");
   tx_context_args_init(&o->ctx);
   tx_context_opts(&o->ctx, r->ctx_opts);
+  tx_serving_args_init(&o->serving);
+  tx_serving_opts(&o->serving, r->serving_opts);
+  r->serving_opts[0].help = "every shape as a ragged batch: a sequence per length (0 allowed)";
   r->groups[0] = (tx_opt_group){"Options", r->run_opts, 5};
-  r->groups[1] = (tx_opt_group){"Library", r->ctx_opts, TX_CONTEXT_N_OPTS};
+  r->groups[1] = (tx_opt_group){"Serving calls", r->serving_opts, TX_SERVING_N_OPTS};
+  r->groups[2] = (tx_opt_group){"Library", r->ctx_opts, TX_CONTEXT_N_OPTS};
   r->spec = (tx_cmd_spec){"check",
-                          "[--kernel NAME] [--quick] [--dtype TYPES|all] [--verbose] [--threads T] "
-                          "[--json]",
-                          about, r->groups, 2};
+                          "[--kernel NAME] [--quick] [--dtype TYPES|all] [--kv-lens L1,L2,...] "
+                          "[--lse] [--verbose] [--threads T] [--json]",
+                          about, r->groups, 3};
   int rc = tx_args_parse_cmd(&r->spec, argc, argv);
   if (rc >= 0) return rc;
+  if ((rc = tx_serving_from_args(&r->spec, &o->serving, &r->serving)) != 0) return rc;
   const char *one = o->dtype ? o->dtype : "f32";
   int all = strcmp(one, "all") == 0;
   r->n_combos = all ? N_ALL_TYPES : 1;
@@ -159,6 +171,8 @@ static void record(check_run *r, combo *c, result *res) {
   } else {
     k->run++;
     if (res->out == OUT_FAIL && k->failed++ == 0) k->first_failure = res;
+    if (isfinite(res->lse_error) && res->lse_error > k->max_lse_error)
+      k->max_lse_error = res->lse_error;
     if (isfinite(res->rel_error) && res->rel_error > k->max_error) {
       k->max_error = res->rel_error;
       k->worst_case = res->case_index;
@@ -172,6 +186,7 @@ static void check_kernel(check_run *r, const tx_case *c, tx_buffers *b, result *
   const char *name = r->sel[res->kernel].info.name;
   txattn_plan *plan = NULL;
   tx_fill_value(b->o, b->p.o_type, b->o_len, POISON);
+  if (b->lse) tx_fill_value(b->lse, TXATTN_DTYPE_F32, b->lse_len, POISON);
   txattn_status s = txattn_plan_create(r->ctx, &b->p, name, &plan);
   if (s == TXATTN_E_UNSUPPORTED) {
     res->out = OUT_SKIP;
@@ -184,8 +199,10 @@ static void check_kernel(check_run *r, const tx_case *c, tx_buffers *b, result *
     snprintf(res->msg, sizeof res->msg, "%s: %s", txattn_status_name(s), txattn_last_error());
   } else {
     tx_verdict v;
-    tx_verify(b, b->o, b->o_ref, &c->nan, &v);
+    tx_nan_site site = tx_case_nan(c, b);
+    tx_verify(b, b->o, b->o_ref, &site, &v);
     res->rel_error = v.rel_error;
+    res->lse_error = v.lse_error;
     res->out = tx_verdict_pass(&v) ? OUT_PASS : OUT_FAIL;
     tx_verdict_explain(&v, res->msg, sizeof res->msg);
   }
@@ -200,7 +217,8 @@ static int reference_ok(check_run *r, combo *co, const tx_case *c, size_t index,
     snprintf(why, sizeof why, "%s: %s", txattn_status_name(s), txattn_last_error());
   } else {
     tx_verdict v;
-    tx_verify(b, b->o_ref, NULL, &c->nan, &v);
+    tx_nan_site site = tx_case_nan(c, b);
+    tx_verify(b, b->o_ref, NULL, &site, &v);
     if (v.violations == 0) return 1;
     snprintf(why, sizeof why, "%s", v.first);
   }
@@ -211,6 +229,10 @@ static int reference_ok(check_run *r, combo *co, const tx_case *c, size_t index,
   return 0;
 }
 
+static const tx_serving *serving_of(const check_run *r) {
+  return r->serving.n || r->serving.lse ? &r->serving : NULL;
+}
+
 static int runs(const check_run *r, const combo *c, size_t k) {
   return r->sel[k].info.usable && !c->declines[k];
 }
@@ -219,7 +241,7 @@ static int run_case(check_run *r, combo *co, size_t index) {
   const tx_case *c = tx_battery_get(index);
   tx_buffers b;
   char err[256];
-  if (tx_case_prepare(c, index, &co->types, &b, err, sizeof err) != 0) {
+  if (tx_case_prepare(c, index, &co->types, serving_of(r), &b, err, sizeof err) != 0) {
     fprintf(stderr, "txtune check: %s\n", err);
     return -1;
   }
@@ -227,7 +249,7 @@ static int run_case(check_run *r, combo *co, size_t index) {
     for (size_t k = 0; k < r->n_sel; k++) {
       if (!runs(r, co, k)) continue;
       result *res = &co->results[co->n_results++];
-      *res = (result){.case_index = index, .kernel = k, .rel_error = NAN};
+      *res = (result){.case_index = index, .kernel = k, .rel_error = NAN, .lse_error = NAN};
       check_kernel(r, c, &b, res);
       record(r, co, res);
     }
@@ -303,7 +325,9 @@ static void summary_row(const check_run *r, const combo *c, tx_table *t, size_t 
     return;
   }
   if (c->declines[k]) {
-    const char *cells[] = {info->name, NULL, NULL, NULL, NULL, "declines the types"};
+    const int lse = strncmp(c->declines_why[k], "it does not write lse", 21) == 0;
+    const char *cells[] = {info->name, NULL, NULL,
+                           NULL,       NULL, lse ? "declines lse" : "declines the types"};
     tx_table_add(t, cells);
     tx_table_note(t, "%s", c->declines_why[k]);
     return;
@@ -369,7 +393,8 @@ static void print_text(const check_run *r, double seconds) {
   if (n_usable_of(r) == 0)
     printf("\nFAIL: no usable kernel to check (see 'txtune list')\n");
   else if (n_checked == 0)
-    printf("\nFAIL: every kernel checked declines the types%s: nothing was run\n", in);
+    printf("\nFAIL: every kernel checked declines the types%s%s: nothing was run\n", in,
+           r->serving.lse ? " or lse" : "");
   else if (pass)
     printf("\nPASS: %zu kernel%s exact on %zu shapes%s (%.1f s)\n", n_kernels,
            n_kernels == 1 ? "" : "s", count_selected(r), in, seconds);
@@ -396,6 +421,8 @@ static void json_kernel(tx_json *j, const check_run *r, const combo *c, size_t k
   tx_json_kv_int(j, "failed", s->failed);
   int compared = s->max_error >= 0;
   tx_json_kv_double(j, "max_rel_error", compared ? s->max_error : NAN);
+  if (r->serving.lse)
+    tx_json_kv_double(j, "max_lse_error", s->max_lse_error >= 0 ? s->max_lse_error : NAN);
   if (compared) tx_case_format(tx_battery_get(s->worst_case), worst, sizeof worst);
   tx_json_kv_string(j, "worst_shape", compared ? worst : NULL);
   char label[TX_CASE_TEXT_MAX];
@@ -454,6 +481,15 @@ static void print_json(const check_run *r, double seconds) {
   tx_json_kv_int(&j, "threads", txattn_context_threads(r->ctx));
   tx_json_kv_bool(&j, "quick", r->o.quick);
   tx_json_kv_int(&j, "shapes", (int64_t)count_selected(r));
+  tx_json_kv_bool(&j, "lse", r->serving.lse);
+  tx_json_key(&j, "kv_lens"); /* null: not ragged */
+  if (r->serving.n) {
+    tx_json_begin_array(&j);
+    for (size_t i = 0; i < r->serving.n; i++) tx_json_int(&j, r->serving.kv_lens[i]);
+    tx_json_end_array(&j);
+  } else {
+    tx_json_null(&j);
+  }
   tx_json_kv_double(&j, "seconds", seconds);
   if (single(r)) {
     json_combo(&j, r, &r->combos[0]);
@@ -473,15 +509,23 @@ static void print_json(const check_run *r, double seconds) {
   tx_json_finish(&j);
 }
 
-/* Which usable kernels the library refuses the combination's types, asked on the first shape. */
+/* Which usable kernels the library refuses the combination's types, asked on the first shape;
+   with --lse, also those that do not write lse (no TXATTN_KERNEL_LSE), which the library refuses
+   such a call. */
 static void find_declines(check_run *r, combo *c) {
   txattn_problem p;
   txattn_problem_resolve(&tx_battery_get(0)->p, &p);
   tx_dtypes_apply(&c->types, &p);
   for (size_t k = 0; k < r->n_sel; k++) {
     if (!r->sel[k].info.usable) continue;
-    c->declines[k] = (unsigned char)tx_kernel_declines_types(
-        r->ctx, r->sel[k].info.name, &p, c->declines_why[k], sizeof c->declines_why[k]);
+    if (r->serving.lse && !(r->sel[k].info.flags & TXATTN_KERNEL_LSE)) {
+      c->declines[k] = 1;
+      snprintf(c->declines_why[k], sizeof c->declines_why[k],
+               "it does not write lse (no TXATTN_KERNEL_LSE)");
+    } else {
+      c->declines[k] = (unsigned char)tx_kernel_declines_types(
+          r->ctx, r->sel[k].info.name, &p, c->declines_why[k], sizeof c->declines_why[k]);
+    }
     c->n_takes += !c->declines[k];
   }
 }
@@ -493,7 +537,8 @@ static int combo_alloc(check_run *r, combo *c) {
   c->declines = calloc(n, 1);
   c->declines_why = calloc(n, sizeof *c->declines_why);
   if (!c->stats || !c->results || !c->declines || !c->declines_why) return -1;
-  for (size_t k = 0; k < r->n_sel; k++) c->stats[k].max_error = -1; /* none yet */
+  for (size_t k = 0; k < r->n_sel; k++) /* none yet */
+    c->stats[k].max_error = c->stats[k].max_lse_error = -1;
   return 0;
 }
 
@@ -538,6 +583,14 @@ static int run_battery(check_run *r) {
            single(r) && tx_dtypes_all_f32(&r->combos[0].types)
                ? ""
                : " (+ an ulp of o's type at max|V| for a 16-bit o)");
+    char kv[400];
+    tx_serving_format(&r->serving, kv, sizeof kv);
+    if (*kv)
+      printf("  serving calls:%s%s%s\n", kv,
+             r->serving.n ? "; every shape a ragged batch, one sequence per length with the "
+                            "shape's n_q queries"
+                          : "",
+             r->serving.lse ? "; lse within |scale| max|q| max|k| as L of the bound, + 4 ulp" : "");
   }
   double t0 = tx_clock();
   for (size_t i = 0; i < r->n_combos && n_usable_of(r); i++) {

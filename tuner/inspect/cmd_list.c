@@ -40,6 +40,8 @@ static int parse(list_run *r, int argc, char **argv) {
   return tx_args_parse_cmd(&r->spec, argc, argv);
 }
 
+static const char *safe(const char *s, char *buf, size_t size);
+
 /* The directories the files came from: the search path resolved, as far as the API shows it. */
 static void print_dirs(const txattn_context *ctx) {
   char seen[16][512];
@@ -63,7 +65,9 @@ static void print_dirs(const txattn_context *ctx) {
     while (j < n_seen && strcmp(seen[j], dir) != 0) j++;
     if (j == n_seen) {
       snprintf(seen[n_seen++], sizeof seen[0], "%s", dir);
-      printf("%s %s\n", n_seen == 1 ? "plugin files found in:" : "                      ", dir);
+      char shown[2048];
+      printf("%s %s\n", n_seen == 1 ? "plugin files found in:" : "                      ",
+             safe(dir, shown, sizeof shown));
     }
   }
 }
@@ -72,8 +76,9 @@ static void print_header(const list_run *r) {
   const char *path, *source = tx_plugin_path_source(&r->ctx_args, &path);
   printf("txtune %s with libtxattn %s (plugin ABI %u), %d threads\n", TXATTN_VERSION_STRING,
          txattn_version_string(), TXATTN_PLUGIN_ABI_VERSION, txattn_context_threads(r->ctx));
+  char shown[4096];
   if (path)
-    printf("plugin path (%s): %s\n", source, path);
+    printf("plugin path (%s): %s\n", source, safe(path, shown, sizeof shown));
   else
     printf("plugin path: %s\n", source);
   print_dirs(r->ctx);

@@ -108,8 +108,8 @@ static const char *fault_word(prof_fault f) {
 
 /* A candidate excluded for what its kernel did on a check: counted per kernel, and said on stderr
    the first time (a hang or a print leaves the kernel out of the rest of the profile). */
-static void note_fault(profile_run *r, const prof_grid_class *gc, int64_t rr, const prof_cand *c,
-                       prof_fault fault, const char *why) {
+static void note_fault(profile_run *r, const prof_grid_class *gc, int64_t n, int64_t rr,
+                       const prof_cand *c, prof_fault fault, const char *why) {
   size_t k = 0;
   while (k < r->n_faulty && strcmp(r->faulty[k].name, c->name) != 0) k++;
   if (k == r->n_faulty) {
@@ -117,12 +117,12 @@ static void note_fault(profile_run *r, const prof_grid_class *gc, int64_t rr, co
     prof_faulty_kernel *f = &r->faulty[r->n_faulty++];
     snprintf(f->name, sizeof f->name, "%s", c->name);
     f->fault = fault;
-    describe_point(gc, prof_policy.check_n, rr, f->first_at, sizeof f->first_at);
+    describe_point(gc, n, rr, f->first_at, sizeof f->first_at);
     snprintf(f->first_why, sizeof f->first_why, "%s", why);
     r->n_faulty_by[fault]++;
     prof_progress_end(&r->prog);
     fprintf(stderr, "txtune profile: %s in %s: %s; %s\n", c->name, f->first_at, why,
-            fault == PROF_FAULT_HUNG || fault == PROF_FAULT_PRINTS
+            fault == PROF_FAULT_HUNG || fault == PROF_FAULT_PRINTS || n != prof_policy.check_n
                 ? "it is left out of the rest of the profile"
                 : "it is excluded wherever it does so and the profile goes on");
   }
@@ -251,7 +251,8 @@ static size_t keep_exact(profile_run *r, prof_grid_class *gc, int64_t rr, prof_c
                                     sizeof why, &fresh);
     if (v == 0 && fresh) {
       add_exclusion(r, gc, small.n_kv, rr, &c[i], err, why, fault);
-      if (fault != PROF_FAULT_INEXACT) note_fault(r, gc, rr, &c[i], fault, why);
+      if (fault != PROF_FAULT_INEXACT)
+        note_fault(r, gc, prof_policy.check_n, rr, &c[i], fault, why);
     }
     *inexact += v == 0 && fault == PROF_FAULT_INEXACT;
     *faulty += v == 0 && fault != PROF_FAULT_INEXACT;
@@ -261,6 +262,41 @@ static size_t keep_exact(profile_run *r, prof_grid_class *gc, int64_t rr, prof_c
     } else {
       txattn_plan_free(c[i].plan);
     }
+  }
+  return kept;
+}
+
+/* The third-party candidates (not shipped with libtxattn) that survive their first call at the
+   point p in the check process (prof_trial_run), with check_timeout plus ten times the call's
+   predicted time to answer; one that crashes, hangs or prints there is excluded, named for it and
+   left out of the rest of the profile. The shipped ones are kept as they are. *faulty gets the
+   number excluded. */
+static size_t keep_surviving(profile_run *r, prof_grid_class *gc, int64_t n, int64_t rr,
+                             const txattn_problem *p, prof_cand *c, size_t nc, size_t *faulty) {
+  txattn_context *ctx = r->g.ctx[gc->ctx];
+  size_t kept = 0;
+  *faulty = 0;
+  for (size_t i = 0; i < nc; i++) {
+    txattn_kernel_info info = TXATTN_KERNEL_INFO_INIT;
+    int v = 1;
+    prof_fault fault = PROF_FAULT_NONE;
+    char why[256];
+    if (txattn_kernel_get(ctx, c[i].kernel, &info) == TXATTN_OK && !prof_kernel_shipped(&info)) {
+      int cut;
+      double t = check_timeout(r, &cut), left = r->budget_s - prof_end_reserve(r) - prof_now_s(r);
+      double timeout = fmin(t + 10 * c[i].predict_s, fmax(left, 0.05));
+      prof_checks_timeout(r->checks, timeout, cut || timeout < t + 10 * c[i].predict_s);
+      v = prof_trial_run(r->checks, ctx, gc->id, p, &c[i], timeout, &fault, why, sizeof why);
+    }
+    if (v == 0) {
+      add_exclusion(r, gc, n, rr, &c[i], NAN, why, fault);
+      note_fault(r, gc, n, rr, &c[i], fault, why);
+      (*faulty)++;
+    }
+    if (v == 1)
+      c[kept++] = c[i];
+    else
+      txattn_plan_free(c[i].plan);
   }
   return kept;
 }
@@ -563,6 +599,9 @@ static void measure_point(profile_run *r, prof_at at) {
   if (pf.n > 0) plan_failures(r, gc, n, rr, &p, &pf, what);
   size_t inexact, faulty, inexact_here = 0;
   nc = keep_exact(r, gc, rr, c, plan_point(r, se, &w, c, nc), &inexact, &faulty);
+  size_t faulty_here;
+  nc = keep_surviving(r, gc, n, rr, &p, c, nc, &faulty_here);
+  faulty += faulty_here;
   int timed = nc > 0 ? time_point(r, gc, rr, &p, c, &nc, &inexact_here) : -2;
   inexact += inexact_here;
   if (timed == -2) {
@@ -706,16 +745,17 @@ static void say_classes_left_out(const profile_run *r, FILE *f) {
   }
 }
 
-/* The kernels excluded for crashing, hanging or printing on a check. */
+/* The kernels excluded for crashing, hanging or printing on a check or at a timed point. */
 static void say_faulty_kernels(const profile_run *r, FILE *f) {
   if (r->n_faulty == 0) return;
-  fprintf(f, "\nkernels excluded for what they did on a check (the table's exclusions list each "
-             "candidate):\n");
+  fprintf(f, "\nkernels excluded for what they did on a check or at a timed point (the table's "
+             "exclusions list each candidate):\n");
   for (size_t k = 0; k < r->n_faulty; k++) {
     const prof_faulty_kernel *x = &r->faulty[k];
     fprintf(f, "  %s: %zu candidate%s, the first in %s: %s%s\n", x->name, x->candidates,
             plural(x->candidates), x->first_at, x->first_why,
-            x->fault == PROF_FAULT_HUNG || x->fault == PROF_FAULT_PRINTS
+            x->fault == PROF_FAULT_HUNG || x->fault == PROF_FAULT_PRINTS ||
+                    strstr(x->first_why, "at a timed point") != NULL
                 ? "; left out of the rest of the profile"
                 : "");
   }

@@ -122,6 +122,15 @@ int prof_check(prof_checks *c, txattn_context *ctx, size_t cls, const txattn_pro
 int prof_check_fault(prof_checks *c, txattn_context *ctx, size_t cls, const txattn_problem *small,
                      const prof_cand *cand, double *err, prof_fault *fault, char *why,
                      size_t why_size, int *fresh);
+/* A third-party candidate (prof_kernel_shipped) before it is timed at the point p of class cls: its
+   first call there in the check process (prof_isolated_run), waiting timeout_s (the timeout of
+   prof_checks_timeout says whether the budget's end cut it). 1: time it here (it ran there, its
+   call failed, or no check process runs); 0: it crashed, hung or printed there (*fault, why), and
+   its kernel is left out of the rest of the profile; -1: no answer before the budget's end (drop
+   it here, no fault); -2: its kernel was left out before (*fault, why). */
+int prof_trial_run(prof_checks *c, txattn_context *ctx, size_t cls, const txattn_problem *p,
+                   const prof_cand *cand, double timeout_s, prof_fault *fault, char *why,
+                   size_t why_size);
 /* Records that cand, exact on its check, was found inexact at a larger point of its class (the
    sampled rows below): its later checks in the class and r of `small` fail with `why`. */
 void prof_check_mark_inexact(prof_checks *c, size_t cls, const txattn_problem *small,

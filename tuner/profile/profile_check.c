@@ -75,10 +75,12 @@ static const banned_kernel *banned(const prof_checks *c, const char *name) {
 }
 
 /* A kernel that hung or printed is left out from now on: it would cost every later check its
-   timeout, or print through the profile's own output when timed. */
-static void ban(prof_checks *c, const char *name, prof_fault fault, const char *why) {
-  if ((fault != PROF_FAULT_HUNG && fault != PROF_FAULT_PRINTS) || banned(c, name) ||
-      c->n_banned == MAX_BANNED)
+   timeout, or print through the profile's own output when timed; so is one that crashed at a
+   timed point (timed): its larger points would each cost a new check process. */
+static void ban(prof_checks *c, const char *name, prof_fault fault, const char *why, int timed) {
+  if ((fault != PROF_FAULT_HUNG && fault != PROF_FAULT_PRINTS &&
+       !(timed && fault == PROF_FAULT_CRASHED)) ||
+      banned(c, name) || c->n_banned == MAX_BANNED)
     return;
   banned_kernel *b = &c->banned[c->n_banned++];
   snprintf(b->name, sizeof b->name, "%s", name);
@@ -227,9 +229,11 @@ int prof_check_fault(prof_checks *c, txattn_context *ctx, size_t cls, const txat
       e->verdict = 0;
       e->fault = b->fault;
       e->err = NAN;
-      snprintf(e->why, sizeof e->why,
-               "left out of the rest of the profile: it %s on an earlier check",
-               b->fault == PROF_FAULT_HUNG ? "hung" : "printed to stdout");
+      snprintf(e->why, sizeof e->why, "left out of the rest of the profile: it %s",
+               b->fault == PROF_FAULT_HUNG ? "hung on an earlier check or timed point"
+               : b->fault == PROF_FAULT_CRASHED
+                   ? "crashed at a timed point"
+                   : "printed to stdout on an earlier check or timed point");
     } else {
       e->verdict = c->iso
                        ? prof_isolated_check(c->iso, c->timeout_s, txattn_context_threads(ctx), cls,
@@ -249,13 +253,35 @@ int prof_check_fault(prof_checks *c, txattn_context *ctx, size_t cls, const txat
         e->fault = PROF_FAULT_NONE;
         snprintf(e->why, sizeof e->why, "no answer on its check before the budget's end");
       }
-      ban(c, cand->name, e->fault, e->why);
+      ban(c, cand->name, e->fault, e->why, 0);
     }
   }
   *err = e->err;
   if (fault) *fault = e->fault;
   snprintf(why, why_size, "%s", e->why);
   return e->verdict;
+}
+
+int prof_trial_run(prof_checks *c, txattn_context *ctx, size_t cls, const txattn_problem *p,
+                   const prof_cand *cand, double timeout_s, prof_fault *fault, char *why,
+                   size_t why_size) {
+  *fault = PROF_FAULT_NONE;
+  if (banned(c, cand->name)) { /* since its check: the rest of its series */
+    *fault = banned(c, cand->name)->fault;
+    snprintf(why, why_size, "%s", banned(c, cand->name)->why);
+    return -2;
+  }
+  if (!c->iso) return 1;
+  int v = prof_isolated_run(c->iso, timeout_s, txattn_context_threads(ctx), cls, p, cand, fault,
+                            why, why_size);
+  if (v != 0) return 1; /* ran, failed there (the timing says so) or no child: timed here */
+  if (*fault == PROF_FAULT_HUNG && c->timeout_cut) { /* the budget's end, no hang */
+    snprintf(why, why_size, "no answer at a timed point before the budget's end");
+    *fault = PROF_FAULT_NONE;
+    return -1;
+  }
+  ban(c, cand->name, *fault, why, 1);
+  return 0;
 }
 
 int prof_check(prof_checks *c, txattn_context *ctx, size_t cls, const txattn_problem *small,

@@ -3,8 +3,10 @@
 #define _GNU_SOURCE /* strsignal */
 #include "profile_isolate.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
@@ -16,6 +18,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "buffers.h"
 #include "timing.h"
 
 extern char **environ;
@@ -219,23 +222,25 @@ static int start_child(prof_isolation *iso, double timeout_s) {
   return 0;
 }
 
-/* What happened to a child that ended (wait status st) or was stopped while checking. */
-static prof_fault death(int st, int hung, double timeout_s, const txattn_problem *small, char *why,
-                        size_t size) {
+/* What happened to a child that ended (wait status st) or was stopped while it ran p: on its
+   check, or (timed) at a timed point. */
+static prof_fault death(int st, int hung, double timeout_s, const txattn_problem *p, int timed,
+                        char *why, size_t size) {
+  const char *on = timed ? "at a timed point" : "on its check";
   if (hung) {
-    snprintf(why, size, "hung (no answer within %.3g s) on its check (n = %lld): stopped",
-             timeout_s, (long long)small->n_kv);
+    snprintf(why, size, "hung (no answer within %.3g s) %s (n = %lld): stopped", timeout_s, on,
+             (long long)p->n_kv);
     return PROF_FAULT_HUNG;
   }
   if (st >= 0 && WIFSIGNALED(st))
-    snprintf(why, size, "crashed on its check (n = %lld): signal %d (%s)", (long long)small->n_kv,
+    snprintf(why, size, "crashed %s (n = %lld): signal %d (%s)", on, (long long)p->n_kv,
              WTERMSIG(st), strsignal(WTERMSIG(st)));
   else if (st >= 0 && WIFEXITED(st))
-    snprintf(why, size, "crashed on its check (n = %lld): exit status %d (it ended the process)",
-             (long long)small->n_kv, WEXITSTATUS(st));
+    snprintf(why, size, "crashed %s (n = %lld): exit status %d (it ended the process)", on,
+             (long long)p->n_kv, WEXITSTATUS(st));
   else
-    snprintf(why, size, "crashed on its check (n = %lld): the check process was lost",
-             (long long)small->n_kv);
+    snprintf(why, size, "crashed %s (n = %lld): the check process was lost", on,
+             (long long)p->n_kv);
   return PROF_FAULT_CRASHED;
 }
 
@@ -253,16 +258,16 @@ static void printed_words(const prof_isolation *iso, char *why, size_t size) {
 
 /* The request: threads, class, the problem (scale in hex, exact; the element types), the kernel,
    its tunables. */
-static int format_request(char *buf, size_t size, int threads, size_t cls, const txattn_problem *p,
-                          const prof_cand *c) {
+static int format_request(char *buf, size_t size, const char *verb, int threads, size_t cls,
+                          const txattn_problem *p, const prof_cand *c) {
   int n = snprintf(buf, size,
-                   "check %d %zu %lld %lld %lld %lld %lld %lld %lld %d %lld %lld %a %d %d %d %d %s "
+                   "%s %d %zu %lld %lld %lld %lld %lld %lld %lld %d %lld %lld %a %d %d %d %d %s "
                    "%zu",
-                   threads, cls, (long long)p->batch, (long long)p->heads_q, (long long)p->heads_kv,
-                   (long long)p->n_q, (long long)p->n_kv, (long long)p->d_qk, (long long)p->d_v,
-                   (int)p->mask, (long long)p->window_left, (long long)p->window_right,
-                   (double)p->scale, (int)p->q_type, (int)p->k_type, (int)p->v_type, (int)p->o_type,
-                   c->name, c->n_tun);
+                   verb, threads, cls, (long long)p->batch, (long long)p->heads_q,
+                   (long long)p->heads_kv, (long long)p->n_q, (long long)p->n_kv,
+                   (long long)p->d_qk, (long long)p->d_v, (int)p->mask, (long long)p->window_left,
+                   (long long)p->window_right, (double)p->scale, (int)p->q_type, (int)p->k_type,
+                   (int)p->v_type, (int)p->o_type, c->name, c->n_tun);
   for (size_t i = 0; i < c->n_tun && n > 0 && (size_t)n < size; i++)
     n += snprintf(buf + n, size - (size_t)n, " %s %lld", c->tun_names[i],
                   (long long)c->tun_values[i]);
@@ -285,11 +290,14 @@ static int write_all(int fd, const char *s, size_t n) {
   return 0;
 }
 
-int prof_isolated_check(prof_isolation *iso, double timeout_s, int threads, size_t cls,
-                        const txattn_problem *small, const prof_cand *cand, double *err,
-                        prof_fault *fault, char *why, size_t why_size) {
+/* One request (verb "check" or "run") and its answer, as prof_isolated_check and
+   prof_isolated_run describe them. */
+static int ask(prof_isolation *iso, const char *verb, double timeout_s, int threads, size_t cls,
+               const txattn_problem *small, const prof_cand *cand, double *err, prof_fault *fault,
+               char *why, size_t why_size) {
   char req[2048], line[sizeof iso->buf];
-  int len = format_request(req, sizeof req, threads, cls, small, cand);
+  int timed = strcmp(verb, "run") == 0;
+  int len = format_request(req, sizeof req, verb, threads, cls, small, cand);
   *fault = PROF_FAULT_NONE;
   if (iso->unusable || len < 0) return -2;
   if (iso->pid == 0 && start_child(iso, timeout_s) != 0) {
@@ -326,20 +334,67 @@ int prof_isolated_check(prof_isolation *iso, double timeout_s, int threads, size
   }
   int st;
   stop_child(iso, 1, &st);
-  *fault = death(st, got < 0, timeout_s, small, why, why_size);
+  *fault = death(st, got < 0, timeout_s, small, timed, why, why_size);
   return 0;
+}
+
+int prof_isolated_check(prof_isolation *iso, double timeout_s, int threads, size_t cls,
+                        const txattn_problem *small, const prof_cand *cand, double *err,
+                        prof_fault *fault, char *why, size_t why_size) {
+  return ask(iso, "check", timeout_s, threads, cls, small, cand, err, fault, why, why_size);
+}
+
+int prof_isolated_run(prof_isolation *iso, double timeout_s, int threads, size_t cls,
+                      const txattn_problem *p, const prof_cand *cand, prof_fault *fault, char *why,
+                      size_t why_size) {
+  double err;
+  int v = ask(iso, "run", timeout_s, threads, cls, p, cand, &err, fault, why, why_size);
+  if (v == 0 && *fault == PROF_FAULT_INEXACT) { /* the call failed: left to the timing */
+    *fault = PROF_FAULT_NONE;
+    return -1;
+  }
+  return v;
+}
+
+/* The library's own plugin directory, as the library finds it: "txattn/plugins" (the build tree
+   mirrors the install) beside the libtxattn.so this program runs with, resolved. */
+static int own_plugin_dir(char *out, size_t size) {
+  Dl_info info;
+  char dir[PATH_MAX];
+  if (dladdr((void *)txattn_version_string, &info) == 0 || info.dli_fname == NULL) return 0;
+  const char *slash = strrchr(info.dli_fname, '/');
+  int n = snprintf(dir, sizeof dir, "%.*s/txattn/plugins",
+                   slash ? (int)(slash - info.dli_fname) : 1, slash ? info.dli_fname : ".");
+  return n > 0 && (size_t)n < sizeof dir && size >= PATH_MAX && realpath(dir, out) != NULL;
+}
+
+int prof_kernel_shipped(const txattn_kernel_info *k) {
+  static const char *const names[] = {"naive",      "masked", "banded",
+                                      "banded_omp", "tiled",  "tiled_omp"};
+  int named = 0;
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    named |= k->plugin != NULL && strcmp(k->plugin, names[i]) == 0;
+  char own[PATH_MAX], file[PATH_MAX];
+  if (!named || k->path == NULL || !own_plugin_dir(own, sizeof own) ||
+      realpath(k->path, file) == NULL)
+    return 0;
+  char *slash = strrchr(file, '/');
+  if (!slash) return 0;
+  *slash = '\0';
+  return strcmp(file, own) == 0;
 }
 
 /* ---- the child ---- */
 
-static int parse_request(char *line, int *threads, size_t *cls, txattn_problem *p, char **kernel,
-                         const char **names, int64_t *values, size_t *n_tun) {
+static int parse_request(char *line, int *run, int *threads, size_t *cls, txattn_problem *p,
+                         char **kernel, const char **names, int64_t *values, size_t *n_tun) {
   long long v[11];
   int mask, at = 0, ty[4];
   double scale;
   memset(p, 0, sizeof *p);
-  if (sscanf(line,
-             "check %d %zu %lld %lld %lld %lld %lld %lld %lld %d %lld %lld %lf %d %d %d %d %n",
+  *run = strncmp(line, "run ", 4) == 0;
+  if (!*run && strncmp(line, "check ", 6) != 0) return -1;
+  if (sscanf(line, "%*s %d %zu %lld %lld %lld %lld %lld %lld %lld %d %lld %lld %lf %d %d %d %d %n",
              threads, cls, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &mask, &v[7], &v[8],
              &scale, &ty[0], &ty[1], &ty[2], &ty[3], &at) != 17 ||
       at == 0)
@@ -380,6 +435,8 @@ typedef struct server {
   int threads[8];
   size_t n_ctx;
   prof_checks *checks;
+  tx_buffers run_bufs; /* the last "run" request's tensors */
+  int have_run_bufs;
 } server;
 
 static txattn_context *context_for(server *s, int threads) {
@@ -392,6 +449,39 @@ static txattn_context *context_for(server *s, int threads) {
   s->threads[s->n_ctx] = threads;
   s->ctx[s->n_ctx++] = ctx;
   return ctx;
+}
+
+/* The same problem (the candidates of one point come one after another). */
+static int same_problem(const txattn_problem *a, const txattn_problem *b) {
+  return a->batch == b->batch && a->heads_q == b->heads_q && a->heads_kv == b->heads_kv &&
+         a->n_q == b->n_q && a->n_kv == b->n_kv && a->d_qk == b->d_qk && a->d_v == b->d_v &&
+         a->q_type == b->q_type && a->k_type == b->k_type && a->v_type == b->v_type &&
+         a->o_type == b->o_type;
+}
+
+/* A "run" request: one call of c's plan on p, on inputs of the profile's kind, kept in *b for the
+   next request of the same shape (nothing is compared: the profile checks the rows of its own
+   first call). 1 it returned OK, 0 it failed, -1 no tensors. */
+static int run_once(tx_buffers *b, int *have, const txattn_problem *p, const prof_cand *c,
+                    char *why, size_t size) {
+  txattn_problem rp;
+  if (txattn_problem_resolve(p, &rp) != TXATTN_OK) return -1;
+  if (*have && !same_problem(&b->p, &rp)) {
+    tx_buffers_free(b);
+    *have = 0;
+  }
+  if (!*have) {
+    if (tx_buffers_alloc(b, &rp, TX_LAYOUT_CONTIGUOUS, 0, why, size) != 0) return -1;
+    tx_buffers_fill(b, 1, 1.0f);
+    *have = 1;
+  }
+  txattn_status st = txattn_plan_execute(c->plan, &b->t);
+  if (st == TXATTN_OK) {
+    snprintf(why, size, "ran");
+    return 1;
+  }
+  snprintf(why, size, "the kernel failed: %s: %s", txattn_status_name(st), txattn_last_error());
+  return 0;
 }
 
 /* One answer line on `to`: verdict, error, fault (prof_fault), why (one line). */
@@ -408,14 +498,19 @@ static void answer(server *s, char *line, FILE *to) {
   prof_fault fault = PROF_FAULT_NONE;
   txattn_context *ctx = NULL;
   prof_cand c;
-  if (parse_request(line, &threads, &cls, &p, &kernel, names, values, &n_tun) != 0)
+  int run;
+  if (parse_request(line, &run, &threads, &cls, &p, &kernel, names, values, &n_tun) != 0)
     snprintf(why, sizeof why, "the check process could not read the request");
   else if (!(ctx = context_for(s, threads)))
     snprintf(why, sizeof why, "the check process could not open a context: %s",
              txattn_last_error());
   else if (prof_candidate_add(ctx, &p, kernel, names, values, n_tun, &c, 0, 1) != 1)
     snprintf(why, sizeof why, "no plan for the check shape: %s", txattn_last_error());
-  else {
+  else if (run) {
+    verdict = run_once(&s->run_bufs, &s->have_run_bufs, &p, &c, why, sizeof why);
+    err = 0;
+    txattn_plan_free(c.plan);
+  } else {
     int fresh;
     verdict = prof_check_fault(s->checks, ctx, cls, &p, &c, &err, &fault, why, sizeof why, &fresh);
     txattn_plan_free(c.plan);
@@ -443,6 +538,7 @@ int tx_cmd_check_server(int argc, char **argv) {
   }
   fclose(to);
   prof_checks_free(s.checks);
+  if (s.have_run_bufs) tx_buffers_free(&s.run_bufs);
   for (size_t i = 0; i < s.n_ctx; i++) txattn_context_free(s.ctx[i]);
   return TX_EXIT_OK;
 }

@@ -8,7 +8,14 @@
    at most, a share of the budget: prof_check_timeout), the candidate being checked is excluded,
    with what happened, and the next check starts a new child. Where no child can
    be started (no /proc/self/exe, an emulator that cannot run it directly), the checks run in the
-   profile's own process, as prof_check does without isolation. */
+   profile's own process, as prof_check does without isolation.
+
+   The same child also makes the first call of each third-party candidate (not shipped with
+   libtxattn: prof_kernel_shipped) at each timed point before the profile times it in its own
+   process (prof_isolated_run): a kernel that passes its check but crashes or hangs only at a
+   larger n is named for that and left out, instead of ending or stalling the profile. The
+   shipped kernels are timed directly: a call in the child costs a point one more call and its
+   inputs (docs/measurements.md has the figures). */
 #ifndef TXTUNE_PROFILE_ISOLATE_H
 #define TXTUNE_PROFILE_ISOLATE_H
 
@@ -31,6 +38,21 @@ void prof_isolation_free(prof_isolation *iso);
 int prof_isolated_check(prof_isolation *iso, double timeout_s, int threads, size_t cls,
                         const txattn_problem *small, const prof_cand *cand, double *err,
                         prof_fault *fault, char *why, size_t why_size);
+
+/* cand's first call at a timed point p (class cls) in the child, before the profile times it in
+   its own process: for kernels that are not shipped with libtxattn, which may crash or hang only
+   at sizes the check shapes do not reach. Nothing is compared (the profile checks its own call's
+   rows). Waits timeout_s: 1 it ran, 0 it crashed, hung or printed (*fault, *why: "crashed at a
+   timed point (n = N): signal S", "hung (no answer within T s) at a timed point (n = N)"), -1 the
+   call failed or cannot run there (left to the profile's own call), -2 no child can be started. */
+int prof_isolated_run(prof_isolation *iso, double timeout_s, int threads, size_t cls,
+                      const txattn_problem *p, const prof_cand *cand, prof_fault *fault, char *why,
+                      size_t why_size);
+
+/* 1 if k comes with libtxattn: a shipped plugin (naive, masked, banded, banded_omp, tiled,
+   tiled_omp) whose file lies in the library's own plugin directory, as the library counts it for
+   its estimate (docs/dispatch_table.md); else third-party. */
+int prof_kernel_shipped(const txattn_kernel_info *k);
 
 /* The child: `txtune __check-server [--plugin-path DIRS]`, requests on stdin, answers on file
    descriptor 3; its stdout is what its kernels print, which the profile watches. */

@@ -26,6 +26,9 @@ set(_hostile_modes
   run_prints           # exact, but prints a line on stdout every call
   run_hang_once        # blocks forever on its first call: the first in the process, or with
                        # TXATTN_TEST_HANG_ONCE_FILE=<path>, the first of whichever process creates it
+  run_segv_above_300   # raises SIGSEGV only when n_kv > 300 (beyond the check shapes)
+  run_loop_above_300   # spins forever only when n_kv > 300
+  run_fork_hang        # forks a child (comm "hfork_hang_kid", ends itself after 60 s) and both block
 )
 set(_hostile_root "${PROJECT_BINARY_DIR}/tests/hostile-plugins")
 set(TXATTN_HOSTILE_MODES "${_hostile_modes}" CACHE INTERNAL "hostile plugin fault modes")

@@ -5,7 +5,9 @@
  * so that only a host's own defences keep it from being picked. The faults are those of issue 19:
  * an entry symbol that is data, constructors that crash or exit, applicable() and run() that
  * crash, trap, abort, loop, exit, write outside their buffers, answer wrong (always, only above
- * 300 keys, with a NaN), print to stdout, or hang on their first call only. */
+ * 300 keys, with a NaN), print to stdout, or hang on their first call only; run() that crashes or
+ * hangs only above 300 keys (beyond every check shape, at a profile's timed points); run() that
+ * forks a child and both hang (the scanner must kill the child too). */
 #define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include <fcntl.h>
 #include <math.h>
@@ -106,6 +108,20 @@ static int first_call(void) {
 }
 #endif
 
+#ifdef HOSTILE_RUN_FORK_HANG
+#include <sys/prctl.h>
+/* Forks a child named "hfork_hang_kid" (its comm, for the test to look for) that blocks, then
+   blocks too. The child ends itself after 60 s (SIGALRM), so that a host that fails to kill it
+   leaks it for a minute, not forever. */
+static void fork_and_hang(void) {
+  if (fork() == 0) {
+    prctl(PR_SET_NAME, "hfork_hang_kid", 0, 0, 0);
+    alarm(60);
+  }
+  block_forever();
+}
+#endif
+
 static txattn_status hostile_run(const txattn_kernel_call *c) {
 #if defined(HOSTILE_RUN_SEGV)
   raise(SIGSEGV);
@@ -119,6 +135,12 @@ static txattn_status hostile_run(const txattn_kernel_call *c) {
   exit(3);
 #elif defined(HOSTILE_RUN_HANG_ONCE)
   if (first_call()) block_forever();
+#elif defined(HOSTILE_RUN_SEGV_ABOVE_300)
+  if (c->problem->n_kv > 300) raise(SIGSEGV);
+#elif defined(HOSTILE_RUN_LOOP_ABOVE_300)
+  if (c->problem->n_kv > 300) spin_forever();
+#elif defined(HOSTILE_RUN_FORK_HANG)
+  fork_and_hang();
 #endif
   txattn_status st = test_exact_run(c);
   if (st != TXATTN_OK) return st;

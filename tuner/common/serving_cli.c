@@ -1,0 +1,84 @@
+#include "serving_cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void tx_serving_args_init(tx_serving_args *a) {
+  a->kv_lens = NULL;
+  a->lse = 0;
+}
+
+void tx_serving_opts(tx_serving_args *a, tx_opt *o) {
+  o[0] = tx_opt_string("kv-lens", &a->kv_lens, "L1,L2,...",
+                       "a ragged batch: a sequence per length L (0 allowed) with L keys and N "
+                       "queries");
+  o[1] = tx_opt_flag("lse", &a->lse, "also compute and verify the log-sum-exp of each row");
+}
+
+int tx_serving_from_args(const tx_cmd_spec *spec, const tx_serving_args *a, tx_serving *out) {
+  const int64_t big = INT64_C(1) << 40; /* as --n-kv takes */
+  out->n = 0;
+  out->max_kv = 0;
+  out->lse = a->lse;
+  if (!a->kv_lens) return 0;
+  for (const char *s = a->kv_lens;;) {
+    size_t len = strcspn(s, ",");
+    char item[32];
+    int64_t v;
+    if (len == 0) return tx_args_usage_error(spec, "--kv-lens: empty item in '%s'", a->kv_lens);
+    if (out->n == TX_SERVING_MAX_SEQ)
+      return tx_args_usage_error(spec, "--kv-lens: more than %d lengths", TX_SERVING_MAX_SEQ);
+    snprintf(item, sizeof item, "%.*s", (int)len, s);
+    if (len >= sizeof item || !tx_parse_int(item, &v) || v < 0 || v > big)
+      return tx_args_usage_error(spec,
+                                 "--kv-lens expects lengths from 0 to %lld separated by commas, "
+                                 "got '%.*s' in '%s'",
+                                 (long long)big, (int)len, s, a->kv_lens);
+    out->kv_lens[out->n++] = v;
+    if (v > out->max_kv) out->max_kv = v;
+    if (s[len] == '\0') return 0;
+    s += len + 1;
+  }
+}
+
+int tx_serving_apply_args(const tx_cmd_spec *spec, const tx_serving *s, tx_problem_args *pa) {
+  if (!s->n) return 0;
+  if (pa->batch != TX_UNSET && pa->batch != (int64_t)s->n)
+    return tx_args_usage_error(spec,
+                               "--batch %lld disagrees with --kv-lens, which gives %zu length%s",
+                               (long long)pa->batch, s->n, s->n == 1 ? "" : "s");
+  if (pa->n_kv != TX_UNSET && pa->n_kv < s->max_kv)
+    return tx_args_usage_error(spec, "--n-kv %lld is less than the longest of --kv-lens, %lld",
+                               (long long)pa->n_kv, (long long)s->max_kv);
+  pa->batch = (int64_t)s->n;
+  if (pa->n_kv == TX_UNSET) pa->n_kv = s->max_kv > 0 ? s->max_kv : 1; /* a capacity of 0 is none */
+  return 0;
+}
+
+void tx_serving_apply(const tx_serving *s, txattn_problem *p) {
+  p->struct_size = sizeof *p;
+  p->lse = s->lse;
+  p->ragged = s->n > 0;
+}
+
+int tx_serving_format(const tx_serving *s, char *buf, size_t size) {
+  size_t len = 0;
+  int w = 0;
+  if (size) buf[0] = '\0';
+  for (size_t i = 0; i < s->n && i < 16; i++) {
+    w = snprintf(buf + len, size - len, "%s%lld", i ? "," : " kv_lens=", (long long)s->kv_lens[i]);
+    if (w < 0 || (size_t)w >= size - len) return w;
+    len += (size_t)w;
+  }
+  if (s->n > 16) {
+    w = snprintf(buf + len, size - len, ",... (%zu)", s->n);
+    if (w < 0 || (size_t)w >= size - len) return w;
+    len += (size_t)w;
+  }
+  if (s->lse) {
+    w = snprintf(buf + len, size - len, " lse");
+    if (w < 0 || (size_t)w >= size - len) return w;
+    len += (size_t)w;
+  }
+  return (int)len;
+}
