@@ -12,7 +12,8 @@
  * by the kernel and by the reference, each by at most half an ulp of the largest |O|: the bound adds
  * one ulp of max|V| + the fp32 bound (|O| <= max|V|, a convex combination of V rows).
  * docs/error_bound.md has the derivation and the measurements behind the constant. In a ragged
- * batch, max|V| and L are taken over each sequence's own visible pairs. */
+ * batch, max|V| and L are taken over each sequence's own visible pairs. txattn_lse_error_bound,
+ * the bound on lse, takes L from the same code (bound_terms). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,37 +79,90 @@ static double max_visible_abs_dot(const txattn_problem *p, const txattn_tensors 
   return m;
 }
 
-txattn_status txattn_error_bound(const txattn_problem *p, const txattn_tensors *t, double *bound) {
-  txattn_problem r;
+/* The most keys any query row sees (txattn_visible_range), 0 if none sees a key. */
+static int64_t widest_row(const txattn_problem *p) {
+  int64_t w = 0;
+  for (int64_t i = 0; i < p->n_q; i++) {
+    int64_t lo, hi;
+    txattn_visible_range(p, i, &lo, &hi);
+    if (hi - lo > w) w = hi - lo;
+  }
+  return w;
+}
+
+/* What both bounds are made of, after validating p and t as txattn_reference does (who names the
+   caller in messages): L = |scale| max sum_c |q_c k_c| over the visible pairs, max|V| over the
+   visible V rows (only if max_v is not NULL: it costs a pass over V) and the most keys a row sees,
+   each over every sequence (one, unless ragged) with its own lengths. */
+static txattn_status bound_terms(const char *who, const txattn_problem *p, const txattn_tensors *t,
+                                 txattn_problem *r, double *max_v, double *l, int64_t *keys) {
   txattn_tensors x;
-  TXATTN_RETURN_IF(bound == NULL, TXATTN_E_INVALID, "txattn_error_bound: bound is NULL");
-  TXATTN_FORWARD_IF_ERROR(txattn__problem_resolve(p, &r));
-  TXATTN_FORWARD_IF_ERROR(txattn__tensors_check(&r, t, &x));
-  unsigned char *seen = malloc((size_t)r.n_kv);
-  TXATTN_RETURN_IF(seen == NULL, TXATTN_E_NOMEM,
-                   "txattn_error_bound: cannot allocate %lld bytes for the visible keys",
-                   (long long)r.n_kv);
-  /* the maxima over every sequence (one, unless ragged), each with its own lengths */
-  double max_v = 0.0, dot = 0.0;
-  int64_t sequences = r.ragged ? r.batch : 1;
+  TXATTN_FORWARD_IF_ERROR(txattn__problem_resolve(p, r));
+  TXATTN_FORWARD_IF_ERROR(txattn__tensors_check(r, t, &x));
+  unsigned char *seen = max_v ? malloc((size_t)r->n_kv) : NULL;
+  TXATTN_RETURN_IF(max_v && seen == NULL, TXATTN_E_NOMEM,
+                   "%s: cannot allocate %lld bytes for the visible keys", who, (long long)r->n_kv);
+  double v_max = 0.0, dot = 0.0;
+  int64_t widest = 0, sequences = r->ragged ? r->batch : 1;
   for (int64_t b = 0; b < sequences; b++) {
-    txattn_problem sub;
-    txattn_tensors st;
-    txattn__sequence(&r, &x, b, &sub, &st);
-    if (!r.ragged) {
-      sub = r;
-      st = x;
+    txattn_problem sub = *r;
+    txattn_tensors st = x;
+    if (r->ragged) txattn__sequence(r, &x, b, &sub, &st);
+    if (max_v) {
+      mark_visible_keys(&sub, seen);
+      double v = max_abs_visible_v(&sub, &st, seen);
+      if (v > v_max) v_max = v;
     }
-    mark_visible_keys(&sub, seen);
-    double v = max_abs_visible_v(&sub, &st, seen), d = max_visible_abs_dot(&sub, &st);
-    if (v > max_v) max_v = v;
+    double d = max_visible_abs_dot(&sub, &st);
+    int64_t w = widest_row(&sub);
     if (d > dot) dot = d;
+    if (w > widest) widest = w;
   }
   free(seen);
-  double l = fabs((double)r.scale) * dot;
-  double c = 3.0 + sqrt((double)r.d_qk), rel = c * 0x1p-24 * l;
+  if (max_v) *max_v = v_max;
+  *l = fabs((double)r->scale) * dot;
+  *keys = widest;
+  return txattn__ok();
+}
+
+/* c = 3 + sqrt(d_qk): each fp32 score is within c u L of scale q.k (docs/error_bound.md). */
+static double score_term(const txattn_problem *r, double l) {
+  return (3.0 + sqrt((double)r->d_qk)) * 0x1p-24 * l;
+}
+
+txattn_status txattn_error_bound(const txattn_problem *p, const txattn_tensors *t, double *bound) {
+  txattn_problem r;
+  double max_v, l;
+  int64_t keys;
+  TXATTN_RETURN_IF(bound == NULL, TXATTN_E_INVALID, "txattn_error_bound: bound is NULL");
+  TXATTN_FORWARD_IF_ERROR(bound_terms("txattn_error_bound", p, t, &r, &max_v, &l, &keys));
+  double rel = score_term(&r, l);
   double e = max_v * (rel > TXATTN_EXACT_TOLERANCE ? rel : TXATTN_EXACT_TOLERANCE);
   if (r.o_type != TXATTN_DTYPE_F32) e += txattn__ulp(r.o_type, max_v + e);
   *bound = e;
+  return txattn__ok();
+}
+
+/* abs = (2 + a) u L + (3 + 3 ln n + b) u and rel = 2 u, with a = min(d_qk - 1, 6 sqrt(d_qk - 1)),
+   b = min(4.6 (n - 1), 6 sqrt(8.76 (n - 1))) and n the most keys a row sees (docs/error_bound.md,
+   "The bound on lse"): the scores, whose error lse takes in full where O sees only differences
+   (the additions under Hoeffding's inequality at 6 standard bounds, 3e-8 a row under the model
+   of independent rounding errors, else their worst case); exp's arguments (at most the weights'
+   entropy, ln n) and values; the sum of the weights (additions, and an online softmax's
+   rescalings, the same way); the roundings of the kernel's and the reference's lse to fp32. */
+txattn_status txattn_lse_error_bound(const txattn_problem *p, const txattn_tensors *t,
+                                     double *abs_bound, double *rel_bound) {
+  txattn_problem r;
+  double l;
+  int64_t keys;
+  TXATTN_RETURN_IF(abs_bound == NULL, TXATTN_E_INVALID,
+                   "txattn_lse_error_bound: abs_bound is NULL");
+  TXATTN_RETURN_IF(rel_bound == NULL, TXATTN_E_INVALID,
+                   "txattn_lse_error_bound: rel_bound is NULL");
+  TXATTN_FORWARD_IF_ERROR(bound_terms("txattn_lse_error_bound", p, t, &r, NULL, &l, &keys));
+  const double u = 0x1p-24, d = (double)(r.d_qk - 1), n = keys > 1 ? (double)keys : 1.0;
+  const double a = fmin(d, 6.0 * sqrt(d)), b = fmin(4.6 * (n - 1.0), 6.0 * sqrt(8.76 * (n - 1.0)));
+  *abs_bound = (2.0 + a) * u * l + (3.0 + 3.0 * log(n) + b) * u;
+  *rel_bound = 2.0 * u;
   return txattn__ok();
 }

@@ -7,8 +7,8 @@
  * txattn_error_bound; a NaN row of the reference must be NaN in every column, a row that sees no
  * key +0 in every column, and the bytes of o outside its rows (row, head and batch gaps, and past
  * the end) must be untouched. With problem.lse, lse (in the layout of the shape, gaps included) is
- * judged the same way against the reference's (lse_bound), and o must keep the bits it has without
- * lse. banded_omp.<isa> on one thread gives banded.<isa>'s bits in o and lse (its
+ * judged the same way against the reference's (within txattn_lse_error_bound: lse_tolerance.h),
+ * and o must keep the bits it has without lse. banded_omp.<isa> on one thread gives banded.<isa>'s bits in o and lse (its
  * one_thread_same_as); its parallel path runs through its test build
  * (TXATTN_TEST_BOMP_TEAM_PLUGIN_DIR: a team for any work, chunks of BANDED_MR rows). */
 #include <math.h>
@@ -19,6 +19,7 @@
 
 #include <criterion/criterion.h>
 
+#include "lse_tolerance.h"
 #include "oracle.h"
 #include "test_context.h"
 #include "txattn/txattn.h"
@@ -188,29 +189,9 @@ struct dcase {
   txattn_problem p, r; /* as given (without lse), resolved */
   struct dtensor q, k, v, o, want;
   struct dtensor lse, want_lse; /* f32 [batch][heads_q][n_q][1] in the shape's layout */
-  double *lse_bound;            /* [batch][heads_q][n_q]: lse_bound of each row */
+  lse_tolerance lse_tol;        /* of the inputs */
   double bound;
 };
-
-/* How far a kernel's lse of row (b, h, i) may be from the reference's: the bound of
-   case_lse_tolerance (tests/support/case_check.h says why), max(TXATTN_EXACT_TOLERANCE,
-   (3 + sqrt(d_qk)) 2^-24 L) + 2^-21 |lse_ref|, with L = |scale| max sum_c |q_c k_c| over the keys
-   this row sees. */
-static double lse_bound(const struct dcase *c, int64_t b, int64_t h, int64_t i, double want) {
-  const txattn_problem *r = &c->r;
-  const int64_t h_kv = h / (r->heads_q / r->heads_kv);
-  double widest = 0.0;
-  for (int64_t j = 0; j < r->n_kv; j++) {
-    if (!oracle_visible(r, i, j)) continue;
-    double mag = 0.0;
-    for (int64_t x = 0; x < r->d_qk; x++)
-      mag += fabs(value_at(c->q.data, c->cb->q, at_of(&c->q, b, h, i, x)) *
-                  value_at(c->k.data, c->cb->k, at_of(&c->k, b, h_kv, j, x)));
-    widest = fmax(widest, mag);
-  }
-  const double scores = (3.0 + sqrt((double)r->d_qk)) * 0x1p-24 * fabs((double)r->scale) * widest;
-  return fmax(TXATTN_EXACT_TOLERANCE, scores) + 0x1p-21 * fabs(want);
-}
 
 static void case_make(struct dcase *c, const struct dshape *s, const struct combo *cb) {
   memset(c, 0, sizeof *c);
@@ -263,18 +244,12 @@ static void case_make(struct dcase *c, const struct dshape *s, const struct comb
   with_lse.lse = 1;
   cr_assert_eq(txattn_reference(&with_lse, &t), TXATTN_OK, "%s", txattn_last_error());
   cr_assert_eq(txattn_error_bound(&c->p, &t, &c->bound), TXATTN_OK, "%s", txattn_last_error());
-  c->lse_bound = malloc((size_t)(r->batch * r->heads_q * r->n_q) * sizeof(double));
-  cr_assert(c->lse_bound != NULL);
-  for (int64_t b = 0; b < r->batch; b++)
-    for (int64_t h = 0; h < r->heads_q; h++)
-      for (int64_t i = 0; i < r->n_q; i++)
-        c->lse_bound[(b * r->heads_q + h) * r->n_q + i] =
-            lse_bound(c, b, h, i, value_at(c->want_lse.data, F32, at_of(&c->want_lse, b, h, i, 0)));
+  c->lse_tol = lse_tolerance_of(&with_lse, &t);
 }
 
 static void case_free(struct dcase *c) {
   free(c->q.data), free(c->k.data), free(c->v.data), free(c->o.data), free(c->want.data);
-  free(c->lse.data), free(c->want_lse.data), free(c->lse_bound);
+  free(c->lse.data), free(c->want_lse.data);
 }
 
 /* Every byte of t outside its rows as output_clear left it. */
@@ -298,7 +273,7 @@ static void gaps_untouched(const struct dtensor *t, const char *what, const char
 
 /* lse (kernel's run with problem.lse) against the reference's: -inf exactly for a row that sees no
    key, NaN where the reference's is (a NaN score: a NaN in V leaves lse alone), else within
-   lse_bound. */
+   c->lse_tol. */
 static void lse_judge(const struct dcase *c, const char *kernel, const char *cn) {
   const txattn_problem *r = &c->r;
   for (int64_t b = 0; b < r->batch; b++)
@@ -314,10 +289,9 @@ static void lse_judge(const struct dcase *c, const char *kernel, const char *cn)
           cr_assert(isnan(got), "%s, %s, %s: row (%ld, %ld, %ld) reads a NaN score, lse = %a",
                     kernel, c->s->name, cn, (long)b, (long)h, (long)i, got);
         else
-          cr_assert(fabs(got - want) <= c->lse_bound[(b * r->heads_q + h) * r->n_q + i],
+          cr_assert(fabs(got - want) <= lse_tolerance_at(c->lse_tol, want),
                     "%s, %s, %s: lse(%ld, %ld, %ld) = %a, want %a (bound %g)", kernel, c->s->name,
-                    cn, (long)b, (long)h, (long)i, got, want,
-                    c->lse_bound[(b * r->heads_q + h) * r->n_q + i]);
+                    cn, (long)b, (long)h, (long)i, got, want, lse_tolerance_at(c->lse_tol, want));
       }
   gaps_untouched(&c->lse, "lse", kernel, c->s->name, cn);
 }

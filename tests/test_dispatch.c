@@ -651,7 +651,8 @@ Test(dispatch, a_third_party_kernel_a_table_measured_is_chosen) {
   txattn_context *maker = test_context_at(path, 1);
   txattn_table *t = NULL;
   cr_assert_eq(txattn_table_create(maker, &t), TXATTN_OK, "%s", txattn_last_error());
-  txattn_table_class cls = {.mask = TXATTN_MASK_CAUSAL,
+  txattn_table_class cls = {.struct_size = sizeof(txattn_table_class),
+                            .mask = TXATTN_MASK_CAUSAL,
                             .window = TXATTN_TABLE_WINDOW_NONE,
                             .d_qk = 16,
                             .d_v = 16,
@@ -662,8 +663,10 @@ Test(dispatch, a_third_party_kernel_a_table_measured_is_chosen) {
   size_t ci;
   cr_assert_eq(txattn_table_add_class(t, &cls, &ci), TXATTN_OK, "%s", txattn_last_error());
   for (int64_t n = 64; n <= 256; n *= 4) {
-    txattn_table_candidate c[] = {{BIGHINT_KERNEL, 0, NULL, NULL, 1e-6 * (double)n, 1e-7, -1},
-                                  {"naive.scalar", 0, NULL, NULL, 1e-4 * (double)n, 1e-7, -1}};
+    txattn_table_candidate c[] = {
+        {sizeof(txattn_table_candidate), BIGHINT_KERNEL, 0, NULL, NULL, 1e-6 * (double)n, 1e-7, -1},
+        {sizeof(txattn_table_candidate), "naive.scalar", 0, NULL, NULL, 1e-4 * (double)n, 1e-7,
+         -1}};
     cr_assert_eq(txattn_table_add_point(t, ci, n, 0, c, 2), TXATTN_OK, "%s", txattn_last_error());
   }
   cr_assert_eq(txattn_table_write(t, file), TXATTN_OK, "%s", txattn_last_error());

@@ -88,7 +88,8 @@ static txattn_table *table_with_empty_classes(const txattn_context *ctx, size_t 
   txattn_table *t;
   TC_ASSERT_OK(txattn_table_create(ctx, &t));
   TC_ASSERT_OK(txattn_table_set_profile(t, "{\"mode\": \"quick\", \"budget_s\": 1}"));
-  txattn_table_class none = {.mask = TXATTN_MASK_NONE,
+  txattn_table_class none = {.struct_size = sizeof(txattn_table_class),
+                             .mask = TXATTN_MASK_NONE,
                              .d_qk = TC_D,
                              .d_v = TC_D,
                              .group = 1,
@@ -106,11 +107,12 @@ static txattn_table *table_with_empty_classes(const txattn_context *ctx, size_t 
                     timed(ctx, "tiled.scalar", 1.02e-3, 0.03)};
   txattn_table_candidate tc[2] = {prof_table_candidate(&c[0]), prof_table_candidate(&c[1])};
   TC_ASSERT_OK(txattn_table_add_point_chosen(t, *causal, 512, 0, tc, 2, 1));
-  txattn_table_class cc;
+  txattn_table_class cc = TXATTN_TABLE_CLASS_INIT;
   TC_ASSERT_OK(txattn_table_class_get(t, *causal, &cc, NULL, NULL));
   const txattn_table_class keys[] = {none, cc, none32};
   for (size_t i = 0; i < 3; i++) {
-    txattn_table_exclusion x = {.cls = keys[i],
+    txattn_table_exclusion x = {.struct_size = sizeof(txattn_table_exclusion),
+                                .cls = keys[i],
                                 .kernel = "sloppy.scalar",
                                 .n = 193,
                                 .max_error = i == 1 ? NAN : 1e-3,
@@ -136,7 +138,7 @@ Test(profile_table, a_class_without_a_point_is_left_out_and_the_rest_kept_as_it_
   TC_ASSERT_OK(prof_table_drop_empty(ctx, t, &u));
   cr_assert_not_null(u);
   cr_expect_eq(prof_table_empty_classes(u), 0);
-  txattn_table_header ht, hu;
+  txattn_table_header ht = TXATTN_TABLE_HEADER_INIT, hu = TXATTN_TABLE_HEADER_INIT;
   TC_ASSERT_OK(txattn_table_header_get(t, &ht));
   TC_ASSERT_OK(txattn_table_header_get(u, &hu));
   cr_expect_eq(hu.n_classes, 2);
@@ -146,7 +148,7 @@ Test(profile_table, a_class_without_a_point_is_left_out_and_the_rest_kept_as_it_
   /* the classes kept are the same, in their order, point for point (winner, tie, candidates) */
   const size_t kept[] = {causal, window};
   for (size_t k = 0; k < 2; k++) {
-    txattn_table_class a, b;
+    txattn_table_class a = TXATTN_TABLE_CLASS_INIT, b = TXATTN_TABLE_CLASS_INIT;
     size_t pa, pb, ra, rb;
     TC_ASSERT_OK(txattn_table_class_get(t, kept[k], &a, &pa, &ra));
     TC_ASSERT_OK(txattn_table_class_get(u, k, &b, &pb, &rb));
@@ -154,13 +156,13 @@ Test(profile_table, a_class_without_a_point_is_left_out_and_the_rest_kept_as_it_
     cr_expect_eq(pa, pb);
     cr_expect_eq(ra, rb);
     for (size_t i = 0; i < pa && i < pb; i++) {
-      txattn_table_point x, y;
+      txattn_table_point x = TXATTN_TABLE_POINT_INIT, y = TXATTN_TABLE_POINT_INIT;
       TC_ASSERT_OK(txattn_table_point_get(t, kept[k], i, &x));
       TC_ASSERT_OK(txattn_table_point_get(u, k, i, &y));
       cr_expect(x.n == y.n && x.r == y.r && x.tie == y.tie && x.n_candidates == y.n_candidates,
                 "class %zu point %zu", k, i);
       for (size_t j = 0; j < x.n_candidates && j < y.n_candidates; j++) {
-        txattn_table_candidate cx, cy;
+        txattn_table_candidate cx = TXATTN_TABLE_CANDIDATE_INIT, cy = TXATTN_TABLE_CANDIDATE_INIT;
         TC_ASSERT_OK(txattn_table_candidate_get(t, kept[k], i, j, &cx));
         TC_ASSERT_OK(txattn_table_candidate_get(u, k, i, j, &cy));
         cr_expect_str_eq(cx.kernel, cy.kernel);
@@ -170,10 +172,10 @@ Test(profile_table, a_class_without_a_point_is_left_out_and_the_rest_kept_as_it_
       }
     }
   }
-  txattn_table_point tie;
+  txattn_table_point tie = TXATTN_TABLE_POINT_INIT;
   TC_ASSERT_OK(txattn_table_point_get(u, 0, 2, &tie)); /* 64, 256, 512 */
   cr_expect(tie.n == 512 && tie.tie == 1, "n %lld tie %d", (long long)tie.n, tie.tie);
-  txattn_table_exclusion x;
+  txattn_table_exclusion x = TXATTN_TABLE_EXCLUSION_INIT;
   TC_ASSERT_OK(txattn_table_exclusion_get(u, 1, &x));
   cr_expect(isnan(x.max_error) && x.n == 193 && strcmp(x.reason, "not exact (a test)") == 0);
 

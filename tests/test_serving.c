@@ -14,6 +14,7 @@
 #include "attn_case.h"
 #include "case_check.h"
 #include "elements.h"
+#include "lse_tolerance.h"
 #include "oracle.h"
 #include "scratch.h"
 #include "test_context.h"
@@ -669,29 +670,9 @@ Test(serving, the_new_fields_are_validated) {
 
 /* ---- kernels ---- */
 
-/* L of txattn.h's bound over every (query, key) pair of a ragged case's valid rows: an upper bound
-   on the visible pairs' L, which only loosens the lse tolerance below. */
-static double ragged_logits(const struct ragged *r) {
-  const txattn_problem *p = &r->p;
-  double l = 0;
-  for (int64_t b = 0; b < p->batch; b++)
-    for (int64_t h = 0; h < p->heads_q; h++)
-      for (int64_t i = 0; i < r->q_lens[b]; i++)
-        for (int64_t j = 0; j < r->kv_lens[b]; j++) {
-          const float *q = r->q + ((b * p->heads_q + h) * p->n_q + i) * p->d_qk;
-          const float *k =
-              r->k + ((b * p->heads_kv + h / (p->heads_q / p->heads_kv)) * p->n_kv + j) * p->d_qk;
-          double s = 0;
-          for (int64_t c = 0; c < p->d_qk; c++) s += fabs((double)q[c] * k[c]);
-          if (s > l) l = s;
-        }
-  return l / sqrt((double)p->d_qk);
-}
-
 /* Runs kernel (NULL: txattn_attention) on a ragged case and compares o and lse with the
-   reference's: o within txattn_error_bound, lse within
-     max(TXATTN_EXACT_TOLERANCE, (3 + sqrt(d_qk)) 2^-24 L) + 2^-21 |lse_ref|
-   (tests/support/case_check.h, case_lse_tolerance, says why). Returns 0 if the kernel declined. */
+   reference's: o within txattn_error_bound, lse within txattn_lse_error_bound (lse_tolerance.h).
+   Returns 0 if the kernel declined. */
 static int ragged_kernel_case(txattn_context *ctx, const char *kernel, txattn_mask mask,
                               int threads) {
   const int64_t q_lens[6] = {6, 3, 1, 6, 6, 2}, kv_lens[6] = {40, 0, 1, 17, 5, 33};
@@ -705,6 +686,7 @@ static int ragged_kernel_case(txattn_context *ctx, const char *kernel, txattn_ma
   cr_assert_eq(txattn_reference(&r.p, &tr), TXATTN_OK, "%s", txattn_last_error());
   double bound = 0;
   cr_assert_eq(txattn_error_bound(&r.p, &tr, &bound), TXATTN_OK, "%s", txattn_last_error());
+  const lse_tolerance lse_tol = lse_tolerance_of(&r.p, &tr);
   txattn_tensors t = ragged_tensors(&r, r.o, r.lse);
   txattn_status s;
   if (kernel) {
@@ -725,8 +707,6 @@ static int ragged_kernel_case(txattn_context *ctx, const char *kernel, txattn_ma
   }
   cr_assert_eq(s, TXATTN_OK, "%s: %s: %s", who, txattn_status_name(s), txattn_last_error());
   check_ragged_rows(&r, r.o, r.lse, who);
-  double l = ragged_logits(&r), scores = (3.0 + sqrt(32.0)) * 0x1p-24 * l;
-  double base = scores > TXATTN_EXACT_TOLERANCE ? scores : TXATTN_EXACT_TOLERANCE;
   for (int64_t b = 0; b < r.p.batch; b++)
     for (int64_t h = 0; h < r.p.heads_q; h++)
       for (int64_t i = 0; i < q_lens[b]; i++) {
@@ -736,9 +716,10 @@ static int ragged_kernel_case(txattn_context *ctx, const char *kernel, txattn_ma
           cr_assert(got == -INFINITY, "%s: lse (b%lld h%lld i%lld) = %g for a row without keys",
                     who, (long long)b, (long long)h, (long long)i, got);
         else
-          cr_assert(fabs(got - want) <= base + 0x1p-21 * fabs(want),
-                    "%s: lse (b%lld h%lld i%lld) = %.9g, reference %.9g", who, (long long)b,
-                    (long long)h, (long long)i, got, want);
+          cr_assert(fabs(got - want) <= lse_tolerance_at(lse_tol, want),
+                    "%s: lse (b%lld h%lld i%lld) = %.9g, reference %.9g (tolerance %.3g)", who,
+                    (long long)b, (long long)h, (long long)i, got, want,
+                    lse_tolerance_at(lse_tol, want));
         for (int64_t c = 0; c < r.p.d_qk; c++) {
           double g = r.o[row * 32 + (size_t)c], w = o_ref[row * 32 + (size_t)c];
           cr_assert(fabs(g - w) <= bound, "%s: o (b%lld h%lld i%lld)[%lld] = %.9g, reference %.9g",

@@ -1,7 +1,8 @@
 /* The size discipline of the public structs (txattn/txattn.h, "Public structs grow"): a caller
  * built against an older header (a smaller struct) or a newer one (a larger struct) works, and the
  * library reads and writes only the bytes struct_size covers. Each struct sits at the end of a page
- * followed by an inaccessible one, so a read or write past it faults instead of passing unseen. */
+ * followed by an inaccessible one, so a read or write past it faults instead of passing unseen. The
+ * dispatch table's structs (txattn/table.h) follow the same rule. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <criterion/criterion.h>
 
 #include "test_context.h"
+#include "txattn/table.h"
 
 TestSuite(struct_size, .init = test_env_clean, .fini = test_check_leaks);
 
@@ -250,4 +252,292 @@ Test(struct_size, resolve_writes_no_further_than_this_header) {
   memcpy(&r, out, sizeof r);
   cr_assert_eq(r.struct_size, sizeof r);
   cr_assert_eq(r.d_v, 2);
+}
+
+/* ---- the dispatch table's structs (txattn/table.h) ---- */
+
+/* A table holding one ragged bf16 decode class with a point and an exclusion. */
+static txattn_table *typed_table(txattn_context *ctx, txattn_table_class *key) {
+  txattn_table *t = NULL;
+  cr_assert_eq(txattn_table_create(ctx, &t), TXATTN_OK, "%s", txattn_last_error());
+  *key = (txattn_table_class){.struct_size = sizeof *key,
+                              .mask = TXATTN_MASK_CAUSAL,
+                              .d_qk = 64,
+                              .d_v = 64,
+                              .group = 1,
+                              .threads = 1,
+                              .decode = 1,
+                              .batch = 4,
+                              .heads_q = 2,
+                              .q_type = TXATTN_DTYPE_BF16,
+                              .k_type = TXATTN_DTYPE_BF16,
+                              .v_type = TXATTN_DTYPE_BF16,
+                              .o_type = TXATTN_DTYPE_BF16,
+                              .ragged = 1};
+  size_t ci;
+  cr_assert_eq(txattn_table_add_class(t, key, &ci), TXATTN_OK, "%s", txattn_last_error());
+  txattn_table_candidate c = {
+      sizeof(txattn_table_candidate), "naive.scalar", 0, NULL, NULL, 1e-3, 1e-7, -1};
+  cr_assert_eq(txattn_table_add_point(t, ci, 256, 0, &c, 1), TXATTN_OK, "%s", txattn_last_error());
+  txattn_table_exclusion x = {.struct_size = sizeof x,
+                              .kernel = "masked.scalar",
+                              .n = 256,
+                              .max_error = 0.5,
+                              .reason = "inexact",
+                              .cls = *key};
+  cr_assert_eq(txattn_table_add_exclusion(t, &x), TXATTN_OK, "%s", txattn_last_error());
+  return t;
+}
+
+/* A class from an older header (before the element types, and before ragged) is read only as far
+   as it reaches: the fields it lacks are the zeros they were before they existed. */
+Test(struct_size, older_table_classes_are_read_only_as_far_as_they_reach) {
+  txattn_context *ctx = test_context(1);
+  txattn_table_class typed;
+  txattn_table *t = typed_table(ctx, &typed);
+  size_t sizes[] = {TXATTN_TABLE_CLASS_SIZE_0_2, TXATTN_TABLE_CLASS_SIZE_0_2_DTYPES};
+  for (size_t k = 0; k < 2; k++) {
+    struct fenced f = fence(sizes[k]);
+    memcpy(f.at, &typed, sizes[k]);
+    txattn_table_class *old = f.at;
+    old->struct_size = sizes[k];
+    size_t ci = 99;
+    /* not the ragged class: an older caller's class is dense (and, before types, f32) */
+    cr_assert_eq(txattn_table_find_class(t, old, &ci), TXATTN_E_NOT_FOUND);
+    cr_assert_eq(txattn_table_add_class(t, old, &ci), TXATTN_OK, "%s", txattn_last_error());
+    cr_assert_eq(ci, k + 1);
+    size_t found = 99;
+    cr_assert_eq(txattn_table_find_class(t, old, &found), TXATTN_OK, "%s", txattn_last_error());
+    cr_assert_eq(found, ci);
+    txattn_table_class back = TXATTN_TABLE_CLASS_INIT;
+    cr_assert_eq(txattn_table_class_get(t, ci, &back, NULL, NULL), TXATTN_OK);
+    cr_assert_eq(back.ragged, 0);
+    cr_assert_eq(back.q_type, k == 0 ? TXATTN_DTYPE_F32 : TXATTN_DTYPE_BF16);
+    cr_assert_eq(back.d_qk, 64);
+    char d[96];
+    cr_assert_gt(txattn_table_class_describe(old, d, sizeof d), 0);
+    cr_assert_str_eq(d, k == 0 ? "causal d64/64 g1 t1 decode" : "causal d64/64 g1 t1 decode bf16");
+    /* struct_size 0 is the first layout */
+    old->struct_size = 0;
+    cr_assert_eq(txattn_table_find_class(t, old, &found), TXATTN_OK, "%s", txattn_last_error());
+    cr_assert_eq(found, 1);
+    unfence(&f);
+  }
+  txattn_table_free(t);
+  txattn_context_free(ctx);
+}
+
+/* An older exclusion holds an older class, last; a newer one's unknown bytes must be zero. */
+Test(struct_size, older_table_exclusions_are_read_and_written_as_far_as_they_reach) {
+  txattn_context *ctx = test_context(1);
+  txattn_table_class typed;
+  txattn_table *t = typed_table(ctx, &typed);
+  size_t sizes[] = {TXATTN_TABLE_EXCLUSION_SIZE_0_2, TXATTN_TABLE_EXCLUSION_SIZE_0_2_DTYPES};
+  size_t classes[] = {TXATTN_TABLE_CLASS_SIZE_0_2, TXATTN_TABLE_CLASS_SIZE_0_2_DTYPES};
+  for (size_t k = 0; k < 2; k++) {
+    struct fenced f = fence(sizes[k]);
+    txattn_table_exclusion *old = f.at;
+    old->struct_size = sizes[k];
+    cr_assert_eq(txattn_table_exclusion_get(t, 0, old), TXATTN_OK, "%s", txattn_last_error());
+    cr_assert_eq(old->struct_size, sizes[k]);
+    cr_assert_eq(old->cls.struct_size, classes[k]);
+    cr_assert_str_eq(old->kernel, "masked.scalar");
+    cr_assert_str_eq(old->reason, "inexact");
+    cr_assert_eq(old->cls.d_qk, 64);
+    if (k == 1) cr_assert_eq(old->cls.v_type, TXATTN_DTYPE_BF16);
+    /* read back: the class as far as it reaches, so a dense class this time */
+    old->n = 512;
+    cr_assert_eq(txattn_table_add_exclusion(t, old), TXATTN_OK, "%s", txattn_last_error());
+    txattn_table_exclusion now = TXATTN_TABLE_EXCLUSION_INIT;
+    cr_assert_eq(txattn_table_exclusion_get(t, k + 1, &now), TXATTN_OK);
+    cr_assert_eq(now.n, 512);
+    cr_assert_eq(now.cls.struct_size, sizeof now.cls);
+    cr_assert_eq(now.cls.ragged, 0);
+    cr_assert_eq(now.cls.o_type, k == 0 ? TXATTN_DTYPE_F32 : TXATTN_DTYPE_BF16);
+    /* a class that claims more than the exclusion holds */
+    old->cls.struct_size = sizeof(txattn_table_class);
+    cr_assert_eq(txattn_table_add_exclusion(t, old), TXATTN_E_INVALID);
+    cr_assert(strstr(txattn_last_error(), "txattn_table_exclusion.cls.struct_size") != NULL, "%s",
+              txattn_last_error());
+    unfence(&f);
+  }
+  size_t newer = sizeof(txattn_table_exclusion) + 16;
+  struct fenced f = fence(newer);
+  txattn_table_exclusion *x = f.at;
+  x->struct_size = newer;
+  cr_assert_eq(txattn_table_exclusion_get(t, 0, x), TXATTN_OK);
+  cr_assert_eq(x->struct_size, sizeof *x);
+  x->struct_size = newer;
+  x->cls.struct_size = sizeof x->cls + 16;
+  x->n = 1024;
+  cr_assert_eq(txattn_table_add_exclusion(t, x), TXATTN_OK, "%s", txattn_last_error());
+  ((unsigned char *)f.at)[newer - 1] = 1;
+  x->n = 2048;
+  cr_assert_eq(txattn_table_add_exclusion(t, x), TXATTN_E_INVALID);
+  cr_assert(strstr(txattn_last_error(), "txattn_table_exclusion.struct_size") != NULL, "%s",
+            txattn_last_error());
+  unfence(&f);
+  txattn_table_free(t);
+  txattn_context_free(ctx);
+}
+
+Test(struct_size, newer_table_classes_need_their_unknown_fields_zero) {
+  txattn_context *ctx = test_context(1);
+  txattn_table_class typed;
+  txattn_table *t = typed_table(ctx, &typed);
+  size_t newer = sizeof typed + 16;
+  struct fenced f = fence(newer);
+  memcpy(f.at, &typed, sizeof typed);
+  txattn_table_class *c = f.at;
+  c->struct_size = newer;
+  size_t ci = 99;
+  cr_assert_eq(txattn_table_find_class(t, c, &ci), TXATTN_OK, "%s", txattn_last_error());
+  cr_assert_eq(ci, 0);
+  ((unsigned char *)f.at)[newer - 2] = 1;
+  cr_assert_eq(txattn_table_find_class(t, c, &ci), TXATTN_E_INVALID);
+  cr_assert(strstr(txattn_last_error(), "txattn_table_class.struct_size") != NULL, "%s",
+            txattn_last_error());
+  c->threads = 2;
+  cr_assert_eq(txattn_table_add_class(t, c, &ci), TXATTN_E_INVALID);
+  cr_assert(strstr(txattn_last_error(), "newer header") != NULL, "%s", txattn_last_error());
+  char d[96];
+  cr_assert_lt(txattn_table_class_describe(c, d, sizeof d), 0);
+  unfence(&f);
+  txattn_table_free(t);
+  txattn_context_free(ctx);
+}
+
+static txattn_status get_table_class(const void *t, void *out) {
+  return txattn_table_class_get(t, 0, out, NULL, NULL);
+}
+static txattn_status get_class_of(const void *p, void *out) {
+  int64_t n, r;
+  return txattn_table_class_of(p, 2, out, &n, &r);
+}
+
+Test(struct_size, table_classes_are_written_as_far_as_the_callers_struct_reaches) {
+  txattn_context *ctx = test_context(1);
+  txattn_table_class typed;
+  txattn_table *t = typed_table(ctx, &typed);
+  check_output(get_table_class, t, sizeof(txattn_table_class), TXATTN_TABLE_CLASS_SIZE_0_2,
+               TXATTN_TABLE_CLASS_SIZE_0_2_DTYPES, offsetof(txattn_table_class, d_qk));
+  check_output(get_table_class, t, sizeof(txattn_table_class), TXATTN_TABLE_CLASS_SIZE_0_2,
+               TXATTN_TABLE_CLASS_SIZE_0_2, offsetof(txattn_table_class, heads_q));
+  txattn_problem p = {.n_q = 1,
+                      .n_kv = 100,
+                      .d_qk = 16,
+                      .mask = TXATTN_MASK_CAUSAL,
+                      .q_type = TXATTN_DTYPE_F16,
+                      .k_type = TXATTN_DTYPE_F16,
+                      .v_type = TXATTN_DTYPE_F16,
+                      .o_type = TXATTN_DTYPE_F16};
+  check_output(get_class_of, &p, sizeof(txattn_table_class), TXATTN_TABLE_CLASS_SIZE_0_2,
+               TXATTN_TABLE_CLASS_SIZE_0_2_DTYPES, offsetof(txattn_table_class, k_type));
+  txattn_table_free(t);
+  txattn_context_free(ctx);
+}
+
+static txattn_status get_table_header(const void *t, void *out) {
+  return txattn_table_header_get(t, out);
+}
+static txattn_status get_table_plugin(const void *t, void *out) {
+  return txattn_table_plugin_get(t, 0, out);
+}
+static txattn_status get_table_point(const void *t, void *out) {
+  return txattn_table_point_get(t, 0, 0, out);
+}
+static txattn_status get_table_candidate(const void *t, void *out) {
+  return txattn_table_candidate_get(t, 0, 0, 0, out);
+}
+static txattn_status get_table_region(const void *t, void *out) {
+  return txattn_table_region_get(t, 0, 0, out);
+}
+
+/* Every other struct the table API writes: an older caller's (here shorter than any version, to see
+   the limit) is written no further than it reaches. The region and header, as the exclusion, hold
+   a struct last whose struct_size tells how much of it was written. */
+Test(struct_size, table_outputs_are_written_as_far_as_the_callers_struct_reaches) {
+  txattn_context *ctx = test_context(1);
+  txattn_table_class typed;
+  txattn_table *t = typed_table(ctx, &typed);
+  txattn_table_header h = TXATTN_TABLE_HEADER_INIT;
+  cr_assert_eq(txattn_table_header_get(t, &h), TXATTN_OK);
+  cr_assert_gt(h.n_plugins, 0);
+  check_output(get_table_header, t, sizeof(txattn_table_header), TXATTN_TABLE_HEADER_SIZE_0_2,
+               offsetof(txattn_table_header, machine), offsetof(txattn_table_header, created));
+  check_output(get_table_plugin, t, sizeof(txattn_table_plugin), TXATTN_TABLE_PLUGIN_SIZE_0_2,
+               offsetof(txattn_table_plugin, build), offsetof(txattn_table_plugin, name));
+  check_output(get_table_point, t, sizeof(txattn_table_point), TXATTN_TABLE_POINT_SIZE_0_2,
+               offsetof(txattn_table_point, tie), offsetof(txattn_table_point, n));
+  check_output(get_table_candidate, t, sizeof(txattn_table_candidate),
+               TXATTN_TABLE_CANDIDATE_SIZE_0_2, offsetof(txattn_table_candidate, spread),
+               offsetof(txattn_table_candidate, time_s));
+  check_output(get_table_region, t, sizeof(txattn_table_region), TXATTN_TABLE_REGION_SIZE_0_2,
+               offsetof(txattn_table_region, winner), offsetof(txattn_table_region, n_hi));
+
+  size_t at = offsetof(txattn_table_region, winner),
+         part = offsetof(txattn_table_candidate, spread);
+  struct fenced f = fence(at + part);
+  txattn_table_region *g = f.at;
+  g->struct_size = at + part;
+  cr_assert_eq(txattn_table_region_get(t, 0, 0, g), TXATTN_OK);
+  cr_assert_eq(g->winner.struct_size, part);
+  cr_assert_str_eq(g->winner.kernel, "naive.scalar");
+  unfence(&f);
+  at = offsetof(txattn_table_header, machine);
+  part = offsetof(txattn_machine_info, n_cores);
+  f = fence(at + part);
+  txattn_table_header *old = f.at;
+  old->struct_size = at + part;
+  cr_assert_eq(txattn_table_header_get(t, old), TXATTN_OK);
+  cr_assert_eq(old->machine.struct_size, part);
+  cr_assert_eq(old->n_classes, 1);
+  unfence(&f);
+  txattn_table_free(t);
+  txattn_context_free(ctx);
+}
+
+/* txattn_table_add_point's candidates: the array's stride is the first's struct_size. */
+Test(struct_size, table_candidates_are_read_by_their_struct_size) {
+  txattn_context *ctx = test_context(1);
+  txattn_table_class typed;
+  txattn_table *t = typed_table(ctx, &typed);
+  size_t newer = sizeof(txattn_table_candidate) + 16;
+  struct fenced f = fence(2 * newer);
+  unsigned char *bytes = f.at;
+  for (size_t i = 0; i < 2; i++) {
+    txattn_table_candidate c = {.struct_size = newer,
+                                .kernel = i ? "masked.scalar" : "naive.scalar",
+                                .time_s = 1e-3 * (double)(i + 1),
+                                .max_error = 1e-7,
+                                .spread = -1};
+    memcpy(bytes + i * newer, &c, sizeof c);
+  }
+  cr_assert_eq(txattn_table_add_point(t, 0, 512, 0, f.at, 2), TXATTN_OK, "%s", txattn_last_error());
+  txattn_table_point p = TXATTN_TABLE_POINT_INIT;
+  cr_assert_eq(txattn_table_point_get(t, 0, 1, &p), TXATTN_OK);
+  cr_assert_eq(p.n, 512);
+  cr_assert_eq(p.n_candidates, 2);
+  txattn_table_candidate second = TXATTN_TABLE_CANDIDATE_INIT;
+  cr_assert_eq(txattn_table_candidate_get(t, 0, 1, 1, &second), TXATTN_OK);
+  cr_assert_str_eq(second.kernel, "masked.scalar");
+  /* a set byte a newer header's candidate has and this library does not know */
+  bytes[newer + sizeof(txattn_table_candidate) + 3] = 1;
+  cr_assert_eq(txattn_table_add_point(t, 0, 1024, 0, f.at, 2), TXATTN_E_INVALID);
+  cr_assert(strstr(txattn_last_error(), "txattn_table_candidate.struct_size") != NULL, "%s",
+            txattn_last_error());
+  bytes[newer + sizeof(txattn_table_candidate) + 3] = 0;
+  size_t other = sizeof(txattn_table_candidate);
+  memcpy(bytes + newer, &other, sizeof other);
+  cr_assert_eq(txattn_table_add_point(t, 0, 1024, 0, f.at, 2), TXATTN_E_INVALID);
+  cr_assert(strstr(txattn_last_error(), "differs from the first's") != NULL, "%s",
+            txattn_last_error());
+  unfence(&f);
+  /* struct_size 0: the 0.2 struct, so a zero-initialised array works */
+  txattn_table_candidate zero[2] = {{.kernel = "naive.scalar", .time_s = 1e-3, .max_error = 1e-7},
+                                    {.kernel = "masked.scalar", .time_s = 2e-3, .max_error = 1e-7}};
+  cr_assert_eq(txattn_table_add_point(t, 0, 1024, 0, zero, 2), TXATTN_OK, "%s",
+               txattn_last_error());
+  txattn_table_free(t);
+  txattn_context_free(ctx);
 }

@@ -47,19 +47,20 @@ static txattn_table *full_table(const txattn_context *ctx) {
   TC_ASSERT_OK(txattn_table_create(ctx, &t));
   size_t ci = tc_add_causal(ctx, t);
   tc_add_window(ctx, t);
-  txattn_table_class c;
+  txattn_table_class c = TXATTN_TABLE_CLASS_INIT;
   TC_ASSERT_OK(txattn_table_class_get(t, ci, &c, NULL, NULL));
   const char *names[] = {"block_rows"};
   int64_t values[] = {7};
-  txattn_table_exclusion x = {c,
-                              "masked.scalar",
-                              1,
-                              names,
-                              values,
-                              256,
-                              0,
-                              0.25,
-                              "max error 0.25 > 1e-05 (a deliberately broken build)"};
+  txattn_table_exclusion x = {.struct_size = sizeof x,
+                              .kernel = "masked.scalar",
+                              .n_tunables = 1,
+                              .tunable_names = names,
+                              .tunable_values = values,
+                              .n = 256,
+                              .r = 0,
+                              .max_error = 0.25,
+                              .reason = "max error 0.25 > 1e-05 (a deliberately broken build)",
+                              .cls = c};
   TC_ASSERT_OK(txattn_table_add_exclusion(t, &x));
   TC_ASSERT_OK(txattn_table_set_profile(t, "{\"mode\": \"quick\", \"budget_s\": 30}"));
   return t;
@@ -90,22 +91,26 @@ Test(table, builder_refuses_what_the_format_forbids) {
   txattn_table *t;
   TC_ASSERT_OK(txattn_table_create(ctx, &t));
   size_t ci = tc_add_causal(ctx, t);
-  txattn_table_class c;
+  txattn_table_class c = TXATTN_TABLE_CLASS_INIT;
   TC_ASSERT_OK(txattn_table_class_get(t, ci, &c, NULL, NULL));
   cr_expect_eq(txattn_table_add_class(t, &c, NULL), TXATTN_E_INVALID, "a class twice");
   cr_expect(text_mentions(txattn_last_error(), "already", NULL), "%s", txattn_last_error());
-  txattn_table_candidate inexact = {"naive.scalar", 0, NULL, NULL, 1e-3, 2e-3, -1};
+  txattn_table_candidate inexact = {
+      sizeof(txattn_table_candidate), "naive.scalar", 0, NULL, NULL, 1e-3, 2e-3, -1};
   cr_expect_eq(txattn_table_add_point(t, ci, 100, 0, &inexact, 1), TXATTN_E_INVALID);
   cr_expect(text_mentions(txattn_last_error(), "not exact", "exclusion", NULL), "%s",
             txattn_last_error());
-  txattn_table_candidate ok = {"naive.scalar", 0, NULL, NULL, 1e-3, 1e-7, -1};
+  txattn_table_candidate ok = {
+      sizeof(txattn_table_candidate), "naive.scalar", 0, NULL, NULL, 1e-3, 1e-7, -1};
   cr_expect_eq(txattn_table_add_point(t, ci, 64, 0, &ok, 1), TXATTN_E_INVALID, "a point twice");
   cr_expect_eq(txattn_table_add_point(t, ci, 100, 5, &ok, 1), TXATTN_E_INVALID,
                "r outside windows");
   cr_expect_eq(txattn_table_add_point(t, ci, 0, 0, &ok, 1), TXATTN_E_INVALID, "n = 0");
-  txattn_table_candidate bad_name = {"Naive", 0, NULL, NULL, 1e-3, 1e-7, -1};
+  txattn_table_candidate bad_name = {
+      sizeof(txattn_table_candidate), "Naive", 0, NULL, NULL, 1e-3, 1e-7, -1};
   cr_expect_eq(txattn_table_add_point(t, ci, 100, 0, &bad_name, 1), TXATTN_E_INVALID);
-  txattn_table_candidate slow = {"naive.scalar", 0, NULL, NULL, -1, 1e-7, -1};
+  txattn_table_candidate slow = {
+      sizeof(txattn_table_candidate), "naive.scalar", 0, NULL, NULL, -1, 1e-7, -1};
   cr_expect_eq(txattn_table_add_point(t, ci, 100, 0, &slow, 1), TXATTN_E_INVALID, "time < 0");
   cr_expect_eq(txattn_table_set_profile(t, "[1, 2]"), TXATTN_E_INVALID, "a profile array");
   txattn_table_class window_without_shape = c;
@@ -124,17 +129,17 @@ Test(table, regions_follow_the_winners) {
   TC_ASSERT_OK(txattn_table_create(ctx, &t));
   size_t ci = tc_add_causal(ctx, t);
   size_t nr;
-  txattn_table_class c;
+  txattn_table_class c = TXATTN_TABLE_CLASS_INIT;
   TC_ASSERT_OK(txattn_table_class_get(t, ci, &c, NULL, &nr));
   cr_assert_eq(nr, 2, "naive wins 64..256, masked 1024..4096: %zu regions", nr);
-  txattn_table_region g[2];
+  txattn_table_region g[2] = {TXATTN_TABLE_REGION_INIT, TXATTN_TABLE_REGION_INIT};
   TC_ASSERT_OK(txattn_table_region_get(t, ci, 0, &g[0]));
   TC_ASSERT_OK(txattn_table_region_get(t, ci, 1, &g[1]));
   cr_expect(g[0].n_lo == 64 && g[0].n_hi == 256 && strcmp(g[0].winner.kernel, "naive.scalar") == 0);
   cr_expect(g[1].n_lo == 1024 && g[1].n_hi == 4096 &&
             strcmp(g[1].winner.kernel, "masked.scalar") == 0);
   /* the smallest margin over the region: naive over masked at n = 256 */
-  txattn_table_candidate w, u;
+  txattn_table_candidate w = TXATTN_TABLE_CANDIDATE_INIT, u = TXATTN_TABLE_CANDIDATE_INIT;
   TC_ASSERT_OK(txattn_table_candidate_get(t, ci, 1, 0, &w));
   TC_ASSERT_OK(txattn_table_candidate_get(t, ci, 1, 1, &u));
   cr_expect(strcmp(g[0].runner_up, u.kernel) == 0 && fabs(g[0].margin - u.time_s / w.time_s) < 1e-4,
@@ -144,7 +149,7 @@ Test(table, regions_follow_the_winners) {
   TC_ASSERT_OK(txattn_table_class_get(t, wi, &c, NULL, &nr));
   cr_expect(nr >= 2, "the window class has winners on both sides of n * r = 1e4");
   for (size_t i = 0; i < nr; i++) {
-    txattn_table_region r;
+    txattn_table_region r = TXATTN_TABLE_REGION_INIT;
     TC_ASSERT_OK(txattn_table_region_get(t, wi, i, &r));
     cr_expect(r.n_lo <= r.n_hi && r.r_lo <= r.r_hi && r.r_lo >= 16, "region %zu", i);
   }
@@ -157,7 +162,7 @@ Test(table, regions_follow_the_winners) {
 static void expect_same_candidates(const txattn_table *a, const txattn_table *b, size_t ci,
                                    size_t pi, size_t n) {
   for (size_t k = 0; k < n; k++) {
-    txattn_table_candidate x, y;
+    txattn_table_candidate x = TXATTN_TABLE_CANDIDATE_INIT, y = TXATTN_TABLE_CANDIDATE_INIT;
     TC_ASSERT_OK(txattn_table_candidate_get(a, ci, pi, k, &x));
     TC_ASSERT_OK(txattn_table_candidate_get(b, ci, pi, k, &y));
     cr_expect(strcmp(x.kernel, y.kernel) == 0 && x.time_s == y.time_s &&
@@ -171,7 +176,7 @@ static void expect_same_candidates(const txattn_table *a, const txattn_table *b,
 }
 
 static void expect_same_tables(const txattn_table *a, const txattn_table *b) {
-  txattn_table_header ha, hb;
+  txattn_table_header ha = TXATTN_TABLE_HEADER_INIT, hb = TXATTN_TABLE_HEADER_INIT;
   TC_ASSERT_OK(txattn_table_header_get(a, &ha));
   TC_ASSERT_OK(txattn_table_header_get(b, &hb));
   cr_expect_str_eq(ha.library_version, hb.library_version);
@@ -184,13 +189,13 @@ static void expect_same_tables(const txattn_table *a, const txattn_table *b) {
   cr_expect(ha.n_plugins == hb.n_plugins && ha.n_classes == hb.n_classes &&
             ha.n_excluded == hb.n_excluded);
   for (size_t ci = 0; ci < ha.n_classes; ci++) {
-    txattn_table_class ca, cb;
+    txattn_table_class ca = TXATTN_TABLE_CLASS_INIT, cb = TXATTN_TABLE_CLASS_INIT;
     size_t pa, pb, ra, rb;
     TC_ASSERT_OK(txattn_table_class_get(a, ci, &ca, &pa, &ra));
     TC_ASSERT_OK(txattn_table_class_get(b, ci, &cb, &pb, &rb));
     cr_expect(memcmp(&ca, &cb, sizeof ca) == 0 && pa == pb && ra == rb, "class %zu differs", ci);
     for (size_t pi = 0; pi < pa && pi < pb; pi++) {
-      txattn_table_point x, y;
+      txattn_table_point x = TXATTN_TABLE_POINT_INIT, y = TXATTN_TABLE_POINT_INIT;
       TC_ASSERT_OK(txattn_table_point_get(a, ci, pi, &x));
       TC_ASSERT_OK(txattn_table_point_get(b, ci, pi, &y));
       cr_expect(x.n == y.n && x.r == y.r && x.n_candidates == y.n_candidates);
@@ -208,11 +213,11 @@ Test(table, round_trip_through_a_file) {
   expect_same_tables(t, u);
   char *a = dump_text(t), *b = dump_text(u);
   cr_expect_str_eq(a, b, "the file read back does not print as the table written");
-  txattn_table_exclusion x;
+  txattn_table_exclusion x = TXATTN_TABLE_EXCLUSION_INIT;
   TC_ASSERT_OK(txattn_table_exclusion_get(u, 0, &x));
   cr_expect(strcmp(x.kernel, "masked.scalar") == 0 && x.max_error == 0.25 && x.n == 256 &&
             x.n_tunables == 1 && x.tunable_values[0] == 7);
-  txattn_table_header h;
+  txattn_table_header h = TXATTN_TABLE_HEADER_INIT;
   TC_ASSERT_OK(txattn_table_header_get(u, &h));
   cr_expect(text_mentions(h.profile, "quick", NULL), "profile: %s", h.profile);
   cr_expect_str_eq(h.path, file);
@@ -257,7 +262,7 @@ static txattn_table *typed_table(const txattn_context *ctx, size_t *typed) {
   txattn_table *t;
   TC_ASSERT_OK(txattn_table_create(ctx, &t));
   size_t ci = tc_add_causal(ctx, t), bi;
-  txattn_table_class c;
+  txattn_table_class c = TXATTN_TABLE_CLASS_INIT;
   TC_ASSERT_OK(txattn_table_class_get(t, ci, &c, NULL, NULL));
   txattn_table_class kv = with_types(c, F32, F16, F16, F32),
                      all = with_types(c, BF16, BF16, BF16, BF16);
@@ -269,7 +274,8 @@ static txattn_table *typed_table(const txattn_context *ctx, size_t *typed) {
   }
   tc_cand one[] = {{"naive.scalar", 1e-5, 0}};
   tc_add_point(ctx, t, bi, 64, 0, one, 1);
-  txattn_table_exclusion x = {.cls = kv,
+  txattn_table_exclusion x = {.struct_size = sizeof(txattn_table_exclusion),
+                              .cls = kv,
                               .kernel = "tiled.scalar",
                               .n = 193,
                               .max_error = 0.5,
@@ -283,7 +289,7 @@ Test(table, classes_are_per_type_combination) {
   txattn_table *t;
   TC_ASSERT_OK(txattn_table_create(ctx, &t));
   size_t ci = tc_add_causal(ctx, t), found;
-  txattn_table_class c;
+  txattn_table_class c = TXATTN_TABLE_CLASS_INIT;
   char d[128];
   TC_ASSERT_OK(txattn_table_class_get(t, ci, &c, NULL, NULL));
   txattn_table_class_describe(&c, d, sizeof d);
@@ -321,7 +327,7 @@ Test(table, classes_are_per_type_combination) {
                       .mask = TXATTN_MASK_CAUSAL,
                       .k_type = F16,
                       .v_type = F16};
-  txattn_table_class pc;
+  txattn_table_class pc = TXATTN_TABLE_CLASS_INIT;
   int64_t n, r;
   TC_ASSERT_OK(txattn_table_class_of(&p, 2, &pc, &n, &r));
   txattn_table_class_describe(&pc, d, sizeof d);
@@ -342,7 +348,7 @@ Test(table, typed_classes_round_trip_through_a_file) {
   expect_same_tables(t, u);
   char *a = dump_text(t), *b = dump_text(u);
   cr_expect_str_eq(a, b, "the file read back does not print as the table written");
-  txattn_table_exclusion x;
+  txattn_table_exclusion x = TXATTN_TABLE_EXCLUSION_INIT;
   TC_ASSERT_OK(txattn_table_exclusion_get(u, 0, &x));
   cr_expect(x.cls.k_type == F16 && x.cls.v_type == F16 && x.cls.q_type == F32 &&
                 x.cls.o_type == F32,
@@ -351,7 +357,8 @@ Test(table, typed_classes_round_trip_through_a_file) {
   json_error_t e;
   json_t *root = json_load_file(file, 0, &e);
   cr_assert(root != NULL, "%s", e.text);
-  cr_expect_eq(json_integer_value(json_object_get(root, "format_version")), 3);
+  cr_expect_eq(json_integer_value(json_object_get(root, "format_version")),
+               TXATTN_TABLE_FORMAT_VERSION);
   json_t *classes = json_object_get(root, "classes");
   json_t *f32 = json_array_get(classes, 0), *kv = json_array_get(classes, typed),
          *bf = json_array_get(classes, 2);
@@ -410,6 +417,136 @@ Test(table, a_malformed_element_type_names_the_field) {
   txattn_context_free(ctx);
 }
 
+/* ---- ragged classes (format_version 4) ---- */
+
+/* A causal decode class (d 16, one thread, naive.scalar measured at 256 and 1024), the same key
+   ragged (tiled.scalar measured there, with an exclusion); *ragged gets the ragged class's index. */
+static txattn_table *ragged_table(const txattn_context *ctx, size_t *ragged) {
+  txattn_table *t;
+  TC_ASSERT_OK(txattn_table_create(ctx, &t));
+  txattn_table_class dense = {.struct_size = sizeof(txattn_table_class),
+                              .mask = TXATTN_MASK_CAUSAL,
+                              .d_qk = TC_D,
+                              .d_v = TC_D,
+                              .group = 1,
+                              .threads = 1,
+                              .decode = 1,
+                              .batch = 1,
+                              .heads_q = 1},
+                     rag = dense;
+  rag.ragged = 1;
+  rag.batch = 8;
+  size_t di;
+  TC_ASSERT_OK(txattn_table_add_class(t, &dense, &di));
+  TC_ASSERT_OK(txattn_table_add_class(t, &rag, ragged));
+  for (int64_t n = 256; n <= 1024; n *= 4) {
+    tc_cand d[] = {{"naive.scalar", 1e-9 * (double)n, 0}, {"tiled.scalar", 2e-9 * (double)n, 0}};
+    tc_cand r[] = {{"tiled.scalar", 3e-9 * (double)n, 0}, {"naive.scalar", 5e-9 * (double)n, 0}};
+    tc_add_point(ctx, t, di, n, 0, d, 2);
+    tc_add_point(ctx, t, *ragged, n, 0, r, 2);
+  }
+  txattn_table_exclusion x = {.struct_size = sizeof(txattn_table_exclusion),
+                              .cls = rag,
+                              .kernel = "masked.scalar",
+                              .n = 193,
+                              .max_error = 0.5,
+                              .reason = "max error 0.5 (a made-up exclusion)"};
+  TC_ASSERT_OK(txattn_table_add_exclusion(t, &x));
+  return t;
+}
+
+/* The ragged flag is part of the key: named " ragged", found apart from the dense class, written
+   only where set, read back, kept in exclusions; a ragged class is a decode class. */
+Test(table, ragged_classes_round_trip_through_a_file) {
+  new_dir();
+  txattn_context *ctx = tc_context(NULL, "", 1);
+  size_t ri, found;
+  txattn_table *t = ragged_table(ctx, &ri), *u = NULL;
+  txattn_table_class c = TXATTN_TABLE_CLASS_INIT;
+  char d[128];
+  TC_ASSERT_OK(txattn_table_class_get(t, ri, &c, NULL, NULL));
+  txattn_table_class_describe(&c, d, sizeof d);
+  cr_expect_str_eq(d, "causal d16/16 g1 t1 decode ragged");
+  TC_ASSERT_OK(txattn_table_find_class(t, &c, &found));
+  cr_expect_eq(found, ri);
+  c.ragged = 0;
+  TC_ASSERT_OK(txattn_table_find_class(t, &c, &found));
+  cr_expect_eq(found, 0, "the dense class is found by its own key");
+  txattn_table_class bad = c;
+  bad.ragged = 1;
+  bad.decode = 0;
+  cr_expect_eq(txattn_table_add_class(t, &bad, NULL), TXATTN_E_INVALID);
+  cr_expect(text_mentions(txattn_last_error(), "a ragged class is a decode class", NULL), "%s",
+            txattn_last_error());
+  bad = c;
+  bad.ragged = 2;
+  cr_expect_eq(txattn_table_add_class(t, &bad, NULL), TXATTN_E_INVALID);
+  TC_ASSERT_OK(txattn_table_write(t, file));
+  TC_ASSERT_OK(txattn_table_load(file, &u));
+  expect_same_tables(t, u);
+  char *a = dump_text(t), *b = dump_text(u);
+  cr_expect_str_eq(a, b, "the file read back does not print as the table written");
+  TC_ASSERT_OK(txattn_table_class_get(u, ri, &c, NULL, NULL));
+  cr_expect(c.ragged == 1 && c.decode == 1 && c.batch == 8);
+  TC_ASSERT_OK(txattn_table_class_get(u, 0, &c, NULL, NULL));
+  cr_expect(c.ragged == 0);
+  txattn_table_exclusion x = TXATTN_TABLE_EXCLUSION_INIT;
+  TC_ASSERT_OK(txattn_table_exclusion_get(u, 0, &x));
+  cr_expect(x.cls.ragged == 1, "the exclusion's class keeps its raggedness");
+  json_error_t e;
+  json_t *root = json_load_file(file, 0, &e);
+  cr_assert(root != NULL, "%s", e.text);
+  cr_expect_eq(json_integer_value(json_object_get(root, "format_version")), 4);
+  json_t *classes = json_object_get(root, "classes");
+  cr_expect(json_object_get(json_array_get(classes, 0), "ragged") == NULL,
+            "a dense class is written as before format_version 4");
+  cr_expect(json_is_true(json_object_get(json_array_get(classes, ri), "ragged")));
+  /* "ragged" needs format_version 4 and a boolean */
+  static const struct {
+    int version;
+    json_t *(*value)(void);
+    const char *pattern;
+  } cases[] = {
+      {3, json_true, "classes\\[1\\]\\.ragged: a ragged class needs format_version 4"},
+      {4, json_null, "classes\\[1\\]\\.ragged: expected true or false, got null"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    json_t *copy = json_deep_copy(root);
+    json_object_set_new(copy, "format_version", json_integer(cases[i].version));
+    json_object_set_new(json_array_get(json_object_get(copy, "classes"), ri), "ragged",
+                        cases[i].value());
+    char path[SCRATCH_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/ragged%zu.json", dir, i);
+    cr_assert(json_dump_file(copy, path, JSON_INDENT(1)) == 0);
+    json_decref(copy);
+    txattn_table *v = NULL;
+    cr_expect_eq(txattn_table_load(path, &v), TXATTN_E_TABLE, "case %zu", i);
+    cr_expect(v == NULL);
+    cr_expect(matches(txattn_last_error(), cases[i].pattern), "case %zu: %s", i,
+              txattn_last_error());
+  }
+  json_decref(root);
+  /* a ragged problem's class: ragged, at n = its capacity n_kv */
+  txattn_problem p = TXATTN_PROBLEM_INIT;
+  p.batch = 4;
+  p.n_q = 1;
+  p.n_kv = 700;
+  p.d_qk = TC_D;
+  p.mask = TXATTN_MASK_CAUSAL;
+  p.ragged = 1;
+  int64_t n, r;
+  TC_ASSERT_OK(txattn_table_class_of(&p, 1, &c, &n, &r));
+  cr_expect(c.ragged == 1 && c.decode == 1 && c.batch == 4 && n == 700 && r == 0);
+  p.struct_size = 0; /* a 0.2 struct has no ragged field: dense */
+  TC_ASSERT_OK(txattn_table_class_of(&p, 1, &c, &n, &r));
+  cr_expect(c.ragged == 0);
+  free(a);
+  free(b);
+  txattn_table_free(t);
+  txattn_table_free(u);
+  txattn_context_free(ctx);
+}
+
 /* ---- ties: a winner chosen among near-equal times ---- */
 
 /* The causal table with a point at n = 512 where masked.scalar is fastest by 1% and the caller
@@ -423,7 +560,8 @@ static txattn_status add_tie_point(const txattn_context *ctx, txattn_table *t, s
   txattn_table_candidate c[3];
   for (size_t i = 0; i < 3; i++) {
     size_t nt = tc_tunables(ctx, kernels[i], 0, names[i], values[i]);
-    c[i] = (txattn_table_candidate){kernels[i], nt, names[i], values[i], times[i], 1e-7, 0.02};
+    c[i] = (txattn_table_candidate){
+        sizeof(txattn_table_candidate), kernels[i], nt, names[i], values[i], times[i], 1e-7, 0.02};
   }
   return txattn_table_add_point_chosen(t, ci, 512, 0, c, 3, chosen);
 }
@@ -439,8 +577,8 @@ Test(table, a_tie_keeps_the_chosen_winner_through_a_file) {
   TC_ASSERT_OK(txattn_table_load(file, &u));
   for (int k = 0; k < 2; k++) {
     const txattn_table *x = k ? u : t;
-    txattn_table_point pt;
-    txattn_table_candidate c0, c1;
+    txattn_table_point pt = TXATTN_TABLE_POINT_INIT;
+    txattn_table_candidate c0 = TXATTN_TABLE_CANDIDATE_INIT, c1 = TXATTN_TABLE_CANDIDATE_INIT;
     TC_ASSERT_OK(txattn_table_point_get(x, ci, 2, &pt)); /* 64, 256, 512 */
     TC_ASSERT_OK(txattn_table_candidate_get(x, ci, 2, 0, &c0));
     TC_ASSERT_OK(txattn_table_candidate_get(x, ci, 2, 1, &c1));
@@ -449,14 +587,14 @@ Test(table, a_tie_keeps_the_chosen_winner_through_a_file) {
     cr_expect(strcmp(c0.kernel, "naive.scalar") == 0 && strcmp(c1.kernel, "masked.scalar") == 0,
               "%s: %s, %s", k ? "read" : "built", c0.kernel, c1.kernel);
     /* naive wins 64..512 (its region's runner-up margin at the tie is below 1) */
-    txattn_table_region g;
+    txattn_table_region g = TXATTN_TABLE_REGION_INIT;
     TC_ASSERT_OK(txattn_table_region_get(x, ci, 0, &g));
     cr_expect(g.n_hi == 512 && strcmp(g.winner.kernel, "naive.scalar") == 0 && g.margin < 1,
               "region 0: n ..%lld %s by %g", (long long)g.n_hi, g.winner.kernel, g.margin);
   }
   char *a = dump_text(t), *b = dump_text(u);
   cr_expect_str_eq(a, b);
-  txattn_table_header h;
+  txattn_table_header h = TXATTN_TABLE_HEADER_INIT;
   TC_ASSERT_OK(txattn_table_header_get(u, &h));
   cr_expect_eq(h.format_version, TXATTN_TABLE_FORMAT_VERSION);
   /* the dispatcher follows the choice */
@@ -482,7 +620,7 @@ Test(table, a_tie_is_a_choice_among_near_equal_times) {
   cr_expect(text_mentions(txattn_last_error(), "more than 1.25", NULL), "%s", txattn_last_error());
   cr_expect_eq(add_tie_point(ctx, t, ci, 1.01e-3, 3), TXATTN_E_INVALID, "no candidate 3");
   TC_ASSERT_OK(add_tie_point(ctx, t, ci, 1.01e-3, 0)); /* the fastest: no tie */
-  txattn_table_point pt;
+  txattn_table_point pt = TXATTN_TABLE_POINT_INIT;
   TC_ASSERT_OK(txattn_table_point_get(t, ci, 2, &pt));
   cr_expect(pt.n == 512 && pt.tie == 0);
   txattn_table_free(t);
@@ -543,7 +681,7 @@ static const fixture fixtures[] = {
      ": at classes\\[1\\]\\.points\\[0\\]\\.n: expected an integer, got a string"},
     {"missing_field.json",
      ": at classes\\[0\\]\\.points\\[0\\]\\.candidates\\[0\\]: the field \"time_s\" is missing"},
-    {"future_version.json", ": at format_version: 4 is not supported.*reads format_version 1 to 3"},
+    {"future_version.json", ": at format_version: 5 is not supported.*reads format_version 1 to 4"},
     {"not_a_table.json", ": at format: .*not a txtune dispatch table"},
 };
 
@@ -593,18 +731,23 @@ Test(table, typed_fixture_reads_with_its_types) {
   snprintf(path, sizeof path, "%s/typed_classes.json", TXATTN_TEST_TABLE_DATA_DIR);
   txattn_table *t;
   TC_ASSERT_OK(txattn_table_load(path, &t));
-  txattn_table_header h;
+  txattn_table_header h = TXATTN_TABLE_HEADER_INIT;
   TC_ASSERT_OK(txattn_table_header_get(t, &h));
   cr_expect(h.format_version == 3 && h.n_classes == 4 && h.n_excluded == 2);
+  for (size_t i = 0; i < h.n_classes; i++) { /* a file before format_version 4: every class dense */
+    txattn_table_class c = TXATTN_TABLE_CLASS_INIT;
+    TC_ASSERT_OK(txattn_table_class_get(t, i, &c, NULL, NULL));
+    cr_expect_eq(c.ragged, 0, "classes[%zu]", i);
+  }
   static const char *const names[] = {"causal d64/64 g1 t2", "causal d64/64 g1 t2 kv=f16",
                                       "window-left d64/64 g1 t2", "causal d64/64 g1 t2 bf16"};
   for (size_t i = 0; i < 4 && i < h.n_classes; i++) {
-    txattn_table_class c;
+    txattn_table_class c = TXATTN_TABLE_CLASS_INIT;
     TC_ASSERT_OK(txattn_table_class_get(t, i, &c, NULL, NULL));
     txattn_table_class_describe(&c, d, sizeof d);
     cr_expect_str_eq(d, names[i]);
   }
-  txattn_table_exclusion x;
+  txattn_table_exclusion x = TXATTN_TABLE_EXCLUSION_INIT;
   TC_ASSERT_OK(txattn_table_exclusion_get(t, 1, &x));
   txattn_table_class_describe(&x.cls, d, sizeof d);
   cr_expect_str_eq(d, "causal d64/64 g1 t2 kv=f16");
@@ -1074,7 +1217,8 @@ Test(table, tunables_the_kernel_refuses_make_it_stale) {
   txattn_context *ctx = tc_context(NULL, "", 1);
   txattn_table *t;
   TC_ASSERT_OK(txattn_table_create(ctx, &t));
-  txattn_table_class c = {.mask = TXATTN_MASK_NONE,
+  txattn_table_class c = {.struct_size = sizeof(txattn_table_class),
+                          .mask = TXATTN_MASK_NONE,
                           .window = 0,
                           .d_qk = TC_D,
                           .d_v = TC_D,
@@ -1087,8 +1231,9 @@ Test(table, tunables_the_kernel_refuses_make_it_stale) {
   TC_ASSERT_OK(txattn_table_add_class(t, &c, &ci));
   const char *names[] = {"block_rows"};
   int64_t values[] = {0}; /* masked.scalar declares block_rows >= 1 */
-  txattn_table_candidate x[] = {{"naive.scalar", 0, NULL, NULL, 1e-4, 1e-7, -1},
-                                {"masked.scalar", 1, names, values, 2e-4, 1e-7, -1}};
+  txattn_table_candidate x[] = {
+      {sizeof(txattn_table_candidate), "naive.scalar", 0, NULL, NULL, 1e-4, 1e-7, -1},
+      {sizeof(txattn_table_candidate), "masked.scalar", 1, names, values, 2e-4, 1e-7, -1}};
   TC_ASSERT_OK(txattn_table_add_point(t, ci, 128, 0, x, 2));
   TC_ASSERT_OK(txattn_table_write(t, file));
   txattn_context *follower = tc_context(NULL, file, 1);

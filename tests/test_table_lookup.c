@@ -123,7 +123,8 @@ Test(table_lookup, between_two_winners_a_kernel_that_won_neither_does_not_take_t
   txattn_context *maker = tc_context(NULL, "", 1);
   txattn_table *t;
   TC_ASSERT_OK(txattn_table_create(maker, &t));
-  txattn_table_class c = {.mask = TXATTN_MASK_CAUSAL,
+  txattn_table_class c = {.struct_size = sizeof(txattn_table_class),
+                          .mask = TXATTN_MASK_CAUSAL,
                           .window = TXATTN_TABLE_WINDOW_NONE,
                           .d_qk = TC_D,
                           .d_v = TC_D,
@@ -246,7 +247,7 @@ Test(table_lookup, a_16_bit_problem_follows_only_a_class_of_its_types) {
   txattn_context_free(ctx);
   /* the same table with a kv=f16 class measured at 64 and 256 */
   txattn_context *maker = tc_context(NULL, "", 1);
-  txattn_table_class c;
+  txattn_table_class c = TXATTN_TABLE_CLASS_INIT;
   TC_ASSERT_OK(txattn_table_class_get(t, 0, &c, NULL, NULL));
   c.k_type = c.v_type = TXATTN_DTYPE_F16;
   size_t ci;
@@ -277,6 +278,80 @@ Test(table_lookup, a_16_bit_problem_follows_only_a_class_of_its_types) {
   cr_expect_str_eq(kernel, "masked.scalar", "the fp32 problem still follows its class: %s", why);
   txattn_table_free(t);
   txattn_context_free(ctx);
+}
+
+/* A ragged decode problem (issue 20) follows the ragged class of its key at n = its capacity n_kv,
+   whose winner (tiled.scalar here) differs from the dense decode class's (naive.scalar); without a
+   ragged class it follows the dense class, as if padded, and says so. */
+Test(table_lookup, a_ragged_problem_follows_its_ragged_class_else_the_dense_one) {
+  scratch_dir(dir, sizeof dir, 0755);
+  snprintf(file, sizeof file, "%s/dispatch.json", dir);
+  txattn_context *maker = tc_context(NULL, "", 1);
+  txattn_table *t;
+  TC_ASSERT_OK(txattn_table_create(maker, &t));
+  txattn_table_class dense = {.struct_size = sizeof(txattn_table_class),
+                              .mask = TXATTN_MASK_CAUSAL,
+                              .d_qk = TC_D,
+                              .d_v = TC_D,
+                              .group = 1,
+                              .threads = 1,
+                              .decode = 1,
+                              .batch = 1,
+                              .heads_q = 1},
+                     rag = dense;
+  rag.ragged = 1;
+  rag.batch = 8;
+  size_t di, ri;
+  TC_ASSERT_OK(txattn_table_add_class(t, &dense, &di));
+  for (int64_t n = 256; n <= 4096; n *= 4) {
+    tc_cand d[] = {{"naive.scalar", 1e-9 * (double)n, 0}, {"tiled.scalar", 2e-9 * (double)n, 0}};
+    tc_add_point(maker, t, di, n, 0, d, 2);
+  }
+  TC_ASSERT_OK(txattn_table_write(t, file));
+  txattn_context *ctx = tc_context(NULL, file, 1);
+  cr_assert_eq(txattn_context_table_status(ctx), TXATTN_TABLE_LOADED, "%s",
+               txattn_context_table_state(ctx));
+  txattn_problem p = TXATTN_PROBLEM_INIT, one;
+  p.batch = 4;
+  p.n_q = 1;
+  p.n_kv = 2000;
+  p.d_qk = TC_D;
+  p.mask = TXATTN_MASK_CAUSAL;
+  p.ragged = 1;
+  one = p;
+  one.ragged = 0;
+  char kernel[64], why[512];
+  tc_pick(ctx, &p, kernel, sizeof kernel, why, sizeof why);
+  cr_expect_str_eq(kernel, "naive.scalar", "%s", why);
+  cr_expect(
+      text_mentions(why, "(class causal d16/16 g1 t1 decode, no ragged class: as if padded)", NULL),
+      "%s", why);
+  txattn_context_free(ctx);
+  /* the same table with the ragged class, whose winner is tiled.scalar */
+  TC_ASSERT_OK(txattn_table_add_class(t, &rag, &ri));
+  for (int64_t n = 256; n <= 4096; n *= 4) {
+    tc_cand r[] = {{"tiled.scalar", 3e-9 * (double)n, 0}, {"naive.scalar", 5e-9 * (double)n, 0}};
+    tc_add_point(maker, t, ri, n, 0, r, 2);
+  }
+  TC_ASSERT_OK(txattn_table_write(t, file));
+  ctx = tc_context(NULL, file, 1);
+  cr_assert_eq(txattn_context_table_status(ctx), TXATTN_TABLE_LOADED, "%s",
+               txattn_context_table_state(ctx));
+  tc_pick(ctx, &p, kernel, sizeof kernel, why, sizeof why);
+  cr_expect_str_eq(kernel, "tiled.scalar", "%s", why);
+  cr_expect(text_mentions(why, "(class causal d16/16 g1 t1 decode ragged)", NULL), "%s", why);
+  tc_pick(ctx, &one, kernel, sizeof kernel, why, sizeof why);
+  cr_expect_str_eq(kernel, "naive.scalar", "a dense decode problem keeps its class: %s", why);
+  p.n_kv = 8192; /* beyond the ragged class's points: no entry, not the dense class's */
+  tc_pick(ctx, &p, kernel, sizeof kernel, why, sizeof why);
+  cr_expect(text_mentions(why,
+                          "no table entry: n = 8192 is outside the measured n 256..4096 (class "
+                          "causal d16/16 g1 t1 decode ragged)",
+                          NULL),
+            "%s", why);
+  txattn_table_free(t);
+  txattn_context_free(ctx);
+  txattn_context_free(maker);
 }
 
 Test(table_lookup, a_forced_kernel_beats_the_table) {
@@ -325,7 +400,8 @@ Test(table_lookup, unusable_declining_and_unknown_kernels_are_skipped) {
   txattn_context *maker = with_decoys("");
   txattn_table *t;
   TC_ASSERT_OK(txattn_table_create(maker, &t));
-  txattn_table_class c = {.mask = TXATTN_MASK_CAUSAL,
+  txattn_table_class c = {.struct_size = sizeof(txattn_table_class),
+                          .mask = TXATTN_MASK_CAUSAL,
                           .window = 0,
                           .d_qk = 32,
                           .d_v = 32,

@@ -366,7 +366,8 @@ static int read_key(rd *r, const json_t *o, const char *path, txattn_table_class
       !get_bool(r, o, path, "decode", &decode) || !get_int(r, o, path, "batch", 1, BIG, &batch) ||
       !get_int(r, o, path, "heads_q", 1, BIG, &heads_q))
     return 0;
-  *c = (txattn_table_class){.mask = (txattn_mask)mask,
+  *c = (txattn_table_class){.struct_size = sizeof *c,
+                            .mask = (txattn_mask)mask,
                             .window = (txattn_table_window)(shape + 1),
                             .d_qk = d_qk,
                             .d_v = d_v,
@@ -377,6 +378,13 @@ static int read_key(rd *r, const json_t *o, const char *path, txattn_table_class
                             .heads_q = heads_q};
   if (mask != TXATTN_MASK_WINDOW) c->window = TXATTN_TABLE_WINDOW_NONE;
   if (!read_types(r, o, path, c)) return 0;
+  /* "ragged" (format_version 4): true or absent (false, what the writer leaves out) */
+  if (json_object_get(o, "ragged") != NULL) {
+    char p[PATH_LEN];
+    join(p, path, "ragged");
+    if (r->version < 4) return err(r, p, "a ragged class needs format_version 4");
+    if (!get_bool(r, o, path, "ragged", &c->ragged)) return 0;
+  }
   char why[256];
   return txattn__tm_class_ok(c, why, sizeof why) || err(r, path, "%s", why);
 }
@@ -549,9 +557,9 @@ static int read_regions(rd *r, const json_t *o, const char *path, const txattn__
 }
 
 static int read_class(rd *r, const json_t *o, const char *path) {
-  static const char *const keys[] = {"mask",   "window", "d_qk",    "d_v",    "group",  "threads",
-                                     "decode", "batch",  "heads_q", "q_type", "k_type", "v_type",
-                                     "o_type", "points", "regions", NULL};
+  static const char *const keys[] = {"mask",   "window", "d_qk",    "d_v",     "group",  "threads",
+                                     "decode", "batch",  "heads_q", "q_type",  "k_type", "v_type",
+                                     "o_type", "ragged", "points",  "regions", NULL};
   txattn_table_class key;
   size_t cls;
   char p[PATH_LEN], q[PATH_LEN], why[512];
@@ -583,7 +591,7 @@ static int read_exclusion(rd *r, const json_t *o, const char *path) {
   if (!keys_ok(r, o, path, keys) || k == NULL) return 0;
   static const char *const key_fields[] = {"mask",    "window", "d_qk",   "d_v",     "group",
                                            "threads", "decode", "batch",  "heads_q", "q_type",
-                                           "k_type",  "v_type", "o_type", NULL};
+                                           "k_type",  "v_type", "o_type", "ragged",  NULL};
   if (!keys_ok(r, k, p, key_fields) || !read_key(r, k, p, &e.cls) ||
       !get_str(r, o, path, "kernel", &e.kernel) || !read_tunables(r, o, path, &tun) ||
       !get_int(r, o, path, "n", 1, BIG, &e.n) || !read_r(r, o, path, &e.cls, &e.r) ||

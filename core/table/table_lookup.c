@@ -9,7 +9,9 @@
  * near-equal times), that one wins: the problem lies in its region. Kernels that cannot run here or
  * decline the problem are skipped, so the next best is taken. Outside the measured range, or with a
  * surrounding point missing, there is no entry and the built-in estimate decides. The class of a
- * problem is this file's too, for the dispatcher and txattn_table_class_of alike. */
+ * problem is this file's too, for the dispatcher and txattn_table_class_of alike. A ragged problem
+ * follows its ragged class (times of one ragged call, at n = its capacity n_kv) where the table has
+ * one, else the dense class of its capacity, as if every sequence were padded to it. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -17,6 +19,7 @@
 
 #include "context.h"
 #include "error.h"
+#include "struct_size.h"
 #include "table_context.h"
 #include "table_lookup.h"
 #include "table_types.h"
@@ -45,9 +48,23 @@ int txattn__tm_class_of(const txattn_problem *p, int threads, txattn_table_class
                              p->window_left, p->window_right);
     *rr = p->window_left;
   }
-  *cls = (txattn_table_class){p->mask,   w,         p->d_qk,  p->d_v,     p->heads_q / p->heads_kv,
-                              threads,   decode,    p->batch, p->heads_q, p->q_type,
-                              p->k_type, p->v_type, p->o_type};
+  *cls = (txattn_table_class){.struct_size = sizeof *cls,
+                              .mask = p->mask,
+                              .window = w,
+                              .d_qk = p->d_qk,
+                              .d_v = p->d_v,
+                              .group = p->heads_q / p->heads_kv,
+                              .threads = threads,
+                              .decode = decode,
+                              .batch = p->batch,
+                              .heads_q = p->heads_q,
+                              .q_type = p->q_type,
+                              .k_type = p->k_type,
+                              .v_type = p->v_type,
+                              .o_type = p->o_type,
+                              .ragged = p->ragged != 0};
+  /* a ragged problem's n is its capacity n_kv: the plan never sees the lengths, and a ragged
+     class's points are measured with the longest length equal to n */
   *n = p->n_kv;
   return 1;
 }
@@ -58,11 +75,13 @@ txattn_status txattn_table_class_of(const txattn_problem *p, int threads, txattn
                    "txattn_table_class_of: an argument is NULL");
   TXATTN_RETURN_IF(threads < 1, TXATTN_E_INVALID, "txattn_table_class_of: threads = %d < 1",
                    threads);
-  txattn_problem q;
+  txattn_problem q = TXATTN_PROBLEM_INIT; /* every field resolved, ragged included */
   char why[256];
   TXATTN_FORWARD_IF_ERROR(txattn_problem_resolve(p, &q));
-  TXATTN_RETURN_IF(!txattn__tm_class_of(&q, threads, cls, n, r, why, sizeof why),
+  txattn_table_class full;
+  TXATTN_RETURN_IF(!txattn__tm_class_of(&q, threads, &full, n, r, why, sizeof why),
                    TXATTN_E_UNSUPPORTED, "%s", why);
+  TXATTN__STRUCT_OUT(txattn_table_class, TXATTN_TABLE_CLASS_SIZE_0_2, cls, &full);
   return txattn__ok();
 }
 
@@ -270,6 +289,13 @@ static void explain(const around *a, const ranked *best, const ranked *second, c
            runner, *skipped ? " (skipped: " : "", skipped, *skipped ? ")" : "");
 }
 
+/* The class of t with key's key, NULL if none. */
+static const txattn__class *find_class(const txattn_table *t, const txattn_table_class *key) {
+  for (size_t i = 0; i < t->n_classes; i++)
+    if (txattn__tm_same_key(&t->classes[i].key, key)) return &t->classes[i];
+  return NULL;
+}
+
 int txattn__table_choose(const txattn_context *ctx, const txattn_problem *r,
                          const txattn__kernel **k, const int64_t **tunables, char *why,
                          size_t size) {
@@ -281,9 +307,20 @@ int txattn__table_choose(const txattn_context *ctx, const txattn_problem *r,
   if (!txattn__tm_class_of(r, ctx->n_threads, &key, &n, &rr, inner, sizeof inner))
     return txattn__why_not(why, size, "no table entry: %s", inner);
   around a = {0};
-  for (size_t i = 0; i < ct->table->n_classes && a.c == NULL; i++)
-    if (txattn__tm_same_key(&ct->table->classes[i].key, &key)) a.c = &ct->table->classes[i];
+  a.c = find_class(ct->table, &key);
   txattn_table_class_describe(&key, a.cls, sizeof a.cls);
+  if (a.c == NULL && key.ragged) { /* no ragged class: the dense class of the capacity */
+    char ragged[96];
+    snprintf(ragged, sizeof ragged, "%s", a.cls);
+    key.ragged = 0;
+    a.c = find_class(ct->table, &key);
+    txattn_table_class_describe(&key, a.cls, sizeof a.cls);
+    if (a.c == NULL)
+      return txattn__why_not(why, size, "no table entry: the table has no class %s nor %s", ragged,
+                             a.cls);
+    size_t used = strlen(a.cls);
+    snprintf(a.cls + used, sizeof a.cls - used, ", no ragged class: as if padded");
+  }
   if (a.c == NULL)
     return txattn__why_not(why, size, "no table entry: the table has no class %s", a.cls);
   if (!find_corners(&a, n, rr, inner, sizeof inner))

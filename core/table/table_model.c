@@ -117,6 +117,27 @@ void txattn__tm_tunables_text(const txattn__tunables *tun, char *buf, size_t siz
   }
 }
 
+/* *dst = *src with zero padding (the struct has some after ragged), so that keys compare and
+   copy out byte for byte. */
+static void key_copy(txattn_table_class *dst, const txattn_table_class *src) {
+  memset(dst, 0, sizeof *dst);
+  dst->struct_size = sizeof *dst;
+  dst->mask = src->mask;
+  dst->window = src->window;
+  dst->d_qk = src->d_qk;
+  dst->d_v = src->d_v;
+  dst->group = src->group;
+  dst->threads = src->threads;
+  dst->decode = src->decode;
+  dst->batch = src->batch;
+  dst->heads_q = src->heads_q;
+  dst->q_type = src->q_type;
+  dst->k_type = src->k_type;
+  dst->v_type = src->v_type;
+  dst->o_type = src->o_type;
+  dst->ragged = src->ragged;
+}
+
 /* ---- checks ---- */
 
 int txattn__tm_class_ok(const txattn_table_class *c, char *why, size_t size) {
@@ -141,6 +162,10 @@ int txattn__tm_class_ok(const txattn_table_class *c, char *why, size_t size) {
   if (c->heads_q % c->group != 0)
     return txattn__why_not(why, size, "heads_q = %" PRId64 " is not a multiple of group = %" PRId64,
                            c->heads_q, c->group);
+  if (c->ragged != 0 && c->ragged != 1)
+    return txattn__why_not(why, size, "ragged = %d is neither 0 nor 1", c->ragged);
+  if (c->ragged && !c->decode)
+    return txattn__why_not(why, size, "a ragged class is a decode class (n_q = 1 per sequence)");
   const txattn_dtype types[4] = {c->q_type, c->k_type, c->v_type, c->o_type};
   for (int i = 0; i < 4; i++)
     if (txattn_dtype_size(types[i]) == 0)
@@ -399,7 +424,7 @@ txattn_status txattn__tm_add_class(txattn_table *t, const txattn_table_class *c,
     return NOMEM(why, size);
   txattn__class *k = &t->classes[t->n_classes];
   memset(k, 0, sizeof *k);
-  k->key = *c;
+  key_copy(&k->key, c);
   if (index) *index = t->n_classes;
   t->n_classes++;
   return TXATTN_OK;
@@ -597,14 +622,20 @@ txattn_status txattn__tm_add_exclusion(txattn_table *t, const txattn_table_exclu
     return NOMEM(why, size);
   txattn__exclusion *x = &t->excluded[t->n_excluded];
   memset(x, 0, sizeof *x);
-  txattn_table_candidate as_cand = {
-      e->kernel, e->n_tunables, e->tunable_names, e->tunable_values, 1.0, 0.0, -1.0};
+  txattn_table_candidate as_cand = {.struct_size = sizeof as_cand,
+                                    .kernel = e->kernel,
+                                    .n_tunables = e->n_tunables,
+                                    .tunable_names = e->tunable_names,
+                                    .tunable_values = e->tunable_values,
+                                    .time_s = 1.0,
+                                    .max_error = 0.0,
+                                    .spread = -1.0};
   if (!cand_copy(&x->c, &as_cand) || (x->reason = strdup(e->reason)) == NULL) {
     cand_free(&x->c);
     return NOMEM(why, size);
   }
   x->c.max_error = isnan(e->max_error) ? NAN : round6(e->max_error);
-  x->key = e->cls;
+  key_copy(&x->key, &e->cls);
   x->n = e->n;
   x->r = e->r;
   t->n_excluded++;

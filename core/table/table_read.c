@@ -7,9 +7,81 @@
 #include <string.h>
 
 #include "error.h"
+#include "struct_size.h"
 #include "table_model.h"
 
 #define NEED(cond, fn, what) TXATTN_RETURN_IF(!(cond), TXATTN_E_INVALID, "%s: %s is NULL", fn, what)
+
+/* The caller's class (or exclusion) as this header's struct, read as far as its struct_size reaches
+   (struct_size.h). An exclusion's class is read by the class's own struct_size, within the bytes
+   the exclusion's covers. */
+static txattn_status class_in(const txattn_table_class *c, txattn_table_class *copy) {
+  return TXATTN__STRUCT_IN(txattn_table_class, TXATTN_TABLE_CLASS_SIZE_0_2, c, copy);
+}
+
+static txattn_status exclusion_in(const txattn_table_exclusion *e, txattn_table_exclusion *copy) {
+  size_t size = e->struct_size ? e->struct_size : TXATTN_TABLE_EXCLUSION_SIZE_0_2;
+  TXATTN_RETURN_IF(size < TXATTN_TABLE_EXCLUSION_SIZE_0_2, TXATTN_E_INVALID,
+                   "txattn_table_exclusion.struct_size = %zu is no size of a "
+                   "txattn_table_exclusion (this library's is %zu): set it to "
+                   "sizeof(txattn_table_exclusion), or 0",
+                   size, sizeof *e);
+  TXATTN_FORWARD_IF_ERROR(
+      TXATTN__STRUCT_IN(txattn_table_exclusion, TXATTN_TABLE_EXCLUSION_SIZE_0_2, e, copy));
+  size_t reach = size - offsetof(txattn_table_exclusion, cls); /* struct_in checked size */
+  txattn_table_class cls = copy->cls;                          /* zero past the caller's bytes */
+  size_t cls_size = cls.struct_size ? cls.struct_size : TXATTN_TABLE_CLASS_SIZE_0_2;
+  TXATTN_RETURN_IF(cls_size > reach, TXATTN_E_INVALID,
+                   "txattn_table_exclusion.cls.struct_size = %zu reaches past the exclusion's "
+                   "struct_size = %zu",
+                   cls_size, size);
+  /* bytes of a newer header's class past this one's were checked zero with the exclusion's */
+  if (cls_size > sizeof cls) cls.struct_size = sizeof cls;
+  return class_in(&cls, &copy->cls);
+}
+
+/* After an output struct was written: the struct_size of the struct it holds last, at `at`, says how
+   much of that one was written (the outer struct_size, the first field, counts both). */
+static void inner_size(void *out, size_t at) {
+  size_t written;
+  memcpy(&written, out, sizeof written);
+  if (written < at + sizeof(size_t)) return;
+  size_t inner = written - at;
+  memcpy((unsigned char *)out + at, &inner, sizeof inner);
+}
+
+/* The caller's candidates as this header's structs in *copy (to free): the stride is the first's
+   struct_size, which every one must share. NULL, empty or oversized arrays go to the model as they
+   are: it refuses them without reading one. */
+static txattn_status cands_in(const txattn_table_candidate *cands, size_t n,
+                              txattn_table_candidate **copy) {
+  *copy = NULL;
+  if (cands == NULL || n == 0 || n > TXATTN__TABLE_MAX_CANDIDATES) return TXATTN_OK;
+  size_t stride = cands->struct_size ? cands->struct_size : TXATTN_TABLE_CANDIDATE_SIZE_0_2;
+  TXATTN_RETURN_IF(stride % sizeof(size_t) != 0, TXATTN_E_INVALID,
+                   "txattn_table_candidate.struct_size = %zu is no size of a "
+                   "txattn_table_candidate (this library's is %zu)",
+                   stride, sizeof *cands);
+  txattn_table_candidate *c = calloc(n, sizeof *c);
+  TXATTN_RETURN_IF(c == NULL, TXATTN_E_NOMEM, "out of memory for %zu candidates", n);
+  for (size_t i = 0; i < n; i++) {
+    const txattn_table_candidate *in =
+        (const txattn_table_candidate *)((const unsigned char *)cands + i * stride);
+    txattn_status s =
+        in->struct_size == cands->struct_size
+            ? TXATTN__STRUCT_IN(txattn_table_candidate, TXATTN_TABLE_CANDIDATE_SIZE_0_2, in, &c[i])
+            : txattn__fail(TXATTN_E_INVALID,
+                           "txattn_table_candidate.struct_size of candidate %zu, "
+                           "%zu, differs from the first's, %zu",
+                           i, in->struct_size, cands->struct_size);
+    if (s != TXATTN_OK) {
+      free(c);
+      return s;
+    }
+  }
+  *copy = c;
+  return TXATTN_OK;
+}
 
 static txattn_status from_model(txattn_status s, const char *fn, const char *why) {
   return s == TXATTN_OK ? txattn__ok() : txattn__fail(s, "%s: %s", fn, why);
@@ -21,65 +93,80 @@ void txattn_table_free(txattn_table *t) {
 
 txattn_status txattn_table_add_class(txattn_table *t, const txattn_table_class *c, size_t *index) {
   char why[512];
+  txattn_table_class copy;
   NEED(t && c, "txattn_table_add_class", t ? "c" : "t");
-  return from_model(txattn__tm_add_class(t, c, index, why, sizeof why), "txattn_table_add_class",
-                    why);
+  TXATTN_FORWARD_IF_ERROR(class_in(c, &copy));
+  return from_model(txattn__tm_add_class(t, &copy, index, why, sizeof why),
+                    "txattn_table_add_class", why);
+}
+
+/* Both builders of a point: chosen is -1 for the fastest. */
+static txattn_status add_point(txattn_table *t, size_t cls, int64_t n, int64_t r,
+                               const txattn_table_candidate *cands, size_t n_cands, long chosen,
+                               const char *fn) {
+  char why[512];
+  txattn_table_candidate *copy;
+  NEED(t, fn, "t");
+  TXATTN_FORWARD_IF_ERROR(cands_in(cands, n_cands, &copy));
+  txattn_status s =
+      txattn__tm_add_point(t, cls, n, r, copy ? copy : cands, n_cands, chosen, 1, why, sizeof why);
+  free(copy);
+  return from_model(s, fn, why);
 }
 
 txattn_status txattn_table_add_point(txattn_table *t, size_t cls, int64_t n, int64_t r,
                                      const txattn_table_candidate *cands, size_t n_cands) {
-  char why[512];
-  NEED(t, "txattn_table_add_point", "t");
-  return from_model(txattn__tm_add_point(t, cls, n, r, cands, n_cands, -1, 1, why, sizeof why),
-                    "txattn_table_add_point", why);
+  return add_point(t, cls, n, r, cands, n_cands, -1, "txattn_table_add_point");
 }
 
 txattn_status txattn_table_add_point_chosen(txattn_table *t, size_t cls, int64_t n, int64_t r,
                                             const txattn_table_candidate *cands, size_t n_cands,
                                             size_t chosen) {
-  char why[512];
-  NEED(t, "txattn_table_add_point_chosen", "t");
   TXATTN_RETURN_IF(chosen > LONG_MAX, TXATTN_E_INVALID,
                    "txattn_table_add_point_chosen: chosen = %zu is not a candidate", chosen);
-  return from_model(
-      txattn__tm_add_point(t, cls, n, r, cands, n_cands, (long)chosen, 1, why, sizeof why),
-      "txattn_table_add_point_chosen", why);
+  return add_point(t, cls, n, r, cands, n_cands, (long)chosen, "txattn_table_add_point_chosen");
 }
 
 txattn_status txattn_table_add_exclusion(txattn_table *t, const txattn_table_exclusion *e) {
   char why[512];
+  txattn_table_exclusion copy;
   NEED(t && e, "txattn_table_add_exclusion", t ? "e" : "t");
-  return from_model(txattn__tm_add_exclusion(t, e, why, sizeof why), "txattn_table_add_exclusion",
-                    why);
+  TXATTN_FORWARD_IF_ERROR(exclusion_in(e, &copy));
+  return from_model(txattn__tm_add_exclusion(t, &copy, why, sizeof why),
+                    "txattn_table_add_exclusion", why);
 }
 
-int txattn_table_class_describe(const txattn_table_class *c, char *buf, size_t size) {
-  if (c == NULL) {
+int txattn_table_class_describe(const txattn_table_class *in, char *buf, size_t size) {
+  txattn_table_class copy, *c = &copy;
+  if (in == NULL) {
     txattn__fail(TXATTN_E_INVALID, "txattn_table_class_describe: c is NULL");
     return -1;
   }
+  if (class_in(in, &copy) != TXATTN_OK) return -1;
   char types[48] = "";
   txattn__tm_types_text(c, types, sizeof types);
-  return snprintf(buf, size, "%s d%" PRId64 "/%" PRId64 " g%" PRId64 " t%d%s%s%s",
+  return snprintf(buf, size, "%s d%" PRId64 "/%" PRId64 " g%" PRId64 " t%d%s%s%s%s",
                   txattn__tm_mask_name(c), c->d_qk, c->d_v, c->group, c->threads,
-                  c->decode ? " decode" : "", *types ? " " : "", types);
+                  c->decode ? " decode" : "", c->ragged ? " ragged" : "", *types ? " " : "", types);
 }
 
 /* ---- reading ---- */
 
 txattn_status txattn_table_header_get(const txattn_table *t, txattn_table_header *out) {
   NEED(t && out, "txattn_table_header_get", t ? "out" : "t");
-  *out = (txattn_table_header){
-      .format_version = t->format_version,
-      .library_version = t->library_version ? t->library_version : "",
-      .created = t->created ? t->created : "",
-      .machine = t->machine,
-      .profile = t->profile ? t->profile : "",
-      .path = t->path ? t->path : "",
-      .n_plugins = t->n_plugins,
-      .n_classes = t->n_classes,
-      .n_excluded = t->n_excluded,
-  };
+  txattn_table_header full = {.struct_size = sizeof full,
+                              .format_version = t->format_version,
+                              .library_version = t->library_version ? t->library_version : "",
+                              .created = t->created ? t->created : "",
+                              .profile = t->profile ? t->profile : "",
+                              .path = t->path ? t->path : "",
+                              .n_plugins = t->n_plugins,
+                              .n_classes = t->n_classes,
+                              .n_excluded = t->n_excluded,
+                              .machine = t->machine};
+  full.machine.struct_size = sizeof full.machine;
+  TXATTN__STRUCT_OUT(txattn_table_header, TXATTN_TABLE_HEADER_SIZE_0_2, out, &full);
+  inner_size(out, offsetof(txattn_table_header, machine));
   return txattn__ok();
 }
 
@@ -92,7 +179,9 @@ static txattn_status index_ok(const char *fn, size_t i, size_t n, const char *wh
 txattn_status txattn_table_plugin_get(const txattn_table *t, size_t i, txattn_table_plugin *out) {
   NEED(t && out, "txattn_table_plugin_get", t ? "out" : "t");
   TXATTN_FORWARD_IF_ERROR(index_ok("txattn_table_plugin_get", i, t->n_plugins, "plugins"));
-  *out = (txattn_table_plugin){t->plugins[i].name, t->plugins[i].version, t->plugins[i].build};
+  txattn_table_plugin full = {sizeof full, t->plugins[i].name, t->plugins[i].version,
+                              t->plugins[i].build};
+  TXATTN__STRUCT_OUT(txattn_table_plugin, TXATTN_TABLE_PLUGIN_SIZE_0_2, out, &full);
   return txattn__ok();
 }
 
@@ -100,7 +189,7 @@ txattn_status txattn_table_class_get(const txattn_table *t, size_t cls, txattn_t
                                      size_t *n_points, size_t *n_regions) {
   NEED(t && out, "txattn_table_class_get", t ? "out" : "t");
   TXATTN_FORWARD_IF_ERROR(index_ok("txattn_table_class_get", cls, t->n_classes, "classes"));
-  *out = t->classes[cls].key;
+  TXATTN__STRUCT_OUT(txattn_table_class, TXATTN_TABLE_CLASS_SIZE_0_2, out, &t->classes[cls].key);
   if (n_points) *n_points = t->classes[cls].n_points;
   if (n_regions) *n_regions = t->classes[cls].n_regions;
   return txattn__ok();
@@ -119,14 +208,21 @@ txattn_status txattn_table_point_get(const txattn_table *t, size_t cls, size_t p
   const txattn__point *p;
   NEED(t && out, "txattn_table_point_get", t ? "out" : "t");
   TXATTN_FORWARD_IF_ERROR(point_of(t, "txattn_table_point_get", cls, point, &p));
-  *out = (txattn_table_point){p->n, p->r, p->n_cands, p->tie};
+  txattn_table_point full = {
+      .struct_size = sizeof full, .n = p->n, .r = p->r, .n_candidates = p->n_cands, .tie = p->tie};
+  TXATTN__STRUCT_OUT(txattn_table_point, TXATTN_TABLE_POINT_SIZE_0_2, out, &full);
   return txattn__ok();
 }
 
 static void cand_view(const txattn__cand *c, txattn_table_candidate *out) {
-  *out = (txattn_table_candidate){c->kernel,     c->tun.n,  (const char *const *)c->tun.names,
-                                  c->tun.values, c->time_s, c->max_error,
-                                  c->spread};
+  *out = (txattn_table_candidate){.struct_size = sizeof *out,
+                                  .kernel = c->kernel,
+                                  .n_tunables = c->tun.n,
+                                  .tunable_names = (const char *const *)c->tun.names,
+                                  .tunable_values = c->tun.values,
+                                  .time_s = c->time_s,
+                                  .max_error = c->max_error,
+                                  .spread = c->spread};
 }
 
 txattn_status txattn_table_candidate_get(const txattn_table *t, size_t cls, size_t point, size_t i,
@@ -135,7 +231,9 @@ txattn_status txattn_table_candidate_get(const txattn_table *t, size_t cls, size
   NEED(t && out, "txattn_table_candidate_get", t ? "out" : "t");
   TXATTN_FORWARD_IF_ERROR(point_of(t, "txattn_table_candidate_get", cls, point, &p));
   TXATTN_FORWARD_IF_ERROR(index_ok("txattn_table_candidate_get", i, p->n_cands, "candidates"));
-  cand_view(&p->cands[i], out);
+  txattn_table_candidate full;
+  cand_view(&p->cands[i], &full);
+  TXATTN__STRUCT_OUT(txattn_table_candidate, TXATTN_TABLE_CANDIDATE_SIZE_0_2, out, &full);
   return txattn__ok();
 }
 
@@ -146,19 +244,22 @@ txattn_status txattn_table_region_get(const txattn_table *t, size_t cls, size_t 
   const txattn__class *c = &t->classes[cls];
   TXATTN_FORWARD_IF_ERROR(index_ok("txattn_table_region_get", i, c->n_regions, "regions"));
   const txattn__region *g = &c->regions[i];
-  *out = (txattn_table_region){.n_lo = g->n_lo,
-                               .n_hi = g->n_hi,
-                               .r_lo = g->r_lo,
-                               .r_hi = g->r_hi,
-                               .time_min_s = g->t_min,
-                               .time_max_s = g->t_max,
-                               .max_error = g->max_error,
-                               .runner_up = g->runner_up,
-                               .margin = g->margin};
-  cand_view(&c->points[g->point].cands[0], &out->winner);
-  out->winner.time_s = g->t_min;
-  out->winner.max_error = g->max_error;
-  out->winner.spread = -1;
+  txattn_table_region full = {.struct_size = sizeof full,
+                              .n_lo = g->n_lo,
+                              .n_hi = g->n_hi,
+                              .r_lo = g->r_lo,
+                              .r_hi = g->r_hi,
+                              .time_min_s = g->t_min,
+                              .time_max_s = g->t_max,
+                              .max_error = g->max_error,
+                              .runner_up = g->runner_up,
+                              .margin = g->margin};
+  cand_view(&c->points[g->point].cands[0], &full.winner);
+  full.winner.time_s = g->t_min;
+  full.winner.max_error = g->max_error;
+  full.winner.spread = -1;
+  TXATTN__STRUCT_OUT(txattn_table_region, TXATTN_TABLE_REGION_SIZE_0_2, out, &full);
+  inner_size(out, offsetof(txattn_table_region, winner));
   return txattn__ok();
 }
 
@@ -167,22 +268,32 @@ txattn_status txattn_table_exclusion_get(const txattn_table *t, size_t i,
   NEED(t && out, "txattn_table_exclusion_get", t ? "out" : "t");
   TXATTN_FORWARD_IF_ERROR(index_ok("txattn_table_exclusion_get", i, t->n_excluded, "exclusions"));
   const txattn__exclusion *x = &t->excluded[i];
-  *out = (txattn_table_exclusion){
-      x->key,          x->c.kernel, x->c.tun.n, (const char *const *)x->c.tun.names,
-      x->c.tun.values, x->n,        x->r,       x->c.max_error,
-      x->reason};
+  txattn_table_exclusion full = {.struct_size = sizeof full,
+                                 .kernel = x->c.kernel,
+                                 .n_tunables = x->c.tun.n,
+                                 .tunable_names = (const char *const *)x->c.tun.names,
+                                 .tunable_values = x->c.tun.values,
+                                 .n = x->n,
+                                 .r = x->r,
+                                 .max_error = x->c.max_error,
+                                 .reason = x->reason,
+                                 .cls = x->key};
+  TXATTN__STRUCT_OUT(txattn_table_exclusion, TXATTN_TABLE_EXCLUSION_SIZE_0_2, out, &full);
+  inner_size(out, offsetof(txattn_table_exclusion, cls));
   return txattn__ok();
 }
 
 txattn_status txattn_table_find_class(const txattn_table *t, const txattn_table_class *c,
                                       size_t *index) {
+  txattn_table_class copy;
   NEED(t && c && index, "txattn_table_find_class", "an argument");
+  TXATTN_FORWARD_IF_ERROR(class_in(c, &copy));
   for (size_t i = 0; i < t->n_classes; i++)
-    if (txattn__tm_same_key(&t->classes[i].key, c)) {
+    if (txattn__tm_same_key(&t->classes[i].key, &copy)) {
       *index = i;
       return txattn__ok();
     }
   char d[96];
-  txattn_table_class_describe(c, d, sizeof d);
+  txattn_table_class_describe(&copy, d, sizeof d);
   return txattn__fail(TXATTN_E_NOT_FOUND, "the table has no class %s", d);
 }

@@ -57,6 +57,8 @@ static void key_fields(json_t *o, const txattn_table_class *c, int *ok) {
   const txattn_dtype types[4] = {c->q_type, c->k_type, c->v_type, c->o_type};
   for (int i = 0; i < 4; i++)
     if (types[i] != TXATTN_DTYPE_F32) put(o, keys[i], json_string(txattn_dtype_name(types[i])), ok);
+  /* only when set, so a dense class reads as it did before format_version 4 */
+  if (c->ragged) put(o, "ragged", json_true(), ok);
 }
 
 static json_t *candidate_json(const txattn__cand *c) {

@@ -25,6 +25,8 @@
 #include <mpi.h>
 #include <txattn/txattn.h>
 
+#include "mpi_common.h"
+
 typedef struct options {
   int64_t n_q, n_kv, d, heads, heads_kv, threads, reps, check_rows;
 } options;
@@ -46,73 +48,27 @@ static const char usage[] =
 /* 0: run; 1: --help; 2: bad options. Every rank parses the same argv, so all agree; only rank 0
    speaks. */
 static int parse_options(int argc, char **argv, options *o, int quiet) {
-  static const struct {
-    const char *name;
-    size_t offset;
-    int64_t min, max;
-  } opts[] = {
-      {"--n-q", offsetof(options, n_q), 1, INT32_MAX},
-      {"--n-kv", offsetof(options, n_kv), 1, INT32_MAX},
-      {"--d", offsetof(options, d), 1, 1 << 16},
-      {"--heads", offsetof(options, heads), 1, 1 << 16},
-      {"--heads-kv", offsetof(options, heads_kv), 1, 1 << 16},
-      {"--threads", offsetof(options, threads), 0, 4096},
-      {"--reps", offsetof(options, reps), 0, 100000},
-      {"--check-rows", offsetof(options, check_rows), 0, INT32_MAX},
+  static const ex_option opts[] = {
+      {"--n-q", offsetof(options, n_q), 1, INT32_MAX, 0, NULL},
+      {"--n-kv", offsetof(options, n_kv), 1, INT32_MAX, 0, NULL},
+      {"--d", offsetof(options, d), 1, 1 << 16, 0, NULL},
+      {"--heads", offsetof(options, heads), 1, 1 << 16, 0, NULL},
+      {"--heads-kv", offsetof(options, heads_kv), 1, 1 << 16, 0, NULL},
+      {"--threads", offsetof(options, threads), 0, 4096, 0, NULL},
+      {"--reps", offsetof(options, reps), 0, 100000, 0, NULL},
+      {"--check-rows", offsetof(options, check_rows), 0, INT32_MAX, 0, NULL},
   };
   *o = (options){
       .n_q = 1, .n_kv = 4096, .d = 128, .heads = 8, .threads = 1, .reps = 5, .check_rows = 64};
-  for (int i = 1; i < argc; i += 2) {
-    const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      if (!quiet) fputs(usage, stdout);
-      return 1;
-    }
-    size_t k = 0;
-    while (k < sizeof opts / sizeof opts[0] && strcmp(a, opts[k].name)) k++;
-    if (k == sizeof opts / sizeof opts[0]) {
-      if (!quiet) fprintf(stderr, "mpi_attention: unknown option '%s'\n%s", a, usage);
-      return 2;
-    }
-    char *end = NULL;
-    long long v = val ? strtoll(val, &end, 10) : 0;
-    if (!val || end == val || *end != '\0' || v < opts[k].min || v > opts[k].max) {
-      if (!quiet)
-        fprintf(stderr, "mpi_attention: %s expects an integer from %lld to %lld\n", a,
-                (long long)opts[k].min, (long long)opts[k].max);
-      return 2;
-    }
-    *(int64_t *)((char *)o + opts[k].offset) = v;
-  }
+  const int rc = ex_parse_options(argc, argv, opts, sizeof opts / sizeof opts[0], o,
+                                  "mpi_attention", usage, quiet);
+  if (rc != 0) return rc;
   if (o->heads_kv == 0) o->heads_kv = o->heads;
   if (o->heads % o->heads_kv != 0) {
     if (!quiet) fprintf(stderr, "mpi_attention: --heads-kv must divide --heads\n");
     return 2;
   }
   return 0;
-}
-
-/* Element idx of tensor `which`, uniform in [-1, 1) on a grid of 2^-23: a hash (splitmix64) of its
-   global index, so a rank makes its slice of K and V without the others. */
-static float value_at(uint64_t which, uint64_t idx) {
-  uint64_t z = (which << 56) ^ idx;
-  z += 0x9e3779b97f4a7c15u;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-  z ^= z >> 31;
-  return (float)(z >> 40) / (float)(1u << 23) - 1.0f;
-}
-
-enum { TENSOR_Q = 1, TENSOR_K = 2, TENSOR_V = 3 };
-
-/* Rows [row0, row0 + n) of each of `heads` heads of a [heads][n_total][d] tensor, contiguous. */
-static void fill_rows(float *x, int which, int64_t heads, int64_t row0, int64_t n, int64_t n_total,
-                      int64_t d) {
-  for (int64_t h = 0; h < heads; h++)
-    for (int64_t j = 0; j < n; j++)
-      for (int64_t c = 0; c < d; c++)
-        x[(h * n + j) * d + c] =
-            value_at((uint64_t)which, (uint64_t)((h * n_total + row0 + j) * d + c));
 }
 
 /* The online-softmax combine of two partial rows (lse, o[d_v]) over disjoint key sets, into inout:
@@ -143,18 +99,6 @@ static void combine_rows(void *in, void *inout, int *len, MPI_Datatype *type) {
   }
 }
 
-/* What merging P partials may add to max|O - O_ref|, for outputs of magnitude at most vmax and
-   log-sum-exps of magnitude at most lse_max: at most P - 1 combines of 8 roundings of vmax each,
-   and the roundings of the partials' and the intermediate lse (u |lse| each) through the weights:
-   P (8 + 2 lse_max) u vmax, u = 2^-24. */
-static double merge_slack(int P, double lse_max, double vmax) {
-  return P * (8.0 + 2.0 * lse_max) * ldexp(1.0, -24) * vmax;
-}
-/* The same for the merged lse: each combine rounds log(s) and m + log(s). */
-static double merge_slack_lse(int P, double lse_max) {
-  return P * (2.0 + 2.0 * lse_max) * ldexp(1.0, -24);
-}
-
 typedef struct rank_state {
   MPI_Comm comm;
   int rank, size;
@@ -169,17 +113,10 @@ typedef struct rank_state {
 } rank_state;
 
 static int failed(const rank_state *s, txattn_status st, const char *what) {
-  if (st == TXATTN_OK) return 0;
-  fprintf(stderr, "mpi_attention: rank %d: %s: %s: %s\n", s->rank, what, txattn_status_name(st),
-          txattn_last_error());
-  return 1;
+  return ex_failed("mpi_attention", s->rank, st, what);
 }
-
-/* 1 when ok on every rank (a collective: every rank calls it at the same point) */
 static int all_ok(const rank_state *s, int ok) {
-  int all = 0;
-  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, s->comm);
-  return all;
+  return ex_all_ok(s->comm, ok);
 }
 
 /* This rank's problem: every query, its own keys, with lse. */
@@ -223,21 +160,6 @@ static void merge_allreduce(rank_state *s) {
   MPI_Allreduce(MPI_IN_PLACE, s->packed, (int)s->rows, s->row_type, s->combine, s->comm);
 }
 
-static double max_abs(const float *x, size_t n) {
-  double m = 0;
-  for (size_t i = 0; i < n; i++)
-    if (isfinite(x[i]) && fabs((double)x[i]) > m) m = fabs((double)x[i]);
-  return m;
-}
-
-/* Largest |a - b| over the pairs; NaN when one is NaN, so a NaN fails every check. Equal infinities
-   (two lse of -inf) differ by 0. */
-static double diff(double m, float a, float b) {
-  if (isnan(m) || a == b) return m;
-  double e = fabs((double)a - (double)b);
-  return e <= m ? m : e;
-}
-
 /* Rank 0: the merged result against txattn_reference over all keys, on check_rows query rows of
    each head spread evenly over n_q (mask none: rows are independent, so a strided q_layout picks
    them). */
@@ -254,8 +176,8 @@ static int check_reference(const rank_state *s, const float *o_all, const float 
     fprintf(stderr, "mpi_attention: rank 0: out of memory for the reference check\n");
     goto out;
   }
-  fill_rows(k_all, TENSOR_K, op->heads_kv, 0, op->n_kv, op->n_kv, d);
-  fill_rows(v_all, TENSOR_V, op->heads_kv, 0, op->n_kv, op->n_kv, d);
+  ex_fill_rows(k_all, EX_TENSOR_K, op->heads_kv, 0, op->n_kv, op->n_kv, d);
+  ex_fill_rows(v_all, EX_TENSOR_V, op->heads_kv, 0, op->n_kv, op->n_kv, d);
 
   txattn_problem p = shard_problem(s);
   p.n_q = m;
@@ -268,24 +190,23 @@ static int check_reference(const rank_state *s, const float *o_all, const float 
   t.v = v_all;
   t.o = o_ref;
   t.lse = lse_ref;
-  double bound = 0;
+  double bound = 0, lse_abs = 0, lse_rel = 0;
   if (failed(s, txattn_reference(&p, &t), "txattn_reference") ||
-      failed(s, txattn_error_bound(&p, &t, &bound), "txattn_error_bound"))
+      failed(s, txattn_error_bound(&p, &t, &bound), "txattn_error_bound") ||
+      failed(s, txattn_lse_error_bound(&p, &t, &lse_abs, &lse_rel), "txattn_lse_error_bound"))
     goto out;
 
   double err = 0, err_lse = 0, lse_max = 0;
   for (int64_t h = 0; h < op->heads; h++)
     for (int64_t r = 0; r < m; r++) {
       const size_t row = (size_t)(h * op->n_q + r * stride), ref = (size_t)(h * m + r);
-      for (int64_t c = 0; c < d; c++) err = diff(err, o_all[row * d + c], o_ref[ref * d + c]);
-      err_lse = diff(err_lse, lse_all[row], lse_ref[ref]);
+      for (int64_t c = 0; c < d; c++) err = ex_diff(err, o_all[row * d + c], o_ref[ref * d + c]);
+      err_lse = ex_diff(err_lse, lse_all[row], lse_ref[ref]);
       if (isfinite(lse_ref[ref]) && fabs((double)lse_ref[ref]) > lse_max)
         lse_max = fabs((double)lse_ref[ref]);
     }
-  const double vmax = max_abs(v_all, kv_elems), slack = merge_slack(s->size, lse_max, vmax);
-  /* An exact kernel's lse is off by its scores' error and its sums' (the bound relative to max|V|) */
-  const double lse_tol =
-      (vmax > 0 ? bound / vmax : TXATTN_EXACT_TOLERANCE) + merge_slack_lse(s->size, lse_max);
+  const double vmax = ex_max_abs(v_all, kv_elems), slack = ex_merge_slack(s->size, lse_max, vmax);
+  const double lse_tol = ex_lse_allowed(lse_abs, lse_rel, s->size, lse_max);
   ok = err <= bound + slack && err_lse <= lse_tol;
   printf("check: %lld query row%s per head against txattn_reference over all %lld keys:\n"
          "  max|O - O_ref| = %.3g (allowed %.3g: txattn_error_bound %.3g + the merge's roundings "
@@ -322,18 +243,18 @@ static int check_merge(const rank_state *s, const float *parts_o, const float *p
   if (failed(s, txattn_merge(&p, parts, P, &out), "txattn_merge")) goto out;
 
   double err = 0, err_lse = 0, lse_max = 0;
-  for (size_t i = 0; i < n; i++) err = diff(err, o[i], o_all[i]);
+  for (size_t i = 0; i < n; i++) err = ex_diff(err, o[i], o_all[i]);
   for (size_t r = 0; r < s->rows; r++) {
-    err_lse = diff(err_lse, lse[r], lse_all[r]);
+    err_lse = ex_diff(err_lse, lse[r], lse_all[r]);
     if (isfinite(lse_all[r]) && fabs((double)lse_all[r]) > lse_max)
       lse_max = fabs((double)lse_all[r]);
   }
   for (size_t i = 0; i < P * s->rows; i++)
     if (isfinite(parts_lse[i]) && fabs((double)parts_lse[i]) > lse_max)
       lse_max = fabs((double)parts_lse[i]);
-  const double omax = max_abs(parts_o, P * n);
-  const double tol = 2 * merge_slack(s->size, lse_max, omax),
-               tol_lse = 2 * merge_slack_lse(s->size, lse_max);
+  const double omax = ex_max_abs(parts_o, P * n);
+  const double tol = 2 * ex_merge_slack(s->size, lse_max, omax),
+               tol_lse = 2 * ex_merge_slack_lse(s->size, lse_max);
   ok = err <= tol && err_lse <= tol_lse;
   printf("merge: txattn_merge of the %zu gathered partials against the MPI_Allreduce:\n"
          "  max|O diff| = %.3g (allowed %.3g), max|lse diff| = %.3g (allowed %.3g) ... %s\n",
@@ -380,15 +301,6 @@ out:
   return ok;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-static double median(double *x, int n) {
-  qsort(x, (size_t)n, sizeof *x, cmp_double);
-  return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}
-
 /* The attention and the merge timed apart: a barrier starts each, and each repetition counts the
    slowest rank's time (the barrier before the merge keeps the attention's imbalance out of it). */
 static int timed_runs(rank_state *s) {
@@ -417,7 +329,7 @@ static int timed_runs(rank_state *s) {
       double *att = t, *mrg = t + reps, *sum = tmax; /* reused for the sorts */
       for (int i = 0; i < reps; i++) att[i] = tmax[2 * i], mrg[i] = tmax[2 * i + 1];
       for (int i = 0; i < reps; i++) sum[i] = att[i] + mrg[i];
-      const double ta = median(att, reps), tm = median(mrg, reps), tt = median(sum, reps);
+      const double ta = ex_median(att, reps), tm = ex_median(mrg, reps), tt = ex_median(sum, reps);
       printf("time (medians of %d, slowest rank): attention %.3f ms, merge (pack + MPI_Allreduce) "
              "%.3f ms, both %.3f ms; the merge's share %.1f%%\n",
              reps, 1e3 * ta, 1e3 * tm, 1e3 * tt, 100 * tm / (ta + tm));
@@ -449,9 +361,9 @@ static int setup(rank_state *s) {
     fprintf(stderr, "mpi_attention: rank %d: out of memory\n", s->rank);
     return 0;
   }
-  fill_rows(s->q, TENSOR_Q, op->heads, 0, op->n_q, op->n_q, d);
-  fill_rows(s->k, TENSOR_K, op->heads_kv, s->key0, s->n_loc, op->n_kv, d);
-  fill_rows(s->v, TENSOR_V, op->heads_kv, s->key0, s->n_loc, op->n_kv, d);
+  ex_fill_rows(s->q, EX_TENSOR_Q, op->heads, 0, op->n_q, op->n_q, d);
+  ex_fill_rows(s->k, EX_TENSOR_K, op->heads_kv, s->key0, s->n_loc, op->n_kv, d);
+  ex_fill_rows(s->v, EX_TENSOR_V, op->heads_kv, s->key0, s->n_loc, op->n_kv, d);
 
   txattn_options copt = TXATTN_OPTIONS_INIT;
   copt.n_threads = (int)op->threads;

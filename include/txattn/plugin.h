@@ -1,4 +1,4 @@
-/* txattn plugin ABI, version 1.4: how a shared object adds attention kernels to libtxattn.
+/* txattn plugin ABI, version 1.5: how a shared object adds attention kernels to libtxattn.
  *
  * A plugin is a shared object that exports one symbol, `txattn_plugin_entry` (TXATTN_PLUGIN_ENTRY_SYMBOL):
  *
@@ -26,7 +26,8 @@
  *   1.4  txattn_kernel_desc.dtypes; txattn_problem's element types (q_type ... o_type) and
  *        struct_size, read by kernels that declare dtypes.
  *   1.5  TXATTN_KERNEL_LSE and TXATTN_KERNEL_RAGGED; txattn_problem.lse/.ragged and
- *        txattn_tensors.lse/.lse_layout/.q_lens/.kv_lens, read by kernels with those flags.
+ *        txattn_tensors.lse/.lse_layout/.q_lens/.kv_lens, read by kernels with those flags
+ *        (txattn_lse_out tells whether a call writes lse).
  *
  * Writing a plugin (see plugins/naive for a complete one):
  *   - build it with -fvisibility=hidden and export only the entry, e.g. with TXATTN_PLUGIN_DEFINE(desc);
@@ -241,6 +242,16 @@ static inline const void *txattn_row_of(const void *base, txattn_dtype type, con
 static inline void *txattn_row_of_mut(void *base, txattn_dtype type, const txattn_layout *l,
                                       int64_t b, int64_t h, int64_t i) {
   return (void *)txattn_row_of(base, type, l, b, h, i);
+}
+
+/* (1.5) Where this call's lse goes: tensors->lse when problem->lse is 1 and both structs are long
+   enough to hold the fields (a host older than ABI 1.5 passes shorter ones, whose lse fields must
+   not be read); NULL otherwise, t NULL included. Rows go through tensors->lse_layout. */
+static inline float *txattn_lse_out(const txattn_problem *p, const txattn_tensors *t) {
+  if (!t || p->struct_size < offsetof(txattn_problem, lse) + sizeof p->lse || !p->lse ||
+      t->struct_size < offsetof(txattn_tensors, lse_layout) + sizeof t->lse_layout)
+    return NULL;
+  return t->lse;
 }
 
 #ifdef __cplusplus

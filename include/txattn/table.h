@@ -1,7 +1,7 @@
 /* txattn dispatch tables: building, writing, reading and checking the measured table that
  * `txtune profile` writes and libtxattn's dispatcher follows.
  *
- * The file format ("txtune-dispatch-table", format_version 3, JSON) is documented in
+ * The file format ("txtune-dispatch-table", format_version 4, JSON) is documented in
  * docs/dispatch_table.md. A table holds a header (library version, the machine's fingerprint, each
  * plugin's name, version and build) and, per class of problems, the measured points (every exact
  * candidate's time; the winner first, the others fastest first), the regions derived from them and the candidates excluded
@@ -9,9 +9,11 @@
  *
  * A class is what must match exactly for a table entry to apply to a problem: mask kind (and, for
  * windows, the window's shape), d_qk, d_v, the GQA group heads_q / heads_kv, the context's thread
- * count, whether the problem decodes (n_q == 1) and the element types of q, k, v and o (so a
- * 16-bit problem never follows an fp32 class's times). Within a class a problem has the coordinates n
- * (n_kv; non-decode classes need n_q == n_kv) and, for windows, r (the window's reach).
+ * count, whether the problem decodes (n_q == 1), the element types of q, k, v and o (so a
+ * 16-bit problem never follows an fp32 class's times) and whether the batch is ragged (a ragged
+ * problem follows its ragged class where the table has one, else the dense class of its capacity).
+ * Within a class a problem has the coordinates n (n_kv, a ragged problem's capacity per sequence;
+ * non-decode classes need n_q == n_kv) and, for windows, r (the window's reach).
  *
  * A tool that profiles does:
  *   txattn_table_create(ctx, &t);                      header filled from ctx
@@ -35,9 +37,9 @@ extern "C" {
 #endif
 
 #define TXATTN_TABLE_FORMAT "txtune-dispatch-table"
-/* Written by this library; it reads versions 1 to 3 (2 added ties: a point's `tie`; 3 the element
-   types of a class: `q_type` ... `o_type`). */
-#define TXATTN_TABLE_FORMAT_VERSION 3
+/* Written by this library; it reads versions 1 to 4 (2 added ties: a point's `tie`; 3 the element
+   types of a class: `q_type` ... `o_type`; 4 ragged classes: `ragged`). */
+#define TXATTN_TABLE_FORMAT_VERSION 4
 
 typedef struct txattn_table txattn_table;
 
@@ -48,7 +50,15 @@ typedef enum txattn_table_window {
   TXATTN_TABLE_WINDOW_LEFT = 2, /* window_left == r, window_right == 0 ("left": sliding window) */
 } txattn_table_window;
 
+/* Every struct below follows txattn/txattn.h's "Public structs grow": struct_size (set it with the
+   TXATTN_TABLE_*_INIT macros), 0 meaning the first layout (*_SIZE_0_2; a class grew twice since,
+   the element types and then ragged), unknown fields zero, outputs written only as far as
+   struct_size reaches. struct_size comes first, as in txattn_options: only callers and this
+   library read these structs, never a plugin, so no older reader expects other fields at the
+   start. A struct that holds a growable one by value holds it last, so that an older header's
+   struct, whose inner one is shorter, is still a prefix of this one's. */
 typedef struct txattn_table_class {
+  size_t struct_size; /* TXATTN_TABLE_CLASS_INIT; 0: TXATTN_TABLE_CLASS_SIZE_0_2 */
   txattn_mask mask;
   txattn_table_window window; /* NONE unless mask == WINDOW */
   int64_t d_qk, d_v;
@@ -57,13 +67,24 @@ typedef struct txattn_table_class {
   int decode;    /* 1: n_q == 1 against n = n_kv keys; 0: n_q == n_kv == n */
   /* the shape the points were measured with; not part of the class key */
   int64_t batch, heads_q; /* heads_q a multiple of group */
-  /* part of the key: the tensors' element types (txattn_problem's; zero, f32, in a class from
-     before they existed) */
+  /* part of the key (after 0.2's first struct: TXATTN_TABLE_CLASS_SIZE_0_2_DTYPES): the tensors'
+     element types (txattn_problem's; zero, f32, in a class from before they existed) */
   txattn_dtype q_type, k_type, v_type, o_type;
+  /* part of the key (appended after the element types; zero: dense, as every class before it):
+     1 for a ragged decode batch (txattn_problem.ragged), whose points time one ragged call of
+     `batch` sequences with the kv lengths docs/dispatch_table.md gives, n the longest */
+  int ragged;
 } txattn_table_class;
+#define TXATTN_TABLE_CLASS_INIT                                                                    \
+  { .struct_size = sizeof(txattn_table_class) }
+/* The class as 0.2 first defined it (no element types), and with them but not ragged. */
+#define TXATTN_TABLE_CLASS_SIZE_0_2        offsetof(txattn_table_class, q_type)
+#define TXATTN_TABLE_CLASS_SIZE_0_2_DTYPES offsetof(txattn_table_class, ragged)
 
-/* One candidate (kernel x tunables) measured at a point. */
+/* One candidate (kernel x tunables) measured at a point. In an array (txattn_table_add_point), the
+   first element's struct_size is the array's stride and every element must have the same. */
 typedef struct txattn_table_candidate {
+  size_t struct_size; /* TXATTN_TABLE_CANDIDATE_INIT; 0: TXATTN_TABLE_CANDIDATE_SIZE_0_2 */
   const char *kernel;
   size_t n_tunables; /* names and values of the tunables it ran with (every declared one) */
   const char *const *tunable_names;
@@ -73,29 +94,42 @@ typedef struct txattn_table_candidate {
       max_error; /* max|O - O_ref| / max|V| against txattn_reference, <= TXATTN_EXACT_TOLERANCE */
   double spread; /* the timings' relative spread (txtune: range / median); < 0: not measured */
 } txattn_table_candidate;
+#define TXATTN_TABLE_CANDIDATE_INIT                                                                \
+  { .struct_size = sizeof(txattn_table_candidate) }
+#define TXATTN_TABLE_CANDIDATE_SIZE_0_2 sizeof(txattn_table_candidate)
 
 typedef struct txattn_table_point {
-  int64_t n, r; /* r is 0 in classes without a window */
+  size_t struct_size; /* TXATTN_TABLE_POINT_INIT */
+  int64_t n, r;       /* r is 0 in classes without a window */
   size_t n_candidates;
   /* 1: candidate 0, the winner, is not the fastest: it was chosen among candidates whose times
      differ by less than their measured noise (txattn_table_add_point_chosen); 0: it is the
      fastest. The other candidates follow fastest first. */
   int tie;
 } txattn_table_point;
+#define TXATTN_TABLE_POINT_INIT                                                                    \
+  { .struct_size = sizeof(txattn_table_point) }
+#define TXATTN_TABLE_POINT_SIZE_0_2 sizeof(txattn_table_point)
 
 /* A region: a rectangle of measured points (n_lo..n_hi, r_lo..r_hi) with one winner. */
 typedef struct txattn_table_region {
+  size_t struct_size;             /* TXATTN_TABLE_REGION_INIT */
   int64_t n_lo, n_hi, r_lo, r_hi; /* r: 0 in classes without a window */
-  txattn_table_candidate winner;  /* time_s: the fastest of the region; spread: -1 */
   double time_min_s, time_max_s;  /* the winner's times over the region */
   double max_error;               /* the winner's largest error over the region */
   const char *runner_up;          /* the fastest other kernel where the margin is smallest */
   double margin;                  /* runner-up time / winner time there (> 1); 0: no runner-up */
+  /* time_s: the fastest of the region; spread: -1. Last, as txattn_table_exclusion's class: its
+     struct_size is set to the bytes of it written. */
+  txattn_table_candidate winner;
 } txattn_table_region;
+#define TXATTN_TABLE_REGION_INIT                                                                   \
+  { .struct_size = sizeof(txattn_table_region), .winner = TXATTN_TABLE_CANDIDATE_INIT }
+#define TXATTN_TABLE_REGION_SIZE_0_2 sizeof(txattn_table_region)
 
 /* A candidate that failed the exactness check, and where. */
 typedef struct txattn_table_exclusion {
-  txattn_table_class cls; /* batch and heads_q as measured */
+  size_t struct_size; /* TXATTN_TABLE_EXCLUSION_INIT; 0: TXATTN_TABLE_EXCLUSION_SIZE_0_2 */
   const char *kernel;
   size_t n_tunables;
   const char *const *tunable_names;
@@ -103,25 +137,44 @@ typedef struct txattn_table_exclusion {
   int64_t n, r;       /* the shape it failed on */
   double max_error;   /* as txattn_table_candidate; NaN when the output was not finite */
   const char *reason; /* one line */
+  /* batch and heads_q as measured. Last, so the exclusion grows with its class: struct_size covers
+     the class too, whose own struct_size says which of its fields are read (and is set, on
+     output, to the bytes of it written). */
+  txattn_table_class cls;
 } txattn_table_exclusion;
+#define TXATTN_TABLE_EXCLUSION_INIT                                                                \
+  { .struct_size = sizeof(txattn_table_exclusion), .cls = TXATTN_TABLE_CLASS_INIT }
+#define TXATTN_TABLE_EXCLUSION_SIZE_0_2                                                            \
+  (offsetof(txattn_table_exclusion, cls) + TXATTN_TABLE_CLASS_SIZE_0_2)
+#define TXATTN_TABLE_EXCLUSION_SIZE_0_2_DTYPES                                                     \
+  (offsetof(txattn_table_exclusion, cls) + TXATTN_TABLE_CLASS_SIZE_0_2_DTYPES)
 
 typedef struct txattn_table_plugin {
+  size_t struct_size; /* TXATTN_TABLE_PLUGIN_INIT */
   const char *name, *version;
   const char
       *build; /* "fnv1a64x4:<16 hex digits>" of the plugin file, as txattn_kernel_info has it */
 } txattn_table_plugin;
+#define TXATTN_TABLE_PLUGIN_INIT                                                                   \
+  { .struct_size = sizeof(txattn_table_plugin) }
+#define TXATTN_TABLE_PLUGIN_SIZE_0_2 sizeof(txattn_table_plugin)
 
 typedef struct txattn_table_header {
+  size_t struct_size; /* TXATTN_TABLE_HEADER_INIT */
   int format_version;
   const char *library_version;
   const char *created; /* "2024-05-01T12:00:00Z" */
-  /* the fingerprint: vendor, brand, family, model, stepping, isa_mask, n_cores and l1d/l2/l3_bytes;
-     every other field is zero */
-  txattn_machine_info machine;
   const char *profile; /* the profile's settings as a JSON object text, "" if none */
   const char *path;    /* the file it was loaded from, "" if built in memory */
   size_t n_plugins, n_classes, n_excluded;
+  /* the fingerprint: vendor, brand, family, model, stepping, isa_mask, n_cores and l1d/l2/l3_bytes;
+     every other field is zero. Last, as txattn_table_exclusion's class: its struct_size is set to
+     the bytes of it written. */
+  txattn_machine_info machine;
 } txattn_table_header;
+#define TXATTN_TABLE_HEADER_INIT                                                                   \
+  { .struct_size = sizeof(txattn_table_header), .machine = TXATTN_MACHINE_INFO_INIT }
+#define TXATTN_TABLE_HEADER_SIZE_0_2 sizeof(txattn_table_header)
 
 /* ---- building ---- */
 /* An empty table whose header describes ctx: this library's version, ctx's machine
@@ -192,15 +245,17 @@ TXATTN_API txattn_status txattn_table_exclusion_get(const txattn_table *t, size_
 /* The class with c's key (batch and heads_q ignored): E_NOT_FOUND if none. */
 TXATTN_API txattn_status txattn_table_find_class(const txattn_table *t, const txattn_table_class *c,
                                                  size_t *index);
-/* The class key (element types included) and coordinates of problem p on `threads` threads (batch
-   and heads_q from p).
+/* The class key (element types and raggedness included) and coordinates of problem p on `threads`
+   threads (batch and heads_q from p; a ragged problem's n is its n_kv, the capacity, since the
+   lengths are known only when it runs).
    E_UNSUPPORTED, with the reason, for shapes no class describes: 1 < n_q != n_kv, and windows
    that are neither "sym" nor "left" or have an unbounded side. */
 TXATTN_API txattn_status txattn_table_class_of(const txattn_problem *p, int threads,
                                                txattn_table_class *cls, int64_t *n, int64_t *r);
-/* "causal d64/64 g1 t2", "window-sym d128/128 g4 t1 decode"; a class with 16-bit tensors ends in
-   its types as txtune's --dtype spells them: " bf16" (all four), " kv=f16" (k and v; q and o
-   f32), else " q,k,v,o=f32,f16,f16,bf16". Returns what snprintf would. */
+/* "causal d64/64 g1 t2", "window-sym d128/128 g4 t1 decode", "causal d64/64 g1 t2 decode ragged";
+   a class with 16-bit tensors ends in its types as txtune's --dtype spells them: " bf16" (all
+   four), " kv=f16" (k and v; q and o f32), else " q,k,v,o=f32,f16,f16,bf16". Returns what snprintf
+   would. */
 TXATTN_API int txattn_table_class_describe(const txattn_table_class *c, char *buf, size_t size);
 
 /* The table ctx loaded, NULL unless txattn_context_table_status(ctx) is TXATTN_TABLE_LOADED. It

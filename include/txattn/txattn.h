@@ -281,6 +281,17 @@ TXATTN_API txattn_status txattn_merge(const txattn_problem *p, const txattn_tens
    The sqrt(d_qk) term is the rounding of the d_qk-term dot products; see docs/error_bound.md. */
 TXATTN_API txattn_status txattn_error_bound(const txattn_problem *p, const txattn_tensors *t,
                                             double *bound);
+/* The bound on a kernel's lse (p->lse): every row that sees a key and reads no NaN has
+   |lse - lse_ref| <= *abs_bound + *rel_bound * |lse_ref| against txattn_reference's lse_ref, where
+     abs_bound = (2 + min(d_qk - 1, 6 sqrt(d_qk - 1))) * 2^-24 * L
+                 + (3 + 3 ln n + min(4.6 (n - 1), 6 sqrt(8.76 (n - 1)))) * 2^-24,
+     rel_bound = 2^-23,
+   L as for txattn_error_bound and n the most keys a row sees (per sequence when ragged): the
+   scores' error, which lse takes whole, the exponentials', their sum's and the two roundings of
+   lse to fp32. Takes p with or without p->lse; validates as txattn_error_bound does and leaves
+   both untouched on error. Derived in docs/error_bound.md, "The bound on lse". */
+TXATTN_API txattn_status txattn_lse_error_bound(const txattn_problem *p, const txattn_tensors *t,
+                                                double *abs_bound, double *rel_bound);
 
 /* The machine as the library sees it: what tile sizes are derived from and what a dispatch table is
    tied to. Cache sizes are per core, in bytes. */

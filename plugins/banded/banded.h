@@ -136,13 +136,9 @@ static inline float banded_exp2_scale(const txattn_problem *p) {
   return (float)(fabs((double)p->scale) * 1.4426950408889634);
 }
 
-/* tensors->lse if the call writes it (problem->lse, with both structs long enough to hold the
-   fields: ABI 1.5), else NULL. */
+/* tensors->lse if the call writes it, else NULL (txattn_lse_out). */
 static inline float *banded_lse_tensor(const txattn_problem *p, const txattn_tensors *t) {
-  if (p->struct_size < offsetof(txattn_problem, lse) + sizeof p->lse || !p->lse ||
-      t->struct_size < offsetof(txattn_tensors, lse_layout) + sizeof t->lse_layout)
-    return NULL;
-  return t->lse;
+  return txattn_lse_out(p, t);
 }
 
 /* lse of row i from the row's max score (sign(scale) q.k units, as the kernels keep it) and the sum

@@ -30,13 +30,9 @@ size_t masked_workspace_size(const txattn_problem *p, int n_threads, const int64
    log(sum over [lo, hi) of exp(scale * s)), from the same max and sum. */
 void masked_softmax(float *s, int64_t n, int64_t lo, int64_t hi, float scale, float *lse);
 
-/* tensors->lse if the call writes it (problem->lse, with both structs long enough to hold the
-   fields: ABI 1.5), else NULL. */
+/* tensors->lse if the call writes it, else NULL (txattn_lse_out). */
 static inline float *masked_lse_tensor(const txattn_problem *p, const txattn_tensors *t) {
-  if (p->struct_size < offsetof(txattn_problem, lse) + sizeof p->lse || !p->lse ||
-      t->struct_size < offsetof(txattn_tensors, lse_layout) + sizeof t->lse_layout)
-    return NULL;
-  return t->lse;
+  return txattn_lse_out(p, t);
 }
 
 txattn_status masked_run(const txattn_kernel_call *call);

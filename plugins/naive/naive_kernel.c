@@ -83,15 +83,6 @@ static void store_row(const float *out, void *o, txattn_dtype t, int64_t n) {
     txh_f32_row_to_bf16(out, n, o);
 }
 
-/* tensors->lse if the call writes it: problem->lse, read only when both structs are long enough to
-   hold the fields (a host older than ABI 1.5 passes shorter ones). NULL otherwise. */
-static float *lse_tensor(const txattn_problem *p, const txattn_tensors *t) {
-  if (p->struct_size < offsetof(txattn_problem, lse) + sizeof p->lse || !p->lse ||
-      t->struct_size < offsetof(txattn_tensors, lse_layout) + sizeof t->lse_layout)
-    return NULL;
-  return t->lse;
-}
-
 size_t naive_workspace_size(const txattn_problem *p, int n_threads, const int64_t *tunables) {
   (void)n_threads;
   (void)tunables;
@@ -105,7 +96,7 @@ txattn_status naive_run(const txattn_kernel_call *call) {
   if (call->workspace_size < naive_workspace_size(p, 1, NULL)) return TXATTN_E_INTERNAL;
   float *scores = call->workspace, *q = scores + p->n_kv, *out = q + p->d_qk;
   int64_t group = p->heads_q / p->heads_kv; /* query heads per key/value head */
-  float *lse = lse_tensor(p, t);
+  float *lse = txattn_lse_out(p, t);
 
   for (int64_t b = 0; b < p->batch; b++) {
     for (int64_t h = 0; h < p->heads_q; h++) {

@@ -21,7 +21,8 @@
  *
  * 3. acc = acc * alpha + P V with the MR x (NRV * W) micro-kernel over the keys every row of a
  *    group sees, then row by row over the ragged rest: a key a row cannot see is never multiplied
- *    into it, so an Inf or NaN there cannot leak in as 0 * Inf.
+ *    into it, so an Inf or NaN there cannot leak in as 0 * Inf. P V is summed from zero over at most
+ *    TILED_PV_SPAN keys and added into acc with a Kahan term per element (tl_pv_tile_as).
  *
  * Finally O = acc / l, or exact zeros when l == 0 (no visible key). The max only ever grows, so acc
  * is rescaled in the same pass that adds P V (alpha == 1 when the max does not grow) and divided
@@ -286,9 +287,10 @@ static void tl_load_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0
       s->hi[r] = s->hi[nr - 1];
     }
     s->m[r] = -INFINITY;
-    s->l[r] = 0.0f;
+    s->l[r] = 0.0;
   }
   memset(s->acc, 0, (size_t)(nrp * g->dvp) * sizeof(float));
+  memset(s->acc_c, 0, (size_t)(nrp * g->dvp) * sizeof(float));
 }
 
 /* ---- micro-kernels ---- */
@@ -319,12 +321,14 @@ static void tl_scores_panel(const float *qg, const float *panel, int64_t dqk, fl
 }
 
 /* acc[r][0 .. nrv W) = acc * alpha[r] (if alpha) + sum_{j in [j0, j1)} p[r][j] v[j][0 .. nrv W) for
-   mr rows; mr and nrv are constants at every call, so the accumulators live in registers. V rows
-   of type vt (a constant): fp32 rows aligned to the vector size, or 16-bit rows read in place (the
-   direct path) and widened in registers. */
-TILED_INLINE void tl_pv_tile_as(float *acc, int64_t ald, const float *alpha, const float *p,
-                                int64_t pld, const void *v, int64_t vld, int64_t j0, int64_t j1,
-                                const int mr, const int nrv, const int vt) {
+   mr rows, one fp32 FMA per key into acc: the direct path's sum over a span of a few chunks
+   (tiled_direct_algo.h, td_flush), which tl_pv_tile_as's compensation would cost too much on. mr
+   and nrv are constants at every call, so the accumulators live in registers. V rows of type vt (a
+   constant): fp32 rows aligned to the vector size, or 16-bit rows read in place and widened in
+   registers. */
+TILED_INLINE void tl_pv_acc_as(float *acc, int64_t ald, const float *alpha, const float *p,
+                               int64_t pld, const void *v, int64_t vld, int64_t j0, int64_t j1,
+                               const int mr, const int nrv, const int vt) {
   vf o[TILED_PV_ROWS][TILED_PV_COLS];
 #pragma GCC unroll 8
   for (int r = 0; r < mr; r++) {
@@ -353,36 +357,115 @@ TILED_INLINE void tl_pv_tile_as(float *acc, int64_t ald, const float *alpha, con
 #pragma GCC unroll 8
     for (int n = 0; n < nrv; n++) vf_store(acc + r * ald + n * VEC_W, o[r][n]);
 }
+/* The same over fp32 V rows aligned to the vector size (the direct path's chunks). */
+TILED_INLINE void tl_pv_acc(float *acc, int64_t ald, const float *alpha, const float *p,
+                            int64_t pld, const float *v, int64_t vld, int64_t j0, int64_t j1,
+                            const int mr, const int nrv) {
+  tl_pv_acc_as(acc, ald, alpha, p, pld, v, vld, j0, j1, mr, nrv, TXATTN_DTYPE_F32);
+}
+
+/* acc + x with Kahan's compensation c (acc and c first scaled by a unless a is 1), for one vector:
+   the true sum is acc - c. */
+TILED_INLINE void tl_kahan_add(float *acc, float *cmp, vf x, vf a, int scale) {
+  vf s = vf_load(acc), c = vf_load(cmp);
+  if (scale) {
+    s = vf_mul(s, a);
+    c = vf_mul(c, a);
+  }
+  const vf y = vf_sub(x, c), t = vf_add(s, y);
+  vf_store(cmp, vf_sub(vf_sub(t, s), y));
+  vf_store(acc, t);
+}
+
+/* The tiled path's P V: acc[r][0 .. nrv W) = acc * alpha[r] (if alpha) + sum_{j in [j0, j1)}
+   p[r][j] v[j][0 .. nrv W) for mr rows, as tl_pv_acc_as (V rows of type vt). The keys go in spans
+   of at most TILED_PV_SPAN, each summed from zero in registers and added to acc with Kahan's
+   compensation, kept per element in cmp (same layout as acc, scaled by alpha with it; the true sum
+   is acc - cmp, tl_fold_acc): a running output taking one fp32 rounding per key drifts by about
+   n_kv u relative when V has a mean far from 0, this by about TILED_PV_SPAN u (docs/error_bound.md,
+   the bound on O). */
+#define TILED_PV_SPAN 256
+TILED_INLINE void tl_pv_tile_as(float *acc, float *cmp, int64_t ald, const float *alpha,
+                                const float *p, int64_t pld, const void *v, int64_t vld, int64_t j0,
+                                int64_t j1, const int mr, const int nrv, const int vt) {
+  vf o[TILED_PV_ROWS][TILED_PV_COLS];
+  int64_t j = j0;
+  int first = 1;
+  do {
+    const int64_t je = tl_min(j1, j + TILED_PV_SPAN);
+#pragma GCC unroll 8
+    for (int r = 0; r < mr; r++)
+#pragma GCC unroll 8
+      for (int n = 0; n < nrv; n++) o[r][n] = vf_zero();
+    for (; j < je; j++) {
+      vf vv[TILED_PV_COLS];
+#pragma GCC unroll 8
+      for (int n = 0; n < nrv; n++)
+        vv[n] = vt == TXATTN_DTYPE_F32 ? vf_load((const float *)v + j * vld + n * VEC_W)
+                                       : tl_loadu_as((const uint16_t *)v + j * vld, vt, n * VEC_W);
+#pragma GCC unroll 8
+      for (int r = 0; r < mr; r++) {
+        vf pb = vf_bcast(p + r * pld + j);
+#pragma GCC unroll 8
+        for (int n = 0; n < nrv; n++) o[r][n] = vf_fma(pb, vv[n], o[r][n]);
+      }
+    }
+    int scale = 0; /* alpha is exactly 1 for every row unless some max grew: nothing to scale */
+    if (first && alpha)
+#pragma GCC unroll 8
+      for (int r = 0; r < mr; r++) scale |= alpha[r] != 1.0f;
+#pragma GCC unroll 8
+    for (int r = 0; r < mr; r++) {
+      vf a = scale ? vf_bcast(alpha + r) : vf_set1(1.0f);
+#pragma GCC unroll 8
+      for (int n = 0; n < nrv; n++)
+        tl_kahan_add(acc + r * ald + n * VEC_W, cmp + r * ald + n * VEC_W, o[r][n], a, scale);
+    }
+    first = 0;
+  } while (j < j1);
+}
 /* The same over fp32 V rows aligned to the vector size (packed panels, the direct path's chunks). */
-TILED_INLINE void tl_pv_tile(float *acc, int64_t ald, const float *alpha, const float *p,
-                             int64_t pld, const float *v, int64_t vld, int64_t j0, int64_t j1,
-                             const int mr, const int nrv) {
-  tl_pv_tile_as(acc, ald, alpha, p, pld, v, vld, j0, j1, mr, nrv, TXATTN_DTYPE_F32);
+TILED_INLINE void tl_pv_tile(float *acc, float *cmp, int64_t ald, const float *alpha,
+                             const float *p, int64_t pld, const float *v, int64_t vld, int64_t j0,
+                             int64_t j1, const int mr, const int nrv) {
+  tl_pv_tile_as(acc, cmp, ald, alpha, p, pld, v, vld, j0, j1, mr, nrv, TXATTN_DTYPE_F32);
+}
+
+/* acc = acc - cmp (the compensated sums) for nr rows of ld floats, before they are written or
+   merged. An acc that overflows to an infinity (an infinite V, or sums beyond fp32 before the
+   division) makes its Kahan term NaN: in the last span acc is kept, earlier the next add makes acc
+   NaN, and the row comes out NaN rather than infinite. */
+static void tl_fold_acc(float *acc, const float *cmp, int64_t nr, int64_t ld) {
+  for (int64_t i = 0; i < nr * ld; i++) {
+    const float x = acc[i] - cmp[i];
+    if (!isnan(x) || isnan(acc[i])) acc[i] = x;
+  }
 }
 
 /* tl_pv_tile on the V panel of columns [col, col + NRV W) (narrower for the last panel). */
-TILED_INLINE void tl_pv_panel(const tiled_geom *g, float *acc, const float *alpha, const float *p,
-                              const float *vblk, int64_t col, int64_t j0, int64_t j1,
-                              const int mr) {
+TILED_INLINE void tl_pv_panel(const tiled_geom *g, float *acc, float *cmp, const float *alpha,
+                              const float *p, const float *vblk, int64_t col, int64_t j0,
+                              int64_t j1, const int mr) {
   const int64_t dvp = g->dvp, bc = g->bc;
   const float *v = vblk + col * bc;
   switch (tl_min(TILED_NRV, (dvp - col) / VEC_W)) {
   case TILED_NRV:
-    tl_pv_tile(acc + col, dvp, alpha, p, bc, v, TILED_NRV * VEC_W, j0, j1, mr, TILED_NRV);
+    tl_pv_tile(acc + col, cmp + col, dvp, alpha, p, bc, v, TILED_NRV * VEC_W, j0, j1, mr,
+               TILED_NRV);
     break;
 #if TILED_NRV > 3
   case 3:
-    tl_pv_tile(acc + col, dvp, alpha, p, bc, v, 3 * VEC_W, j0, j1, mr, 3);
+    tl_pv_tile(acc + col, cmp + col, dvp, alpha, p, bc, v, 3 * VEC_W, j0, j1, mr, 3);
     break;
 #endif
 #if TILED_NRV > 2
   case 2:
-    tl_pv_tile(acc + col, dvp, alpha, p, bc, v, 2 * VEC_W, j0, j1, mr, 2);
+    tl_pv_tile(acc + col, cmp + col, dvp, alpha, p, bc, v, 2 * VEC_W, j0, j1, mr, 2);
     break;
 #endif
 #if TILED_NRV > 1
   case 1:
-    tl_pv_tile(acc + col, dvp, alpha, p, bc, v, VEC_W, j0, j1, mr, 1);
+    tl_pv_tile(acc + col, cmp + col, dvp, alpha, p, bc, v, VEC_W, j0, j1, mr, 1);
     break;
 #endif
   default:
@@ -391,11 +474,11 @@ TILED_INLINE void tl_pv_panel(const tiled_geom *g, float *acc, const float *alph
 }
 
 /* One row's keys [j0, j1) across all columns (the ragged edges of a group's common range). */
-static void tl_pv_row(const tiled_geom *g, float *acc, const float *p, const float *vblk,
-                      int64_t j0, int64_t j1) {
+static void tl_pv_row(const tiled_geom *g, float *acc, float *cmp, const float *p,
+                      const float *vblk, int64_t j0, int64_t j1) {
   if (j0 >= j1) return;
   for (int64_t col = 0; col < g->dvp; col += TILED_NRV * VEC_W)
-    tl_pv_panel(g, acc, NULL, p, vblk, col, j0, j1, 1);
+    tl_pv_panel(g, acc, cmp, NULL, p, vblk, col, j0, j1, 1);
 }
 
 /* ---- online softmax of one row over its visible keys [a, b) of the block ---- */
@@ -489,7 +572,7 @@ TILED_INLINE void tl_softmax_rows(const tiled_geom *g, const tiled_scratch *s, i
              vf_exp2(vf_mul(vf_sub(vf_load(mold + r), vf_load(ref + r)), vf_set1(g->scale2))));
   for (int r = 0; r < nr; r++) {
     float sum = a[r] < b[r] ? tl_row_exp(srows + r * sld, a[r], b[r], g->scale2, ref[r]) : 0.0f;
-    s->l[r0 + r] = s->l[r0 + r] * alpha[r] + sum;
+    s->l[r0 + r] = s->l[r0 + r] * (double)alpha[r] + (double)sum; /* fp64: tiled_scratch.l */
     s->alpha[r0 + r] = alpha[r];
   }
 }
@@ -531,18 +614,19 @@ static void tl_group_pv(const tiled_geom *g, const tiled_scratch *s, const float
   const tiled_span *sp = &s->spans[gi];
   const int64_t j0 = sp->ca < sp->cb ? sp->ca : 0, j1 = sp->ca < sp->cb ? sp->cb : 0;
   for (int64_t col = 0; col < dvp; col += TILED_NRV * VEC_W)
-    tl_pv_panel(g, s->acc + r0 * dvp, s->alpha + r0, s->s + r0 * bc, vblk, col, j0, j1, TILED_MR);
+    tl_pv_panel(g, s->acc + r0 * dvp, s->acc_c + r0 * dvp, s->alpha + r0, s->s + r0 * bc, vblk, col,
+                j0, j1, TILED_MR);
   if (sp->ga == sp->ca && sp->gb == sp->cb) return; /* no ragged keys */
   for (int64_t r = r0; r < r0 + TILED_MR; r++) {
     int64_t a, b;
-    float *acc = s->acc + r * dvp;
+    float *acc = s->acc + r * dvp, *cmp = s->acc_c + r * dvp;
     const float *p = s->s + r * bc;
     tl_row_keys(s, r, k0, nk, &a, &b);
     if (sp->ca < sp->cb) {
-      tl_pv_row(g, acc, p, vblk, a, sp->ca);
-      tl_pv_row(g, acc, p, vblk, sp->cb, b);
+      tl_pv_row(g, acc, cmp, p, vblk, a, sp->ca);
+      tl_pv_row(g, acc, cmp, p, vblk, sp->cb, b);
     } else {
-      tl_pv_row(g, acc, p, vblk, a, b);
+      tl_pv_row(g, acc, cmp, p, vblk, a, b);
     }
   }
 }
@@ -592,16 +676,18 @@ static void tl_run_qblocks(const tiled_geom *g, const float *kv, int64_t b, int6
     const int64_t t0 = qb * g->br, t1 = tl_min(t0 + g->br, g->rows);
     tl_load_rows(g, b, kvh, t0, t1, 0, g->p->n_kv, s);
     tl_process_rows(g, kv, b, kvh, t1 - t0, s);
+    tl_fold_acc(s->acc, s->acc_c, t1 - t0, g->dvp);
     tiled_write_rows(g, b, kvh, t0, t1, s->acc, s->m, s->l);
   }
 }
 
-/* The first nr rows' (m, l, acc) into out, for the split-KV merge. */
+/* The first nr rows' (m, l, acc) into out, for the split-KV merge (acc folded first). */
 static void tl_write_partials(const tiled_geom *g, const tiled_scratch *s, int64_t nr,
                               const tiled_partial *out) {
+  tl_fold_acc(s->acc, s->acc_c, nr, g->dvp);
   for (int64_t r = 0; r < nr; r++) {
     out->m[r] = s->m[r];
-    out->l[r] = s->l[r];
+    out->l[r] = (float)s->l[r]; /* the merge adds one term per partial */
     memcpy(out->acc + r * out->ld, s->acc + r * g->dvp, (size_t)g->dv * sizeof(float));
   }
 }

@@ -24,9 +24,10 @@
  *     element, which the copy's overlap of misses does not pay for at half the bytes);
  *  1. scores: dot products of the group's queries with TILED_DNK K rows at a time;
  *  2. online softmax exactly as the tiled path's (tl_softmax_rows);
- *  3. acc = acc * alpha + P V over the keys every row sees, TILED_DNT vectors of columns at a time
- *     (tl_pv_tile), then row by row over the ragged rest, so a key a row does not see is never
- *     multiplied into it.
+ *  3. pv = pv * alpha + P V over the keys every row sees, TILED_DNT vectors of columns at a time
+ *     (tl_pv_acc), then row by row over the ragged rest, so a key a row does not see is never
+ *     multiplied into it; every TD_SPAN chunks pv is added into acc with Kahan's compensation and
+ *     restarted from zero (td_flush), so that a long row's output does not drift.
  * Padding columns of V make padding columns of acc, which are never written out. Same semantics as
  * the tiled path: unscaled scores and maxima, deferred normalisation, NaN spread over the row. */
 #ifndef TILED_DIRECT_ALGO_H
@@ -192,9 +193,31 @@ static void td_load_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0
     s->lo[r] = tl_clamp(lo, k0, k1);
     s->hi[r] = tl_clamp(hi, k0, k1);
     s->m[r] = -INFINITY;
-    s->l[r] = 0.0f;
+    s->l[r] = 0.0;
   }
   memset(s->acc, 0, (size_t)(nr * g->dvp) * sizeof(float));
+  memset(s->acc_c, 0, (size_t)(nr * g->dvp) * sizeof(float));
+  memset(s->pv, 0, (size_t)(nr * g->dvp) * sizeof(float));
+  for (int64_t r = 0; r < nr; r++) s->pv_alpha[r] = 1.0f;
+}
+
+/* acc = acc * pv_alpha + pv with Kahan's compensation (tl_kahan_add) for the nr rows, and pv, the
+   sum of P V over the last TD_SPAN chunks at most (scaled by each chunk's alpha as acc was before),
+   restarted from zero: acc then errs by about TD_SPAN x TD_KC u relative however long the row
+   (docs/error_bound.md, the bound on O), and the chunks' FMAs are as without compensation. */
+#define TD_SPAN 8
+static void td_flush(const tiled_geom *g, const tiled_scratch *s, int64_t nr) {
+  const int64_t dvp = g->dvp;
+  for (int64_t r = 0; r < nr; r++) {
+    const float al = s->pv_alpha[r];
+    const vf a = vf_set1(al);
+    float *pv = s->pv + r * dvp;
+    for (int64_t c = 0; c < dvp; c += VEC_W) {
+      tl_kahan_add(s->acc + r * dvp + c, s->acc_c + r * dvp + c, vf_load(pv + c), a, al != 1.0f);
+      vf_store(pv + c, vf_zero());
+    }
+    s->pv_alpha[r] = 1.0f;
+  }
 }
 
 /* ---- 1. scores ---- */
@@ -253,16 +276,16 @@ TILED_INLINE void td_pv_rows(const tiled_geom *g, float *acc, const float *alpha
   const int vt = TD_SRC_TYPE(mode);
   const int64_t dvp = g->dvp, full = dvp / VEC_W;
   int64_t col = 0;
-/* fp32 chunks through tl_pv_tile itself (through tl_pv_tile_as, GCC unrolls the fp32 path's loops
-   otherwise), 16-bit rows in place through tl_pv_tile_as */
+/* fp32 chunks through tl_pv_acc itself (through tl_pv_acc_as, GCC unrolls the fp32 path's loops
+   otherwise), 16-bit rows in place through tl_pv_acc_as */
 #define TD_PV_TILE(nrv)                                                                            \
   do {                                                                                             \
     if (vt == TXATTN_DTYPE_F32)                                                                    \
-      tl_pv_tile(acc + col * VEC_W, dvp, alpha, p, TD_KC, (const float *)v + col * VEC_W, dvp, j0, \
-                 j1, mr, nrv);                                                                     \
+      tl_pv_acc(acc + col * VEC_W, dvp, alpha, p, TD_KC, (const float *)v + col * VEC_W, dvp, j0,  \
+                j1, mr, nrv);                                                                      \
     else                                                                                           \
-      tl_pv_tile_as(acc + col * VEC_W, dvp, alpha, p, TD_KC, (const uint16_t *)v + col * VEC_W,    \
-                    vld, j0, j1, mr, nrv, vt);                                                     \
+      tl_pv_acc_as(acc + col * VEC_W, dvp, alpha, p, TD_KC, (const uint16_t *)v + col * VEC_W,     \
+                   vld, j0, j1, mr, nrv, vt);                                                      \
   } while (0)
   for (; col + TILED_DNT <= full; col += TILED_DNT) {
     td_copy(cp, cp->step, mode);
@@ -305,19 +328,19 @@ TILED_INLINE void td_pv(const tiled_geom *g, const tiled_scratch *s, const void 
                         const int mode) {
   const int64_t dvp = g->dvp;
   const int common = sp->ca < sp->cb;
-  td_pv_rows(g, s->acc, s->alpha, s->s, vc, vld, common ? sp->ca : 0, common ? sp->cb : 0, nr, cp,
+  td_pv_rows(g, s->pv, s->alpha, s->s, vc, vld, common ? sp->ca : 0, common ? sp->cb : 0, nr, cp,
              mode);
   if (common && sp->ga == sp->ca && sp->gb == sp->cb) return; /* no ragged keys */
   for (int64_t r = 0; r < nr; r++) {
     int64_t a, b;
-    float *acc = s->acc + r * dvp;
+    float *pv = s->pv + r * dvp;
     const float *p = s->s + r * TD_KC;
     tl_row_keys(s, r, c0, nk, &a, &b);
     if (common) {
-      if (a < sp->ca) td_pv_rows(g, acc, NULL, p, vc, vld, a, sp->ca, 1, cp, mode);
-      if (sp->cb < b) td_pv_rows(g, acc, NULL, p, vc, vld, sp->cb, b, 1, cp, mode);
+      if (a < sp->ca) td_pv_rows(g, pv, NULL, p, vc, vld, a, sp->ca, 1, cp, mode);
+      if (sp->cb < b) td_pv_rows(g, pv, NULL, p, vc, vld, sp->cb, b, 1, cp, mode);
     } else if (a < b) {
-      td_pv_rows(g, acc, NULL, p, vc, vld, a, b, 1, cp, mode);
+      td_pv_rows(g, pv, NULL, p, vc, vld, a, b, 1, cp, mode);
     }
   }
 }
@@ -336,6 +359,7 @@ TILED_INLINE void td_chunk_rows(const tiled_geom *g, const tiled_scratch *s, con
   if (sp.ga < sp.gb) { /* else m, l, acc unchanged */
     td_scores(g, s, kc, kld, sp.ga, sp.gb, cp, nr, mode);
     tl_softmax_rows(g, s, 0, nr, TD_KC, c0, nk);
+    for (int r = 0; r < nr; r++) s->pv_alpha[r] *= s->alpha[r];
     td_pv(g, s, vc, vld, cp, &sp, c0, nk, nr, mode);
   }
   td_copy(cp, 2 * cp->nk, mode); /* what the micro-kernels left */
@@ -409,6 +433,7 @@ TILED_INLINE void td_chunks(const tiled_geom *g, const td_view *kv, const tiled_
     else
       td_chunk_bf16(g, s, (const uint16_t *)kv->k + c0 * kv->krow,
                     (const uint16_t *)kv->v + c0 * kv->vrow, &nx, c0, nc, nr);
+    if (i % TD_SPAN == TD_SPAN - 1) td_flush(g, s, nr);
   }
 }
 
@@ -442,10 +467,13 @@ static void td_run(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int6
     else
       td_chunks(g, &kv, s, nr, ja, jb, TD_COPY16);
   }
+  td_flush(g, s, nr);
   if (out)
     tl_write_partials(g, s, nr, out);
-  else
+  else {
+    tl_fold_acc(s->acc, s->acc_c, nr, g->dvp);
     tiled_write_rows(g, b, kvh, t0, t1, s->acc, s->m, s->l);
+  }
 }
 
 #endif /* TILED_DIRECT_ALGO_H */

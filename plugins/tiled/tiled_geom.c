@@ -57,12 +57,8 @@ int tiled_geom_init(tiled_geom *g, const txattn_problem *p, const txattn_tensors
   g->direct = g->rows <= TILED_DIRECT_ROWS;
   g->scale2 = (float)(fabs((double)p->scale) * 1.4426950408889634); /* log2(e) */
   g->qsign = p->scale < 0 ? -1.0f : 1.0f;
-  /* problem->lse and tensors->lse exist only where both structs' struct_size covers them (ABI 1.5) */
-  if (t && p->struct_size >= offsetof(txattn_problem, lse) + sizeof p->lse && p->lse &&
-      t->struct_size >= offsetof(txattn_tensors, lse_layout) + sizeof t->lse_layout) {
-    g->lse = t->lse;
-    g->lse_layout = t->lse_layout;
-  }
+  g->lse = txattn_lse_out(p, t);
+  if (g->lse) g->lse_layout = t->lse_layout;
   if (!fits(g->dqkp + g->dvp) || g->bc > (INT64_C(1) << 24)) return 0;
   g->kv_block = checked3(g->bc, g->dqk + g->dvp, 1);
   return g->kv_block >= 0 && checked3(g->n_kblocks, g->kv_block, 4) >= 0 &&
@@ -72,16 +68,17 @@ int tiled_geom_init(tiled_geom *g, const txattn_problem *p, const txattn_tensors
 /* The direct path's scratch (tiled_scratch says what each array holds). */
 static size_t direct_scratch_bytes(const tiled_geom *g) {
   const size_t f = sizeof(float), r = TILED_DIRECT_ROWS, c = TILED_DIRECT_CHUNK;
-  return align_up(r * (size_t)g->dqkp * f) + align_up(r * (size_t)g->dvp * f) +
-         3 * align_up(r * f) + align_up(r * c * f) + align_up(2 * c * (size_t)g->dqkp * f) +
-         align_up(2 * c * (size_t)g->dvp * f) + 2 * align_up(r * sizeof(int64_t));
+  return align_up(r * (size_t)g->dqkp * f) + 3 * align_up(r * (size_t)g->dvp * f) +
+         3 * align_up(r * f) + align_up(r * sizeof(double)) + align_up(r * c * f) +
+         align_up(2 * c * (size_t)g->dqkp * f) + align_up(2 * c * (size_t)g->dvp * f) +
+         2 * align_up(r * sizeof(int64_t));
 }
 
 size_t tiled_scratch_bytes(const tiled_geom *g, const tiled_ops *ops, int streaming) {
   const size_t f = sizeof(float), br = (size_t)g->br;
   if (g->direct) return direct_scratch_bytes(g);
-  size_t n = align_up(br * (size_t)g->dqk * f) + align_up(br * (size_t)g->dvp * f);
-  n += 3 * align_up(br * f) + align_up(br * (size_t)g->bc * f);
+  size_t n = align_up(br * (size_t)g->dqk * f) + 2 * align_up(br * (size_t)g->dvp * f);
+  n += 2 * align_up(br * f) + align_up(br * sizeof(double)) + align_up(br * (size_t)g->bc * f);
   n += align_up(br / (size_t)ops->mr * sizeof(tiled_span));
   n += 2 * align_up(br * sizeof(int64_t));
   if (streaming) n += align_up((size_t)g->kv_block * f);
@@ -98,8 +95,11 @@ static void direct_scratch_carve(const tiled_geom *g, char *cur, tiled_scratch *
   const size_t f = sizeof(float), r = TILED_DIRECT_ROWS, c = TILED_DIRECT_CHUNK;
   s->qp = take(&cur, r * (size_t)g->dqkp * f);
   s->acc = take(&cur, r * (size_t)g->dvp * f);
+  s->acc_c = take(&cur, r * (size_t)g->dvp * f);
+  s->pv = take(&cur, r * (size_t)g->dvp * f);
+  s->pv_alpha = take(&cur, r * f);
   s->m = take(&cur, r * f);
-  s->l = take(&cur, r * f);
+  s->l = take(&cur, r * sizeof(double));
   s->alpha = take(&cur, r * f);
   s->s = take(&cur, r * c * f);
   s->kc = take(&cur, 2 * c * (size_t)g->dqkp * f);
@@ -118,11 +118,12 @@ void tiled_scratch_carve(const tiled_geom *g, const tiled_ops *ops, int streamin
     direct_scratch_carve(g, cur, s);
     return;
   }
-  s->kc = s->vc = NULL;
+  s->kc = s->vc = s->pv = s->pv_alpha = NULL;
   s->qp = take(&cur, br * (size_t)g->dqk * f);
   s->acc = take(&cur, br * (size_t)g->dvp * f);
+  s->acc_c = take(&cur, br * (size_t)g->dvp * f);
   s->m = take(&cur, br * f);
-  s->l = take(&cur, br * f);
+  s->l = take(&cur, br * sizeof(double));
   s->alpha = take(&cur, br * f);
   s->s = take(&cur, br * (size_t)g->bc * f);
   s->spans = take(&cur, br / (size_t)ops->mr * sizeof(tiled_span));

@@ -68,14 +68,20 @@ typedef struct tiled_span {
 
 /* One thread's scratch, carved by tiled_scratch_carve(); every array is 64-byte aligned. The
    direct path has TILED_DIRECT_ROWS rows (R) where the tiled path has br, chunks of
-   TILED_DIRECT_CHUNK keys (C) where it has key blocks of bc, and its own query layout. */
+   TILED_DIRECT_CHUNK keys (C) where it has key blocks of bc, and its own query layout. The running
+   sums l are fp64: each takes one term per key block (direct: per chunk), and an fp32 sum of
+   millions of nearly equal terms drifts past the lse bound (docs/error_bound.md, "The bound on
+   lse", item 4); one fp64 step per row and block costs nothing next to the block's FMAs. */
 typedef struct tiled_scratch {
   /* the queries (times qsign): br * dqk as [br / mr][dqk][mr]; direct: R rows of dqkp floats, d_qk
      padded with zeros to whole vectors */
   float *qp;
   float *acc;        /* br * dvp: unnormalised outputs */
+  float *acc_c;      /* br * dvp: acc's Kahan terms (tl_kahan_add): the output is acc - acc_c */
+  float *pv;         /* direct: R * dvp: P V of the current span of chunks (td_flush); else NULL */
+  float *pv_alpha;   /* direct: R: the span's alphas multiplied, still to scale acc by; else NULL */
   float *m;          /* br: running max (base-2 units) */
-  float *l;          /* br: running sum of exp2(score - m) */
+  double *l;         /* br: running sum of exp2(score - m), in fp64 (above) */
   float *s;          /* br * bc (direct: R x C): the block's scores, then its probabilities */
   float *alpha;      /* br: this key block's rescale factor of each row */
   tiled_span *spans; /* br / mr: each row group's view of the current key block; direct: NULL */
@@ -199,11 +205,11 @@ void tiled_fit_blocks(const txattn_problem *p, int mr, int kw, int64_t *blocks);
  * chunks), Q as its rows are loaded into the scratch; a row of a 16-bit o is computed in fp32
  * (the NaN rule applied there) and rounded to o's type to nearest even once, when it is written. */
 /* Writes the output rows [t0, t1) of (b, kvh) from unnormalised outputs acc (row r at r * g->dvp),
-   maxima m and sums l: o = acc / l, exact zeros where l == 0 (no visible key), the whole row NaN if
-   any element is; and, with g->lse, each row's log-sum-exp from m and l. For a 16-bit o, each row
-   of acc is overwritten with the fp32 output row first. */
+   maxima m and (fp64) sums l: o = acc / l, exact zeros where l == 0 (no visible key), the whole
+   row NaN if any element is; and, with g->lse, each row's log-sum-exp from m and l. For a 16-bit
+   o, each row of acc is overwritten with the fp32 output row first. */
 void tiled_write_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int64_t t1,
-                      float *acc, const float *m, const float *l);
+                      float *acc, const float *m, const double *l);
 /* Combines n_parts partial results of rows [t0, t1) of (b, kvh) and writes their output rows (and
    log-sum-exp, with g->lse); row (d_v floats) holds the fp32 row of a 16-bit o (unused for an f32
    o). */

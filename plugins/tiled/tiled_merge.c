@@ -48,36 +48,36 @@ static void finish_row(const tiled_geom *g, const float *o, void *out) {
    final rounding to fp32 adds error (it overflows to +-inf only where the true value exceeds fp32).
    A sum of 0 means no visible key, -inf, or, where keys are visible (all scoring -inf), the NaN of
    the row's o. A NaN m or l gives NaN. */
-static void write_lse(const tiled_geom *g, int64_t b, int64_t h, int64_t i, float m, float l) {
+static void write_lse(const tiled_geom *g, int64_t b, int64_t h, int64_t i, float m, double l) {
   const txattn_layout *y = &g->lse_layout;
   float v;
-  if (l == 0.0f)
+  if (l == 0.0)
     v = empty_sum_value(g, i) == 0.0f ? -INFINITY : NAN;
   else
-    v = (float)((double)m * fabs((double)g->p->scale) + log((double)l));
+    v = (float)((double)m * fabs((double)g->p->scale) + log(l));
   g->lse[b * y->batch + h * y->head + i * y->row] = v;
 }
 
 /* write_lse of the rows [t0, t1) of (b, kvh), row r (= t - t0) with m[r] and l[r]. */
 static void write_lse_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int64_t t1,
-                           const float *m, const float *l) {
+                           const float *m, const double *l) {
   for (int64_t row = t0; row < t1; row++)
     write_lse(g, b, kvh * g->group + row % g->group, row / g->group, m[row - t0], l[row - t0]);
 }
 
 void tiled_write_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int64_t t1,
-                      float *acc, const float *m, const float *l) {
+                      float *acc, const float *m, const double *l) {
   if (g->lse) write_lse_rows(g, b, kvh, t0, t1, m, l);
   for (int64_t row = t0; row < t1; row++) {
     const int64_t r = row - t0, i = row / g->group, h = kvh * g->group + row % g->group;
     float *a = acc + r * g->dvp;
     void *out;
     float *o = output_row(g, b, h, i, a, &out); /* a 16-bit o's row is computed in place in acc */
-    if (l[r] == 0.0f) {                         /* never 0/0 */
+    if (l[r] == 0.0) {                          /* never 0/0 */
       const float z = empty_sum_value(g, i);
       for (int64_t c = 0; c < g->dv; c++) o[c] = z;
     } else {
-      const float inv = 1.0f / l[r];
+      const float inv = (float)(1.0 / l[r]);
       for (int64_t c = 0; c < g->dv; c++) o[c] = a[c] * inv;
       txattn_row_spread_nan(o, g->dv); /* a NaN read in one V column poisons the whole row */
     }

@@ -223,11 +223,12 @@ if(DEFINED PLANFAIL_PLUGIN_PATH)
   return()
 endif()
 if(DEFINED NODECODE_PLUGIN_PATH)
-  # the decode class has no candidate to time (the planfail kernels of this build decline it,
-  # sloppy.scalar is inexact): the profile leaves it out of the table and says why, the table reads
-  # back (a class needs a point), and the dispatcher leaves decode to the estimate, saying so
+  # the decode classes, dense and ragged, have no candidate to time (the planfail kernels of this
+  # build decline them, sloppy.scalar is inexact): the profile leaves them out of the table and says
+  # why, the table reads back (a class needs a point), and the dispatcher leaves decode to the
+  # estimate, saying so
   set(cls "causal d16/16 g1 t1 decode")
-  run(profile "wrote .*: [1-9][0-9]* points, 1 class of 5 left out, [1-9][0-9]* candidates excluded as inexact, 0 kernels failed to plan.*classes left out of the table[^\n]*\n  ${cls}: 1 point with no candidate left to time \\(1 inexact, 0 failed to plan; every other kernel declined\\)\n.*who wins where.*none d16/16 g1 t1 .*causal d16/16 g4 t1"
+  run(profile "wrote .*: [1-9][0-9]* points, 2 classes of 6 left out, [1-9][0-9]* candidates excluded as inexact, 0 kernels failed to plan.*classes left out of the table[^\n]*\n  ${cls}: 1 point with no candidate left to time \\(1 inexact, 0 failed to plan; every other kernel declined\\)\n  ${cls} ragged: 1 point with no candidate left to time \\(1 inexact, 0 failed to plan; every other kernel declined\\)\n.*who wins where.*none d16/16 g1 t1 .*causal d16/16 g4 t1"
       profile --quick --d 16 --n-max 64 --threads 1 --budget 20
       --plugin-path "${NODECODE_PLUGIN_PATH}" -o "${OUT}")
   run(show "here: fits this machine.*class none d16/16 g1 t1.*sloppy.scalar in ${cls} at n=193: not exact"
@@ -244,8 +245,10 @@ if(DEFINED NODECODE_PLUGIN_PATH)
   endforeach()
   string(JSON n_out LENGTH "${table}" profile classes_left_out)
   string(JSON left_out GET "${table}" profile classes_left_out 0)
-  if(NOT n_cls EQUAL 4 OR NOT n_out EQUAL 1 OR NOT left_out STREQUAL "${cls}")
-    message(FATAL_ERROR "4 classes, and ${cls} alone named as left out in the header:\n${table}")
+  string(JSON left_out_ragged GET "${table}" profile classes_left_out 1)
+  if(NOT n_cls EQUAL 4 OR NOT n_out EQUAL 2 OR NOT left_out STREQUAL "${cls}" OR
+     NOT left_out_ragged STREQUAL "${cls} ragged")
+    message(FATAL_ERROR "4 classes, and ${cls} and ${cls} ragged named as left out in the header:\n${table}")
   endif()
   run(explain "why: estimate \\(no table entry: the table has no class ${cls}\\)"
       explain --n 1 --n-kv 64 --d 16 --mask causal --threads 1
@@ -277,6 +280,32 @@ string(JSON combos GET "${table}" profile dtypes combinations)
 string(JSON n_not LENGTH "${table}" profile dtypes not_measured)
 if(NOT combos MATCHES "^\\[ *\"kv=f16\" *\\]$" OR NOT n_not EQUAL 0)
   message(FATAL_ERROR "the quick grid's 16-bit class: kv=f16, measured:\n${table}")
+endif()
+# and the ragged-decode class (issue 20) on the most threads: a batch of 8 at the largest n, every
+# candidate's time that of the ragged call, checked against the reference with the lengths
+set(ragged "")
+string(JSON n_cls LENGTH "${table}" classes)
+math(EXPR last "${n_cls} - 1")
+foreach(i RANGE ${last})
+  string(JSON rg ERROR_VARIABLE dense GET "${table}" classes ${i} ragged)
+  if(dense)
+    continue()
+  endif()
+  string(JSON decode GET "${table}" classes ${i} decode)
+  string(JSON batch GET "${table}" classes ${i} batch)
+  string(JSON t GET "${table}" classes ${i} threads)
+  string(JSON n GET "${table}" classes ${i} points 0 n)
+  list(APPEND ragged "${rg}/${decode}/${batch}/${t}/${n}")
+endforeach()
+string(JSON left_out ERROR_VARIABLE none_out GET "${table}" profile classes_left_out)
+if(ragged STREQUAL "" AND left_out MATCHES "\"causal d16/16 g1 t2 decode ragged\"")
+  # only a loaded machine's budget leaves its one point (the largest n) out, and the header says so
+  message(STATUS "the ragged class's point did not fit the budget: ${left_out}")
+elseif(NOT ragged STREQUAL "ON/ON/8/2/256" OR NOT table MATCHES "\"format_version\": 4")
+  message(FATAL_ERROR "the quick grid's ragged-decode class: one, batch 8 on 2 threads at n = 256 (${ragged}):\n${table}")
+else()
+  run(show_ragged "class causal d16/16 g1 t2 decode ragged .*\n  ragged +one call for a batch of decode sequences"
+      show "${OUT}")
 endif()
 if(NOT table MATCHES "\"levels\": \\[[^]]*\"n\": 64,[^}]*\"core_round_trip_ns\": [0-9]+")
   message(FATAL_ERROR "the header should record the core round trip measured at n = 64:\n${table}")

@@ -65,18 +65,17 @@ static char *dump(const txattn_table *t) {
 }
 
 static void read_all(const txattn_table *t) {
-  txattn_table_header h;
-  h.machine.struct_size = sizeof h.machine;
+  txattn_table_header h = TXATTN_TABLE_HEADER_INIT;
   if (txattn_table_header_get(t, &h) != TXATTN_OK) FAIL("header_get: %s", txattn_last_error());
   for (size_t i = 0; i < h.n_plugins; i++) {
-    txattn_table_plugin pl;
+    txattn_table_plugin pl = TXATTN_TABLE_PLUGIN_INIT;
     if (txattn_table_plugin_get(t, i, &pl) != TXATTN_OK || !pl.name || !pl.version || !pl.build)
       FAIL("plugin_get %zu", i);
   }
-  txattn_table_plugin pl;
+  txattn_table_plugin pl = TXATTN_TABLE_PLUGIN_INIT;
   if (txattn_table_plugin_get(t, h.n_plugins, &pl) == TXATTN_OK) FAIL("plugin_get past the end");
   for (size_t c = 0; c < h.n_classes; c++) {
-    txattn_table_class cls;
+    txattn_table_class cls = TXATTN_TABLE_CLASS_INIT;
     size_t n_points = 0, n_regions = 0;
     if (txattn_table_class_get(t, c, &cls, &n_points, &n_regions) != TXATTN_OK)
       FAIL("class_get %zu: %s", c, txattn_last_error());
@@ -87,39 +86,39 @@ static void read_all(const txattn_table *t) {
     if (txattn_table_find_class(t, &cls, &found) != TXATTN_OK || found != c)
       FAIL("class %zu (%s) is found at %zu", c, name, found);
     for (size_t p = 0; p < n_points; p++) {
-      txattn_table_point pt;
+      txattn_table_point pt = TXATTN_TABLE_POINT_INIT;
       if (txattn_table_point_get(t, c, p, &pt) != TXATTN_OK) FAIL("point_get %zu %zu", c, p);
       for (size_t k = 0; k < pt.n_candidates; k++) {
-        txattn_table_candidate cand;
+        txattn_table_candidate cand = TXATTN_TABLE_CANDIDATE_INIT;
         if (txattn_table_candidate_get(t, c, p, k, &cand) != TXATTN_OK || !cand.kernel)
           FAIL("candidate_get %zu %zu %zu", c, p, k);
         for (size_t u = 0; u < cand.n_tunables; u++)
           if (!cand.tunable_names[u]) FAIL("tunable name %zu %zu %zu %zu", c, p, k, u);
       }
-      txattn_table_candidate cand;
+      txattn_table_candidate cand = TXATTN_TABLE_CANDIDATE_INIT;
       if (txattn_table_candidate_get(t, c, p, pt.n_candidates, &cand) == TXATTN_OK)
         FAIL("candidate_get past the end");
     }
-    txattn_table_point pt;
+    txattn_table_point pt = TXATTN_TABLE_POINT_INIT;
     if (txattn_table_point_get(t, c, n_points, &pt) == TXATTN_OK) FAIL("point_get past the end");
     for (size_t r = 0; r < n_regions; r++) {
-      txattn_table_region reg;
+      txattn_table_region reg = TXATTN_TABLE_REGION_INIT;
       if (txattn_table_region_get(t, c, r, &reg) != TXATTN_OK || !reg.winner.kernel)
         FAIL("region_get %zu %zu", c, r);
     }
-    txattn_table_region reg;
+    txattn_table_region reg = TXATTN_TABLE_REGION_INIT;
     if (txattn_table_region_get(t, c, n_regions, &reg) == TXATTN_OK)
       FAIL("region_get past the end");
   }
-  txattn_table_class cls;
+  txattn_table_class cls = TXATTN_TABLE_CLASS_INIT;
   if (txattn_table_class_get(t, h.n_classes, &cls, NULL, NULL) == TXATTN_OK)
     FAIL("class_get past the end");
   for (size_t e = 0; e < h.n_excluded; e++) {
-    txattn_table_exclusion ex;
+    txattn_table_exclusion ex = TXATTN_TABLE_EXCLUSION_INIT;
     if (txattn_table_exclusion_get(t, e, &ex) != TXATTN_OK || !ex.kernel || !ex.reason)
       FAIL("exclusion_get %zu", e);
   }
-  txattn_table_exclusion ex;
+  txattn_table_exclusion ex = TXATTN_TABLE_EXCLUSION_INIT;
   if (txattn_table_exclusion_get(t, h.n_excluded, &ex) == TXATTN_OK)
     FAIL("exclusion_get past the end");
   char why[4096];

@@ -237,7 +237,6 @@ void case_init(struct attn_case *c, const struct shape *s, uint64_t seed) {
                mixed ? LAYOUT_SEQ_MAJOR : s->layout, CASE_OUTPUT_SENTINEL, CASE_OUTPUT_SENTINEL16);
   tensor_alloc(&c->lse, TXATTN_DTYPE_F32, p->batch, p->heads_q, p->n_q, 1,
                mixed ? LAYOUT_SEQ_MAJOR : s->layout, CASE_OUTPUT_SENTINEL, CASE_OUTPUT_SENTINEL16);
-  c->lse_logits = -1.0;
   c->lse_ref = malloc((size_t)(p->batch * p->heads_q * p->n_q) * sizeof *c->lse_ref);
   cr_assert(c->lse_ref != NULL, "out of memory for a test tensor");
   uint64_t state = seed;

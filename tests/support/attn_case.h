@@ -97,7 +97,6 @@ struct attn_case {
      row), lse_ref [batch][heads_q][n_q] from txattn_reference (case_run_reference) */
   struct tensor lse;
   float *lse_ref;
-  double lse_logits; /* case_logit_scale, once case_check_lse needed it; -1 before */
   /* case_input_hash of the strided inputs when case_run_reference wrote lse_ref (0: never): a
      test that transforms them afterwards predicts o_ref, not lse_ref, so lse is judged only
      while they are unchanged */

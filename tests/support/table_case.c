@@ -52,8 +52,14 @@ void tc_add_point(const txattn_context *ctx, txattn_table *t, size_t cls, int64_
   cr_assert(k <= 16);
   for (size_t i = 0; i < k; i++) {
     size_t nt = tc_tunables(ctx, c[i].kernel, c[i].variant, names[i], values[i]);
-    cands[i] =
-        (txattn_table_candidate){c[i].kernel, nt, names[i], values[i], c[i].time_s, 1e-7, -1};
+    cands[i] = (txattn_table_candidate){sizeof(txattn_table_candidate),
+                                        c[i].kernel,
+                                        nt,
+                                        names[i],
+                                        values[i],
+                                        c[i].time_s,
+                                        1e-7,
+                                        -1};
   }
   TC_ASSERT_OK(txattn_table_add_point(t, cls, n, r, cands, k));
 }
@@ -62,7 +68,8 @@ const int64_t tc_causal_ns[4] = {64, 256, 1024, 4096};
 const int64_t tc_window_ns[3] = {256, 1024, 4096}, tc_window_rs[3] = {16, 64, 256};
 
 size_t tc_add_causal(const txattn_context *ctx, txattn_table *t) {
-  txattn_table_class c = {.mask = TXATTN_MASK_CAUSAL,
+  txattn_table_class c = {.struct_size = sizeof(txattn_table_class),
+                          .mask = TXATTN_MASK_CAUSAL,
                           .window = TXATTN_TABLE_WINDOW_NONE,
                           .d_qk = TC_D,
                           .d_v = TC_D,
@@ -84,7 +91,8 @@ size_t tc_add_causal(const txattn_context *ctx, txattn_table *t) {
 }
 
 size_t tc_add_window(const txattn_context *ctx, txattn_table *t) {
-  txattn_table_class c = {.mask = TXATTN_MASK_WINDOW,
+  txattn_table_class c = {.struct_size = sizeof(txattn_table_class),
+                          .mask = TXATTN_MASK_WINDOW,
                           .window = TXATTN_TABLE_WINDOW_SYM,
                           .d_qk = TC_D,
                           .d_v = TC_D,
@@ -119,12 +127,12 @@ void tc_pick(txattn_context *ctx, const txattn_problem *p, char *kernel, size_t 
 static int bracket(const txattn_table *t, size_t cls, int use_r, int64_t x, int64_t *lo,
                    int64_t *hi) {
   size_t np;
-  txattn_table_class c;
+  txattn_table_class c = TXATTN_TABLE_CLASS_INIT;
   TC_ASSERT_OK(txattn_table_class_get(t, cls, &c, &np, NULL));
   *lo = -1;
   *hi = -1;
   for (size_t i = 0; i < np; i++) {
-    txattn_table_point p;
+    txattn_table_point p = TXATTN_TABLE_POINT_INIT;
     TC_ASSERT_OK(txattn_table_point_get(t, cls, i, &p));
     int64_t v = use_r ? p.r : p.n;
     if (v <= x && (*lo < 0 || v > *lo)) *lo = v;
@@ -136,10 +144,10 @@ static int bracket(const txattn_table *t, size_t cls, int use_r, int64_t x, int6
 /* The index of point (n, r) in class cls of t; -1 if it was not measured. */
 static long point_at(const txattn_table *t, size_t cls, int64_t n, int64_t r) {
   size_t np;
-  txattn_table_class c;
+  txattn_table_class c = TXATTN_TABLE_CLASS_INIT;
   TC_ASSERT_OK(txattn_table_class_get(t, cls, &c, &np, NULL));
   for (size_t i = 0; i < np; i++) {
-    txattn_table_point p;
+    txattn_table_point p = TXATTN_TABLE_POINT_INIT;
     TC_ASSERT_OK(txattn_table_point_get(t, cls, i, &p));
     if (p.n == n && p.r == r) return (long)i;
   }
@@ -149,12 +157,12 @@ static long point_at(const txattn_table *t, size_t cls, int64_t n, int64_t r) {
 /* The fastest time of kernel at point (n, r); 0 if it was not measured there. */
 static double time_at(const txattn_table *t, size_t cls, int64_t n, int64_t r, const char *kernel) {
   long i = point_at(t, cls, n, r);
-  txattn_table_point p;
+  txattn_table_point p = TXATTN_TABLE_POINT_INIT;
   double best = 0;
   if (i < 0) return 0;
   TC_ASSERT_OK(txattn_table_point_get(t, cls, (size_t)i, &p));
   for (size_t k = 0; k < p.n_candidates; k++) {
-    txattn_table_candidate x;
+    txattn_table_candidate x = TXATTN_TABLE_CANDIDATE_INIT;
     TC_ASSERT_OK(txattn_table_candidate_get(t, cls, (size_t)i, k, &x));
     if (strcmp(x.kernel, kernel) == 0 && (best == 0 || x.time_s < best)) best = x.time_s;
   }
@@ -164,7 +172,7 @@ static double time_at(const txattn_table *t, size_t cls, int64_t n, int64_t r, c
 /* Whether kernel is the winner (the first candidate) of point (n, r). */
 static int winner_at(const txattn_table *t, size_t cls, int64_t n, int64_t r, const char *kernel) {
   long i = point_at(t, cls, n, r);
-  txattn_table_candidate x;
+  txattn_table_candidate x = TXATTN_TABLE_CANDIDATE_INIT;
   if (i < 0) return 0;
   TC_ASSERT_OK(txattn_table_candidate_get(t, cls, (size_t)i, 0, &x));
   return strcmp(x.kernel, kernel) == 0;

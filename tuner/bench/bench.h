@@ -37,6 +37,26 @@ typedef struct tx_bench_compare {
   char why[200]; /* when a variant could not be measured */
 } tx_bench_compare;
 
+/* With --merge P, what the kernel's whole call (with lse) is compared with in the same run, with
+   the same kernel and tunables, the three timed interleaved (tx_bench_merge_compare): the keys
+   split into P contiguous parts as even as possible, each part a call with lse of its own n_kv
+   (K and V offset, one plan per distinct part size), and txattn_merge of the P partials into the
+   whole's o and lse, timed alone. The merged result is verified as a kernel's output is, against
+   the whole problem's reference and bounds, lse's (txattn_lse_error_bound) plus the merge's own
+   rounding (docs/error_bound.md, "Merging"). Seconds per call, NaN where not measured. */
+typedef struct tx_bench_merge {
+  int measured;
+  int64_t parts, part_min, part_max;  /* P, and the shortest and longest part's keys */
+  double call_s, partials_s, merge_s; /* partials_s: the P calls one after the other */
+  int checked;         /* the merged result was made and checked (exact says how it fared) */
+  int exact;           /* checked: the contract holds and, when verified, within the bound */
+  double rel_error;    /* max|o - O_ref| / max|V|; NaN when not verified */
+  double o_of_bound;   /* max|o - O_ref| / txattn_error_bound; NaN when not verified */
+  double lse_error;    /* max|lse - lse_ref|; NaN when not verified */
+  double lse_of_bound; /* the largest of a row's |lse - lse_ref| / the bound above; likewise */
+  char why[320];       /* a variant that could not run, or why the merged result is not exact */
+} tx_bench_merge;
+
 /* A tunable of a plan by name, and its value. */
 typedef struct tx_bench_tunable {
   char name[32];
@@ -50,7 +70,9 @@ typedef struct tx_bench_result {
   double rel_error; /* NaN when not verified */
   int exact;        /* OK: the contract holds and (when verified) the error is within tolerance */
   double lse_error; /* with --lse and verified: max|lse - lse_ref|; else NaN */
-  tx_bench_compare cmp; /* with --kv-lens or --lse */
+  tx_bench_compare cmp;  /* with --kv-lens or --lse */
+  tx_bench_merge merge;  /* with --merge */
+  tx_roof_paired paired; /* with --roofline on a decode: its runs paired with read-bandwidth runs */
   /* what it ran with: the plan's tunables, or when it did not plan, those --tunable asked for */
   size_t n_ran;
   tx_bench_tunable ran[TX_BENCH_MAX_TUNABLES];
@@ -133,6 +155,12 @@ int tx_bench_expand_tunables(const tx_cmd_spec *spec, const txattn_context *ctx,
    failure, else TXATTN_OK with tm[i]. */
 void tx_bench_measure_interleaved(tx_run_fn fn, void *const *args, size_t n,
                                   const tx_timing_opts *o, tx_timing *tm, txattn_status *status);
+/* The same, and also each entry's seconds per call of every timed run, in the order the runs were
+   made (the first is its calibration's last run, then one per round): runs[i * o->runs + k] for
+   k < tm[i].runs. o->runs is 1 to 1000 here. */
+void tx_bench_measure_interleaved_runs(tx_run_fn fn, void *const *args, size_t n,
+                                       const tx_timing_opts *o, tx_timing *tm,
+                                       txattn_status *status, double *runs);
 /* "block_q=12<sep>block_k=64", "-" when n is 0. */
 void tx_bench_tunables_text(const tx_bench_tunable *t, size_t n, const char *sep, char *buf,
                             size_t size);
@@ -153,6 +181,24 @@ void tx_bench_serving_compare(const tx_buffers *b, const tx_serving *s, tx_bench
 void tx_bench_serving_print(const tx_bench_setup *s, const tx_bench_point *pt, FILE *f);
 /* The kernel's "serving" object (null when not compared). */
 void tx_bench_serving_json(tx_json *j, const tx_bench_result *k);
+
+/* b's tensors with explicit strides, no lengths (a part of them is then still laid out as the
+   whole). */
+txattn_tensors tx_bench_explicit_tensors(const tx_buffers *b);
+
+/* ---- --merge (bench_merge.c) ---- */
+/* Fills out for b->p (lse, not ragged, mask none, n_kv >= parts) split into s->merge parts,
+   planned by plan(arg, ...). Overwrites b's outputs with the merged result; verifies it against
+   b->o_ref where there is one. */
+void tx_bench_merge_compare(const tx_buffers *b, const tx_serving *s, tx_bench_planner plan,
+                            void *arg, const tx_timing_opts *to, tx_bench_merge *out);
+/* The merge of every kernel at pt as a table, and the dispatcher's pick's (else the fastest's) in
+   words. Nothing without --merge. */
+void tx_bench_merge_print(const tx_bench_setup *s, const tx_bench_point *pt, FILE *f);
+/* The kernel's "merge" object (null when not compared). */
+void tx_bench_merge_json(tx_json *j, const tx_bench_result *k);
+/* Kernel i's merged result at pt was checked and is not exact. */
+int tx_bench_merge_failed(const tx_bench_result *k);
 
 /* ---- JSON (bench_json.c) ---- */
 #define TX_SWEEP_FORMAT         "txtune-bench-sweep"

@@ -65,8 +65,7 @@ static txattn_status add_call(variant *v, tx_bench_planner plan, void *arg, cons
   return TXATTN_OK;
 }
 
-/* b's tensors with explicit strides (a part of them is then still laid out as the whole). */
-static txattn_tensors explicit_tensors(const tx_buffers *b) {
+txattn_tensors tx_bench_explicit_tensors(const tx_buffers *b) {
   txattn_tensors t = b->t;
   t.q_layout = b->q_str;
   t.k_layout = b->k_str;
@@ -93,7 +92,7 @@ static txattn_status per_sequence(const tx_buffers *b, const tx_serving *s, tx_b
     one.batch = 1;
     one.ragged = 0;
     one.n_kv = s->kv_lens[i];
-    txattn_tensors t = explicit_tensors(b);
+    txattn_tensors t = tx_bench_explicit_tensors(b);
     t.q_data = offset(b->q, p->q_type, bb * b->q_str.batch);
     t.k_data = offset(b->k, p->k_type, bb * b->k_str.batch);
     t.v_data = offset(b->v, p->v_type, bb * b->v_str.batch);
@@ -108,7 +107,7 @@ static txattn_status per_sequence(const tx_buffers *b, const tx_serving *s, tx_b
 static txattn_status one_call(const tx_buffers *b, const txattn_problem *p, tx_bench_planner plan,
                               void *arg, variant *v) {
   if (variant_alloc(v, 1) != 0) return TXATTN_E_NOMEM;
-  txattn_tensors t = p->ragged ? b->t : explicit_tensors(b);
+  txattn_tensors t = p->ragged ? b->t : tx_bench_explicit_tensors(b);
   return add_call(v, plan, arg, p, &t);
 }
 
@@ -120,7 +119,7 @@ void tx_bench_serving_compare(const tx_buffers *b, const tx_serving *s, tx_bench
   variant v[N_VARIANTS] = {{0}};
   /* a batch of no keys at all is no call one by one, and nothing to pad */
   const int some_keys = b->p.ragged && s->max_kv > 0;
-  int want[N_VARIANTS] = {1, some_keys, some_keys, b->p.lse};
+  int want[N_VARIANTS] = {1, some_keys, some_keys, b->p.lse && s->lse_given};
   txattn_status st[N_VARIANTS] = {TXATTN_OK, TXATTN_OK, TXATTN_OK, TXATTN_OK};
   txattn_problem padded = b->p, plain = b->p;
   padded.ragged = 0;
@@ -182,7 +181,8 @@ static long headline(const tx_bench_setup *s, const tx_bench_point *pt) {
 
 void tx_bench_serving_print(const tx_bench_setup *s, const tx_bench_point *pt, FILE *f) {
   const tx_serving *sv = s->serving;
-  const int ragged = pt->p.ragged, lse = pt->p.lse;
+  /* an lse implied by --merge alone is not compared with the call without it */
+  const int ragged = pt->p.ragged, lse = pt->p.lse && sv->lse_given;
   if (!ragged && !lse) return;
   char spec[200];
   snprintf(spec, sizeof spec, "KERNEL|>CALL ms%s%s",

@@ -212,6 +212,12 @@ static txattn_status calibrate(tx_run_fn fn, void *arg, const tx_timing_opts *o,
 
 void tx_bench_measure_interleaved(tx_run_fn fn, void *const *args, size_t n,
                                   const tx_timing_opts *o, tx_timing *tm, txattn_status *status) {
+  tx_bench_measure_interleaved_runs(fn, args, n, o, tm, status, NULL);
+}
+
+void tx_bench_measure_interleaved_runs(tx_run_fn fn, void *const *args, size_t n,
+                                       const tx_timing_opts *o, tx_timing *tm,
+                                       txattn_status *status, double *runs) {
   int want = o->runs < 1 ? 1 : o->runs > 1000 ? 1000 : o->runs;
   timed e[TX_BENCH_MAX_ENTRIES];
   double *samples = calloc(n * (size_t)want + 1, sizeof *samples);
@@ -230,6 +236,7 @@ void tx_bench_measure_interleaved(tx_run_fn fn, void *const *args, size_t n,
   }
   for (size_t i = 0; i < n; i++) {
     if (status[i] != TXATTN_OK) continue;
+    if (runs) memcpy(runs + i * (size_t)want, e[i].per_call, (size_t)e[i].runs * sizeof *runs);
     tm[i].median_s = tx_sort_median(e[i].per_call, (size_t)e[i].runs);
     tm[i].min_s = e[i].per_call[0];
     tm[i].max_s = e[i].per_call[e[i].runs - 1];

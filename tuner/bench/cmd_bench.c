@@ -46,7 +46,7 @@ typedef struct bench_opts {
 typedef struct bench_run {
   bench_opts o;
   tx_opt prob_opts[TX_PROBLEM_N_OPTS], run_opts[N_RUN_OPTS], ctx_opts[TX_CONTEXT_N_OPTS];
-  tx_opt roof_opts[TX_ROOFLINE_N_OPTS], serving_opts[TX_SERVING_N_OPTS];
+  tx_opt roof_opts[TX_ROOFLINE_N_OPTS], serving_opts[TX_SERVING_N_OPTS + 1]; /* + --merge */
   tx_opt_group groups[5];
   tx_cmd_spec spec;
   tx_sweep_axes axes;
@@ -82,7 +82,8 @@ static const char about[] =
     "times each setting. --kv-lens L1,L2,... makes the batch ragged (a sequence per length, each\n"
     "with N queries against its L keys) and also times, with the same kernel, one call per\n"
     "sequence and the batch padded to the longest; --lse also writes and verifies the\n"
-    "log-sum-exp and times the call without it. How it times and verifies: docs/bench.md.\n"
+    "log-sum-exp and times the call without it; --merge P also times the keys in P parts, each\n"
+    "a call with lse, and txattn_merge of the partials. How it times and verifies: docs/bench.md.\n"
     "Exit status: 0 ok; 1 a kernel failed, was not exact, or a named kernel could not run (at\n"
     "any problem of a sweep); 2 usage error.";
 
@@ -143,14 +144,16 @@ static int parse(bench_run *r, int argc, char **argv) {
   tx_roofline_opts(&o->roof, r->roof_opts);
   tx_serving_args_init(&o->serving);
   tx_serving_opts(&o->serving, r->serving_opts);
+  r->serving_opts[TX_SERVING_N_OPTS] = tx_serving_merge_opt(&o->serving);
   r->groups[0] = (tx_opt_group){"Problem", r->prob_opts, TX_PROBLEM_N_OPTS};
-  r->groups[1] = (tx_opt_group){"Serving calls", r->serving_opts, TX_SERVING_N_OPTS};
+  r->groups[1] = (tx_opt_group){"Serving calls", r->serving_opts, TX_SERVING_N_OPTS + 1};
   r->groups[2] = (tx_opt_group){"Benchmark", r->run_opts, N_RUN_OPTS};
   r->groups[3] = (tx_opt_group){"Roofline", r->roof_opts, TX_ROOFLINE_N_OPTS};
   r->groups[4] = (tx_opt_group){"Library", r->ctx_opts, TX_CONTEXT_N_OPTS};
   r->spec = (tx_cmd_spec){"bench",
                           "--n N|LIST|A..B --d D [--mask KIND[,KIND...] --left L --right R] "
-                          "[--kv-lens L1,L2,...] [--lse] [--json] [-o FILE] [options]",
+                          "[--kv-lens L1,L2,...] [--lse] [--merge P] [--json] [-o FILE] "
+                          "[options]",
                           about, r->groups, 5};
   int rc = tx_args_parse_cmd(&r->spec, argc, argv);
   if (rc >= 0) return rc;
@@ -161,6 +164,7 @@ static int parse(bench_run *r, int argc, char **argv) {
   if ((rc = tx_serving_from_args(&r->spec, &o->serving, &r->serving)) != 0) return rc;
   if ((rc = tx_serving_apply_args(&r->spec, &r->serving, &o->prob)) != 0) return rc;
   rc = parse_axes(r);
+  if (!rc) rc = tx_serving_merge_check(&r->spec, &r->serving, r->probs, r->n_pts);
   for (size_t i = 0; !rc && i < r->n_pts; i++) tx_serving_apply(&r->serving, &r->probs[i]);
   return rc ? rc : -1;
 }
@@ -276,12 +280,15 @@ static txattn_status plan_for_compare(void *arg, const txattn_problem *p, txattn
   return plan_problem(e->r, p, e->i, out);
 }
 
-/* With --kv-lens or --lse, after entry i's own measurement and verification. */
+/* With --kv-lens, --lse or --merge, after entry i's own measurement and verification. */
 static void compare_serving(bench_run *r, const tx_bench_point *pt, size_t i, tx_bench_result *k) {
-  if (k->state != TX_BENCH_OK || !(pt->p.ragged || pt->p.lse)) return;
+  if (k->state != TX_BENCH_OK) return;
   entry_planner e = {r, i};
   tx_timing_opts to = {1e-3 * (double)r->o.min_time_ms, (int)r->o.reps, r->o.limit_s};
-  tx_bench_serving_compare(&r->b, &r->serving, plan_for_compare, &e, &to, &k->cmp);
+  if (pt->p.ragged || r->serving.lse_given)
+    tx_bench_serving_compare(&r->b, &r->serving, plan_for_compare, &e, &to, &k->cmp);
+  if (r->serving.merge)
+    tx_bench_merge_compare(&r->b, &r->serving, plan_for_compare, &e, &to, &k->merge);
 }
 
 /* A call cannot be interrupted once started (it runs in this process), so --time-limit is honoured
@@ -328,6 +335,35 @@ static void set_failed(tx_bench_result *k, txattn_status s) {
            s == TXATTN_E_UNSUPPORTED ? "" : ": ", txattn_last_error());
 }
 
+/* The threads entry i runs on: the context's if its kernel is threaded, else 1. */
+static int entry_threads(const tx_bench_setup *s, size_t i) {
+  return s->sel[i].info.flags & TXATTN_KERNEL_THREADED ? s->threads : 1;
+}
+
+/* With --roofline on a decode, a kernel's timed runs are paired with read-bandwidth runs. */
+static int pairs_runs(const bench_run *r, const tx_bench_point *pt) {
+  tx_roof_work w = tx_roofline_work(&pt->p);
+  return tx_roofline_pairs(r->setup.roofline, &w);
+}
+
+/* Times entries idx[0 .. m - 1] (args: their exec_args, each already run once) interleaved, each
+   timed run right after a read run when pairs_runs (tx_roofline_measure_paired). */
+static void measure_entries(bench_run *r, const tx_bench_point *pt, void *const *args,
+                            const size_t *idx, size_t m, tx_timing *tm, txattn_status *st) {
+  tx_timing_opts to = {1e-3 * (double)r->o.min_time_ms, (int)r->o.reps, r->o.limit_s};
+  if (!pairs_runs(r, pt)) {
+    tx_bench_measure_interleaved(exec_plan, args, m, &to, tm, st);
+    return;
+  }
+  int threads[TX_BENCH_MAX_ENTRIES];
+  tx_roof_paired paired[TX_BENCH_MAX_ENTRIES];
+  for (size_t j = 0; j < m; j++) threads[j] = entry_threads(&r->setup, idx[j]);
+  tx_roof_work w = tx_roofline_work(&pt->p);
+  tx_roofline_measure_paired(&r->roofline, w.bytes, exec_plan, args, threads, m, &to, tm, st,
+                             paired);
+  for (size_t j = 0; j < m; j++) pt->res[idx[j]].paired = paired[j];
+}
+
 static void bench_kernel(bench_run *r, const tx_bench_point *pt, size_t i, tx_bench_result *k) {
   const txattn_kernel_info *info = &r->sel[i].info;
   k->rel_error = k->lse_error = NAN;
@@ -349,7 +385,11 @@ static void bench_kernel(bench_run *r, const tx_bench_point *pt, size_t i, tx_be
     if (r->b.lse) tx_fill_value(r->b.lse, TXATTN_DTYPE_F32, r->b.lse_len, POISON);
     exec_arg a = {plan, &r->b.t};
     tx_timing_opts to = {1e-3 * (double)r->o.min_time_ms, (int)r->o.reps, r->o.limit_s};
-    s = tx_measure(exec_plan, &a, &to, &k->tm);
+    void *ap = &a;
+    if (!pairs_runs(r, pt))
+      s = tx_measure(exec_plan, &a, &to, &k->tm);
+    else if ((s = exec_plan(&a)) == TXATTN_OK) /* the warm-up tx_measure makes */
+      measure_entries(r, pt, &ap, &i, 1, &k->tm, &s);
   }
   if (s == TXATTN_OK) {
     k->state = TX_BENCH_OK;
@@ -405,8 +445,7 @@ static void bench_settings(bench_run *r, const tx_bench_point *pt, size_t first,
   }
   tx_timing tm[TX_BENCH_MAX_ENTRIES];
   txattn_status st[TX_BENCH_MAX_ENTRIES];
-  tx_timing_opts to = {1e-3 * (double)r->o.min_time_ms, (int)r->o.reps, r->o.limit_s};
-  tx_bench_measure_interleaved(exec_plan, argp, m, &to, tm, st);
+  measure_entries(r, pt, argp, idx, m, tm, st);
   for (size_t j = 0; j < m; j++) {
     if (st[j] == TXATTN_OK)
       pt->res[idx[j]].tm = tm[j];
@@ -442,7 +481,7 @@ const char *tx_bench_label(const tx_bench_setup *s, size_t i) {
 int tx_bench_kernel_failed(const tx_bench_setup *s, const tx_bench_point *pt, size_t i) {
   const tx_bench_result *k = &pt->res[i];
   return k->state == TX_BENCH_FAILED || (k->state == TX_BENCH_OK && !k->exact) ||
-         (k->state != TX_BENCH_OK && s->sel[i].requested);
+         (k->state != TX_BENCH_OK && s->sel[i].requested) || tx_bench_merge_failed(k);
 }
 
 int tx_bench_point_status(const tx_bench_setup *s, const tx_bench_point *pt) {
@@ -575,9 +614,12 @@ static void table_row(const bench_run *r, const tx_bench_point *pt, tx_table *t,
 
 tx_roof_kernel tx_bench_roof_kernel(const tx_bench_setup *s, const tx_bench_point *pt, size_t i) {
   const txattn_kernel_info *info = &s->sel[i].info;
-  int threads = info->flags & TXATTN_KERNEL_THREADED ? s->threads : 1;
-  double t = pt->res[i].state == TX_BENCH_OK ? pt->res[i].tm.median_s : 0;
-  return (tx_roof_kernel){tx_bench_label(s, i), info->isa, threads, t};
+  const int ok = pt->res[i].state == TX_BENCH_OK;
+  tx_roof_work w = tx_roofline_work(&pt->p);
+  const tx_roof_paired *paired =
+      ok && tx_roofline_pairs(s->roofline, &w) ? &pt->res[i].paired : NULL;
+  return (tx_roof_kernel){tx_bench_label(s, i), info->isa, entry_threads(s, i),
+                          ok ? pt->res[i].tm.median_s : 0, paired};
 }
 
 static void print_roofline_fits(const bench_run *r, const tx_bench_point *pt) {
@@ -608,6 +650,7 @@ static void print_text(const bench_run *r, const tx_bench_point *pt) {
              pt->masked >= 0 ? "" : " (no masked.* kernel was measured)");
     if (!r->sweep && r->setup.tunables_given) print_tunables_note();
     tx_bench_serving_print(&r->setup, pt, stdout);
+    tx_bench_merge_print(&r->setup, pt, stdout);
     if (r->o.roof.enabled) print_roofline_fits(r, pt);
   } else {
     printf("\nno kernel could be measured%s\n", r->n_sel ? ":" : " ('txtune list' shows why)");
@@ -751,6 +794,7 @@ int tx_cmd_bench(int argc, char **argv) {
   free(r.sel);
   free(r.tuning);
   txattn_context_free(r.ctx);
+  tx_roofline_free(&r.roofline);
   tx_strlist_free(&r.o.kernels);
   tx_strlist_free(&r.o.tunable_items);
   tx_strlist_free(&r.o.n_items);

@@ -13,10 +13,10 @@
 /* The distinct r of class ci's points (one 0 without a window). */
 static size_t reaches(const txattn_table *t, size_t ci, int64_t *r, size_t cap) {
   size_t n_points = 0, k = 0;
-  txattn_table_class c;
+  txattn_table_class c = TXATTN_TABLE_CLASS_INIT;
   txattn_table_class_get(t, ci, &c, &n_points, NULL);
   for (size_t i = 0; i < n_points; i++) {
-    txattn_table_point pt;
+    txattn_table_point pt = TXATTN_TABLE_POINT_INIT;
     if (txattn_table_point_get(t, ci, i, &pt) != TXATTN_OK) continue;
     int seen = 0;
     for (size_t j = 0; j < k && !seen; j++) seen = r[j] == pt.r;
@@ -29,7 +29,7 @@ static int same_class(const txattn_table_class *a, const txattn_table_class *b) 
   return a->mask == b->mask && a->window == b->window && a->d_qk == b->d_qk && a->d_v == b->d_v &&
          a->group == b->group && a->threads == b->threads && a->decode == b->decode &&
          a->q_type == b->q_type && a->k_type == b->k_type && a->v_type == b->v_type &&
-         a->o_type == b->o_type;
+         a->o_type == b->o_type && a->ragged == b->ragged;
 }
 
 static int all_f32(const txattn_table_class *c) {
@@ -40,17 +40,17 @@ static int all_f32(const txattn_table_class *c) {
 /* The kernels the profile excluded at a point of this panel (failed to plan, or inexact). */
 static void mark_failures(const txattn_table *t, const txattn_table_class *c, int64_t r,
                           tx_plot *pl, tx_plot_panel *p) {
-  txattn_table_header h;
+  txattn_table_header h = TXATTN_TABLE_HEADER_INIT;
   txattn_table_header_get(t, &h);
   for (size_t i = 0; i < h.n_excluded; i++) {
-    txattn_table_exclusion x;
+    txattn_table_exclusion x = TXATTN_TABLE_EXCLUSION_INIT;
     if (txattn_table_exclusion_get(t, i, &x) == TXATTN_OK && same_class(&x.cls, c) && x.r == r)
       tx_plot_fail(pl, p, x.kernel, x.n);
   }
 }
 
 static int fill_panel(const txattn_table *t, size_t ci, int64_t r, tx_plot *pl) {
-  txattn_table_class c;
+  txattn_table_class c = TXATTN_TABLE_CLASS_INIT;
   size_t n_points = 0;
   char d[96], title[128];
   txattn_table_class_get(t, ci, &c, &n_points, NULL);
@@ -59,10 +59,10 @@ static int fill_panel(const txattn_table *t, size_t ci, int64_t r, tx_plot *pl) 
   tx_plot_panel *p = tx_plot_add_panel(pl, title);
   if (!p) return -1;
   for (size_t i = 0; i < n_points; i++) {
-    txattn_table_point pt;
+    txattn_table_point pt = TXATTN_TABLE_POINT_INIT;
     if (txattn_table_point_get(t, ci, i, &pt) != TXATTN_OK || pt.r != r) continue;
     for (size_t k = 0; k < pt.n_candidates; k++) {
-      txattn_table_candidate cand;
+      txattn_table_candidate cand = TXATTN_TABLE_CANDIDATE_INIT;
       if (txattn_table_candidate_get(t, ci, i, k, &cand) == TXATTN_OK)
         tx_plot_set(pl, p, cand.kernel, pt.n, cand.time_s, 0);
     }
@@ -78,13 +78,13 @@ static int fill_panel(const txattn_table *t, size_t ci, int64_t r, tx_plot *pl) 
 static size_t best_reach(const txattn_table *t, size_t ci, int64_t *r_out) {
   int64_t rs[MAX_REACHES];
   size_t n_r = reaches(t, ci, rs, MAX_REACHES), n_points = 0, best = 0;
-  txattn_table_class c;
+  txattn_table_class c = TXATTN_TABLE_CLASS_INIT;
   txattn_table_class_get(t, ci, &c, &n_points, NULL);
   *r_out = 0;
   for (size_t k = 0; k < n_r; k++) {
     size_t count = 0;
     for (size_t i = 0; i < n_points; i++) {
-      txattn_table_point pt;
+      txattn_table_point pt = TXATTN_TABLE_POINT_INIT;
       count += txattn_table_point_get(t, ci, i, &pt) == TXATTN_OK && pt.r == rs[k];
     }
     if (count > best || (count == best && rs[k] < *r_out)) {
@@ -118,7 +118,7 @@ static void fill_best(const txattn_table *t, size_t n_classes, tx_plot *pl) {
   pick chosen[TX_PLOT_KINDS];
   int have[TX_PLOT_KINDS] = {0};
   for (size_t ci = 0; ci < n_classes; ci++) {
-    pick p = {.ci = ci};
+    pick p = {.ci = ci, .c = TXATTN_TABLE_CLASS_INIT};
     if (txattn_table_class_get(t, ci, &p.c, NULL, NULL) != TXATTN_OK ||
         (unsigned)p.c.mask >= TX_PLOT_KINDS)
       continue;
@@ -140,8 +140,8 @@ static void fill_best(const txattn_table *t, size_t n_classes, tx_plot *pl) {
     txattn_table_class_describe(&chosen[k].c, d, sizeof d);
     snprintf(b->cls, sizeof b->cls, chosen[k].r ? "%s, r = %lld" : "%s", d, (long long)chosen[k].r);
     for (size_t i = 0; i < n_points; i++) {
-      txattn_table_point pt;
-      txattn_table_candidate cand;
+      txattn_table_point pt = TXATTN_TABLE_POINT_INIT;
+      txattn_table_candidate cand = TXATTN_TABLE_CANDIDATE_INIT;
       if (txattn_table_point_get(t, chosen[k].ci, i, &pt) == TXATTN_OK && pt.r == chosen[k].r &&
           txattn_table_candidate_get(t, chosen[k].ci, i, 0, &cand) == TXATTN_OK)
         tx_plot_best_set(pl, b, cand.kernel, pt.n, cand.time_s);
@@ -157,7 +157,7 @@ int tx_plot_from_table(const char *path, tx_plot *pl) {
     tx_print_lib_error("plot", "cannot use the table", s);
     return TX_EXIT_FAIL;
   }
-  txattn_table_header h;
+  txattn_table_header h = TXATTN_TABLE_HEADER_INIT;
   txattn_table_header_get(t, &h);
   fill_best(t, h.n_classes, pl);
   int rc = 0;

@@ -34,14 +34,8 @@ void tx_stream_free(tx_stream_arrays *s) {
   s->a = s->b = s->c = NULL;
 }
 
-typedef struct stream_call {
-  tx_stream_arrays *s;
-  int threads;
-  volatile float sink;
-} stream_call;
-
 static txattn_status triad(void *arg) {
-  stream_call *p = arg;
+  tx_stream_run *p = arg;
   float *restrict a = p->s->a;
   const float *restrict b = p->s->b, *restrict c = p->s->c;
   const float q = 3.0f;
@@ -67,8 +61,8 @@ static float sum_slices(const float *x, const float *y, size_t n) {
   return s;
 }
 
-static txattn_status read_sum(void *arg) {
-  stream_call *p = arg;
+txattn_status tx_stream_read_pass(void *arg) {
+  tx_stream_run *p = arg;
   size_t n = p->s->n / LANES;
   float s = 0;
 #pragma omp parallel num_threads(p->threads) reduction(+ : s) if (p->threads > 1)
@@ -83,7 +77,7 @@ static txattn_status read_sum(void *arg) {
 
 static double rate(tx_run_fn fn, tx_stream_arrays *s, int threads, const tx_timing_opts *t,
                    double bytes_per_element) {
-  stream_call p = {.s = s, .threads = threads};
+  tx_stream_run p = {.s = s, .threads = threads};
   tx_timing tm;
   if (tx_measure(fn, &p, t, &tm) != TXATTN_OK) return -1;
   return 1e-9 * bytes_per_element * (double)s->n / tm.min_s;
@@ -94,5 +88,9 @@ double tx_stream_triad_gbs(tx_stream_arrays *s, int threads, const tx_timing_opt
 }
 
 double tx_stream_read_gbs(tx_stream_arrays *s, int threads, const tx_timing_opts *t) {
-  return rate(read_sum, s, threads, t, 2.0 * sizeof(float));
+  return rate(tx_stream_read_pass, s, threads, t, 2.0 * sizeof(float));
+}
+
+double tx_stream_read_bytes(const tx_stream_arrays *s) {
+  return 2.0 * sizeof(float) * (double)s->n;
 }

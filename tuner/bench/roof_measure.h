@@ -39,6 +39,15 @@ void tx_stream_free(tx_stream_arrays *s);
 double tx_stream_triad_gbs(tx_stream_arrays *s, int threads, const tx_timing_opts *t);
 /* Sum of b and c: 8 bytes per element, reads only (what attention mostly does to K and V). */
 double tx_stream_read_gbs(tx_stream_arrays *s, int threads, const tx_timing_opts *t);
+/* One pass of that sum as a tx_run_fn, to time it interleaved with something else: arg is a
+   tx_stream_run. It counts tx_stream_read_bytes bytes. */
+typedef struct tx_stream_run {
+  tx_stream_arrays *s;
+  int threads;
+  volatile float sink;
+} tx_stream_run;
+txattn_status tx_stream_read_pass(void *arg);
+double tx_stream_read_bytes(const tx_stream_arrays *s);
 
 /* C = A B at n x n x n with cblas_sgemm of the OpenBLAS this program is linked with; its thread
    count follows omp_set_num_threads (the OpenMP build, see cmake/TxattnDeps.cmake). */

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench.h" /* tx_bench_measure_interleaved_runs */
 #include "text_table.h"
 
 #define MIB          (size_t)(1024 * 1024)
@@ -80,6 +81,7 @@ static void measure_peaks(tx_roofline *r, const tx_timing_opts *t) {
   }
 }
 
+/* Keeps b and c in r->stream for the paired read runs (tx_roofline_measure_paired). */
 static int measure_memory(tx_roofline *r, const tx_timing_opts *t) {
   tx_stream_arrays s;
   if (tx_stream_alloc(&s, r->stream_bytes) != 0) {
@@ -91,7 +93,9 @@ static int measure_memory(tx_roofline *r, const tx_timing_opts *t) {
     r->triad_gbs[c] = tx_stream_triad_gbs(&s, r->threads[c], t);
     r->read_gbs[c] = tx_stream_read_gbs(&s, r->threads[c], t);
   }
-  tx_stream_free(&s);
+  free(s.a); /* the triad's output: the read runs use b and c only */
+  s.a = NULL;
+  r->stream = s;
   return 0;
 }
 
@@ -123,6 +127,97 @@ int tx_roofline_measure(const tx_roofline_args *a, int threads, double min_run_s
   if (rc == 0) rc = measure_memory(r, &t);
   r->seconds = tx_clock() - start;
   return rc;
+}
+
+void tx_roofline_free(tx_roofline *r) {
+  tx_stream_free(&r->stream);
+}
+
+/* ---- a decode's timed runs paired with read runs ---- */
+
+int tx_roofline_pairs(const tx_roofline *r, const tx_roof_work *w) {
+  return r && r->stream.b && w->decode;
+}
+
+/* One entry of the interleaved measurement: a read pass or a kernel call. */
+typedef struct paired_entry {
+  tx_run_fn fn;
+  void *arg;
+} paired_entry;
+
+static txattn_status run_entry(void *arg) {
+  const paired_entry *e = arg;
+  return e->fn(e->arg);
+}
+
+/* v (n > 0) sorted ascending: the q-quantile, interpolated between neighbours. */
+static double quantile(const double *v, size_t n, double q) {
+  double x = q * (double)(n - 1);
+  size_t i = (size_t)x;
+  return i + 1 < n ? v[i] + (x - (double)i) * (v[i + 1] - v[i]) : v[n - 1];
+}
+
+/* Kernel run k pairs with read run k for k >= 1: both are made in round k, the read run first
+   (tx_bench_measure_interleaved_runs). scratch holds one value per run. */
+static tx_roof_paired pair_up(const double *read_s, int read_runs, const double *kernel_s,
+                              int kernel_runs, double read_bytes, double bytes, double *scratch) {
+  tx_roof_paired p = {0};
+  const int n = read_runs < kernel_runs ? read_runs : kernel_runs;
+  if (n < 2) return p;
+  const size_t m = (size_t)(n - 1);
+  p.pairs = n - 1;
+  for (size_t k = 1; k <= m; k++) scratch[k - 1] = read_bytes / read_s[k];
+  p.read_gbs = 1e-9 * tx_sort_median(scratch, m);
+  for (size_t k = 1; k <= m; k++) scratch[k - 1] = (bytes / kernel_s[k]) / (read_bytes / read_s[k]);
+  p.median = tx_sort_median(scratch, m);
+  p.min = scratch[0];
+  p.max = scratch[m - 1];
+  p.q1 = quantile(scratch, m, 0.25);
+  p.q3 = quantile(scratch, m, 0.75);
+  return p;
+}
+
+void tx_roofline_measure_paired(tx_roofline *r, double bytes, tx_run_fn fn, void *const *args,
+                                const int *threads, size_t n, const tx_timing_opts *o,
+                                tx_timing *tm, txattn_status *status, tx_roof_paired *out) {
+  tx_timing_opts to = *o;
+  to.runs = to.runs < 1 ? 1 : to.runs > 1000 ? 1000 : to.runs;
+  const size_t want = (size_t)to.runs, n2 = 2 * n;
+  paired_entry *ent = calloc(n2 + 1, sizeof *ent);
+  tx_stream_run *reads = calloc(n + 1, sizeof *reads);
+  void **argp = calloc(n2 + 1, sizeof *argp);
+  tx_timing *tm2 = calloc(n2 + 1, sizeof *tm2);
+  txattn_status *st2 = calloc(n2 + 1, sizeof *st2);
+  double *runs = calloc(n2 * want + 1, sizeof *runs), *scratch = calloc(want + 1, sizeof *scratch);
+  for (size_t i = 0; i < n; i++) out[i] = (tx_roof_paired){0};
+  if (!ent || !reads || !argp || !tm2 || !st2 || !runs || !scratch || n2 > TX_BENCH_MAX_ENTRIES) {
+    tx_bench_measure_interleaved(fn, args, n, o, tm, status); /* unpaired */
+  } else {
+    for (size_t i = 0; i < n; i++) {
+      reads[i] = (tx_stream_run){.s = &r->stream, .threads = threads[i]};
+      ent[2 * i] = (paired_entry){tx_stream_read_pass, &reads[i]};
+      ent[2 * i + 1] = (paired_entry){fn, args[i]};
+    }
+    for (size_t i = 0; i < n2; i++) argp[i] = &ent[i];
+    tx_bench_measure_interleaved_runs(run_entry, argp, n2, &to, tm2, st2, runs);
+    const double read_bytes = tx_stream_read_bytes(&r->stream);
+    for (size_t i = 0; i < n; i++) {
+      const size_t rd = 2 * i, k = 2 * i + 1;
+      status[i] = st2[k];
+      if (st2[k] != TXATTN_OK) continue;
+      tm[i] = tm2[k];
+      if (st2[rd] == TXATTN_OK)
+        out[i] = pair_up(runs + rd * want, tm2[rd].runs, runs + k * want, tm2[k].runs, read_bytes,
+                         bytes, scratch);
+    }
+  }
+  free(ent);
+  free(reads);
+  free(argp);
+  free(tm2);
+  free(st2);
+  free(runs);
+  free(scratch);
 }
 
 const tx_roof_peak *tx_roofline_best_simd(const tx_roofline *r, int c) {

@@ -1,6 +1,7 @@
 /* `txtune bench --roofline`: the machine's roofs measured in the same run as the kernels (FMA peak
    per ISA, OpenBLAS sgemm, memory bandwidth, each at 1 thread and at the context's thread count),
-   and each kernel's rate as a fraction of the roof that bounds it. */
+   and each kernel's rate as a fraction of the roof that bounds it; for decode also against read
+   runs made right before each of its timed runs. */
 #ifndef TXTUNE_ROOFLINE_H
 #define TXTUNE_ROOFLINE_H
 
@@ -44,11 +45,15 @@ typedef struct tx_roofline {
   double triad_gbs[TX_ROOF_MAX_COUNTS], read_gbs[TX_ROOF_MAX_COUNTS];
   double min_run_s, load_before, seconds; /* load_before: 1-minute load average, -1 if unknown */
   int runs;
+  /* b and c of the bandwidth arrays, kept (made and first touched once) for the read runs paired
+     with a decode's timed runs; a is freed after the triad */
+  tx_stream_arrays stream;
 } tx_roofline;
 
 /* Measures everything for 1 and `threads` threads, each rate the best of a few runs of at least
    min_run_s. Returns 0, or prints why on stderr and returns TX_EXIT_FAIL. Takes a few seconds. */
 int tx_roofline_measure(const tx_roofline_args *a, int threads, double min_run_s, tx_roofline *r);
+void tx_roofline_free(tx_roofline *r); /* the arrays it keeps */
 void tx_roofline_print(const tx_roofline *r, FILE *f);
 void tx_roofline_json(tx_json *j, const tx_roofline *r); /* the value: one object */
 /* The fastest SIMD FMA peak at thread count index c, or NULL if no SIMD ISA is usable. */
@@ -65,10 +70,32 @@ typedef struct tx_roof_work {
 /* p must be resolved. */
 tx_roof_work tx_roofline_work(const txattn_problem *p);
 
+/* A kernel's GB/s as a fraction of the read bandwidth measured right before each of its timed
+   runs: per round, (bytes / that run's time per call) / (that round's read GB/s). A ratio within
+   one round cancels the machine's drifts, which a roof measured seconds earlier does not. */
+typedef struct tx_roof_paired {
+  int pairs;                       /* rounds paired: 0 with a single timed run */
+  double median, min, q1, q3, max; /* of the per-round fraction */
+  double read_gbs;                 /* median of the paired read runs' GB/s */
+} tx_roof_paired;
+
+/* Whether a problem of work w has its kernels' timed runs paired with read runs: a decode (held to
+   the read bandwidth), once the roofs are measured. */
+int tx_roofline_pairs(const tx_roofline *r, const tx_roof_work *w);
+/* Times n kernels fn(args[i]), each already called once, as tx_bench_measure_interleaved does
+   (tm and status as there), with a read-bandwidth run on threads[i] threads over r's arrays (at
+   least o->min_run_s long) right before each timed run of kernel i; out[i] is its paired fraction
+   for `bytes` per call, over the rounds (the calibration runs are not paired). More than
+   TX_BENCH_MAX_ENTRIES / 2 kernels are timed unpaired. */
+void tx_roofline_measure_paired(tx_roofline *r, double bytes, tx_run_fn fn, void *const *args,
+                                const int *threads, size_t n, const tx_timing_opts *o,
+                                tx_timing *tm, txattn_status *status, tx_roof_paired *out);
+
 typedef struct tx_roof_kernel {
-  const char *name, *isa; /* as txattn_kernel_info gives them */
-  int threads;            /* the threads it ran on: the context's if it is threaded, else 1 */
-  double seconds;         /* median per call; <= 0 when it was not measured */
+  const char *name, *isa;       /* as txattn_kernel_info gives them */
+  int threads;                  /* the threads it ran on: the context's if it is threaded, else 1 */
+  double seconds;               /* median per call; <= 0 when it was not measured */
+  const tx_roof_paired *paired; /* NULL when its runs were not paired with read runs */
 } tx_roof_kernel;
 
 typedef struct tx_roof_fit {

@@ -2,7 +2,8 @@
    thread count it ran on, and, when the shape is memory-bound, its GB/s (the bytes of the tensors
    in their element types: a 16-bit K and V count 2 bytes a value) as a fraction of the bandwidth
    at that count: the read bandwidth for decode, whose bytes are the KV cache read once, else the
-   triad's. */
+   triad's. A decode's runs were also paired with read runs (tx_roofline_measure_paired): that
+   fraction is shown beside it. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -64,8 +65,19 @@ int tx_roofline_fit(const tx_roofline *r, const tx_roof_work *w, const tx_roof_k
   return 1;
 }
 
+/* "78.3% (74.1-80.2, 14)": the median paired fraction, its range and the number of pairs. */
+static void paired_cell(const tx_roof_paired *p, char *buf, size_t size) {
+  if (p && p->pairs > 0)
+    snprintf(buf, size, "%.1f%% (%.1f-%.1f, %d)", 100 * p->median, 100 * p->min, 100 * p->max,
+             p->pairs);
+  else
+    snprintf(buf, size, "-");
+}
+
+/* The PAIRED cell is read only when the table has that column. */
 static void fit_row(tx_table *t, const tx_roof_kernel *k, const tx_roof_fit *f) {
   char thr[16], roof[32], peak[32], gf[32], frac[32], ai[32], bal[32], gbs[32] = "-", bwf[32] = "-";
+  char paired[64];
   snprintf(thr, sizeof thr, "%d", k->threads);
   snprintf(roof, sizeof roof, "%s%s", txattn_isa_name(f->roof->isa.isa),
            f->for_scalar ? " (a)" : "");
@@ -78,7 +90,8 @@ static void fit_row(tx_table *t, const tx_roof_kernel *k, const tx_roof_fit *f) 
     snprintf(gbs, sizeof gbs, "%.2f", f->gbs);
     snprintf(bwf, sizeof bwf, "%.1f%% %s", 100 * f->bw_fraction, f->read_roof ? "read" : "triad");
   }
-  const char *cells[] = {k->name, thr, roof, peak, gf, frac, ai, bal, gbs, bwf};
+  paired_cell(k->paired, paired, sizeof paired);
+  const char *cells[] = {k->name, thr, roof, peak, gf, frac, ai, bal, gbs, bwf, paired};
   tx_table_add(t, cells);
 }
 
@@ -96,9 +109,13 @@ static void print_scalar_note(const tx_roofline *r, FILE *f) {
 
 void tx_roofline_print_fits(const tx_roofline *r, const tx_roof_work *w, const tx_roof_kernel *ks,
                             size_t n, FILE *f) {
+  int any_paired = 0;
+  for (size_t i = 0; i < n; i++) any_paired |= ks[i].paired != NULL;
   tx_table t;
-  tx_table_init(&t,
-                "KERNEL|>THREADS|ROOF|>PEAK GFLOP/s|>GFLOP/s|>% PEAK|>FLOP/B|>BALANCE|>GB/s|>% BW");
+  tx_table_init(&t, any_paired ? "KERNEL|>THREADS|ROOF|>PEAK GFLOP/s|>GFLOP/s|>% PEAK|>FLOP/B|"
+                                 ">BALANCE|>GB/s|>% BW|>PAIRED % READ (RANGE, PAIRS)"
+                               : "KERNEL|>THREADS|ROOF|>PEAK GFLOP/s|>GFLOP/s|>% PEAK|>FLOP/B|"
+                                 ">BALANCE|>GB/s|>% BW");
   int rows = 0, any_scalar = 0;
   for (size_t i = 0; i < n; i++) {
     tx_roof_fit fit;
@@ -117,9 +134,17 @@ void tx_roofline_print_fits(const tx_roofline *r, const tx_roof_work *w, const t
             "  FLOP/B: flops / bytes of Q, K, V and O each read or written once, in their types\n"
             "  (%s). BALANCE: peak / bandwidth; below it the shape is\n"
             "  memory-bound and GB/s (those bytes / median time) is shown as %% BW of the\n"
-            "  bandwidth at that thread count: the read bandwidth for decode (n_q = 1: the KV\n"
-            "  cache read once), else the triad's.\n",
+            "  bandwidth at that thread count in the table above: the read bandwidth for decode\n"
+            "  (n_q = 1: the KV cache read once), else the triad's.\n",
             w->types);
+    if (any_paired)
+      fprintf(f, "  PAIRED %% READ: each timed run of the kernel came right after a read run (the\n"
+                 "  read row's loop over the same arrays, at the kernel's thread count, >= the\n"
+                 "  shortest timed run); per round, (bytes / that run's time per call) / (that\n"
+                 "  read run's GB/s); the median over the rounds, their smallest and largest, and\n"
+                 "  how many (the calibration runs are not paired: \"-\" with --reps 1). A ratio\n"
+                 "  within one round cancels the machine's drift, which %% BW, against a roof\n"
+                 "  measured seconds before, does not.\n");
     if (any_scalar) print_scalar_note(r, f);
   }
   tx_table_free(&t);
@@ -146,5 +171,24 @@ void tx_roofline_json_fit(tx_json *j, const tx_roofline *r, const tx_roof_work *
   tx_json_kv_string(j, "bandwidth_kind", f.read_roof ? "read" : "triad");
   tx_json_kv_double(j, "bandwidth_gbs", f.bandwidth_gbs);
   tx_json_kv_double(j, "fraction_of_bandwidth", f.memory_bound ? f.bw_fraction : NAN);
+  tx_json_key(j, "paired"); /* null: not a decode, so not paired */
+  const tx_roof_paired *p = k->paired;
+  if (!p) {
+    tx_json_null(j);
+  } else {
+    tx_json_begin_object(j);
+    tx_json_kv_string(j, "how",
+                      "per round, (bytes / the kernel run's time per call) / (the read run right "
+                      "before it, GB/s); median and spread over the rounds");
+    tx_json_kv_int(j, "pairs", p->pairs);
+    const int any = p->pairs > 0; /* none with --reps 1: the fractions are null */
+    tx_json_kv_double(j, "fraction_median", any ? p->median : NAN);
+    tx_json_kv_double(j, "fraction_min", any ? p->min : NAN);
+    tx_json_kv_double(j, "fraction_q1", any ? p->q1 : NAN);
+    tx_json_kv_double(j, "fraction_q3", any ? p->q3 : NAN);
+    tx_json_kv_double(j, "fraction_max", any ? p->max : NAN);
+    tx_json_kv_double(j, "read_gbs_median", any ? p->read_gbs : NAN);
+    tx_json_end_object(j);
+  }
   tx_json_end_object(j);
 }

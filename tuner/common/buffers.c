@@ -86,6 +86,7 @@ int tx_buffers_alloc(tx_buffers *b, const txattn_problem *p, tx_layout_kind kind
   memset(b, 0, sizeof *b);
   b->p = *p;
   b->kind = kind;
+  b->lse_ref_bound[0] = b->lse_ref_bound[1] = NAN; /* until tx_buffers_reference */
   b->q = alloc_tensor(p->batch, p->heads_q, p->n_q, p->d_qk, p->q_type, &b->q_len);
   b->k = alloc_tensor(p->batch, p->heads_kv, p->n_kv, p->d_qk, p->k_type, &b->k_len);
   b->v = alloc_tensor(p->batch, p->heads_kv, p->n_kv, p->d_v, p->v_type, &b->v_len);
@@ -160,8 +161,12 @@ void tx_buffers_free(tx_buffers *b) {
 txattn_status tx_buffers_reference(tx_buffers *b) {
   if (b->lse_ref) /* a value no row's lse has: one the reference leaves unwritten fails */
     tx_fill_value(b->lse_ref, TXATTN_DTYPE_F32, b->lse_len, 1.0e30f);
+  b->lse_ref_bound[0] = b->lse_ref_bound[1] = NAN;
   txattn_status s = txattn_reference(&b->p, &b->t_ref);
-  return s == TXATTN_OK ? txattn_error_bound(&b->p, &b->t_ref, &b->ref_bound) : s;
+  if (s == TXATTN_OK) s = txattn_error_bound(&b->p, &b->t_ref, &b->ref_bound);
+  if (s == TXATTN_OK && b->p.lse)
+    s = txattn_lse_error_bound(&b->p, &b->t_ref, &b->lse_ref_bound[0], &b->lse_ref_bound[1]);
+  return s;
 }
 
 int tx_buffers_serving(tx_buffers *b, int lse, const int64_t *kv_lens, size_t n_seq, char *err,

@@ -24,6 +24,9 @@ typedef struct tx_buffers {
   txattn_tensors t;                         /* what kernels get */
   txattn_tensors t_ref;                     /* the same inputs with o_ref as output */
   double ref_bound; /* txattn_error_bound of the inputs, set with o_ref by tx_buffers_reference */
+  /* With p.lse, txattn_lse_error_bound of the inputs (abs, rel), set with lse_ref by
+     tx_buffers_reference; NaN without */
+  double lse_ref_bound[2];
   /* Serving calls (tx_buffers_serving): with p.lse, lse (and lse_ref beside o_ref) of
      [batch][heads_q][n_q] floats, laid out by lse_str ([b][n][h] for an interleaved kind); with
      p.ragged, kv_lens[batch] (every q_len is n_q). NULL otherwise. */
@@ -51,7 +54,8 @@ txattn_problem tx_buffers_sequence(const tx_buffers *b, int64_t batch);
    a kernel that reads keys it must not read fail). */
 void tx_buffers_fill_padding(tx_buffers *b, float value);
 /* o_ref = txattn_reference of the inputs as they are now (rounded once to o's type), and ref_bound
-   = their txattn_error_bound, which every kernel's output is held to (tx_verify). */
+   = their txattn_error_bound, which every kernel's output is held to (tx_verify); with p.lse also
+   lse_ref and lse_ref_bound = their txattn_lse_error_bound, which every lse is held to. */
 txattn_status tx_buffers_reference(tx_buffers *b);
 
 /* Elements of a tensor of type t: element i widened to float (exact for every type), and x stored

@@ -6,6 +6,7 @@
 void tx_serving_args_init(tx_serving_args *a) {
   a->kv_lens = NULL;
   a->lse = 0;
+  a->merge = 0;
 }
 
 void tx_serving_opts(tx_serving_args *a, tx_opt *o) {
@@ -15,11 +16,20 @@ void tx_serving_opts(tx_serving_args *a, tx_opt *o) {
   o[1] = tx_opt_flag("lse", &a->lse, "also compute and verify the log-sum-exp of each row");
 }
 
+tx_opt tx_serving_merge_opt(tx_serving_args *a) {
+  return tx_opt_int("merge", &a->merge, "P",
+                    "also time the keys split into P parts, each a call with lse, and their "
+                    "txattn_merge (implies --lse; --mask none, no --kv-lens)",
+                    2, TX_SERVING_MAX_MERGE);
+}
+
 int tx_serving_from_args(const tx_cmd_spec *spec, const tx_serving_args *a, tx_serving *out) {
   const int64_t big = INT64_C(1) << 40; /* as --n-kv takes */
   out->n = 0;
   out->max_kv = 0;
-  out->lse = a->lse;
+  out->lse_given = a->lse;
+  out->merge = a->merge;
+  out->lse = a->lse || a->merge > 0;
   if (!a->kv_lens) return 0;
   for (const char *s = a->kv_lens;;) {
     size_t len = strcspn(s, ",");
@@ -55,6 +65,28 @@ int tx_serving_apply_args(const tx_cmd_spec *spec, const tx_serving *s, tx_probl
   return 0;
 }
 
+int tx_serving_merge_check(const tx_cmd_spec *spec, const tx_serving *s,
+                           const txattn_problem *probs, size_t n_probs) {
+  if (!s->merge) return 0;
+  if (s->n)
+    return tx_args_usage_error(spec,
+                               "--merge does not take --kv-lens: a part of each sequence's "
+                               "keys starts at a key of its own, which one call cannot offset");
+  for (size_t i = 0; i < n_probs; i++)
+    if (probs[i].mask != TXATTN_MASK_NONE)
+      return tx_args_usage_error(spec,
+                                 "--merge needs --mask none, not %s: a part of the keys of a "
+                                 "masked problem is not a problem of its own (which keys a query "
+                                 "sees depends on where the part lies in the whole)",
+                                 txattn_mask_name(probs[i].mask));
+  for (size_t i = 0; i < n_probs; i++)
+    if (probs[i].n_kv < s->merge)
+      return tx_args_usage_error(spec, "--merge %lld needs at least %lld keys, n_kv is %lld",
+                                 (long long)s->merge, (long long)s->merge,
+                                 (long long)probs[i].n_kv);
+  return 0;
+}
+
 void tx_serving_apply(const tx_serving *s, txattn_problem *p) {
   p->struct_size = sizeof *p;
   p->lse = s->lse;
@@ -77,6 +109,11 @@ int tx_serving_format(const tx_serving *s, char *buf, size_t size) {
   }
   if (s->lse) {
     w = snprintf(buf + len, size - len, " lse");
+    if (w < 0 || (size_t)w >= size - len) return w;
+    len += (size_t)w;
+  }
+  if (s->merge) {
+    w = snprintf(buf + len, size - len, " merge=%lld", (long long)s->merge);
     if (w < 0 || (size_t)w >= size - len) return w;
     len += (size_t)w;
   }

@@ -1,5 +1,7 @@
 /* The serving options of txtune bench and check (issue 20): --kv-lens L1,L2,... (a ragged batch,
-   one sequence per length) and --lse (the call also writes the log-sum-exp of each row). */
+   one sequence per length) and --lse (the call also writes the log-sum-exp of each row); bench
+   also takes --merge P (the keys split into P parts, each a call with lse, merged by
+   txattn_merge). */
 #ifndef TXTUNE_SERVING_CLI_H
 #define TXTUNE_SERVING_CLI_H
 
@@ -10,25 +12,32 @@
 #include "problem_cli.h"
 #include "txattn/txattn.h"
 
-#define TX_SERVING_N_OPTS  2
-#define TX_SERVING_MAX_SEQ 4096 /* lengths --kv-lens takes */
+#define TX_SERVING_N_OPTS    2
+#define TX_SERVING_MAX_SEQ   4096 /* lengths --kv-lens takes */
+#define TX_SERVING_MAX_MERGE 64   /* parts --merge takes (at least 2) */
 
 typedef struct tx_serving_args {
   const char *kv_lens; /* --kv-lens as given; NULL: not ragged */
   int lse;
+  int64_t merge; /* --merge P; 0: not given */
 } tx_serving_args;
 
-/* What the options resolve to: n kv lengths (n 0: not ragged), their largest, and lse. */
+/* What the options resolve to: n kv lengths (n 0: not ragged), their largest, and lse (asked for
+   by --lse, lse_given, or implied by --merge, whose partials need it); merge: the parts, 0 for
+   none. */
 typedef struct tx_serving {
   int64_t kv_lens[TX_SERVING_MAX_SEQ];
   size_t n;
   int64_t max_kv;
-  int lse;
+  int lse, lse_given;
+  int64_t merge;
 } tx_serving;
 
 void tx_serving_args_init(tx_serving_args *a);
 /* Writes the TX_SERVING_N_OPTS options that fill a into opts. */
 void tx_serving_opts(tx_serving_args *a, tx_opt *opts);
+/* The --merge P option (txtune bench only), which fills a->merge. */
+tx_opt tx_serving_merge_opt(tx_serving_args *a);
 /* Parses --kv-lens strictly (each length as an integer option is parsed, 0 allowed). Returns 0
    with *out, or prints a usage error and returns TX_EXIT_USAGE. */
 int tx_serving_from_args(const tx_cmd_spec *spec, const tx_serving_args *a, tx_serving *out);
@@ -36,10 +45,16 @@ int tx_serving_from_args(const tx_cmd_spec *spec, const tx_serving_args *a, tx_s
    (the capacity per sequence) at least the largest; unset, they become those. Returns 0, or prints
    a usage error and returns TX_EXIT_USAGE. */
 int tx_serving_apply_args(const tx_cmd_spec *spec, const tx_serving *s, tx_problem_args *pa);
+/* With --merge, what it cannot take: --kv-lens (a part of every sequence's keys starts at a
+   different key, which one call cannot offset), a mask other than none (a part of the keys of a
+   masked problem is not a problem of its own), fewer keys than parts. Checked on every problem of
+   the run. Returns 0, or prints a usage error and returns TX_EXIT_USAGE. */
+int tx_serving_merge_check(const tx_cmd_spec *spec, const tx_serving *s,
+                           const txattn_problem *probs, size_t n_probs);
 /* Sets p->lse and p->ragged (and struct_size, so the library reads them). */
 void tx_serving_apply(const tx_serving *s, txattn_problem *p);
-/* " kv_lens=1024,2048,... lse" (what the problem line adds; "" when neither), at most the first
-   16 lengths then "... (N)". Returns what snprintf does. */
+/* " kv_lens=1024,2048,... lse merge=8" (what the problem line adds; "" when none), at most the
+   first 16 lengths then "... (N)". Returns what snprintf does. */
 int tx_serving_format(const tx_serving *s, char *buf, size_t size);
 
 #endif

@@ -96,44 +96,14 @@ static void widen_row(const tx_buffers *b, const void *o, int64_t bb, int64_t h,
     row[c] = tx_elem_at(o, b->p.o_type, &b->o_str, bb, h, i, c);
 }
 
-double tx_lse_bound(double l_scores, int64_t d_qk, double lse_ref) {
-  double scores = (3.0 + sqrt((double)d_qk)) * 0x1p-24 * l_scores;
-  return fmax(TXATTN_EXACT_TOLERANCE, scores) + 16 * 0x1p-24 * (l_scores + fabs(lse_ref));
-}
-
-static double max_row_norm(const void *x, txattn_dtype t, const txattn_layout *l,
-                           const tx_buffers *b, int64_t heads, int keys, int64_t dim) {
-  double m = 0;
-  for (int64_t bb = 0; bb < b->p.batch; bb++) {
-    int64_t rows = keys ? tx_buffers_sequence(b, bb).n_kv : b->p.n_q;
-    for (int64_t h = 0; h < heads; h++)
-      for (int64_t i = 0; i < rows; i++) {
-        double ss = 0;
-        for (int64_t c = 0; c < dim; c++) {
-          double e = (double)tx_elem_at(x, t, l, bb, h, i, c);
-          ss += e * e;
-        }
-        if (ss > m) m = ss; /* NaN compares false: skipped */
-      }
-  }
-  return sqrt(m);
-}
-
-/* |scale| * max|q row| * max|k row|: at least every visible pair's sum_c |q_c k_c|. */
-static double score_scale(const tx_buffers *b) {
-  const txattn_problem *p = &b->p;
-  return fabs((double)p->scale) *
-         max_row_norm(b->q, p->q_type, &b->q_str, b, p->heads_q, 0, p->d_qk) *
-         max_row_norm(b->k, p->k_type, &b->k_str, b, p->heads_kv, 1, p->d_qk);
-}
-
 static float lse_at(const tx_buffers *b, const float *lse, int64_t bb, int64_t h, int64_t i) {
   return lse[bb * b->lse_str.batch + h * b->lse_str.head + i * b->lse_str.row];
 }
 
-/* Row (bb, h, i)'s lse: the contract's rules, then against the reference's. */
+/* Row (bb, h, i)'s lse: the contract's rules, then against the reference's within
+   bound[0] + bound[1] |lse_ref| (b->lse_ref_bound: txattn_lse_error_bound). */
 static void check_lse(const tx_buffers *b, const float *lse, const float *lse_ref, int empty,
-                      int nan_in_k, double l_scores, tx_verdict *v, int64_t bb, int64_t h,
+                      int nan_in_k, const double bound[2], tx_verdict *v, int64_t bb, int64_t h,
                       int64_t i) {
   const float x = lse_at(b, lse, bb, h, i);
   if (empty) {
@@ -149,11 +119,11 @@ static void check_lse(const tx_buffers *b, const float *lse, const float *lse_re
   if (!lse_ref) return;
   const double r = (double)lse_at(b, lse_ref, bb, h, i);
   if (!isfinite(r)) return; /* the reference broke the contract: its own check says so */
-  const double d = fabs((double)x - r), bound = tx_lse_bound(l_scores, b->p.d_qk, r);
+  const double d = fabs((double)x - r), row_bound = bound[0] + bound[1] * fabs(r);
   if (d > v->lse_error || isnan(v->lse_error)) v->lse_error = d;
-  if (d / bound > v->lse_ratio || isnan(v->lse_ratio)) {
-    v->lse_ratio = d / bound;
-    v->lse_bound = bound;
+  if (d / row_bound > v->lse_ratio || isnan(v->lse_ratio)) {
+    v->lse_ratio = d / row_bound;
+    v->lse_bound = row_bound;
     v->worst_lse[0] = bb, v->worst_lse[1] = h, v->worst_lse[2] = i;
   }
 }
@@ -168,7 +138,10 @@ void tx_verify(const tx_buffers *b, const void *o, const void *ref, const tx_nan
   out->lse_error = out->lse_ratio = out->lse_bound = NAN;
   const float *lse = !p->lse ? NULL : o == b->o_ref ? b->lse_ref : b->lse;
   const float *lse_ref = p->lse && ref ? b->lse_ref : NULL;
-  const double l_scores = lse ? score_scale(b) : 0;
+  if (lse_ref && !(b->lse_ref_bound[0] >= 0 && b->lse_ref_bound[1] >= 0)) {
+    violation(out, 0, 0, 0, "no lse bound: the reference was not made with lse");
+    lse_ref = NULL; /* the contract's rules are still checked */
+  }
   if (lse) out->lse_error = out->lse_ratio = 0;
   double max_diff = 0;
   /* both outputs are in o's type: compared as the values they hold (the bound has the rounding) */
@@ -186,8 +159,8 @@ void tx_verify(const tx_buffers *b, const void *o, const void *ref, const tx_nan
         txattn_visible_range(&seq, i, &lo, &hi);
         if (lse) {
           const tx_nan_site *k_site = site && site->where == TX_NAN_IN_K ? site : NULL;
-          check_lse(b, lse, lse_ref, lo >= hi, sees_nan(p, k_site, bb, h, lo, hi), l_scores, out,
-                    bb, h, i);
+          check_lse(b, lse, lse_ref, lo >= hi, sees_nan(p, k_site, bb, h, lo, hi), b->lse_ref_bound,
+                    out, bb, h, i);
         }
         widen_row(b, o, bb, h, i, row);
         if (!check_row(row, p->d_v, lo >= hi, sees_nan(p, site, bb, h, lo, hi), out, bb, h, i) ||

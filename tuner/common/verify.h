@@ -31,26 +31,19 @@ typedef struct tx_verdict {
   int64_t worst[4];   /* batch, head, row, column of the largest difference */
   char first[256];    /* the first violation in words; "" if none */
   /* With b->p.lse: max|lse - lse_ref| over rows both hold finite, and the largest ratio of a row's
-     difference to its bound (tx_lse_bound; above 1 fails), at worst_lse (batch, head, row). NaN
-     when not compared. */
+     difference to its bound (txattn_lse_error_bound; above 1 fails), at worst_lse (batch, head,
+     row). NaN when not compared. */
   double lse_error, lse_ratio, lse_bound;
   int64_t worst_lse[3];
 } tx_verdict;
-
-/* The bound on |lse - lse_ref| of one row: the scores' rounding as for o, (3 + sqrt(d_qk)) *
-   2^-24 * L (L here |scale| * max|q row| * max|k row|, which is at least the L of txattn.h), at
-   least TXATTN_EXACT_TOLERANCE (the relative error of the row's sum of exponentials, which the
-   o bound has the same floor for), plus 16 * 2^-24 * (L + |lse_ref|) for the roundings o does not
-   see: a shift common to every score of a row cancels in o but moves lse (the scale and log2(e)
-   products, the running maximum, log(l) and the conversion back to natural log). */
-double tx_lse_bound(double l_scores, int64_t d_qk, double lse_ref);
 
 /* Checks o (laid out like b->o, of o's type) against the contract and, if ref is not NULL, against
    ref (b->o_ref after tx_buffers_reference, whose b->ref_bound is the bound), both compared as the
    values of o's type they hold. site may be NULL (nothing planted). With b->p.ragged each sequence
    is judged by its own kv_len; with b->p.lse the lse written beside o (b->lse_ref when o is
    b->o_ref, else b->lse) is checked too: -inf on rows with no visible key, finite elsewhere (a
-   row that reads a NaN planted in K may hold anything), and within tx_lse_bound of b->lse_ref. */
+   row that reads a NaN planted in K may hold anything), and within b->lse_ref_bound (the
+   txattn_lse_error_bound tx_buffers_reference computed) of b->lse_ref. */
 void tx_verify(const tx_buffers *b, const void *o, const void *ref, const tx_nan_site *site,
                tx_verdict *out);
 int tx_verdict_pass(const tx_verdict *v);

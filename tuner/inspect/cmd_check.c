@@ -590,7 +590,9 @@ static int run_battery(check_run *r) {
              r->serving.n ? "; every shape a ragged batch, one sequence per length with the "
                             "shape's n_q queries"
                           : "",
-             r->serving.lse ? "; lse within |scale| max|q| max|k| as L of the bound, + 4 ulp" : "");
+             r->serving.lse ? "; lse within txattn_lse_error_bound (docs/error_bound.md, "
+                              "\"The bound on lse\")"
+                            : "");
   }
   double t0 = tx_clock();
   for (size_t i = 0; i < r->n_combos && n_usable_of(r); i++) {

@@ -59,7 +59,7 @@ static int around(const txattn_table *t, size_t ci, size_t n_points, int use_r, 
   *lo = INT64_MIN;
   *hi = INT64_MAX;
   for (size_t i = 0; i < n_points; i++) {
-    txattn_table_point p;
+    txattn_table_point p = TXATTN_TABLE_POINT_INIT;
     if (txattn_table_point_get(t, ci, i, &p) != TXATTN_OK) continue;
     int64_t v = use_r ? p.r : p.n;
     if (v <= x && v > *lo) *lo = v;
@@ -69,14 +69,14 @@ static int around(const txattn_table *t, size_t ci, size_t n_points, int use_r, 
 }
 
 static void print_point(const txattn_table *t, size_t ci, size_t i) {
-  txattn_table_point p;
+  txattn_table_point p = TXATTN_TABLE_POINT_INIT;
   if (txattn_table_point_get(t, ci, i, &p) != TXATTN_OK) return;
   printf("  n=%lld", (long long)p.n);
   if (p.r) printf(" r=%lld", (long long)p.r);
   printf(":");
   double first = 0;
   for (size_t k = 0; k < p.n_candidates && k < 6; k++) {
-    txattn_table_candidate c;
+    txattn_table_candidate c = TXATTN_TABLE_CANDIDATE_INIT;
     char tm[32];
     if (txattn_table_candidate_get(t, ci, i, k, &c) != TXATTN_OK) continue;
     if (k == 0) first = c.time_s;
@@ -91,7 +91,7 @@ static void print_point(const txattn_table *t, size_t ci, size_t i) {
 /* The measured points the table's answer rests on, when the loaded table has the shape's class. */
 static void print_measured(const explain_run *r) {
   const txattn_table *t = txattn_context_table(r->ctx);
-  txattn_table_class c;
+  txattn_table_class c = TXATTN_TABLE_CLASS_INIT;
   int64_t n, rr, n_lo, n_hi, r_lo = 0, r_hi = 0;
   size_t ci, n_points;
   char d[96];
@@ -116,7 +116,7 @@ static void print_measured(const explain_run *r) {
   }
   printf("measured around it (fastest first):\n");
   for (size_t i = 0; i < n_points; i++) {
-    txattn_table_point p;
+    txattn_table_point p = TXATTN_TABLE_POINT_INIT;
     if (txattn_table_point_get(t, ci, i, &p) != TXATTN_OK) continue;
     if ((p.n == n_lo || p.n == n_hi) && (p.r == r_lo || p.r == r_hi)) print_point(t, ci, i);
   }

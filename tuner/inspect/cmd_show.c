@@ -317,7 +317,7 @@ static void print_header(const show_run *r, const txattn_table_header *h) {
     if (m->isa_mask & (1u << b)) printf(" %s", txattn_isa_name((txattn_isa)b));
   printf("; caches used: l1d %s, l2 %s, l3 %s per core\n", l1, l2, l3);
   for (size_t i = 0; i < h->n_plugins; i++) {
-    txattn_table_plugin p;
+    txattn_table_plugin p = TXATTN_TABLE_PLUGIN_INIT;
     if (txattn_table_plugin_get(r->t, i, &p) == TXATTN_OK)
       printf("  %-8s %s %s (%s)\n", i ? "" : "plugins:", p.name, p.version, p.build);
   }
@@ -372,14 +372,14 @@ static void region_row(tx_table *tab, const txattn_table_class *c, const txattn_
 
 static void print_points(const show_run *r, size_t ci, size_t n_points) {
   for (size_t i = 0; i < n_points; i++) {
-    txattn_table_point p;
+    txattn_table_point p = TXATTN_TABLE_POINT_INIT;
     if (txattn_table_point_get(r->t, ci, i, &p) != TXATTN_OK) continue;
     printf("    n=%lld", (long long)p.n);
     if (p.r) printf(" r=%lld", (long long)p.r);
     printf("%s:", p.tie ? " (a tie: the first chosen among times within their noise)" : "");
     double first = 0;
     for (size_t k = 0; k < p.n_candidates; k++) {
-      txattn_table_candidate c;
+      txattn_table_candidate c = TXATTN_TABLE_CANDIDATE_INIT;
       char t[32], tun[256];
       if (txattn_table_candidate_get(r->t, ci, i, k, &c) != TXATTN_OK) continue;
       if (k == 0) first = c.time_s;
@@ -394,7 +394,7 @@ static void print_points(const show_run *r, size_t ci, size_t n_points) {
 }
 
 static void print_class(const show_run *r, size_t ci) {
-  txattn_table_class c;
+  txattn_table_class c = TXATTN_TABLE_CLASS_INIT;
   size_t n_points, n_regions;
   char d[96];
   if (txattn_table_class_get(r->t, ci, &c, &n_points, &n_regions) != TXATTN_OK) return;
@@ -407,7 +407,7 @@ static void print_class(const show_run *r, size_t ci) {
                           ? ">N|>R|WINNER|TUNABLES|TIME|RUNNER-UP|>MARGIN|>MAX ERROR"
                           : ">N|WINNER|TUNABLES|TIME|RUNNER-UP|>MARGIN|>MAX ERROR");
   for (size_t i = 0; i < n_regions; i++) {
-    txattn_table_region g;
+    txattn_table_region g = TXATTN_TABLE_REGION_INIT;
     if (txattn_table_region_get(r->t, ci, i, &g) == TXATTN_OK) region_row(&tab, &c, &g);
   }
   tx_table_print(&tab, stdout, "  ");
@@ -418,10 +418,10 @@ static void print_class(const show_run *r, size_t ci) {
 /* What the parts of a class name mean: the masks this table has, the other parts with the first
    class's values as the example. */
 static void print_legend(const show_run *r, size_t n_classes) {
-  int causal = 0, none = 0, sym = 0, left = 0, decode = 0, have = 0;
+  int causal = 0, none = 0, sym = 0, left = 0, decode = 0, ragged = 0, have = 0;
   txattn_table_class ex = {0};
   for (size_t i = 0; i < n_classes; i++) {
-    txattn_table_class c;
+    txattn_table_class c = TXATTN_TABLE_CLASS_INIT;
     if (txattn_table_class_get(r->t, i, &c, NULL, NULL) != TXATTN_OK) continue;
     if (!have) ex = c, have = 1;
     none |= c.mask == TXATTN_MASK_NONE;
@@ -429,13 +429,14 @@ static void print_legend(const show_run *r, size_t n_classes) {
     sym |= c.mask == TXATTN_MASK_WINDOW && c.window == TXATTN_TABLE_WINDOW_SYM;
     left |= c.mask == TXATTN_MASK_WINDOW && c.window == TXATTN_TABLE_WINDOW_LEFT;
     decode |= c.decode;
+    ragged |= c.ragged;
   }
   if (!have) return;
   /* the type combinations of the typed classes, each once */
   tx_dtypes types[8];
   size_t n_types = 0;
   for (size_t i = 0; i < n_classes; i++) {
-    txattn_table_class c;
+    txattn_table_class c = TXATTN_TABLE_CLASS_INIT;
     if (txattn_table_class_get(r->t, i, &c, NULL, NULL) != TXATTN_OK) continue;
     tx_dtypes x = {{c.q_type, c.k_type, c.v_type, c.o_type}};
     size_t k = 0;
@@ -446,9 +447,9 @@ static void print_legend(const show_run *r, size_t n_classes) {
   snprintf(d, sizeof d, "d%lld/%lld", (long long)ex.d_qk, (long long)ex.d_v);
   snprintf(g, sizeof g, "g%lld", (long long)ex.group);
   snprintf(t, sizeof t, "t%d", ex.threads);
-  printf("\nclass names are MASK dQK/DV gGROUP tTHREADS [decode]%s; N counts the keys (n_kv), R "
-         "the window's reach:\n",
-         n_types ? " [TYPES]" : "");
+  printf("\nclass names are MASK dQK/DV gGROUP tTHREADS [decode]%s%s; N counts the keys (n_kv), "
+         "R the window's reach:\n",
+         ragged ? " [ragged]" : "", n_types ? " [TYPES]" : "");
   if (none) printf("  %-12s every key visible\n", "none");
   if (causal) printf("  %-12s query row i sees keys j <= pos(i) = i + n_kv - n_q\n", "causal");
   if (sym)
@@ -464,6 +465,10 @@ static void print_legend(const show_run *r, size_t n_classes) {
   printf("  %-12s run on %d thread%s\n", t, ex.threads, ex.threads == 1 ? "" : "s");
   if (decode)
     printf("  %-12s one query row against N keys (without it: N queries, N keys)\n", "decode");
+  if (ragged)
+    printf("  %-12s one call for a batch of decode sequences of different lengths, N the longest "
+           "(docs/dispatch_table.md has the lengths)\n",
+           "ragged");
   for (size_t i = 0; i < n_types; i++) {
     char name[48];
     tx_dtypes_format(&types[i], name, sizeof name);
@@ -484,14 +489,14 @@ static void print_excluded(const show_run *r, size_t n) {
   if (n == 0) return;
   size_t n_plan = 0;
   for (size_t i = 0; i < n; i++) {
-    txattn_table_exclusion x;
+    txattn_table_exclusion x = TXATTN_TABLE_EXCLUSION_INIT;
     if (txattn_table_exclusion_get(r->t, i, &x) == TXATTN_OK) n_plan += (size_t)failed_to_plan(&x);
   }
   printf("\nexcluded (%zu): %zu failed the exactness check (inexact, or crashed on it), %zu "
          "failed to plan a point\n",
          n, n - n_plan, n_plan);
   for (size_t i = 0; i < n; i++) {
-    txattn_table_exclusion x;
+    txattn_table_exclusion x = TXATTN_TABLE_EXCLUSION_INIT;
     char d[96], tun[256];
     if (txattn_table_exclusion_get(r->t, i, &x) != TXATTN_OK) continue;
     txattn_table_class_describe(&x.cls, d, sizeof d);
@@ -542,7 +547,7 @@ int tx_cmd_show(int argc, char **argv) {
                          .table_path = "",
                          .n_threads = (int)r.ctx_args.threads};
   txattn_status s = txattn_context_create(&opts, &r.ctx);
-  txattn_table_header h;
+  txattn_table_header h = TXATTN_TABLE_HEADER_INIT;
   txattn_table_header_get(r.t, &h);
   print_header(&r, &h);
   if (s == TXATTN_OK)

@@ -26,13 +26,15 @@ static const char about[] =
     "decode and GQA, n doubling from 64 to --n-max, at each of --threads; and 16-bit classes at\n"
     "the last head size: decode (GQA 4) and causal prefill (n <= 4096) with the K and V of each\n"
     "--dtype (default kv=f16, and one all-bf16 prefill class; --quick: the decode class on the\n"
-    "most threads), where a usable kernel takes those types. Each candidate (kernel x\n"
-    "tunables) is first checked against txattn_reference and excluded if inexact; the candidates\n"
-    "are then timed interleaved, close calls again at later n, and within the measured noise\n"
-    "the preferred one wins. The budget is a hard cap: points that would not fit are left out.\n"
-    "Modes: --quick (30 s, default tunables), default (3 min, one tile variant), --patient\n"
-    "(30 min, a grid of tiles). The table is written atomically to -o FILE, else $TXATTN_TABLE,\n"
-    "else $XDG_CACHE_HOME/txtune/dispatch.json, else ~/.cache/txtune/dispatch.json.\n"
+    "most threads), where a usable kernel takes those types; and a ragged-decode class: one call\n"
+    "for 8 sequences of kv lengths n/32 .. n, from n = 1024 (--quick: on the most threads).\n"
+    "Each candidate (kernel x tunables) is first checked against txattn_reference and excluded\n"
+    "if inexact; the candidates are then timed interleaved, close calls again at later n, and\n"
+    "within the measured noise the preferred one wins. The budget is a hard cap: points that\n"
+    "would not fit are left out. Modes: --quick (30 s, default tunables), default (3 min, one\n"
+    "tile variant), --patient (30 min, a grid of tiles). The table is written atomically to -o\n"
+    "FILE, else $TXATTN_TABLE, else $XDG_CACHE_HOME/txtune/dispatch.json, else\n"
+    "~/.cache/txtune/dispatch.json.\n"
     "How it measures and chooses: docs/profiling.md.";
 
 static int parse(profile_run *r, int argc, char **argv) {
@@ -85,7 +87,8 @@ static void describe_point(const prof_grid_class *gc, int64_t n, int64_t rr, cha
 /* c excluded at (n, rr) of gc's class; an inexact one counts in n_excluded. */
 static void add_exclusion(profile_run *r, const prof_grid_class *gc, int64_t n, int64_t rr,
                           const prof_cand *c, double err, const char *why, prof_fault fault) {
-  txattn_table_exclusion x = {.cls = gc->cls,
+  txattn_table_exclusion x = {.struct_size = sizeof(txattn_table_exclusion),
+                              .cls = gc->cls,
                               .kernel = c->name,
                               .n_tunables = c->n_tun,
                               .tunable_names = c->tun_names,
@@ -193,8 +196,13 @@ static void plan_failures(profile_run *r, const prof_grid_class *gc, int64_t n, 
     else
       snprintf(text, sizeof text, "failed to plan: %.380s", f->why);
     one_line(reason, sizeof reason, text);
-    txattn_table_exclusion x = {
-        .cls = gc->cls, .kernel = f->name, .n = n, .r = rr, .max_error = NAN, .reason = reason};
+    txattn_table_exclusion x = {.struct_size = sizeof x,
+                                .cls = gc->cls,
+                                .kernel = f->name,
+                                .n = n,
+                                .r = rr,
+                                .max_error = NAN,
+                                .reason = reason};
     txattn_status s = txattn_table_add_exclusion(r->table, &x);
     if (s != TXATTN_OK)
       tx_print_lib_error("profile", "cannot record a kernel that failed to plan", s);
@@ -372,32 +380,44 @@ static void free_bufs(profile_run *r) {
   r->buf_n = 0;
 }
 
-/* Buffers for every class of the types at n: allocated and filled once per n (standard-normal
-   inputs rounded to the types; the output is touched once, so no timed call pays for its first
-   touch). NULL when they cannot be allocated. */
-static tx_buffers *bufs_for(profile_run *r, const tx_dtypes *types, int64_t n) {
+/* Buffers for every class of the types at n, dense or ragged: allocated and filled once per n
+   (standard-normal inputs rounded to the types; the output is touched once, so no timed call pays
+   for its first touch). A ragged class's are a batch of its n_q = 1 rows against n keys per
+   sequence, with the lengths of prof_ragged_lens. NULL when they cannot be allocated. */
+static tx_buffers *bufs_for(profile_run *r, const tx_dtypes *types, int ragged, int64_t n) {
   if (r->buf_n != n) free_bufs(r);
   for (size_t i = 0; i < r->n_bufs; i++)
-    if (memcmp(&r->bufs[i].types, types, sizeof *types) == 0) return &r->bufs[i].b;
+    if (memcmp(&r->bufs[i].types, types, sizeof *types) == 0 && r->bufs[i].ragged == ragged)
+      return &r->bufs[i].b;
   if (r->n_bufs == sizeof r->bufs / sizeof r->bufs[0]) return NULL;
-  txattn_problem big = {.batch = 1, .heads_q = 1, .heads_kv = 1, .n_q = n, .d_qk = 1};
+  txattn_problem big = {.batch = 1, .heads_q = 1, .heads_kv = 1, .n_q = ragged ? 1 : n, .d_qk = 1};
+  big.n_kv = n;
   tx_dtypes_apply(types, &big);
   for (size_t i = 0; i < r->g.n_cls; i++) {
     const txattn_table_class *c = &r->g.cls[i].cls;
     tx_dtypes ct = {{c->q_type, c->k_type, c->v_type, c->o_type}};
-    if (memcmp(&ct, types, sizeof ct) != 0) continue;
+    if (memcmp(&ct, types, sizeof ct) != 0 || c->ragged != ragged) continue;
     int64_t hkv = c->heads_q / c->group;
     big.heads_q = c->heads_q > big.heads_q ? c->heads_q : big.heads_q;
     big.heads_kv = hkv > big.heads_kv ? hkv : big.heads_kv;
     big.d_qk = c->d_qk > big.d_qk ? c->d_qk : big.d_qk;
+    if (ragged) big.batch = c->batch > big.batch ? c->batch : big.batch;
   }
   big.heads_q = (big.heads_q + big.heads_kv - 1) / big.heads_kv * big.heads_kv;
   char err[256];
+  int64_t lens[PROF_RAGGED_SPREAD * 8];
   prof_bufs *pb = &r->bufs[r->n_bufs];
+  if (ragged && big.batch > (int64_t)(sizeof lens / sizeof lens[0])) return NULL;
+  if (ragged) prof_ragged_lens(n, big.batch, lens);
   if (txattn_problem_resolve(&big, &big) != TXATTN_OK ||
       tx_buffers_alloc(&pb->b, &big, TX_LAYOUT_CONTIGUOUS, 0, err, sizeof err) != 0)
     return NULL;
+  if (ragged && tx_buffers_serving(&pb->b, 0, lens, (size_t)big.batch, err, sizeof err) != 0) {
+    tx_buffers_free(&pb->b);
+    return NULL;
+  }
   pb->types = *types;
+  pb->ragged = ragged;
   tx_buffers_fill(&pb->b, SEED, 1.0f);
   tx_fill_value(pb->b.o, big.o_type, pb->b.o_len, 0.0f);
   r->n_bufs++;
@@ -405,13 +425,18 @@ static tx_buffers *bufs_for(profile_run *r, const tx_dtypes *types, int64_t n) {
   return &pb->b;
 }
 
-/* The tensors of a point (of p's types) at the current n: the start of that n's buffers. */
+/* The tensors of a point (of p's types, dense or ragged) at the current n: the start of that n's
+   buffers; a ragged point's lengths are its buffers' (the first p->batch of them). */
 static int tensors_of(void *arg, const txattn_problem *p, txattn_tensors *t) {
   profile_run *r = arg;
   tx_dtypes types = tx_dtypes_of(p);
-  tx_buffers *b = bufs_for(r, &types, r->buf_n ? r->buf_n : p->n_kv);
+  tx_buffers *b = bufs_for(r, &types, p->ragged != 0, r->buf_n ? r->buf_n : p->n_kv);
   if (!b) return -1;
   *t = (txattn_tensors){.q_data = b->q, .k_data = b->k, .v_data = b->v, .o_data = b->o};
+  if (p->ragged) {
+    t->struct_size = sizeof *t;
+    t->kv_lens = b->kv_lens;
+  }
   return 0;
 }
 
@@ -527,7 +552,7 @@ static int exact_here(void *arg, prof_cand *c, const txattn_tensors *t) {
 static int time_point(profile_run *r, const prof_grid_class *gc, int64_t rr,
                       const txattn_problem *p, prof_cand *c, size_t *n, size_t *inexact) {
   txattn_tensors t;
-  point_rows pr = {.r = r, .gc = gc, .rr = rr};
+  point_rows pr = {.r = r, .gc = gc, .rr = rr, .p = TXATTN_PROBLEM_INIT}; /* ragged kept */
   *inexact = 0;
   if (tensors_for(r, p, &t) != 0) return 0;
   if (txattn_problem_resolve(p, &pr.p) != TXATTN_OK) pr.unusable = 1;

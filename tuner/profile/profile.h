@@ -48,6 +48,14 @@ typedef struct prof_cand {
    warm_up_max_call_s). */
 double prof_run_len(const prof_settings *s, double t);
 
+/* The ragged-decode classes (txattn_table_class.ragged): each point is one ragged decode call of
+   a batch of sequences whose kv lengths are a fixed spread of its n, the longest: sequence b has
+   max(1, n x num/den) keys for the b-th (mod PROF_RAGGED_SPREAD) fraction of 1/32, 1/16, 1/8, 1/4,
+   1/2, 1, 3/32 and 5/8 (n = 32768 gives 1024, 2048, ..., 32768, 3072 and 20480: 2.69 n keys of
+   the 8 n a padded batch reads). docs/dispatch_table.md says the same. */
+#define PROF_RAGGED_SPREAD 8
+void prof_ragged_lens(int64_t n, int64_t batch, int64_t *lens);
+
 /* The index (for txattn_kernel_get) of ctx's kernel of that name, its info in *info; SIZE_MAX if
    there is none. */
 size_t prof_kernel_find(txattn_context *ctx, const char *name, txattn_kernel_info *info);

@@ -121,7 +121,17 @@ static check_shape *shape_of(prof_checks *c, size_t cls, const txattn_problem *p
   sh->cls = cls;
   sh->r = r;
   if (tx_buffers_alloc(&sh->b, p, TX_LAYOUT_CONTIGUOUS, 1, sh->why, sizeof sh->why) != 0) return sh;
+  if (p->ragged) { /* its class's lengths, and NaN past them: a kernel that reads there fails */
+    int64_t *lens = malloc((size_t)p->batch * sizeof *lens);
+    int bad = !lens;
+    if (bad) snprintf(sh->why, sizeof sh->why, "out of memory");
+    if (lens) prof_ragged_lens(p->n_kv, p->batch, lens);
+    bad = bad || tx_buffers_serving(&sh->b, 0, lens, (size_t)p->batch, sh->why, sizeof sh->why);
+    free(lens);
+    if (bad) return sh;
+  }
   tx_buffers_fill(&sh->b, CHECK_SEED, 1.0f);
+  if (p->ragged) tx_buffers_fill_padding(&sh->b, NAN);
   txattn_status s = tx_buffers_reference(&sh->b);
   sh->ok = s == TXATTN_OK;
   if (!sh->ok)
@@ -317,17 +327,6 @@ static txattn_layout contiguous(int64_t heads, int64_t rows, int64_t dim) {
   return (txattn_layout){heads * rows * dim, rows * dim, dim};
 }
 
-/* The largest finite |v| of the point's V. */
-static double max_abs_v(const txattn_problem *p, const txattn_tensors *t) {
-  size_t n = (size_t)(p->batch * p->heads_kv * p->n_kv * p->d_v);
-  double m = 0;
-  for (size_t k = 0; k < n; k++) {
-    double x = fabs((double)tx_elem_get(t->v_data, p->v_type, k));
-    if (isfinite(x) && x > m) m = x;
-  }
-  return m;
-}
-
 /* The largest finite |v| of rows lo..hi of head (b, hk) of V. */
 static double max_abs_v_rows(const txattn_problem *p, const txattn_tensors *t, int64_t b,
                              int64_t hk, int64_t lo, int64_t hi) {
@@ -338,6 +337,20 @@ static double max_abs_v_rows(const txattn_problem *p, const txattn_tensors *t, i
       double a = fabs((double)tx_elem_at(t->v_data, p->v_type, &l, b, hk, j, x));
       if (isfinite(a) && a > m) m = a;
     }
+  return m;
+}
+
+/* Sequence b's keys: its kv_len in a ragged point, else n_kv. */
+static int64_t keys_of(const txattn_problem *p, const txattn_tensors *t, int64_t b) {
+  return p->ragged && t->kv_lens ? t->kv_lens[b] : p->n_kv;
+}
+
+/* The largest finite |v| of the point's V (of each sequence's keys). */
+static double max_abs_v(const txattn_problem *p, const txattn_tensors *t) {
+  double m = 0;
+  for (int64_t b = 0; b < p->batch; b++)
+    for (int64_t hk = 0; hk < p->heads_kv; hk++)
+      m = fmax(m, max_abs_v_rows(p, t, b, hk, 0, keys_of(p, t, b)));
   return m;
 }
 
@@ -374,7 +387,10 @@ prof_rows *prof_rows_new(const txattn_problem *p, const txattn_tensors *t, int r
     int64_t b, h, i, hk;
     pick_row(p, k, rows, &b, &h, &i);
     hk = h / group;
-    txattn_visible_range(p, i, &r->lo[k], &r->hi[k]);
+    txattn_problem seq = *p; /* a ragged point's sequence as a problem of its own keys */
+    seq.n_kv = keys_of(p, t, b);
+    seq.ragged = 0;
+    txattn_visible_range(&seq, i, &r->lo[k], &r->hi[k]);
     r->b[k] = b;
     r->h[k] = h;
     r->i[k] = i;
@@ -385,6 +401,7 @@ prof_rows *prof_rows_new(const txattn_problem *p, const txattn_tensors *t, int r
     }
     /* one query row seeing keys lo..hi-1, as the last row of a window problem of hi keys */
     txattn_problem one = *p;
+    one.ragged = one.lse = 0;
     one.batch = one.heads_q = one.heads_kv = one.n_q = 1;
     one.n_kv = r->hi[k];
     one.mask = TXATTN_MASK_WINDOW;

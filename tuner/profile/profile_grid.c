@@ -65,7 +65,8 @@ static prof_grid_class *add_class(prof_grid *g, size_t ctx, txattn_mask mask, in
   c->id = g->n_cls++;
   c->ctx = ctx;
   int t = g->threads[ctx];
-  c->cls = (txattn_table_class){.mask = mask,
+  c->cls = (txattn_table_class){.struct_size = sizeof(txattn_table_class),
+                                .mask = mask,
                                 .window = mask == TXATTN_MASK_WINDOW ? TXATTN_TABLE_WINDOW_SYM
                                                                      : TXATTN_TABLE_WINDOW_NONE,
                                 .d_qk = d,
@@ -104,8 +105,18 @@ static void typed_classes(prof_grid *g, prof_mode mode, int defaults) {
   }
 }
 
+/* The ragged-decode class of thread count t (profile_grid.h says which), right after the dense
+   decode class: a budget that runs out at an n leaves the classes last in the grid out first. */
+static void ragged_class(prof_grid *g, prof_mode mode, size_t t) {
+  if (mode == PROF_QUICK && t != g->n_ctx - 1) return;
+  prof_grid_class *c = add_class(g, t, TXATTN_MASK_CAUSAL, g->d[0], 1, 1);
+  c->cls.ragged = 1;
+  c->cls.batch = PROF_RAGGED_SPREAD;
+  c->n_min = g->n[g->n_n - 1] < GRID_RAGGED_N_MIN ? g->n[g->n_n - 1] : GRID_RAGGED_N_MIN;
+}
+
 static int classes(prof_grid *g, prof_mode mode, int defaults) {
-  g->cls = calloc(g->n_ctx * (g->n_d * 3 + 2 + 2 * g->n_types) + 1, sizeof *g->cls);
+  g->cls = calloc(g->n_ctx * (g->n_d * 3 + 3 + 2 * g->n_types) + 1, sizeof *g->cls);
   if (!g->cls) return TX_EXIT_FAIL;
   for (size_t t = 0; t < g->n_ctx; t++) {
     for (size_t i = 0; i < g->n_d; i++) {
@@ -113,7 +124,8 @@ static int classes(prof_grid *g, prof_mode mode, int defaults) {
       add_class(g, t, TXATTN_MASK_CAUSAL, g->d[i], 1, 0);
       add_class(g, t, TXATTN_MASK_WINDOW, g->d[i], 1, 0);
     }
-    add_class(g, t, TXATTN_MASK_CAUSAL, g->d[0], 1, 1);         /* decode */
+    add_class(g, t, TXATTN_MASK_CAUSAL, g->d[0], 1, 1); /* decode */
+    ragged_class(g, mode, t);
     add_class(g, t, TXATTN_MASK_CAUSAL, g->d[0], GQA_GROUP, 0); /* GQA */
   }
   typed_classes(g, mode, defaults);
@@ -206,7 +218,16 @@ int prof_grid_build(prof_grid *g, const tx_cmd_spec *spec, const tx_strlist *thr
 }
 
 int prof_grid_has_n(const prof_grid_class *c, int64_t n) {
-  return c->n_max == 0 || n <= c->n_max;
+  return (c->n_max == 0 || n <= c->n_max) && n >= c->n_min;
+}
+
+void prof_ragged_lens(int64_t n, int64_t batch, int64_t *lens) {
+  static const int64_t num[PROF_RAGGED_SPREAD] = {1, 1, 1, 1, 1, 1, 3, 5},
+                       den[PROF_RAGGED_SPREAD] = {32, 16, 8, 4, 2, 1, 32, 8};
+  for (int64_t b = 0; b < batch; b++) {
+    int64_t len = n / den[b % PROF_RAGGED_SPREAD] * num[b % PROF_RAGGED_SPREAD];
+    lens[b] = len < 1 ? 1 : len;
+  }
 }
 
 void prof_grid_free(prof_grid *g) {
@@ -238,6 +259,10 @@ txattn_problem prof_grid_problem(const prof_grid_class *c, int64_t n, int64_t r)
                       .v_type = c->cls.v_type,
                       .o_type = c->cls.o_type};
   if (p.mask == TXATTN_MASK_WINDOW) p.window_left = p.window_right = r;
+  if (c->cls.ragged) { /* the library reads ragged only where struct_size covers it */
+    p.struct_size = sizeof p;
+    p.ragged = 1;
+  }
   return p;
 }
 
@@ -250,8 +275,17 @@ prof_history *prof_series_history(prof_series *c, size_t kernel, int slot) {
 prof_work prof_grid_work(const txattn_problem *p) {
   txattn_problem dense = *p;
   dense.mask = TXATTN_MASK_NONE;
-  return (prof_work){p->n_kv, txattn_problem_visible_pairs(p),
-                     txattn_problem_visible_pairs(&dense)};
+  prof_work w = {p->n_kv, txattn_problem_visible_pairs(p), txattn_problem_visible_pairs(&dense)};
+  /* a ragged point's work is that of its lengths (prof_ragged_lens), not of the capacity */
+  if (p->ragged && p->batch <= 4096 && p->n_kv > 0) {
+    int64_t lens[4096], sum = 0;
+    prof_ragged_lens(p->n_kv, p->batch, lens);
+    for (int64_t b = 0; b < p->batch; b++) sum += lens[b];
+    double share = (double)sum / ((double)p->batch * (double)p->n_kv);
+    w.pairs *= share;
+    w.dense *= share;
+  }
+  return w;
 }
 
 double prof_series_predict(const prof_series *c, const prof_history *t, const prof_work *w) {

@@ -22,6 +22,11 @@
    target, and a bound on what a class only a slow kernel may take costs the budget. */
 #define GRID_TYPED_PREFILL_N_MAX 4096
 
+/* The ragged-decode class (prof_ragged_lens): a batch of PROF_RAGGED_SPREAD sequences, measured
+   from this n on (its shortest sequence then has n / 32 keys), or at the grid's largest n alone
+   where that is smaller. */
+#define GRID_RAGGED_N_MIN 1024
+
 #define GRID_MAX_HISTORIES 48 /* candidates followed per series */
 
 /* One candidate identity (kernel x variant slot) followed along n in one series: its timings. */
@@ -99,6 +104,7 @@ typedef struct prof_grid_class {
   size_t id; /* index in the grid */
   txattn_table_class cls;
   int64_t n_max; /* its largest n (0: the grid's) */
+  int64_t n_min; /* its smallest n (0: the grid's) */
   size_t ctx;    /* index of the context with cls.threads */
   int in_table;
   size_t table_index;
@@ -134,17 +140,20 @@ typedef struct prof_grid {
    none): at the last head size, causal decode with GQA group 4 and (not --quick) causal prefill up
    to GRID_TYPED_PREFILL_N_MAX, at every thread count (--quick: the decode class at the largest
    only); without dtypes also an all-bf16 prefill class on the first thread count (not --quick).
-   A 16-bit class no usable kernel takes is left out (g->skipped). Returns 0, or the exit code
-   after printing why. */
+   A 16-bit class no usable kernel takes is left out (g->skipped). The ragged-decode class (fp32,
+   the decode class's head size, group and heads, a batch of PROF_RAGGED_SPREAD sequences) from
+   n = GRID_RAGGED_N_MIN (or the largest n) on, at every thread count (--quick: the largest only). Returns 0, or the
+   exit code after printing why. */
 int prof_grid_build(prof_grid *g, const tx_cmd_spec *spec, const tx_strlist *threads,
                     const tx_strlist *d, const tx_strlist *dtypes, int64_t n_max, prof_mode mode,
                     const char *plugin_path);
-/* Whether class c has a point at n (n within its n_max). */
+/* Whether class c has a point at n (n within its n_min..n_max). */
 int prof_grid_has_n(const prof_grid_class *c, int64_t n);
 void prof_grid_free(prof_grid *g);
 /* The r values of class c (g->r for windows, else the single 0). */
 size_t prof_grid_rs(const prof_grid *g, const prof_grid_class *c, const int64_t **rs);
-/* The problem measured for class c at (n, r). */
+/* The problem measured for class c at (n, r); a ragged class's is ragged (struct_size set), its
+   lengths prof_ragged_lens(n, batch). */
 txattn_problem prof_grid_problem(const prof_grid_class *c, int64_t n, int64_t r);
 /* The number of points of the whole grid. */
 size_t prof_grid_points(const prof_grid *g);

@@ -90,6 +90,21 @@ static void left_out_json(const profile_run *r, char *buf, size_t size) {
 
 /* {"combinations": ["kv=f16"], "prefill_n_max": 4096, "not_measured": [{"class": ..., "why":
    ...}]}: the 16-bit classes of the grid, and those no usable kernel takes. */
+/* {"batch": 8, "n_min": 1024, "kv_lengths": ...}: the ragged-decode classes' points (null when
+   the grid has none). */
+static void ragged_json(const profile_run *r, char *buf, size_t size) {
+  snprintf(buf, size, "null");
+  for (size_t i = 0; i < r->g.n_cls; i++)
+    if (r->g.cls[i].cls.ragged) {
+      snprintf(buf, size,
+               "{\"batch\": %lld, \"n_min\": %lld, \"kv_lengths\": \"sequence b: max(1, n / den "
+               "x num) keys for the (b mod 8)-th of 1/32, 1/16, 1/8, 1/4, 1/2, 1, 3/32, 5/8; n the "
+               "longest\"}",
+               (long long)r->g.cls[i].cls.batch, (long long)r->g.cls[i].n_min);
+      return;
+    }
+}
+
 static void dtypes_json(const profile_run *r, char *buf, size_t size) {
   size_t used = (size_t)snprintf(buf, size, "{\"combinations\": [");
   for (size_t i = 0; i < r->g.n_types && used < size; i++) {
@@ -147,7 +162,7 @@ static double load_1min(void) {
 void prof_set_header(profile_run *r, double elapsed) {
   static const char *const names[] = {"quick", "default", "patient"};
   char json[24576], th[256], d[256], n[512], rs[128], load[32] = "null", levels[4096];
-  char twins[1024], classes_out[2048], dtypes[2048], faults[3 * 1024];
+  char twins[1024], classes_out[2048], dtypes[2048], faults[3 * 1024], ragged[512];
   int64_t t[GRID_MAX_CTX];
   for (size_t i = 0; i < r->g.n_ctx; i++) t[i] = r->g.threads[i];
   list_json(th, sizeof th, t, r->g.n_ctx);
@@ -158,6 +173,7 @@ void prof_set_header(profile_run *r, double elapsed) {
   twins_json(r, twins, sizeof twins);
   left_out_json(r, classes_out, sizeof classes_out);
   dtypes_json(r, dtypes, sizeof dtypes);
+  ragged_json(r, ragged, sizeof ragged);
   faults_json(r, faults, sizeof faults);
   if (load_1min() >= 0) snprintf(load, sizeof load, "%.2f", load_1min());
   char ob[16], sb[16], od[16], sd[16];
@@ -172,6 +188,7 @@ void prof_set_header(profile_run *r, double elapsed) {
       json, sizeof json,
       "{\"mode\": \"%s\", \"budget_s\": %g, \"elapsed_s\": %.1f, \"threads\": %s, \"d\": %s, "
       "\"n\": %s, \"window_r\": %s, \"heads_q\": \"GQA group x threads\", \"dtypes\": %s, "
+      "\"ragged\": %s, "
       "\"timing\": {\"first_call\": \"one timed call; it predicts the repetitions per run\", "
       "\"warm_up\": \"untimed calls before each run: one, and first warm_up_s of them after a "
       "run of the other kind (one thread, several); none where a call takes over "
@@ -215,7 +232,7 @@ void prof_set_header(profile_run *r, double elapsed) {
       "between two CPUs before the level's points, and core_round_trip_end_ns after them and the "
       "visits that follow (the host can move a virtual machine's CPUs nearer or farther apart)\", "
       "\"levels\": %s}",
-      names[r->s.mode], r->budget_s, elapsed, th, d, n, rs, dtypes, k->warm_up_s,
+      names[r->s.mode], r->budget_s, elapsed, th, d, n, rs, dtypes, ragged, k->warm_up_s,
       k->warm_up_max_call_s, r->s.min_run_s, k->min_runs, r->s.rounds, k->max_target_s,
       fmax(k->first_prune_ratio, r->s.prune_ratio), r->s.prune_ratio, k->stall_ratio,
       k->confirm_ratio.single, k->confirm_ratio.threaded, k->confirm_pairs, r->s.confirm_share,

@@ -256,18 +256,18 @@ static void printed_words(const prof_isolation *iso, char *why, size_t size) {
            iso->printed, text);
 }
 
-/* The request: threads, class, the problem (scale in hex, exact; the element types), the kernel,
-   its tunables. */
+/* The request: threads, class, the problem (scale in hex, exact; the element types; ragged, whose
+   lengths are prof_ragged_lens of n_kv), the kernel, its tunables. */
 static int format_request(char *buf, size_t size, const char *verb, int threads, size_t cls,
                           const txattn_problem *p, const prof_cand *c) {
   int n = snprintf(buf, size,
-                   "%s %d %zu %lld %lld %lld %lld %lld %lld %lld %d %lld %lld %a %d %d %d %d %s "
-                   "%zu",
+                   "%s %d %zu %lld %lld %lld %lld %lld %lld %lld %d %lld %lld %a %d %d %d %d %d "
+                   "%s %zu",
                    verb, threads, cls, (long long)p->batch, (long long)p->heads_q,
                    (long long)p->heads_kv, (long long)p->n_q, (long long)p->n_kv,
                    (long long)p->d_qk, (long long)p->d_v, (int)p->mask, (long long)p->window_left,
                    (long long)p->window_right, (double)p->scale, (int)p->q_type, (int)p->k_type,
-                   (int)p->v_type, (int)p->o_type, c->name, c->n_tun);
+                   (int)p->v_type, (int)p->o_type, p->ragged != 0, c->name, c->n_tun);
   for (size_t i = 0; i < c->n_tun && n > 0 && (size_t)n < size; i++)
     n += snprintf(buf + n, size - (size_t)n, " %s %lld", c->tun_names[i],
                   (long long)c->tun_values[i]);
@@ -389,15 +389,16 @@ int prof_kernel_shipped(const txattn_kernel_info *k) {
 static int parse_request(char *line, int *run, int *threads, size_t *cls, txattn_problem *p,
                          char **kernel, const char **names, int64_t *values, size_t *n_tun) {
   long long v[11];
-  int mask, at = 0, ty[4];
+  int mask, at = 0, ty[4], ragged;
   double scale;
   memset(p, 0, sizeof *p);
   *run = strncmp(line, "run ", 4) == 0;
   if (!*run && strncmp(line, "check ", 6) != 0) return -1;
-  if (sscanf(line, "%*s %d %zu %lld %lld %lld %lld %lld %lld %lld %d %lld %lld %lf %d %d %d %d %n",
+  if (sscanf(line,
+             "%*s %d %zu %lld %lld %lld %lld %lld %lld %lld %d %lld %lld %lf %d %d %d %d %d %n",
              threads, cls, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &mask, &v[7], &v[8],
-             &scale, &ty[0], &ty[1], &ty[2], &ty[3], &at) != 17 ||
-      at == 0)
+             &scale, &ty[0], &ty[1], &ty[2], &ty[3], &ragged, &at) != 18 ||
+      at == 0 || v[0] < 1 || v[0] > 4096)
     return -1;
   *p = (txattn_problem){.batch = v[0],
                         .heads_q = v[1],
@@ -414,6 +415,10 @@ static int parse_request(char *line, int *run, int *threads, size_t *cls, txattn
                         .k_type = (txattn_dtype)ty[1],
                         .v_type = (txattn_dtype)ty[2],
                         .o_type = (txattn_dtype)ty[3]};
+  if (ragged) {
+    p->struct_size = sizeof *p;
+    p->ragged = 1;
+  }
   char *save = NULL, *tok = strtok_r(line + at, " ", &save);
   if (!tok) return -1;
   *kernel = tok;
@@ -456,7 +461,7 @@ static int same_problem(const txattn_problem *a, const txattn_problem *b) {
   return a->batch == b->batch && a->heads_q == b->heads_q && a->heads_kv == b->heads_kv &&
          a->n_q == b->n_q && a->n_kv == b->n_kv && a->d_qk == b->d_qk && a->d_v == b->d_v &&
          a->q_type == b->q_type && a->k_type == b->k_type && a->v_type == b->v_type &&
-         a->o_type == b->o_type;
+         a->o_type == b->o_type && a->ragged == b->ragged;
 }
 
 /* A "run" request: one call of c's plan on p, on inputs of the profile's kind, kept in *b for the
@@ -464,7 +469,7 @@ static int same_problem(const txattn_problem *a, const txattn_problem *b) {
    first call). 1 it returned OK, 0 it failed, -1 no tensors. */
 static int run_once(tx_buffers *b, int *have, const txattn_problem *p, const prof_cand *c,
                     char *why, size_t size) {
-  txattn_problem rp;
+  txattn_problem rp = TXATTN_PROBLEM_INIT; /* the serving fields (ragged) written too */
   if (txattn_problem_resolve(p, &rp) != TXATTN_OK) return -1;
   if (*have && !same_problem(&b->p, &rp)) {
     tx_buffers_free(b);
@@ -472,6 +477,12 @@ static int run_once(tx_buffers *b, int *have, const txattn_problem *p, const pro
   }
   if (!*have) {
     if (tx_buffers_alloc(b, &rp, TX_LAYOUT_CONTIGUOUS, 0, why, size) != 0) return -1;
+    int64_t lens[4096];
+    if (rp.ragged) prof_ragged_lens(rp.n_kv, rp.batch, lens);
+    if (rp.ragged && tx_buffers_serving(b, 0, lens, (size_t)rp.batch, why, size) != 0) {
+      tx_buffers_free(b);
+      return -1;
+    }
     tx_buffers_fill(b, 1, 1.0f);
     *have = 1;
   }

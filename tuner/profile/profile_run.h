@@ -53,9 +53,11 @@ typedef struct prof_faulty_kernel {
   char first_why[256];
 } prof_faulty_kernel;
 
-/* The tensors of every point at one n of the classes of one type combination. */
+/* The tensors of every point at one n of the classes of one type combination, dense or ragged (a
+   ragged one's kv_lens: prof_ragged_lens of n). */
 typedef struct prof_bufs {
   tx_dtypes types;
+  int ragged;
   tx_buffers b;
 } prof_bufs;
 
@@ -80,7 +82,7 @@ typedef struct profile_run {
   double start;
   /* the tensors of every point of the current n, per type combination: each point uses the
      start of its combination's */
-  prof_bufs bufs[GRID_MAX_TYPES + 2];
+  prof_bufs bufs[GRID_MAX_TYPES + 3];
   size_t n_bufs;
   int64_t buf_n;
   prof_level levels[MAX_LEVELS];

@@ -14,12 +14,12 @@ static void speedup(const txattn_table *t, size_t ci, size_t n_points, const txa
   *lo = INFINITY;
   *hi = 0;
   for (size_t i = 0; i < n_points; i++) {
-    txattn_table_point p;
+    txattn_table_point p = TXATTN_TABLE_POINT_INIT;
     if (txattn_table_point_get(t, ci, i, &p) != TXATTN_OK) continue;
     if (p.n < g->n_lo || p.n > g->n_hi || p.r < g->r_lo || p.r > g->r_hi) continue;
     double best = 0, masked = 0;
     for (size_t k = 0; k < p.n_candidates; k++) {
-      txattn_table_candidate c;
+      txattn_table_candidate c = TXATTN_TABLE_CANDIDATE_INIT;
       if (txattn_table_candidate_get(t, ci, i, k, &c) != TXATTN_OK) continue;
       if (k == 0) best = c.time_s;
       if (masked == 0 && strncmp(c.kernel, "masked.", 7) == 0) masked = c.time_s;
@@ -66,18 +66,18 @@ static void add_region(tx_table *tab, const txattn_table *t, size_t ci, size_t n
 }
 
 void prof_summary(const txattn_table *t, FILE *f) {
-  txattn_table_header h;
+  txattn_table_header h = TXATTN_TABLE_HEADER_INIT;
   if (txattn_table_header_get(t, &h) != TXATTN_OK) return;
   tx_table tab;
   tx_table_init(&tab, "CLASS|>N|>R|WINNER|TIME|>VS MASKED (DENSE BLAS)");
   for (size_t ci = 0; ci < h.n_classes; ci++) {
-    txattn_table_class c;
+    txattn_table_class c = TXATTN_TABLE_CLASS_INIT;
     size_t n_points, n_regions;
     char d[96];
     if (txattn_table_class_get(t, ci, &c, &n_points, &n_regions) != TXATTN_OK) continue;
     txattn_table_class_describe(&c, d, sizeof d);
     for (size_t i = 0; i < n_regions; i++) {
-      txattn_table_region g;
+      txattn_table_region g = TXATTN_TABLE_REGION_INIT;
       if (txattn_table_region_get(t, ci, i, &g) == TXATTN_OK)
         add_region(&tab, t, ci, n_points, i ? "" : d, &g);
     }

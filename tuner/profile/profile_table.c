@@ -7,7 +7,8 @@
 
 txattn_table_candidate prof_table_candidate(const prof_cand *c) {
   double spread = c->rough || !(c->spread >= 0) ? -1 : fmin(c->spread, PROF_MAX_SPREAD);
-  return (txattn_table_candidate){.kernel = c->name,
+  return (txattn_table_candidate){.struct_size = sizeof(txattn_table_candidate),
+                                  .kernel = c->name,
                                   .n_tunables = c->n_tun,
                                   .tunable_names = c->tun_names,
                                   .tunable_values = c->tun_values,
@@ -17,11 +18,11 @@ txattn_table_candidate prof_table_candidate(const prof_cand *c) {
 }
 
 size_t prof_table_empty_classes(const txattn_table *t) {
-  txattn_table_header h;
+  txattn_table_header h = TXATTN_TABLE_HEADER_INIT;
   size_t empty = 0;
   if (txattn_table_header_get(t, &h) != TXATTN_OK) return 0;
   for (size_t ci = 0; ci < h.n_classes; ci++) {
-    txattn_table_class c;
+    txattn_table_class c = TXATTN_TABLE_CLASS_INIT;
     size_t n_points = 0;
     if (txattn_table_class_get(t, ci, &c, &n_points, NULL) == TXATTN_OK && n_points == 0) empty++;
   }
@@ -34,7 +35,7 @@ static txattn_status copy_class(const txattn_table *t, size_t ci, const txattn_t
   size_t oi;
   txattn_status s = txattn_table_add_class(out, c, &oi);
   for (size_t pi = 0; pi < n_points && s == TXATTN_OK; pi++) {
-    txattn_table_point p;
+    txattn_table_point p = TXATTN_TABLE_POINT_INIT;
     if ((s = txattn_table_point_get(t, ci, pi, &p)) != TXATTN_OK) break;
     txattn_table_candidate *cands = calloc(p.n_candidates, sizeof *cands);
     if (cands == NULL) return TXATTN_E_NOMEM;
@@ -49,20 +50,20 @@ static txattn_status copy_class(const txattn_table *t, size_t ci, const txattn_t
 
 txattn_status prof_table_drop_empty(const txattn_context *ctx, const txattn_table *t,
                                     txattn_table **out) {
-  txattn_table_header h;
+  txattn_table_header h = TXATTN_TABLE_HEADER_INIT;
   txattn_table *copy = NULL;
   *out = NULL;
   txattn_status s = txattn_table_header_get(t, &h);
   if (s == TXATTN_OK) s = txattn_table_create(ctx, &copy);
   if (s == TXATTN_OK && h.profile && *h.profile) s = txattn_table_set_profile(copy, h.profile);
   for (size_t ci = 0; ci < h.n_classes && s == TXATTN_OK; ci++) {
-    txattn_table_class c;
+    txattn_table_class c = TXATTN_TABLE_CLASS_INIT;
     size_t n_points = 0;
     s = txattn_table_class_get(t, ci, &c, &n_points, NULL);
     if (s == TXATTN_OK && n_points > 0) s = copy_class(t, ci, &c, n_points, copy);
   }
   for (size_t i = 0; i < h.n_excluded && s == TXATTN_OK; i++) {
-    txattn_table_exclusion x;
+    txattn_table_exclusion x = TXATTN_TABLE_EXCLUSION_INIT;
     if ((s = txattn_table_exclusion_get(t, i, &x)) == TXATTN_OK)
       s = txattn_table_add_exclusion(copy, &x);
   }

@@ -119,7 +119,7 @@ static int same_cand(const txattn_table_candidate *a, const txattn_table_candida
 static int point_index(const txattn_table *t, size_t cls, size_t n_points, int64_t n, int64_t rr,
                        size_t *out) {
   for (size_t i = 0; i < n_points; i++) {
-    txattn_table_point p;
+    txattn_table_point p = TXATTN_TABLE_POINT_INIT;
     if (txattn_table_point_get(t, cls, i, &p) == TXATTN_OK && p.n == n && p.r == rr) {
       *out = i;
       return 1;
@@ -137,12 +137,12 @@ static double spread_or_zero(double s) {
 static void judge(const side *sd, size_t cls, size_t point, const txattn_table_candidate *w,
                   const txattn_table_candidate *other, double *margin, double *noise) {
   const txattn_table *t = sd->t;
-  txattn_table_point p;
+  txattn_table_point p = TXATTN_TABLE_POINT_INIT;
   *margin = INFINITY;
   *noise = fmax(sd->noise_floor, spread_or_zero(w->spread));
   if (txattn_table_point_get(t, cls, point, &p) != TXATTN_OK) return;
   for (size_t i = 0; i < p.n_candidates; i++) {
-    txattn_table_candidate c;
+    txattn_table_candidate c = TXATTN_TABLE_CANDIDATE_INIT;
     if (txattn_table_candidate_get(t, cls, point, i, &c) != TXATTN_OK || !same_cand(&c, other))
       continue;
     *margin = c.time_s / w->time_s - 1;
@@ -163,7 +163,7 @@ static double noise_floor(const json_t *profile) {
 
 /* The header's profile object, parsed; NULL if the table has none. */
 static json_t *profile_of(const txattn_table *t) {
-  txattn_table_header h;
+  txattn_table_header h = TXATTN_TABLE_HEADER_INIT;
   if (txattn_table_header_get(t, &h) != TXATTN_OK || !*h.profile) return NULL;
   return json_loads(h.profile, 0, NULL);
 }
@@ -219,8 +219,10 @@ static int compare_point(compare_run *r, const size_t ci[2], const size_t pi[2],
                          const txattn_table_class *cls, const txattn_table_point *p) {
   flip f;
   memset(&f, 0, sizeof f);
-  for (int k = 0; k < 2; k++)
+  for (int k = 0; k < 2; k++) {
+    f.win[k] = (txattn_table_candidate)TXATTN_TABLE_CANDIDATE_INIT;
     if (txattn_table_candidate_get(r->s[k].t, ci[k], pi[k], 0, &f.win[k]) != TXATTN_OK) return 0;
+  }
   r->points++;
   if (same_cand(&f.win[0], &f.win[1])) {
     r->same++;
@@ -245,7 +247,7 @@ static int compare_point(compare_run *r, const size_t ci[2], const size_t pi[2],
 static int add_drift(compare_run *r, const size_t ci[2], const size_t pi[2], size_t n_a) {
   size_t start = r->n_drift; /* the point's factors go in first, then become their changes */
   for (size_t i = 0; i < n_a; i++) {
-    txattn_table_candidate a;
+    txattn_table_candidate a = TXATTN_TABLE_CANDIDATE_INIT;
     double margin, ignored;
     if (txattn_table_candidate_get(r->s[0].t, ci[0], pi[0], i, &a) != TXATTN_OK || a.spread < 0)
       continue;
@@ -338,7 +340,7 @@ static int verdicts_for_flips(compare_run *r) {
 }
 
 static int compare_class(compare_run *r, size_t ca) {
-  txattn_table_class cls, cls_b;
+  txattn_table_class cls = TXATTN_TABLE_CLASS_INIT, cls_b = TXATTN_TABLE_CLASS_INIT;
   size_t n_a, n_b, cb;
   if (txattn_table_class_get(r->s[0].t, ca, &cls, &n_a, NULL) != TXATTN_OK) return 0;
   if (txattn_table_find_class(r->s[1].t, &cls, &cb) != TXATTN_OK) {
@@ -348,7 +350,7 @@ static int compare_class(compare_run *r, size_t ca) {
   if (txattn_table_class_get(r->s[1].t, cb, &cls_b, &n_b, NULL) != TXATTN_OK) return 0;
   size_t matched = 0;
   for (size_t i = 0; i < n_a; i++) {
-    txattn_table_point p;
+    txattn_table_point p = TXATTN_TABLE_POINT_INIT;
     size_t ci[2] = {ca, cb}, pi[2] = {i, 0};
     if (txattn_table_point_get(r->s[0].t, ca, i, &p) != TXATTN_OK) return 0;
     if (!point_index(r->s[1].t, cb, n_b, p.n, p.r, &pi[1])) {
@@ -364,10 +366,10 @@ static int compare_class(compare_run *r, size_t ca) {
 
 /* Points of B's classes that A lacks altogether. */
 static void count_only_b(compare_run *r) {
-  txattn_table_header h;
+  txattn_table_header h = TXATTN_TABLE_HEADER_INIT;
   if (txattn_table_header_get(r->s[1].t, &h) != TXATTN_OK) return;
   for (size_t i = 0; i < h.n_classes; i++) {
-    txattn_table_class cls;
+    txattn_table_class cls = TXATTN_TABLE_CLASS_INIT;
     size_t n, ignored;
     if (txattn_table_class_get(r->s[1].t, i, &cls, &n, NULL) == TXATTN_OK &&
         txattn_table_find_class(r->s[0].t, &cls, &ignored) != TXATTN_OK)
@@ -526,7 +528,7 @@ static int run_compare(compare_run *r) {
     json_t *levels = json_object_get(r->s[k].profile, "levels");
     r->s[k].levels = json_is_array(levels) ? levels : NULL;
   }
-  txattn_table_header h;
+  txattn_table_header h = TXATTN_TABLE_HEADER_INIT;
   if (txattn_table_header_get(r->s[0].t, &h) != TXATTN_OK) return TX_EXIT_FAIL;
   for (size_t i = 0; i < h.n_classes; i++)
     if (!compare_class(r, i)) {

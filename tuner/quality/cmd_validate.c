@@ -111,10 +111,10 @@ static double uniform(validate_run *r) { /* splitmix64 */
 static size_t measured(const txattn_table *t, size_t ci, int use_r, int64_t max, int64_t *out,
                        size_t cap) {
   size_t n_points, k = 0;
-  txattn_table_class c;
+  txattn_table_class c = TXATTN_TABLE_CLASS_INIT;
   txattn_table_class_get(t, ci, &c, &n_points, NULL);
   for (size_t i = 0; i < n_points; i++) {
-    txattn_table_point p;
+    txattn_table_point p = TXATTN_TABLE_POINT_INIT;
     if (txattn_table_point_get(t, ci, i, &p) != TXATTN_OK) continue;
     int64_t v = use_r ? p.r : p.n;
     int seen = v > max;
@@ -143,10 +143,10 @@ static int64_t between(validate_run *r, const int64_t *v, size_t n) {
 
 /* A random shape of a random class, off its grid; 0 if that class gave none. */
 static int draw(validate_run *r, txattn_problem *p, int *threads) {
-  txattn_table_header h;
+  txattn_table_header h = TXATTN_TABLE_HEADER_INIT;
   txattn_table_header_get(r->t, &h);
   size_t ci = (size_t)(uniform(r) * (double)h.n_classes);
-  txattn_table_class c;
+  txattn_table_class c = TXATTN_TABLE_CLASS_INIT;
   txattn_table_class_get(r->t, ci, &c, NULL, NULL);
   int64_t v[64];
   int64_t n = between(r, v, measured(r->t, ci, 0, r->max_n, v, 64));
@@ -170,6 +170,12 @@ static int draw(validate_run *r, txattn_problem *p, int *threads) {
     p->window_left = rr;
     p->window_right = c.window == TXATTN_TABLE_WINDOW_SYM ? rr : 0;
   }
+  if (c.ragged) { /* the class's batch, with the lengths its points had (prof_ragged_lens) */
+    if (c.batch > 4096) return 0;
+    p->batch = c.batch;
+    p->struct_size = sizeof *p;
+    p->ragged = 1;
+  }
   *threads = c.threads;
   return 1;
 }
@@ -177,7 +183,7 @@ static int draw(validate_run *r, txattn_problem *p, int *threads) {
 /* The table's candidates at the measured points around p (nearest n, and r, on each side). */
 static size_t table_candidates(validate_run *r, txattn_context *ctx, const txattn_problem *p,
                                int threads, prof_cand *c, size_t n) {
-  txattn_table_class key;
+  txattn_table_class key = TXATTN_TABLE_CLASS_INIT;
   int64_t pn, pr;
   size_t ci, n_points;
   if (txattn_table_class_of(p, threads, &key, &pn, &pr) != TXATTN_OK ||
@@ -186,7 +192,7 @@ static size_t table_candidates(validate_run *r, txattn_context *ctx, const txatt
   txattn_table_class_get(r->t, ci, &key, &n_points, NULL);
   int64_t n_lo = 0, n_hi = INT64_MAX, r_lo = 0, r_hi = INT64_MAX;
   for (size_t i = 0; i < n_points; i++) {
-    txattn_table_point pt;
+    txattn_table_point pt = TXATTN_TABLE_POINT_INIT;
     if (txattn_table_point_get(r->t, ci, i, &pt) != TXATTN_OK) continue;
     if (pt.n <= pn && pt.n > n_lo) n_lo = pt.n;
     if (pt.n >= pn && pt.n < n_hi) n_hi = pt.n;
@@ -194,11 +200,11 @@ static size_t table_candidates(validate_run *r, txattn_context *ctx, const txatt
     if (pt.r >= pr && pt.r < r_hi) r_hi = pt.r;
   }
   for (size_t i = 0; i < n_points; i++) {
-    txattn_table_point pt;
+    txattn_table_point pt = TXATTN_TABLE_POINT_INIT;
     if (txattn_table_point_get(r->t, ci, i, &pt) != TXATTN_OK) continue;
     if ((pt.n != n_lo && pt.n != n_hi) || (pt.r != r_lo && pt.r != r_hi && pt.r != 0)) continue;
     for (size_t k = 0; k < pt.n_candidates; k++) {
-      txattn_table_candidate tc;
+      txattn_table_candidate tc = TXATTN_TABLE_CANDIDATE_INIT;
       if (txattn_table_candidate_get(r->t, ci, i, k, &tc) == TXATTN_OK)
         n = prof_candidate_add(ctx, p, tc.kernel, tc.tunable_names, tc.tunable_values,
                                tc.n_tunables, c, n, MAX_CANDS);
@@ -265,7 +271,9 @@ static void report(validate_run *r, tx_table *tab, const txattn_problem *p, int 
   r->worst = ratio > r->worst ? ratio : r->worst;
   r->n_done++;
   char shape[160], th[16], pk[160], bk[160], t1[32], t2[32], rt[16];
-  tx_problem_format(p, shape, sizeof shape);
+  int len = tx_problem_format(p, shape, sizeof shape);
+  if (p->ragged && len > 0 && (size_t)len < sizeof shape) /* the lengths: prof_ragged_lens */
+    snprintf(shape + len, sizeof shape - (size_t)len, " ragged");
   snprintf(th, sizeof th, "%d", threads);
   fmt_pick(pick, pk, sizeof pk);
   fmt_pick(best, bk, sizeof bk);
@@ -284,7 +292,14 @@ static int one_shape(validate_run *r, txattn_context *ctx, const txattn_problem 
   char why[512], err[256];
   size_t n = gather(r, ctx, p, threads, c, why, sizeof why);
   tx_buffers b;
+  int64_t lens[4096];
+  if (p->ragged) prof_ragged_lens(p->n_kv, p->batch, lens);
   if (n == 0 || tx_buffers_alloc(&b, p, TX_LAYOUT_CONTIGUOUS, 0, err, sizeof err) != 0) {
+    prof_candidates_free(c, n);
+    return -1;
+  }
+  if (p->ragged && tx_buffers_serving(&b, 0, lens, (size_t)p->batch, err, sizeof err) != 0) {
+    tx_buffers_free(&b);
     prof_candidates_free(c, n);
     return -1;
   }

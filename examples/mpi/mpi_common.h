@@ -1,0 +1,58 @@
+/* What mpi_attention.c and mpi_ring.c share: option parsing, the inputs (a hash of each element's
+ * global index, so a rank makes its own part and rank 0 the whole), the merge's rounding slack,
+ * the comparisons of the checks and the medians of the timings. */
+#ifndef EXAMPLES_MPI_COMMON_H
+#define EXAMPLES_MPI_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mpi.h>
+#include <txattn/txattn.h>
+
+/* An integer option stored at `offset` (an int64_t) of the options struct; a flag takes no value
+   and stores 1; with choices (NULL-terminated) the value is one of those words, stored as its
+   index. */
+typedef struct ex_option {
+  const char *name;
+  size_t offset;
+  int64_t min, max;
+  int flag;
+  const char *const *choices;
+} ex_option;
+
+/* 0: run; 1: --help (usage printed); 2: bad options (the reason and usage printed). Every rank
+   parses the same argv, so all agree; quiet ranks print nothing. */
+int ex_parse_options(int argc, char **argv, const ex_option *opts, size_t n_opts, void *out,
+                     const char *prog, const char *usage, int quiet);
+
+/* 0 when st is TXATTN_OK; else 1, having printed "prog: rank R: what: status: message". */
+int ex_failed(const char *prog, int rank, txattn_status st, const char *what);
+/* 1 when ok on every rank of comm (a collective: every rank calls it at the same point) */
+int ex_all_ok(MPI_Comm comm, int ok);
+
+enum { EX_TENSOR_Q = 1, EX_TENSOR_K = 2, EX_TENSOR_V = 3 };
+
+/* Rows [row0, row0 + n) of each of `heads` heads of a [heads][n_total][d] tensor `which`, into x
+   contiguous as [heads][n][d]: values in [-1, 1) on a grid of 2^-23. */
+void ex_fill_rows(float *x, int which, int64_t heads, int64_t row0, int64_t n, int64_t n_total,
+                  int64_t d);
+
+/* What merging P partials (P - 1 combines of two, in any order) may add to max|O - O_ref|, for
+   outputs of magnitude at most vmax and log-sum-exps of magnitude at most lse_max; and to the
+   merged lse. */
+double ex_merge_slack(int P, double lse_max, double vmax);
+double ex_merge_slack_lse(int P, double lse_max);
+/* What a merged lse of rows with |lse_ref| <= lse_max may be off by: the whole problem's
+   txattn_lse_error_bound (abs, rel) at lse_max, which also bounds each part's error (a part's keys
+   are among the whole's), plus ex_merge_slack_lse(P, lse_max). */
+double ex_lse_allowed(double abs, double rel, int P, double lse_max);
+
+/* Largest finite |x[i]|. */
+double ex_max_abs(const float *x, size_t n);
+/* max(m, |a - b|); NaN when one is NaN, so a NaN fails every check; equal infinities differ by 0. */
+double ex_diff(double m, float a, float b);
+/* The median of x[0..n), n >= 1 (sorts x). */
+double ex_median(double *x, int n);
+
+#endif
