@@ -320,6 +320,27 @@ static void tl_scores_panel(const float *qg, const float *panel, int64_t dqk, fl
     for (int n = 0; n < TILED_NRS; n++) vf_store(srow + r * sld + n * VEC_W, acc[r][n]);
 }
 
+/* o[r][n] += sum_{j in [j0, j1)} p[r][j] v[j][n W ..] for mr rows and nrv vectors of columns, V rows
+   of type vt (a constant): fp32 rows aligned to the vector size, or 16-bit rows read in place and
+   widened in registers. The key loop of tl_pv_acc_as and tl_pv_tile_as. */
+TILED_INLINE void tl_pv_keys(vf o[TILED_PV_ROWS][TILED_PV_COLS], const float *p, int64_t pld,
+                             const void *v, int64_t vld, int64_t j0, int64_t j1, const int mr,
+                             const int nrv, const int vt) {
+  for (int64_t j = j0; j < j1; j++) {
+    vf vv[TILED_PV_COLS];
+#pragma GCC unroll 8
+    for (int n = 0; n < nrv; n++)
+      vv[n] = vt == TXATTN_DTYPE_F32 ? vf_load((const float *)v + j * vld + n * VEC_W)
+                                     : tl_loadu_as((const uint16_t *)v + j * vld, vt, n * VEC_W);
+#pragma GCC unroll 8
+    for (int r = 0; r < mr; r++) {
+      vf pb = vf_bcast(p + r * pld + j);
+#pragma GCC unroll 8
+      for (int n = 0; n < nrv; n++) o[r][n] = vf_fma(pb, vv[n], o[r][n]);
+    }
+  }
+}
+
 /* acc[r][0 .. nrv W) = acc * alpha[r] (if alpha) + sum_{j in [j0, j1)} p[r][j] v[j][0 .. nrv W) for
    mr rows, one fp32 FMA per key into acc: the direct path's sum over a span of a few chunks
    (tiled_direct_algo.h, td_flush), which tl_pv_tile_as's compensation would cost too much on. mr
@@ -339,19 +360,7 @@ TILED_INLINE void tl_pv_acc_as(float *acc, int64_t ald, const float *alpha, cons
       if (alpha) o[r][n] = vf_mul(o[r][n], a);
     }
   }
-  for (int64_t j = j0; j < j1; j++) {
-    vf vv[TILED_PV_COLS];
-#pragma GCC unroll 8
-    for (int n = 0; n < nrv; n++)
-      vv[n] = vt == TXATTN_DTYPE_F32 ? vf_load((const float *)v + j * vld + n * VEC_W)
-                                     : tl_loadu_as((const uint16_t *)v + j * vld, vt, n * VEC_W);
-#pragma GCC unroll 8
-    for (int r = 0; r < mr; r++) {
-      vf pb = vf_bcast(p + r * pld + j);
-#pragma GCC unroll 8
-      for (int n = 0; n < nrv; n++) o[r][n] = vf_fma(pb, vv[n], o[r][n]);
-    }
-  }
+  tl_pv_keys(o, p, pld, v, vld, j0, j1, mr, nrv, vt);
 #pragma GCC unroll 8
   for (int r = 0; r < mr; r++)
 #pragma GCC unroll 8
@@ -397,19 +406,8 @@ TILED_INLINE void tl_pv_tile_as(float *acc, float *cmp, int64_t ald, const float
     for (int r = 0; r < mr; r++)
 #pragma GCC unroll 8
       for (int n = 0; n < nrv; n++) o[r][n] = vf_zero();
-    for (; j < je; j++) {
-      vf vv[TILED_PV_COLS];
-#pragma GCC unroll 8
-      for (int n = 0; n < nrv; n++)
-        vv[n] = vt == TXATTN_DTYPE_F32 ? vf_load((const float *)v + j * vld + n * VEC_W)
-                                       : tl_loadu_as((const uint16_t *)v + j * vld, vt, n * VEC_W);
-#pragma GCC unroll 8
-      for (int r = 0; r < mr; r++) {
-        vf pb = vf_bcast(p + r * pld + j);
-#pragma GCC unroll 8
-        for (int n = 0; n < nrv; n++) o[r][n] = vf_fma(pb, vv[n], o[r][n]);
-      }
-    }
+    tl_pv_keys(o, p, pld, v, vld, j, je, mr, nrv, vt);
+    j = je;
     int scale = 0; /* alpha is exactly 1 for every row unless some max grew: nothing to scale */
     if (first && alpha)
 #pragma GCC unroll 8

@@ -33,15 +33,14 @@ static double at(const void *base, txattn_dtype t, const txattn_layout *l, int64
   return elem_load(base, t, (size_t)(b * l->batch + h * l->head + i * l->row + c));
 }
 
-/* One output row. A NaN score or value poisons the sums it enters (`s > m` skips NaN scores, so the
-   max stays finite whenever one visible score is); a NaN in one V column is then spread to the row.
-   The row is rounded once from double to o's type. */
-static void oracle_row(const txattn_problem *p, const txattn_tensors *t, int64_t b, int64_t h,
-                       int64_t i, double *scores, double *acc) {
-  int64_t g = h / (p->heads_q / p->heads_kv);
-  size_t o = (size_t)(b * t->o_layout.batch + h * t->o_layout.head + i * t->o_layout.row);
-  double m = -INFINITY, sum = 0.0;
+/* scores[j] = scale q_i . k_j in double for the visible keys j of row (b, h, i); *m = their max
+   (`s > m` skips NaN scores), *nan (if nan) whether one is NaN. Returns how many keys the row sees. */
+static int64_t oracle_scores(const txattn_problem *p, const txattn_tensors *t, int64_t b, int64_t h,
+                             int64_t i, double *scores, double *m, int *nan) {
+  const int64_t g = h / (p->heads_q / p->heads_kv);
   int64_t seen = 0;
+  int any_nan = 0;
+  *m = -INFINITY;
   for (int64_t j = 0; j < p->n_kv; j++) {
     if (!oracle_visible(p, i, j)) continue;
     double dot = 0.0;
@@ -49,10 +48,23 @@ static void oracle_row(const txattn_problem *p, const txattn_tensors *t, int64_t
       dot += at(t->q_data, p->q_type, &t->q_layout, b, h, i, c) *
              at(t->k_data, p->k_type, &t->k_layout, b, g, j, c);
     scores[j] = (double)p->scale * dot;
-    if (scores[j] > m) m = scores[j];
+    any_nan |= isnan(scores[j]);
+    if (scores[j] > *m) *m = scores[j];
     seen++;
   }
-  if (seen == 0) {
+  if (nan) *nan = any_nan;
+  return seen;
+}
+
+/* One output row. A NaN score or value poisons the sums it enters (`s > m` skips NaN scores, so the
+   max stays finite whenever one visible score is); a NaN in one V column is then spread to the row.
+   The row is rounded once from double to o's type. */
+static void oracle_row(const txattn_problem *p, const txattn_tensors *t, int64_t b, int64_t h,
+                       int64_t i, double *scores, double *acc) {
+  int64_t g = h / (p->heads_q / p->heads_kv);
+  size_t o = (size_t)(b * t->o_layout.batch + h * t->o_layout.head + i * t->o_layout.row);
+  double m, sum = 0.0;
+  if (oracle_scores(p, t, b, h, i, scores, &m, NULL) == 0) {
     for (int64_t c = 0; c < p->d_v; c++) elem_store(t->o_data, p->o_type, o + (size_t)c, 0.0);
     return;
   }
@@ -89,19 +101,9 @@ int oracle_attention(const txattn_problem *p, const txattn_tensors *t) {
    no key, NaN when a visible score is NaN. */
 static double oracle_lse_row(const txattn_problem *p, const txattn_tensors *t, int64_t b, int64_t h,
                              int64_t i, double *scores) {
-  int64_t g = h / (p->heads_q / p->heads_kv);
-  double m = -INFINITY, sum = 0.0;
-  int nan = 0;
-  for (int64_t j = 0; j < p->n_kv; j++) {
-    if (!oracle_visible(p, i, j)) continue;
-    double dot = 0.0;
-    for (int64_t c = 0; c < p->d_qk; c++)
-      dot += at(t->q_data, p->q_type, &t->q_layout, b, h, i, c) *
-             at(t->k_data, p->k_type, &t->k_layout, b, g, j, c);
-    scores[j] = (double)p->scale * dot;
-    nan |= isnan(scores[j]);
-    if (scores[j] > m) m = scores[j];
-  }
+  double m, sum = 0.0;
+  int nan;
+  oracle_scores(p, t, b, h, i, scores, &m, &nan);
   if (nan) return NAN;
   if (m == -INFINITY) return -INFINITY;
   for (int64_t j = 0; j < p->n_kv; j++)
