@@ -13,10 +13,13 @@
  * one ulp of max|V| + the fp32 bound (|O| <= max|V|, a convex combination of V rows).
  * docs/error_bound.md has the derivation and the measurements behind the constant. In a ragged
  * batch, max|V| and L are taken over each sequence's own visible pairs. txattn_lse_error_bound,
- * the bound on lse, takes L from the same code (bound_terms). */
+ * the bound on lse, takes L from the same pass (bound_terms); txattn__error_bounds gives both
+ * bounds from one pass, bit for bit what the two public calls give. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "error_bound.h"
 
 #include "dtype.h"
 #include "error.h"
@@ -24,12 +27,12 @@
 #include "tensors.h"
 #include "txattn/plugin.h"
 
-/* sum_c |q_c k_c| in double (each product of two floats is exact in double); NaN if it is not
-   finite, so that a NaN or infinite input never counts (its rows follow the NaN rule). */
-static double abs_dot(const txattn_problem *p, const void *q, const void *k) {
+/* sum_c |q_c k_c| in double (each product of two floats is exact in double; q is the query row
+   widened once); NaN if it is not finite, so that a NaN or infinite input never counts (its rows
+   follow the NaN rule). */
+static double abs_dot(const txattn_problem *p, const double *q, const void *k) {
   double s = 0.0;
-  for (int64_t c = 0; c < p->d_qk; c++)
-    s += fabs(txattn__load(q, p->q_type, c) * txattn__load(k, p->k_type, c));
+  for (int64_t c = 0; c < p->d_qk; c++) s += fabs(q[c] * txattn__load(k, p->k_type, c));
   return isfinite(s) ? s : NAN;
 }
 
@@ -61,7 +64,8 @@ static double max_abs_visible_v(const txattn_problem *p, const txattn_tensors *t
   return m;
 }
 
-static double max_visible_abs_dot(const txattn_problem *p, const txattn_tensors *t) {
+/* q: d_qk doubles of scratch for the query row. */
+static double max_visible_abs_dot(const txattn_problem *p, const txattn_tensors *t, double *q) {
   double m = 0.0;
   int64_t group = p->heads_q / p->heads_kv;
   for (int64_t b = 0; b < p->batch; b++)
@@ -69,7 +73,9 @@ static double max_visible_abs_dot(const txattn_problem *p, const txattn_tensors 
       for (int64_t i = 0; i < p->n_q; i++) {
         int64_t lo, hi;
         txattn_visible_range(p, i, &lo, &hi);
-        const void *q = txattn_row_of(t->q_data, p->q_type, &t->q_layout, b, h, i);
+        if (lo >= hi) continue;
+        const void *qi = txattn_row_of(t->q_data, p->q_type, &t->q_layout, b, h, i);
+        for (int64_t c = 0; c < p->d_qk; c++) q[c] = txattn__load(qi, p->q_type, c);
         for (int64_t j = lo; j < hi; j++) {
           double s =
               abs_dot(p, q, txattn_row_of(t->k_data, p->k_type, &t->k_layout, b, h / group, j));
@@ -99,9 +105,14 @@ static txattn_status bound_terms(const char *who, const txattn_problem *p, const
   txattn_tensors x;
   TXATTN_FORWARD_IF_ERROR(txattn__problem_resolve(p, r));
   TXATTN_FORWARD_IF_ERROR(txattn__tensors_check(r, t, &x));
+  double *q = malloc((size_t)r->d_qk * sizeof *q);
   unsigned char *seen = max_v ? malloc((size_t)r->n_kv) : NULL;
-  TXATTN_RETURN_IF(max_v && seen == NULL, TXATTN_E_NOMEM,
-                   "%s: cannot allocate %lld bytes for the visible keys", who, (long long)r->n_kv);
+  if (q == NULL || (max_v && seen == NULL)) {
+    free(q);
+    free(seen);
+    return txattn__fail(TXATTN_E_NOMEM, "%s: cannot allocate %lld bytes of scratch", who,
+                        (long long)r->n_kv + 8 * (long long)r->d_qk);
+  }
   double v_max = 0.0, dot = 0.0;
   int64_t widest = 0, sequences = r->ragged ? r->batch : 1;
   for (int64_t b = 0; b < sequences; b++) {
@@ -113,11 +124,12 @@ static txattn_status bound_terms(const char *who, const txattn_problem *p, const
       double v = max_abs_visible_v(&sub, &st, seen);
       if (v > v_max) v_max = v;
     }
-    double d = max_visible_abs_dot(&sub, &st);
+    double d = max_visible_abs_dot(&sub, &st, q);
     int64_t w = widest_row(&sub);
     if (d > dot) dot = d;
     if (w > widest) widest = w;
   }
+  free(q);
   free(seen);
   if (max_v) *max_v = v_max;
   *l = fabs((double)r->scale) * dot;
@@ -130,17 +142,12 @@ static double score_term(const txattn_problem *r, double l) {
   return (3.0 + sqrt((double)r->d_qk)) * 0x1p-24 * l;
 }
 
-txattn_status txattn_error_bound(const txattn_problem *p, const txattn_tensors *t, double *bound) {
-  txattn_problem r;
-  double max_v, l;
-  int64_t keys;
-  TXATTN_RETURN_IF(bound == NULL, TXATTN_E_INVALID, "txattn_error_bound: bound is NULL");
-  TXATTN_FORWARD_IF_ERROR(bound_terms("txattn_error_bound", p, t, &r, &max_v, &l, &keys));
-  double rel = score_term(&r, l);
+/* The bound on O from its terms (txattn_error_bound). */
+static double o_bound(const txattn_problem *r, double max_v, double l) {
+  double rel = score_term(r, l);
   double e = max_v * (rel > TXATTN_EXACT_TOLERANCE ? rel : TXATTN_EXACT_TOLERANCE);
-  if (r.o_type != TXATTN_DTYPE_F32) e += txattn__ulp(r.o_type, max_v + e);
-  *bound = e;
-  return txattn__ok();
+  if (r->o_type != TXATTN_DTYPE_F32) e += txattn__ulp(r->o_type, max_v + e);
+  return e;
 }
 
 /* abs = (2 + a) u L + (3 + 3 ln n + b) u and rel = 2 u, with a = min(d_qk - 1, 6 sqrt(d_qk - 1)),
@@ -150,19 +157,38 @@ txattn_status txattn_error_bound(const txattn_problem *p, const txattn_tensors *
    of independent rounding errors, else their worst case); exp's arguments (at most the weights'
    entropy, ln n) and values; the sum of the weights (additions, and an online softmax's
    rescalings, the same way); the roundings of the kernel's and the reference's lse to fp32. */
+static void lse_bound(const txattn_problem *r, double l, int64_t keys, double out[2]) {
+  const double u = 0x1p-24, d = (double)(r->d_qk - 1), n = keys > 1 ? (double)keys : 1.0;
+  const double a = fmin(d, 6.0 * sqrt(d)), b = fmin(4.6 * (n - 1.0), 6.0 * sqrt(8.76 * (n - 1.0)));
+  out[0] = (2.0 + a) * u * l + (3.0 + 3.0 * log(n) + b) * u;
+  out[1] = 2.0 * u;
+}
+
+txattn_status txattn__error_bounds(const char *who, const txattn_problem *p,
+                                   const txattn_tensors *t, double *bound, double *lse_abs_rel) {
+  txattn_problem r;
+  double max_v, l;
+  int64_t keys;
+  TXATTN_FORWARD_IF_ERROR(bound_terms(who, p, t, &r, bound ? &max_v : NULL, &l, &keys));
+  if (bound) *bound = o_bound(&r, max_v, l);
+  if (lse_abs_rel) lse_bound(&r, l, keys, lse_abs_rel);
+  return txattn__ok();
+}
+
+txattn_status txattn_error_bound(const txattn_problem *p, const txattn_tensors *t, double *bound) {
+  TXATTN_RETURN_IF(bound == NULL, TXATTN_E_INVALID, "txattn_error_bound: bound is NULL");
+  return txattn__error_bounds("txattn_error_bound", p, t, bound, NULL);
+}
+
 txattn_status txattn_lse_error_bound(const txattn_problem *p, const txattn_tensors *t,
                                      double *abs_bound, double *rel_bound) {
-  txattn_problem r;
-  double l;
-  int64_t keys;
+  double b[2];
   TXATTN_RETURN_IF(abs_bound == NULL, TXATTN_E_INVALID,
                    "txattn_lse_error_bound: abs_bound is NULL");
   TXATTN_RETURN_IF(rel_bound == NULL, TXATTN_E_INVALID,
                    "txattn_lse_error_bound: rel_bound is NULL");
-  TXATTN_FORWARD_IF_ERROR(bound_terms("txattn_lse_error_bound", p, t, &r, NULL, &l, &keys));
-  const double u = 0x1p-24, d = (double)(r.d_qk - 1), n = keys > 1 ? (double)keys : 1.0;
-  const double a = fmin(d, 6.0 * sqrt(d)), b = fmin(4.6 * (n - 1.0), 6.0 * sqrt(8.76 * (n - 1.0)));
-  *abs_bound = (2.0 + a) * u * l + (3.0 + 3.0 * log(n) + b) * u;
-  *rel_bound = 2.0 * u;
+  TXATTN_FORWARD_IF_ERROR(txattn__error_bounds("txattn_lse_error_bound", p, t, NULL, b));
+  *abs_bound = b[0];
+  *rel_bound = b[1];
   return txattn__ok();
 }

@@ -154,16 +154,18 @@ int txattn_table_class_describe(const txattn_table_class *in, char *buf, size_t 
 
 txattn_status txattn_table_header_get(const txattn_table *t, txattn_table_header *out) {
   NEED(t && out, "txattn_table_header_get", t ? "out" : "t");
-  txattn_table_header full = {.struct_size = sizeof full,
-                              .format_version = t->format_version,
-                              .library_version = t->library_version ? t->library_version : "",
-                              .created = t->created ? t->created : "",
-                              .profile = t->profile ? t->profile : "",
-                              .path = t->path ? t->path : "",
-                              .n_plugins = t->n_plugins,
-                              .n_classes = t->n_classes,
-                              .n_excluded = t->n_excluded,
-                              .machine = t->machine};
+  txattn_table_header full;
+  memset(&full, 0, sizeof full); /* padding too: callers may compare */
+  full.struct_size = sizeof full;
+  full.format_version = t->format_version;
+  full.library_version = t->library_version ? t->library_version : "";
+  full.created = t->created ? t->created : "";
+  full.profile = t->profile ? t->profile : "";
+  full.path = t->path ? t->path : "";
+  full.n_plugins = t->n_plugins;
+  full.n_classes = t->n_classes;
+  full.n_excluded = t->n_excluded;
+  memcpy(&full.machine, &t->machine, sizeof full.machine);
   full.machine.struct_size = sizeof full.machine;
   TXATTN__STRUCT_OUT(txattn_table_header, TXATTN_TABLE_HEADER_SIZE_0_2, out, &full);
   inner_size(out, offsetof(txattn_table_header, machine));
@@ -179,8 +181,12 @@ static txattn_status index_ok(const char *fn, size_t i, size_t n, const char *wh
 txattn_status txattn_table_plugin_get(const txattn_table *t, size_t i, txattn_table_plugin *out) {
   NEED(t && out, "txattn_table_plugin_get", t ? "out" : "t");
   TXATTN_FORWARD_IF_ERROR(index_ok("txattn_table_plugin_get", i, t->n_plugins, "plugins"));
-  txattn_table_plugin full = {sizeof full, t->plugins[i].name, t->plugins[i].version,
-                              t->plugins[i].build};
+  txattn_table_plugin full;
+  memset(&full, 0, sizeof full); /* padding too: callers may compare */
+  full.struct_size = sizeof full;
+  full.name = t->plugins[i].name;
+  full.version = t->plugins[i].version;
+  full.build = t->plugins[i].build;
   TXATTN__STRUCT_OUT(txattn_table_plugin, TXATTN_TABLE_PLUGIN_SIZE_0_2, out, &full);
   return txattn__ok();
 }
@@ -208,21 +214,27 @@ txattn_status txattn_table_point_get(const txattn_table *t, size_t cls, size_t p
   const txattn__point *p;
   NEED(t && out, "txattn_table_point_get", t ? "out" : "t");
   TXATTN_FORWARD_IF_ERROR(point_of(t, "txattn_table_point_get", cls, point, &p));
-  txattn_table_point full = {
-      .struct_size = sizeof full, .n = p->n, .r = p->r, .n_candidates = p->n_cands, .tie = p->tie};
+  txattn_table_point full;
+  memset(&full, 0, sizeof full); /* padding too: callers may compare */
+  full.struct_size = sizeof full;
+  full.n = p->n;
+  full.r = p->r;
+  full.n_candidates = p->n_cands;
+  full.tie = p->tie;
   TXATTN__STRUCT_OUT(txattn_table_point, TXATTN_TABLE_POINT_SIZE_0_2, out, &full);
   return txattn__ok();
 }
 
 static void cand_view(const txattn__cand *c, txattn_table_candidate *out) {
-  *out = (txattn_table_candidate){.struct_size = sizeof *out,
-                                  .kernel = c->kernel,
-                                  .n_tunables = c->tun.n,
-                                  .tunable_names = (const char *const *)c->tun.names,
-                                  .tunable_values = c->tun.values,
-                                  .time_s = c->time_s,
-                                  .max_error = c->max_error,
-                                  .spread = c->spread};
+  memset(out, 0, sizeof *out); /* padding too: callers may compare */
+  out->struct_size = sizeof *out;
+  out->kernel = c->kernel;
+  out->n_tunables = c->tun.n;
+  out->tunable_names = (const char *const *)c->tun.names;
+  out->tunable_values = c->tun.values;
+  out->time_s = c->time_s;
+  out->max_error = c->max_error;
+  out->spread = c->spread;
 }
 
 txattn_status txattn_table_candidate_get(const txattn_table *t, size_t cls, size_t point, size_t i,
@@ -244,16 +256,18 @@ txattn_status txattn_table_region_get(const txattn_table *t, size_t cls, size_t 
   const txattn__class *c = &t->classes[cls];
   TXATTN_FORWARD_IF_ERROR(index_ok("txattn_table_region_get", i, c->n_regions, "regions"));
   const txattn__region *g = &c->regions[i];
-  txattn_table_region full = {.struct_size = sizeof full,
-                              .n_lo = g->n_lo,
-                              .n_hi = g->n_hi,
-                              .r_lo = g->r_lo,
-                              .r_hi = g->r_hi,
-                              .time_min_s = g->t_min,
-                              .time_max_s = g->t_max,
-                              .max_error = g->max_error,
-                              .runner_up = g->runner_up,
-                              .margin = g->margin};
+  txattn_table_region full;
+  memset(&full, 0, sizeof full); /* padding too: callers may compare */
+  full.struct_size = sizeof full;
+  full.n_lo = g->n_lo;
+  full.n_hi = g->n_hi;
+  full.r_lo = g->r_lo;
+  full.r_hi = g->r_hi;
+  full.time_min_s = g->t_min;
+  full.time_max_s = g->t_max;
+  full.max_error = g->max_error;
+  full.runner_up = g->runner_up;
+  full.margin = g->margin;
   cand_view(&c->points[g->point].cands[0], &full.winner);
   full.winner.time_s = g->t_min;
   full.winner.max_error = g->max_error;
@@ -268,16 +282,18 @@ txattn_status txattn_table_exclusion_get(const txattn_table *t, size_t i,
   NEED(t && out, "txattn_table_exclusion_get", t ? "out" : "t");
   TXATTN_FORWARD_IF_ERROR(index_ok("txattn_table_exclusion_get", i, t->n_excluded, "exclusions"));
   const txattn__exclusion *x = &t->excluded[i];
-  txattn_table_exclusion full = {.struct_size = sizeof full,
-                                 .kernel = x->c.kernel,
-                                 .n_tunables = x->c.tun.n,
-                                 .tunable_names = (const char *const *)x->c.tun.names,
-                                 .tunable_values = x->c.tun.values,
-                                 .n = x->n,
-                                 .r = x->r,
-                                 .max_error = x->c.max_error,
-                                 .reason = x->reason,
-                                 .cls = x->key};
+  txattn_table_exclusion full;
+  memset(&full, 0, sizeof full); /* padding too: callers may compare */
+  full.struct_size = sizeof full;
+  full.kernel = x->c.kernel;
+  full.n_tunables = x->c.tun.n;
+  full.tunable_names = (const char *const *)x->c.tun.names;
+  full.tunable_values = x->c.tun.values;
+  full.n = x->n;
+  full.r = x->r;
+  full.max_error = x->c.max_error;
+  full.reason = x->reason;
+  memcpy(&full.cls, &x->key, sizeof full.cls);
   TXATTN__STRUCT_OUT(txattn_table_exclusion, TXATTN_TABLE_EXCLUSION_SIZE_0_2, out, &full);
   inner_size(out, offsetof(txattn_table_exclusion, cls));
   return txattn__ok();

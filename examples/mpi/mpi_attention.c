@@ -160,6 +160,15 @@ static void merge_allreduce(rank_state *s) {
   MPI_Allreduce(MPI_IN_PLACE, s->packed, (int)s->rows, s->row_type, s->combine, s->comm);
 }
 
+/* Row i of head h of the checked rows: row i * stride of head h of the n_q rows. */
+typedef struct strided_rows {
+  int64_t n_q, stride;
+} strided_rows;
+static size_t strided_row(const void *arg, int64_t h, int64_t i) {
+  const strided_rows *a = arg;
+  return (size_t)(h * a->n_q + i * a->stride);
+}
+
 /* Rank 0: the merged result against txattn_reference over all keys, on check_rows query rows of
    each head spread evenly over n_q (mask none: rows are independent, so a strided q_layout picks
    them). */
@@ -190,29 +199,16 @@ static int check_reference(const rank_state *s, const float *o_all, const float 
   t.v = v_all;
   t.o = o_ref;
   t.lse = lse_ref;
-  double bound = 0, lse_abs = 0, lse_rel = 0;
-  if (failed(s, txattn_reference(&p, &t), "txattn_reference") ||
-      failed(s, txattn_error_bound(&p, &t, &bound), "txattn_error_bound") ||
-      failed(s, txattn_lse_error_bound(&p, &t, &lse_abs, &lse_rel), "txattn_lse_error_bound"))
+  const strided_rows rows = {op->n_q, stride};
+  ex_row_check c;
+  if (!ex_check_rows("mpi_attention", &p, &t, o_all, lse_all, strided_row, &rows, s->size, &c))
     goto out;
-
-  double err = 0, err_lse = 0, lse_max = 0;
-  for (int64_t h = 0; h < op->heads; h++)
-    for (int64_t r = 0; r < m; r++) {
-      const size_t row = (size_t)(h * op->n_q + r * stride), ref = (size_t)(h * m + r);
-      for (int64_t c = 0; c < d; c++) err = ex_diff(err, o_all[row * d + c], o_ref[ref * d + c]);
-      err_lse = ex_diff(err_lse, lse_all[row], lse_ref[ref]);
-      if (isfinite(lse_ref[ref]) && fabs((double)lse_ref[ref]) > lse_max)
-        lse_max = fabs((double)lse_ref[ref]);
-    }
-  const double vmax = ex_max_abs(v_all, kv_elems), slack = ex_merge_slack(s->size, lse_max, vmax);
-  const double lse_tol = ex_lse_allowed(lse_abs, lse_rel, s->size, lse_max);
-  ok = err <= bound + slack && err_lse <= lse_tol;
+  ok = ex_row_check_ok(&c);
   printf("check: %lld query row%s per head against txattn_reference over all %lld keys:\n"
          "  max|O - O_ref| = %.3g (allowed %.3g: txattn_error_bound %.3g + the merge's roundings "
          "%.3g)\n  max|lse - lse_ref| = %.3g (allowed %.3g) ... %s\n",
-         (long long)m, m == 1 ? "" : "s", (long long)op->n_kv, err, bound + slack, bound, slack,
-         err_lse, lse_tol, ok ? "ok" : "FAILED");
+         (long long)m, m == 1 ? "" : "s", (long long)op->n_kv, c.err, c.allowed, c.bound,
+         c.allowed - c.bound, c.err_lse, c.allowed_lse, ok ? "ok" : "FAILED");
 out:
   free(k_all), free(v_all), free(o_ref), free(lse_ref);
   return ok;

@@ -100,6 +100,51 @@ double ex_lse_allowed(double abs, double rel, int P, double lse_max) {
   return abs + rel * lse_max + ex_merge_slack_lse(P, lse_max);
 }
 
+/* Largest finite |V| over the V rows 0..n_kv of every head (t's layout, or contiguous). */
+static double max_abs_v(const txattn_problem *r, const txattn_tensors *t) {
+  const txattn_layout l = t->v_layout;
+  const int64_t row = l.row ? l.row : r->d_v, head = l.head ? l.head : r->n_kv * r->d_v;
+  double m = 0;
+  for (int64_t h = 0; h < r->heads_kv; h++)
+    for (int64_t j = 0; j < r->n_kv; j++) {
+      const double x = ex_max_abs(t->v + h * head + j * row, (size_t)r->d_v);
+      m = x > m ? x : m;
+    }
+  return m;
+}
+
+int ex_check_rows(const char *prog, const txattn_problem *p, const txattn_tensors *t,
+                  const float *o, const float *lse, ex_row_of row_of, const void *arg, int merges,
+                  ex_row_check *out) {
+  txattn_problem r;
+  double lse_abs = 0, lse_rel = 0;
+  if (ex_failed(prog, 0, txattn_problem_resolve(p, &r), "txattn_problem_resolve") ||
+      ex_failed(prog, 0, txattn_reference(p, t), "txattn_reference") ||
+      ex_failed(prog, 0, txattn_error_bound(p, t, &out->bound), "txattn_error_bound") ||
+      ex_failed(prog, 0, txattn_lse_error_bound(p, t, &lse_abs, &lse_rel),
+                "txattn_lse_error_bound"))
+    return 0;
+  const int64_t d = r.d_v;
+  double lse_max = 0;
+  out->err = out->err_lse = 0;
+  for (int64_t h = 0; h < r.heads_q; h++)
+    for (int64_t i = 0; i < r.n_q; i++) {
+      const size_t row = row_of(arg, h, i), ref = (size_t)(h * r.n_q + i);
+      for (int64_t c = 0; c < d; c++)
+        out->err = ex_diff(out->err, o[row * d + c], t->o[ref * d + c]);
+      out->err_lse = ex_diff(out->err_lse, lse[row], t->lse[ref]);
+      if (isfinite(t->lse[ref]) && fabs((double)t->lse[ref]) > lse_max)
+        lse_max = fabs((double)t->lse[ref]);
+    }
+  out->allowed = out->bound + ex_merge_slack(merges, lse_max, max_abs_v(&r, t));
+  out->allowed_lse = ex_lse_allowed(lse_abs, lse_rel, merges, lse_max);
+  return 1;
+}
+
+int ex_row_check_ok(const ex_row_check *c) {
+  return c->err <= c->allowed && c->err_lse <= c->allowed_lse;
+}
+
 double ex_max_abs(const float *x, size_t n) {
   double m = 0;
   for (size_t i = 0; i < n; i++)

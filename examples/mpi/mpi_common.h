@@ -1,6 +1,7 @@
 /* What mpi_attention.c and mpi_ring.c share: option parsing, the inputs (a hash of each element's
  * global index, so a rank makes its own part and rank 0 the whole), the merge's rounding slack,
- * the comparisons of the checks and the medians of the timings. */
+ * the check of merged rows against txattn_reference and the medians of the timings. Only the
+ * public API of libtxattn. */
 #ifndef EXAMPLES_MPI_COMMON_H
 #define EXAMPLES_MPI_COMMON_H
 
@@ -47,6 +48,29 @@ double ex_merge_slack_lse(int P, double lse_max);
    txattn_lse_error_bound (abs, rel) at lse_max, which also bounds each part's error (a part's keys
    are among the whole's), plus ex_merge_slack_lse(P, lse_max). */
 double ex_lse_allowed(double abs, double rel, int P, double lse_max);
+
+/* A check of merged rows against txattn_reference (ex_check_rows). */
+typedef struct ex_row_check {
+  double err, err_lse;         /* max|O - O_ref| and max|lse - lse_ref| (NaN if a value is NaN) */
+  double bound;                /* txattn_error_bound of the problem */
+  double allowed, allowed_lse; /* what err and err_lse may be: the bounds + the merges' slack */
+} ex_row_check;
+
+/* Where the result holds reference row (h, i) (query head h, row i of p): its o at that row times
+   d_v, its lse at that row. */
+typedef size_t (*ex_row_of)(const void *arg, int64_t h, int64_t i);
+
+/* Computes txattn_reference(p, t) into t->o and t->lse (p->lse set, batch 1), its
+   txattn_error_bound and txattn_lse_error_bound, and compares every row of the reference with the
+   merged result's row row_of(arg, h, i) of o and lse (merged from up to `merges` partials), into
+   *out: err is allowed the O bound plus ex_merge_slack over max|V| (the V rows of t up to n_kv,
+   every key counted), err_lse ex_lse_allowed. Returns 1 when the calls succeeded (then
+   ex_row_check_ok says whether the rows passed), else 0, having printed which call failed. */
+int ex_check_rows(const char *prog, const txattn_problem *p, const txattn_tensors *t,
+                  const float *o, const float *lse, ex_row_of row_of, const void *arg, int merges,
+                  ex_row_check *out);
+/* err and err_lse within what they are allowed (a NaN fails). */
+int ex_row_check_ok(const ex_row_check *c);
 
 /* Largest finite |x[i]|. */
 double ex_max_abs(const float *x, size_t n);

@@ -377,6 +377,18 @@ static int64_t gathered_row(const ring_state *s, int c, int64_t g, int64_t h) {
   return s->opt.heads * s->rank_off[r] + h * s->rank_len[r] + s->local[c] + g - s->start[c];
 }
 
+/* Position g (of chunk c) of every head, for ex_check_rows (one query row a head). */
+typedef struct gathered_at {
+  const ring_state *s;
+  int c;
+  int64_t g;
+} gathered_at;
+static size_t gathered_at_row(const void *arg, int64_t h, int64_t i) {
+  const gathered_at *a = arg;
+  (void)i; /* 0: one row */
+  return (size_t)gathered_row(a->s, a->c, a->g, h);
+}
+
 /* Rank 0: the gathered rows against txattn_reference, one call per checked position g over the
    keys it sees (all n, or 0..g when causal), so each row is judged by its own txattn_error_bound.
    The merges add the roundings of mpi_attention's Allreduce over as many partials as a row
@@ -422,26 +434,12 @@ static int check_rows(const ring_state *s, const float *o_all, const float *lse_
     t.v_layout = kv_layout;
     t.o = o_ref;
     t.lse = lse_ref;
-    double bound = 0, lse_abs = 0, lse_rel = 0;
-    if (failed(s, txattn_reference(&p, &t), "txattn_reference") ||
-        failed(s, txattn_error_bound(&p, &t, &bound), "txattn_error_bound") ||
-        failed(s, txattn_lse_error_bound(&p, &t, &lse_abs, &lse_rel), "txattn_lse_error_bound"))
+    const gathered_at at = {s, c, g};
+    ex_row_check k;
+    if (!ex_check_rows("mpi_ring", &p, &t, o_all, lse_all, gathered_at_row, &at, merges, &k))
       goto out;
-    double e = 0, e_lse = 0, lse_max = 0, vmax = 0;
-    for (int64_t h = 0; h < op->heads; h++) {
-      const int64_t row = gathered_row(s, c, g, h);
-      for (int64_t k = 0; k < d; k++) e = ex_diff(e, o_all[row * d + k], o_ref[h * d + k]);
-      e_lse = ex_diff(e_lse, lse_all[row], lse_ref[h]);
-      if (isfinite(lse_ref[h]) && fabs((double)lse_ref[h]) > lse_max)
-        lse_max = fabs((double)lse_ref[h]);
-    }
-    for (int64_t h = 0; h < op->heads_kv; h++) {
-      const double v = ex_max_abs(v_all + h * n * d, (size_t)(n_kv * d));
-      vmax = v > vmax ? v : vmax;
-    }
-    const double allowed = bound + ex_merge_slack(merges, lse_max, vmax),
-                 allowed_lse = ex_lse_allowed(lse_abs, lse_rel, merges, lse_max);
-    if (!(e <= allowed && e_lse <= allowed_lse) && bad++ < 5) /* NaN fails too */
+    const double e = k.err, e_lse = k.err_lse, allowed = k.allowed, allowed_lse = k.allowed_lse;
+    if (!ex_row_check_ok(&k) && bad++ < 5) /* NaN fails too */
       printf("check: position %lld (chunk %d): max|O - O_ref| = %.3g (allowed %.3g), "
              "max|lse - lse_ref| = %.3g (allowed %.3g) ... FAILED\n",
              (long long)g, c, e, allowed, e_lse, allowed_lse);

@@ -2,8 +2,9 @@
  * -mavx512f (the plugins add DQ/BW/VL for their ISA check) and -mfma.
  *
  * Differs from vec_avx2.h only in the intrinsics; the semantics of each function are those of
- * vec_scalar.h. This mapping cannot run on the development VM (no AVX-512): it is kept one-to-one
- * with the AVX2 layer, which the tests exercise. */
+ * vec_scalar.h. Beyond that layer: vf_hsum16 and vf_loadu_bf16x2 (VF_HAVE_*), which the direct
+ * path uses where they exist. On a CPU without AVX-512 the tests run this layer through
+ * tests/emulation/avx512_emulation.h. */
 #ifndef VEC_AVX512_H
 #define VEC_AVX512_H
 
@@ -72,6 +73,34 @@ static inline float vf_hsum(vf x) {
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
 }
+/* The sums of 16 vectors at once: lane 4 g + i of the result is the sum of x[4 g + i]'s lanes. A
+   transposing tree of 45 shuffles and adds, where 16 vf_hsum take 128: the direct path's 4 x 4 score
+   tiles (tiled_direct_algo.h) end in it. The lanes are summed in another order than vf_hsum's. */
+#define VF_HAVE_HSUM16 1
+static inline __m512 vf_hsum4(const vf *x) {
+  /* 128-bit lane j of the result: x[0..3]'s partial sums over their own lane j */
+  const __m512 a = _mm512_add_ps(_mm512_unpacklo_ps(x[0], x[1]), _mm512_unpackhi_ps(x[0], x[1]));
+  const __m512 b = _mm512_add_ps(_mm512_unpacklo_ps(x[2], x[3]), _mm512_unpackhi_ps(x[2], x[3]));
+  return _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
+                       _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+static inline vf vf_hsum16(const vf *x) {
+  const __m512 w0 = vf_hsum4(x), w1 = vf_hsum4(x + 4), w2 = vf_hsum4(x + 8), w3 = vf_hsum4(x + 12);
+  /* lanes (w0 L0+L1, w0 L2+L3, w1 L0+L1, w1 L2+L3), and the same of w2, w3 */
+  const __m512 p = _mm512_add_ps(_mm512_shuffle_f32x4(w0, w1, _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm512_shuffle_f32x4(w0, w1, _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512 q = _mm512_add_ps(_mm512_shuffle_f32x4(w2, w3, _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm512_shuffle_f32x4(w2, w3, _MM_SHUFFLE(3, 1, 3, 1)));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(p, q, _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_f32x4(p, q, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+/* Lanes 4 g .. 4 g + 3 of x to s + g ld, for g = 0 .. 3. */
+static inline void vf_store4x4(float *s, int64_t ld, vf x) {
+  _mm_storeu_ps(s, _mm512_castps512_ps128(x));
+  _mm_storeu_ps(s + ld, _mm512_extractf32x4_ps(x, 1));
+  _mm_storeu_ps(s + 2 * ld, _mm512_extractf32x4_ps(x, 2));
+  _mm_storeu_ps(s + 3 * ld, _mm512_extractf32x4_ps(x, 3));
+}
 /* The 8 x 8 ymm transpose of vec_avx2.h, verbatim (that one is tested on this machine). */
 static inline void vf_transpose8(const float *const *src, int64_t c, float *dst, int64_t ld) {
   __m256 t0 = _mm256_unpacklo_ps(_mm256_loadu_ps(src[0] + c), _mm256_loadu_ps(src[1] + c));
@@ -113,6 +142,15 @@ static inline vf vf_loadu_f16(const uint16_t *p) {
 static inline vf vf_loadu_bf16(const uint16_t *p) {
   __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p));
   return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+}
+/* 2 VEC_W bf16 values as two vectors, one op each: *even their even elements, *odd their odd ones
+   (the bf16 in the high half of a 32-bit lane is that lane's float). A consumer that permutes its
+   other operand alike (tiled_direct_algo.h's TD_BF16X2) saves vf_loadu_bf16's widening shuffle. */
+#define VF_HAVE_BF16X2 1
+static inline void vf_loadu_bf16x2(const uint16_t *p, vf *even, vf *odd) {
+  const __m512i w = _mm512_loadu_si512((const void *)p);
+  *even = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+  *odd = _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32((int)0xFFFF0000u)));
 }
 static inline void vf_storeu_f16(uint16_t *p, vf x) {
   _mm256_storeu_si256((__m256i *)p,

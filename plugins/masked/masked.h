@@ -15,6 +15,7 @@ typedef struct masked_geometry {
   int64_t stacked;                   /* block_rows * block_heads: rows of S in one task */
   size_t scratch_floats;             /* one thread's scratch, each part rounded to 64 bytes */
   size_t off_s, off_o, off_k, off_v; /* where S, packed O, K, V start in it (packed Q: at 0) */
+  size_t off_pv, off_c; /* stacked x d_v each: one key span's P V, and O's Kahan terms */
 } masked_geometry;
 
 /* The tunable "block_rows" default for p: S blocks of stacked x n_kv floats stay about 1 MiB. */

@@ -127,7 +127,27 @@ static float *result_row(const txattn_kernel_call *call, const masked_geometry *
   return scratch + g->off_o + r * call->problem->d_v;
 }
 
-/* O rows = P V: one dense sgemm when V is finite, else per row over its visible keys only. */
+/* Keys per P V product. A product over all n_kv keys rounds each output element once per key: where
+   the weights are nearly equal and V has a mean far from 0 those roundings drift one way, by about
+   n_kv u relative (2.5 times the error bound at 16384 keys). Each span of MASKED_PV_SPAN keys is
+   summed fresh and added into O with Kahan's compensation, as the tiled kernels do (TILED_PV_SPAN,
+   docs/error_bound.md, the bound on O): the drift stays that of one span. */
+#define MASKED_PV_SPAN 256
+
+/* acc + x with Kahan's compensation cmp (the true sum is acc - cmp) for n elements. cmp is kept
+   finite: where acc becomes infinite (an infinite V, an fp32 overflow) Kahan's (t - s) - y is
+   Inf - Inf, and that NaN would turn the infinite acc NaN at the next span, unlike the reference;
+   a term that is not finite is dropped (c - c is 0 exactly when c is finite). */
+static void kahan_add(float *acc, float *cmp, const float *x, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    const float s = acc[i], y = x[i] - cmp[i], t = s + y, c = (t - s) - y;
+    cmp[i] = c - c == 0.0f ? c : 0.0f;
+    acc[i] = t;
+  }
+}
+
+/* O rows = P V over spans of keys (MASKED_PV_SPAN) when V is finite or every key is visible, else
+   per row over its visible keys only. */
 static void weighted_values(const txattn_kernel_call *call, const masked_geometry *g,
                             const masked_task *t, const float *s, float *scratch) {
   const txattn_problem *p = call->problem;
@@ -142,6 +162,23 @@ static void weighted_values(const txattn_kernel_call *call, const masked_geometr
       txattn_visible_range(p, t->i0 + r % t->rows, &lo, &hi);
       visible_weighted_sum(s + r * p->n_kv, v, ldv, lo, hi, p->d_v,
                            result_row(call, g, t, r, scratch));
+    }
+    return;
+  }
+  if (p->n_kv > MASKED_PV_SPAN) {
+    const int64_t n = m * p->d_v;
+    float *acc = scratch + g->off_o, *pv = scratch + g->off_pv, *cmp = scratch + g->off_c;
+    memset(cmp, 0, (size_t)n * sizeof(float));
+    for (int64_t j = 0; j < p->n_kv; j += MASKED_PV_SPAN) {
+      const int64_t kn = p->n_kv - j < MASKED_PV_SPAN ? p->n_kv - j : MASKED_PV_SPAN;
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)m, (blasint)p->d_v,
+                  (blasint)kn, 1.0f, s + j, (blasint)p->n_kv, v + j * ldv, ldv, 0.0f, j ? pv : acc,
+                  (blasint)p->d_v);
+      if (j) kahan_add(acc, cmp, pv, n);
+    }
+    for (int64_t r = 0; r < m; r++) { /* into o, or in place for a 16-bit o (result_row) */
+      float *out = result_row(call, g, t, r, scratch);
+      for (int64_t c = 0; c < p->d_v; c++) out[c] = acc[r * p->d_v + c] - cmp[r * p->d_v + c];
     }
     return;
   }

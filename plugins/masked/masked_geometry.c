@@ -33,14 +33,19 @@ int masked_geometry_init(masked_geometry *g, const txattn_problem *p, int64_t bl
   g->tasks = p->batch * p->heads_kv * g->head_blocks * g->row_blocks;
   g->stacked = g->block_rows * g->block_heads;
 
-  /* Layout of one thread's scratch: packed Q | S | packed O | packed K | packed V. A 16-bit q, k or
-     v is always packed (widened to fp32: whole K and V heads), a 16-bit o always computed in the
-     packed O (masked_block.c), so these sizes hold for every type. */
+  /* Layout of one thread's scratch: packed Q | S | packed O | P V of a span | O's Kahan terms |
+     packed K | packed V. A 16-bit q, k or v is always packed (widened to fp32: whole K and V heads),
+     a 16-bit o always computed in the packed O (masked_block.c), so these sizes hold for every
+     type. */
   size_t floats = 0;
   if (!add_part(&floats, g->stacked, p->d_qk)) return 0;
   g->off_s = floats;
   if (!add_part(&floats, g->stacked, p->n_kv)) return 0;
   g->off_o = floats;
+  if (!add_part(&floats, g->stacked, p->d_v)) return 0;
+  g->off_pv = floats;
+  if (!add_part(&floats, g->stacked, p->d_v)) return 0;
+  g->off_c = floats;
   if (!add_part(&floats, g->stacked, p->d_v)) return 0;
   g->off_k = floats;
   if (!add_part(&floats, p->n_kv, p->d_qk)) return 0;

@@ -34,6 +34,7 @@
 #ifndef TILED_ALGO_H
 #define TILED_ALGO_H
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -96,6 +97,13 @@ TILED_INLINE vf tl_loadu_as(const void *row, const int t, int64_t c) {
   if (t == TXATTN_DTYPE_F16) return vf_loadu_f16((const uint16_t *)row + c);
   return vf_loadu_bf16((const uint16_t *)row + c);
 }
+/* Where the vector layer has vf_loadu_bf16x2 and the direct path's P V tiles are whole pairs of
+   vectors: the row "type" of bf16 K and V read 2 VEC_W elements at a time as their even and their odd
+   elements (tiled_direct_algo.h, TD_BF16X2), so register 2 c + 1 of a row holds the odd elements of
+   the columns whose even ones register 2 c holds. Not a txattn_dtype. */
+#if defined(VF_HAVE_BF16X2) && TILED_DNT % 2 == 0
+#define TL_BF16X2 0x7F
+#endif
 /* Element c of a row of (run-time) type t: the row loaders' Q, once per row. */
 static inline float tl_elem(const void *row, txattn_dtype t, int64_t c) {
   switch (t) {
@@ -329,9 +337,19 @@ TILED_INLINE void tl_pv_keys(vf o[TILED_PV_ROWS][TILED_PV_COLS], const float *p,
   for (int64_t j = j0; j < j1; j++) {
     vf vv[TILED_PV_COLS];
 #pragma GCC unroll 8
-    for (int n = 0; n < nrv; n++)
+    for (int n = 0; n < nrv; n++) {
+#ifdef TL_BF16X2
+      if (vt == TL_BF16X2) { /* nrv is even: the odd case only keeps the compiler content */
+        if (n + 1 == nrv && n % 2 == 0)
+          vv[n] = vf_zero();
+        else if (n % 2 == 0)
+          vf_loadu_bf16x2((const uint16_t *)v + j * vld + n * VEC_W, &vv[n], &vv[n + 1]);
+        continue;
+      }
+#endif
       vv[n] = vt == TXATTN_DTYPE_F32 ? vf_load((const float *)v + j * vld + n * VEC_W)
                                      : tl_loadu_as((const uint16_t *)v + j * vld, vt, n * VEC_W);
+    }
 #pragma GCC unroll 8
     for (int r = 0; r < mr; r++) {
       vf pb = vf_bcast(p + r * pld + j);
@@ -373,8 +391,15 @@ TILED_INLINE void tl_pv_acc(float *acc, int64_t ald, const float *alpha, const f
   tl_pv_acc_as(acc, ald, alpha, p, pld, v, vld, j0, j1, mr, nrv, TXATTN_DTYPE_F32);
 }
 
+/* z with infinities replaced by +-FLT_MAX (NaN stays NaN). */
+TILED_INLINE vf tl_clamp_finite(vf z) {
+  return vf_min(vf_set1(FLT_MAX), vf_max(vf_set1(-FLT_MAX), z));
+}
+
 /* acc + x with Kahan's compensation c (acc and c first scaled by a unless a is 1), for one vector:
-   the true sum is acc - c. */
+   the true sum is acc - c. c is always finite (or NaN with acc): where acc becomes infinite (an
+   infinite V, or an fp32 overflow), Kahan's (t - s) - y would be Inf - Inf, and a NaN c would turn
+   the next add's infinite acc into NaN, unlike the reference. The clamps change no finite step. */
 TILED_INLINE void tl_kahan_add(float *acc, float *cmp, vf x, vf a, int scale) {
   vf s = vf_load(acc), c = vf_load(cmp);
   if (scale) {
@@ -382,7 +407,8 @@ TILED_INLINE void tl_kahan_add(float *acc, float *cmp, vf x, vf a, int scale) {
     c = vf_mul(c, a);
   }
   const vf y = vf_sub(x, c), t = vf_add(s, y);
-  vf_store(cmp, vf_sub(vf_sub(t, s), y));
+  /* with t clamped, an infinite t gives an infinite c, never Inf - Inf */
+  vf_store(cmp, tl_clamp_finite(vf_sub(vf_sub(tl_clamp_finite(t), s), y)));
   vf_store(acc, t);
 }
 
@@ -430,14 +456,10 @@ TILED_INLINE void tl_pv_tile(float *acc, float *cmp, int64_t ald, const float *a
 }
 
 /* acc = acc - cmp (the compensated sums) for nr rows of ld floats, before they are written or
-   merged. An acc that overflows to an infinity (an infinite V, or sums beyond fp32 before the
-   division) makes its Kahan term NaN: in the last span acc is kept, earlier the next add makes acc
-   NaN, and the row comes out NaN rather than infinite. */
+   merged. cmp is finite wherever acc is not NaN (tl_kahan_add), so an infinite acc stays the same
+   infinity, as in the reference. */
 static void tl_fold_acc(float *acc, const float *cmp, int64_t nr, int64_t ld) {
-  for (int64_t i = 0; i < nr * ld; i++) {
-    const float x = acc[i] - cmp[i];
-    if (!isnan(x) || isnan(acc[i])) acc[i] = x;
-  }
+  for (int64_t i = 0; i < nr * ld; i++) acc[i] -= cmp[i];
 }
 
 /* tl_pv_tile on the V panel of columns [col, col + NRV W) (narrower for the last panel). */

@@ -26,15 +26,16 @@
  *  2. online softmax exactly as the tiled path's (tl_softmax_rows);
  *  3. pv = pv * alpha + P V over the keys every row sees, TILED_DNT vectors of columns at a time
  *     (tl_pv_acc), then row by row over the ragged rest, so a key a row does not see is never
- *     multiplied into it; every TD_SPAN chunks pv is added into acc with Kahan's compensation and
+ *     multiplied into it; every TD_SPAN_KEYS keys pv is added into acc with Kahan's compensation and
  *     restarted from zero (td_flush), so that a long row's output does not drift.
  * Padding columns of V make padding columns of acc, which are never written out. Same semantics as
  * the tiled path: unscaled scores and maxima, deferred normalisation, NaN spread over the row. */
 #ifndef TILED_DIRECT_ALGO_H
 #define TILED_DIRECT_ALGO_H
 
-#define TD_RG TILED_DIRECT_ROWS
-#define TD_KC TILED_DIRECT_CHUNK
+#define TD_RG  TILED_DIRECT_ROWS
+#define TD_KC  TILED_DIRECT_CHUNK     /* keys per chunk where rows are copied or prefetched */
+#define TD_SLD TILED_DIRECT_CHUNK_MAX /* floats per row of the chunk's scores (s->s) */
 
 /* How the chunk loop reads K and V, a constant in each of its instantiations:
  *  TD_COPY32  fp32 K and V, copied into the fp32 chunk buffers (the fp32 path);
@@ -42,12 +43,24 @@
  *             or a head size with a column tail);
  *  TD_F16, TD_BF16  K and V both of that type, head sizes whole vectors: the micro-kernels read
  *             the rows in place and widen them in registers, and the copier only prefetches
- *             (where TD_PREFETCH_IN_PLACE). */
-enum { TD_COPY32, TD_COPY16, TD_F16, TD_BF16 };
+ *             (where TD_PREFETCH_IN_PLACE);
+ *  TD_BF16X2  bf16 K and V read in place 2 VEC_W elements at a time as their even and their odd
+ *             elements (TL_BF16X2: one op a vector where widening takes two), head sizes whole pairs
+ *             of vectors: the queries and the accumulators hold each pair of vectors' columns in
+ *             that order too (td_load_rows, td_unpair_rows). */
+enum { TD_COPY32, TD_COPY16, TD_F16, TD_BF16, TD_BF16X2 };
 #define TD_IN_PLACE(mode) ((mode) >= TD_F16)
 /* The element type the micro-kernels read. */
+#ifdef TL_BF16X2
+#define TD_SRC_TYPE(mode)                                                                          \
+  ((mode) == TD_F16      ? TXATTN_DTYPE_F16                                                        \
+   : (mode) == TD_BF16   ? TXATTN_DTYPE_BF16                                                       \
+   : (mode) == TD_BF16X2 ? TL_BF16X2                                                               \
+                         : TXATTN_DTYPE_F32)
+#else
 #define TD_SRC_TYPE(mode)                                                                          \
   ((mode) == TD_F16 ? TXATTN_DTYPE_F16 : (mode) == TD_BF16 ? TXATTN_DTYPE_BF16 : TXATTN_DTYPE_F32)
+#endif
 /* 16-bit rows are prefetched this many chunks ahead of the chunk being copied or read (fp32 rows
    one): the same bytes in flight as fp32 rows one chunk ahead. */
 #define TD_AHEAD16 2
@@ -157,6 +170,10 @@ static void td_prefetch_some(td_copier *cp, int64_t n) {
    AVX-512 loop 1.2-1.6x slower on the Zen 4 VM, while the AVX2 loop there was 1.2-1.4x slower
    without them at two threads (docs/measurements.md). */
 #define TD_PREFETCH_IN_PLACE (VEC_W < 16)
+/* Keys per chunk in each mode (tiled_internal.h). */
+#define TD_CHUNK_KEYS(mode)                                                                        \
+  (TD_IN_PLACE(mode) && !TD_PREFETCH_IN_PLACE ? TILED_DIRECT_CHUNK_IN_PLACE : TD_KC)
+
 TILED_INLINE void td_copy(td_copier *cp, int64_t n, const int mode) {
   if (mode == TD_COPY32)
     td_copy_some(cp, n);
@@ -172,10 +189,33 @@ TILED_INLINE const void *td_at(const void *base, const int t, int64_t i) {
   return (const uint16_t *)base + i;
 }
 
-/* Queries (times qsign) of rows [t0, t1) into s->qp, zero-padded to dqkp; ranges clipped to
-   [k0, k1). */
+/* The n floats of x (n a multiple of 2 VEC_W), each 2 VEC_W as their even elements then their odd
+   ones (td_pair_row), and back (td_unpair_row). */
+static void td_pair_row(float *x, int64_t n) {
+  float t[2 * VEC_W];
+  for (int64_t c = 0; c < n; c += 2 * VEC_W) {
+    for (int i = 0; i < VEC_W; i++) {
+      t[i] = x[c + 2 * i];
+      t[VEC_W + i] = x[c + 2 * i + 1];
+    }
+    memcpy(x + c, t, sizeof t);
+  }
+}
+static void td_unpair_row(float *x, int64_t n) {
+  float t[2 * VEC_W];
+  for (int64_t c = 0; c < n; c += 2 * VEC_W) {
+    for (int i = 0; i < VEC_W; i++) {
+      t[2 * i] = x[c + i];
+      t[2 * i + 1] = x[c + VEC_W + i];
+    }
+    memcpy(x + c, t, sizeof t);
+  }
+}
+
+/* Queries (times qsign) of rows [t0, t1) into s->qp, zero-padded to dqkp, each 2 VEC_W columns as
+   their even then their odd ones if pairs (TD_BF16X2); ranges clipped to [k0, k1). */
 static void td_load_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int64_t t1,
-                         int64_t k0, int64_t k1, const tiled_scratch *s) {
+                         int64_t k0, int64_t k1, const tiled_scratch *s, int pairs) {
   const txattn_tensors *t = g->t;
   const int64_t nr = t1 - t0, dqkp = g->dqkp;
   for (int64_t r = 0; r < nr; r++) {
@@ -189,6 +229,7 @@ static void td_load_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0
     else
       for (; c < g->dqk; c++) qr[c] = tl_elem(q, qt, c) * g->qsign;
     for (; c < dqkp; c++) qr[c] = 0.0f;
+    if (pairs) td_pair_row(qr, dqkp);
     txattn_visible_range(g->p, i, &lo, &hi);
     s->lo[r] = tl_clamp(lo, k0, k1);
     s->hi[r] = tl_clamp(hi, k0, k1);
@@ -202,10 +243,16 @@ static void td_load_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0
 }
 
 /* acc = acc * pv_alpha + pv with Kahan's compensation (tl_kahan_add) for the nr rows, and pv, the
-   sum of P V over the last TD_SPAN chunks at most (scaled by each chunk's alpha as acc was before),
-   restarted from zero: acc then errs by about TD_SPAN x TD_KC u relative however long the row
-   (docs/error_bound.md, the bound on O), and the chunks' FMAs are as without compensation. */
-#define TD_SPAN 8
+   sum of P V over the last TD_SPAN_KEYS keys at most (whole chunks, scaled by each chunk's alpha as
+   acc was before), restarted from zero: acc then errs by about TD_SPAN_KEYS u relative however
+   long the row (docs/error_bound.md, the bound on O), and the chunks' FMAs are as without
+   compensation. */
+#define TD_SPAN_KEYS 128
+_Static_assert(TD_SPAN_KEYS % TILED_DIRECT_CHUNK_IN_PLACE == 0 &&
+                   TD_SPAN_KEYS % TILED_DIRECT_CHUNK == 0 &&
+                   TILED_DIRECT_CHUNK_MAX >= TILED_DIRECT_CHUNK_IN_PLACE &&
+                   TILED_DIRECT_CHUNK_MAX >= TILED_DIRECT_CHUNK,
+               "chunks divide the P V span and fit the score rows");
 static void td_flush(const tiled_geom *g, const tiled_scratch *s, int64_t nr) {
   const int64_t dvp = g->dvp;
   for (int64_t r = 0; r < nr; r++) {
@@ -232,19 +279,42 @@ TILED_INLINE void td_dot(const float *q, const void *k, int64_t kld, int64_t dp,
   for (int r = 0; r < nr; r++)
 #pragma GCC unroll 8
     for (int n = 0; n < nk; n++) a[r][n] = vf_zero();
-  for (int64_t c = 0; c < dp; c += VEC_W) {
-    vf kv[TILED_DNK];
+#ifdef TL_BF16X2
+  if (kt == TL_BF16X2) { /* even then odd elements, as the queries' columns (td_load_rows) */
+    for (int64_t c = 0; c < dp; c += 2 * VEC_W) {
+      vf ke[TILED_DNK], ko[TILED_DNK];
 #pragma GCC unroll 8
-    for (int n = 0; n < nk; n++)
-      kv[n] = kt == TXATTN_DTYPE_F32 ? vf_load((const float *)k + n * kld + c)
-                                     : tl_loadu_as((const uint16_t *)k + n * kld, kt, c);
+      for (int n = 0; n < nk; n++)
+        vf_loadu_bf16x2((const uint16_t *)k + n * kld + c, &ke[n], &ko[n]);
 #pragma GCC unroll 8
-    for (int r = 0; r < nr; r++) {
-      vf qv = vf_load(q + r * dp + c);
+      for (int r = 0; r < nr; r++) {
+        vf qe = vf_load(q + r * dp + c), qo = vf_load(q + r * dp + c + VEC_W);
 #pragma GCC unroll 8
-      for (int n = 0; n < nk; n++) a[r][n] = vf_fma(qv, kv[n], a[r][n]);
+        for (int n = 0; n < nk; n++) a[r][n] = vf_fma(qo, ko[n], vf_fma(qe, ke[n], a[r][n]));
+      }
     }
+  } else
+#endif
+    for (int64_t c = 0; c < dp; c += VEC_W) {
+      vf kv[TILED_DNK];
+#pragma GCC unroll 8
+      for (int n = 0; n < nk; n++)
+        kv[n] = kt == TXATTN_DTYPE_F32 ? vf_load((const float *)k + n * kld + c)
+                                       : tl_loadu_as((const uint16_t *)k + n * kld, kt, c);
+#pragma GCC unroll 8
+      for (int r = 0; r < nr; r++) {
+        vf qv = vf_load(q + r * dp + c);
+#pragma GCC unroll 8
+        for (int n = 0; n < nk; n++) a[r][n] = vf_fma(qv, kv[n], a[r][n]);
+      }
+    }
+#ifdef VF_HAVE_HSUM16
+  _Static_assert(TILED_DNK == 4 && TD_RG == 4, "a[][] is 16 vectors in a row");
+  if (nr == 4 && nk == 4) {
+    vf_store4x4(s, sld, vf_hsum16(&a[0][0]));
+    return;
   }
+#endif
 #pragma GCC unroll 8
   for (int r = 0; r < nr; r++)
 #pragma GCC unroll 8
@@ -261,9 +331,9 @@ TILED_INLINE void td_scores(const tiled_geom *g, const tiled_scratch *s, const v
   int64_t j = ua;
   for (; j + TILED_DNK <= ub; j += TILED_DNK) {
     td_copy(cp, cp->step, mode);
-    td_dot(s->qp, td_at(kc, kt, j * kld), kld, dqkp, s->s + j, TD_KC, nr, TILED_DNK, kt);
+    td_dot(s->qp, td_at(kc, kt, j * kld), kld, dqkp, s->s + j, TD_SLD, nr, TILED_DNK, kt);
   }
-  for (; j < ub; j++) td_dot(s->qp, td_at(kc, kt, j * kld), kld, dqkp, s->s + j, TD_KC, nr, 1, kt);
+  for (; j < ub; j++) td_dot(s->qp, td_at(kc, kt, j * kld), kld, dqkp, s->s + j, TD_SLD, nr, 1, kt);
 }
 
 /* ---- 3. acc = acc * alpha + P V ---- */
@@ -281,10 +351,10 @@ TILED_INLINE void td_pv_rows(const tiled_geom *g, float *acc, const float *alpha
 #define TD_PV_TILE(nrv)                                                                            \
   do {                                                                                             \
     if (vt == TXATTN_DTYPE_F32)                                                                    \
-      tl_pv_acc(acc + col * VEC_W, dvp, alpha, p, TD_KC, (const float *)v + col * VEC_W, dvp, j0,  \
+      tl_pv_acc(acc + col * VEC_W, dvp, alpha, p, TD_SLD, (const float *)v + col * VEC_W, dvp, j0, \
                 j1, mr, nrv);                                                                      \
     else                                                                                           \
-      tl_pv_acc_as(acc + col * VEC_W, dvp, alpha, p, TD_KC, (const uint16_t *)v + col * VEC_W,     \
+      tl_pv_acc_as(acc + col * VEC_W, dvp, alpha, p, TD_SLD, (const uint16_t *)v + col * VEC_W,    \
                    vld, j0, j1, mr, nrv, vt);                                                      \
   } while (0)
   for (; col + TILED_DNT <= full; col += TILED_DNT) {
@@ -334,7 +404,7 @@ TILED_INLINE void td_pv(const tiled_geom *g, const tiled_scratch *s, const void 
   for (int64_t r = 0; r < nr; r++) {
     int64_t a, b;
     float *pv = s->pv + r * dvp;
-    const float *p = s->s + r * TD_KC;
+    const float *p = s->s + r * TD_SLD;
     tl_row_keys(s, r, c0, nk, &a, &b);
     if (common) {
       if (a < sp->ca) td_pv_rows(g, pv, NULL, p, vc, vld, a, sp->ca, 1, cp, mode);
@@ -358,7 +428,7 @@ TILED_INLINE void td_chunk_rows(const tiled_geom *g, const tiled_scratch *s, con
   const tiled_span sp = tl_rows_span(s, 0, nr, c0, nk);
   if (sp.ga < sp.gb) { /* else m, l, acc unchanged */
     td_scores(g, s, kc, kld, sp.ga, sp.gb, cp, nr, mode);
-    tl_softmax_rows(g, s, 0, nr, TD_KC, c0, nk);
+    tl_softmax_rows(g, s, 0, nr, TD_SLD, c0, nk);
     for (int r = 0; r < nr; r++) s->pv_alpha[r] *= s->alpha[r];
     td_pv(g, s, vc, vld, cp, &sp, c0, nk, nr, mode);
   }
@@ -394,6 +464,9 @@ TD_CHUNK_MODE(td_chunk, TD_COPY32)
 TD_CHUNK_MODE(td_chunk16, TD_COPY16)
 TD_CHUNK_MODE(td_chunk_f16, TD_F16)
 TD_CHUNK_MODE(td_chunk_bf16, TD_BF16)
+#ifdef TL_BF16X2
+TD_CHUNK_MODE(td_chunk_bf16x2, TD_BF16X2)
+#endif
 
 /* Chunks of [ja, jb), each copied while the one before is computed (two sets of buffers). The
    copy is spread evenly over the chunk's micro-kernel calls (for d = 128 in AVX2, 32 rows over 6
@@ -401,7 +474,7 @@ TD_CHUNK_MODE(td_chunk_bf16, TD_BF16)
    measured (docs/measurements.md). */
 TILED_INLINE void td_chunks(const tiled_geom *g, const td_view *kv, const tiled_scratch *s,
                             int64_t nr, int64_t ja, int64_t jb, const int mode) {
-  const int64_t kcs = TD_KC * g->dqkp, vcs = TD_KC * g->dvp;
+  const int64_t kcs = TD_KC * g->dqkp, vcs = TD_KC * g->dvp, ck = TD_CHUNK_KEYS(mode);
   const int64_t calls =
       (TD_KC + TILED_DNK - 1) / TILED_DNK + (g->dvp / VEC_W + TILED_DNT - 1) / TILED_DNT;
   td_copier cp = {.g = g,
@@ -412,8 +485,8 @@ TILED_INLINE void td_chunks(const tiled_geom *g, const td_view *kv, const tiled_
                   .nk = tl_min(TD_KC, jb - ja),
                   .kend = jb};
   td_copy(&cp, 2 * cp.nk, mode);
-  for (int64_t c0 = ja, i = 0; c0 < jb; c0 += TD_KC, i++) {
-    const int64_t next = c0 + TD_KC, cur = i & 1, nk = next < jb ? tl_min(TD_KC, jb - next) : 0;
+  for (int64_t c0 = ja, i = 0; c0 < jb; c0 += ck, i++) {
+    const int64_t next = c0 + ck, cur = i & 1, nk = next < jb ? tl_min(ck, jb - next) : 0;
     td_copier nx = {.g = g,
                     .kv = kv,
                     .kc = s->kc + (1 - cur) * kcs,
@@ -422,7 +495,7 @@ TILED_INLINE void td_chunks(const tiled_geom *g, const td_view *kv, const tiled_
                     .nk = nk,
                     .kend = jb,
                     .step = (2 * nk + calls - 1) / calls};
-    const int64_t nc = tl_min(TD_KC, jb - c0);
+    const int64_t nc = tl_min(ck, jb - c0);
     if (mode == TD_COPY32)
       td_chunk(g, s, s->kc + cur * kcs, s->vc + cur * vcs, &nx, c0, nc, nr);
     else if (mode == TD_COPY16)
@@ -430,10 +503,15 @@ TILED_INLINE void td_chunks(const tiled_geom *g, const td_view *kv, const tiled_
     else if (mode == TD_F16)
       td_chunk_f16(g, s, (const uint16_t *)kv->k + c0 * kv->krow,
                    (const uint16_t *)kv->v + c0 * kv->vrow, &nx, c0, nc, nr);
+#ifdef TL_BF16X2
+    else if (mode == TD_BF16X2)
+      td_chunk_bf16x2(g, s, (const uint16_t *)kv->k + c0 * kv->krow,
+                      (const uint16_t *)kv->v + c0 * kv->vrow, &nx, c0, nc, nr);
+#endif
     else
       td_chunk_bf16(g, s, (const uint16_t *)kv->k + c0 * kv->krow,
                     (const uint16_t *)kv->v + c0 * kv->vrow, &nx, c0, nc, nr);
-    if (i % TD_SPAN == TD_SPAN - 1) td_flush(g, s, nr);
+    if (i % (TD_SPAN_KEYS / ck) == TD_SPAN_KEYS / ck - 1) td_flush(g, s, nr);
   }
 }
 
@@ -449,7 +527,12 @@ static void td_run(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int6
                       kt,
                       vt};
   int64_t ja = k1, jb = k0;
-  td_load_rows(g, b, kvh, t0, t1, k0, k1, s);
+  int pairs = 0;
+#ifdef TL_BF16X2
+  pairs = kt == TXATTN_DTYPE_BF16 && vt == TXATTN_DTYPE_BF16 && g->dqk % (2 * VEC_W) == 0 &&
+          g->dv % (2 * VEC_W) == 0;
+#endif
+  td_load_rows(g, b, kvh, t0, t1, k0, k1, s, pairs);
   for (int64_t r = 0; r < nr; r++) {
     if (s->lo[r] < s->hi[r]) {
       ja = tl_min(ja, s->lo[r]);
@@ -460,6 +543,8 @@ static void td_run(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int6
     const int whole = g->dqk % VEC_W == 0 && g->dv % VEC_W == 0; /* no column tails */
     if (kt == TXATTN_DTYPE_F32 && vt == TXATTN_DTYPE_F32)
       td_chunks(g, &kv, s, nr, ja, jb, TD_COPY32);
+    else if (pairs)
+      td_chunks(g, &kv, s, nr, ja, jb, TD_BF16X2);
     else if (whole && kt == TXATTN_DTYPE_F16 && vt == TXATTN_DTYPE_F16)
       td_chunks(g, &kv, s, nr, ja, jb, TD_F16);
     else if (whole && kt == TXATTN_DTYPE_BF16 && vt == TXATTN_DTYPE_BF16)
@@ -468,6 +553,10 @@ static void td_run(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int6
       td_chunks(g, &kv, s, nr, ja, jb, TD_COPY16);
   }
   td_flush(g, s, nr);
+  for (int64_t r = 0; pairs && r < nr; r++) {
+    td_unpair_row(s->acc + r * g->dvp, g->dvp);
+    td_unpair_row(s->acc_c + r * g->dvp, g->dvp);
+  }
   if (out)
     tl_write_partials(g, s, nr, out);
   else {

@@ -69,9 +69,9 @@ int tiled_geom_init(tiled_geom *g, const txattn_problem *p, const txattn_tensors
 static size_t direct_scratch_bytes(const tiled_geom *g) {
   const size_t f = sizeof(float), r = TILED_DIRECT_ROWS, c = TILED_DIRECT_CHUNK;
   return align_up(r * (size_t)g->dqkp * f) + 3 * align_up(r * (size_t)g->dvp * f) +
-         3 * align_up(r * f) + align_up(r * sizeof(double)) + align_up(r * c * f) +
-         align_up(2 * c * (size_t)g->dqkp * f) + align_up(2 * c * (size_t)g->dvp * f) +
-         2 * align_up(r * sizeof(int64_t));
+         3 * align_up(r * f) + align_up(r * sizeof(double)) +
+         align_up(r * TILED_DIRECT_CHUNK_MAX * f) + align_up(2 * c * (size_t)g->dqkp * f) +
+         align_up(2 * c * (size_t)g->dvp * f) + 2 * align_up(r * sizeof(int64_t));
 }
 
 size_t tiled_scratch_bytes(const tiled_geom *g, const tiled_ops *ops, int streaming) {
@@ -101,7 +101,7 @@ static void direct_scratch_carve(const tiled_geom *g, char *cur, tiled_scratch *
   s->m = take(&cur, r * f);
   s->l = take(&cur, r * sizeof(double));
   s->alpha = take(&cur, r * f);
-  s->s = take(&cur, r * c * f);
+  s->s = take(&cur, r * TILED_DIRECT_CHUNK_MAX * f);
   s->kc = take(&cur, 2 * c * (size_t)g->dqkp * f);
   s->vc = take(&cur, 2 * c * (size_t)g->dvp * f);
   s->lo = take(&cur, r * sizeof(int64_t));

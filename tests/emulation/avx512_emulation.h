@@ -172,6 +172,33 @@ static inline __m512 emu512_shuffle_ps(__m512 a, __m512 b, int imm) {
     }
   return emu_m(r);
 }
+/* VUNPCKLPS / VUNPCKHPS: in each 128-bit lane, elements 0, 1 (lo) or 2, 3 (hi) of a and b
+   interleaved */
+static inline __m512 emu512_unpack_ps(__m512 a, __m512 b, int hi) {
+  emu_f32x16 x = emu_f(a), y = emu_f(b), r;
+  for (int lane = 0; lane < 4; lane++)
+    for (int e = 0; e < 2; e++) {
+      r[4 * lane + 2 * e] = x[4 * lane + 2 * hi + e];
+      r[4 * lane + 2 * e + 1] = y[4 * lane + 2 * hi + e];
+    }
+  return emu_m(r);
+}
+static inline __m512 emu512_unpacklo_ps(__m512 a, __m512 b) {
+  return emu512_unpack_ps(a, b, 0);
+}
+static inline __m512 emu512_unpackhi_ps(__m512 a, __m512 b) {
+  return emu512_unpack_ps(a, b, 1);
+}
+static inline __m128 emu512_castps512_ps128(__m512 a) {
+  __m128 r;
+  memcpy(&r, &a, sizeof r);
+  return r;
+}
+static inline __m128 emu512_extractf32x4_ps(__m512 a, int imm) {
+  __m128 r;
+  memcpy(&r, (const char *)&a + (imm & 3) * 16, sizeof r);
+  return r;
+}
 /* VPERMPS: r[i] = a[idx[i] mod 16] */
 static inline __m512 emu512_permutexvar_ps(__m512i idx, __m512 a) {
   emu_i32x16 k = emu_i(idx);
@@ -415,6 +442,16 @@ static inline __m512i emu512_mask_blend_epi32(__mmask16 k, __m512i a, __m512i b)
 #define _mm512_shuffle_f32x4 emu512_shuffle_f32x4
 #undef _mm512_shuffle_ps
 #define _mm512_shuffle_ps emu512_shuffle_ps
+#undef _mm512_unpacklo_ps
+#define _mm512_unpacklo_ps emu512_unpacklo_ps
+#undef _mm512_unpackhi_ps
+#define _mm512_unpackhi_ps emu512_unpackhi_ps
+#undef _mm512_castps512_ps128
+#define _mm512_castps512_ps128 emu512_castps512_ps128
+#undef _mm512_extractf32x4_ps
+#define _mm512_extractf32x4_ps emu512_extractf32x4_ps
+#undef _mm512_loadu_si512
+#define _mm512_loadu_si512 emu512_load_si512
 #undef _mm512_permutexvar_ps
 #define _mm512_permutexvar_ps emu512_permutexvar_ps
 #undef _mm512_cmp_ps_mask

@@ -86,7 +86,7 @@ int tx_buffers_alloc(tx_buffers *b, const txattn_problem *p, tx_layout_kind kind
   memset(b, 0, sizeof *b);
   b->p = *p;
   b->kind = kind;
-  b->lse_ref_bound[0] = b->lse_ref_bound[1] = NAN; /* until tx_buffers_reference */
+  b->lse_ref_bound[0] = b->lse_ref_bound[1] = b->v_max_abs = NAN; /* until tx_buffers_reference */
   b->q = alloc_tensor(p->batch, p->heads_q, p->n_q, p->d_qk, p->q_type, &b->q_len);
   b->k = alloc_tensor(p->batch, p->heads_kv, p->n_kv, p->d_qk, p->k_type, &b->k_len);
   b->v = alloc_tensor(p->batch, p->heads_kv, p->n_kv, p->d_v, p->v_type, &b->v_len);
@@ -158,10 +158,25 @@ void tx_buffers_free(tx_buffers *b) {
   memset(b, 0, sizeof *b);
 }
 
+/* The largest |V| over the keys of each sequence (NaN skipped), 0 if none. */
+static double max_abs_v(const tx_buffers *b) {
+  const txattn_problem *p = &b->p;
+  double m = 0;
+  for (int64_t bb = 0; bb < p->batch; bb++)
+    for (int64_t h = 0, n_kv = tx_buffers_sequence(b, bb).n_kv; h < p->heads_kv; h++)
+      for (int64_t j = 0; j < n_kv; j++)
+        for (int64_t c = 0; c < p->d_v; c++) {
+          double x = fabs((double)tx_elem_at(b->v, p->v_type, &b->v_str, bb, h, j, c));
+          if (x > m) m = x; /* NaN compares false: skipped */
+        }
+  return m;
+}
+
 txattn_status tx_buffers_reference(tx_buffers *b) {
   if (b->lse_ref) /* a value no row's lse has: one the reference leaves unwritten fails */
     tx_fill_value(b->lse_ref, TXATTN_DTYPE_F32, b->lse_len, 1.0e30f);
   b->lse_ref_bound[0] = b->lse_ref_bound[1] = NAN;
+  b->v_max_abs = max_abs_v(b);
   txattn_status s = txattn_reference(&b->p, &b->t_ref);
   if (s == TXATTN_OK) s = txattn_error_bound(&b->p, &b->t_ref, &b->ref_bound);
   if (s == TXATTN_OK && b->p.lse)

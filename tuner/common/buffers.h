@@ -24,6 +24,10 @@ typedef struct tx_buffers {
   txattn_tensors t;                         /* what kernels get */
   txattn_tensors t_ref;                     /* the same inputs with o_ref as output */
   double ref_bound; /* txattn_error_bound of the inputs, set with o_ref by tx_buffers_reference */
+  /* The largest |V| over each sequence's keys, NaN skipped (what tx_verify scales errors by),
+     set with o_ref by tx_buffers_reference: it depends on the inputs only, not on any kernel's
+     output; NaN until then */
+  double v_max_abs;
   /* With p.lse, txattn_lse_error_bound of the inputs (abs, rel), set with lse_ref by
      tx_buffers_reference; NaN without */
   double lse_ref_bound[2];
@@ -55,7 +59,9 @@ txattn_problem tx_buffers_sequence(const tx_buffers *b, int64_t batch);
 void tx_buffers_fill_padding(tx_buffers *b, float value);
 /* o_ref = txattn_reference of the inputs as they are now (rounded once to o's type), and ref_bound
    = their txattn_error_bound, which every kernel's output is held to (tx_verify); with p.lse also
-   lse_ref and lse_ref_bound = their txattn_lse_error_bound, which every lse is held to. */
+   lse_ref and lse_ref_bound = their txattn_lse_error_bound, which every lse is held to. Also
+   v_max_abs. The two bounds are two public calls, each a pass over the visible (row, key) pairs:
+   the library's one-pass txattn__error_bounds is hidden, and txtune uses only the public API. */
 txattn_status tx_buffers_reference(tx_buffers *b);
 
 /* Elements of a tensor of type t: element i widened to float (exact for every type), and x stored

@@ -11,15 +11,19 @@
 #include "commands.h"
 #include "context_cli.h"
 #include "problem_cli.h"
+#include "serving_cli.h"
 #include "text_table.h"
 #include "txattn/table.h"
 
 typedef struct explain_run {
   tx_problem_args prob;
   tx_context_args ctx_args;
+  tx_serving_args serving_args;
+  tx_serving serving; /* --kv-lens and --lse, resolved */
   const char *table;
-  tx_opt prob_opts[TX_PROBLEM_N_OPTS], table_opts[1], ctx_opts[TX_CONTEXT_N_OPTS];
-  tx_opt_group groups[3];
+  tx_opt prob_opts[TX_PROBLEM_N_OPTS], serving_opts[TX_SERVING_N_OPTS], table_opts[1],
+      ctx_opts[TX_CONTEXT_N_OPTS];
+  tx_opt_group groups[4];
   tx_cmd_spec spec;
   txattn_problem p;
   txattn_context *ctx;
@@ -31,25 +35,39 @@ static const char about[] =
     "estimate and why the table has no entry for it; with the runner-up, the margin and the\n"
     "measurements around the shape. TXATTN_FORCE_KERNEL, if set, wins as it does in programs.\n"
     "The estimate ranks a third-party kernel (one that did not come with libtxattn) after the\n"
-    "shipped ones unless the table measured it, whatever speed it claims; the reason names it.";
+    "shipped ones unless the table measured it, whatever speed it claims; the reason names it.\n"
+    "With --kv-lens (as txtune bench and check take it) the shape is a ragged batch, one sequence\n"
+    "per length: it follows the table's ragged class of its capacity n_kv (the longest length\n"
+    "unless --n-kv says more), else the dense class, as if every sequence were padded to n_kv.";
 
 static int parse(explain_run *r, int argc, char **argv) {
   tx_problem_args_init(&r->prob);
   tx_problem_opts(&r->prob, r->prob_opts);
+  tx_serving_args_init(&r->serving_args);
+  tx_serving_opts(&r->serving_args, r->serving_opts);
+  r->serving_opts[0].help = "a ragged batch, a sequence per length (0 allowed): sets --batch, and "
+                            "--n-kv to the longest unless given";
+  r->serving_opts[1].help = "the call also writes the log-sum-exp (only kernels that can)";
   r->table_opts[0] = tx_opt_string("table", &r->table, "FILE",
                                    "the dispatch table [$TXATTN_TABLE, else the default]");
   tx_context_args_init(&r->ctx_args);
   tx_context_opts(&r->ctx_args, r->ctx_opts);
   r->groups[0] = (tx_opt_group){"Problem", r->prob_opts, TX_PROBLEM_N_OPTS};
-  r->groups[1] = (tx_opt_group){"Table", r->table_opts, 1};
-  r->groups[2] = (tx_opt_group){"Library", r->ctx_opts, TX_CONTEXT_N_OPTS};
+  r->groups[1] = (tx_opt_group){"Serving calls", r->serving_opts, TX_SERVING_N_OPTS};
+  r->groups[2] = (tx_opt_group){"Table", r->table_opts, 1};
+  r->groups[3] = (tx_opt_group){"Library", r->ctx_opts, TX_CONTEXT_N_OPTS};
   r->spec = (tx_cmd_spec){"explain",
-                          "--n N --d D [--mask none|causal|window --left L --right R] [options]",
-                          about, r->groups, 3};
+                          "--n N --d D [--mask none|causal|window --left L --right R] "
+                          "[--kv-lens L1,L2,...] [options]",
+                          about, r->groups, 4};
   int rc = tx_args_parse_cmd(&r->spec, argc, argv);
   if (rc >= 0) return rc;
-  rc = tx_problem_from_args(&r->spec, &r->prob, &r->p);
-  return rc ? rc : -1;
+  if ((rc = tx_serving_from_args(&r->spec, &r->serving_args, &r->serving)) != 0 ||
+      (rc = tx_serving_apply_args(&r->spec, &r->serving, &r->prob)) != 0 ||
+      (rc = tx_problem_from_args(&r->spec, &r->prob, &r->p)) != 0)
+    return rc;
+  tx_serving_apply(&r->serving, &r->p);
+  return -1;
 }
 
 /* lo/hi: the measured values nearest below and above x among the class's points (field r or n);
@@ -101,12 +119,20 @@ static void print_measured(const explain_run *r) {
     return;
   }
   txattn_table_class_describe(&c, d, sizeof d);
+  const char *padded = "";
+  if (c.ragged && txattn_table_find_class(t, &c, &ci) != TXATTN_OK) {
+    /* as the dispatcher does: a ragged problem without a ragged class follows the dense class */
+    printf("class: %s, which the table does not have\n", d);
+    c.ragged = 0;
+    txattn_table_class_describe(&c, d, sizeof d);
+    padded = ", as if padded";
+  }
   if (txattn_table_find_class(t, &c, &ci) != TXATTN_OK) {
     printf("class: %s, which the table does not have\n", d);
     return;
   }
   txattn_table_class_get(t, ci, &c, &n_points, NULL);
-  printf("class: %s, at n=%lld", d, (long long)n);
+  printf("class: %s%s, at n=%lld", d, padded, (long long)n);
   if (c.mask == TXATTN_MASK_WINDOW) printf(" r=%lld", (long long)rr);
   printf("\n");
   if (!around(t, ci, n_points, 0, n, &n_lo, &n_hi) ||
@@ -124,10 +150,11 @@ static void print_measured(const explain_run *r) {
 
 static int run(explain_run *r) {
   txattn_plan *plan;
-  char shape[256], line[512];
+  char shape[256], serving[256], line[512];
   tx_problem_format(&r->p, shape, sizeof shape);
+  tx_serving_format(&r->serving, serving, sizeof serving);
   int threads = txattn_context_threads(r->ctx);
-  printf("problem: %s, %d thread%s\n", shape, threads, threads == 1 ? "" : "s");
+  printf("problem: %s%s, %d thread%s\n", shape, serving, threads, threads == 1 ? "" : "s");
   printf("table: %s\n", txattn_context_table_state(r->ctx));
   txattn_status s = txattn_plan_create(r->ctx, &r->p, NULL, &plan);
   if (s != TXATTN_OK) {
