@@ -34,7 +34,7 @@
 #define TILED_DIRECT_ALGO_H
 
 #define TD_RG  TILED_DIRECT_ROWS
-#define TD_KC  TILED_DIRECT_CHUNK     /* keys per chunk where rows are copied or prefetched */
+#define TD_KC  TILED_DIRECT_CHUNK     /* keys per chunk where rows are copied */
 #define TD_SLD TILED_DIRECT_CHUNK_MAX /* floats per row of the chunk's scores (s->s) */
 
 /* How the chunk loop reads K and V, a constant in each of its instantiations:
@@ -42,8 +42,7 @@
  *  TD_COPY16  the same with rows of 16-bit types widened on the way (K and V of different types,
  *             or a head size with a column tail);
  *  TD_F16, TD_BF16  K and V both of that type, head sizes whole vectors: the micro-kernels read
- *             the rows in place and widen them in registers, and the copier only prefetches
- *             (where TD_PREFETCH_IN_PLACE);
+ *             the rows in place, widen them in registers and prefetch the rows ahead (TD_PF);
  *  TD_BF16X2  bf16 K and V read in place 2 VEC_W elements at a time as their even and their odd
  *             elements (TL_BF16X2: one op a vector where widening takes two), head sizes whole pairs
  *             of vectors: the queries and the accumulators hold each pair of vectors' columns in
@@ -61,8 +60,8 @@ enum { TD_COPY32, TD_COPY16, TD_F16, TD_BF16, TD_BF16X2 };
 #define TD_SRC_TYPE(mode)                                                                          \
   ((mode) == TD_F16 ? TXATTN_DTYPE_F16 : (mode) == TD_BF16 ? TXATTN_DTYPE_BF16 : TXATTN_DTYPE_F32)
 #endif
-/* 16-bit rows are prefetched this many chunks ahead of the chunk being copied or read (fp32 rows
-   one): the same bytes in flight as fp32 rows one chunk ahead. */
+/* 16-bit rows are prefetched this many chunks ahead of the chunk being copied (fp32 rows one): the
+   same bytes in flight as fp32 rows one chunk ahead. */
 #define TD_AHEAD16 2
 
 /* K and V of one (batch, kv head), of element types kt, vt: row j at element j * krow of k, j *
@@ -89,11 +88,12 @@ static void td_widen_row(const uint16_t *src, txattn_dtype t, int64_t n, int64_t
     vf_row_from_bf16(src, n, np, dst);
 }
 
-/* Prefetches the cache lines of a row of len elements of size es into every level (the chunk after
-   next is copied soon). Always inlined: as a separate void function GCC may judge it free of side
-   effects and delete its calls. */
+/* Prefetches the cache lines of a row of len elements of size es into L2 (the chunk after next is
+   copied soon; into L1 as well, they made the f32 decode 1.6x slower on Zen 4 at two threads).
+   Always inlined: as a separate void function GCC may judge it free of side effects and delete its
+   calls. */
 TILED_INLINE void td_prefetch_row(const void *row, int64_t len, const int64_t es) {
-  for (int64_t c = 0; c < len * es; c += 64) __builtin_prefetch((const char *)row + c, 0, 3);
+  for (int64_t c = 0; c < len * es; c += 64) __builtin_prefetch((const char *)row + c, 0, 2);
 }
 
 /* Step 0 of the chunk [c0, c0 + nk), done by td_copy_some() a few rows at a time: rows r < nk are
@@ -151,36 +151,19 @@ static void td_copy_some(td_copier *cp, int64_t n) {
 static void td_copy_some16(td_copier *cp, int64_t n) {
   td_copy_some_as(cp, n, TD_COPY16);
 }
-/* In place: the chunk's 16-bit rows into L1, and those TD_AHEAD16 chunks later on their way. */
-static void td_prefetch_some(td_copier *cp, int64_t n) {
-  const tiled_geom *g = cp->g;
-  const td_view *kv = cp->kv;
-  const int64_t end = tl_min(cp->next + n, 2 * cp->nk);
-  for (; cp->next < end; cp->next++) {
-    const int64_t r = cp->next, is_k = r < cp->nk, key = cp->c0 + (is_k ? r : r - cp->nk);
-    const int64_t n_el = is_k ? g->dqk : g->dv, stride = is_k ? kv->krow : kv->vrow;
-    const int64_t ahead = key + TD_AHEAD16 * TD_KC;
-    const uint16_t *base = is_k ? kv->k : kv->v;
-    td_prefetch_row(base + key * stride, n_el, 2);
-    if (ahead < cp->kend) td_prefetch_row(base + ahead * stride, n_el, 2);
-  }
-}
-/* Whether the in-place modes prefetch (td_prefetch_some). With 16-float vectors they do not: K and
-   V are two sequential streams, which the hardware prefetchers follow, and the prefetches made the
-   AVX-512 loop 1.2-1.6x slower on the Zen 4 VM, while the AVX2 loop there was 1.2-1.4x slower
-   without them at two threads (docs/measurements.md). */
-#define TD_PREFETCH_IN_PLACE (VEC_W < 16)
+/* Reading rows in place, the micro-kernels prefetch each line they load TL_AHEAD_ROWS rows ahead
+   into L2 (TD_PF), and the copier has nothing to do: on the Zen 4 VM 1.75x (AVX-512) and 1.1-1.2x
+   (AVX2) faster at decode from memory than the copier's prefetches into L1 (or none), which made
+   the AVX-512 loop slower than none (docs/measurements.md). */
+#define TD_PF(mode) TD_IN_PLACE(mode)
 /* Keys per chunk in each mode (tiled_internal.h). */
-#define TD_CHUNK_KEYS(mode)                                                                        \
-  (TD_IN_PLACE(mode) && !TD_PREFETCH_IN_PLACE ? TILED_DIRECT_CHUNK_IN_PLACE : TD_KC)
+#define TD_CHUNK_KEYS(mode) (TD_IN_PLACE(mode) ? TILED_DIRECT_CHUNK_IN_PLACE : TD_KC)
 
 TILED_INLINE void td_copy(td_copier *cp, int64_t n, const int mode) {
   if (mode == TD_COPY32)
     td_copy_some(cp, n);
   else if (mode == TD_COPY16)
     td_copy_some16(cp, n);
-  else if (TD_PREFETCH_IN_PLACE)
-    td_prefetch_some(cp, n);
 }
 
 /* Element i of a row of type t (a constant) at base. */
@@ -273,7 +256,7 @@ static void td_flush(const tiled_geom *g, const tiled_scratch *s, int64_t nr) {
    floats; K rows kld elements apart, of type kt (a constant): aligned fp32, or 16-bit read in
    place. */
 TILED_INLINE void td_dot(const float *q, const void *k, int64_t kld, int64_t dp, float *s,
-                         int64_t sld, const int nr, const int nk, const int kt) {
+                         int64_t sld, const int nr, const int nk, const int kt, const int pf) {
   vf a[TD_RG][TILED_DNK];
 #pragma GCC unroll 8
   for (int r = 0; r < nr; r++)
@@ -284,8 +267,10 @@ TILED_INLINE void td_dot(const float *q, const void *k, int64_t kld, int64_t dp,
     for (int64_t c = 0; c < dp; c += 2 * VEC_W) {
       vf ke[TILED_DNK], ko[TILED_DNK];
 #pragma GCC unroll 8
-      for (int n = 0; n < nk; n++)
+      for (int n = 0; n < nk; n++) {
         vf_loadu_bf16x2((const uint16_t *)k + n * kld + c, &ke[n], &ko[n]);
+        if (pf) tl_prefetch_ahead16((const uint16_t *)k + n * kld + c, kld);
+      }
 #pragma GCC unroll 8
       for (int r = 0; r < nr; r++) {
         vf qe = vf_load(q + r * dp + c), qo = vf_load(q + r * dp + c + VEC_W);
@@ -298,9 +283,12 @@ TILED_INLINE void td_dot(const float *q, const void *k, int64_t kld, int64_t dp,
     for (int64_t c = 0; c < dp; c += VEC_W) {
       vf kv[TILED_DNK];
 #pragma GCC unroll 8
-      for (int n = 0; n < nk; n++)
+      for (int n = 0; n < nk; n++) {
         kv[n] = kt == TXATTN_DTYPE_F32 ? vf_load((const float *)k + n * kld + c)
                                        : tl_loadu_as((const uint16_t *)k + n * kld, kt, c);
+        if (pf && kt != TXATTN_DTYPE_F32 && c * 2 % 64 == 0) /* a line of 16-bit values */
+          tl_prefetch_ahead16((const uint16_t *)k + n * kld + c, kld);
+      }
 #pragma GCC unroll 8
       for (int r = 0; r < nr; r++) {
         vf qv = vf_load(q + r * dp + c);
@@ -331,9 +319,11 @@ TILED_INLINE void td_scores(const tiled_geom *g, const tiled_scratch *s, const v
   int64_t j = ua;
   for (; j + TILED_DNK <= ub; j += TILED_DNK) {
     td_copy(cp, cp->step, mode);
-    td_dot(s->qp, td_at(kc, kt, j * kld), kld, dqkp, s->s + j, TD_SLD, nr, TILED_DNK, kt);
+    td_dot(s->qp, td_at(kc, kt, j * kld), kld, dqkp, s->s + j, TD_SLD, nr, TILED_DNK, kt,
+           TD_PF(mode));
   }
-  for (; j < ub; j++) td_dot(s->qp, td_at(kc, kt, j * kld), kld, dqkp, s->s + j, TD_SLD, nr, 1, kt);
+  for (; j < ub; j++)
+    td_dot(s->qp, td_at(kc, kt, j * kld), kld, dqkp, s->s + j, TD_SLD, nr, 1, kt, TD_PF(mode));
 }
 
 /* ---- 3. acc = acc * alpha + P V ---- */
@@ -355,7 +345,7 @@ TILED_INLINE void td_pv_rows(const tiled_geom *g, float *acc, const float *alpha
                 j1, mr, nrv);                                                                      \
     else                                                                                           \
       tl_pv_acc_as(acc + col * VEC_W, dvp, alpha, p, TD_SLD, (const uint16_t *)v + col * VEC_W,    \
-                   vld, j0, j1, mr, nrv, vt);                                                      \
+                   vld, j0, j1, mr, nrv, vt, TD_PF(mode));                                         \
   } while (0)
   for (; col + TILED_DNT <= full; col += TILED_DNT) {
     td_copy(cp, cp->step, mode);

@@ -34,11 +34,11 @@
 /* Rows per (batch, kv head) up to which the direct path replaces the tiled one (n_q x group): one
    register group; at two groups the tiled path is as fast or faster (docs/measurements.md). */
 #define TILED_DIRECT_ROWS 4
-/* Keys per chunk of the direct path where it copies (or prefetches) K and V rows: two chunks' rows
-   (32 KiB at d = 128) stay in L1 and L2; 16 keys measured faster than 32 on Zen 2. Reading 16-bit
-   rows in place without prefetches (AVX-512) it takes 64: each chunk's softmax and accumulator
-   passes then serve 4x the keys, 1.2x faster than 16 with the rows in L2 on Zen 4
-   (docs/measurements.md). The score rows hold the larger. */
+/* Keys per chunk of the direct path where it copies K and V rows: two chunks' rows (32 KiB at
+   d = 128) stay in L1 and L2; 16 keys measured faster than 32 on Zen 2. Reading 16-bit rows in
+   place it takes 64: each chunk's softmax and accumulator passes then serve 4x the keys, 1.2x
+   (AVX-512) and 1.5x (AVX2) faster than 16 with the rows in L2 on Zen 4 (docs/measurements.md).
+   The score rows hold the larger. */
 #define TILED_DIRECT_CHUNK          16
 #define TILED_DIRECT_CHUNK_IN_PLACE 64
 #define TILED_DIRECT_CHUNK_MAX      64
