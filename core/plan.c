@@ -108,14 +108,25 @@ static txattn_status prepare(txattn_plan *plan, const int64_t *chosen,
   plan->per_sequence = plan->problem.ragged && !(d->flags & TXATTN_KERNEL_RAGGED);
   TXATTN_FORWARD_IF_ERROR(set_tunables(plan, chosen, ov));
   if (plan->per_sequence) {
-    /* the largest sequence: batch 1 at full capacity, with the tunables fitted to it; a
-       sequence whose workspace_size comes out larger fails at run time (run_per_sequence) */
-    txattn_problem one = plan->problem;
-    int64_t fitted[TXATTN_MAX_TUNABLES];
-    one.batch = 1;
-    one.ragged = 0;
-    TXATTN_FORWARD_IF_ERROR(fit_tunables(plan, &one, plan->given, fitted));
-    plan->workspace_size = d->workspace_size(&one, plan->n_threads, d->n_tunables ? fitted : NULL);
+    /* the largest sequence (batch 1 at full capacity, the tunables fitted to it), or one of 1 to
+       4 queries if that asks for more (a kernel may take another path for a few rows: tiled's
+       direct decode path does); a sequence that still asks for more gets a buffer of its own at
+       run time (run_per_sequence) */
+    static const int64_t few[] = {0, 1, 2, 3, 4};
+    plan->workspace_size = 0;
+    for (size_t i = 0; i < sizeof few / sizeof few[0]; i++) {
+      txattn_problem one = plan->problem;
+      int64_t fitted[TXATTN_MAX_TUNABLES];
+      one.batch = 1;
+      one.ragged = 0;
+      if (few[i] > 0) {
+        if (few[i] >= one.n_q) break;
+        one.n_q = few[i];
+      }
+      TXATTN_FORWARD_IF_ERROR(fit_tunables(plan, &one, plan->given, fitted));
+      const size_t need = d->workspace_size(&one, plan->n_threads, d->n_tunables ? fitted : NULL);
+      if (need > plan->workspace_size) plan->workspace_size = need;
+    }
   } else {
     plan->workspace_size = d->workspace_size(&plan->problem, plan->n_threads, plan->tunables);
   }
@@ -279,11 +290,17 @@ static txattn_status run_per_sequence(const txattn_plan *plan, const txattn_tens
     TXATTN_FORWARD_IF_ERROR(fit_tunables(plan, &sub, plan->given, fitted));
     const int64_t *tun = d->n_tunables ? fitted : NULL;
     size_t need = d->workspace_size(&sub, plan->n_threads, tun);
-    TXATTN_RETURN_IF(need > plan->workspace_size, TXATTN_E_PLUGIN,
-                     "kernel %s (%s): workspace_size asks for %zu bytes for sequence %" PRId64
-                     " of a ragged problem, more than the %zu it asked for the largest one",
-                     d->name, kernel_file(plan), need, b, plan->workspace_size);
-    TXATTN_FORWARD_IF_ERROR(run(plan, &sub, &st, tun, need ? ws : NULL, need));
+    void *own = NULL; /* where this sequence asks for more than the plan's workspace (prepare) */
+    if (need > plan->workspace_size) {
+      own = aligned_alloc(64, (need + 63) / 64 * 64);
+      TXATTN_RETURN_IF(own == NULL, TXATTN_E_NOMEM,
+                       "kernel %s (%s): out of memory for the %zu-byte workspace of sequence "
+                       "%" PRId64 " of a ragged problem",
+                       d->name, kernel_file(plan), need, b);
+    }
+    txattn_status s = run(plan, &sub, &st, tun, need ? (own ? own : ws) : NULL, need);
+    free(own);
+    TXATTN_FORWARD_IF_ERROR(s);
   }
   return txattn__ok();
 }

@@ -732,6 +732,50 @@ static int ragged_kernel_case(txattn_context *ctx, const char *kernel, txattn_ma
   return 1;
 }
 
+/* A batch mixing a prefill sequence (8 queries) with a decode one (1 query): a kernel may take
+   another path for the few rows, which asks for more workspace than the largest sequence (tiled's
+   direct path at d 512 did, and the call failed with E_PLUGIN). Every kernel runs it exactly. */
+Test(serving, a_ragged_batch_of_prefill_and_decode_runs_on_every_kernel) {
+  const int64_t q_lens[2] = {8, 1}, kv_lens[2] = {16, 16}, d = 512;
+  txattn_context *ctx = test_context(1);
+  struct kernel_list kernels;
+  test_kernel_list(ctx, &kernels);
+  struct ragged r;
+  ragged_init(&r, 2, 1, 1, 8, 16, d, TXATTN_MASK_CAUSAL, q_lens, kv_lens, 77);
+  r.p.lse = 0;
+  float *o_ref = filled(r.no, 4);
+  txattn_tensors tr = ragged_tensors(&r, o_ref, NULL);
+  cr_assert_eq(txattn_reference(&r.p, &tr), TXATTN_OK, "%s", txattn_last_error());
+  double bound = 0;
+  cr_assert_eq(txattn_error_bound(&r.p, &tr, &bound), TXATTN_OK, "%s", txattn_last_error());
+  int ran = 0;
+  for (size_t i = 0; i < kernels.n; i++) {
+    const txattn_kernel_info *k = &kernels.k[i];
+    if (!k->usable) continue;
+    txattn_plan *plan = NULL;
+    txattn_status s = txattn_plan_create(ctx, &r.p, k->name, &plan);
+    if (s == TXATTN_E_UNSUPPORTED && !test_kernel_takes_every_problem(k->name)) continue;
+    cr_assert_eq(s, TXATTN_OK, "%s: plan: %s", k->name, txattn_last_error());
+    for (size_t x = 0; x < r.no; x++) r.o[x] = 4.0f;
+    txattn_tensors t = ragged_tensors(&r, r.o, NULL);
+    s = txattn_plan_execute(plan, &t);
+    txattn_plan_free(plan);
+    cr_assert_eq(s, TXATTN_OK, "%s: %s: %s", k->name, txattn_status_name(s), txattn_last_error());
+    for (int64_t b = 0; b < 2; b++)
+      for (int64_t row = b * 8; row < b * 8 + q_lens[b]; row++)
+        for (int64_t c = 0; c < d; c++) {
+          const double g = r.o[row * d + c], w = o_ref[row * d + c];
+          cr_assert(fabs(g - w) <= bound, "%s: o (b%lld row %lld)[%lld] = %.9g, reference %.9g",
+                    k->name, (long long)b, (long long)(row - b * 8), (long long)c, g, w);
+        }
+    ran++;
+  }
+  cr_assert(ran > 0, "no kernel ran the mixed batch");
+  free(o_ref);
+  ragged_free(&r);
+  txattn_context_free(ctx);
+}
+
 Test(serving, kernels_that_write_lse_agree_on_ragged_batches) {
   int naive_flagged = 0, naive_ran = 0, ran = 0;
   char names[1024] = "";
