@@ -46,7 +46,7 @@
  *  TD_BF16X2  bf16 K and V read in place 2 VEC_W elements at a time as their even and their odd
  *             elements (TL_BF16X2: one op a vector where widening takes two), head sizes whole pairs
  *             of vectors: the queries and the accumulators hold each pair of vectors' columns in
- *             that order too (td_load_rows, td_unpair_rows). */
+ *             that order too (td_load_rows, td_unpair_row). */
 enum { TD_COPY32, TD_COPY16, TD_F16, TD_BF16, TD_BF16X2 };
 #define TD_IN_PLACE(mode) ((mode) >= TD_F16)
 /* The element type the micro-kernels read. */
