@@ -17,7 +17,7 @@ install(TARGETS txattn_scan RUNTIME DESTINATION "${CMAKE_INSTALL_LIBDIR}/txattn"
 install(FILES "${PROJECT_SOURCE_DIR}/include/txattn/txattn.h" "${PROJECT_SOURCE_DIR}/include/txattn/plugin.h"
               "${PROJECT_SOURCE_DIR}/include/txattn/table.h"
   DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/txattn")
-install(FILES "${PROJECT_SOURCE_DIR}/README.md" DESTINATION "${CMAKE_INSTALL_DOCDIR}")
+install(FILES "${PROJECT_SOURCE_DIR}/README.md" "${PROJECT_SOURCE_DIR}/LICENSE" DESTINATION "${CMAKE_INSTALL_DOCDIR}")
 
 install(EXPORT txattnTargets NAMESPACE txattn:: DESTINATION "${TXATTN_CMAKE_INSTALL_DIR}")
 configure_package_config_file("${CMAKE_CURRENT_LIST_DIR}/txattnConfig.cmake.in"

@@ -1,6 +1,9 @@
 /* A program that uses the installed libtxattn: causal attention with grouped-query heads (GQA),
  * checked against the fp64 reference. Build it with examples/CMakeLists.txt (find_package) or with
- *   cc -std=c11 attention_example.c $(pkg-config --cflags --libs txattn) -o attention_example
+ *   cc -std=c11 attention_example.c $(pkg-config --cflags --libs txattn) -lm \
+ *     -Wl,-rpath,$(pkg-config --variable=libdir txattn) -o attention_example
+ * (for an install in a PREFIX other than /usr, first export PKG_CONFIG_PATH=PREFIX/lib/pkgconfig;
+ * the rpath lets the program find libtxattn there without LD_LIBRARY_PATH or ldconfig).
  * Exits non-zero if anything fails or the result is not exact.
  */
 #include <math.h>

@@ -39,6 +39,10 @@ step "cmake --install $build --prefix $prefix"
   fail "cmake --install"
 }
 
+step "the licence is installed with the docs"
+grep -q '^MIT License' "$prefix/share/doc/txattn/LICENSE" 2>/dev/null ||
+  fail "LICENSE is not installed in PREFIX/share/doc/txattn"
+
 step "find_package(txattn): configure, build and run examples/"
 "$cmake" -S "$examples" -B "$tmp/cmake-build" -DCMAKE_PREFIX_PATH="$prefix" \
   -DCMAKE_C_FLAGS="${cflags[*]}" -DCMAKE_BUILD_TYPE=Release >"$tmp/configure.log" || {
@@ -58,6 +62,16 @@ pc_libdir=$(pkg-config --variable=libdir txattn) || fail "pkg-config does not fi
   $(pkg-config --cflags --libs txattn) -lm -Wl,-rpath,"$prefix/$libdir" ||
   fail "building attention_example.c with pkg-config"
 "$tmp/pc_example" || fail "attention_example (pkg-config build, rpath $prefix/$libdir)"
+
+step "attention_example.c's own build comment, as written: build and run"
+# The lines of the comment from "cc " to the first without a trailing backslash, " * " cut off
+comment_cmd=$(sed -n '/^ \*   cc /,/[^\\]$/p' "$examples/attention_example.c" | sed 's/^ \* *//')
+[[ $comment_cmd == cc* ]] || fail "attention_example.c has no cc command in its comment"
+comment_cc=$cc
+if [[ ${TXATTN_TEST_SANITIZE:-0} == 1 ]]; then comment_cc+=" -fsanitize=address,undefined"; fi
+(cd "$tmp" && cp "$examples/attention_example.c" . && CC=$comment_cc bash -c "${comment_cmd/#cc /\$CC }") ||
+  fail "the build command in attention_example.c's comment: $comment_cmd"
+"$tmp/attention_example" || fail "attention_example built by its comment's command"
 
 step "the installed txtune finds the installed plugins with no variable set"
 plugindir=$(pkg-config --variable=plugindir txattn)
