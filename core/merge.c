@@ -25,7 +25,7 @@ typedef struct part {
 static txattn_status check_part(const txattn_problem *r, const txattn_tensors *given, size_t i,
                                 part *p) {
   snprintf(p->where, sizeof p->where, "txattn_merge: parts[%zu].", i);
-  TXATTN_FORWARD_IF_ERROR(TXATTN__STRUCT_IN(txattn_tensors, TXATTN_TENSORS_SIZE_0_2, given, &p->t));
+  TXATTN_FORWARD_IF_ERROR(TXATTN__STRUCT_IN(txattn_tensors, given, &p->t));
   p->o = (txattn__tensor){"o",
                           p->t.o_data,
                           &p->t.o_layout,
@@ -120,7 +120,7 @@ static void merge_row(const txattn_problem *r, const part *parts, size_t n, cons
 
 txattn_status txattn_merge(const txattn_problem *p, const txattn_tensors *parts, size_t n_parts,
                            const txattn_tensors *out) {
-  txattn_problem r;
+  txattn_problem r = TXATTN_PROBLEM_INIT;
   TXATTN_FORWARD_IF_ERROR(txattn__problem_resolve(p, &r));
   TXATTN_RETURN_IF(n_parts == 0, TXATTN_E_INVALID, "txattn_merge: n_parts is 0");
   TXATTN_RETURN_IF(parts == NULL, TXATTN_E_INVALID, "txattn_merge: parts is NULL");
@@ -136,7 +136,7 @@ txattn_status txattn_merge(const txattn_problem *p, const txattn_tensors *parts,
   part *o = ps ? &ps[n_parts] : NULL;
   if (s == TXATTN_OK) {
     strcpy(o->where, "txattn_merge: out.");
-    s = TXATTN__STRUCT_IN(txattn_tensors, TXATTN_TENSORS_SIZE_0_2, out, &o->t);
+    s = TXATTN__STRUCT_IN(txattn_tensors, out, &o->t);
   }
   if (s == TXATTN_OK) {
     o->o = (txattn__tensor){"o",

@@ -433,7 +433,7 @@ static void merge_into_new(int64_t n_q, txattn_mask mask, int n_parts, txattn_dt
   snprintf(desc, sizeof desc, "%d parts, n_q %lld, %s, o %s", n_parts, (long long)n_q,
            txattn_mask_name(mask), txattn_dtype_name(o_type));
   merge_case_init(&m, n_q, mask, n_parts, n_parts == 2 ? cuts2 : cuts8, o_type);
-  txattn_tensors parts[9], out = TXATTN_TENSORS_INIT;
+  txattn_tensors parts[9] = {0}, out = TXATTN_TENSORS_INIT;
   merge_parts(&m, parts);
   void *o = filled(m.no, elem_size(o_type));
   float *lse = filled(m.nl, 4);
@@ -472,7 +472,7 @@ Test(serving, merge_makes_16_bit_o) {
 Test(serving, merge_ignores_parts_without_keys) {
   struct merge_case m;
   merge_case_init(&m, 3, TXATTN_MASK_NONE, 2, cuts2, TXATTN_DTYPE_F32);
-  txattn_tensors parts[3], out = TXATTN_TENSORS_INIT;
+  txattn_tensors parts[3] = {0}, out = TXATTN_TENSORS_INIT;
   merge_parts(&m, parts);
   float *o = filled(m.no, 4), *lse = filled(m.nl, 4), *o3 = filled(m.no, 4),
         *lse3 = filled(m.nl, 4);
@@ -509,7 +509,7 @@ Test(serving, merge_ignores_parts_without_keys) {
 Test(serving, merge_of_a_ragged_batch_writes_q_len_rows) {
   struct merge_case m;
   merge_case_init(&m, 3, TXATTN_MASK_NONE, 2, cuts2, TXATTN_DTYPE_F32);
-  txattn_tensors parts[2], out = TXATTN_TENSORS_INIT;
+  txattn_tensors parts[2] = {0}, out = TXATTN_TENSORS_INIT;
   merge_parts(&m, parts);
   float *o = filled(m.no, 4), *lse = filled(m.nl, 4);
   const int64_t q_lens[2] = {1, 3};
@@ -543,7 +543,7 @@ static void expect_invalid(txattn_status s, const char *needle, const char *what
 Test(serving, merge_validates_and_leaves_out_alone_on_error) {
   struct merge_case m;
   merge_case_init(&m, 3, TXATTN_MASK_NONE, 2, cuts2, TXATTN_DTYPE_F32);
-  txattn_tensors parts[2], out = TXATTN_TENSORS_INIT;
+  txattn_tensors parts[2] = {0}, out = TXATTN_TENSORS_INIT;
   merge_parts(&m, parts);
   float *o = filled(m.no, 4), *lse = filled(m.nl, 4);
   out.o = o;

@@ -109,11 +109,15 @@ TXATTN_API size_t txattn_dtype_size(txattn_dtype dtype);
  * struct) and the library reads and writes only that many bytes, so a program built against an
  * older header keeps working with a newer library. struct_size 0 means the struct as this header
  * first defined it with struct_size (version 0.2, TXATTN_*_SIZE_0_2), so a zero-initialised struct
- * always works and never has a newer field read. Fields past what the library knows must be zero
- * (E_INVALID otherwise: the program needs a newer library). An output struct whose struct_size is
- * 0 or less than sizeof(size_t) (say, left uninitialised) is written as of version 0.2; the library
- * sets struct_size to the bytes it wrote. txattn_problem and txattn_tensors carry struct_size after
- * their 0.2 fields because plugins (ABI 1.x) read them from the start. */
+ * always works and never has a newer field read. The library takes, in input and output structs
+ * alike, only a struct_size some header gave the struct: 0, a released header's (the
+ * TXATTN_*_SIZE_* macros), or this header's sizeof and up to 4096 bytes more (a newer header's;
+ * its fields past what the library knows must be zero in an input, E_INVALID otherwise: the
+ * program needs a newer library). Any other value, say the garbage of a struct left
+ * uninitialised, is refused with E_INVALID naming the struct, and nothing is written. An output
+ * struct gets the bytes its struct_size covers (this header's at most), and struct_size is set
+ * to the bytes written. txattn_problem and txattn_tensors carry struct_size after their 0.2 fields
+ * because plugins (ABI 1.x) read them from the start. */
 
 typedef struct txattn_problem {      /* zero-initialised fields take the defaults in brackets */
   int64_t batch, heads_q, heads_kv;  /* [1], [1], [heads_q]; heads_q % heads_kv == 0 */
@@ -178,6 +182,11 @@ typedef struct txattn_tensors {
   { .struct_size = sizeof(txattn_tensors) }
 #define TXATTN_TENSORS_SIZE_0_2 (offsetof(txattn_tensors, struct_size) + sizeof(size_t))
 
+/* struct_size comes first here, where version 0.1 had plugin_path: a 0.1-style positional
+   initialiser such as {"plugins", "table.json", 4} still compiles (with int-conversion warnings)
+   but means something new: the pointer lands in struct_size (which the library refuses as no size
+   of the struct) and every value shifts one field. Name the fields: {.struct_size =
+   sizeof(txattn_options), .plugin_path = ...}, or TXATTN_OPTIONS_INIT and assignments. */
 typedef struct txattn_options {
   size_t struct_size; /* TXATTN_OPTIONS_INIT; 0: TXATTN_OPTIONS_SIZE_0_2 */
   /* directories separated by ':'; NULL: $TXATTN_PLUGIN_PATH, else the installed ones */
