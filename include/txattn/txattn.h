@@ -319,11 +319,17 @@ typedef struct txattn_machine_info {
   /* what the hw_* shares were computed from, for people */
   int64_t hw_cache_total_bytes[3]; /* l1d, l2, l3: one cache's size as hwloc reports it; 0: none */
   int hw_cache_cores[3];           /* the cores sharing that cache (hw_* = total / cores) */
-  char topology_source[192];       /* "hwloc 2.9.0: Linux backend, this system", an XML file ... */
+  /* "hwloc 2.9.0: Linux backend, this system", "hwloc: XML file F (HWLOC_XMLFILE), ..."; F is
+     the whole path, or where the path does not fit, a stand-in naming topology_file (as in
+     cache_notes): a path is never cut */
+  char topology_source[192];
+  /* (after 0.2's first struct) the file $HWLOC_XMLFILE named, whole, whether or not hwloc could
+     read it; NULL when the variable was unset. Lives as long as the library is loaded. */
+  const char *topology_file;
 } txattn_machine_info;
 #define TXATTN_MACHINE_INFO_INIT                                                                   \
   { .struct_size = sizeof(txattn_machine_info) }
-#define TXATTN_MACHINE_INFO_SIZE_0_2 sizeof(txattn_machine_info)
+#define TXATTN_MACHINE_INFO_SIZE_0_2 offsetof(txattn_machine_info, topology_file)
 TXATTN_API txattn_status txattn_context_machine(const txattn_context *ctx,
                                                 txattn_machine_info *out);
 
