@@ -276,7 +276,12 @@ TXATTN_API txattn_status txattn_reference(const txattn_problem *p, const txattn_
 /* Combines partial results of one attention over disjoint sets of keys into the result over all
    of them, as the online softmax does: per row, L = log(sum_i exp(lse_i)) and
    o = sum_i exp(lse_i - L) o_i, in fp32 from the largest lse_i down; parts with lse -inf add
-   nothing, and a row where every lse_i is -inf gets o = 0, lse -inf. p gives the shape (batch,
+   nothing, and a row where every lse_i is -inf gets o = 0, lse -inf. A part's lse is +inf where
+   its row's scores overflow fp32 (the part's o is still exact): L is then +inf, and the parts at
+   +inf share the row equally (o = their mean; exact when their true lse agree, and within the
+   attention's own bound at such scores otherwise) while the finite ones weigh 0. As the NaN rule
+   above says of the whole, a NaN lse_i makes the row's o and lse NaN, and a NaN in a read part's
+   o row (its keys read a NaN in V) makes the row's o NaN. p gives the shape (batch,
    heads_q, n_q, d_v), o's type and, with p->ragged, out->q_lens the rows per sequence; parts[i]
    gives o_data, o_layout, lse and lse_layout of partial i (what a call with p->lse wrote for its
    keys), out the o (and, if out->lse is not NULL, the lse) of the whole. out's o may be parts[0]'s
