@@ -53,7 +53,7 @@ extern "C" {
   (TXATTN_VERSION_MAJOR * 10000 + TXATTN_VERSION_MINOR * 100 + TXATTN_VERSION_PATCH)
 
 TXATTN_API int txattn_version(void);                /* of the library linked at run time */
-TXATTN_API const char *txattn_version_string(void); /* "0.1.0" */
+TXATTN_API const char *txattn_version_string(void); /* "0.2.0" */
 
 /* The floor of the bound on max|O - O_ref| / max|V| (txattn_error_bound): what every kernel meets
    wherever the scores are small enough for fp32 to hold them closely (L <= 10 or so). */
