@@ -41,9 +41,7 @@ txattn_status txattn_context_create(const txattn_options *opts, txattn_context *
   TXATTN_RETURN_IF(out == NULL, TXATTN_E_INVALID, "txattn_context_create: out is NULL");
   *out = NULL;
   txattn_options copy = TXATTN_OPTIONS_INIT; /* every field NULL or 0 */
-  if (opts)
-    TXATTN_FORWARD_IF_ERROR(
-        TXATTN__STRUCT_IN(txattn_options, TXATTN_OPTIONS_SIZE_0_2, opts, &copy));
+  if (opts) TXATTN_FORWARD_IF_ERROR(TXATTN__STRUCT_IN(txattn_options, opts, &copy));
   const txattn_options *o = &copy;
   TXATTN_RETURN_IF(
       o->n_threads < 0, TXATTN_E_INVALID,
@@ -80,7 +78,7 @@ static int have_ctx(const txattn_context *ctx, const char *fn) {
 txattn_status txattn_context_machine(const txattn_context *ctx, txattn_machine_info *out) {
   TXATTN_RETURN_IF(ctx == NULL || out == NULL, TXATTN_E_INVALID,
                    "txattn_context_machine: %s is NULL", ctx == NULL ? "ctx" : "out");
-  TXATTN__STRUCT_OUT(txattn_machine_info, TXATTN_MACHINE_INFO_SIZE_0_2, out, &ctx->machine_info);
+  TXATTN_FORWARD_IF_ERROR(TXATTN__STRUCT_OUT(txattn_machine_info, out, &ctx->machine_info));
   return txattn__ok();
 }
 
@@ -127,7 +125,7 @@ txattn_status txattn_kernel_get(const txattn_context *ctx, size_t i, txattn_kern
   info.one_thread_same_as =
       TXATTN_KERNEL_DESC_HAS(k->desc, one_thread_same_as) ? k->desc->one_thread_same_as : NULL;
   for (int t = 0; t < 4; t++) info.dtypes[t] = txattn__kernel_dtypes(k, t);
-  TXATTN__STRUCT_OUT(txattn_kernel_info, TXATTN_KERNEL_INFO_SIZE_0_2, out, &info);
+  TXATTN_FORWARD_IF_ERROR(TXATTN__STRUCT_OUT(txattn_kernel_info, out, &info));
   return txattn__ok();
 }
 
@@ -139,6 +137,6 @@ txattn_status txattn_rejected_get(const txattn_context *ctx, size_t i, txattn_re
   info.struct_size = sizeof info;
   info.path = ctx->reg.rejected[i].path;
   info.reason = ctx->reg.rejected[i].reason;
-  TXATTN__STRUCT_OUT(txattn_rejected_info, TXATTN_REJECTED_INFO_SIZE_0_2, out, &info);
+  TXATTN_FORWARD_IF_ERROR(TXATTN__STRUCT_OUT(txattn_rejected_info, out, &info));
   return txattn__ok();
 }

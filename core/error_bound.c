@@ -102,7 +102,7 @@ static int64_t widest_row(const txattn_problem *p) {
    each over every sequence (one, unless ragged) with its own lengths. */
 static txattn_status bound_terms(const char *who, const txattn_problem *p, const txattn_tensors *t,
                                  txattn_problem *r, double *max_v, double *l, int64_t *keys) {
-  txattn_tensors x;
+  txattn_tensors x = TXATTN_TENSORS_INIT;
   TXATTN_FORWARD_IF_ERROR(txattn__problem_resolve(p, r));
   TXATTN_FORWARD_IF_ERROR(txattn__tensors_check(r, t, &x));
   double *q = malloc((size_t)r->d_qk * sizeof *q);
@@ -166,7 +166,7 @@ static void lse_bound(const txattn_problem *r, double l, int64_t keys, double ou
 
 txattn_status txattn__error_bounds(const char *who, const txattn_problem *p,
                                    const txattn_tensors *t, double *bound, double *lse_abs_rel) {
-  txattn_problem r;
+  txattn_problem r = TXATTN_PROBLEM_INIT;
   double max_v, l;
   int64_t keys;
   TXATTN_FORWARD_IF_ERROR(bound_terms(who, p, t, &r, bound ? &max_v : NULL, &l, &keys));

@@ -316,7 +316,7 @@ int txattn__kernel_applicable(const txattn__kernel *k, const txattn_problem *r, 
   }
   /* a kernel without TXATTN_KERNEL_RAGGED runs each sequence as a problem of its own: it judges
      the dense problem of the tensors' capacity */
-  txattn_problem dense;
+  txattn_problem dense = TXATTN_PROBLEM_INIT;
   if (r->ragged && !(d->flags & TXATTN_KERNEL_RAGGED)) {
     dense = *r;
     dense.ragged = 0;

@@ -22,11 +22,17 @@ int txattn__verbose(void) {
 
 void txattn__log(const char *fmt, ...) {
   if (!txattn__verbose()) return;
-  /* One fprintf per line so that lines from several threads do not interleave. */
-  char line[1536];
-  va_list ap;
+  /* One fprintf per line so that lines from several threads do not interleave; a line longer than
+     the buffer (a long path) is formatted again whole on the heap, never cut. */
+  char line[1536], *text = line;
+  va_list ap, again;
   va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
+  va_copy(again, ap);
+  int n = vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
-  fprintf(stderr, "txattn: %s\n", line);
+  if (n >= (int)sizeof line && (text = malloc((size_t)n + 1)) != NULL)
+    vsnprintf(text, (size_t)n + 1, fmt, again);
+  va_end(again);
+  fprintf(stderr, "txattn: %s\n", text ? text : line);
+  if (text != line) free(text);
 }

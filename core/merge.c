@@ -1,9 +1,10 @@
 /* txattn_merge: the result over a union of disjoint key sets from the results over each, as the
  * online softmax combines blocks. Per row, in fp32: m = the largest finite-or-+inf lse_i,
- * e_i = exp(lse_i - m), s = sum e_i, o = sum (e_i / s) o_i, lse = m + log(s). Parts with lse -inf
- * are skipped whole (their o rows are never read into the sum); a NaN lse makes the row NaN. The
- * row is summed in a scratch row and written last, so o may be parts[0]'s. docs/error_bound.md,
- * "Merging", derives the bound. */
+ * e_i = exp(lse_i - m) (with m +inf: 1 for the parts at +inf, 0 for the others), s = sum e_i,
+ * o = sum (e_i / s) o_i, lse = m + log(s). Parts with lse -inf are skipped whole (their o rows are
+ * never read into the sum); a NaN lse, or a NaN in a part's o row that is read, makes the row NaN.
+ * The row is summed in a scratch row and written last, so o may be parts[0]'s.
+ * docs/error_bound.md, "Merging", derives the bound and the +inf case. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -25,7 +26,7 @@ typedef struct part {
 static txattn_status check_part(const txattn_problem *r, const txattn_tensors *given, size_t i,
                                 part *p) {
   snprintf(p->where, sizeof p->where, "txattn_merge: parts[%zu].", i);
-  TXATTN_FORWARD_IF_ERROR(TXATTN__STRUCT_IN(txattn_tensors, TXATTN_TENSORS_SIZE_0_2, given, &p->t));
+  TXATTN_FORWARD_IF_ERROR(TXATTN__STRUCT_IN(txattn_tensors, given, &p->t));
   p->o = (txattn__tensor){"o",
                           p->t.o_data,
                           &p->t.o_layout,
@@ -70,6 +71,14 @@ static float lse_of(const txattn_tensors *t, int64_t b, int64_t h, int64_t i) {
   return t->lse[b * t->lse_layout.batch + h * t->lse_layout.head + i * t->lse_layout.row];
 }
 
+/* The weight e_i of part k's lse l against the row's largest, m (finite or +inf): parts with lse
+   +inf share the row equally (their true lse are beyond fp32, unknown, and every finite one is
+   below them by more than fp32 can tell); the others then weigh 0 but are still read, so that a
+   NaN in their o reaches the row. */
+static float weight(float l, float m) {
+  return m == INFINITY ? (l == INFINITY ? 1.0f : 0.0f) : expf(l - m);
+}
+
 /* One output row (b, h, i); acc holds d_v floats. */
 static void merge_row(const txattn_problem *r, const part *parts, size_t n, const part *out,
                       int64_t b, int64_t h, int64_t i, float *acc) {
@@ -91,12 +100,12 @@ static void merge_row(const txattn_problem *r, const part *parts, size_t n, cons
     float s = 0.0f;
     for (size_t k = 0; k < n; k++) {
       float l = lse_of(&parts[k].t, b, h, i);
-      if (l != -INFINITY) s += expf(l - m);
+      if (l != -INFINITY) s += weight(l, m);
     }
     for (size_t k = 0; k < n; k++) {
       float l = lse_of(&parts[k].t, b, h, i);
       if (l == -INFINITY) continue;
-      float w = expf(l - m) / s;
+      float w = weight(l, m) / s;
       const void *o = txattn_row_of(parts[k].t.o_data, r->o_type, &parts[k].t.o_layout, b, h, i);
       if (r->o_type == TXATTN_DTYPE_F32) {
         const float *f = o;
@@ -105,7 +114,8 @@ static void merge_row(const txattn_problem *r, const part *parts, size_t n, cons
         for (int64_t c = 0; c < r->d_v; c++) acc[c] += w * (float)txattn__load(o, r->o_type, c);
       }
     }
-    lse = m + logf(s);
+    lse = m + logf(s);                  /* +inf when m is */
+    txattn_row_spread_nan(acc, r->d_v); /* a part's row with a NaN, whatever its weight */
   }
   void *o = txattn_row_of_mut(out->t.o_data, r->o_type, &out->t.o_layout, b, h, i);
   if (r->o_type == TXATTN_DTYPE_F32)
@@ -120,7 +130,7 @@ static void merge_row(const txattn_problem *r, const part *parts, size_t n, cons
 
 txattn_status txattn_merge(const txattn_problem *p, const txattn_tensors *parts, size_t n_parts,
                            const txattn_tensors *out) {
-  txattn_problem r;
+  txattn_problem r = TXATTN_PROBLEM_INIT;
   TXATTN_FORWARD_IF_ERROR(txattn__problem_resolve(p, &r));
   TXATTN_RETURN_IF(n_parts == 0, TXATTN_E_INVALID, "txattn_merge: n_parts is 0");
   TXATTN_RETURN_IF(parts == NULL, TXATTN_E_INVALID, "txattn_merge: parts is NULL");
@@ -136,7 +146,7 @@ txattn_status txattn_merge(const txattn_problem *p, const txattn_tensors *parts,
   part *o = ps ? &ps[n_parts] : NULL;
   if (s == TXATTN_OK) {
     strcpy(o->where, "txattn_merge: out.");
-    s = TXATTN__STRUCT_IN(txattn_tensors, TXATTN_TENSORS_SIZE_0_2, out, &o->t);
+    s = TXATTN__STRUCT_IN(txattn_tensors, out, &o->t);
   }
   if (s == TXATTN_OK) {
     o->o = (txattn__tensor){"o",

@@ -226,7 +226,7 @@ txattn_status txattn__plan_new(txattn_context *ctx, const txattn_problem *p, con
   TXATTN_RETURN_IF(out == NULL, TXATTN_E_INVALID, "txattn_plan_create: out is NULL");
   *out = NULL;
   TXATTN_RETURN_IF(ctx == NULL, TXATTN_E_INVALID, "txattn_plan_create: ctx is NULL");
-  txattn_problem r;
+  txattn_problem r = TXATTN_PROBLEM_INIT;
   TXATTN_FORWARD_IF_ERROR(txattn__problem_resolve(p, &r));
   txattn__failures failed;
   txattn__failures_init(&failed);
@@ -274,8 +274,8 @@ static txattn_status run_per_sequence(const txattn_plan *plan, const txattn_tens
   const txattn_kernel_desc *d = plan->kernel->desc;
   int64_t fitted[TXATTN_MAX_TUNABLES];
   for (int64_t b = 0; b < plan->problem.batch; b++) {
-    txattn_problem sub;
-    txattn_tensors st;
+    txattn_problem sub = TXATTN_PROBLEM_INIT;
+    txattn_tensors st = TXATTN_TENSORS_INIT;
     txattn__sequence(&plan->problem, x, b, &sub, &st);
     if (sub.n_q == 0) continue;
     if (sub.n_kv == 0) {
@@ -347,7 +347,7 @@ txattn_status txattn__plan_run(const txattn_plan *plan, const txattn_tensors *x)
 
 txattn_status txattn_plan_execute(const txattn_plan *plan, const txattn_tensors *t) {
   TXATTN_RETURN_IF(plan == NULL, TXATTN_E_INVALID, "txattn_plan_execute: plan is NULL");
-  txattn_tensors x;
+  txattn_tensors x = TXATTN_TENSORS_INIT;
   TXATTN_FORWARD_IF_ERROR(txattn__tensors_check(&plan->problem, t, &x));
   return txattn__plan_run(plan, &x);
 }

@@ -140,9 +140,9 @@ static txattn_status retry(txattn_context *ctx, const txattn_problem *r, const t
 txattn_status txattn_attention(txattn_context *ctx, const txattn_problem *p,
                                const txattn_tensors *t) {
   TXATTN_RETURN_IF(ctx == NULL, TXATTN_E_INVALID, "txattn_attention: ctx is NULL");
-  txattn_problem r;
+  txattn_problem r = TXATTN_PROBLEM_INIT;
   txattn_plan *plan = NULL;
-  txattn_tensors x;
+  txattn_tensors x = TXATTN_TENSORS_INIT;
   TXATTN_FORWARD_IF_ERROR(txattn__problem_resolve(p, &r));
   TXATTN_FORWARD_IF_ERROR(cached_plan(ctx, &r, &plan));
   txattn_status s = txattn__tensors_check(&plan->problem, t, &x);

@@ -44,6 +44,6 @@ txattn_status txattn_plan_tunable_info(const txattn_plan *plan, size_t i,
   info.min = t->min;
   info.max = t->max;
   info.multiple_of = t->multiple_of;
-  TXATTN__STRUCT_OUT(txattn_tunable_info, TXATTN_TUNABLE_INFO_SIZE_0_2, out, &info);
+  TXATTN_FORWARD_IF_ERROR(TXATTN__STRUCT_OUT(txattn_tunable_info, out, &info));
   return txattn__ok();
 }

@@ -102,6 +102,6 @@ txattn_status txattn_kernel_tunable_get(const txattn_context *ctx, size_t kernel
   info.min = t->min;
   info.max = t->max;
   info.multiple_of = t->multiple_of;
-  TXATTN__STRUCT_OUT(txattn_tunable_info, TXATTN_TUNABLE_INFO_SIZE_0_2, out, &info);
+  TXATTN_FORWARD_IF_ERROR(TXATTN__STRUCT_OUT(txattn_tunable_info, out, &info));
   return txattn__ok();
 }

@@ -158,8 +158,8 @@ static txattn_status resolve_serving(const txattn_problem *p, txattn_problem *r)
 
 txattn_status txattn__problem_resolve(const txattn_problem *given, txattn_problem *out) {
   TXATTN_RETURN_IF(given == NULL, TXATTN_E_INVALID, "txattn_problem is NULL");
-  txattn_problem in, r;
-  TXATTN_FORWARD_IF_ERROR(TXATTN__STRUCT_IN(txattn_problem, TXATTN_PROBLEM_SIZE_0_2, given, &in));
+  txattn_problem in = TXATTN_PROBLEM_INIT, r = TXATTN_PROBLEM_INIT;
+  TXATTN_FORWARD_IF_ERROR(TXATTN__STRUCT_IN(txattn_problem, given, &in));
   const txattn_problem *p = &in;
   memset(&r, 0, sizeof r); /* padding too: callers may memcmp resolved problems */
   r.struct_size = sizeof r;
@@ -175,9 +175,9 @@ txattn_status txattn__problem_resolve(const txattn_problem *given, txattn_proble
 
 txattn_status txattn_problem_resolve(const txattn_problem *p, txattn_problem *out) {
   TXATTN_RETURN_IF(out == NULL, TXATTN_E_INVALID, "txattn_problem_resolve: out is NULL");
-  txattn_problem r;
+  txattn_problem r = TXATTN_PROBLEM_INIT;
   TXATTN_FORWARD_IF_ERROR(txattn__problem_resolve(p, &r));
-  TXATTN__STRUCT_OUT(txattn_problem, TXATTN_PROBLEM_SIZE_0_2, out, &r);
+  TXATTN_FORWARD_IF_ERROR(TXATTN__STRUCT_OUT(txattn_problem, out, &r));
   return txattn__ok();
 }
 
@@ -220,7 +220,7 @@ double txattn__visible_pairs(const txattn_problem *r) {
 }
 
 double txattn_problem_visible_pairs(const txattn_problem *p) {
-  txattn_problem r;
+  txattn_problem r = TXATTN_PROBLEM_INIT;
   if (txattn__problem_resolve(p, &r) != TXATTN_OK) return -1.0;
   return txattn__visible_pairs(&r);
 }

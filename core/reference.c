@@ -66,8 +66,8 @@ static void reference_row(const txattn_problem *p, const txattn_tensors *t, int6
 }
 
 txattn_status txattn_reference(const txattn_problem *p, const txattn_tensors *t) {
-  txattn_problem r;
-  txattn_tensors x;
+  txattn_problem r = TXATTN_PROBLEM_INIT;
+  txattn_tensors x = TXATTN_TENSORS_INIT;
   TXATTN_FORWARD_IF_ERROR(txattn__problem_resolve(p, &r));
   TXATTN_FORWARD_IF_ERROR(txattn__tensors_check(&r, t, &x));
   size_t n = (size_t)r.n_kv + (size_t)r.d_v + (size_t)r.d_qk, bytes;
@@ -81,8 +81,8 @@ txattn_status txattn_reference(const txattn_problem *p, const txattn_tensors *t)
   for (int64_t b = 0; b < r.batch; b++) {
     /* each sequence on its own (its lengths when ragged), which also covers kv_len 0: no row of
        a problem without keys sees one */
-    txattn_problem sub;
-    txattn_tensors st;
+    txattn_problem sub = TXATTN_PROBLEM_INIT;
+    txattn_tensors st = TXATTN_TENSORS_INIT;
     txattn__sequence(&r, &x, b, &sub, &st);
     for (int64_t h = 0; h < sub.heads_q; h++)
       for (int64_t i = 0; i < sub.n_q; i++)

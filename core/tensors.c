@@ -113,8 +113,8 @@ txattn_status txattn__lens_check(const char *field, const int64_t *lens, int64_t
 txattn_status txattn__tensors_check(const txattn_problem *r, const txattn_tensors *t,
                                     txattn_tensors *out) {
   TXATTN_RETURN_IF(t == NULL, TXATTN_E_INVALID, "txattn_tensors is NULL");
-  txattn_tensors c;
-  TXATTN_FORWARD_IF_ERROR(TXATTN__STRUCT_IN(txattn_tensors, TXATTN_TENSORS_SIZE_0_2, t, &c));
+  txattn_tensors c = TXATTN_TENSORS_INIT;
+  TXATTN_FORWARD_IF_ERROR(TXATTN__STRUCT_IN(txattn_tensors, t, &c));
   txattn__tensor ts[4] = {
       {"q",
        c.q,

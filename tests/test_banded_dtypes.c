@@ -212,6 +212,7 @@ static void case_make(struct dcase *c, const struct dshape *s, const struct comb
                           .v_type = cb->v,
                           .o_type = cb->o,
                           .struct_size = sizeof(txattn_problem)};
+  c->r = (txattn_problem)TXATTN_PROBLEM_INIT;
   cr_assert_eq(txattn_problem_resolve(&c->p, &c->r), TXATTN_OK, "%s", txattn_last_error());
   const txattn_problem *r = &c->r;
   uint32_t state = (uint32_t)(s->n_q * 131 + s->d_qk * 7 + cb->k * 3 + cb->q);

@@ -299,7 +299,7 @@ Test(dtypes, kernels_are_exact_on_every_type_combination_they_take) {
     txattn_dtype qt = (txattn_dtype)(combo % 3), kvt = (txattn_dtype)(combo / 3 % 3),
                  ot = (txattn_dtype)(combo / 9);
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
-      txattn_problem p = shapes[si], r;
+      txattn_problem p = shapes[si], r = TXATTN_PROBLEM_INIT;
       p.q_type = qt, p.k_type = p.v_type = kvt, p.o_type = ot;
       cr_assert_eq(txattn_problem_resolve(&p, &r), TXATTN_OK);
       size_t nq = (size_t)(r.batch * r.heads_q * r.n_q),

@@ -38,7 +38,7 @@ static void tiny_init(struct tiny *s) {
 /* Refused by resolve, plan_create and attention alike, with every word of want in the message, and
    o untouched. */
 static void expect_refused(struct tiny *s, const char *what, const char *const *want) {
-  txattn_problem r;
+  txattn_problem r = TXATTN_PROBLEM_INIT;
   cr_assert_eq(txattn_problem_resolve(&s->p, &r), TXATTN_E_INVALID, "%s: resolve accepted it",
                what);
   const char *msg = txattn_last_error();
@@ -152,7 +152,7 @@ Test(limits, problems_at_the_limits_plan_or_are_declined) {
       for (size_t c = 0; c < 3; c++)
         for (size_t h = 0; h < 3; h++)
           for (int m = TXATTN_MASK_NONE; m <= TXATTN_MASK_WINDOW; m++) {
-            txattn_problem p = TXATTN_PROBLEM_INIT, r;
+            txattn_problem p = TXATTN_PROBLEM_INIT, r = TXATTN_PROBLEM_INIT;
             p.n_q = n[a], p.n_kv = n[b], p.d_qk = d[c];
             p.heads_q = heads[h][0], p.heads_kv = heads[h][1];
             p.mask = (txattn_mask)m;
@@ -179,7 +179,7 @@ Test(limits, problems_at_the_limits_plan_or_are_declined) {
 
 /* The largest problem the limits allow resolves: the limits are not lower than documented. */
 Test(limits, the_limits_themselves_are_accepted) {
-  txattn_problem p = TXATTN_PROBLEM_INIT, r;
+  txattn_problem p = TXATTN_PROBLEM_INIT, r = TXATTN_PROBLEM_INIT;
   p.n_q = 1, p.n_kv = INT64_C(2147483647), p.d_qk = 1;
   cr_assert_eq(txattn_problem_resolve(&p, &r), TXATTN_OK, "%s", txattn_last_error());
   p.n_kv = 1, p.heads_q = 65536, p.d_qk = INT64_C(1) << 20;

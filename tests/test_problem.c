@@ -16,7 +16,7 @@
 TestSuite(problem, .init = test_env_clean, .fini = test_check_leaks, .timeout = 60);
 
 Test(problem, resolve_fills_the_documented_defaults) {
-  txattn_problem p = {.n_q = 5, .d_qk = 16}, r;
+  txattn_problem p = {.n_q = 5, .d_qk = 16}, r = TXATTN_PROBLEM_INIT;
   txattn_status s = txattn_problem_resolve(&p, &r);
   cr_assert_eq(s, TXATTN_OK, "%s", txattn_last_error());
   cr_expect_eq(r.batch, 1);
@@ -47,7 +47,7 @@ Test(problem, resolve_keeps_explicit_fields) {
                       .window_left = TXATTN_UNBOUNDED,
                       .window_right = 2,
                       .scale = -1.5f};
-  txattn_problem r;
+  txattn_problem r = TXATTN_PROBLEM_INIT;
   cr_assert_eq(txattn_problem_resolve(&p, &r), TXATTN_OK, "%s", txattn_last_error());
   cr_expect(p.batch == r.batch && p.heads_q == r.heads_q && p.heads_kv == r.heads_kv &&
                 p.n_q == r.n_q && p.n_kv == r.n_kv && p.d_qk == r.d_qk && p.d_v == r.d_v &&
@@ -207,7 +207,7 @@ static void *last_error_of_new_thread(void *arg) {
 
 Test(problem, last_error_is_empty_until_a_failure_and_per_thread) {
   cr_assert_str_eq(txattn_last_error(), "", "before any call");
-  txattn_problem p = {.n_q = 3, .d_qk = 2}, r;
+  txattn_problem p = {.n_q = 3, .d_qk = 2}, r = TXATTN_PROBLEM_INIT;
   cr_assert_eq(txattn_problem_resolve(&p, &r), TXATTN_OK);
   cr_expect_str_eq(txattn_last_error(), "", "a success sets no error");
   p.d_qk = 0;

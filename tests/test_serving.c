@@ -433,7 +433,7 @@ static void merge_into_new(int64_t n_q, txattn_mask mask, int n_parts, txattn_dt
   snprintf(desc, sizeof desc, "%d parts, n_q %lld, %s, o %s", n_parts, (long long)n_q,
            txattn_mask_name(mask), txattn_dtype_name(o_type));
   merge_case_init(&m, n_q, mask, n_parts, n_parts == 2 ? cuts2 : cuts8, o_type);
-  txattn_tensors parts[9], out = TXATTN_TENSORS_INIT;
+  txattn_tensors parts[9] = {0}, out = TXATTN_TENSORS_INIT;
   merge_parts(&m, parts);
   void *o = filled(m.no, elem_size(o_type));
   float *lse = filled(m.nl, 4);
@@ -472,7 +472,7 @@ Test(serving, merge_makes_16_bit_o) {
 Test(serving, merge_ignores_parts_without_keys) {
   struct merge_case m;
   merge_case_init(&m, 3, TXATTN_MASK_NONE, 2, cuts2, TXATTN_DTYPE_F32);
-  txattn_tensors parts[3], out = TXATTN_TENSORS_INIT;
+  txattn_tensors parts[3] = {0}, out = TXATTN_TENSORS_INIT;
   merge_parts(&m, parts);
   float *o = filled(m.no, 4), *lse = filled(m.nl, 4), *o3 = filled(m.no, 4),
         *lse3 = filled(m.nl, 4);
@@ -506,10 +506,109 @@ Test(serving, merge_ignores_parts_without_keys) {
   merge_case_free(&m);
 }
 
+/* One decode row (d 4) against 4 keys in two parts of two, by txattn_reference, at a scale where
+   scores overflow fp32: lse_out[p] and o_out[p] for each part, and the whole's. */
+struct overflow_case {
+  float o[3][4], lse[3]; /* parts 0 and 1, then the whole */
+};
+
+static void overflow_case_run(const float k[4][4], const float v[4][4], struct overflow_case *c) {
+  static const float q[4] = {1, 1, 1, 1};
+  txattn_problem p = {.n_q = 1, .n_kv = 4, .d_qk = 4, .scale = 2e38f, .lse = 1};
+  p.struct_size = sizeof p;
+  for (int part = 0; part < 3; part++) {
+    txattn_problem pp = p;
+    pp.n_kv = part == 2 ? 4 : 2;
+    txattn_tensors t = TXATTN_TENSORS_INIT;
+    t.q = q;
+    t.k = k[part == 1 ? 2 : 0];
+    t.v = v[part == 1 ? 2 : 0];
+    t.o = c->o[part];
+    t.lse = &c->lse[part];
+    cr_assert_eq(txattn_reference(&pp, &t), TXATTN_OK, "%s", txattn_last_error());
+  }
+}
+
+static txattn_status merge_overflow(struct overflow_case *c, float *o, float *lse) {
+  txattn_problem p = {.n_q = 1, .n_kv = 4, .d_qk = 4, .lse = 1};
+  p.struct_size = sizeof p;
+  txattn_tensors parts[2] = {0}, out = TXATTN_TENSORS_INIT;
+  for (int i = 0; i < 2; i++) {
+    parts[i] = (txattn_tensors)TXATTN_TENSORS_INIT;
+    parts[i].o = c->o[i];
+    parts[i].lse = &c->lse[i];
+  }
+  out.o = o;
+  out.lse = lse;
+  return txattn_merge(&p, parts, 2, &out);
+}
+
+/* A row whose scores overflow fp32 has lse +inf, and its o is still exact. Merged with a part of
+   finite lse, that part dominates whole: the merge is the whole's own attention, bit for bit. */
+Test(serving, merge_of_a_part_whose_scores_overflow_is_that_part) {
+  /* scale 2e38: q.k = 4 (key 0) is 8e38, past FLT_MAX; keys 2 and 3 score 2e38 and -2e38 */
+  const float k[4][4] = {{1, 1, 1, 1},
+                         {0.5f, 0.5f, 0.5f, 0.5f},
+                         {.25f, .25f, .25f, .25f},
+                         {-.25f, -.25f, -.25f, -.25f}};
+  const float v[4][4] = {{1, 2, 3, 4}, {5, 6, 7, 8}, {-1, -2, -3, -4}, {9, 9, 9, 9}};
+  struct overflow_case c;
+  overflow_case_run(k, v, &c);
+  cr_assert(c.lse[0] == INFINITY && isfinite(c.lse[1]) && c.lse[2] == INFINITY,
+            "lse of the parts %g %g, whole %g", c.lse[0], c.lse[1], c.lse[2]);
+  float o[4], lse;
+  cr_assert_eq(merge_overflow(&c, o, &lse), TXATTN_OK, "%s", txattn_last_error());
+  cr_assert_eq(lse, INFINITY);
+  for (int i = 0; i < 4; i++)
+    cr_assert(o[i] == c.o[2][i] && o[i] == v[0][i], "o[%d] = %g, the whole's %g", i, o[i],
+              c.o[2][i]);
+}
+
+/* Two parts at +inf share the row equally: exact when their true lse agree, as here (the same key
+   in each, with other values). */
+Test(serving, merge_of_two_overflowing_parts_is_their_mean) {
+  const float k[4][4] = {{1, 1, 1, 1}, {-1, -1, -1, -1}, {1, 1, 1, 1}, {-1, -1, -1, -1}};
+  const float v[4][4] = {{1, 2, 3, 4}, {50, 60, 70, 80}, {3, 2, 1, 0}, {-50, -60, -70, -80}};
+  struct overflow_case c;
+  overflow_case_run(k, v, &c);
+  cr_assert(c.lse[0] == INFINITY && c.lse[1] == INFINITY, "lse %g %g", c.lse[0], c.lse[1]);
+  float o[4], lse;
+  cr_assert_eq(merge_overflow(&c, o, &lse), TXATTN_OK, "%s", txattn_last_error());
+  cr_assert_eq(lse, INFINITY);
+  for (int i = 0; i < 4; i++)
+    cr_assert(o[i] == 2.0f && o[i] == c.o[2][i], "o[%d] = %g, the whole's %g", i, o[i], c.o[2][i]);
+}
+
+/* The NaN rule, of the whole: a part whose lse is NaN (its keys or q read a NaN) makes o and lse
+   NaN; a part whose o row holds a NaN (a NaN in its V) makes o NaN whatever its weight, lse
+   staying what the keys give. */
+Test(serving, merge_follows_the_nan_rule) {
+  const float k[4][4] = {{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}, {0, 0, 0, 1}};
+  const float v[4][4] = {{1, 2, 3, 4}, {5, 6, 7, 8}, {-1, -2, -3, -4}, {9, 9, 9, 9}};
+  struct overflow_case c;
+  overflow_case_run(k, v, &c);
+  struct overflow_case nan_lse = c, nan_o = c, nan_o_at_inf = c;
+  nan_lse.lse[1] = NAN;
+  float o[4], lse;
+  cr_assert_eq(merge_overflow(&nan_lse, o, &lse), TXATTN_OK, "%s", txattn_last_error());
+  cr_assert(isnan(lse), "lse %g", lse);
+  for (int i = 0; i < 4; i++) cr_assert(isnan(o[i]), "o[%d] = %g", i, o[i]);
+  nan_o.o[1][2] = NAN;
+  cr_assert_eq(merge_overflow(&nan_o, o, &lse), TXATTN_OK, "%s", txattn_last_error());
+  cr_assert(isfinite(lse), "lse %g", lse);
+  for (int i = 0; i < 4; i++) cr_assert(isnan(o[i]), "o[%d] = %g", i, o[i]);
+  /* the NaN part weighs 0 next to one at +inf, and still makes the row NaN */
+  nan_o_at_inf.lse[0] = INFINITY;
+  nan_o_at_inf.o[1][0] = NAN;
+  cr_assert_eq(merge_overflow(&nan_o_at_inf, o, &lse), TXATTN_OK, "%s", txattn_last_error());
+  cr_assert_eq(lse, INFINITY);
+  for (int i = 0; i < 4; i++) cr_assert(isnan(o[i]), "o[%d] = %g", i, o[i]);
+}
+
 Test(serving, merge_of_a_ragged_batch_writes_q_len_rows) {
   struct merge_case m;
   merge_case_init(&m, 3, TXATTN_MASK_NONE, 2, cuts2, TXATTN_DTYPE_F32);
-  txattn_tensors parts[2], out = TXATTN_TENSORS_INIT;
+  txattn_tensors parts[2] = {0}, out = TXATTN_TENSORS_INIT;
   merge_parts(&m, parts);
   float *o = filled(m.no, 4), *lse = filled(m.nl, 4);
   const int64_t q_lens[2] = {1, 3};
@@ -543,7 +642,7 @@ static void expect_invalid(txattn_status s, const char *needle, const char *what
 Test(serving, merge_validates_and_leaves_out_alone_on_error) {
   struct merge_case m;
   merge_case_init(&m, 3, TXATTN_MASK_NONE, 2, cuts2, TXATTN_DTYPE_F32);
-  txattn_tensors parts[2], out = TXATTN_TENSORS_INIT;
+  txattn_tensors parts[2] = {0}, out = TXATTN_TENSORS_INIT;
   merge_parts(&m, parts);
   float *o = filled(m.no, 4), *lse = filled(m.nl, 4);
   out.o = o;

@@ -47,25 +47,62 @@ static txattn_context *context_with(const void *opts) {
   return ctx;
 }
 
-/* An options struct from an older header that ended before n_threads: the fields it lacks take
-   their defaults and are never read. */
-Test(struct_size, older_options_are_read_only_as_far_as_they_reach) {
-  struct options_old {
-    size_t struct_size;
-    const char *plugin_path, *table_path;
-  };
-  struct fenced f = fence(sizeof(struct options_old));
-  struct options_old *o = f.at;
-  o->struct_size = sizeof *o;
-  o->table_path = "";
-  txattn_context *ctx = context_with(o);
-  txattn_options full = {.table_path = "", .n_threads = 0};
-  txattn_context *ref = context_with(&full);
-  cr_assert_eq(txattn_context_threads(ctx), txattn_context_threads(ref));
-  cr_assert_eq(txattn_kernel_count(ctx), txattn_kernel_count(ref));
-  txattn_context_free(ref);
-  txattn_context_free(ctx);
+/* A problem from 0.2's first header (before lse and ragged): the fields it lacks take their
+   defaults and are never read. */
+Test(struct_size, older_problems_are_read_only_as_far_as_they_reach) {
+  struct fenced f = fence(TXATTN_PROBLEM_SIZE_0_2);
+  txattn_problem *old = f.at;
+  old->n_q = 5;
+  old->d_qk = 8;
+  old->struct_size = TXATTN_PROBLEM_SIZE_0_2;
+  txattn_problem r = TXATTN_PROBLEM_INIT;
+  cr_assert_eq(txattn_problem_resolve(old, &r), TXATTN_OK, "%s", txattn_last_error());
+  cr_assert_eq(r.n_kv, 5);
+  cr_assert_eq(r.lse, 0);
+  cr_assert_eq(r.ragged, 0);
+  cr_assert_eq(r.struct_size, sizeof r);
   unfence(&f);
+}
+
+/* An input struct whose struct_size no header had (an uninitialised one's garbage, in practice)
+   is refused, naming the struct, and not read past its size field. */
+static void expect_refused(txattn_status s, const char *what, size_t size) {
+  char needle[96];
+  snprintf(needle, sizeof needle, "%s.struct_size = %zu", what, size);
+  cr_assert_eq(s, TXATTN_E_INVALID, "%s: %s", needle, txattn_status_name(s));
+  cr_assert(strstr(txattn_last_error(), needle) != NULL, "%s", txattn_last_error());
+  cr_assert(strstr(txattn_last_error(), "uninitialised") != NULL, "%s", txattn_last_error());
+}
+
+Test(struct_size, inputs_of_no_header_are_refused) {
+  size_t wrong[] = {4,
+                    9,
+                    12,
+                    offsetof(txattn_options, n_threads),
+                    sizeof(txattn_options) - 1,
+                    sizeof(txattn_options) + 4097,
+                    (size_t)1 << 40,
+                    (size_t)(uintptr_t)&wrong};
+  for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) {
+    txattn_options o = {.struct_size = wrong[i], .table_path = ""};
+    txattn_context *ctx = NULL;
+    expect_refused(txattn_context_create(&o, &ctx), "txattn_options", wrong[i]);
+    cr_assert_null(ctx);
+  }
+  txattn_problem r = TXATTN_PROBLEM_INIT;
+  size_t wrong_problem[] = {12, TXATTN_PROBLEM_SIZE_0_2 - 8, sizeof(txattn_problem) - 1};
+  for (size_t i = 0; i < 3; i++) {
+    txattn_problem p = {.n_q = 2, .d_qk = 2, .struct_size = wrong_problem[i]};
+    expect_refused(txattn_problem_resolve(&p, &r), "txattn_problem", wrong_problem[i]);
+  }
+  txattn_problem p = {.n_q = 3, .d_qk = 4};
+  float in[12] = {0}, out[12];
+  txattn_tensors t = {.q = in, .k = in, .v = in, .o = out, .struct_size = 9};
+  expect_refused(txattn_reference(&p, &t), "txattn_tensors", 9);
+  t.struct_size = TXATTN_TENSORS_SIZE_0_2 + 8; /* within this header, but no header's size */
+  expect_refused(txattn_reference(&p, &t), "txattn_tensors", TXATTN_TENSORS_SIZE_0_2 + 8);
+  t.struct_size = TXATTN_TENSORS_SIZE_0_2;
+  cr_assert_eq(txattn_reference(&p, &t), TXATTN_OK, "%s", txattn_last_error());
 }
 
 /* A newer header's larger struct: unknown fields that are zero are fine; a set one is refused. */
@@ -95,6 +132,7 @@ Test(struct_size, impossible_sizes_are_refused_with_the_struct_named) {
   cr_assert_eq(txattn_context_create(&o, &ctx), TXATTN_E_INVALID);
   cr_assert(strstr(txattn_last_error(), "txattn_options.struct_size = 4") != NULL, "%s",
             txattn_last_error());
+  cr_assert(strstr(txattn_last_error(), "TXATTN_OPTIONS_INIT") != NULL, "%s", txattn_last_error());
   o.struct_size = (size_t)1 << 40; /* garbage, not a header */
   cr_assert_eq(txattn_context_create(&o, &ctx), TXATTN_E_INVALID);
   o.struct_size = sizeof o;
@@ -102,13 +140,60 @@ Test(struct_size, impossible_sizes_are_refused_with_the_struct_named) {
   txattn_context_free(ctx);
 }
 
-/* Writes one output struct three ways: as an older header's (only `older` bytes, at a fence), as a
-   newer header's (the bytes past this header's untouched), and unset (struct_size 0: the `first`
-   bytes of version 0.2's struct, and struct_size says so). */
+/* Writes one output struct of type `what` every way its struct_size allows: as an older header's
+   (`older`, a released size, at a fence), as a newer header's (the bytes past this header's
+   untouched), and unset (struct_size 0: the `first` bytes of version 0.2's struct, and
+   struct_size says so). Every other struct_size, garbage as an uninitialised struct has it, is
+   refused with E_INVALID naming the struct, and the struct is left as it was. */
 typedef txattn_status (*get_fn)(const void *source, void *out);
 
+static void check_refusals(get_fn get, const void *source, const char *what, size_t cur,
+                           const size_t *released, size_t n_released) {
+  size_t first = released[0];
+  size_t wrong[] = {4,
+                    9,
+                    12,
+                    16,
+                    first - 1,
+                    first + 1,
+                    cur - 1,
+                    cur - 8,
+                    (first + cur) / 2 + 3,
+                    cur + 4097,
+                    (size_t)1 << 40,
+                    (size_t)(uintptr_t)&wrong};
+  unsigned char *bytes = malloc(cur + 64), *before = malloc(cur + 64);
+  cr_assert(bytes != NULL && before != NULL);
+  for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) {
+    int known = 0;
+    for (size_t k = 0; k < n_released; k++) known |= wrong[i] == released[k];
+    if (known || (wrong[i] >= cur && wrong[i] - cur <= 4096)) continue; /* a newer header's */
+    memset(bytes, 0x5a, cur + 64);
+    memcpy(bytes, &wrong[i], sizeof wrong[i]);
+    memcpy(before, bytes, cur + 64);
+    char needle[96];
+    snprintf(needle, sizeof needle, "%s.struct_size = %zu", what, wrong[i]);
+    txattn_status s = get(source, bytes);
+    cr_assert_eq(s, TXATTN_E_INVALID, "%s: %s", needle, txattn_status_name(s));
+    cr_assert(strstr(txattn_last_error(), needle) != NULL, "%s", txattn_last_error());
+    cr_assert(memcmp(bytes, before, cur + 64) == 0, "%s: the struct was written", needle);
+  }
+  free(before);
+  free(bytes);
+}
+
+/* Whether bytes 8..n of a and b agree, but for the struct_size at `inner` (0: none) of a struct
+   held last, which a must set to the bytes of it that n covers. */
+static int same_fields(const unsigned char *a, const unsigned char *b, size_t n, size_t inner) {
+  if (inner == 0) return memcmp(a + 8, b + 8, n - 8) == 0;
+  size_t held;
+  memcpy(&held, a + inner, sizeof held);
+  return held == n - inner && memcmp(a + 8, b + 8, inner - 8) == 0 &&
+         memcmp(a + inner + 8, b + inner + 8, n - inner - 8) == 0;
+}
+
 static void check_output(get_fn get, const void *source, size_t cur, size_t first, size_t older,
-                         size_t check_at) {
+                         size_t check_at, size_t inner) {
   struct fenced f = fence(older);
   memcpy(f.at, &older, sizeof older);
   cr_assert_eq(get(source, f.at), TXATTN_OK, "%s", txattn_last_error());
@@ -126,20 +211,19 @@ static void check_output(get_fn get, const void *source, size_t cur, size_t firs
   cr_assert_eq(written, cur);
   for (size_t i = cur; i < cur + 64; i++)
     cr_assert_eq(full[i], 0xa5, "byte %zu past the struct was written", i - cur);
-  cr_assert(memcmp(full + sizeof(size_t), (unsigned char *)f.at + sizeof(size_t),
-                   older - sizeof(size_t)) == 0,
-            "the older caller's fields differ from the newer's");
+  cr_assert(same_fields(f.at, full, older, inner),
+            "the older caller's fields (%zu bytes) differ from the newer's", older);
   cr_assert(check_at < older && full[check_at] != 0xa5, "the field at %zu was not written",
             check_at);
   unsigned char *unset = malloc(cur);
   cr_assert(unset != NULL);
-  memset(unset, 0, sizeof(size_t)); /* struct_size 0: an uninitialised struct in practice */
+  memset(unset, 0, sizeof(size_t)); /* struct_size 0: a zero-initialised struct */
   memset(unset + sizeof(size_t), 0x5a, cur - sizeof(size_t));
   cr_assert_eq(get(source, unset), TXATTN_OK);
   memcpy(&written, unset, sizeof written);
   cr_assert_eq(written, first, "struct_size 0 wrote %zu bytes, not version 0.2's %zu", written,
                first);
-  cr_assert(memcmp(unset + sizeof(size_t), full + sizeof(size_t), first - sizeof(size_t)) == 0,
+  cr_assert(same_fields(unset, full, first, inner),
             "a struct with struct_size 0 is not written as version 0.2's");
   for (size_t i = first; i < cur; i++)
     cr_assert_eq(unset[i], 0x5a, "byte %zu, past version 0.2's struct, was written", i);
@@ -147,6 +231,18 @@ static void check_output(get_fn get, const void *source, size_t cur, size_t firs
   free(full);
   unfence(&f);
 }
+
+/* check_output for each released size of the struct and this header's, then check_refusals. */
+static void check_outputs(get_fn get, const void *source, const char *what, size_t cur,
+                          const size_t *released, size_t n_released, size_t check_at,
+                          size_t inner) {
+  for (size_t k = 0; k < n_released; k++)
+    check_output(get, source, cur, released[0], released[k], check_at, inner);
+  check_output(get, source, cur, released[0], cur, check_at, inner);
+  check_refusals(get, source, what, cur, released, n_released);
+}
+#define RELEASED(...)                                                                              \
+  (const size_t[]){__VA_ARGS__}, sizeof((size_t[]){__VA_ARGS__}) / sizeof(size_t)
 
 static txattn_status get_kernel(const void *ctx, void *out) {
   return txattn_kernel_get(ctx, 0, out);
@@ -166,20 +262,45 @@ static txattn_status get_plan_tunable(const void *plan, void *out) {
 
 Test(struct_size, outputs_are_written_as_far_as_the_callers_struct_reaches) {
   txattn_context *ctx = test_context(1);
-  check_output(get_kernel, ctx, sizeof(txattn_kernel_info), TXATTN_KERNEL_INFO_SIZE_0_2,
-               offsetof(txattn_kernel_info, usable), offsetof(txattn_kernel_info, name));
-  check_output(get_machine, ctx, sizeof(txattn_machine_info), TXATTN_MACHINE_INFO_SIZE_0_2,
-               offsetof(txattn_machine_info, n_cores), offsetof(txattn_machine_info, vendor));
-  check_output(get_kernel_tunable, ctx, sizeof(txattn_tunable_info), TXATTN_TUNABLE_INFO_SIZE_0_2,
-               offsetof(txattn_tunable_info, value), offsetof(txattn_tunable_info, name));
+  check_outputs(get_kernel, ctx, "txattn_kernel_info", sizeof(txattn_kernel_info),
+                RELEASED(TXATTN_KERNEL_INFO_SIZE_0_2), offsetof(txattn_kernel_info, name), 0);
+  check_outputs(get_machine, ctx, "txattn_machine_info", sizeof(txattn_machine_info),
+                RELEASED(TXATTN_MACHINE_INFO_SIZE_0_2), offsetof(txattn_machine_info, vendor), 0);
+  check_outputs(get_kernel_tunable, ctx, "txattn_tunable_info", sizeof(txattn_tunable_info),
+                RELEASED(TXATTN_TUNABLE_INFO_SIZE_0_2), offsetof(txattn_tunable_info, name), 0);
   txattn_problem p = {.n_q = 64, .d_qk = 32};
   txattn_plan *plan = NULL;
   cr_assert_eq(txattn_plan_create(ctx, &p, "tiled.scalar", &plan), TXATTN_OK, "%s",
                txattn_last_error());
-  check_output(get_plan_tunable, plan, sizeof(txattn_tunable_info), TXATTN_TUNABLE_INFO_SIZE_0_2,
-               offsetof(txattn_tunable_info, min), offsetof(txattn_tunable_info, value));
+  check_outputs(get_plan_tunable, plan, "txattn_tunable_info", sizeof(txattn_tunable_info),
+                RELEASED(TXATTN_TUNABLE_INFO_SIZE_0_2), offsetof(txattn_tunable_info, value), 0);
   txattn_plan_free(plan);
   txattn_context_free(ctx);
+}
+
+/* The usual C idiom, an output struct declared without its INIT macro: whatever the stack holds
+   in struct_size, the call either fills the struct as some header's or refuses it. */
+Test(struct_size, an_uninitialised_output_is_filled_whole_or_refused) {
+  txattn_context *ctx = test_context(1);
+  const size_t cur = sizeof(txattn_kernel_info);
+  for (size_t garbage = 1; garbage < 2 * cur; garbage++) {
+    txattn_kernel_info info = TXATTN_KERNEL_INFO_INIT; /* then as the stack might leave it */
+    memset(&info, 0x77, sizeof info);
+    info.struct_size = garbage;
+    txattn_status s = txattn_kernel_get(ctx, 0, &info);
+    if (garbage == TXATTN_KERNEL_INFO_SIZE_0_2 || garbage >= cur) {
+      cr_assert_eq(s, TXATTN_OK, "struct_size %zu: %s", garbage, txattn_last_error());
+      cr_assert(info.name != NULL && strchr(info.name, '.') != NULL, "struct_size %zu", garbage);
+    } else {
+      cr_assert_eq(s, TXATTN_E_INVALID, "struct_size %zu was taken", garbage);
+      cr_assert_eq(info.struct_size, garbage);
+    }
+  }
+  txattn_context_free(ctx);
+}
+
+static txattn_status get_rejected(const void *ctx, void *out) {
+  return txattn_rejected_get(ctx, 0, out);
 }
 
 Test(struct_size, rejected_entries_follow_the_same_rule) {
@@ -193,16 +314,13 @@ Test(struct_size, rejected_entries_follow_the_same_rule) {
   fclose(bogus);
   txattn_context *ctx = test_context_at(dir, 1);
   cr_assert_eq(txattn_rejected_count(ctx), 1);
-  struct fenced f = fence(offsetof(txattn_rejected_info, reason));
-  txattn_rejected_info *old = f.at;
-  old->struct_size = offsetof(txattn_rejected_info, reason);
-  cr_assert_eq(txattn_rejected_get(ctx, 0, old), TXATTN_OK);
-  cr_assert_str_eq(old->path, path);
+  check_outputs(get_rejected, ctx, "txattn_rejected_info", sizeof(txattn_rejected_info),
+                RELEASED(TXATTN_REJECTED_INFO_SIZE_0_2), offsetof(txattn_rejected_info, path), 0);
   txattn_rejected_info now = TXATTN_REJECTED_INFO_INIT;
   cr_assert_eq(txattn_rejected_get(ctx, 0, &now), TXATTN_OK);
+  cr_assert_str_eq(now.path, path);
   cr_assert(now.reason != NULL && now.reason[0] != '\0');
   txattn_context_free(ctx);
-  unfence(&f);
   remove(path);
   rmdir(dir);
 }
@@ -293,7 +411,7 @@ static txattn_table *typed_table(txattn_context *ctx, txattn_table_class *key) {
    as it reaches: the fields it lacks are the zeros they were before they existed. */
 Test(struct_size, older_table_classes_are_read_only_as_far_as_they_reach) {
   txattn_context *ctx = test_context(1);
-  txattn_table_class typed;
+  txattn_table_class typed = TXATTN_TABLE_CLASS_INIT;
   txattn_table *t = typed_table(ctx, &typed);
   size_t sizes[] = {TXATTN_TABLE_CLASS_SIZE_0_2, TXATTN_TABLE_CLASS_SIZE_0_2_DTYPES};
   for (size_t k = 0; k < 2; k++) {
@@ -330,7 +448,7 @@ Test(struct_size, older_table_classes_are_read_only_as_far_as_they_reach) {
 /* An older exclusion holds an older class, last; a newer one's unknown bytes must be zero. */
 Test(struct_size, older_table_exclusions_are_read_and_written_as_far_as_they_reach) {
   txattn_context *ctx = test_context(1);
-  txattn_table_class typed;
+  txattn_table_class typed = TXATTN_TABLE_CLASS_INIT;
   txattn_table *t = typed_table(ctx, &typed);
   size_t sizes[] = {TXATTN_TABLE_EXCLUSION_SIZE_0_2, TXATTN_TABLE_EXCLUSION_SIZE_0_2_DTYPES};
   size_t classes[] = {TXATTN_TABLE_CLASS_SIZE_0_2, TXATTN_TABLE_CLASS_SIZE_0_2_DTYPES};
@@ -383,7 +501,7 @@ Test(struct_size, older_table_exclusions_are_read_and_written_as_far_as_they_rea
 
 Test(struct_size, newer_table_classes_need_their_unknown_fields_zero) {
   txattn_context *ctx = test_context(1);
-  txattn_table_class typed;
+  txattn_table_class typed = TXATTN_TABLE_CLASS_INIT;
   txattn_table *t = typed_table(ctx, &typed);
   size_t newer = sizeof typed + 16;
   struct fenced f = fence(newer);
@@ -417,12 +535,11 @@ static txattn_status get_class_of(const void *p, void *out) {
 
 Test(struct_size, table_classes_are_written_as_far_as_the_callers_struct_reaches) {
   txattn_context *ctx = test_context(1);
-  txattn_table_class typed;
+  txattn_table_class typed = TXATTN_TABLE_CLASS_INIT;
   txattn_table *t = typed_table(ctx, &typed);
-  check_output(get_table_class, t, sizeof(txattn_table_class), TXATTN_TABLE_CLASS_SIZE_0_2,
-               TXATTN_TABLE_CLASS_SIZE_0_2_DTYPES, offsetof(txattn_table_class, d_qk));
-  check_output(get_table_class, t, sizeof(txattn_table_class), TXATTN_TABLE_CLASS_SIZE_0_2,
-               TXATTN_TABLE_CLASS_SIZE_0_2, offsetof(txattn_table_class, heads_q));
+  check_outputs(get_table_class, t, "txattn_table_class", sizeof(txattn_table_class),
+                RELEASED(TXATTN_TABLE_CLASS_SIZE_0_2, TXATTN_TABLE_CLASS_SIZE_0_2_DTYPES),
+                offsetof(txattn_table_class, d_qk), 0);
   txattn_problem p = {.n_q = 1,
                       .n_kv = 100,
                       .d_qk = 16,
@@ -431,8 +548,14 @@ Test(struct_size, table_classes_are_written_as_far_as_the_callers_struct_reaches
                       .k_type = TXATTN_DTYPE_F16,
                       .v_type = TXATTN_DTYPE_F16,
                       .o_type = TXATTN_DTYPE_F16};
-  check_output(get_class_of, &p, sizeof(txattn_table_class), TXATTN_TABLE_CLASS_SIZE_0_2,
-               TXATTN_TABLE_CLASS_SIZE_0_2_DTYPES, offsetof(txattn_table_class, k_type));
+  check_outputs(get_class_of, &p, "txattn_table_class", sizeof(txattn_table_class),
+                RELEASED(TXATTN_TABLE_CLASS_SIZE_0_2, TXATTN_TABLE_CLASS_SIZE_0_2_DTYPES),
+                offsetof(txattn_table_class, mask), 0);
+  /* refused: n and r are left alone too */
+  txattn_table_class c = {.struct_size = 12};
+  int64_t n = -7, r = -7;
+  cr_assert_eq(txattn_table_class_of(&p, 2, &c, &n, &r), TXATTN_E_INVALID);
+  cr_assert(n == -7 && r == -7 && c.struct_size == 12);
   txattn_table_free(t);
   txattn_context_free(ctx);
 }
@@ -452,46 +575,48 @@ static txattn_status get_table_candidate(const void *t, void *out) {
 static txattn_status get_table_region(const void *t, void *out) {
   return txattn_table_region_get(t, 0, 0, out);
 }
+static txattn_status get_table_exclusion(const void *t, void *out) {
+  return txattn_table_exclusion_get(t, 0, out);
+}
 
-/* Every other struct the table API writes: an older caller's (here shorter than any version, to see
-   the limit) is written no further than it reaches. The region and header, as the exclusion, hold
-   a struct last whose struct_size tells how much of it was written. */
+/* Every other struct the table API writes, by the same rule. The region and header, as the
+   exclusion, hold a struct last whose struct_size tells how much of it was written. */
 Test(struct_size, table_outputs_are_written_as_far_as_the_callers_struct_reaches) {
   txattn_context *ctx = test_context(1);
-  txattn_table_class typed;
+  txattn_table_class typed = TXATTN_TABLE_CLASS_INIT;
   txattn_table *t = typed_table(ctx, &typed);
   txattn_table_header h = TXATTN_TABLE_HEADER_INIT;
   cr_assert_eq(txattn_table_header_get(t, &h), TXATTN_OK);
   cr_assert_gt(h.n_plugins, 0);
-  check_output(get_table_header, t, sizeof(txattn_table_header), TXATTN_TABLE_HEADER_SIZE_0_2,
-               offsetof(txattn_table_header, machine), offsetof(txattn_table_header, created));
-  check_output(get_table_plugin, t, sizeof(txattn_table_plugin), TXATTN_TABLE_PLUGIN_SIZE_0_2,
-               offsetof(txattn_table_plugin, build), offsetof(txattn_table_plugin, name));
-  check_output(get_table_point, t, sizeof(txattn_table_point), TXATTN_TABLE_POINT_SIZE_0_2,
-               offsetof(txattn_table_point, tie), offsetof(txattn_table_point, n));
-  check_output(get_table_candidate, t, sizeof(txattn_table_candidate),
-               TXATTN_TABLE_CANDIDATE_SIZE_0_2, offsetof(txattn_table_candidate, spread),
-               offsetof(txattn_table_candidate, time_s));
-  check_output(get_table_region, t, sizeof(txattn_table_region), TXATTN_TABLE_REGION_SIZE_0_2,
-               offsetof(txattn_table_region, winner), offsetof(txattn_table_region, n_hi));
+  check_outputs(get_table_header, t, "txattn_table_header", sizeof(txattn_table_header),
+                RELEASED(TXATTN_TABLE_HEADER_SIZE_0_2), offsetof(txattn_table_header, created),
+                offsetof(txattn_table_header, machine));
+  check_outputs(get_table_plugin, t, "txattn_table_plugin", sizeof(txattn_table_plugin),
+                RELEASED(TXATTN_TABLE_PLUGIN_SIZE_0_2), offsetof(txattn_table_plugin, name), 0);
+  check_outputs(get_table_point, t, "txattn_table_point", sizeof(txattn_table_point),
+                RELEASED(TXATTN_TABLE_POINT_SIZE_0_2), offsetof(txattn_table_point, n), 0);
+  check_outputs(get_table_candidate, t, "txattn_table_candidate", sizeof(txattn_table_candidate),
+                RELEASED(TXATTN_TABLE_CANDIDATE_SIZE_0_2), offsetof(txattn_table_candidate, time_s),
+                0);
+  check_outputs(get_table_region, t, "txattn_table_region", sizeof(txattn_table_region),
+                RELEASED(TXATTN_TABLE_REGION_SIZE_0_2), offsetof(txattn_table_region, n_hi),
+                offsetof(txattn_table_region, winner));
+  check_outputs(get_table_exclusion, t, "txattn_table_exclusion", sizeof(txattn_table_exclusion),
+                RELEASED(TXATTN_TABLE_EXCLUSION_SIZE_0_2, TXATTN_TABLE_EXCLUSION_SIZE_0_2_DTYPES),
+                offsetof(txattn_table_exclusion, kernel), offsetof(txattn_table_exclusion, cls));
 
-  size_t at = offsetof(txattn_table_region, winner),
-         part = offsetof(txattn_table_candidate, spread);
-  struct fenced f = fence(at + part);
-  txattn_table_region *g = f.at;
-  g->struct_size = at + part;
-  cr_assert_eq(txattn_table_region_get(t, 0, 0, g), TXATTN_OK);
-  cr_assert_eq(g->winner.struct_size, part);
-  cr_assert_str_eq(g->winner.kernel, "naive.scalar");
-  unfence(&f);
-  at = offsetof(txattn_table_header, machine);
-  part = offsetof(txattn_machine_info, n_cores);
-  f = fence(at + part);
+  txattn_table_region g = TXATTN_TABLE_REGION_INIT;
+  cr_assert_eq(txattn_table_region_get(t, 0, 0, &g), TXATTN_OK);
+  cr_assert_eq(g.winner.struct_size, sizeof g.winner);
+  cr_assert_str_eq(g.winner.kernel, "naive.scalar");
+  /* 0.2's first header holds 0.2's first machine info */
+  struct fenced f = fence(TXATTN_TABLE_HEADER_SIZE_0_2);
   txattn_table_header *old = f.at;
-  old->struct_size = at + part;
+  old->struct_size = TXATTN_TABLE_HEADER_SIZE_0_2;
   cr_assert_eq(txattn_table_header_get(t, old), TXATTN_OK);
-  cr_assert_eq(old->machine.struct_size, part);
+  cr_assert_eq(old->machine.struct_size, TXATTN_MACHINE_INFO_SIZE_0_2);
   cr_assert_eq(old->n_classes, 1);
+  cr_assert_str_eq(old->machine.vendor, h.machine.vendor);
   unfence(&f);
   txattn_table_free(t);
   txattn_context_free(ctx);
@@ -500,7 +625,7 @@ Test(struct_size, table_outputs_are_written_as_far_as_the_callers_struct_reaches
 /* txattn_table_add_point's candidates: the array's stride is the first's struct_size. */
 Test(struct_size, table_candidates_are_read_by_their_struct_size) {
   txattn_context *ctx = test_context(1);
-  txattn_table_class typed;
+  txattn_table_class typed = TXATTN_TABLE_CLASS_INIT;
   txattn_table *t = typed_table(ctx, &typed);
   size_t newer = sizeof(txattn_table_candidate) + 16;
   struct fenced f = fence(2 * newer);

@@ -557,7 +557,7 @@ static txattn_status add_tie_point(const txattn_context *ctx, txattn_table *t, s
   int64_t values[3][8];
   const char *kernels[] = {"masked.scalar", "naive.scalar", "tiled.scalar"};
   double times[] = {1e-3, naive_s, 2e-3};
-  txattn_table_candidate c[3];
+  txattn_table_candidate c[3] = {0};
   for (size_t i = 0; i < 3; i++) {
     size_t nt = tc_tunables(ctx, kernels[i], 0, names[i], values[i]);
     c[i] = (txattn_table_candidate){
@@ -1184,7 +1184,7 @@ Test(table, another_plugin_build_makes_it_stale) {
   FILE *f = fopen(path, "ab"); /* the same code, one byte longer: another build */
   cr_assert(f != NULL && fputc(0, f) == 0 && fclose(f) == 0);
   txattn_context *ca = tc_context(a, "", 1), *cb = tc_context(b, "", 1);
-  txattn_kernel_info ka, kb;
+  txattn_kernel_info ka = TXATTN_KERNEL_INFO_INIT, kb = TXATTN_KERNEL_INFO_INIT;
   TC_ASSERT_OK(txattn_kernel_get(ca, 0, &ka));
   TC_ASSERT_OK(txattn_kernel_get(cb, 0, &kb));
   cr_expect(matches(ka.plugin_build, "^fnv1a64x4:[0-9a-f]{16}$"), "%s", ka.plugin_build);

@@ -311,7 +311,7 @@ Test(table_lookup, a_ragged_problem_follows_its_ragged_class_else_the_dense_one)
   txattn_context *ctx = tc_context(NULL, file, 1);
   cr_assert_eq(txattn_context_table_status(ctx), TXATTN_TABLE_LOADED, "%s",
                txattn_context_table_state(ctx));
-  txattn_problem p = TXATTN_PROBLEM_INIT, one;
+  txattn_problem p = TXATTN_PROBLEM_INIT, one = TXATTN_PROBLEM_INIT;
   p.batch = 4;
   p.n_q = 1;
   p.n_kv = 2000;

@@ -246,7 +246,7 @@ struct blamer {
 static void *fail_and_read(void *arg) {
   struct blamer *b = arg;
   static const char *fields[WORKERS] = {"n_q", "d_qk", "heads_kv", "scale"};
-  txattn_problem p = {.heads_q = 4, .n_q = 4, .d_qk = 4}, r;
+  txattn_problem p = {.heads_q = 4, .n_q = 4, .d_qk = 4}, r = TXATTN_PROBLEM_INIT;
   switch (b->which) {
   case 0:
     p.n_q = 0;

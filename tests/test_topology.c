@@ -33,11 +33,17 @@ static void clean_env(void) {
 
 TestSuite(topology, .init = clean_env, .fini = test_check_leaks, .timeout = 60);
 
-/* Reads the faked topology tests/data/<name> from now on in this process. */
+/* Reads the faked topology tests/data/<name> from now on in this process; path (NULL if not
+   wanted) gets the file's path. */
+static void fake_topology_at(const char *name, char *path, size_t size) {
+  char file[1024];
+  snprintf(file, sizeof file, "%s/%s", TXATTN_TEST_DATA_DIR, name);
+  if (path) snprintf(path, size, "%s", file);
+  cr_assert_eq(setenv("HWLOC_XMLFILE", file, 1), 0);
+}
+
 static void fake_topology(const char *name) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/%s", TXATTN_TEST_DATA_DIR, name);
-  cr_assert_eq(setenv("HWLOC_XMLFILE", path, 1), 0);
+  fake_topology_at(name, NULL, 0);
 }
 
 static txattn_status try_context(const char *caches, txattn_context **ctx) {
@@ -62,13 +68,25 @@ static txattn_machine_info machine(const char *caches) {
   return m;
 }
 
+/* Whether text names the file at path whole, or points at txattn_machine_info.topology_file
+   without any part of the path (its first 24 bytes): never a cut path. */
+static int names_file(const char *text, const char *path) {
+  if (strstr(text, path) != NULL) return 1;
+  for (const char *t = text; *t; t++)
+    if (strncmp(t, path, 24) == 0) return 0;
+  return strstr(text, "txattn_machine_info.topology_file") != NULL;
+}
+
 static int plausible(int64_t v, int64_t lo, int64_t hi) {
   return v >= lo && v <= hi;
 }
 
 Test(topology, a_normal_topology_passes_through_unchanged) {
-  fake_topology("topo-normal.xml"); /* 2 packages x 4 cores x 2 threads, 48K / 1.25M / 12M per 4 */
+  char path[1024];
+  /* 2 packages x 4 cores x 2 threads, 48K / 1.25M / 12M per 4 */
+  fake_topology_at("topo-normal.xml", path, sizeof path);
   txattn_machine_info m = machine(NULL);
+  test_expect_topology_file(&m, path);
   cr_expect_eq(m.hw_l1d_bytes, 48 * KIB);
   cr_expect_eq(m.hw_l2_bytes, 1280 * KIB);
   cr_expect_eq(m.hw_l3_bytes, 3 * MIB, "12 MiB shared by 4 cores is 3 MiB per core, got %lld",
@@ -83,7 +101,6 @@ Test(topology, a_normal_topology_passes_through_unchanged) {
   cr_expect_eq(m.n_cores, 8);
   cr_expect_eq(m.n_pus, 16);
   cr_expect_eq(m.n_numa, 2);
-  cr_expect(strstr(m.topology_source, "topo-normal.xml") != NULL, "source: %s", m.topology_source);
 }
 
 Test(topology, a_508_mib_l3_per_core_is_replaced_with_a_note_naming_l3) {
@@ -153,20 +170,54 @@ Test(topology, levels_out_of_order_or_just_out_of_range_are_fixed) {
    package, finds the damage when the file is set) or gives no topology (its built-in parser finds it
    at the load). Either way the notes name the file, the counts and caches are this machine's
    (cpuid, the CPUs this process may use), and neither hwloc nor the library prints a word. */
-Test(topology, an_unreadable_topology_file_is_noted_not_printed, .init = cr_redirect_stderr) {
-  clean_env();
-  fake_topology("topo-truncated.xml");
+static void expect_unreadable_noted(const char *path) {
   txattn_machine_info m = machine(NULL);
-  cr_expect(strstr(m.cache_notes, "topo-truncated.xml") != NULL, "notes: %s", m.cache_notes);
+  cr_expect(m.topology_file && strcmp(m.topology_file, path) == 0, "topology_file %s, want %s",
+            m.topology_file ? m.topology_file : "(NULL)", path);
+  cr_expect(strstr(m.cache_notes, "HWLOC_XMLFILE=") && names_file(m.cache_notes, path), "notes: %s",
+            m.cache_notes);
   cr_expect(strstr(m.topology_source, "this system") != NULL ||
                 strstr(m.topology_source, "none: cannot load HWLOC_XMLFILE=") != NULL,
             "source: %s", m.topology_source);
   cr_expect(strstr(m.topology_source, "(HWLOC_XMLFILE)") == NULL, "not the file's: %s",
             m.topology_source);
+  if (strncmp(m.topology_source, "none:", 5) == 0)
+    cr_expect(names_file(m.topology_source, path), "source: %s", m.topology_source);
   cr_expect(m.n_pus >= 1 && m.n_cores >= 1 && m.n_numa >= 1);
   cr_expect(plausible(m.l2_bytes, 128 * KIB, 16 * MIB), "l2 used: %lld", (long long)m.l2_bytes);
+}
+
+Test(topology, an_unreadable_topology_file_is_noted_not_printed, .init = cr_redirect_stderr) {
+  clean_env();
+  char path[1024];
+  fake_topology_at("topo-truncated.xml", path, sizeof path);
+  expect_unreadable_noted(path);
   fflush(stderr);
   cr_expect_stderr_eq_str("");
+}
+
+/* Paths longer than any text field of txattn_machine_info: topology_file has them whole, and no
+   text holds a cut one. */
+Test(topology, a_topology_file_under_a_long_path_is_named_whole) {
+  char dir[1024], path[2048];
+  test_long_path_to(TXATTN_TEST_DATA_DIR, dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/topo-normal.xml", dir);
+  cr_assert_eq(setenv("HWLOC_XMLFILE", path, 1), 0);
+  txattn_machine_info m = machine(NULL);
+  test_long_path_remove(dir);
+  test_expect_topology_file(&m, path);
+  cr_expect(names_file(m.topology_source, path), "source: %s", m.topology_source);
+  cr_expect_eq(m.n_cores, 8, "the file was not read: %s", m.topology_source);
+}
+
+Test(topology, an_unreadable_file_under_a_long_path_is_named_whole, .init = cr_redirect_stderr) {
+  clean_env();
+  char dir[1024], path[2048];
+  test_long_path_to(TXATTN_TEST_DATA_DIR, dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/topo-truncated.xml", dir);
+  cr_assert_eq(setenv("HWLOC_XMLFILE", path, 1), 0);
+  expect_unreadable_noted(path);
+  test_long_path_remove(dir);
 }
 
 Test(topology, options_override_each_cache_with_a_note) {

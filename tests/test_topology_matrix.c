@@ -116,13 +116,24 @@ static void clean_env(void) {
   unsetenv("HWLOC_XML_VERBOSE");
 }
 
-TestSuite(topology_matrix, .init = clean_env, .fini = test_check_leaks, .timeout = 120);
+static char long_dir[1024]; /* test_long_path_to's, this process's */
 
-/* This process and the txtune it starts see the machine m from now on. */
-static void use_machine(const struct machine *m) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/%s", TXATTN_TEST_TOPOLOGY_DIR, m->file);
-  cr_assert_eq(setenv("HWLOC_XMLFILE", path, 1), 0);
+static void finish(void) {
+  if (long_dir[0]) test_long_path_remove(long_dir);
+  test_check_leaks();
+}
+
+TestSuite(topology_matrix, .init = clean_env, .fini = finish, .timeout = 120);
+
+/* This process and the txtune it starts see the machine m from now on, through a path longer than
+   any text field of txattn_machine_info (test_long_path_to) wherever the tree sits; `path` (NULL
+   if not wanted) gets it. */
+static void use_machine(const struct machine *m, char *path, size_t size) {
+  char file[2048];
+  test_long_path_to(TXATTN_TEST_TOPOLOGY_DIR, long_dir, sizeof long_dir);
+  snprintf(file, sizeof file, "%s/%s", long_dir, m->file);
+  if (path) snprintf(path, size, "%s", file);
+  cr_assert_eq(setenv("HWLOC_XMLFILE", file, 1), 0);
   if (m->max_isa[0]) cr_assert_eq(setenv("TXATTN_MAX_ISA", m->max_isa, 1), 0);
   if (m->caches[0]) cr_assert_eq(setenv("TXATTN_CACHES", m->caches, 1), 0);
 }
@@ -224,15 +235,15 @@ ParameterizedTestParameters(topology_matrix, txtune_topo_reports_sane_sizes) {
 ParameterizedTest(struct machine *m, topology_matrix, txtune_topo_reports_sane_sizes) {
   char desc[128];
   describe(m, desc, sizeof desc);
-  use_machine(m);
+  char path[2048];
+  use_machine(m, path, sizeof path);
 
   /* the library's own view */
   txattn_context *ctx = machine_context();
   txattn_machine_info mi = TXATTN_MACHINE_INFO_INIT;
   cr_assert_eq(txattn_context_machine(ctx, &mi), TXATTN_OK, "%s", txattn_last_error());
   txattn_context_free(ctx);
-  cr_expect(strstr(mi.topology_source, m->file) != NULL, "%s: topology from %s", desc,
-            mi.topology_source);
+  test_expect_topology_file(&mi, path);
   cr_expect_eq(mi.n_cores, m->cores, "%s: %d cores", desc, mi.n_cores);
 
   struct output js = txtune("topo --json --d 64,128,256");
@@ -242,6 +253,9 @@ ParameterizedTest(struct machine *m, topology_matrix, txtune_topo_reports_sane_s
   cr_assert(root != NULL, "%s: txtune topo --json: %s at line %d:\n%s", desc, jerr.text, jerr.line,
             js.text);
   cr_expect_eq(json_int_at(root, "topology", "cores", NULL, NULL), m->cores, "%s", desc);
+  const char *file = json_string_value(json_object_get(json_object_get(root, "topology"), "file"));
+  cr_expect(file && strcmp(file, path) == 0, "%s: txtune topo --json: topology.file %s, want %s",
+            desc, file ? file : "(none)", path);
 
   const int64_t lib_used[3] = {mi.l1d_bytes, mi.l2_bytes, mi.l3_bytes};
   int64_t used[3];
@@ -366,7 +380,7 @@ ParameterizedTestParameters(topology_matrix, every_kernel_plans_or_declines_the_
 ParameterizedTest(struct machine *m, topology_matrix, every_kernel_plans_or_declines_the_battery) {
   char desc[128], what[128];
   describe(m, desc, sizeof desc);
-  use_machine(m);
+  use_machine(m, NULL, 0);
   txattn_context *ctx = machine_context();
   struct kernel_list kernels;
   test_kernel_list(ctx, &kernels);
@@ -484,7 +498,7 @@ ParameterizedTest(struct machine *m, topology_matrix,
                   the_dispatcher_plans_the_battery_and_its_picks_agree) {
   char desc[128], what[128], who[256];
   describe(m, desc, sizeof desc);
-  use_machine(m);
+  use_machine(m, NULL, 0);
   txattn_context *ctx = machine_context();
   int ran = 0;
   for (int d = 0; d < N_DIMS; d++)
@@ -561,7 +575,7 @@ ParameterizedTestParameters(topology_matrix, txtune_check_quick_passes) {
 ParameterizedTest(struct machine *m, topology_matrix, txtune_check_quick_passes) {
   char desc[128];
   describe(m, desc, sizeof desc);
-  use_machine(m);
+  use_machine(m, NULL, 0);
   struct output out = txtune("check --quick --threads 2");
   cr_expect_eq(out.status, 0, "%s: txtune check --quick exited %d:\n%s", desc, out.status,
                out.text);

@@ -387,7 +387,7 @@ Test(tunable_rules, every_default_is_valid_on_every_machine) {
   for (size_t pi = 0; pi < sizeof modest / sizeof modest[0]; pi++) {
     for (size_t ki = 0; ki < ks.n; ki++) {
       const struct rule_kernel *k = &ks.k[ki];
-      txattn_problem r;
+      txattn_problem r = TXATTN_PROBLEM_INIT;
       if (!resolve_applicable(k, &modest[pi], &r)) continue;
       costed_reset();
       for (size_t mi = 0; mi < machines; mi++) {
@@ -452,7 +452,7 @@ Test(tunable_rules, every_default_is_valid_on_every_problem) {
           problems++;
           for (size_t ki = 0; ki < ks.n; ki++) {
             const struct rule_kernel *k = &ks.k[ki];
-            txattn_problem rp;
+            txattn_problem rp = TXATTN_PROBLEM_INIT;
             if (!resolve_applicable(k, &p, &rp)) continue;
             costed_reset();
             for (size_t mi = 0; mi < sizeof machines / sizeof machines[0]; mi++)

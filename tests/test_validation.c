@@ -194,7 +194,7 @@ ParameterizedTestParameters(validation, bad_problem_is_refused_everywhere) {
 
 ParameterizedTest(int *index, validation, bad_problem_is_refused_everywhere) {
   const struct bad_problem *bp = &bad_problems[*index];
-  txattn_problem p = valid_problem(), resolved;
+  txattn_problem p = valid_problem(), resolved = TXATTN_PROBLEM_INIT;
   bp->spoil(&p);
   struct arena *a = arena_new();
   txattn_tensors t = valid_tensors(a);
@@ -328,7 +328,7 @@ static const char *const w_plan[] = {"plan", NULL};
 
 Test(validation, null_arguments_are_named) {
   struct arena *a = arena_new();
-  txattn_problem p = valid_problem(), r;
+  txattn_problem p = valid_problem(), r = TXATTN_PROBLEM_INIT;
   txattn_tensors t = valid_tensors(a);
   txattn_context *ctx = test_context(1), *no_ctx = NULL;
   txattn_plan *plan = NULL;

@@ -44,10 +44,12 @@ static void copy_topology(const txattn__topology *t, txattn_machine_info *m) {
   m->n_pus = t->n_pus > 0 ? t->n_pus : txattn__online_cpus();
   m->n_cores = t->n_cores > 0 ? t->n_cores : m->n_pus;
   m->n_numa = t->n_numa > 0 ? t->n_numa : 1;
+  /* topology.c sized both texts to fit whole */
   if (t->loaded)
     snprintf(m->topology_source, sizeof m->topology_source, "%s", t->source);
   else
-    snprintf(m->topology_source, sizeof m->topology_source, "none: %.180s", t->problem);
+    snprintf(m->topology_source, sizeof m->topology_source, "none: %s", t->problem);
+  m->topology_file = t->file;
 }
 
 static void probe(void) {
@@ -108,6 +110,7 @@ static void log_machine(const txattn_machine_info *m) {
               "(%s)",
               m->vendor, m->brand, m->family, m->model, m->stepping, m->n_cores, m->n_pus,
               m->n_numa, m->topology_source);
+  if (m->topology_file) txattn__log("topology file: %s", m->topology_file);
   txattn__log("caches per core: l1d %s, l2 %s, l3 %s (%s)", txattn__bytes_text(m->l1d_bytes, a, 24),
               txattn__bytes_text(m->l2_bytes, b, 24), txattn__bytes_text(m->l3_bytes, c, 24),
               m->cache_source);

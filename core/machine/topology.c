@@ -51,19 +51,30 @@ static int count(hwloc_topology_t t, hwloc_obj_type_t type) {
   return n > 0 ? n : 0;
 }
 
+/* Formats into buf the text `fmt` makes of the file named by HWLOC_XMLFILE, a %s in fmt: its whole
+   path when the text fits, else a stand-in that points at txattn_machine_info.topology_file, so a
+   path is never cut. The rest of the text is the library's own and fits. */
+static void about_file(char *buf, size_t size, const char *fmt, const char *xml, const char *why) {
+  char stand_in[96];
+  if ((size_t)snprintf(buf, size, fmt, xml, why) < size) return;
+  snprintf(stand_in, sizeof stand_in, "(a %zu-byte path: txattn_machine_info.topology_file)",
+           strlen(xml));
+  snprintf(buf, size, fmt, stand_in, why);
+}
+
 /* Where the topology came from, in words. */
 static void describe_source(hwloc_topology_t t, const char *xml) {
+  const char *system = topo.this_system ? "this system" : "not this system (cpuid not compared)";
+  if (xml) {
+    about_file(topo.source, sizeof topo.source, "hwloc: XML file %s (HWLOC_XMLFILE), %s", xml,
+               system);
+    return;
+  }
   hwloc_obj_t root = hwloc_get_root_obj(t);
   const char *version = root ? hwloc_obj_get_info_by_name(root, "hwlocVersion") : NULL;
   const char *backend = root ? hwloc_obj_get_info_by_name(root, "Backend") : NULL;
-  char from[128]; /* sized so that the whole text fits topo.source */
-  if (xml)
-    snprintf(from, sizeof from, "XML file %.96s (HWLOC_XMLFILE)", xml);
-  else
-    snprintf(from, sizeof from, "%.40s backend", backend ? backend : "unknown");
-  snprintf(topo.source, sizeof topo.source, "hwloc%s%.16s: %s, %s", version && !xml ? " " : "",
-           version && !xml ? version : "", from,
-           topo.this_system ? "this system" : "not this system (cpuid not compared)");
+  snprintf(topo.source, sizeof topo.source, "hwloc%s%.16s: %.40s backend, %s", version ? " " : "",
+           version ? version : "", backend ? backend : "unknown", system);
 }
 
 /* Points hwloc at HWLOC_XMLFILE itself; returns the file, or NULL when it is unset or unreadable
@@ -72,11 +83,12 @@ static void describe_source(hwloc_topology_t t, const char *xml) {
 static const char *use_xml_file(hwloc_topology_t t) {
   const char *xml = getenv("HWLOC_XMLFILE");
   if (xml == NULL || xml[0] == '\0') return NULL;
+  topo.file = strdup(xml); /* kept for the process: every context's machine info points at it */
   errno = 0;
   if (hwloc_topology_set_xml(t, xml) == 0) return xml;
-  snprintf(topo.problem, sizeof topo.problem,
-           "cannot read HWLOC_XMLFILE=%.200s (%s): hwloc reads this system instead", xml,
-           errno ? strerror(errno) : "not a topology");
+  about_file(topo.problem, sizeof topo.problem,
+             "cannot read HWLOC_XMLFILE=%s (%s): hwloc reads this system instead", xml,
+             errno ? strerror(errno) : "not a topology");
   return NULL;
 }
 
@@ -95,9 +107,8 @@ static void probe(void) {
        hwloc_topology_set_xml): a broken file fails the load, and hwloc, which reads HWLOC_XMLFILE
        again at every load, cannot be asked for this system instead */
     if (xml)
-      snprintf(topo.problem, sizeof topo.problem,
-               "cannot load HWLOC_XMLFILE=%.200s (%s): no topology from hwloc", xml,
-               strerror(errno));
+      about_file(topo.problem, sizeof topo.problem,
+                 "cannot load HWLOC_XMLFILE=%s (%s): no topology from hwloc", xml, strerror(errno));
     else
       snprintf(topo.problem, sizeof topo.problem, "hwloc_topology_load failed (%s)",
                strerror(errno));

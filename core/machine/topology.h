@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 
+#include "txattn/txattn.h"
+
 /* One cache level: the share per core of one cache, and the cache it came from. All 0 when hwloc
    lists no cache of the level. */
 typedef struct txattn__topo_cache {
@@ -14,11 +16,14 @@ typedef struct txattn__topo_cache {
 } txattn__topo_cache;
 
 typedef struct txattn__topology {
-  int loaded;       /* hwloc gave a topology; else only problem is set */
-  int this_system;  /* it describes the machine we run on, so cpuid may be compared with it */
-  char source[192]; /* "hwloc 2.9.0: this system", "hwloc 2.9.0: XML file F (HWLOC_XMLFILE)" */
-  char problem
-      [320]; /* why hwloc gave nothing, or why it ignored HWLOC_XMLFILE; "" if all went well */
+  int loaded;      /* hwloc gave a topology; else only problem is set */
+  int this_system; /* it describes the machine we run on, so cpuid may be compared with it */
+  /* "hwloc 2.9.0: Linux backend, this system", "hwloc: XML file F (HWLOC_XMLFILE), ..." */
+  char source[sizeof(((txattn_machine_info *)0)->topology_source)];
+  /* why hwloc gave nothing, or why it ignored HWLOC_XMLFILE; "" if all went well. Sized so that
+     machine.c's "none: " and it fill txattn_machine_info.topology_source. */
+  char problem[sizeof(((txattn_machine_info *)0)->topology_source) - 6];
+  const char *file; /* HWLOC_XMLFILE, whole, when set; NULL otherwise */
   txattn__topo_cache l1d, l2, l3;
   int n_cores, n_pus, n_numa; /* 0 when hwloc lists none of them */
 } txattn__topology;

@@ -428,9 +428,7 @@ int main(int argc, char **argv) {
     const txattn_kernel_desc *k = d->kernels[i];
     if (!(isa_mask & (1u << k->isa))) continue;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-      scan_run r;
-      memset(&r, 0, sizeof r);
-      r.k = k;
+      scan_run r = {.k = k, .p = TXATTN_PROBLEM_INIT};
       if (!run_one(&r, &shapes[s])) return 0;
       runs++;
     }

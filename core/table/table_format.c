@@ -560,7 +560,7 @@ static int read_class(rd *r, const json_t *o, const char *path) {
   static const char *const keys[] = {"mask",   "window", "d_qk",    "d_v",     "group",  "threads",
                                      "decode", "batch",  "heads_q", "q_type",  "k_type", "v_type",
                                      "o_type", "ragged", "points",  "regions", NULL};
-  txattn_table_class key;
+  txattn_table_class key = TXATTN_TABLE_CLASS_INIT;
   size_t cls;
   char p[PATH_LEN], q[PATH_LEN], why[512];
   if (!keys_ok(r, o, path, keys) || !read_key(r, o, path, &key)) return 0;

@@ -78,10 +78,13 @@ txattn_status txattn_table_class_of(const txattn_problem *p, int threads, txattn
   txattn_problem q = TXATTN_PROBLEM_INIT; /* every field resolved, ragged included */
   char why[256];
   TXATTN_FORWARD_IF_ERROR(txattn_problem_resolve(p, &q));
-  txattn_table_class full;
-  TXATTN_RETURN_IF(!txattn__tm_class_of(&q, threads, &full, n, r, why, sizeof why),
+  txattn_table_class full = TXATTN_TABLE_CLASS_INIT;
+  int64_t at_n = 0, at_r = 0;
+  TXATTN_RETURN_IF(!txattn__tm_class_of(&q, threads, &full, &at_n, &at_r, why, sizeof why),
                    TXATTN_E_UNSUPPORTED, "%s", why);
-  TXATTN__STRUCT_OUT(txattn_table_class, TXATTN_TABLE_CLASS_SIZE_0_2, cls, &full);
+  TXATTN_FORWARD_IF_ERROR(TXATTN__STRUCT_OUT(txattn_table_class, cls, &full));
+  *n = at_n;
+  *r = at_r;
   return txattn__ok();
 }
 
@@ -301,7 +304,7 @@ int txattn__table_choose(const txattn_context *ctx, const txattn_problem *r,
                          size_t size) {
   const txattn__ctx_table *ct = ctx->table;
   if (ct == NULL || ct->status != TXATTN_TABLE_LOADED) return no_table(ct, why, size);
-  txattn_table_class key;
+  txattn_table_class key = TXATTN_TABLE_CLASS_INIT;
   int64_t n, rr;
   char inner[256];
   if (!txattn__tm_class_of(r, ctx->n_threads, &key, &n, &rr, inner, sizeof inner))

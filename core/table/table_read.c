@@ -16,18 +16,12 @@
    (struct_size.h). An exclusion's class is read by the class's own struct_size, within the bytes
    the exclusion's covers. */
 static txattn_status class_in(const txattn_table_class *c, txattn_table_class *copy) {
-  return TXATTN__STRUCT_IN(txattn_table_class, TXATTN_TABLE_CLASS_SIZE_0_2, c, copy);
+  return TXATTN__STRUCT_IN(txattn_table_class, c, copy);
 }
 
 static txattn_status exclusion_in(const txattn_table_exclusion *e, txattn_table_exclusion *copy) {
+  TXATTN_FORWARD_IF_ERROR(TXATTN__STRUCT_IN(txattn_table_exclusion, e, copy));
   size_t size = e->struct_size ? e->struct_size : TXATTN_TABLE_EXCLUSION_SIZE_0_2;
-  TXATTN_RETURN_IF(size < TXATTN_TABLE_EXCLUSION_SIZE_0_2, TXATTN_E_INVALID,
-                   "txattn_table_exclusion.struct_size = %zu is no size of a "
-                   "txattn_table_exclusion (this library's is %zu): set it to "
-                   "sizeof(txattn_table_exclusion), or 0",
-                   size, sizeof *e);
-  TXATTN_FORWARD_IF_ERROR(
-      TXATTN__STRUCT_IN(txattn_table_exclusion, TXATTN_TABLE_EXCLUSION_SIZE_0_2, e, copy));
   size_t reach = size - offsetof(txattn_table_exclusion, cls); /* struct_in checked size */
   txattn_table_class cls = copy->cls;                          /* zero past the caller's bytes */
   size_t cls_size = cls.struct_size ? cls.struct_size : TXATTN_TABLE_CLASS_SIZE_0_2;
@@ -67,13 +61,12 @@ static txattn_status cands_in(const txattn_table_candidate *cands, size_t n,
   for (size_t i = 0; i < n; i++) {
     const txattn_table_candidate *in =
         (const txattn_table_candidate *)((const unsigned char *)cands + i * stride);
-    txattn_status s =
-        in->struct_size == cands->struct_size
-            ? TXATTN__STRUCT_IN(txattn_table_candidate, TXATTN_TABLE_CANDIDATE_SIZE_0_2, in, &c[i])
-            : txattn__fail(TXATTN_E_INVALID,
-                           "txattn_table_candidate.struct_size of candidate %zu, "
-                           "%zu, differs from the first's, %zu",
-                           i, in->struct_size, cands->struct_size);
+    txattn_status s = in->struct_size == cands->struct_size
+                          ? TXATTN__STRUCT_IN(txattn_table_candidate, in, &c[i])
+                          : txattn__fail(TXATTN_E_INVALID,
+                                         "txattn_table_candidate.struct_size of candidate %zu, "
+                                         "%zu, differs from the first's, %zu",
+                                         i, in->struct_size, cands->struct_size);
     if (s != TXATTN_OK) {
       free(c);
       return s;
@@ -93,7 +86,7 @@ void txattn_table_free(txattn_table *t) {
 
 txattn_status txattn_table_add_class(txattn_table *t, const txattn_table_class *c, size_t *index) {
   char why[512];
-  txattn_table_class copy;
+  txattn_table_class copy = TXATTN_TABLE_CLASS_INIT;
   NEED(t && c, "txattn_table_add_class", t ? "c" : "t");
   TXATTN_FORWARD_IF_ERROR(class_in(c, &copy));
   return from_model(txattn__tm_add_class(t, &copy, index, why, sizeof why),
@@ -129,7 +122,7 @@ txattn_status txattn_table_add_point_chosen(txattn_table *t, size_t cls, int64_t
 
 txattn_status txattn_table_add_exclusion(txattn_table *t, const txattn_table_exclusion *e) {
   char why[512];
-  txattn_table_exclusion copy;
+  txattn_table_exclusion copy = TXATTN_TABLE_EXCLUSION_INIT;
   NEED(t && e, "txattn_table_add_exclusion", t ? "e" : "t");
   TXATTN_FORWARD_IF_ERROR(exclusion_in(e, &copy));
   return from_model(txattn__tm_add_exclusion(t, &copy, why, sizeof why),
@@ -137,7 +130,7 @@ txattn_status txattn_table_add_exclusion(txattn_table *t, const txattn_table_exc
 }
 
 int txattn_table_class_describe(const txattn_table_class *in, char *buf, size_t size) {
-  txattn_table_class copy, *c = &copy;
+  txattn_table_class copy = TXATTN_TABLE_CLASS_INIT, *c = &copy;
   if (in == NULL) {
     txattn__fail(TXATTN_E_INVALID, "txattn_table_class_describe: c is NULL");
     return -1;
@@ -167,7 +160,7 @@ txattn_status txattn_table_header_get(const txattn_table *t, txattn_table_header
   full.n_excluded = t->n_excluded;
   memcpy(&full.machine, &t->machine, sizeof full.machine);
   full.machine.struct_size = sizeof full.machine;
-  TXATTN__STRUCT_OUT(txattn_table_header, TXATTN_TABLE_HEADER_SIZE_0_2, out, &full);
+  TXATTN_FORWARD_IF_ERROR(TXATTN__STRUCT_OUT(txattn_table_header, out, &full));
   inner_size(out, offsetof(txattn_table_header, machine));
   return txattn__ok();
 }
@@ -187,7 +180,7 @@ txattn_status txattn_table_plugin_get(const txattn_table *t, size_t i, txattn_ta
   full.name = t->plugins[i].name;
   full.version = t->plugins[i].version;
   full.build = t->plugins[i].build;
-  TXATTN__STRUCT_OUT(txattn_table_plugin, TXATTN_TABLE_PLUGIN_SIZE_0_2, out, &full);
+  TXATTN_FORWARD_IF_ERROR(TXATTN__STRUCT_OUT(txattn_table_plugin, out, &full));
   return txattn__ok();
 }
 
@@ -195,7 +188,7 @@ txattn_status txattn_table_class_get(const txattn_table *t, size_t cls, txattn_t
                                      size_t *n_points, size_t *n_regions) {
   NEED(t && out, "txattn_table_class_get", t ? "out" : "t");
   TXATTN_FORWARD_IF_ERROR(index_ok("txattn_table_class_get", cls, t->n_classes, "classes"));
-  TXATTN__STRUCT_OUT(txattn_table_class, TXATTN_TABLE_CLASS_SIZE_0_2, out, &t->classes[cls].key);
+  TXATTN_FORWARD_IF_ERROR(TXATTN__STRUCT_OUT(txattn_table_class, out, &t->classes[cls].key));
   if (n_points) *n_points = t->classes[cls].n_points;
   if (n_regions) *n_regions = t->classes[cls].n_regions;
   return txattn__ok();
@@ -221,7 +214,7 @@ txattn_status txattn_table_point_get(const txattn_table *t, size_t cls, size_t p
   full.r = p->r;
   full.n_candidates = p->n_cands;
   full.tie = p->tie;
-  TXATTN__STRUCT_OUT(txattn_table_point, TXATTN_TABLE_POINT_SIZE_0_2, out, &full);
+  TXATTN_FORWARD_IF_ERROR(TXATTN__STRUCT_OUT(txattn_table_point, out, &full));
   return txattn__ok();
 }
 
@@ -243,9 +236,9 @@ txattn_status txattn_table_candidate_get(const txattn_table *t, size_t cls, size
   NEED(t && out, "txattn_table_candidate_get", t ? "out" : "t");
   TXATTN_FORWARD_IF_ERROR(point_of(t, "txattn_table_candidate_get", cls, point, &p));
   TXATTN_FORWARD_IF_ERROR(index_ok("txattn_table_candidate_get", i, p->n_cands, "candidates"));
-  txattn_table_candidate full;
+  txattn_table_candidate full = TXATTN_TABLE_CANDIDATE_INIT;
   cand_view(&p->cands[i], &full);
-  TXATTN__STRUCT_OUT(txattn_table_candidate, TXATTN_TABLE_CANDIDATE_SIZE_0_2, out, &full);
+  TXATTN_FORWARD_IF_ERROR(TXATTN__STRUCT_OUT(txattn_table_candidate, out, &full));
   return txattn__ok();
 }
 
@@ -272,7 +265,7 @@ txattn_status txattn_table_region_get(const txattn_table *t, size_t cls, size_t 
   full.winner.time_s = g->t_min;
   full.winner.max_error = g->max_error;
   full.winner.spread = -1;
-  TXATTN__STRUCT_OUT(txattn_table_region, TXATTN_TABLE_REGION_SIZE_0_2, out, &full);
+  TXATTN_FORWARD_IF_ERROR(TXATTN__STRUCT_OUT(txattn_table_region, out, &full));
   inner_size(out, offsetof(txattn_table_region, winner));
   return txattn__ok();
 }
@@ -294,14 +287,14 @@ txattn_status txattn_table_exclusion_get(const txattn_table *t, size_t i,
   full.max_error = x->c.max_error;
   full.reason = x->reason;
   memcpy(&full.cls, &x->key, sizeof full.cls);
-  TXATTN__STRUCT_OUT(txattn_table_exclusion, TXATTN_TABLE_EXCLUSION_SIZE_0_2, out, &full);
+  TXATTN_FORWARD_IF_ERROR(TXATTN__STRUCT_OUT(txattn_table_exclusion, out, &full));
   inner_size(out, offsetof(txattn_table_exclusion, cls));
   return txattn__ok();
 }
 
 txattn_status txattn_table_find_class(const txattn_table *t, const txattn_table_class *c,
                                       size_t *index) {
-  txattn_table_class copy;
+  txattn_table_class copy = TXATTN_TABLE_CLASS_INIT;
   NEED(t && c && index, "txattn_table_find_class", "an argument");
   TXATTN_FORWARD_IF_ERROR(class_in(c, &copy));
   for (size_t i = 0; i < t->n_classes; i++)

@@ -116,7 +116,7 @@ static double max_abs_v(const txattn_problem *r, const txattn_tensors *t) {
 int ex_check_rows(const char *prog, const txattn_problem *p, const txattn_tensors *t,
                   const float *o, const float *lse, ex_row_of row_of, const void *arg, int merges,
                   ex_row_check *out) {
-  txattn_problem r;
+  txattn_problem r = TXATTN_PROBLEM_INIT;
   double lse_abs = 0, lse_rel = 0;
   if (ex_failed(prog, 0, txattn_problem_resolve(p, &r), "txattn_problem_resolve") ||
       ex_failed(prog, 0, txattn_reference(p, t), "txattn_reference") ||

@@ -174,7 +174,9 @@ typedef struct txattn_table_header {
 } txattn_table_header;
 #define TXATTN_TABLE_HEADER_INIT                                                                   \
   { .struct_size = sizeof(txattn_table_header), .machine = TXATTN_MACHINE_INFO_INIT }
-#define TXATTN_TABLE_HEADER_SIZE_0_2 sizeof(txattn_table_header)
+/* 0.2's first header held 0.2's first machine info */
+#define TXATTN_TABLE_HEADER_SIZE_0_2                                                               \
+  (offsetof(txattn_table_header, machine) + TXATTN_MACHINE_INFO_SIZE_0_2)
 
 /* ---- building ---- */
 /* An empty table whose header describes ctx: this library's version, ctx's machine

@@ -53,7 +53,7 @@ extern "C" {
   (TXATTN_VERSION_MAJOR * 10000 + TXATTN_VERSION_MINOR * 100 + TXATTN_VERSION_PATCH)
 
 TXATTN_API int txattn_version(void);                /* of the library linked at run time */
-TXATTN_API const char *txattn_version_string(void); /* "0.1.0" */
+TXATTN_API const char *txattn_version_string(void); /* "0.2.0" */
 
 /* The floor of the bound on max|O - O_ref| / max|V| (txattn_error_bound): what every kernel meets
    wherever the scores are small enough for fp32 to hold them closely (L <= 10 or so). */
@@ -109,11 +109,15 @@ TXATTN_API size_t txattn_dtype_size(txattn_dtype dtype);
  * struct) and the library reads and writes only that many bytes, so a program built against an
  * older header keeps working with a newer library. struct_size 0 means the struct as this header
  * first defined it with struct_size (version 0.2, TXATTN_*_SIZE_0_2), so a zero-initialised struct
- * always works and never has a newer field read. Fields past what the library knows must be zero
- * (E_INVALID otherwise: the program needs a newer library). An output struct whose struct_size is
- * 0 or less than sizeof(size_t) (say, left uninitialised) is written as of version 0.2; the library
- * sets struct_size to the bytes it wrote. txattn_problem and txattn_tensors carry struct_size after
- * their 0.2 fields because plugins (ABI 1.x) read them from the start. */
+ * always works and never has a newer field read. The library takes, in input and output structs
+ * alike, only a struct_size some header gave the struct: 0, a released header's (the
+ * TXATTN_*_SIZE_* macros), or this header's sizeof and up to 4096 bytes more (a newer header's;
+ * its fields past what the library knows must be zero in an input, E_INVALID otherwise: the
+ * program needs a newer library). Any other value, say the garbage of a struct left
+ * uninitialised, is refused with E_INVALID naming the struct, and nothing is written. An output
+ * struct gets the bytes its struct_size covers (this header's at most), and struct_size is set
+ * to the bytes written. txattn_problem and txattn_tensors carry struct_size after their 0.2 fields
+ * because plugins (ABI 1.x) read them from the start. */
 
 typedef struct txattn_problem {      /* zero-initialised fields take the defaults in brackets */
   int64_t batch, heads_q, heads_kv;  /* [1], [1], [heads_q]; heads_q % heads_kv == 0 */
@@ -178,6 +182,11 @@ typedef struct txattn_tensors {
   { .struct_size = sizeof(txattn_tensors) }
 #define TXATTN_TENSORS_SIZE_0_2 (offsetof(txattn_tensors, struct_size) + sizeof(size_t))
 
+/* struct_size comes first here, where version 0.1 had plugin_path: a 0.1-style positional
+   initialiser such as {"plugins", "table.json", 4} still compiles (with int-conversion warnings)
+   but means something new: the pointer lands in struct_size (which the library refuses as no size
+   of the struct) and every value shifts one field. Name the fields: {.struct_size =
+   sizeof(txattn_options), .plugin_path = ...}, or TXATTN_OPTIONS_INIT and assignments. */
 typedef struct txattn_options {
   size_t struct_size; /* TXATTN_OPTIONS_INIT; 0: TXATTN_OPTIONS_SIZE_0_2 */
   /* directories separated by ':'; NULL: $TXATTN_PLUGIN_PATH, else the installed ones */
@@ -267,7 +276,12 @@ TXATTN_API txattn_status txattn_reference(const txattn_problem *p, const txattn_
 /* Combines partial results of one attention over disjoint sets of keys into the result over all
    of them, as the online softmax does: per row, L = log(sum_i exp(lse_i)) and
    o = sum_i exp(lse_i - L) o_i, in fp32 from the largest lse_i down; parts with lse -inf add
-   nothing, and a row where every lse_i is -inf gets o = 0, lse -inf. p gives the shape (batch,
+   nothing, and a row where every lse_i is -inf gets o = 0, lse -inf. A part's lse is +inf where
+   its row's scores overflow fp32 (the part's o is still exact): L is then +inf, and the parts at
+   +inf share the row equally (o = their mean; exact when their true lse agree, and within the
+   attention's own bound at such scores otherwise) while the finite ones weigh 0. As the NaN rule
+   above says of the whole, a NaN lse_i makes the row's o and lse NaN, and a NaN in a read part's
+   o row (its keys read a NaN in V) makes the row's o NaN. p gives the shape (batch,
    heads_q, n_q, d_v), o's type and, with p->ragged, out->q_lens the rows per sequence; parts[i]
    gives o_data, o_layout, lse and lse_layout of partial i (what a call with p->lse wrote for its
    keys), out the o (and, if out->lse is not NULL, the lse) of the whole. out's o may be parts[0]'s
@@ -310,11 +324,17 @@ typedef struct txattn_machine_info {
   /* what the hw_* shares were computed from, for people */
   int64_t hw_cache_total_bytes[3]; /* l1d, l2, l3: one cache's size as hwloc reports it; 0: none */
   int hw_cache_cores[3];           /* the cores sharing that cache (hw_* = total / cores) */
-  char topology_source[192];       /* "hwloc 2.9.0: Linux backend, this system", an XML file ... */
+  /* "hwloc 2.9.0: Linux backend, this system", "hwloc: XML file F (HWLOC_XMLFILE), ..."; F is
+     the whole path, or where the path does not fit, a stand-in naming topology_file (as in
+     cache_notes): a path is never cut */
+  char topology_source[192];
+  /* (after 0.2's first struct) the file $HWLOC_XMLFILE named, whole, whether or not hwloc could
+     read it; NULL when the variable was unset. Lives as long as the library is loaded. */
+  const char *topology_file;
 } txattn_machine_info;
 #define TXATTN_MACHINE_INFO_INIT                                                                   \
   { .struct_size = sizeof(txattn_machine_info) }
-#define TXATTN_MACHINE_INFO_SIZE_0_2 sizeof(txattn_machine_info)
+#define TXATTN_MACHINE_INFO_SIZE_0_2 offsetof(txattn_machine_info, topology_file)
 TXATTN_API txattn_status txattn_context_machine(const txattn_context *ctx,
                                                 txattn_machine_info *out);
 

@@ -46,7 +46,7 @@ static int add_class(const txattn_context *ctx, txattn_table *t, const txattn_ta
   for (int64_t n = 256; n <= 4096; n *= 4) {
     const char *names[2][8];
     int64_t values[2][8];
-    txattn_table_candidate cands[2];
+    txattn_table_candidate cands[2] = {0};
     if ((s = candidate(ctx, first, 1e-9 * (double)n, names[0], values[0], &cands[0])) !=
             TXATTN_OK ||
         (s = candidate(ctx, second, 2e-9 * (double)n, names[1], values[1], &cands[1])) != TXATTN_OK)

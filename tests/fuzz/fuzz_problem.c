@@ -356,7 +356,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char what[512];
   describe(p, what, sizeof what);
 
-  txattn_problem r;
+  txattn_problem r = TXATTN_PROBLEM_INIT;
   txattn_status resolved = txattn_problem_resolve(p, &r);
   txattn_plan *plan = NULL;
   txattn_status planned = txattn_plan_create(ctx, p, kernel, &plan);

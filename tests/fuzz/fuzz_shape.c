@@ -78,7 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   tx_cmd_spec spec = {"shape", "--n N --d D [options]", "Fuzzed.", groups, 2};
   int rc = tx_args_parse_cmd(&spec, argc, argv);
   if (rc == -1) {
-    txattn_problem p;
+    txattn_problem p = TXATTN_PROBLEM_INIT;
     if (tx_problem_from_args(&spec, &a, &p) == 0) {
       char line[512];
       int w = tx_problem_format(&p, line, sizeof line);
@@ -86,7 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         dprintf(2, "tx_problem_format returned %d\n", w);
         abort();
       }
-      txattn_problem r;
+      txattn_problem r = TXATTN_PROBLEM_INIT;
       if (txattn_problem_resolve(&p, &r) == TXATTN_OK && txattn_problem_visible_pairs(&r) < 0) {
         dprintf(2, "%s: resolved, but visible pairs < 0\n", line);
         abort();

@@ -46,7 +46,7 @@ size_t tc_tunables(const txattn_context *ctx, const char *kernel, int variant, c
 
 void tc_add_point(const txattn_context *ctx, txattn_table *t, size_t cls, int64_t n, int64_t r,
                   const tc_cand *c, size_t k) {
-  txattn_table_candidate cands[16];
+  txattn_table_candidate cands[16] = {0};
   const char *names[16][8];
   int64_t values[16][8];
   cr_assert(k <= 16);

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
@@ -96,4 +98,45 @@ int test_kernel_takes_types(const txattn_kernel_info *k, const txattn_problem *p
 int test_kernel_takes_every_problem(const char *name) {
   return strcmp(name, "naive.scalar") == 0 || strcmp(name, "masked.scalar") == 0 ||
          strcmp(name, "banded.scalar") == 0;
+}
+
+/* The long tree: /tmp/txattn-long-XXXXXX/<LONG_NAME>/to -> dir. */
+#define LONG_NAME                                                                                  \
+  "a-directory-name-as-long-as-a-deep-checkout-gives-it-so-that-no-text-the-library-fills-can-"    \
+  "hold-the-path-whole-and-every-field-must-say-so-or-point-elsewhere-instead-of-cutting-it"
+
+void test_long_path_to(const char *dir, char *out, size_t size) {
+  char root[] = "/tmp/txattn-long-XXXXXX";
+  cr_assert(mkdtemp(root) != NULL, "mkdtemp failed");
+  int n = snprintf(out, size, "%s/%s", root, LONG_NAME);
+  cr_assert(n > 0 && (size_t)n + 4 < size, "no room for the long path");
+  cr_assert_eq(mkdir(out, 0700), 0, "mkdir %s failed", out);
+  strcat(out, "/to");
+  cr_assert_eq(symlink(dir, out), 0, "symlink %s -> %s failed", out, dir);
+  cr_assert_gt(strlen(out), 200);
+}
+
+void test_long_path_remove(const char *path) {
+  char p[1024];
+  snprintf(p, sizeof p, "%s", path);
+  for (int up = 0; up < 3; up++) { /* the symlink, LONG_NAME, the mkdtemp directory */
+    if (up == 0 ? unlink(p) != 0 : rmdir(p) != 0) return;
+    char *slash = strrchr(p, '/');
+    if (slash == NULL) return;
+    *slash = '\0';
+  }
+}
+
+void test_expect_topology_file(const txattn_machine_info *m, const char *path) {
+  cr_expect(m->topology_file != NULL && strcmp(m->topology_file, path) == 0,
+            "topology_file: %s, want %s", m->topology_file ? m->topology_file : "(NULL)", path);
+  const char *file = strstr(m->topology_source, "XML file ");
+  cr_assert(file != NULL, "topology_source names no XML file: %s", m->topology_source);
+  file += strlen("XML file ");
+  const char *stand_in = "path: txattn_machine_info.topology_file)";
+  size_t n = strlen(path);
+  int whole = strncmp(file, path, n) == 0 && strncmp(file + n, " (HWLOC_XMLFILE)", 16) == 0;
+  int pointed = strstr(file, stand_in) != NULL && strstr(file, " (HWLOC_XMLFILE)") != NULL;
+  cr_expect(whole || pointed, "topology_source neither holds %s whole nor points elsewhere: %s",
+            path, m->topology_source);
 }

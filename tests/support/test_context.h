@@ -36,4 +36,14 @@ int test_kernel_takes_every_problem(const char *name);
    a kernel is handed only problems of the types it declares (tiled.avx512bf16 takes bf16 q, k). */
 int test_kernel_takes_types(const txattn_kernel_info *k, const txattn_problem *p);
 
+/* A path longer than 200 bytes that leads to the directory `dir`: a symlink to it at the end of a
+   new directory tree under /tmp. A checkout deep in a home directory has such paths, so the tests
+   that give the library a path of the tree go through one, and depend on no place the tree sits.
+   test_long_path_remove(out) takes the tree away again. */
+void test_long_path_to(const char *dir, char *out, size_t size);
+void test_long_path_remove(const char *path);
+/* Expects m to name the topology file `path` (HWLOC_XMLFILE) whole: topology_file is path, and
+   topology_source holds the whole path or a stand-in naming topology_file, never a cut one. */
+void test_expect_topology_file(const txattn_machine_info *m, const char *path);
+
 #endif

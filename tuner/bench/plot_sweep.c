@@ -114,7 +114,7 @@ static int read_kernel(sweep_reader *r, const json_t *k, const char *where, tx_p
 static int read_point(sweep_reader *r, const json_t *point, size_t i) {
   char where[64], at[96];
   snprintf(where, sizeof where, "points[%zu]", i);
-  txattn_problem p;
+  txattn_problem p = TXATTN_PROBLEM_INIT;
   if (read_problem(r, point, where, &p)) return TX_EXIT_FAIL;
   const json_t *kernels = json_object_get(point, "kernels");
   snprintf(at, sizeof at, "%s.kernels", where);

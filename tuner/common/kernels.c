@@ -8,8 +8,10 @@
 
 static int find_kernel(const txattn_context *ctx, const char *name, txattn_kernel_info *out) {
   size_t n = txattn_kernel_count(ctx);
-  for (size_t i = 0; i < n; i++)
+  for (size_t i = 0; i < n; i++) {
+    *out = (txattn_kernel_info)TXATTN_KERNEL_INFO_INIT;
     if (txattn_kernel_get(ctx, i, out) == TXATTN_OK && strcmp(out->name, name) == 0) return 1;
+  }
   return 0;
 }
 
@@ -21,6 +23,7 @@ int tx_kernels_select(const tx_cmd_spec *spec, const txattn_context *ctx, const 
   size_t k = 0;
   for (size_t i = 0; i < n; i++) {
     if (!(names && names->n)) {
+      sel[k].info = (txattn_kernel_info)TXATTN_KERNEL_INFO_INIT;
       if (txattn_kernel_get(ctx, i, &sel[k].info) == TXATTN_OK) k++;
       continue;
     }

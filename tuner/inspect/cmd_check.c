@@ -513,7 +513,7 @@ static void print_json(const check_run *r, double seconds) {
    with --lse, also those that do not write lse (no TXATTN_KERNEL_LSE), which the library refuses
    such a call. */
 static void find_declines(check_run *r, combo *c) {
-  txattn_problem p;
+  txattn_problem p = TXATTN_PROBLEM_INIT;
   txattn_problem_resolve(&tx_battery_get(0)->p, &p);
   tx_dtypes_apply(&c->types, &p);
   for (size_t k = 0; k < r->n_sel; k++) {

@@ -150,8 +150,10 @@ static void print_machine(const topo_run *r) {
          m->brand[0] ? "\"" : "", m->family, m->model, m->stepping);
   for (int i = 0; i < TXATTN_ISA_COUNT_; i++)
     if (m->isa_mask & (1u << i)) printf(" %s", txattn_isa_name((txattn_isa)i));
-  printf("\ntopology  %s\n          %d cores, %d hardware threads, %d NUMA node%s\n\n",
-         m->topology_source, m->n_cores, m->n_pus, m->n_numa, m->n_numa == 1 ? "" : "s");
+  printf("\ntopology  %s\n", m->topology_source);
+  if (m->topology_file) printf("          file: %s (HWLOC_XMLFILE)\n", m->topology_file);
+  printf("          %d cores, %d hardware threads, %d NUMA node%s\n\n", m->n_cores, m->n_pus,
+         m->n_numa, m->n_numa == 1 ? "" : "s");
 }
 
 static void print_caches(const topo_run *r) {
@@ -279,6 +281,8 @@ static void json_machine(tx_json *j, const txattn_machine_info *m) {
   tx_json_key(j, "topology");
   tx_json_begin_object(j);
   tx_json_kv_string(j, "source", m->topology_source);
+  tx_json_key(j, "file");
+  tx_json_string(j, m->topology_file);
   tx_json_kv_int(j, "cores", m->n_cores);
   tx_json_kv_int(j, "pus", m->n_pus);
   tx_json_kv_int(j, "numa_nodes", m->n_numa);

@@ -461,7 +461,7 @@ static txattn_status add_class(profile_run *r, prof_grid_class *gc) {
 /* A point the table refuses is left out (the class may then have none: see write_table). */
 static void record(profile_run *r, prof_grid_class *gc, int64_t n, int64_t rr, prof_cand *c,
                    size_t nc) {
-  txattn_table_candidate tc[MAX_CANDS];
+  txattn_table_candidate tc[MAX_CANDS] = {0};
   for (size_t i = 0; i < nc; i++) tc[i] = prof_table_candidate(&c[i]);
   size_t w = prof_choose(c, nc);
   txattn_status s = add_class(r, gc);
@@ -551,7 +551,7 @@ static int exact_here(void *arg, prof_cand *c, const txattn_tensors *t) {
    ran, -2 if every one was found inexact here (*inexact: how many were). */
 static int time_point(profile_run *r, const prof_grid_class *gc, int64_t rr,
                       const txattn_problem *p, prof_cand *c, size_t *n, size_t *inexact) {
-  txattn_tensors t;
+  txattn_tensors t = TXATTN_TENSORS_INIT;
   point_rows pr = {.r = r, .gc = gc, .rr = rr, .p = TXATTN_PROBLEM_INIT}; /* ragged kept */
   *inexact = 0;
   if (tensors_for(r, p, &t) != 0) return 0;

@@ -63,7 +63,7 @@ static void twins_json(const profile_run *r, char *buf, size_t size) {
     txattn_context *ctx = r->g.ctx[c];
     if (!r->s.one_loop_once || txattn_context_threads(ctx) != 1) continue;
     for (size_t k = 0; k < txattn_kernel_count(ctx) && used < size; k++) {
-      txattn_kernel_info info, twin;
+      txattn_kernel_info info = TXATTN_KERNEL_INFO_INIT, twin = TXATTN_KERNEL_INFO_INIT;
       if (txattn_kernel_get(ctx, k, &info) != TXATTN_OK || !info.usable ||
           info.one_thread_same_as == NULL ||
           prof_kernel_find(ctx, info.one_thread_same_as, &twin) == SIZE_MAX || !twin.usable)

@@ -499,7 +499,7 @@ static int run_once(tx_buffers *b, int *have, const txattn_problem *p, const pro
 static void answer(server *s, char *line, FILE *to) {
   int threads;
   size_t cls, n_tun;
-  txattn_problem p;
+  txattn_problem p = TXATTN_PROBLEM_INIT;
   char *kernel;
   const char *names[PROF_MAX_TUNABLES];
   int64_t values[PROF_MAX_TUNABLES];

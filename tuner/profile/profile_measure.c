@@ -96,7 +96,7 @@ static int default_cut_by_problem(txattn_context *ctx, const txattn_problem *p,
    1/2, 1, 2 and 4 times its own. */
 static size_t add_variants(txattn_context *ctx, const txattn_problem *p, const prof_cand *base,
                            const prof_settings *s, prof_cand *out, size_t n, size_t cap) {
-  txattn_tunable_info ti[PROF_MAX_TUNABLES];
+  txattn_tunable_info ti[PROF_MAX_TUNABLES] = {0};
   for (size_t i = 0; i < base->n_tun; i++) {
     ti[i] = (txattn_tunable_info)TXATTN_TUNABLE_INFO_INIT;
     if (txattn_plan_tunable_info(base->plan, i, &ti[i]) != TXATTN_OK) return n;
@@ -124,8 +124,10 @@ static size_t add_variants(txattn_context *ctx, const txattn_problem *p, const p
 }
 
 size_t prof_kernel_find(txattn_context *ctx, const char *name, txattn_kernel_info *info) {
-  for (size_t k = 0; k < txattn_kernel_count(ctx); k++)
+  for (size_t k = 0; k < txattn_kernel_count(ctx); k++) {
+    *info = (txattn_kernel_info)TXATTN_KERNEL_INFO_INIT;
     if (txattn_kernel_get(ctx, k, info) == TXATTN_OK && strcmp(info->name, name) == 0) return k;
+  }
   return SIZE_MAX;
 }
 

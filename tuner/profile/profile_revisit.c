@@ -115,7 +115,7 @@ double prof_revisits_visit(prof_revisits *rv, prof_tensors_fn tensors, void *arg
   double start = tx_clock();
   for (size_t i = 0; i < rv->n; i++) {
     prof_open_point *pt = &rv->pts[i];
-    txattn_tensors t;
+    txattn_tensors t = TXATTN_TENSORS_INIT;
     if (pt->visits >= rv->visits || pt->p.n_kv > buf_n) continue;
     double cost = visit_cost(pt, s);
     /* no time for it now: perhaps after the next n, else it is settled with what it had */

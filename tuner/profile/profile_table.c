@@ -39,8 +39,10 @@ static txattn_status copy_class(const txattn_table *t, size_t ci, const txattn_t
     if ((s = txattn_table_point_get(t, ci, pi, &p)) != TXATTN_OK) break;
     txattn_table_candidate *cands = calloc(p.n_candidates, sizeof *cands);
     if (cands == NULL) return TXATTN_E_NOMEM;
-    for (size_t k = 0; k < p.n_candidates && s == TXATTN_OK; k++)
+    for (size_t k = 0; k < p.n_candidates && s == TXATTN_OK; k++) {
+      cands[k] = (txattn_table_candidate)TXATTN_TABLE_CANDIDATE_INIT;
       s = txattn_table_candidate_get(t, ci, pi, k, &cands[k]);
+    }
     if (s == TXATTN_OK)
       s = txattn_table_add_point_chosen(out, oi, p.n, p.r, cands, p.n_candidates, 0);
     free(cands);

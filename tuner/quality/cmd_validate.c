@@ -361,7 +361,7 @@ static int sample_all(validate_run *r, tx_table *tab) {
   txattn_context *ctx[MAX_T] = {0};
   int th[MAX_T], n_ctx = 0, rc = 0;
   for (int64_t k = 0, tries = 0; k < r->samples && tries < 100 * r->samples && rc == 0; tries++) {
-    txattn_problem p;
+    txattn_problem p = TXATTN_PROBLEM_INIT;
     int threads, i;
     if (!draw(r, &p, &threads)) continue;
     for (i = 0; i < n_ctx && th[i] != threads; i++) {
