@@ -172,7 +172,7 @@ static int skipped(const txattn__failures *skip, const txattn__kernel *k) {
 }
 
 /* Estimates every candidate once (est[i] = -1 for the others) and marks the third-party ones the
-   table did not measure around the problem, then rules out the kernels in skip: only the first call of a walk pays for the
+   table did not measure as the winner around the problem, then rules out the kernels in skip: only the first call of a walk pays for the
    kernels' cost_pairs and the table scan. */
 static txattn_status rank(txattn__dispatcher *d) {
   const txattn_context *ctx = d->ctx;
@@ -196,10 +196,10 @@ static txattn_status rank(txattn__dispatcher *d) {
       d->demoted[i] = d->est[i] >= 0 && !txattn__kernel_plugin(ctx, k)->shipped;
       any_demoted |= d->demoted[i];
     }
-    /* a table lifts the demotion only where it measured the kernel: its times there, on this very
-       build of its file (a table whose plugin builds differ is not loaded), are evidence; its word
-       elsewhere is not */
-    if (any_demoted) txattn__table_measured_around(ctx, d->r, d->demoted);
+    /* a table lifts the demotion only where it measured the kernel the winner: its times there,
+       on this very build of its file (a table whose plugin builds differ is not loaded), are
+       evidence; its word elsewhere is not */
+    if (any_demoted) txattn__table_won_around(ctx, d->r, d->demoted);
   }
   for (size_t i = 0; d->skip != NULL && i < d->skip->n; i++)
     d->est[index_of(ctx, d->skip->k[i])] = -1;

@@ -328,8 +328,8 @@ static const txattn__class *lookup_class(const txattn_table *t, const txattn_pro
   return c;
 }
 
-void txattn__table_measured_around(const txattn_context *ctx, const txattn_problem *r,
-                                   unsigned char *demoted) {
+void txattn__table_won_around(const txattn_context *ctx, const txattn_problem *r,
+                              unsigned char *demoted) {
   const txattn__ctx_table *ct = ctx->table;
   if (ct == NULL || ct->status != TXATTN_TABLE_LOADED) return;
   int64_t n, rr;
@@ -341,7 +341,7 @@ void txattn__table_measured_around(const txattn_context *ctx, const txattn_probl
     int64_t n_lo = INT64_MAX, n_hi = INT64_MIN, r_lo = INT64_MAX, r_hi = INT64_MIN;
     for (size_t j = 0; j < c->n_points; j++) {
       const txattn__point *p = &c->points[j];
-      if (best_of(p, &ctx->reg.kernels[i]) == NULL) continue;
+      if (p->cands[0].k != &ctx->reg.kernels[i]) continue; /* not its winner */
       n_lo = p->n < n_lo ? p->n : n_lo;
       n_hi = p->n > n_hi ? p->n : n_hi;
       r_lo = p->r < r_lo ? p->r : r_lo;
