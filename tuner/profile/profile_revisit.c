@@ -60,12 +60,13 @@ int prof_revisits_keep(prof_revisits *rv, size_t ci, size_t ri, int64_t n, int64
   return 1;
 }
 
-/* A visit's predicted seconds: each contender's first call and runs, and two warm-up periods. */
+/* A visit's predicted seconds: each contender's first call, runs and the checked call after them,
+   and two warm-up periods. */
 static double visit_cost(const prof_open_point *pt, const prof_settings *s) {
   double cost = 2 * prof_policy.warm_up_s;
   for (int j = 0; j < pt->n_who; j++) {
     double t = pt->c[pt->who[j]].time_s;
-    cost += t + prof_policy.visit_runs * prof_run_len(s, t);
+    cost += 2 * t + prof_policy.visit_runs * prof_run_len(s, t);
   }
   return cost;
 }
