@@ -171,22 +171,8 @@ static int skipped(const txattn__failures *skip, const txattn__kernel *k) {
   return 0;
 }
 
-/* Clears demoted[i] for every kernel the context's table lists as a candidate: txtune profile
-   timed it and it passed the checks (a kernel that failed them is only in the table's exclusions),
-   on this very build of its file, since a table whose plugin builds differ is not loaded. */
-static void clear_measured(const txattn_context *ctx, unsigned char *demoted) {
-  const txattn_table *t =
-      ctx->table && ctx->table->status == TXATTN_TABLE_LOADED ? ctx->table->table : NULL;
-  for (size_t i = 0; t != NULL && i < t->n_classes; i++)
-    for (size_t j = 0; j < t->classes[i].n_points; j++) {
-      const txattn__point *p = &t->classes[i].points[j];
-      for (size_t c = 0; c < p->n_cands; c++)
-        if (p->cands[c].k != NULL) demoted[index_of(ctx, p->cands[c].k)] = 0;
-    }
-}
-
-/* Estimates every candidate once (est[i] = -1 for the others) and marks the third-party ones no
-   table measured, then rules out the kernels in skip: only the first call of a walk pays for the
+/* Estimates every candidate once (est[i] = -1 for the others) and marks the third-party ones the
+   table did not measure as the winner around the problem, then rules out the kernels in skip: only the first call of a walk pays for the
    kernels' cost_pairs and the table scan. */
 static txattn_status rank(txattn__dispatcher *d) {
   const txattn_context *ctx = d->ctx;
@@ -210,7 +196,10 @@ static txattn_status rank(txattn__dispatcher *d) {
       d->demoted[i] = d->est[i] >= 0 && !txattn__kernel_plugin(ctx, k)->shipped;
       any_demoted |= d->demoted[i];
     }
-    if (any_demoted) clear_measured(ctx, d->demoted);
+    /* a table lifts the demotion only where it measured the kernel the winner: its times there,
+       on this very build of its file (a table whose plugin builds differ is not loaded), are
+       evidence; its word elsewhere is not */
+    if (any_demoted) txattn__table_won_around(ctx, d->r, d->demoted);
   }
   for (size_t i = 0; d->skip != NULL && i < d->skip->n; i++)
     d->est[index_of(ctx, d->skip->k[i])] = -1;

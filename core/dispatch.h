@@ -43,8 +43,9 @@ typedef struct txattn__dispatcher {
   const txattn__kernel *table_choice; /* the table's choice, if it chose */
   double *est; /* per kernel: its estimated time, or -1 if it is no candidate; NULL until needed */
   double est_local[32]; /* est when the context has no more kernels than this */
-  /* per kernel: 1 if it is third-party and not measured by the context's table, so the estimate
-     ranks it after every other candidate (its speed_hint is only its own word) */
+  /* per kernel: 1 if it is third-party and the context's table did not measure it the winner
+     around the problem, so the estimate ranks it after every other candidate (its speed_hint is
+     only its own word) */
   unsigned char *demoted;
   unsigned char demoted_local[32];
   char context[320]; /* why the estimate decides: the table had no entry, or its choice failed */
@@ -59,9 +60,10 @@ typedef struct txattn__dispatcher {
    with its default tunables) when it has one, else the visible pairs for TXATTN_KERNEL_SPARSE
    kernels, else batch * heads_q * n_q * n_kv, and threads is the context's count for
    TXATTN_KERNEL_THREADED kernels, else 1; ties go to the smaller name. A third-party kernel
-   (not shipped: txattn__plugin_shipped) that the loaded table does not list as a measured
-   candidate anywhere is ranked after every shipped or measured candidate, whatever its
-   speed_hint, and the reason line says so. A named kernel that is
+   (not shipped: txattn__plugin_shipped) that the loaded table did not measure the winner around
+   r (in r's class, within the n and r of the points there it won: txattn__table_won_around) is
+   ranked after every shipped or measured candidate, whatever its speed_hint, and the reason line
+   says so. A named kernel that is
    unknown fails with E_NOT_FOUND, one that cannot run here or cannot do r with E_UNSUPPORTED.
    Kernels in skip are not chosen (a table's choice among them hands over to the estimate); when
    skip leaves no candidate, *out is NULL and the status OK. End with txattn__dispatch_end. */

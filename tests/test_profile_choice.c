@@ -261,3 +261,103 @@ Test(profile_choice, a_pruned_candidate_close_to_the_leader_is_timed_again_again
   prof_candidates_free(c, n);
   txattn_context_free(ctx);
 }
+
+/* ---- the check of every timed call (prof_run_check) ---- */
+
+/* What the check's hooks saw: turns of the inputs, checks of the output (each right after a turn),
+   the check from which on the output is called inexact (0: never), and the refusal. */
+typedef struct seen {
+  int turns, checks, checks_after_turn, inexact_from;
+  prof_fault fault;
+  char why[512];
+} seen;
+
+static void turn_hook(void *arg, const txattn_tensors *t) {
+  (void)t;
+  ((seen *)arg)->turns++;
+}
+
+static int exact_hook(void *arg, const txattn_tensors *t, double *err, char *why, size_t size) {
+  seen *s = arg;
+  (void)t;
+  s->checks_after_turn += s->turns == s->checks + 1;
+  *err = 1e-9 * ++s->checks; /* so that the largest error is the last one's */
+  snprintf(why, size, "test check %d", s->checks);
+  return s->inexact_from == 0 || s->checks < s->inexact_from;
+}
+
+static void refused_hook(void *arg, prof_cand *c, prof_fault fault, double err, const char *why) {
+  seen *s = arg;
+  (void)c;
+  (void)err;
+  s->fault = fault;
+  snprintf(s->why, sizeof s->why, "%s", why);
+}
+
+/* One spin candidate (calls of 100 us) timed with one run of one call: its first call, its run
+   and the call after it are checked, three checks in all. Returns how many candidates are left
+   (and, if one, its max_error in *max_error). */
+static size_t time_one_checked(seen *s, double floor_s, double *max_error) {
+  if (scratch[0] == '\0') {
+    scratch_dir(scratch, sizeof scratch, 0755);
+    scratch_copy_plugin(scratch, TEST_SPIN_FILE, NULL, 0644);
+  }
+  txattn_context *ctx = test_context_at(scratch, 1);
+  txattn_problem p = {.n_q = 4, .d_qk = 4};
+  float q[16] = {0}, k[16] = {0}, v[16] = {0}, o[16];
+  const txattn_tensors t = {.q = q, .k = k, .v = v, .o = o};
+  const char *names[] = {TEST_SPIN_TUNABLE};
+  const int64_t us[] = {100};
+  prof_cand c[1];
+  size_t n = prof_candidate_add(ctx, &p, TEST_SPIN_KERNEL, names, us, 1, c, 0, 1);
+  cr_assert_eq(n, 1, "%s", txattn_last_error());
+  /* a run is one call (1.25 us at least): no doubling, and no candidate to confirm */
+  prof_settings set = {.mode = PROF_DEFAULT, .min_run_s = 1e-6, .rounds = 1, .prune_ratio = 1.15};
+  prof_run_check chk = {turn_hook, exact_hook, floor_s, "(a test floor)", refused_hook, s};
+  s->fault = PROF_FAULT_NONE;
+  cr_assert_eq(prof_time_checked(c, &n, &t, &set, 0, &chk), TXATTN_OK, "%s", txattn_last_error());
+  if (n == 1) cr_expect_eq(c[0].n_runs, 1);
+  if (n == 1 && max_error) *max_error = c[0].max_error;
+  prof_candidates_free(c, n);
+  txattn_context_free(ctx);
+  return n;
+}
+
+/* Every timed call is checked right after the inputs were turned: the first call, the run, and
+   one more call after the last run; the candidate's max_error is the largest error seen. */
+Test(profile_choice, every_timed_call_and_one_after_them_are_checked_on_turned_inputs) {
+  seen s = {0};
+  double max_error = 0;
+  cr_assert_eq(time_one_checked(&s, 0, &max_error), 1, "refused: %s", s.why);
+  cr_expect_eq(s.checks, 3, "%d checks: the first call, the run and the call after it", s.checks);
+  cr_expect_float_eq(max_error, 3e-9, 1e-15, "max_error %g, not the last check's", max_error);
+  cr_expect_eq(s.turns, s.checks);
+  cr_expect_eq(s.checks_after_turn, s.checks, "a check did not follow a turn of the inputs");
+}
+
+/* A kernel exact on its first call and not on a later one is refused, whichever later call it is:
+   the last one too, which follows every timed run. */
+Test(profile_choice, a_kernel_inexact_after_its_first_call_is_refused) {
+  for (int from = 2; from <= 3; from++) {
+    seen s = {.inexact_from = from};
+    cr_expect_eq(time_one_checked(&s, 0, NULL), 0, "inexact from check %d on, it was kept", from);
+    cr_expect_eq(s.fault, PROF_FAULT_LATER, "inexact from check %d: fault %d", from, s.fault);
+    cr_expect(strstr(s.why, "on a later call than its first") && strstr(s.why, "test check"), "%s",
+              s.why);
+  }
+  seen first = {.inexact_from = 1};
+  cr_expect_eq(time_one_checked(&first, 0, NULL), 0);
+  cr_expect_eq(first.fault, PROF_FAULT_INEXACT, "fault %d", first.fault);
+}
+
+/* A run faster per call than the floor (what the machine's roofs allow) is refused with the floor's
+   reason; a floor below the call's time (a call spins 100 us) refuses nothing. */
+Test(profile_choice, a_call_faster_than_the_machine_is_refused) {
+  seen s = {0};
+  cr_expect_eq(time_one_checked(&s, 10.0, NULL), 0, "a floor of 10 s per call refused nothing");
+  cr_expect_eq(s.fault, PROF_FAULT_TOO_FAST, "fault %d", s.fault);
+  cr_expect(strstr(s.why, "impossibly fast at a timed point: ") == s.why, "%s", s.why);
+  cr_expect(strstr(s.why, "under the 10 s (a test floor)") != NULL, "%s", s.why);
+  seen low = {0};
+  cr_expect_eq(time_one_checked(&low, 1e-6, NULL), 1, "refused: %s", low.why);
+}

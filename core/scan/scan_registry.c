@@ -5,11 +5,13 @@
  *     isa 0x7
  *     ok                                  (or "quarantined: REASON")
  *
- * A record is trusted only when it is the real user's regular file in directories the real user
- * owns and nobody else can write, and its first line names this scanner and library; anything
+ * A record is trusted only when it is the real user's regular file that nobody else can write, in
+ * directories the real user owns and nobody else can write, below directories that pass the
+ * loader's own checks (plugin_path.h), and its first line names this scanner and library; anything
  * else reads as "not scanned yet". A setuid program (AT_SECURE) never uses the registry. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "plugin_path.h"
 #include "scan/scan_protocol.h"
 #include "scan/scan_registry.h"
 
@@ -45,12 +48,30 @@ static int own_dir(const char *dir) {
   return S_ISDIR(st.st_mode) && st.st_uid == getuid() && !(st.st_mode & (S_IWGRP | S_IWOTH));
 }
 
+/* dir and every directory above it pass the loader's checks: no symlink on the way lies in or
+   points into a directory others may write (txattn__path_links_unsafe), and none of the
+   directories may be written by anyone else (txattn__stat_unsafe; above dir a sticky one, as /tmp,
+   is fine). Otherwise another user could swap the registry, or a record in it, for their own. */
+static int safe_path(const char *dir) {
+  char real[PATH_MAX], why[512];
+  if (txattn__path_links_unsafe(dir, why, sizeof why) != NULL || realpath(dir, real) == NULL)
+    return 0;
+  for (int above = 0;; above = 1) {
+    struct stat st;
+    if (stat(real[0] ? real : "/", &st) != 0 || txattn__stat_unsafe(&st, above, why, sizeof why))
+      return 0;
+    char *slash = strrchr(real, '/');
+    if (slash == NULL) return 1;
+    *slash = '\0';
+  }
+}
+
 int txattn__scan_registry_dir(char *dir, size_t size) {
   if (TXATTN_SCAN_GETAUXVAL(AT_SECURE)) return 0;
   const char *own = secure_getenv("TXATTN_SCAN_REGISTRY");
   if (own && own[0] == '/') {
     int n = snprintf(dir, size, "%s", own);
-    return n > 0 && (size_t)n < size && own_dir(dir);
+    return n > 0 && (size_t)n < size && own_dir(dir) && safe_path(dir);
   }
   const char *xdg = secure_getenv("XDG_CACHE_HOME"), *home = secure_getenv("HOME");
   char cache[4096];
@@ -69,7 +90,7 @@ int txattn__scan_registry_dir(char *dir, size_t size) {
   strcat(cache, "/plugin-scan");
   if (!own_dir(cache)) return 0;
   n = snprintf(dir, size, "%s", cache);
-  return n > 0 && (size_t)n < size;
+  return n > 0 && (size_t)n < size && safe_path(dir);
 }
 
 /* "fnv1a64x4:0123..." -> "fnv1a64x4-0123..." (no ':' in file names) */
@@ -89,8 +110,9 @@ int txattn__scan_registry_get(const char *dir, const char *key, unsigned *isa_ma
   if (fd < 0) return 0;
   struct stat st;
   ssize_t n = -1;
+  char why[256];
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid() &&
-      st.st_size <= RECORD_MAX)
+      txattn__stat_unsafe(&st, 0, why, sizeof why) == NULL && st.st_size <= RECORD_MAX)
     n = read(fd, buf, RECORD_MAX);
   close(fd);
   if (n <= 0) return 0;

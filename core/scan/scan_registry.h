@@ -8,13 +8,15 @@
 /* The registry's directory in dir: $TXATTN_SCAN_REGISTRY if set to an absolute path, else
    $XDG_CACHE_HOME/txtune/plugin-scan, else ~/.cache/txtune/plugin-scan (created 0700 if missing);
    or 0 when there is none to use: the
-   process runs with AT_SECURE (setuid, setgid, capabilities), no cache directory is known, or a
-   directory on the way is not owned by the real user or is writable by its group or others. */
+   process runs with AT_SECURE (setuid, setgid, capabilities), no cache directory is known, the
+   registry directory (or txtune/ above it) is not the real user's or others can write it, or a
+   directory above it or a symlink on the way fails the loader's checks (plugin_path.h). */
 int txattn__scan_registry_dir(char *dir, size_t size);
 
 /* The verdict recorded for key by this scanner version: 1 and *quarantined (with its reason) and
    *isa_mask (the ISAs whose kernels were run), or 0 when there is none or it cannot be trusted
-   (unreadable, corrupt, another version, not the real user's file): scan again. */
+   (unreadable, corrupt, another version, not the real user's file, writable by others): scan
+   again. */
 int txattn__scan_registry_get(const char *dir, const char *key, unsigned *isa_mask,
                               int *quarantined, char *reason, size_t size);
 

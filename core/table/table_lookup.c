@@ -14,6 +14,7 @@
  * one, else the dense class of its capacity, as if every sequence were padded to it. */
 #include <inttypes.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -79,12 +80,9 @@ txattn_status txattn_table_class_of(const txattn_problem *p, int threads, txattn
   char why[256];
   TXATTN_FORWARD_IF_ERROR(txattn_problem_resolve(p, &q));
   txattn_table_class full = TXATTN_TABLE_CLASS_INIT;
-  int64_t at_n = 0, at_r = 0;
-  TXATTN_RETURN_IF(!txattn__tm_class_of(&q, threads, &full, &at_n, &at_r, why, sizeof why),
+  TXATTN_RETURN_IF(!txattn__tm_class_of(&q, threads, &full, n, r, why, sizeof why),
                    TXATTN_E_UNSUPPORTED, "%s", why);
-  TXATTN_FORWARD_IF_ERROR(TXATTN__STRUCT_OUT(txattn_table_class, cls, &full));
-  *n = at_n;
-  *r = at_r;
+  TXATTN__STRUCT_OUT(txattn_table_class, TXATTN_TABLE_CLASS_SIZE_0_2, cls, &full);
   return txattn__ok();
 }
 
@@ -299,33 +297,70 @@ static const txattn__class *find_class(const txattn_table *t, const txattn_table
   return NULL;
 }
 
+/* The class of t the lookup follows for the resolved problem r on `threads` threads (a ragged
+   problem without a ragged class: the dense class of its capacity), described in cls, and r's
+   coordinates in it; NULL, with why (after "no table entry: "), when there is none. */
+static const txattn__class *lookup_class(const txattn_table *t, const txattn_problem *r,
+                                         int threads, int64_t *n, int64_t *rr, char *cls,
+                                         size_t cls_size, char *why, size_t size) {
+  txattn_table_class key = TXATTN_TABLE_CLASS_INIT;
+  char inner[256];
+  if (!txattn__tm_class_of(r, threads, &key, n, rr, inner, sizeof inner)) {
+    txattn__why_not(why, size, "no table entry: %s", inner);
+    return NULL;
+  }
+  const txattn__class *c = find_class(t, &key);
+  txattn_table_class_describe(&key, cls, cls_size);
+  if (c == NULL && key.ragged) { /* no ragged class: the dense class of the capacity */
+    char ragged[96];
+    snprintf(ragged, sizeof ragged, "%s", cls);
+    key.ragged = 0;
+    c = find_class(t, &key);
+    txattn_table_class_describe(&key, cls, cls_size);
+    if (c == NULL) {
+      txattn__why_not(why, size, "no table entry: the table has no class %s nor %s", ragged, cls);
+      return NULL;
+    }
+    size_t used = strlen(cls);
+    snprintf(cls + used, cls_size - used, ", no ragged class: as if padded");
+  }
+  if (c == NULL) txattn__why_not(why, size, "no table entry: the table has no class %s", cls);
+  return c;
+}
+
+void txattn__table_won_around(const txattn_context *ctx, const txattn_problem *r,
+                              unsigned char *demoted) {
+  const txattn__ctx_table *ct = ctx->table;
+  if (ct == NULL || ct->status != TXATTN_TABLE_LOADED) return;
+  int64_t n, rr;
+  char cls[96], why[320];
+  const txattn__class *c =
+      lookup_class(ct->table, r, ctx->n_threads, &n, &rr, cls, sizeof cls, why, sizeof why);
+  for (size_t i = 0; c != NULL && i < ctx->reg.n_kernels; i++) {
+    if (!demoted[i]) continue;
+    int64_t n_lo = INT64_MAX, n_hi = INT64_MIN, r_lo = INT64_MAX, r_hi = INT64_MIN;
+    for (size_t j = 0; j < c->n_points; j++) {
+      const txattn__point *p = &c->points[j];
+      if (p->cands[0].k != &ctx->reg.kernels[i]) continue; /* not its winner */
+      n_lo = p->n < n_lo ? p->n : n_lo;
+      n_hi = p->n > n_hi ? p->n : n_hi;
+      r_lo = p->r < r_lo ? p->r : r_lo;
+      r_hi = p->r > r_hi ? p->r : r_hi;
+    }
+    if (n_lo <= n && n <= n_hi && r_lo <= rr && rr <= r_hi) demoted[i] = 0;
+  }
+}
+
 int txattn__table_choose(const txattn_context *ctx, const txattn_problem *r,
                          const txattn__kernel **k, const int64_t **tunables, char *why,
                          size_t size) {
   const txattn__ctx_table *ct = ctx->table;
   if (ct == NULL || ct->status != TXATTN_TABLE_LOADED) return no_table(ct, why, size);
-  txattn_table_class key = TXATTN_TABLE_CLASS_INIT;
   int64_t n, rr;
   char inner[256];
-  if (!txattn__tm_class_of(r, ctx->n_threads, &key, &n, &rr, inner, sizeof inner))
-    return txattn__why_not(why, size, "no table entry: %s", inner);
   around a = {0};
-  a.c = find_class(ct->table, &key);
-  txattn_table_class_describe(&key, a.cls, sizeof a.cls);
-  if (a.c == NULL && key.ragged) { /* no ragged class: the dense class of the capacity */
-    char ragged[96];
-    snprintf(ragged, sizeof ragged, "%s", a.cls);
-    key.ragged = 0;
-    a.c = find_class(ct->table, &key);
-    txattn_table_class_describe(&key, a.cls, sizeof a.cls);
-    if (a.c == NULL)
-      return txattn__why_not(why, size, "no table entry: the table has no class %s nor %s", ragged,
-                             a.cls);
-    size_t used = strlen(a.cls);
-    snprintf(a.cls + used, sizeof a.cls - used, ", no ragged class: as if padded");
-  }
-  if (a.c == NULL)
-    return txattn__why_not(why, size, "no table entry: the table has no class %s", a.cls);
+  a.c = lookup_class(ct->table, r, ctx->n_threads, &n, &rr, a.cls, sizeof a.cls, why, size);
+  if (a.c == NULL) return 0;
   if (!find_corners(&a, n, rr, inner, sizeof inner))
     return txattn__why_not(why, size, "no table entry: %s", inner);
   ranked best = {NULL, 0, 0}, second = {NULL, 0, 0};

@@ -21,4 +21,11 @@ int txattn__table_choose(const txattn_context *ctx, const txattn_problem *r,
                          const struct txattn__kernel **k, const int64_t **tunables, char *why,
                          size_t size);
 
+/* Clears demoted[i] (one per kernel of ctx) for each kernel that ctx's table measured as the
+   winner around the resolved problem r: r lies in the table's class for it (as the lookup finds
+   it) within the n (and r) spanned by the points of that class the kernel won. Elsewhere the table
+   is no evidence for the kernel's own claim: where it lost, the measurements speak against it. */
+void txattn__table_won_around(const txattn_context *ctx, const txattn_problem *r,
+                              unsigned char *demoted);
+
 #endif

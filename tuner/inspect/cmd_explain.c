@@ -35,7 +35,8 @@ static const char about[] =
     "estimate and why the table has no entry for it; with the runner-up, the margin and the\n"
     "measurements around the shape. TXATTN_FORCE_KERNEL, if set, wins as it does in programs.\n"
     "The estimate ranks a third-party kernel (one that did not come with libtxattn) after the\n"
-    "shipped ones unless the table measured it, whatever speed it claims; the reason names it.\n"
+    "shipped ones unless the table measured it the winner around the shape (in its class,\n"
+    "within the n of the points it won), whatever speed it claims; the reason names it.\n"
     "With --kv-lens (as txtune bench and check take it) the shape is a ragged batch, one sequence\n"
     "per length: it follows the table's ragged class of its capacity n_kv (the longest length\n"
     "unless --n-kv says more), else the dense class, as if every sequence were padded to n_kv.";

@@ -1,5 +1,6 @@
-/* txtune list: what the loader found: every kernel, whether it can run here, and every plugin file
-   it refused, with the reason. */
+/* txtune list: what the loader found: every kernel, whether it can run here (and whether the
+   dispatch table libtxattn follows refused it, and why), and every plugin file it refused, with the
+   reason. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "kernels.h"
 #include "text_table.h"
 #include "txattn/plugin.h"
+#include "txattn/table.h"
 
 typedef struct list_run {
   int json;
@@ -25,8 +27,9 @@ typedef struct list_run {
 static const char about[] =
     "Lists every kernel the plugin loader found: whether this CPU and OS can run it (and why "
     "not),\n"
-    "its ISA and flags, the element types it takes, its plugin and file; then every plugin file\n"
-    "that was refused, and why.\n"
+    "its ISA and flags, the element types it takes, its plugin and file, and where the dispatch\n"
+    "table libtxattn follows excluded it, why (txtune show lists every exclusion); then every\n"
+    "plugin file that was refused, and why.\n"
     "Exit status: 0 ok; 1 no kernel found (a plugin path that does not exist, say); 2 usage "
     "error.";
 
@@ -136,6 +139,23 @@ static void kernel_types_text(const txattn_kernel_info *k, char *out, size_t siz
   }
 }
 
+/* How many candidates of kernel `name` the context's dispatch table excluded (txtune profile's
+   exclusions: inexact, crashed, cheated, failed to plan), the first in *first; 0 without a loaded
+   table. */
+static size_t table_refusals(const txattn_context *ctx, const char *name,
+                             txattn_table_exclusion *first) {
+  const txattn_table *t = txattn_context_table(ctx);
+  txattn_table_header h = TXATTN_TABLE_HEADER_INIT;
+  size_t n = 0;
+  if (t == NULL || txattn_table_header_get(t, &h) != TXATTN_OK) return 0;
+  for (size_t i = 0; i < h.n_excluded; i++) {
+    txattn_table_exclusion x = TXATTN_TABLE_EXCLUSION_INIT;
+    if (txattn_table_exclusion_get(t, i, &x) != TXATTN_OK || strcmp(x.kernel, name) != 0) continue;
+    if (n++ == 0) *first = x;
+  }
+  return n;
+}
+
 static void print_kernels(const txattn_context *ctx) {
   size_t n = txattn_kernel_count(ctx);
   if (n == 0) {
@@ -156,6 +176,14 @@ static void print_kernels(const txattn_context *ctx) {
                            plugin, safe(k.path, path, sizeof path)};
     tx_table_add(&t, cells);
     if (!k.usable) tx_table_note(&t, "not usable: %s", k.why_unusable ? k.why_unusable : "?");
+    txattn_table_exclusion x = TXATTN_TABLE_EXCLUSION_INIT;
+    size_t refused = table_refusals(ctx, k.name, &x);
+    char cls[96], reason[1024];
+    if (refused == 0) continue;
+    txattn_table_class_describe(&x.cls, cls, sizeof cls);
+    tx_table_note(&t, "the dispatch table excluded it %zu time%s, the first in %s at n=%lld: %s",
+                  refused, refused == 1 ? "" : "s", cls, (long long)x.n,
+                  safe(x.reason, reason, sizeof reason));
   }
   printf("\n");
   tx_table_print(&t, stdout, "");
@@ -186,7 +214,7 @@ static void print_rejected(const txattn_context *ctx) {
         quarantined);
 }
 
-static void json_kernel(tx_json *j, const txattn_kernel_info *k) {
+static void json_kernel(tx_json *j, const txattn_context *ctx, const txattn_kernel_info *k) {
   tx_json_begin_object(j);
   tx_json_kv_string(j, "name", k->name);
   tx_json_kv_string(j, "summary", k->summary);
@@ -211,6 +239,18 @@ static void json_kernel(tx_json *j, const txattn_kernel_info *k) {
   tx_json_kv_string(j, "plugin", k->plugin);
   tx_json_kv_string(j, "plugin_version", k->plugin_version);
   tx_json_kv_string(j, "path", k->path);
+  /* "table_excluded": {"count": N, "first": "reason"}, or null */
+  txattn_table_exclusion x = TXATTN_TABLE_EXCLUSION_INIT;
+  size_t refused = table_refusals(ctx, k->name, &x);
+  tx_json_key(j, "table_excluded");
+  if (refused == 0) {
+    tx_json_null(j);
+  } else {
+    tx_json_begin_object(j);
+    tx_json_kv_int(j, "count", (int64_t)refused);
+    tx_json_kv_string(j, "first", x.reason);
+    tx_json_end_object(j);
+  }
   tx_json_end_object(j);
 }
 
@@ -229,7 +269,7 @@ static void print_json(const list_run *r) {
   tx_json_begin_array(&j);
   for (size_t i = 0; i < txattn_kernel_count(r->ctx); i++) {
     txattn_kernel_info k = TXATTN_KERNEL_INFO_INIT;
-    if (txattn_kernel_get(r->ctx, i, &k) == TXATTN_OK) json_kernel(&j, &k);
+    if (txattn_kernel_get(r->ctx, i, &k) == TXATTN_OK) json_kernel(&j, r->ctx, &k);
   }
   tx_json_end_array(&j);
   tx_json_key(&j, "rejected");

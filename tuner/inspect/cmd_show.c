@@ -478,23 +478,32 @@ static void print_legend(const show_run *r, size_t n_classes) {
   }
 }
 
-/* An exclusion the profile made because the kernel could not plan the point (its reason starts
-   so), not because it failed the exactness check. */
-#define PLAN_FAILURE_PREFIX "failed to plan"
+/* An exclusion the profile made because the kernel could not plan the point, or because a timed
+   call of it was faster than the machine can compute (their reasons start so), not because it
+   failed the exactness check. */
+static int reason_starts(const txattn_table_exclusion *x, const char *prefix) {
+  return strncmp(x->reason, prefix, strlen(prefix)) == 0;
+}
 static int failed_to_plan(const txattn_table_exclusion *x) {
-  return strncmp(x->reason, PLAN_FAILURE_PREFIX, strlen(PLAN_FAILURE_PREFIX)) == 0;
+  return reason_starts(x, "failed to plan");
+}
+static int too_fast(const txattn_table_exclusion *x) {
+  return reason_starts(x, "impossibly fast");
 }
 
 static void print_excluded(const show_run *r, size_t n) {
   if (n == 0) return;
-  size_t n_plan = 0;
+  size_t n_plan = 0, n_fast = 0;
   for (size_t i = 0; i < n; i++) {
     txattn_table_exclusion x = TXATTN_TABLE_EXCLUSION_INIT;
-    if (txattn_table_exclusion_get(r->t, i, &x) == TXATTN_OK) n_plan += (size_t)failed_to_plan(&x);
+    if (txattn_table_exclusion_get(r->t, i, &x) != TXATTN_OK) continue;
+    n_plan += (size_t)failed_to_plan(&x);
+    n_fast += (size_t)too_fast(&x);
   }
-  printf("\nexcluded (%zu): %zu failed the exactness check (inexact, or crashed on it), %zu "
-         "failed to plan a point\n",
-         n, n - n_plan, n_plan);
+  printf("\nexcluded (%zu): %zu failed the exactness check (inexact, or crashed on it), ", n,
+         n - n_plan - n_fast);
+  if (n_fast) printf("%zu ran faster than this machine can compute, ", n_fast);
+  printf("%zu failed to plan a point\n", n_plan);
   for (size_t i = 0; i < n; i++) {
     txattn_table_exclusion x = TXATTN_TABLE_EXCLUSION_INIT;
     char d[96], tun[256];
@@ -504,7 +513,7 @@ static void print_excluded(const show_run *r, size_t n) {
     printf("  %s%s%s in %s at n=%lld", x.kernel, x.n_tunables ? " " : "", x.n_tunables ? tun : "",
            d, (long long)x.n);
     if (x.r) printf(" r=%lld", (long long)x.r);
-    if (failed_to_plan(&x))
+    if (failed_to_plan(&x) || too_fast(&x))
       printf(": %s\n", x.reason);
     else if (x.max_error == x.max_error)
       printf(": not exact, max error %.3g: %s\n", x.max_error, x.reason);

@@ -102,11 +102,13 @@ static void add_exclusion(profile_run *r, const prof_grid_class *gc, int64_t n, 
 }
 
 static const char *fault_word(prof_fault f) {
-  return f == PROF_FAULT_CRASHED   ? "crashed"
-         : f == PROF_FAULT_HUNG    ? "hung"
-         : f == PROF_FAULT_PRINTS  ? "printed to stdout"
-         : f == PROF_FAULT_OVERRUN ? "wrote outside its output"
-                                   : "was inexact";
+  return f == PROF_FAULT_CRASHED    ? "crashed"
+         : f == PROF_FAULT_HUNG     ? "hung"
+         : f == PROF_FAULT_PRINTS   ? "printed to stdout"
+         : f == PROF_FAULT_OVERRUN  ? "wrote outside its output"
+         : f == PROF_FAULT_LATER    ? "turned inexact after a first exact call"
+         : f == PROF_FAULT_TOO_FAST ? "ran faster than this machine can compute"
+                                    : "was inexact";
 }
 
 /* A candidate excluded for what its kernel did on a check: counted per kernel, and said on stderr
@@ -462,11 +464,16 @@ static txattn_status add_class(profile_run *r, prof_grid_class *gc) {
 static void record(profile_run *r, prof_grid_class *gc, int64_t n, int64_t rr, prof_cand *c,
                    size_t nc) {
   txattn_table_candidate tc[MAX_CANDS] = {0};
-  for (size_t i = 0; i < nc; i++) tc[i] = prof_table_candidate(&c[i]);
-  size_t w = prof_choose(c, nc);
+  size_t w = prof_choose(c, nc), m = 0, tw = 0;
+  if (w == nc) return;
+  for (size_t i = 0; i < nc; i++) {
+    if (c[i].n_runs == 0) continue; /* a contender refused at a visit (visit_open): no time */
+    if (i == w) tw = m;
+    tc[m++] = prof_table_candidate(&c[i]);
+  }
   txattn_status s = add_class(r, gc);
   if (s == TXATTN_OK)
-    s = txattn_table_add_point_chosen(r->table, gc->table_index, n, rr, tc, nc, w);
+    s = txattn_table_add_point_chosen(r->table, gc->table_index, n, rr, tc, m, tw);
   if (s != TXATTN_OK) {
     prof_progress_end(&r->prog);
     tx_print_lib_error("profile", "cannot record a point", s);
@@ -478,32 +485,36 @@ static void record(profile_run *r, prof_grid_class *gc, int64_t n, int64_t rr, p
   gc->fate.recorded++;
   r->n_points++;
   int tie = 0;
-  for (size_t i = 0; i < nc; i++) tie |= c[i].time_s < c[w].time_s;
+  for (size_t i = 0; i < nc; i++) tie |= c[i].n_runs > 0 && c[i].time_s < c[w].time_s;
   r->n_ties += (size_t)tie;
   if (c[w].spread >= 0 && r->n_spreads < sizeof r->spreads / sizeof r->spreads[0])
     r->spreads[r->n_spreads++] = c[w].spread;
 }
 
-/* Seconds the candidates (the optional ones, or the others) spent in timed calls. */
+/* Seconds the candidates (the optional ones, or the others) spent in timed calls, the checked call
+   after their runs counted as one of their median. */
 static double call_seconds(const prof_cand *c, size_t n, int optional) {
   double s = 0;
   for (size_t i = 0; i < n; i++) {
     if (c[i].optional != optional) continue;
-    s += c[i].first_s;
+    s += c[i].first_s + c[i].time_s;
     for (int k = 0; k < c[i].n_runs; k++) s += c[i].runs[k] * (double)c[i].reps;
   }
   return s;
 }
 
-/* The sampled rows of a point (prof_rows), made at the first candidate's first call. */
+/* The check of a point's timed calls (prof_run_check): its sampled rows (prof_rows) and the least
+   time a call can take there (point_floor). */
 typedef struct point_rows {
   profile_run *r;
   const prof_grid_class *gc;
   txattn_problem p; /* resolved */
   int64_t rr;
-  prof_rows *rows;
-  int unusable;   /* the reference rows could not be made: the check's error stands */
-  size_t dropped; /* candidates found inexact here */
+  prof_rows *rows;     /* NULL: the reference rows could not be made: the check's error stands */
+  prof_open_point *pt; /* at a visit of an open point: its candidates */
+  char floor_why[320];
+  size_t dropped; /* candidates refused here */
+  size_t faulty;  /* of them, those whose kernel cheated (PROF_FAULT_LATER, TOO_FAST) */
 } point_rows;
 
 /* The rows of p to check: check_rows, or as many (2 at least: the first and the last) as hold
@@ -517,49 +528,89 @@ static int rows_to_check(const txattn_problem *p) {
   return rows < 2 ? 2 : rows > prof_policy.check_rows ? prof_policy.check_rows : (int)rows;
 }
 
-/* prof_first_check: a candidate's first call at a point, on the sampled rows. Its max_error is
-   the error there; one above the bound is excluded there and from the rest of its series. */
-static int exact_here(void *arg, prof_cand *c, const txattn_tensors *t) {
-  point_rows *pr = arg;
-  char why[256];
-  if (!pr->rows && !pr->unusable &&
-      !(pr->rows = prof_rows_new(&pr->p, t, rows_to_check(&pr->p), why, sizeof why))) {
-    pr->unusable = 1;
-    prof_progress_end(&pr->r->prog);
-    fprintf(stderr, "txtune profile: n = %lld: the candidates' errors there are not measured: %s\n",
-            (long long)pr->p.n_kv, why);
-  }
-  if (!pr->rows) return 1;
-  double err;
-  if (prof_rows_check(pr->rows, t, &err, why, sizeof why)) {
-    c->max_error = err;
-    return 1;
-  }
-  char reason[320];
-  snprintf(reason, sizeof reason, "not exact at a timed point: %s", why);
-  add_exclusion(pr->r, pr->gc, pr->p.n_kv, pr->rr, c, err, reason, PROF_FAULT_INEXACT);
-  txattn_problem small = prof_grid_problem(pr->gc, prof_policy.check_n, pr->rr);
-  prof_check_mark_inexact(pr->r->checks, pr->gc->id, &small, c, err, reason);
-  pr->r->n_inexact_at_point++;
-  pr->dropped++;
-  return 0;
+/* The least time a call of the point p (resolved) can take on its class's threads
+   (tx_roof_floor_s, with the policy's slack): its flops, and the K and V rows it must read, at
+   least as many per (batch, kv head) as the keys its rows see on average. */
+static double point_floor(const profile_run *r, const prof_grid_class *gc, const txattn_problem *p,
+                          char *why, size_t size) {
+  prof_work w = prof_grid_work(p);
+  double flops = 2.0 * (double)(p->d_qk + p->d_v) * w.pairs;
+  double kv_rows = w.pairs / ((double)(p->heads_q / p->heads_kv) * (double)p->n_q);
+  double row_bytes = (double)p->d_qk * (double)txattn_dtype_size(p->k_type) +
+                     (double)p->d_v * (double)txattn_dtype_size(p->v_type);
+  int half = p->q_type != TXATTN_DTYPE_F32 || p->k_type != TXATTN_DTYPE_F32 ||
+             p->v_type != TXATTN_DTYPE_F32;
+  return tx_roof_floor_s(&r->ceiling, gc->cls.threads, flops, kv_rows * row_bytes, half,
+                         prof_policy.floor_slack, why, size);
 }
 
-/* Times the planned candidates, each checked on sampled rows at its first call (exact_here).
-   Returns 1 if every one that is not optional got a run (the optional ones that did not are
-   removed), 0 if the point must be left out for the budget, -1 if every candidate failed when it
-   ran, -2 if every one was found inexact here (*inexact: how many were). */
+static void turn_rows(void *arg, const txattn_tensors *t) {
+  prof_rows_turn(((point_rows *)arg)->rows, t);
+}
+
+static int exact_rows(void *arg, const txattn_tensors *t, double *err, char *why, size_t size) {
+  return prof_rows_check(((point_rows *)arg)->rows, t, err, why, size);
+}
+
+/* prof_run_check's refusal at a point: an exclusion of the table. A candidate inexact on its first
+   call is left out of the rest of its class and r; the kernel of one that cheated after it, or
+   was faster than the machine, out of the rest of the profile (and, at a visit, out of the open
+   point: its earlier times are not recorded). */
+static void point_refused(void *arg, prof_cand *c, prof_fault fault, double err, const char *why) {
+  point_rows *pr = arg;
+  profile_run *r = pr->r;
+  add_exclusion(r, pr->gc, pr->p.n_kv, pr->rr, c, err, why, fault);
+  pr->dropped++;
+  if (fault == PROF_FAULT_INEXACT) {
+    txattn_problem small = prof_grid_problem(pr->gc, prof_policy.check_n, pr->rr);
+    prof_check_mark_inexact(r->checks, pr->gc->id, &small, c, err, why);
+    r->n_inexact_at_point++;
+  } else {
+    pr->faulty++;
+    note_fault(r, pr->gc, pr->p.n_kv, pr->rr, c, fault, why);
+    prof_check_ban(r->checks, c->name, fault, why);
+  }
+  for (size_t i = 0; pr->pt && i < pr->pt->nc; i++)
+    if (pr->pt->c[i].plan == c->plan) pr->pt->c[i].n_runs = 0;
+}
+
+/* The check of the timed calls of the point p of gc at tensors t: the sampled rows (said on stderr
+   when they cannot be made) and the floor. */
+static void point_check(profile_run *r, point_rows *pr, const txattn_problem *p,
+                        const txattn_tensors *t, prof_run_check *chk) {
+  char why[256];
+  *chk = (prof_run_check){.refused = point_refused, .arg = pr};
+  if (txattn_problem_resolve(p, &pr->p) != TXATTN_OK) return;
+  chk->floor_s = point_floor(r, pr->gc, &pr->p, pr->floor_why, sizeof pr->floor_why);
+  chk->floor_why = pr->floor_why;
+  if (!(pr->rows = prof_rows_new(&pr->p, t, rows_to_check(&pr->p), why, sizeof why))) {
+    prof_progress_end(&r->prog);
+    fprintf(stderr, "txtune profile: n = %lld: the candidates' errors there are not measured: %s\n",
+            (long long)pr->p.n_kv, why);
+    return;
+  }
+  chk->turn = turn_rows;
+  chk->exact = exact_rows;
+}
+
+/* Times the planned candidates, each timed call checked (point_check). Returns 1 if every one
+   that is not optional got a run (the optional ones that did not are removed), 0 if the point must
+   be left out for the budget, -1 if every candidate failed when it ran, -2 if every one was refused
+   here (*inexact: how many were found inexact, *faulty: how many cheated). */
 static int time_point(profile_run *r, const prof_grid_class *gc, int64_t rr,
-                      const txattn_problem *p, prof_cand *c, size_t *n, size_t *inexact) {
+                      const txattn_problem *p, prof_cand *c, size_t *n, size_t *inexact,
+                      size_t *faulty) {
   txattn_tensors t = TXATTN_TENSORS_INIT;
   point_rows pr = {.r = r, .gc = gc, .rr = rr, .p = TXATTN_PROBLEM_INIT}; /* ragged kept */
-  *inexact = 0;
+  prof_run_check chk;
+  *inexact = *faulty = 0;
   if (tensors_for(r, p, &t) != 0) return 0;
-  if (txattn_problem_resolve(p, &pr.p) != TXATTN_OK) pr.unusable = 1;
-  txattn_status s = prof_time_checked(c, n, &t, &r->s, r->start + r->budget_s - prof_end_reserve(r),
-                                      exact_here, &pr);
+  point_check(r, &pr, p, &t, &chk);
+  txattn_status s =
+      prof_time_checked(c, n, &t, &r->s, r->start + r->budget_s - prof_end_reserve(r), &chk);
   prof_rows_free(pr.rows);
-  *inexact = pr.dropped;
+  *inexact = pr.dropped - pr.faulty;
+  *faulty = pr.faulty;
   if (s != TXATTN_OK) {
     prof_progress_end(&r->prog);
     tx_print_lib_error("profile", "a candidate failed and is left out", s);
@@ -622,13 +673,14 @@ static void measure_point(profile_run *r, prof_at at) {
   prof_plan_failures pf;
   size_t nc = prof_candidates_failed(r->g.ctx[gc->ctx], &p, &r->s, c, MAX_CANDS, &pf);
   if (pf.n > 0) plan_failures(r, gc, n, rr, &p, &pf, what);
-  size_t inexact, faulty, inexact_here = 0;
+  size_t inexact, faulty, inexact_here = 0, faulty_timed = 0;
   nc = keep_exact(r, gc, rr, c, plan_point(r, se, &w, c, nc), &inexact, &faulty);
   size_t faulty_here;
   nc = keep_surviving(r, gc, n, rr, &p, c, nc, &faulty_here);
   faulty += faulty_here;
-  int timed = nc > 0 ? time_point(r, gc, rr, &p, c, &nc, &inexact_here) : -2;
+  int timed = nc > 0 ? time_point(r, gc, rr, &p, c, &nc, &inexact_here, &faulty_timed) : -2;
   inexact += inexact_here;
+  faulty += faulty_timed;
   if (timed == -2) {
     gc->fate.no_candidate++;
     gc->fate.inexact += inexact;
@@ -662,6 +714,27 @@ static void record_open(void *arg, prof_open_point *pt) {
   record(r, &r->g.cls[pt->ci], pt->n, pt->r, pt->c, pt->nc);
 }
 
+/* prof_visit_fns: an open point's tensors and the check of its timed calls at a visit. */
+static int visit_open(void *arg, prof_open_point *pt, txattn_tensors *t, prof_run_check *chk) {
+  profile_run *r = arg;
+  point_rows *pr = malloc(sizeof *pr);
+  if (!pr || tensors_of(r, &pt->p, t) != 0) {
+    free(pr);
+    return -1;
+  }
+  *pr = (point_rows){
+      .r = r, .gc = &r->g.cls[pt->ci], .rr = pt->r, .pt = pt, .p = TXATTN_PROBLEM_INIT};
+  point_check(r, pr, &pt->p, t, chk);
+  return 0;
+}
+
+static void visit_close(void *arg, prof_run_check *chk) {
+  point_rows *pr = chk->arg;
+  (void)arg;
+  prof_rows_free(pr->rows);
+  free(pr);
+}
+
 /* After the points at the level ni: one more visit of the close calls still open, on
    revisit_share of the plan's slack (after the last n: all the time left); those that had all
    their visits are recorded. */
@@ -672,9 +745,10 @@ static void revisit(profile_run *r, size_t ni) {
     allowance = prof_policy.revisit_share * r->slack;
   }
   if (r->rv.n > 0 && r->buf_n > 0) {
+    prof_visit_fns fns = {visit_open, visit_close, r};
     prof_progress_show(&r->prog, "close calls, timed again");
     r->levels[r->n_levels - 1].revisit_s +=
-        prof_revisits_visit(&r->rv, tensors_of, r, r->buf_n, &r->s, deadline, allowance);
+        prof_revisits_visit(&r->rv, &fns, r->buf_n, &r->s, deadline, allowance);
   }
   prof_revisits_settle(&r->rv, 0, record_open, r);
 }
@@ -878,6 +952,19 @@ static void say_others(const char *when, double others, double steal) {
             when, steal);
 }
 
+/* The machine's roofs, which no timed call may beat (point_floor): the caches' bytes (each level
+   per core, the larger of the library's value and hwloc's, times the cores) and the read
+   bandwidth of every hardware thread. */
+static void measure_ceiling(profile_run *r) {
+  txattn_machine_info m = TXATTN_MACHINE_INFO_INIT;
+  double cache = 0;
+  if (txattn_context_machine(r->g.ctx[0], &m) == TXATTN_OK)
+    cache = (double)m.n_cores *
+            ((double)fmax(m.l1d_bytes, m.hw_l1d_bytes) + (double)fmax(m.l2_bytes, m.hw_l2_bytes) +
+             (double)fmax(m.l3_bytes, m.hw_l3_bytes));
+  tx_roof_ceiling_measure(m.n_pus > 0 ? m.n_pus : 1, cache, &r->ceiling);
+}
+
 static int run_profile(profile_run *r) {
   r->start = tx_clock(); /* the budget covers the whole command */
   settings(r);
@@ -901,6 +988,7 @@ static int run_profile(profile_run *r) {
   if (!(r->checks = prof_checks_new()) || !(r->iso = prof_isolation_new(r->plugin_path)))
     return TX_EXIT_FAIL;
   prof_checks_isolate(r->checks, r->iso);
+  measure_ceiling(r);
   measure_all(r);
   if (r->n_points == 0) {
     fprintf(stderr, "txtune profile: nothing was measured, so no table is written:\n");

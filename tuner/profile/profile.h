@@ -39,7 +39,9 @@ typedef struct prof_cand {
   int n_runs;   /* 0 after prof_time: the deadline came first, it was not timed */
   int rough;    /* pruned, or planned with one run: time_s is its fastest run, no spread */
   int keep;     /* never pruned: validate times the dispatcher's pick in full */
-  int borrowed; /* the plan belongs to another copy: prof_time_until never frees it */
+  int borrowed; /* the plan belongs to another copy (a visit's, profile_revisit.c): prof_time_until
+                   never frees it, and its first call is not its first at the point */
+  int refused;  /* a timed call of it failed its check (prof_run_check): it is dropped */
   double time_s, spread;
 } prof_cand;
 
@@ -98,15 +100,18 @@ size_t prof_candidate_add(txattn_context *ctx, const txattn_problem *p, const ch
 
 /* How a candidate failed its check: its answer (inexact), or what it did: crashed (a signal, or
    it ended the check process), hung (no answer within the timeout), printed on stdout or wrote
-   outside its output. A kernel
-   that hung or printed is left out of the rest of the profile (prof_check). */
+   outside its output; or, timed, answered wrong on a later call than its first at a point, or took
+   less time than the machine can compute its call in. A kernel that hung, printed or did one of the
+   last two is left out of the rest of the profile (prof_check). */
 typedef enum prof_fault {
   PROF_FAULT_NONE,
   PROF_FAULT_INEXACT,
   PROF_FAULT_CRASHED,
   PROF_FAULT_HUNG,
   PROF_FAULT_PRINTS,
-  PROF_FAULT_OVERRUN, /* wrote outside its output */
+  PROF_FAULT_OVERRUN,  /* wrote outside its output */
+  PROF_FAULT_LATER,    /* exact on its first call at a timed point, not on a later one there */
+  PROF_FAULT_TOO_FAST, /* a timed run faster per call than the machine's roofs allow */
   PROF_FAULT_COUNT_
 } prof_fault;
 
@@ -143,6 +148,9 @@ int prof_trial_run(prof_checks *c, txattn_context *ctx, size_t cls, const txattn
    sampled rows below): its later checks in the class and r of `small` fail with `why`. */
 void prof_check_mark_inexact(prof_checks *c, size_t cls, const txattn_problem *small,
                              const prof_cand *cand, double err, const char *why);
+/* Leaves the kernel of a candidate refused at a timed point (PROF_FAULT_LATER, TOO_FAST) out of the
+   rest of the profile: its later checks fail with `why`. */
+void prof_check_ban(prof_checks *c, const char *kernel, prof_fault fault, const char *why);
 
 /* The reference on sampled rows of one timed point (profile_check.c): rows spread over the
    point's heads and rows (the first and last row among them), each computed by txattn_reference
@@ -161,6 +169,11 @@ void prof_rows_free(prof_rows *r);
    finite is not), why the first fault in words. */
 int prof_rows_check(const prof_rows *r, const txattn_tensors *t, double *err, char *why,
                     size_t why_size);
+/* Before a checked call: the sampled rows' queries in t take their other values (each has two, the
+   point's and their negation, and the reference knows the output of both) and their output rows
+   are poisoned. A kernel that leaves a row unwritten, or writes what it computed for other inputs,
+   fails prof_rows_check after the call. */
+void prof_rows_turn(prof_rows *r, const txattn_tensors *t);
 /* From now on c's checks run in iso's child process (profile_isolate.h), where one can be started;
    NULL: in this process. */
 struct prof_isolation;
@@ -180,13 +193,28 @@ txattn_status prof_time(prof_cand *c, size_t *n, const txattn_tensors *t, const 
    `deadline` (a tx_clock() time): a candidate left without a run has n_runs == 0. */
 txattn_status prof_time_until(prof_cand *c, size_t *n, const txattn_tensors *t,
                               const prof_settings *s, double deadline);
-/* The same, and right after each candidate's first call (its output in t), check(arg, c, t) is
-   asked whether to go on with it: 0 drops it (its plan freed unless borrowed), which is no
-   failure. check may be NULL. */
-typedef int (*prof_first_check)(void *arg, prof_cand *c, const txattn_tensors *t);
+/* The check of a candidate's timed calls: its first call, each of its timed runs (the paired runs
+   that confirm it included), and one more call after its last run. Before each, turn(arg, t)
+   changes inputs and poisons outputs (as prof_rows_turn); after it, exact(arg, t, &err, why, size)
+   says whether t's output (of the run's last call) is exact (err its error, as prof_rows_check;
+   the first call's becomes the candidate's max_error, later ones raise it), and the run's time per
+   call must be floor_s at least: what the machine can compute the call in (0: no floor; floor_why
+   says how it follows from the machine's roofs). A candidate that fails is refused: refused(arg,
+   c, fault, err, why) is told (PROF_FAULT_INEXACT at its first call, PROF_FAULT_LATER at a later
+   one, PROF_FAULT_TOO_FAST) and it is dropped, which is no failure. turn and exact may be NULL
+   (outputs not checked). A kernel that is exact on the calls it can predict and not after cannot
+   pass: the last call comes after inputs it has not seen, on an output it did not write. */
+typedef struct prof_run_check {
+  void (*turn)(void *arg, const txattn_tensors *t);
+  int (*exact)(void *arg, const txattn_tensors *t, double *err, char *why, size_t size);
+  double floor_s;
+  const char *floor_why;
+  void (*refused)(void *arg, prof_cand *c, prof_fault fault, double err, const char *why);
+  void *arg;
+} prof_run_check;
+/* The same, each timed call checked by chk (NULL: none). */
 txattn_status prof_time_checked(prof_cand *c, size_t *n, const txattn_tensors *t,
-                                const prof_settings *s, double deadline, prof_first_check check,
-                                void *arg);
+                                const prof_settings *s, double deadline, const prof_run_check *chk);
 /* The ratio of a's time to b's, run for run: `pairs` times one run of each, after its warm-up, b
    first in even pairs and a first in odd ones, so that neither always follows the other (the
    repetitions prof_time set for each; no run is recorded), ratios[k] the k-th pair's a / b. Both

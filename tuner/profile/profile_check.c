@@ -2,7 +2,8 @@
    on a small shape of the class and compared with txattn_reference (fp64). The inputs and the
    reference output of each (class, r) are made once and shared by its candidates. A kernel that
    hangs or prints on a check is left out of the rest of the profile. At every timed point, each
-   candidate's first call is compared with the reference on sampled rows (prof_rows). */
+   candidate's timed calls are compared with the reference on sampled rows (prof_rows), whose
+   inputs change and whose output is poisoned before each. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,10 +77,12 @@ static const banned_kernel *banned(const prof_checks *c, const char *name) {
 
 /* A kernel that hung or printed is left out from now on: it would cost every later check its
    timeout, or print through the profile's own output when timed; so is one that crashed at a
-   timed point (timed): its larger points would each cost a new check process. */
+   timed point (timed): its larger points would each cost a new check process; and one refused at
+   a timed point for cheating (exact on its first call only, or faster than the machine): no
+   measurement of it can be believed. */
 static void ban(prof_checks *c, const char *name, prof_fault fault, const char *why, int timed) {
-  if ((fault != PROF_FAULT_HUNG && fault != PROF_FAULT_PRINTS &&
-       !(timed && fault == PROF_FAULT_CRASHED)) ||
+  if ((fault != PROF_FAULT_HUNG && fault != PROF_FAULT_PRINTS && fault != PROF_FAULT_LATER &&
+       fault != PROF_FAULT_TOO_FAST && !(timed && fault == PROF_FAULT_CRASHED)) ||
       banned(c, name) || c->n_banned == MAX_BANNED)
     return;
   banned_kernel *b = &c->banned[c->n_banned++];
@@ -240,9 +243,12 @@ int prof_check_fault(prof_checks *c, txattn_context *ctx, size_t cls, const txat
       e->fault = b->fault;
       e->err = NAN;
       snprintf(e->why, sizeof e->why, "left out of the rest of the profile: it %s",
-               b->fault == PROF_FAULT_HUNG ? "hung on an earlier check or timed point"
-               : b->fault == PROF_FAULT_CRASHED
-                   ? "crashed at a timed point"
+               b->fault == PROF_FAULT_HUNG      ? "hung on an earlier check or timed point"
+               : b->fault == PROF_FAULT_CRASHED ? "crashed at a timed point"
+               : b->fault == PROF_FAULT_LATER
+                   ? "was exact on its first call at a timed point and not on a later one"
+               : b->fault == PROF_FAULT_TOO_FAST
+                   ? "was timed faster than this machine can compute, at a timed point"
                    : "printed to stdout on an earlier check or timed point");
     } else {
       e->verdict = c->iso
@@ -299,6 +305,10 @@ int prof_check(prof_checks *c, txattn_context *ctx, size_t cls, const txattn_pro
   return prof_check_fault(c, ctx, cls, small, cand, err, NULL, why, why_size, fresh);
 }
 
+void prof_check_ban(prof_checks *c, const char *kernel, prof_fault fault, const char *why) {
+  ban(c, kernel, fault, why, 1);
+}
+
 void prof_check_mark_inexact(prof_checks *c, size_t cls, const txattn_problem *small,
                              const prof_cand *cand, double err, const char *why) {
   int64_t r = small->mask == TXATTN_MASK_WINDOW ? small->window_left : 0;
@@ -318,7 +328,11 @@ struct prof_rows {
   txattn_problem p;
   int n;
   int64_t b[MAX_ROWS], h[MAX_ROWS], i[MAX_ROWS], lo[MAX_ROWS], hi[MAX_ROWS];
-  float *ref; /* n rows of d_v values, as o's type holds them */
+  /* the rows' queries as the point had them (n rows of d_qk values); their other values are the
+     negation (exact in every type) */
+  float *q;
+  int turned;    /* the queries in the tensors now are the negated ones */
+  float *ref[2]; /* per value of the queries: n rows of d_v values, as o's type holds them */
   double bound;
 };
 
@@ -364,72 +378,95 @@ static void pick_row(const txattn_problem *p, int k, int n, int64_t *b, int64_t 
   *i = k == 0 ? 0 : k == n - 1 ? rows - 1 : (k * 4001 + at) % rows;
 }
 
+/* Writes the sampled rows' queries into t: the point's (sign 1) or their negation (-1). */
+static void set_queries(const prof_rows *r, const txattn_tensors *t, float sign) {
+  const txattn_problem *p = &r->p;
+  txattn_layout l = contiguous(p->heads_q, p->n_q, p->d_qk);
+  for (int k = 0; k < r->n; k++)
+    for (int64_t x = 0; x < p->d_qk; x++)
+      tx_elem_put((void *)t->q_data, p->q_type, &l, r->b[k], r->h[k], r->i[k], x,
+                  sign * r->q[(size_t)k * (size_t)p->d_qk + (size_t)x]);
+}
+
+/* The reference of sampled row k as the queries in t are now, into ref (d_v values as o's type
+   holds them), and its bound over max|V| of its keys into *ratio (kept if larger); o is a row of
+   scratch. Returns the reference's status. */
+static txattn_status reference_row(const prof_rows *r, const txattn_tensors *t, int k, float *ref,
+                                   void *o, double *ratio) {
+  const txattn_problem *p = &r->p;
+  const int64_t b = r->b[k], h = r->h[k], i = r->i[k], hk = h / (p->heads_q / p->heads_kv);
+  if (r->hi[k] <= r->lo[k]) { /* no key: exact zeros */
+    for (int64_t x = 0; x < p->d_v; x++) ref[x] = 0.0f;
+    return TXATTN_OK;
+  }
+  /* one query row seeing keys lo..hi-1, as the last row of a window problem of hi keys */
+  txattn_problem one = *p;
+  one.ragged = one.lse = 0;
+  one.batch = one.heads_q = one.heads_kv = one.n_q = 1;
+  one.n_kv = r->hi[k];
+  one.mask = TXATTN_MASK_WINDOW;
+  one.window_left = r->hi[k] - 1 - r->lo[k];
+  one.window_right = 0;
+  txattn_tensors ot = TXATTN_TENSORS_INIT;
+  ot.q_data = (const char *)t->q_data +
+              elem_size(p->q_type) * (size_t)(((b * p->heads_q + h) * p->n_q + i) * p->d_qk);
+  ot.k_data = (const char *)t->k_data +
+              elem_size(p->k_type) * (size_t)((b * p->heads_kv + hk) * p->n_kv * p->d_qk);
+  ot.v_data = (const char *)t->v_data +
+              elem_size(p->v_type) * (size_t)((b * p->heads_kv + hk) * p->n_kv * p->d_v);
+  ot.o_data = o;
+  double bound = 0;
+  txattn_status s = txattn_reference(&one, &ot);
+  if (s == TXATTN_OK) s = txattn_error_bound(&one, &ot, &bound);
+  if (s != TXATTN_OK) return s;
+  for (int64_t x = 0; x < p->d_v; x++) ref[x] = tx_elem_get(o, p->o_type, (size_t)x);
+  double v = max_abs_v_rows(p, t, b, hk, r->lo[k], r->hi[k]);
+  if (v > 0 && bound / v > *ratio) *ratio = bound / v;
+  return TXATTN_OK;
+}
+
 prof_rows *prof_rows_new(const txattn_problem *p, const txattn_tensors *t, int rows, char *why,
                          size_t why_size) {
   prof_rows *r = calloc(1, sizeof *r);
   if (rows > MAX_ROWS) rows = MAX_ROWS;
-  if (!r || rows < 1 || !(r->ref = malloc((size_t)rows * (size_t)p->d_v * sizeof(float)))) {
+  size_t n_ref = (size_t)(rows > 0 ? rows : 0) * (size_t)p->d_v;
+  void *o = malloc((size_t)p->d_v * 4);
+  if (!r || rows < 1 || !o || !(r->ref[0] = malloc(2 * n_ref * sizeof(float))) ||
+      !(r->q = malloc((size_t)rows * (size_t)p->d_qk * sizeof(float)))) {
     snprintf(why, why_size, "out of memory");
+    free(o);
     prof_rows_free(r);
     return NULL;
   }
+  r->ref[1] = r->ref[0] + n_ref;
   r->p = *p;
   r->n = rows;
-  void *o = malloc((size_t)p->d_v * 4);
-  if (!o) {
-    snprintf(why, why_size, "out of memory");
+  const txattn_layout ql = contiguous(p->heads_q, p->n_q, p->d_qk);
+  for (int k = 0; k < rows; k++) {
+    pick_row(p, k, rows, &r->b[k], &r->h[k], &r->i[k]);
+    txattn_problem seq = *p; /* a ragged point's sequence as a problem of its own keys */
+    seq.n_kv = keys_of(p, t, r->b[k]);
+    seq.ragged = 0;
+    txattn_visible_range(&seq, r->i[k], &r->lo[k], &r->hi[k]);
+    for (int64_t x = 0; x < p->d_qk; x++)
+      r->q[(size_t)k * (size_t)p->d_qk + (size_t)x] =
+          tx_elem_at(t->q_data, p->q_type, &ql, r->b[k], r->h[k], r->i[k], x);
+  }
+  double ratio = 0; /* the largest bound over max|V| of a row, of either queries */
+  txattn_status s = TXATTN_OK;
+  for (int v = 0; v < 2 && s == TXATTN_OK; v++) {
+    set_queries(r, t, v ? -1.0f : 1.0f);
+    for (int k = 0; k < rows && s == TXATTN_OK; k++)
+      s = reference_row(r, t, k, r->ref[v] + (size_t)k * (size_t)p->d_v, o, &ratio);
+  }
+  set_queries(r, t, 1.0f);
+  free(o);
+  if (s != TXATTN_OK) {
+    snprintf(why, why_size, "the reference of a sampled row failed: %s: %s", txattn_status_name(s),
+             txattn_last_error());
     prof_rows_free(r);
     return NULL;
   }
-  double ratio = 0; /* the largest bound over max|V| of a row */
-  const int64_t group = p->heads_q / p->heads_kv;
-  for (int k = 0; k < rows; k++) {
-    int64_t b, h, i, hk;
-    pick_row(p, k, rows, &b, &h, &i);
-    hk = h / group;
-    txattn_problem seq = *p; /* a ragged point's sequence as a problem of its own keys */
-    seq.n_kv = keys_of(p, t, b);
-    seq.ragged = 0;
-    txattn_visible_range(&seq, i, &r->lo[k], &r->hi[k]);
-    r->b[k] = b;
-    r->h[k] = h;
-    r->i[k] = i;
-    float *ref = r->ref + (size_t)k * (size_t)p->d_v;
-    if (r->hi[k] <= r->lo[k]) { /* no key: exact zeros */
-      for (int64_t x = 0; x < p->d_v; x++) ref[x] = 0.0f;
-      continue;
-    }
-    /* one query row seeing keys lo..hi-1, as the last row of a window problem of hi keys */
-    txattn_problem one = *p;
-    one.ragged = one.lse = 0;
-    one.batch = one.heads_q = one.heads_kv = one.n_q = 1;
-    one.n_kv = r->hi[k];
-    one.mask = TXATTN_MASK_WINDOW;
-    one.window_left = r->hi[k] - 1 - r->lo[k];
-    one.window_right = 0;
-    txattn_tensors ot = TXATTN_TENSORS_INIT;
-    ot.q_data = (const char *)t->q_data +
-                elem_size(p->q_type) * (size_t)(((b * p->heads_q + h) * p->n_q + i) * p->d_qk);
-    ot.k_data = (const char *)t->k_data +
-                elem_size(p->k_type) * (size_t)((b * p->heads_kv + hk) * p->n_kv * p->d_qk);
-    ot.v_data = (const char *)t->v_data +
-                elem_size(p->v_type) * (size_t)((b * p->heads_kv + hk) * p->n_kv * p->d_v);
-    ot.o_data = o;
-    double bound = 0;
-    txattn_status s = txattn_reference(&one, &ot);
-    if (s == TXATTN_OK) s = txattn_error_bound(&one, &ot, &bound);
-    if (s != TXATTN_OK) {
-      snprintf(why, why_size, "the reference of a sampled row failed: %s: %s",
-               txattn_status_name(s), txattn_last_error());
-      free(o);
-      prof_rows_free(r);
-      return NULL;
-    }
-    for (int64_t x = 0; x < p->d_v; x++) ref[x] = tx_elem_get(o, p->o_type, (size_t)x);
-    double v = max_abs_v_rows(p, t, b, hk, r->lo[k], r->hi[k]);
-    if (v > 0 && bound / v > ratio) ratio = bound / v;
-  }
-  free(o);
   /* the bound holds the whole output to max|V| of the point (txattn.h), not of one row's keys */
   r->bound = ratio * max_abs_v(p, t);
   return r;
@@ -437,8 +474,19 @@ prof_rows *prof_rows_new(const txattn_problem *p, const txattn_tensors *t, int r
 
 void prof_rows_free(prof_rows *r) {
   if (!r) return;
-  free(r->ref);
+  free(r->ref[0]);
+  free(r->q);
   free(r);
+}
+
+void prof_rows_turn(prof_rows *r, const txattn_tensors *t) {
+  const txattn_problem *p = &r->p;
+  txattn_layout l = contiguous(p->heads_q, p->n_q, p->d_v);
+  r->turned = !r->turned;
+  set_queries(r, t, r->turned ? -1.0f : 1.0f);
+  for (int k = 0; k < r->n; k++)
+    for (int64_t x = 0; x < p->d_v; x++)
+      tx_elem_put(t->o_data, p->o_type, &l, r->b[k], r->h[k], r->i[k], x, POISON);
 }
 
 int prof_rows_check(const prof_rows *r, const txattn_tensors *t, double *err, char *why,
@@ -449,8 +497,9 @@ int prof_rows_check(const prof_rows *r, const txattn_tensors *t, double *err, ch
   int bad_k = -1;
   int64_t bad_x = 0;
   why[0] = '\0';
+  const float *refs = r->ref[r->turned];
   for (int k = 0; k < r->n; k++) {
-    const float *ref = r->ref + (size_t)k * (size_t)p->d_v;
+    const float *ref = refs + (size_t)k * (size_t)p->d_v;
     for (int64_t x = 0; x < p->d_v; x++) {
       float o = tx_elem_at(t->o_data, p->o_type, &l, r->b[k], r->h[k], r->i[k], x);
       double d = fabs((double)o - (double)ref[x]);
@@ -477,6 +526,6 @@ int prof_rows_check(const prof_rows *r, const txattn_tensors *t, double *err, ch
         isnan(worst) ? "not finite or not +0" : "error above the bound", (long long)p->n_kv, r->n,
         (long long)r->b[bad_k], (long long)r->h[bad_k], (long long)r->i[bad_k], (long long)bad_x,
         (double)tx_elem_at(t->o_data, p->o_type, &l, r->b[bad_k], r->h[bad_k], r->i[bad_k], bad_x),
-        (double)r->ref[(size_t)bad_k * (size_t)p->d_v + (size_t)bad_x]);
+        (double)refs[(size_t)bad_k * (size_t)p->d_v + (size_t)bad_x]);
   return pass;
 }

@@ -228,6 +228,44 @@ static txattn_status run_reps(prof_cand *c, const txattn_tensors *t, int64_t rep
   return TXATTN_OK;
 }
 
+/* Judges c's output and time per call after a checked run (prof_run_check); a failure refuses c.
+   first: its first call at the point. */
+static void judge(prof_cand *c, const txattn_tensors *t, const prof_run_check *chk, int first,
+                  double per_call) {
+  char why[320], reason[480];
+  double err = NAN;
+  prof_fault fault = PROF_FAULT_NONE;
+  if (chk->exact && !chk->exact(chk->arg, t, &err, why, sizeof why)) {
+    fault = first ? PROF_FAULT_INEXACT : PROF_FAULT_LATER;
+    snprintf(reason, sizeof reason, "not exact at a timed point%s: %s",
+             first ? ""
+                   : " on a later call than its first there (its inputs changed and its output "
+                     "was poisoned before it)",
+             why);
+  } else if (per_call < chk->floor_s) {
+    fault = PROF_FAULT_TOO_FAST;
+    snprintf(reason, sizeof reason,
+             "impossibly fast at a timed point: %.3g s per call, under the %.3g s %s", per_call,
+             chk->floor_s, chk->floor_why ? chk->floor_why : "");
+  } else if (chk->exact) {
+    c->max_error = first ? err : fmax(c->max_error, err);
+  }
+  if (fault == PROF_FAULT_NONE) return;
+  c->refused = 1;
+  if (chk->refused) chk->refused(chk->arg, c, fault, err, reason);
+}
+
+/* reps calls of c, timed into *s, checked by chk (NULL: not): the inputs turned and the output
+   poisoned before, the output and the time per call judged after; a candidate that fails is
+   marked refused. */
+static txattn_status checked_reps(prof_cand *c, const txattn_tensors *t, int64_t reps,
+                                  const prof_run_check *chk, int first, double *s) {
+  if (chk && chk->turn) chk->turn(chk->arg, t);
+  txattn_status st = run_reps(c, t, reps, s);
+  if (st == TXATTN_OK && chk) judge(c, t, chk, first, *s / (double)reps);
+  return st;
+}
+
 /* Would `calls` calls of c, starting now, end after the deadline? */
 static int too_late(const prof_cand *c, double calls, double deadline) {
   return deadline > 0 && tx_clock() + calls * c->predict_s > deadline;
@@ -235,10 +273,12 @@ static int too_late(const prof_cand *c, double calls, double deadline) {
 
 #define REPS_MAX (INT64_C(1) << 30)
 
-/* c's first call, timed: from it the repetitions that should make a run last run_margin x
-   min_run_s. */
-static txattn_status first_call(prof_cand *c, const txattn_tensors *t, const prof_settings *s) {
-  txattn_status st = run_reps(c, t, 1, &c->first_s);
+/* c's first call, timed and checked: from it the repetitions that should make a run last
+   run_margin x min_run_s. */
+static txattn_status first_call(prof_cand *c, const txattn_tensors *t, const prof_settings *s,
+                                const prof_run_check *chk) {
+  /* a visit's copy of a candidate (borrowed) had its first call at the point before */
+  txattn_status st = checked_reps(c, t, 1, chk, !c->borrowed, &c->first_s);
   if (st != TXATTN_OK) return st;
   double want = prof_policy.run_margin * s->min_run_s / (c->first_s > 1e-9 ? c->first_s : 1e-9);
   c->reps = want < 1 ? 1 : want > (double)REPS_MAX ? REPS_MAX : (int64_t)ceil(want);
@@ -264,15 +304,15 @@ static txattn_status warm_up(prof_cand *c, const txattn_tensors *t, int *kind) {
   return txattn_plan_execute(c->plan, t);
 }
 
-/* One timed run of c after its warm-up, recorded; c's first run doubles its repetitions until it
-   lasts min_run_s. */
+/* One timed run of c after its warm-up, checked and recorded; c's first run doubles its
+   repetitions until it lasts min_run_s. */
 static txattn_status next_run(prof_cand *c, const txattn_tensors *t, const prof_settings *s,
-                              int *kind) {
+                              int *kind, const prof_run_check *chk) {
   double sec;
   txattn_status st = warm_up(c, t, kind);
   if (st != TXATTN_OK) return st;
   for (;;) {
-    if ((st = run_reps(c, t, c->reps, &sec)) != TXATTN_OK) return st;
+    if ((st = checked_reps(c, t, c->reps, chk, 0, &sec)) != TXATTN_OK || c->refused) return st;
     if (c->n_runs > 0 || sec >= s->min_run_s || c->reps >= REPS_MAX) break;
     c->reps *= 2;
   }
@@ -351,25 +391,28 @@ static void threaded_last(prof_cand *c, size_t n) {
     }
 }
 
-/* One timed run of c that is not recorded (its repetitions as set), after its warm-up; seconds per
-   call in *per_call. */
-static txattn_status run_aside(prof_cand *c, const txattn_tensors *t, int *kind, double *per_call) {
+/* One timed run of c that is not recorded (its repetitions as set), after its warm-up, checked by
+   chk; seconds per call in *per_call. */
+static txattn_status run_aside(prof_cand *c, const txattn_tensors *t, int *kind,
+                               const prof_run_check *chk, double *per_call) {
   txattn_status st = warm_up(c, t, kind);
   double sec = 0;
-  if (st == TXATTN_OK) st = run_reps(c, t, c->reps, &sec);
+  if (st == TXATTN_OK) st = checked_reps(c, t, c->reps, chk, 0, &sec);
   *per_call = sec / (double)c->reps;
   return st;
 }
 
-txattn_status prof_paired_runs(prof_cand *a, prof_cand *b, const txattn_tensors *t, int pairs,
-                               double *ratios, prof_cand **failed) {
+/* prof_paired_runs, each run checked by chk: a run that fails its check ends them with TXATTN_OK
+   and *failed at its candidate, which is refused. */
+static txattn_status paired_runs(prof_cand *a, prof_cand *b, const txattn_tensors *t, int pairs,
+                                 double *ratios, prof_cand **failed, const prof_run_check *chk) {
   int kind = -1;
   for (int k = 0; k < pairs; k++) {
     double sec[2];
     prof_cand *order[2] = {k % 2 ? a : b, k % 2 ? b : a}; /* b a, a b, b a, ... */
     for (int j = 0; j < 2; j++) {
-      txattn_status st = run_aside(order[j], t, &kind, &sec[j]);
-      if (st != TXATTN_OK) {
+      txattn_status st = run_aside(order[j], t, &kind, chk, &sec[j]);
+      if (st != TXATTN_OK || order[j]->refused) {
         if (failed) *failed = order[j];
         return st;
       }
@@ -379,14 +422,20 @@ txattn_status prof_paired_runs(prof_cand *a, prof_cand *b, const txattn_tensors 
   return TXATTN_OK;
 }
 
+txattn_status prof_paired_runs(prof_cand *a, prof_cand *b, const txattn_tensors *t, int pairs,
+                               double *ratios, prof_cand **failed) {
+  return paired_runs(a, b, t, pairs, ratios, failed, NULL);
+}
+
 /* The paired runs of c against the leader lead; on success c is timed in full: its runs are the
-   leader's time times each pair's ratio. A failed call leaves *failed at its candidate. */
+   leader's time times each pair's ratio. A failed or refused run leaves *failed at its
+   candidate. */
 static txattn_status confirm_against(prof_cand *c, prof_cand *lead, const txattn_tensors *t,
-                                     prof_cand **failed) {
+                                     prof_cand **failed, const prof_run_check *chk) {
   const int pairs = prof_policy.confirm_pairs;
   double ratio[PROF_MAX_RUNS];
-  txattn_status st = prof_paired_runs(c, lead, t, pairs, ratio, failed);
-  if (st != TXATTN_OK) return st;
+  txattn_status st = paired_runs(c, lead, t, pairs, ratio, failed, chk);
+  if (st != TXATTN_OK || c->refused || lead->refused) return st;
   for (int k = 0; k < pairs; k++) c->runs[k] = ratio[k] * lead->time_s;
   c->n_runs = pairs;
   c->rough = 0;
@@ -423,7 +472,8 @@ static size_t rough_near(const prof_cand *c, size_t n, size_t lead, size_t *who)
    decides them on medians; the others, closest first, while confirming costs less than the
    settings' confirm_share of the point's timing before it. */
 static txattn_status confirm_rough(prof_cand *c, size_t *n, const txattn_tensors *t,
-                                   const prof_settings *s, double deadline, double point_s) {
+                                   const prof_settings *s, double deadline, double point_s,
+                                   const prof_run_check *chk) {
   size_t lead = *n;
   for (size_t i = 0; i < *n; i++)
     if (prof_in_full(&c[i]) && (lead == *n || c[i].time_s < c[lead].time_s)) lead = i;
@@ -446,8 +496,8 @@ static txattn_status confirm_rough(prof_cand *c, size_t *n, const txattn_tensors
     if (too_late(x, calls, deadline) || (x->time_s > (1 + most) * c[lead].time_s &&
                                          tx_clock() - start + cost > s->confirm_share * point_s))
       continue; /* not confirmed: it stays as it was */
-    txattn_status st = confirm_against(x, &c[lead], t, &bad);
-    if (st != TXATTN_OK) {
+    txattn_status st = confirm_against(x, &c[lead], t, &bad, chk);
+    if (st != TXATTN_OK || bad != NULL) {
       first = first != TXATTN_OK ? first : st;
       failed[bad - c] = 1;
       if (bad == &c[lead]) break;
@@ -466,12 +516,29 @@ txattn_status prof_time(prof_cand *c, size_t *n, const txattn_tensors *t, const 
 
 txattn_status prof_time_until(prof_cand *c, size_t *n, const txattn_tensors *t,
                               const prof_settings *s, double deadline) {
-  return prof_time_checked(c, n, t, s, deadline, NULL, NULL);
+  return prof_time_checked(c, n, t, s, deadline, NULL);
+}
+
+/* The call after every timed candidate's last run (prof_run_check): checked, and dropped if it
+   fails (or refused). */
+static txattn_status last_calls(prof_cand *c, size_t *n, const txattn_tensors *t,
+                                const prof_run_check *chk) {
+  txattn_status first = TXATTN_OK;
+  for (size_t i = 0; chk && i < *n; i++) {
+    double sec;
+    if (c[i].n_runs == 0) continue;
+    txattn_status st = checked_reps(&c[i], t, 1, chk, 0, &sec);
+    if (st != TXATTN_OK || c[i].refused) {
+      first = first != TXATTN_OK ? first : st;
+      drop(c, n, i--);
+    }
+  }
+  return first;
 }
 
 txattn_status prof_time_checked(prof_cand *c, size_t *n, const txattn_tensors *t,
-                                const prof_settings *s, double deadline, prof_first_check check,
-                                void *arg) {
+                                const prof_settings *s, double deadline,
+                                const prof_run_check *chk) {
   txattn_status first = TXATTN_OK;
   int most = 0, kind = -1;
   double start = tx_clock();
@@ -480,15 +547,12 @@ txattn_status prof_time_checked(prof_cand *c, size_t *n, const txattn_tensors *t
     c[i].n_runs = 0;
     c[i].reps = 0;
     c[i].rough = 0;
+    c[i].refused = 0;
     if (too_late(&c[i], 2, deadline)) continue; /* the first call and one run */
-    txattn_status st = first_call(&c[i], t, s);
+    txattn_status st = first_call(&c[i], t, s, chk);
     kind = c[i].threaded;
-    if (st != TXATTN_OK) {
+    if (st != TXATTN_OK || c[i].refused) {
       first = first != TXATTN_OK ? first : st;
-      drop(c, n, i--);
-      continue;
-    }
-    if (check && !check(arg, &c[i], t)) {
       drop(c, n, i--);
       continue;
     }
@@ -498,8 +562,8 @@ txattn_status prof_time_checked(prof_cand *c, size_t *n, const txattn_tensors *t
     for (size_t i = 0; i < *n; i++) {
       if (c[i].reps == 0 || c[i].rough || c[i].n_runs >= wanted(&c[i], s)) continue;
       if (too_late(&c[i], (double)c[i].reps + 1, deadline)) continue;
-      txattn_status st = next_run(&c[i], t, s, &kind);
-      if (st != TXATTN_OK) {
+      txattn_status st = next_run(&c[i], t, s, &kind, chk);
+      if (st != TXATTN_OK || c[i].refused) {
         first = first != TXATTN_OK ? first : st;
         drop(c, n, i--);
       }
@@ -508,6 +572,7 @@ txattn_status prof_time_checked(prof_cand *c, size_t *n, const txattn_tensors *t
           r == 0 ? fmax(prof_policy.first_prune_ratio, s->prune_ratio) : s->prune_ratio);
   }
   for (size_t i = 0; i < *n; i++) summarise(&c[i]);
-  txattn_status st = confirm_rough(c, n, t, s, deadline, tx_clock() - start);
-  return first != TXATTN_OK ? first : st;
+  txattn_status st = confirm_rough(c, n, t, s, deadline, tx_clock() - start, chk);
+  txattn_status last = last_calls(c, n, t, chk);
+  return first != TXATTN_OK ? first : st != TXATTN_OK ? st : last;
 }

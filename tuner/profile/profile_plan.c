@@ -31,7 +31,7 @@ static int runs_of(const profile_run *r, prof_effort effort, double target_s, do
 
 double prof_cand_cost(const profile_run *r, prof_effort effort, double t, double target_s) {
   int runs = runs_of(r, effort, target_s, t);
-  return t + runs * prof_run_len(&r->s, t);
+  return 2 * t + runs * prof_run_len(&r->s, t); /* its first and last calls, and its runs */
 }
 
 static prof_work series_work(const prof_grid_class *gc, int64_t n, int64_t rr) {

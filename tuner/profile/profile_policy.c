@@ -43,6 +43,7 @@ const prof_knobs prof_policy = {
     .check_timeout_s = 60.0,
     .check_timeout_share = 0.1, /* a hang costs a tenth of the budget, once (cmd_profile.c) */
     .check_timeout_min_s = 1.0,
+    .floor_slack = 4.0, /* a peak measured on a busy machine, a kernel's prefetch: far within 4 */
     /* by prof_mode: {s: mode, min_run_s, rounds, prune_ratio, variants, one_loop_once,
        confirm_share}, {cutoff: short_ratio, long_ratio, long_call_s}, visits, budget_s */
     .modes = {{{PROF_QUICK, 1e-3, 3, 1.15, 0, 1, 0.25}, {3.0, 1.1, 0.02}, 3, 30},

@@ -94,6 +94,8 @@ typedef struct prof_knobs {
                                most, */
   double check_timeout_share; /* or this share of the budget if less, */
   double check_timeout_min_s; /* but at least this long (and never past the budget's end) */
+  double floor_slack;         /* a timed call is refused as impossible when its time implies this
+                                 x the machine's roofs (tx_roof_floor_s) */
   prof_mode_knobs modes[3];   /* by prof_mode */
 } prof_knobs;
 

@@ -60,12 +60,13 @@ int prof_revisits_keep(prof_revisits *rv, size_t ci, size_t ri, int64_t n, int64
   return 1;
 }
 
-/* A visit's predicted seconds: each contender's first call and runs, and two warm-up periods. */
+/* A visit's predicted seconds: each contender's first call, runs and the checked call after them,
+   and two warm-up periods. */
 static double visit_cost(const prof_open_point *pt, const prof_settings *s) {
   double cost = 2 * prof_policy.warm_up_s;
   for (int j = 0; j < pt->n_who; j++) {
     double t = pt->c[pt->who[j]].time_s;
-    cost += t + prof_policy.visit_runs * prof_run_len(s, t);
+    cost += 2 * t + prof_policy.visit_runs * prof_run_len(s, t);
   }
   return cost;
 }
@@ -77,15 +78,15 @@ double prof_revisits_cost(const prof_revisits *rv, const prof_settings *s) {
   return cost;
 }
 
-/* visit_runs runs of each live contender, interleaved as at the point; the plans stay the
-   point's. */
+/* visit_runs runs of each live contender, interleaved as at the point and checked by chk; the
+   plans stay the point's. */
 static void visit(prof_open_point *pt, const txattn_tensors *t, const prof_settings *s,
-                  double deadline) {
+                  double deadline, const prof_run_check *chk) {
   prof_cand copy[PROF_MAX_CONTENDERS];
   size_t m = 0;
   for (int j = 0; j < pt->n_who; j++) {
     prof_cand *c = &pt->c[pt->who[j]];
-    if (!c->plan) continue;
+    if (!c->plan || c->n_runs == 0) continue;
     copy[m] = *c;
     copy[m].keep = 1;
     copy[m].want = prof_policy.visit_runs;
@@ -94,7 +95,7 @@ static void visit(prof_open_point *pt, const txattn_tensors *t, const prof_setti
     copy[m].borrowed = 1;
     m++;
   }
-  prof_time_until(copy, &m, t, s, deadline);
+  prof_time_checked(copy, &m, t, s, deadline, chk);
   for (int j = 0; j < pt->n_who; j++) {
     prof_cand *c = &pt->c[pt->who[j]];
     size_t i = 0;
@@ -110,7 +111,7 @@ static void visit(prof_open_point *pt, const txattn_tensors *t, const prof_setti
   pt->visits++;
 }
 
-double prof_revisits_visit(prof_revisits *rv, prof_tensors_fn tensors, void *arg, int64_t buf_n,
+double prof_revisits_visit(prof_revisits *rv, const prof_visit_fns *fns, int64_t buf_n,
                            const prof_settings *s, double deadline, double allowance) {
   double start = tx_clock();
   for (size_t i = 0; i < rv->n; i++) {
@@ -120,8 +121,10 @@ double prof_revisits_visit(prof_revisits *rv, prof_tensors_fn tensors, void *arg
     double cost = visit_cost(pt, s);
     /* no time for it now: perhaps after the next n, else it is settled with what it had */
     if (tx_clock() - start + cost > allowance || tx_clock() + cost > deadline) continue;
-    if (tensors(arg, &pt->p, &t) != 0) continue;
-    visit(pt, &t, s, deadline);
+    prof_run_check chk;
+    if (fns->open(fns->arg, pt, &t, &chk) != 0) continue;
+    visit(pt, &t, s, deadline, &chk);
+    fns->close(fns->arg, &chk);
   }
   return tx_clock() - start;
 }

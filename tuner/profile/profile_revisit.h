@@ -60,13 +60,19 @@ int prof_revisits_keep(prof_revisits *rv, size_t ci, size_t ri, int64_t n, int64
 /* Predicted seconds of one visit of every open point. */
 double prof_revisits_cost(const prof_revisits *rv, const prof_settings *s);
 
-/* The tensors a visit of an open point runs on: tensors(arg, &point's problem, &t) fills t
-   (tensors made for n_kv = buf_n in the problem's element types) and returns 0, or returns -1. */
-typedef int (*prof_tensors_fn)(void *arg, const txattn_problem *p, txattn_tensors *t);
+/* What a visit of an open point runs on: open(arg, pt, &t, &chk) fills t (tensors made for n_kv =
+   buf_n in the point's element types) and chk, the check of its timed calls (prof_run_check), and
+   returns 0, or returns -1; close(arg, &chk) after the visit. A contender chk refuses is out of the
+   point: open's refusal sets its n_runs to 0 in pt, and the point records no time of it. */
+typedef struct prof_visit_fns {
+  int (*open)(void *arg, prof_open_point *pt, txattn_tensors *t, prof_run_check *chk);
+  void (*close)(void *arg, prof_run_check *chk);
+  void *arg;
+} prof_visit_fns;
 
 /* One visit of every open point whose problem fits tensors made for n_kv = buf_n (at most
    `allowance` predicted seconds, none past `deadline`). Returns the seconds spent. */
-double prof_revisits_visit(prof_revisits *rv, prof_tensors_fn tensors, void *arg, int64_t buf_n,
+double prof_revisits_visit(prof_revisits *rv, const prof_visit_fns *fns, int64_t buf_n,
                            const prof_settings *s, double deadline, double allowance);
 
 /* Settles the points that had all their visits (every one if `all`): contenders' time_s and

@@ -14,6 +14,7 @@
 #include "profile_isolate.h"
 #include "profile_revisit.h"
 #include "buffers.h"
+#include "roofline.h"
 
 #define MAX_LEVELS GRID_MAX_N
 
@@ -75,8 +76,9 @@ typedef struct profile_run {
   prof_grid g;
   txattn_table *table;
   prof_checks *checks;
-  prof_isolation *iso; /* the checks' child process (profile_isolate.h) */
-  prof_revisits rv;    /* close calls still open */
+  prof_isolation *iso;     /* the checks' child process (profile_isolate.h) */
+  tx_roof_ceiling ceiling; /* the machine's roofs: no timed call may beat them (point_floor) */
+  prof_revisits rv;        /* close calls still open */
   size_t n_revisited;
   prof_progress prog;
   double start;
@@ -117,7 +119,8 @@ double prof_end_reserve(const profile_run *r);
 
 /* Timed runs for a planned candidate with target_s seconds of runs and calls of t seconds. */
 int prof_runs_for(const profile_run *r, double target_s, double t);
-/* Predicted seconds of a candidate of that effort: its first call and its runs. */
+/* Predicted seconds of a candidate of that effort: its first call, its runs and the checked call
+   after them (prof_run_check). */
 double prof_cand_cost(const profile_run *r, prof_effort effort, double t, double target_s);
 /* The plan before the point at `at` (target_s, slack, optional_left); returns the point's
    predicted (scaled) seconds. */

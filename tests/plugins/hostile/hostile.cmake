@@ -29,6 +29,8 @@ set(_hostile_modes
   run_segv_above_300   # raises SIGSEGV only when n_kv > 300 (beyond the check shapes)
   run_loop_above_300   # spins forever only when n_kv > 300
   run_fork_hang        # forks a child (comm "hfork_hang_kid", ends itself after 60 s) and both block
+  run_sleeper          # exact on its first 3 calls of each shape, then returns TXATTN_OK unwritten
+  run_stale            # exact on its first 3 calls of each shape, then copies its last exact output
 )
 set(_hostile_root "${PROJECT_BINARY_DIR}/tests/hostile-plugins")
 set(TXATTN_HOSTILE_MODES "${_hostile_modes}" CACHE INTERNAL "hostile plugin fault modes")
