@@ -58,12 +58,15 @@ expect("${svg}" "the window's line"
        ">window-left d64/64 g1 t2, r = 32 \\(windowed\\): slope 1\\.00 over n = 256\\.\\.4096<")
 expect("${svg}" "the slope labels" ">causal: slope 1\\.66</text>.*>window: slope 1\\.00</text>")
 expect("${svg}" "the kinds not in the table" ">mask none: not measured<")
-# the dot of the kernel chosen at causal n = 4096 has the colour of its legend in the class panel
-string(REGEX MATCH "fill='(#[0-9a-f]+)'[^>]*><title>causal, n=4096: tiled\\.scalar, " dot "${svg}")
-set(dot_colour "${CMAKE_MATCH_1}")
-string(REGEX MATCH "fill='(#[0-9a-f]+)'>tiled\\.scalar  slope" legend "${svg}")
-if(NOT dot_colour OR NOT dot_colour STREQUAL CMAKE_MATCH_1)
-  message(FATAL_ERROR "tiled.scalar: '${dot_colour}' in the first panel, '${CMAKE_MATCH_1}' in its legend")
+# the marker of the kernel chosen at causal n = 4096 has its colour and shape in the class panel
+string(REGEX MATCH "href='#(txm[0-9]+)'[^>]* fill='(#[0-9a-f]+)'[^>]*><title>causal, n=4096: tiled\\.scalar, "
+       dot "${svg}")
+set(dot_style "${CMAKE_MATCH_1} ${CMAKE_MATCH_2}")
+string(REGEX MATCH "href='#(txm[0-9]+)'[^>]* fill='(#[0-9a-f]+)'[^>]*><title>tiled\\.scalar, n=4096: "
+       line "${svg}")
+if(NOT dot OR NOT dot_style STREQUAL "${CMAKE_MATCH_1} ${CMAKE_MATCH_2}")
+  message(FATAL_ERROR "tiled.scalar: '${dot_style}' in the first panel, "
+                      "'${CMAKE_MATCH_1} ${CMAKE_MATCH_2}' in its class panel")
 endif()
 
 plot("${ONE_POINT}" svg)

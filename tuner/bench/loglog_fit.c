@@ -10,7 +10,7 @@ double tx_loglog_slope(const double *n, const double *t, size_t count) {
       sy += log(t[i]);
       m += 1;
     }
-  if (m < 2) return NAN;
+  if (m < 3) return NAN;
   double mx = sx / m, my = sy / m, sxx = 0, sxy = 0;
   for (size_t i = 0; i < count; i++)
     if (n[i] > 0 && t[i] > 0) {

@@ -6,7 +6,8 @@
 #include <stddef.h>
 
 /* The least-squares slope of log t against log n over the pairs with n > 0 and t > 0; NaN when
-   fewer than two distinct n remain. */
+   fewer than three remain, or fewer than two distinct n (a line through two points fits anything
+   and says nothing of how t grows). */
 double tx_loglog_slope(const double *n, const double *t, size_t count);
 
 #endif

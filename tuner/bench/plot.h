@@ -14,8 +14,9 @@
 typedef struct tx_plot_series {
   char kernel[64];
   double t[TX_PLOT_MAX_X];
-  int inexact; /* some point failed the exactness check: the legend says so */
+  int inexact; /* some point failed the exactness check: its label says so */
   unsigned char failed[TX_PLOT_MAX_X]; /* it failed at this n (no time): an x marks it */
+  char *why[TX_PLOT_MAX_X]; /* why it has no time at this n, as the source says (owned), or NULL */
 } tx_plot_series;
 
 typedef struct tx_plot_panel {
@@ -45,6 +46,9 @@ typedef struct tx_plot {
   size_t dropped; /* measurements beyond the limits above, left out (and reported) */
   tx_plot_best best[TX_PLOT_KINDS]; /* the first panel */
   const char *best_is; /* what "best" means for the source: "the chosen kernel", "the fastest" */
+  /* what it means that a kernel has no record at all at a panel's larger n: "dropped" (a profile
+     stops timing a clear loser), "not measured" */
+  const char *untimed;
 } tx_plot;
 
 /* A new empty panel, or NULL when out of memory. */
@@ -53,9 +57,12 @@ tx_plot_panel *tx_plot_add_panel(tx_plot *pl, const char *title);
    time per tunable setting). Returns 0, or -1 when the panel is full (counted in dropped). */
 int tx_plot_set(tx_plot *pl, tx_plot_panel *p, const char *kernel, int64_t n, double t,
                 int inexact);
-/* Records that kernel failed at n (did not plan, run or pass the exactness check there). Returns
-   0, or -1 when the panel is full (counted in dropped). */
-int tx_plot_fail(tx_plot *pl, tx_plot_panel *p, const char *kernel, int64_t n);
+/* Records that kernel has no time at n and why (NULL: the source does not say): failed (did not
+   plan, run or pass the exactness check: an x marks it) or did not run (not usable, not
+   applicable). The first reason given for an n is kept. Returns 0, or -1 when the panel is full
+   (counted in dropped) or out of memory. */
+int tx_plot_mark(tx_plot *pl, tx_plot_panel *p, const char *kernel, int64_t n, int failed,
+                 const char *why);
 void tx_plot_free(tx_plot *pl);
 
 /* Records the best kernel's time t at n on a line of the first panel; the smaller time wins when
@@ -64,17 +71,53 @@ int tx_plot_best_set(tx_plot *pl, tx_plot_best *b, const char *kernel, int64_t n
 /* 1 if the first panel has something to show: a line, or a mask kind to say something about. */
 int tx_plot_has_best(const tx_plot *pl);
 
-/* Panels with at least one measured time. */
+/* 1 if series s has something to draw: a time or a failure. */
+int tx_plot_series_drawn(const tx_plot_series *s);
+/* 1 if panel p has a series drawn. */
+int tx_plot_panel_drawn(const tx_plot_panel *p);
+/* Panels with at least one series drawn. */
 size_t tx_plot_count_drawable(const tx_plot *pl);
 /* The chart: first "the price of attention" (tx_plot_has_best), a row of its own, then one panel
-   per 2 columns, each with its curves, fitted slopes in the legend, slope 1
-   and slope 2 guides, dashed lines where the fastest kernel changes and an x where one failed. A
-   kernel has the same colour in every panel (tx_plot_colour). `source` names the input
-   in the SVG's title. Returns 0, or -1 if writing failed. */
+   per 2 columns, each with its curves, each labelled at its end (with its slope from 3 points
+   up), a note where one stops before the panel's largest n and why, slope 1 and slope 2 guides,
+   dashed lines where the fastest kernel changes, an x where one failed, and below the panel what
+   the source says about each n a kernel has no time at. A kernel has the same colour and marker
+   in every panel (tx_plot_styles). `source` names the input in the SVG's title. Returns 0, or -1
+   if writing failed or out of memory. */
 int tx_plot_write_svg(const tx_plot *pl, const char *source, FILE *f);
-/* A kernel's colour as "#rrggbb", from its name alone: a hue per family (the part before the
-   '.'; a known one or a hash of the name), a shade per ISA. */
-void tx_plot_colour(const char *kernel, char out[8]);
+
+/* ---- each kernel's colour and marker (plot_style.c) ---- */
+#define TX_PLOT_COLOURS 10
+#define TX_PLOT_MARKERS 7
+#define TX_PLOT_STYLES  (TX_PLOT_COLOURS * TX_PLOT_MARKERS)
+
+typedef struct tx_plot_style {
+  const char *colour; /* "#rrggbb" */
+  unsigned marker;    /* < TX_PLOT_MARKERS: the SVG symbol "#txm<marker>" (tx_plot_marker_defs) */
+} tx_plot_style;
+
+/* The styles of one plot's kernels. Style i is colour i % TX_PLOT_COLOURS and marker
+   i % TX_PLOT_MARKERS, so that two styles differ in colour, marker or both. The kernels shipped
+   with libtxattn hold fixed styles (in a fixed order of their names); any other name takes the
+   style its hash names, or the next free one when another kernel of the plot holds it (names
+   taken in sorted order): a kernel has its style in every plot that has no other unknown kernel
+   hashed alike. */
+typedef struct tx_plot_styles {
+  size_t n;
+  char (*name)[64];
+  unsigned *style;
+} tx_plot_styles;
+
+/* The styles of every kernel in pl (panels and first panel). Returns 0, or -1 out of memory. */
+int tx_plot_styles_init(tx_plot_styles *st, const tx_plot *pl);
+/* kernel's style; a kernel not in st gets the style its name alone gives. */
+tx_plot_style tx_plot_style_of(const tx_plot_styles *st, const char *kernel);
+void tx_plot_styles_free(tx_plot_styles *st);
+/* The <defs> of the markers, to be written once in the SVG. */
+void tx_plot_marker_defs(FILE *f);
+/* A marker of style s centred at (x, y), `scale` times its size, with a tooltip unless title is
+   NULL. */
+void tx_plot_marker(FILE *f, tx_plot_style s, double x, double y, double scale, const char *title);
 
 /* ---- sources: each returns 0, or prints why ("txtune plot: ...") and returns TX_EXIT_FAIL ---- */
 /* A dispatch table, strictly validated by libtxattn: one panel per class and window reach r, each

@@ -1,4 +1,5 @@
 /* The panels of a txtune plot: each a set of kernels' times over a shared, sorted list of n. */
+#define _POSIX_C_SOURCE 200809L /* strdup */
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,8 +30,10 @@ static size_t x_index(tx_plot_panel *p, int64_t n) {
   for (size_t k = 0; k < p->n_s; k++) {
     memmove(&p->s[k].t[i + 1], &p->s[k].t[i], tail * sizeof(double));
     memmove(&p->s[k].failed[i + 1], &p->s[k].failed[i], tail);
+    memmove(&p->s[k].why[i + 1], &p->s[k].why[i], tail * sizeof(char *));
     p->s[k].t[i] = 0;
     p->s[k].failed[i] = 0;
+    p->s[k].why[i] = NULL;
   }
   p->x[i] = n;
   p->n_x++;
@@ -60,24 +63,41 @@ int tx_plot_set(tx_plot *pl, tx_plot_panel *p, const char *kernel, int64_t n, do
   return 0;
 }
 
-int tx_plot_fail(tx_plot *pl, tx_plot_panel *p, const char *kernel, int64_t n) {
+int tx_plot_mark(tx_plot *pl, tx_plot_panel *p, const char *kernel, int64_t n, int failed,
+                 const char *why) {
   tx_plot_series *s = series_of(p, kernel);
   size_t i = s ? x_index(p, n) : SIZE_MAX;
   if (i == SIZE_MAX) {
     pl->dropped++;
     return -1;
   }
-  s->failed[i] = 1;
+  s->failed[i] |= failed != 0;
+  if (why && *why && !s->why[i] && !(s->why[i] = strdup(why))) return -1;
+  return 0;
+}
+
+int tx_plot_series_drawn(const tx_plot_series *s) {
+  for (size_t i = 0; i < TX_PLOT_MAX_X; i++)
+    if (s->t[i] > 0 || s->failed[i]) return 1;
+  return 0;
+}
+
+int tx_plot_panel_drawn(const tx_plot_panel *p) {
+  for (size_t k = 0; k < p->n_s; k++)
+    if (tx_plot_series_drawn(&p->s[k])) return 1;
   return 0;
 }
 
 size_t tx_plot_count_drawable(const tx_plot *pl) {
   size_t n = 0;
-  for (size_t i = 0; i < pl->n; i++) n += pl->panels[i].n_x > 0 && pl->panels[i].n_s > 0;
+  for (size_t i = 0; i < pl->n; i++) n += (size_t)tx_plot_panel_drawn(&pl->panels[i]);
   return n;
 }
 
 void tx_plot_free(tx_plot *pl) {
+  for (size_t i = 0; i < pl->n; i++)
+    for (size_t k = 0; k < pl->panels[i].n_s; k++)
+      for (size_t j = 0; j < TX_PLOT_MAX_X; j++) free(pl->panels[i].s[k].why[j]);
   free(pl->panels);
   memset(pl, 0, sizeof *pl);
 }

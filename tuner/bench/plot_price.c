@@ -2,8 +2,8 @@
    kernel's time against n in one class (plot_table.c, plot_sweep.c say which), log-log, with each
    line's slope fitted at large n and slopes 1 and 2 drawn from the fastest first point. Dense
    attention (no mask, causal) bends toward slope 2, a fixed window stays at slope 1. A line keeps
-   its mask kind's colour, each point the colour of the kernel that was best there; a mask kind
-   with too few points, or none, is named in the panel's text. */
+   its mask kind's colour, each point the colour and marker of the kernel that was best there; a
+   mask kind with too few points, or none, is named in the panel's text. */
 #include <math.h>
 #include <string.h>
 
@@ -28,11 +28,12 @@ static const kind_style kinds[TX_PLOT_KINDS] = {
 
 #define FIT_SPAN 16 /* the slope at large n: fitted over [n_max / 16, n_max] */
 
-/* The first point of b's fit at large n: n_max / FIT_SPAN or above, and at least two points. */
+/* The first point of b's fit at large n: n_max / FIT_SPAN or above, and at least three points
+   (a slope through two is no fit). */
 static size_t fit_from(const tx_plot_best *b) {
   size_t i = b->n;
   while (i > 0 && b->x[i - 1] * FIT_SPAN >= b->x[b->n - 1]) i--;
-  if (b->n - i < 2) i = b->n >= 2 ? b->n - 2 : 0;
+  if (b->n - i < 3) i = b->n >= 3 ? b->n - 3 : 0;
   return i;
 }
 
@@ -69,17 +70,6 @@ static void time_range(const tx_plot *pl, double *lo, double *hi) {
     }
 }
 
-/* Takes the boxes along a segment, so that no label is placed across it. */
-static void take_segment(tx_taken *tk, double x0, double y0, double x1, double y1) {
-  double len = hypot(x1 - x0, y1 - y0);
-  size_t steps = (size_t)ceil(len / 4);
-  for (size_t i = 0; i <= steps; i++) {
-    double u = steps ? (double)i / (double)steps : 0, x = x0 + u * (x1 - x0),
-           y = y0 + u * (y1 - y0);
-    tx_take(tk, (tx_box){x - 1.5, y - 1.5, x + 1.5, y + 1.5});
-  }
-}
-
 /* Dotted lines of slope 1 and 2 from the fastest time at the smallest n, to where they leave the
    frame, each labelled above its middle: a line that bends toward one grows like it. */
 static void guides(FILE *f, const tx_frame *fr, tx_taken *tk, const tx_plot *pl, double n_lo,
@@ -95,7 +85,7 @@ static void guides(FILE *f, const tx_frame *fr, tx_taken *tk, const tx_plot *pl,
     y1[k] = tx_py(fr, t0 * pow(n1 / n_lo, k));
     xm[k] = tx_px(fr, n_mid);
     ym[k] = tx_py(fr, t0 * pow(n_mid / n_lo, k));
-    take_segment(tk, x0, y0, x1[k], y1[k]);
+    tx_take_segment(tk, x0, y0, x1[k], y1[k]);
   }
   for (int k = 1; k <= 2; k++) {
     const char *label = k == 1 ? "slope 1" : "slope 2";
@@ -108,9 +98,10 @@ static void guides(FILE *f, const tx_frame *fr, tx_taken *tk, const tx_plot *pl,
   }
 }
 
-/* Kind k's line in its colour, a dot per point in the best kernel's colour (its name, n and time
-   in the dot's tooltip), and its fitted slope right of its last point. */
-static void line(FILE *f, const tx_frame *fr, tx_taken *tk, const tx_plot_best *b, size_t k) {
+/* Kind k's line in its colour, at each point the best kernel's marker in its colour (its name, n
+   and time in the tooltip), and right of its last point its name and fitted slope. */
+static void line(FILE *f, const tx_frame *fr, tx_taken *tk, const tx_plot_best *b, size_t k,
+                 const tx_plot_styles *st) {
   if (b->n >= 2) {
     fprintf(f,
             "<path class='price' data-mask='%s' fill='none' stroke='%s' stroke-width='2' "
@@ -121,21 +112,18 @@ static void line(FILE *f, const tx_frame *fr, tx_taken *tk, const tx_plot_best *
     fputs("'/>\n", f);
   }
   for (size_t i = 0; i < b->n; i++) {
-    char colour[8], time[32];
-    tx_plot_colour(b->kernel[i], colour);
+    char title[160], time[32];
     tx_fmt_time(b->t[i], time, sizeof time);
-    fprintf(f,
-            "<circle cx='%.1f' cy='%.1f' r='3.5' fill='%s' stroke='%s' stroke-width='0.8'>"
-            "<title>%s, n=%lld: ",
-            tx_px(fr, (double)b->x[i]), tx_py(fr, b->t[i]), colour, kinds[k].colour, kinds[k].name,
-            (long long)b->x[i]);
-    tx_svg_text(f, b->kernel[i]);
-    fprintf(f, ", %s</title></circle>\n", time);
+    snprintf(title, sizeof title, "%s, n=%lld: %s, %s", kinds[k].name, (long long)b->x[i],
+             b->kernel[i], time);
+    tx_plot_marker(f, tx_plot_style_of(st, b->kernel[i]), tx_px(fr, (double)b->x[i]),
+                   tx_py(fr, b->t[i]), 1.2, title);
+    fputc('\n', f);
   }
-  double slope = b->n >= 2 ? slope_at_large_n(b) : NAN;
-  if (isnan(slope)) return;
+  if (b->n == 0) return;
+  double slope = slope_at_large_n(b);
   char label[32];
-  snprintf(label, sizeof label, "%s: slope %.2f", kinds[k].name, slope);
+  snprintf(label, sizeof label, isnan(slope) ? "%s" : "%s: slope %.2f", kinds[k].name, slope);
   double w = tx_text_width(label, 10), x = tx_px(fr, (double)b->x[b->n - 1]) + 7;
   if (x < fr->x0 + fr->w && x + w > fr->x0 + fr->w) x = fr->x0 + fr->w + 4; /* off the border */
   double y =
@@ -158,9 +146,12 @@ static void legend_row(FILE *f, double x, double y, const tx_plot_best *b, size_
   } else {
     tx_svg_text(f, b->cls);
     size_t from = fit_from(b);
-    if (b->n >= 2)
+    if (b->n >= 3)
       fprintf(f, " (%s): slope %.2f over n = %lld..%lld", kinds[k].cost, slope_at_large_n(b),
               (long long)b->x[from], (long long)b->x[b->n - 1]);
+    else if (b->n == 2)
+      fprintf(f, " (%s): two points (n = %lld, %lld), too few for a slope", kinds[k].cost,
+              (long long)b->x[0], (long long)b->x[1]);
     else if (b->n == 1)
       fprintf(f, ": one point (n = %lld), too few for a line and a slope", (long long)b->x[0]);
     else
@@ -169,8 +160,10 @@ static void legend_row(FILE *f, double x, double y, const tx_plot_best *b, size_
   fputs("</text>\n", f);
 }
 
-/* The kernels that were best somewhere, each in its colour, in rows within [x, x_end]. */
-static double kernel_key(FILE *f, const tx_plot *pl, double x, double x_end, double y) {
+/* The kernels that were best somewhere, each in its colour and marker, in rows within
+   [x, x_end]. */
+static double kernel_key(FILE *f, const tx_plot *pl, const tx_plot_styles *st, double x,
+                         double x_end, double y) {
   const char *seen[TX_PLOT_KINDS * TX_PLOT_MAX_X];
   size_t n_seen = 0;
   double at = x + tx_text_width("best: ", 11);
@@ -182,15 +175,14 @@ static double kernel_key(FILE *f, const tx_plot *pl, double x, double x_end, dou
       for (size_t j = 0; j < n_seen && !known; j++) known = strcmp(seen[j], name) == 0;
       if (known) continue;
       seen[n_seen++] = name;
-      char colour[8];
-      tx_plot_colour(name, colour);
+      tx_plot_style sty = tx_plot_style_of(st, name);
       double w = 10 + tx_text_width(name, 11);
       if (at + w > x_end) {
         at = x + tx_text_width("best: ", 11);
         y += 16;
       }
-      fprintf(f, "<circle cx='%.1f' cy='%.1f' r='3.5' fill='%s'/>", at + 3.5, y - 4, colour);
-      fprintf(f, "<text x='%.1f' y='%.1f' fill='%s'>", at + 9, y, colour);
+      tx_plot_marker(f, sty, at + 3.5, y - 4, 1, NULL);
+      fprintf(f, "<text x='%.1f' y='%.1f' fill='%s'>", at + 9, y, sty.colour);
       tx_svg_text(f, name);
       fputs("</text>\n", f);
       at += w + 8;
@@ -198,7 +190,7 @@ static double kernel_key(FILE *f, const tx_plot *pl, double x, double x_end, dou
   return y;
 }
 
-static void text_beside(FILE *f, const tx_frame *fr, const tx_plot *pl) {
+static void text_beside(FILE *f, const tx_frame *fr, const tx_plot *pl, const tx_plot_styles *st) {
   double x = fr->x0 + fr->w + LABELS_W, x_end = TX_COLUMNS * TX_PANEL_W - 10, y = fr->y0 + 12;
   char absent[64] = "";
   for (size_t k = 0; k < TX_PLOT_KINDS; k++) {
@@ -220,44 +212,44 @@ static void text_beside(FILE *f, const tx_frame *fr, const tx_plot *pl) {
       "Dense attention compares every query with every key: its time bends toward slope 2 "
       "(t ~ n\xc2\xb2)",
       "as n grows. A window of r keys costs n\xc2\xb7r whatever n: slope 1.",
-      "Each slope: least squares on log-log over the largest n (down to n/16). Dotted: slopes 1 "
-      "and 2",
+      "Each slope: least squares on log-log over the largest n (down to n/16), 3 points at least.",
   };
   y += 8;
   for (size_t i = 0; i < sizeof about / sizeof about[0]; i++, y += 15)
     fprintf(f, "<text x='%.1f' y='%.1f' fill='#555'>%s</text>\n", x, y, about[i]);
-  fprintf(f,
-          "<text x='%.1f' y='%.1f' fill='#555'>from the fastest first point. Each dot: %s at that "
-          "n, in its colour.</text>\n",
-          x, y, pl->best_is ? pl->best_is : "the best kernel");
-  kernel_key(f, pl, x, x_end, y + 23);
+  fprintf(
+      f,
+      "<text x='%.1f' y='%.1f' fill='#555'>Dotted: slopes 1 and 2 from the fastest first point. "
+      "Each marker: %s at that n.</text>\n",
+      x, y, pl->best_is ? pl->best_is : "the best kernel");
+  kernel_key(f, pl, st, x, x_end, y + 23);
 }
 
-void tx_plot_draw_price(FILE *f, const tx_plot *pl) {
+void tx_plot_draw_price(FILE *f, const tx_plot *pl, const tx_plot_styles *st) {
   static const char title[] = "the price of attention: the best kernel's time against n";
   int64_t x[TX_PLOT_MAX_X];
   size_t n_x = all_n(pl, x);
   double lo, hi;
   time_range(pl, &lo, &hi);
   if (n_x == 0) { /* nothing to draw: the text says why */
-    tx_frame fr = tx_frame_at(0, 1, 2, 1e-3, 1e-2);
+    tx_frame fr = tx_frame_at(0, 0, 1, 2, 1e-3, 1e-2);
     fprintf(f, "<text x='%.1f' y='%.1f' font-weight='bold'>%s</text>\n", fr.x0, fr.y0 - 10, title);
-    text_beside(f, &fr, pl);
+    text_beside(f, &fr, pl, st);
     return;
   }
-  tx_frame fr = tx_frame_at(0, (double)x[0], (double)x[n_x - 1], lo, hi);
+  tx_frame fr = tx_frame_at(0, 0, (double)x[0], (double)x[n_x - 1], lo, hi);
   static tx_taken tk; /* 70 KiB: not on the stack */
   tk.n = 0;
   for (size_t k = 0; k < TX_PLOT_KINDS; k++)
     for (size_t i = 0; i < pl->best[k].n; i++) {
       double px = tx_px(&fr, (double)pl->best[k].x[i]), py = tx_py(&fr, pl->best[k].t[i]);
-      tx_take(&tk, (tx_box){px - 4, py - 4, px + 4, py + 4});
+      tx_take(&tk, (tx_box){px - 4, py - 4, px + 4, py + 4, 0});
       if (i > 0)
-        take_segment(&tk, tx_px(&fr, (double)pl->best[k].x[i - 1]),
-                     tx_py(&fr, pl->best[k].t[i - 1]), px, py);
+        tx_take_segment(&tk, tx_px(&fr, (double)pl->best[k].x[i - 1]),
+                        tx_py(&fr, pl->best[k].t[i - 1]), px, py);
     }
   tx_axes(f, &fr, x, n_x, title);
   guides(f, &fr, &tk, pl, (double)x[0], (double)x[n_x - 1]);
-  for (size_t k = 0; k < TX_PLOT_KINDS; k++) line(f, &fr, &tk, &pl->best[k], k);
-  text_beside(f, &fr, pl);
+  for (size_t k = 0; k < TX_PLOT_KINDS; k++) line(f, &fr, &tk, &pl->best[k], k, st);
+  text_beside(f, &fr, pl, st);
 }

@@ -1,11 +1,13 @@
 /* A txtune plot as a self-contained SVG: the first panel (plot_price.c), then a log-log panel of
-   time against n per class, a curve per kernel with its fitted slope in the legend, slope 1 and 2
-   guides (dense attention bends to 2, a fixed window stays at 1), dashed lines where the fastest
-   kernel changes and an x where a kernel failed. A kernel has one colour in every panel; labels
-   are moved down until they cover no other label, legend or data point. Also the drawing
-   primitives both use (plot_draw.h). */
+   time against n per class: a curve per kernel in its colour and marker (plot_style.c), labelled
+   at its end (with its fitted slope), a note where it stops before the panel's largest n and why,
+   slope 1 and 2 guides (dense attention bends to 2, a fixed window stays at 1), dashed lines
+   where the fastest kernel changes, an x where a kernel failed, and below the panel what the
+   source says about each n a kernel has no time at. Labels are placed where they cover no other
+   label, line or data point. Also the drawing primitives both use (plot_draw.h). */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "loglog_fit.h"
@@ -13,69 +15,27 @@
 #include "plot_draw.h"
 #include "text_table.h"
 
-/* ---- colours: a hue per kernel family, a shade per ISA ---- */
-
-typedef struct family_hue {
-  const char *family;
-  double hue, sat; /* degrees, 0..1 */
-} family_hue;
-
-static const family_hue families[] = {
-    {"tiled", 215, 0.80},     {"tiled_omp", 280, 0.60}, {"banded", 125, 0.65},
-    {"banded_omp", 35, 0.90}, {"masked", 355, 0.75},    {"naive", 0, 0.0},
-};
-
-typedef struct isa_shade {
-  const char *isa;
-  double lightness;
-} isa_shade;
-
-/* the wider the vectors, the darker */
-static const isa_shade shades[] = {
-    {"avx512bf16", 0.30}, {"avx512", 0.30}, {"avx2", 0.43}, {"neon", 0.43}, {"scalar", 0.56}};
-
-static uint32_t fnv1a(const char *s, size_t n) {
-  uint32_t h = 2166136261u;
-  for (size_t i = 0; i < n && s[i]; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
-  return h;
-}
-
-static double hue_channel(double p, double q, double t) {
-  if (t < 0) t += 1;
-  if (t > 1) t -= 1;
-  if (t < 1.0 / 6) return p + (q - p) * 6 * t;
-  if (t < 0.5) return q;
-  if (t < 2.0 / 3) return p + (q - p) * (2.0 / 3 - t) * 6;
-  return p;
-}
-
-void tx_plot_colour(const char *kernel, char out[8]) {
-  const char *dot = strchr(kernel, '.');
-  size_t fam_len = dot ? (size_t)(dot - kernel) : strlen(kernel);
-  const char *isa = dot ? dot + 1 : "";
-  uint32_t h = fnv1a(kernel, fam_len); /* a family not listed: a hue of its own name */
-  double hue = (double)(h % 360), sat = 0.65, light = 0.30 + (double)(fnv1a(isa, 64) % 27) / 100;
-  for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
-    if (strlen(families[i].family) == fam_len && strncmp(kernel, families[i].family, fam_len) == 0)
-      hue = families[i].hue, sat = families[i].sat;
-  for (size_t i = 0; i < sizeof shades / sizeof shades[0]; i++)
-    if (strcmp(isa, shades[i].isa) == 0) light = shades[i].lightness;
-  double q = light < 0.5 ? light * (1 + sat) : light + sat - light * sat, p = 2 * light - q;
-  int rgb[3];
-  for (int c = 0; c < 3; c++)
-    rgb[c] = (int)lround(255 * hue_channel(p, q, hue / 360 + (1 - c) / 3.0));
-  snprintf(out, 8, "#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
-}
-
 /* ---- label placement, text, frames and axes (plot_draw.h) ---- */
 
 void tx_take(tx_taken *tk, tx_box b) {
   if (tk->n < TX_MAX_BOXES) tk->b[tk->n++] = b;
 }
 
-static int is_free(const tx_taken *tk, tx_box b) {
+void tx_take_segment(tx_taken *tk, double x0, double y0, double x1, double y1) {
+  double len = hypot(x1 - x0, y1 - y0);
+  size_t steps = (size_t)ceil(len / 4);
+  for (size_t i = 0; i <= steps; i++) {
+    double u = steps ? (double)i / (double)steps : 0, x = x0 + u * (x1 - x0),
+           y = y0 + u * (y1 - y0);
+    tx_take(tk, (tx_box){x - 1.5, y - 1.5, x + 1.5, y + 1.5, 1});
+  }
+}
+
+/* 1 if b covers nothing taken (nothing but lines, with hard_only). */
+static int box_free(const tx_taken *tk, tx_box b, int hard_only) {
   for (size_t i = 0; i < tk->n; i++)
-    if (b.x0 < tk->b[i].x1 && tk->b[i].x0 < b.x1 && b.y0 < tk->b[i].y1 && tk->b[i].y0 < b.y1)
+    if ((!hard_only || !tk->b[i].soft) && b.x0 < tk->b[i].x1 && tk->b[i].x0 < b.x1 &&
+        b.y0 < tk->b[i].y1 && tk->b[i].y0 < b.y1)
       return 0;
   return 1;
 }
@@ -88,13 +48,13 @@ double tx_text_width(const char *s, double size) {
 
 double tx_place(tx_taken *tk, double left, double w, double y, double size, double y_max) {
   for (double at = y; at <= y_max; at += size + 1) {
-    tx_box b = {left - 1, at - size, left + w + 1, at + 3};
-    if (is_free(tk, b)) {
+    tx_box b = {left - 1, at - size, left + w + 1, at + 3, 0};
+    if (box_free(tk, b, 0)) {
       tx_take(tk, b);
       return at;
     }
   }
-  tx_take(tk, (tx_box){left - 1, y - size, left + w + 1, y + 3});
+  tx_take(tk, (tx_box){left - 1, y - size, left + w + 1, y + 3, 0});
   return y;
 }
 
@@ -102,8 +62,8 @@ double tx_place_near(tx_taken *tk, double left, double w, double y, double size,
                      double y_max) {
   for (int i = 0; i < 24; i++) { /* y, a line above, a line below, two lines above ... */
     double at = y + (size + 1) * (i % 2 ? -(i + 1) / 2 : i / 2);
-    tx_box b = {left - 1, at - size, left + w + 1, at + 3};
-    if (at - size >= y_min && at <= y_max && is_free(tk, b)) {
+    tx_box b = {left - 1, at - size, left + w + 1, at + 3, 0};
+    if (at - size >= y_min && at <= y_max && box_free(tk, b, 0)) {
       tx_take(tk, b);
       return at;
     }
@@ -135,9 +95,10 @@ void tx_svg_text(FILE *f, const char *s) {
   }
 }
 
-tx_frame tx_frame_at(size_t slot, double n_lo, double n_hi, double t_lo, double t_hi) {
-  tx_frame fr = {.x0 = (double)(slot % TX_COLUMNS) * TX_PANEL_W + TX_MARGIN_L,
-                 .y0 = (double)(slot / TX_COLUMNS) * TX_PANEL_H + TX_MARGIN_T,
+tx_frame tx_frame_at(size_t column, double top, double n_lo, double n_hi, double t_lo,
+                     double t_hi) {
+  tx_frame fr = {.x0 = (double)column * TX_PANEL_W + TX_MARGIN_L,
+                 .y0 = top + TX_MARGIN_T,
                  .w = TX_PANEL_W - TX_MARGIN_L - TX_MARGIN_R,
                  .h = TX_PANEL_H - TX_MARGIN_T - TX_MARGIN_B};
   fr.lx0 = log2(n_lo) - 0.3;
@@ -175,25 +136,30 @@ void tx_axes(FILE *f, const tx_frame *fr, const int64_t *x, size_t n_x, const ch
 
 /* ---- the panels of one class each ---- */
 
+/* The first and last x index where series s has a time; 0 if it has none. */
+static int time_span(const tx_plot_series *s, size_t n_x, size_t *first, size_t *last) {
+  *first = SIZE_MAX;
+  *last = 0;
+  for (size_t i = 0; i < n_x; i++)
+    if (s->t[i] > 0) {
+      if (*first == SIZE_MAX) *first = i;
+      *last = i;
+    }
+  return *first != SIZE_MAX;
+}
+
 static double series_slope(const tx_plot_panel *p, size_t k) {
   double n[TX_PLOT_MAX_X];
   for (size_t i = 0; i < p->n_x; i++) n[i] = (double)p->x[i];
   return tx_loglog_slope(n, p->s[k].t, p->n_x);
 }
 
-static void legend(FILE *f, const tx_frame *fr, const tx_plot_panel *p, size_t k, size_t row) {
-  double slope = series_slope(p, k), y = fr->y0 + 14 + 16.0 * (double)row;
-  char colour[8];
-  tx_plot_colour(p->s[k].kernel, colour);
-  fprintf(f, "<text x='%.1f' y='%.1f' fill='%s'>", fr->x0 + fr->w + 10, y, colour);
-  tx_svg_text(f, p->s[k].kernel);
-  if (!isnan(slope)) fprintf(f, "  slope %.2f", slope);
-  if (p->s[k].inexact) fputs(" (inexact!)", f);
-  size_t n_failed = 0;
-  for (size_t i = 0; i < p->n_x; i++)
-    if (p->s[k].failed[i])
-      fprintf(f, "%s%lld", n_failed++ ? "," : " (x: failed at n=", (long long)p->x[i]);
-  fputs(n_failed ? ")</text>\n" : "</text>\n", f);
+/* The fastest time of any kernel at x index i; 0 if none was measured there. */
+static double fastest(const tx_plot_panel *p, size_t i) {
+  double best = 0;
+  for (size_t k = 0; k < p->n_s; k++)
+    if (p->s[k].t[i] > 0 && (best == 0 || p->s[k].t[i] < best)) best = p->s[k].t[i];
+  return best;
 }
 
 /* Where kernel k's failure at x index i is marked: at its time at the nearest n it ran before
@@ -206,63 +172,219 @@ static double failure_y(const tx_frame *fr, const tx_plot_panel *p, size_t k, si
   return fr->y0 + 8;
 }
 
-static void curve(FILE *f, const tx_frame *fr, const tx_plot_panel *p, size_t k) {
-  char colour[8];
-  tx_plot_colour(p->s[k].kernel, colour);
-  int open = 0;
-  for (size_t i = 0; i < p->n_x; i++) {
-    if (p->s[k].t[i] <= 0) {
-      if (open) fputs("'/>\n", f);
-      open = 0;
-      continue;
+/* Why series k stops before the panel's largest n, in a few words: what the source records at
+   the first n after its last time, or that it has no record there. "" when it does not stop. */
+static void stop_note(const tx_plot *pl, const tx_plot_panel *p, size_t k, char *buf, size_t size) {
+  const tx_plot_series *s = &p->s[k];
+  size_t first, last;
+  buf[0] = '\0';
+  if (!time_span(s, p->n_x, &first, &last)) {
+    for (size_t i = 0; i < p->n_x && !buf[0]; i++)
+      if (s->failed[i]) snprintf(buf, size, "failed at n=%lld", (long long)p->x[i]);
+    return;
+  }
+  if (last + 1 == p->n_x) return;
+  for (size_t i = last + 1; i < p->n_x; i++) {
+    if (s->failed[i] || s->why[i]) {
+      snprintf(buf, size, "%s at n=%lld", s->failed[i] ? "failed" : "did not run",
+               (long long)p->x[i]);
+      return;
     }
-    if (!open) fprintf(f, "<polyline fill='none' stroke='%s' stroke-width='1.6' points='", colour);
-    fprintf(f, "%.1f,%.1f ", tx_px(fr, (double)p->x[i]), tx_py(fr, p->s[k].t[i]));
-    open = 1;
   }
-  if (open) fputs("'/>\n", f);
-  for (size_t i = 0; i < p->n_x; i++)
-    if (p->s[k].t[i] > 0)
-      fprintf(f, "<circle cx='%.1f' cy='%.1f' r='2.5' fill='%s'/>\n", tx_px(fr, (double)p->x[i]),
-              tx_py(fr, p->s[k].t[i]), colour);
-  for (size_t i = 0; i < p->n_x; i++) {
-    if (!p->s[k].failed[i]) continue;
-    double x = tx_px(fr, (double)p->x[i]), y = failure_y(fr, p, k, i);
-    fprintf(f,
-            "<path d='M%.1f,%.1f l8,8 m0,-8 l-8,8' stroke='%s' stroke-width='2.2'>"
-            "<title>failed at n=%lld</title></path>\n",
-            x - 4, y - 4, colour, (long long)p->x[i]);
-  }
+  double ratio = s->t[last] / fastest(p, last); /* the label is at its last n: no need to say it */
+  const char *what = pl->untimed ? pl->untimed : "not measured";
+  if (ratio >= 1.05)
+    snprintf(buf, size, ratio < 10 ? "%s: %.1fx the fastest" : "%s: %.0fx the fastest", what,
+             ratio);
+  else
+    snprintf(buf, size, "%s at larger n", what);
 }
 
-/* The boxes a label must not cover: each data point, each failure mark, the legend. */
-static void take_panel(tx_taken *tk, const tx_frame *fr, const tx_plot_panel *p) {
-  for (size_t k = 0; k < p->n_s; k++)
+/* Kernel k's curve: a line through its times (dotted across an n it has no time at), its
+   marker at each, an x where it failed (with why in the tooltip). */
+static void curve(FILE *f, const tx_frame *fr, const tx_plot_panel *p, size_t k, tx_plot_style st) {
+  const tx_plot_series *s = &p->s[k];
+  size_t prev = SIZE_MAX;
+  fputs("<g class='series' data-kernel='", f);
+  tx_svg_text(f, s->kernel);
+  fputs("'>\n", f);
+  for (size_t i = 0; i < p->n_x; i++) {
+    if (s->t[i] <= 0) continue;
+    if (prev != SIZE_MAX)
+      fprintf(f,
+              "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='%s' stroke-width='%s'%s/>\n",
+              tx_px(fr, (double)p->x[prev]), tx_py(fr, s->t[prev]), tx_px(fr, (double)p->x[i]),
+              tx_py(fr, s->t[i]), st.colour, prev + 1 == i ? "1.6" : "1",
+              prev + 1 == i ? "" : " stroke-dasharray='2 3'");
+    prev = i;
+  }
+  for (size_t i = 0; i < p->n_x; i++) {
+    if (s->t[i] <= 0) continue;
+    char title[128], time[32];
+    tx_fmt_time(s->t[i], time, sizeof time);
+    snprintf(title, sizeof title, "%s, n=%lld: %s", s->kernel, (long long)p->x[i], time);
+    tx_plot_marker(f, st, tx_px(fr, (double)p->x[i]), tx_py(fr, s->t[i]), 1, title);
+    fputc('\n', f);
+  }
+  for (size_t i = 0; i < p->n_x; i++) {
+    if (!s->failed[i]) continue;
+    double x = tx_px(fr, (double)p->x[i]), y = failure_y(fr, p, k, i);
+    fprintf(f,
+            "<path class='failed' d='M%.1f,%.1f l8,8 m0,-8 l-8,8' stroke='%s' stroke-width='2.2'>"
+            "<title>",
+            x - 4, y - 4, st.colour);
+    tx_svg_text(f, s->kernel);
+    fprintf(f, " failed at n=%lld", (long long)p->x[i]);
+    if (s->why[i]) {
+      fputs(": ", f);
+      tx_svg_text(f, s->why[i]);
+    }
+    fputs("</title></path>\n", f);
+  }
+  fputs("</g>\n", f);
+}
+
+/* What a label must not cover: each data point and failure mark; with lines, each line too (a
+   label may cover one where nothing else is free). */
+static void take_panel(tx_taken *tk, const tx_frame *fr, const tx_plot_panel *p, int lines) {
+  for (size_t k = 0; k < p->n_s; k++) {
+    size_t prev = SIZE_MAX;
     for (size_t i = 0; i < p->n_x; i++) {
       double x = tx_px(fr, (double)p->x[i]);
       if (p->s[k].t[i] > 0) {
         double y = tx_py(fr, p->s[k].t[i]);
-        tx_take(tk, (tx_box){x - 3, y - 3, x + 3, y + 3});
+        if (lines && prev != SIZE_MAX)
+          tx_take_segment(tk, tx_px(fr, (double)p->x[prev]), tx_py(fr, p->s[k].t[prev]), x, y);
+        if (!lines) tx_take(tk, (tx_box){x - 4.5, y - 4.5, x + 4.5, y + 4.5, 0});
+        prev = i;
       }
-      if (p->s[k].failed[i]) {
+      if (p->s[k].failed[i] && !lines) {
         double y = failure_y(fr, p, k, i);
-        tx_take(tk, (tx_box){x - 5, y - 5, x + 5, y + 5});
+        tx_take(tk, (tx_box){x - 5, y - 5, x + 5, y + 5, 0});
       }
     }
-  tx_take(tk, (tx_box){fr->x0 + fr->w + 6, fr->y0, fr->x0 + TX_PANEL_W,
-                       fr->y0 + 18 + 16.0 * (double)p->n_s});
+  }
 }
 
-static void curves(FILE *f, const tx_frame *fr, const tx_plot_panel *p) {
-  size_t row = 0;
-  for (size_t k = 0; k < p->n_s; k++) {
-    curve(f, fr, p, k);
-    legend(f, fr, p, k, row++);
+/* The top left of a w x h label near the point (x, y), inside the frame or right of it in the
+   panel: the nearest place that covers no label or data point, a place that covers a line
+   counting as 40 px farther. Nearest: right of the point at its height first; a place left of
+   it, or further right, counts as farther. The box is taken. */
+static void place_beside(tx_taken *tk, const tx_frame *fr, double x, double y, double w, double h,
+                         double *left, double *top) {
+  double best = INFINITY;
+  *left = fmin(fmax(x + 7, fr->x0 + 2), fr->x0 + fr->w - 2 - w); /* if no place is free */
+  *top = fmin(fmax(y - h / 2, fr->y0 + 2), fr->y0 + fr->h - 2 - h);
+  double right = fr->x0 - TX_MARGIN_L + TX_PANEL_W - 4;
+  for (int shift = -12; shift <= 16; shift++) /* 15 px steps; < 0: left of the point */
+    for (int dy = -64; dy <= 64; dy++) {      /* 4 px steps: the whole frame */
+      double l = shift >= 0 ? x + 7 + 15 * shift : x - 7 - w + 15 * (shift + 1);
+      double t = y - h / 2 + 4 * dy, cost = 4 * abs(dy) + 15 * abs(shift) + 10 * (shift < 0);
+      tx_box b = {l - 1, t - 1, l + w + 1, t + h + 1, 0};
+      if (cost >= best || l < fr->x0 + 2 || l + w > right || t < fr->y0 + 2 ||
+          t + h > fr->y0 + fr->h - 2 || !box_free(tk, b, 1))
+        continue;
+      cost += 40 * !box_free(tk, b, 0);
+      if (cost >= best) continue;
+      best = cost;
+      *left = l;
+      *top = t;
+    }
+  tx_take(tk, (tx_box){*left - 1, *top - 1, *left + w + 1, *top + h + 1, 0});
+}
+
+static void label_text(FILE *f, const char *cls, const char *kernel, double x, double y,
+                       double size, const char *colour, const char *text) {
+  fprintf(f, "<text class='%s' data-kernel='", cls);
+  tx_svg_text(f, kernel);
+  fprintf(f,
+          "' x='%.1f' y='%.1f' font-size='%g' fill='%s' stroke='white' stroke-width='3' "
+          "stroke-linejoin='round' paint-order='stroke'>",
+          x, y, size, colour);
+  tx_svg_text(f, text);
+  fputs("</text>\n", f);
+}
+
+/* The label of a kernel that stops before the panel's largest n: its name and why, beside the
+   end of its line (or its first failure), joined to it by a thin line when moved away. */
+static void stop_label(FILE *f, const tx_plot *pl, const tx_frame *fr, const tx_plot_panel *p,
+                       size_t k, tx_plot_style st, tx_taken *tk) {
+  const tx_plot_series *s = &p->s[k];
+  char note[96], name[80];
+  stop_note(pl, p, k, note, sizeof note);
+  snprintf(name, sizeof name, "%s%s", s->kernel, s->inexact ? " (inexact!)" : "");
+  size_t first, last, at = 0;
+  double y;
+  if (time_span(s, p->n_x, &first, &last)) {
+    at = last;
+    y = tx_py(fr, s->t[last]);
+  } else {
+    while (at + 1 < p->n_x && !s->failed[at]) at++;
+    y = failure_y(fr, p, k, at);
   }
-  fprintf(
-      f,
-      "<text x='%.1f' y='%.1f' fill='#888' font-size='10'>slope: least squares on log-log</text>\n",
-      fr->x0 + fr->w + 10, fr->y0 + 14 + 16.0 * (double)row);
+  double x = tx_px(fr, (double)p->x[at]),
+         w = fmax(tx_text_width(name, 10) + 10, tx_text_width(note, 9)), left, top;
+  place_beside(tk, fr, x, y, w, 22, &left, &top);
+  double lx = fmin(fmax(x, left), left + w), ly = fmin(fmax(y, top), top + 22);
+  if (hypot(lx - x, ly - y) > 12) /* joined to its point where moved away */
+    fprintf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='%s' stroke-width='0.6'/>\n",
+            x, y, lx, ly, st.colour);
+  tx_plot_marker(f, st, left + 4, top + 6, 0.8, NULL);
+  fputc('\n', f);
+  label_text(f, "end", s->kernel, left + 10, top + 10, 10, st.colour, name);
+  label_text(f, "stop", s->kernel, left, top + 20, 9, st.colour, note);
+}
+
+typedef struct end_label {
+  size_t k;
+  double y_line, y; /* the line's end; the label's middle */
+} end_label;
+
+static int by_y(const void *a, const void *b) {
+  double ya = ((const end_label *)a)->y_line, yb = ((const end_label *)b)->y_line;
+  return (ya > yb) - (ya < yb);
+}
+
+#define END_LABEL_H 12
+
+/* The labels of the kernels whose lines reach the panel's largest n: right of the frame, each at
+   the height of its line's end, moved apart just enough not to overlap, and joined to it. Their
+   boxes are taken. */
+static void end_labels(FILE *f, const tx_frame *fr, const tx_plot_panel *p,
+                       const tx_plot_styles *st, tx_taken *tk) {
+  end_label e[TX_PLOT_MAX_SERIES];
+  size_t n = 0, first, last;
+  for (size_t k = 0; k < p->n_s; k++)
+    if (time_span(&p->s[k], p->n_x, &first, &last) && last + 1 == p->n_x) {
+      e[n].k = k;
+      e[n].y_line = e[n].y = tx_py(fr, p->s[k].t[last]);
+      n++;
+    }
+  qsort(e, n, sizeof e[0], by_y);
+  double lo = fr->y0 + END_LABEL_H / 2.0, hi = fr->y0 + fr->h + 14;
+  for (size_t i = 0; i < n; i++) /* down from the top, each below the one before */
+    e[i].y = fmax(fmax(e[i].y, lo), i ? e[i - 1].y + END_LABEL_H : lo);
+  for (size_t i = n; i-- > 0;) /* then up from the bottom where they ran past it */
+    e[i].y = fmin(e[i].y, i + 1 < n ? e[i + 1].y - END_LABEL_H : hi);
+  double x_label = fr->x0 + fr->w + 8;
+  for (size_t i = 0; i < n; i++) {
+    const tx_plot_series *s = &p->s[e[i].k];
+    tx_plot_style sty = tx_plot_style_of(st, s->kernel);
+    double x_end = tx_px(fr, (double)p->x[p->n_x - 1]), slope = series_slope(p, e[i].k);
+    char text[128];
+    int len = snprintf(text, sizeof text, "%s", s->kernel);
+    if (!isnan(slope) && len > 0)
+      len += snprintf(text + len, sizeof text - (size_t)len, "  slope %.2f", slope);
+    if (s->inexact && len > 0 && (size_t)len < sizeof text)
+      snprintf(text + len, sizeof text - (size_t)len, " (inexact!)");
+    fprintf(f, "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='%s' stroke-width='0.6'/>\n",
+            x_end + 5, e[i].y_line, x_label - 2, e[i].y, sty.colour);
+    tx_plot_marker(f, sty, x_label + 4, e[i].y, 0.8, NULL);
+    fputc('\n', f);
+    label_text(f, "end", s->kernel, x_label + 10, e[i].y + 3.5, 10, sty.colour, text);
+    tx_take(tk, (tx_box){x_label - 2, e[i].y - 7, x_label + 11 + tx_text_width(text, 10),
+                         e[i].y + 6, 0});
+  }
 }
 
 /* Grey dotted lines t ~ n and t ~ n^2 from the fastest time at the smallest n, ending where they
@@ -296,20 +418,21 @@ static size_t winner(const tx_plot_panel *p, size_t i) {
 
 /* A dashed line where the fastest kernel changes, labelled with the new one: right of the line,
    or left of it where the label would leave the plot. */
-static void crossovers(FILE *f, const tx_frame *fr, const tx_plot_panel *p, tx_taken *tk) {
+static void crossovers(FILE *f, const tx_frame *fr, const tx_plot_panel *p,
+                       const tx_plot_styles *st, tx_taken *tk) {
   for (size_t i = 1; i < p->n_x; i++) {
     size_t a = winner(p, i - 1), b = winner(p, i);
     if (a == SIZE_MAX || b == SIZE_MAX || a == b) continue;
-    char colour[8], label[80];
-    tx_plot_colour(p->s[b].kernel, colour);
+    char label[80];
+    tx_plot_style sty = tx_plot_style_of(st, p->s[b].kernel);
     snprintf(label, sizeof label, "-> %s", p->s[b].kernel);
     double x = tx_px(fr, sqrt((double)p->x[i - 1] * (double)p->x[i])), w = tx_text_width(label, 10);
     double left = x + 2 + w <= fr->x0 + fr->w ? x + 2 : x - 2 - w;
     double y = tx_place(tk, left, w, fr->y0 + 11, 10, fr->y0 + fr->h - 2);
     fprintf(f,
             "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' stroke='#555' stroke-dasharray='4 3'/>"
-            "\n<text x='%.1f' y='%.1f' font-size='10' fill='%s'>&#8594; ",
-            x, fr->y0, x, fr->y0 + fr->h, left, y, colour);
+            "\n<text class='crossover' x='%.1f' y='%.1f' font-size='10' fill='%s'>&#8594; ",
+            x, fr->y0, x, fr->y0 + fr->h, left, y, sty.colour);
     tx_svg_text(f, p->s[b].kernel);
     fputs("</text>\n", f);
   }
@@ -330,33 +453,129 @@ static void time_range(const tx_plot_panel *p, double *lo, double *hi, double *f
   if (!(*hi > 0)) *lo = *hi = 1e-3; /* only failures: any scale */
 }
 
-static void draw_panel(FILE *f, const tx_plot_panel *p, size_t slot) {
-  double lo, hi, first;
-  time_range(p, &lo, &hi, &first);
-  tx_frame fr = tx_frame_at(slot, (double)p->x[0], (double)p->x[p->n_x - 1], lo, hi);
-  static tx_taken tk; /* 70 KiB: not on the stack; txtune draws one panel at a time */
+/* The notes below the panel: for each kernel drawn, each run of n where the source says why it
+   has no time (the same reason at neighbouring n once), one line cut to the panel's width with
+   the whole in its tooltip. Returns the lines written (all of them if f is NULL). */
+#define MAX_NOTES 8
+static size_t notes(FILE *f, const tx_frame *fr, const tx_plot_panel *p) {
+  size_t lines = 0, more = 0;
+  double y = fr->y0 + fr->h + TX_MARGIN_B + 4, width = TX_PANEL_W - TX_MARGIN_L - 12;
+  for (size_t k = 0; k < p->n_s; k++) {
+    const tx_plot_series *s = &p->s[k];
+    if (!tx_plot_series_drawn(s)) continue;
+    for (size_t i = 0; i < p->n_x; i++) {
+      if (!s->why[i]) continue;
+      size_t j = i;
+      while (j + 1 < p->n_x && s->why[j + 1] && strcmp(s->why[j + 1], s->why[i]) == 0) j++;
+      if (lines == MAX_NOTES - 1 && f) {
+        more++;
+        i = j;
+        continue;
+      }
+      char text[640];
+      int len = i == j ? snprintf(text, sizeof text, "%s, n=%lld: ", s->kernel, (long long)p->x[i])
+                       : snprintf(text, sizeof text, "%s, n=%lld..%lld: ", s->kernel,
+                                  (long long)p->x[i], (long long)p->x[j]);
+      snprintf(text + len, sizeof text - (size_t)len, "%s", s->why[i]);
+      if (f) {
+        size_t keep = (size_t)(width / tx_text_width("m", 9)), chars = 0, at = 0;
+        for (; text[at] && chars < keep; at++) chars += ((unsigned char)text[at] & 0xc0) != 0x80;
+        while (((unsigned char)text[at] & 0xc0) == 0x80) at++;
+        fprintf(f, "<text class='note' x='%.1f' y='%.1f' font-size='9' fill='#444'><title>", fr->x0,
+                y + TX_NOTE_H * (double)lines);
+        tx_svg_text(f, text);
+        fputs("</title>", f);
+        char cut = text[at];
+        text[at] = '\0';
+        tx_svg_text(f, text);
+        fputs(cut ? "\xe2\x80\xa6</text>\n" : "</text>\n", f);
+      }
+      lines++;
+      i = j;
+    }
+  }
+  if (more)
+    fprintf(f,
+            "<text class='note' x='%.1f' y='%.1f' font-size='9' fill='#444'>and %zu more: "
+            "hover the x marks, or see the source</text>\n",
+            fr->x0, y + TX_NOTE_H * (double)lines++, more);
+  return lines < MAX_NOTES ? lines : MAX_NOTES;
+}
+
+static tx_frame panel_frame(const tx_plot_panel *p, size_t column, double top, double *first) {
+  double lo, hi;
+  time_range(p, &lo, &hi, first);
+  return tx_frame_at(column, top, (double)p->x[0], (double)p->x[p->n_x - 1], lo, hi);
+}
+
+static void draw_panel(FILE *f, const tx_plot *pl, const tx_plot_panel *p, size_t column,
+                       double top, const tx_plot_styles *st) {
+  double first;
+  tx_frame fr = panel_frame(p, column, top, &first);
+  static tx_taken tk; /* not on the stack; txtune draws one panel at a time */
   tk.n = 0;
-  take_panel(&tk, &fr, p);
+  take_panel(&tk, &fr, p, 0);
   tx_axes(f, &fr, p->x, p->n_x, p->title);
   if (p->n_x > 1 && isfinite(first)) guides(f, &fr, p, first, &tk);
-  curves(f, &fr, p);
-  crossovers(f, &fr, p, &tk);
+  for (size_t k = 0; k < p->n_s; k++)
+    if (tx_plot_series_drawn(&p->s[k])) curve(f, &fr, p, k, tx_plot_style_of(st, p->s[k].kernel));
+  crossovers(f, &fr, p, st, &tk); /* at the top, over the lines: the kernels' labels go round */
+  end_labels(f, &fr, p, st, &tk);
+  take_panel(&tk, &fr, p, 1);
+  for (size_t k = 0; k < p->n_s; k++) {
+    size_t a, b;
+    int timed = time_span(&p->s[k], p->n_x, &a, &b);
+    if (tx_plot_series_drawn(&p->s[k]) && (!timed || b + 1 < p->n_x))
+      stop_label(f, pl, &fr, p, k, tx_plot_style_of(st, p->s[k].kernel), &tk);
+  }
+  fprintf(f,
+          "<text x='%.1f' y='%.1f' fill='#888' font-size='9'>slope: least squares on log-log, "
+          "3+ points</text>\n",
+          fr.x0 + fr.w + 8, fr.y0 + fr.h + 30);
+  notes(f, &fr, p);
 }
 
 int tx_plot_write_svg(const tx_plot *pl, const char *source, FILE *f) {
-  /* the first panel fills a row: the panels of one class each start on the next */
-  size_t slot = tx_plot_has_best(pl) ? TX_COLUMNS : 0;
-  size_t rows = (slot + tx_plot_count_drawable(pl) + TX_COLUMNS - 1) / TX_COLUMNS;
+  tx_plot_styles st;
+  if (tx_plot_styles_init(&st, pl) != 0) return -1;
+  size_t *idx = calloc(pl->n ? pl->n : 1, sizeof *idx), n_draw = 0;
+  double *row_h = calloc(pl->n ? pl->n : 1, sizeof *row_h);
+  if (!idx || !row_h) {
+    free(idx);
+    free(row_h);
+    tx_plot_styles_free(&st);
+    return -1;
+  }
+  /* each row is as tall as its panel with the most lines of notes */
+  double height = tx_plot_has_best(pl) ? TX_PANEL_H : 0, first;
+  for (size_t i = 0; i < pl->n; i++)
+    if (tx_plot_panel_drawn(&pl->panels[i])) {
+      tx_frame fr = panel_frame(&pl->panels[i], 0, 0, &first);
+      double h = TX_PANEL_H + TX_NOTE_H * (double)notes(NULL, &fr, &pl->panels[i]);
+      row_h[n_draw / TX_COLUMNS] = fmax(row_h[n_draw / TX_COLUMNS], h);
+      idx[n_draw++] = i;
+    }
+  for (size_t r = 0; r * TX_COLUMNS < n_draw; r++) height += row_h[r];
   fprintf(f,
           "<?xml version='1.0' encoding='UTF-8'?>\n<svg xmlns='http://www.w3.org/2000/svg' "
-          "width='%d' height='%zu' font-family='sans-serif' font-size='11'>\n"
+          "width='%d' height='%.0f' font-family='sans-serif' font-size='11'>\n"
           "<rect width='100%%' height='100%%' fill='white'/>\n<title>txtune: time against n, ",
-          TX_COLUMNS * TX_PANEL_W, rows * TX_PANEL_H + 10);
+          TX_COLUMNS * TX_PANEL_W, height + 10);
   tx_svg_text(f, source);
   fputs("</title>\n", f);
-  if (slot) tx_plot_draw_price(f, pl);
-  for (size_t i = 0; i < pl->n; i++)
-    if (pl->panels[i].n_x > 0 && pl->panels[i].n_s > 0) draw_panel(f, &pl->panels[i], slot++);
+  tx_plot_marker_defs(f);
+  double top = 0;
+  if (tx_plot_has_best(pl)) { /* the first panel fills a row */
+    tx_plot_draw_price(f, pl, &st);
+    top = TX_PANEL_H;
+  }
+  for (size_t d = 0; d < n_draw; d++) {
+    draw_panel(f, pl, &pl->panels[idx[d]], d % TX_COLUMNS, top, &st);
+    if (d % TX_COLUMNS == TX_COLUMNS - 1) top += row_h[d / TX_COLUMNS];
+  }
   fputs("</svg>\n", f);
+  free(idx);
+  free(row_h);
+  tx_plot_styles_free(&st);
   return ferror(f) ? -1 : 0;
 }

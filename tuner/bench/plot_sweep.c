@@ -94,15 +94,26 @@ static tx_plot_panel *panel_of(sweep_reader *r, const txattn_problem *p) {
   return panel;
 }
 
-/* Kernels that did not run here (unusable, not applicable, failed) have no time to draw; a failed
-   one is marked. */
+/* Kernels that did not run here (unusable, not applicable, failed) have no time to draw: a failed
+   one is marked, and each keeps its reason. */
 static int read_kernel(sweep_reader *r, const json_t *k, const char *where, tx_plot_panel *panel,
                        int64_t n) {
   const char *name = json_string_value(json_object_get(k, "name"));
   const char *status = json_string_value(json_object_get(k, "status"));
   if (!name || !status) return bad(r, where, "expected strings in .name and .status");
-  if (strcmp(status, "failed") == 0) tx_plot_fail(r->pl, panel, name, n);
-  if (strcmp(status, "ok") != 0) return 0;
+  if (strcmp(status, "ok") != 0) {
+    const char *reason = json_string_value(json_object_get(k, "reason"));
+    int failed = strcmp(status, "failed") == 0;
+    char word[32], why[512];
+    snprintf(word, sizeof word, "%s", status);
+    for (char *c = word; *c; c++) *c = *c == '_' ? ' ' : *c; /* "not_applicable" in words */
+    if (failed)                                              /* the x says so */
+      snprintf(why, sizeof why, "%s", reason ? reason : "");
+    else
+      snprintf(why, sizeof why, "%s%s%s", word, reason ? ": " : "", reason ? reason : "");
+    tx_plot_mark(r->pl, panel, name, n, failed, why);
+    return 0;
+  }
   const json_t *t = json_object_get(k, "median_s");
   if (!json_is_number(t) || !(json_number_value(t) > 0))
     return bad(r, where, "a kernel with status \"ok\" needs .median_s > 0");
@@ -150,6 +161,7 @@ static void fill_best(const sweep_reader *r) {
           tx_plot_best_set(r->pl, &r->pl->best[k], p->s[s].kernel, p->x[i], p->s[s].t[i]);
   }
   r->pl->best_is = "the fastest exact kernel";
+  r->pl->untimed = "not measured";
 }
 
 int tx_plot_from_sweep(const void *root_, const char *path, tx_plot *pl) {

@@ -37,7 +37,8 @@ static int all_f32(const txattn_table_class *c) {
          c->v_type == TXATTN_DTYPE_F32 && c->o_type == TXATTN_DTYPE_F32;
 }
 
-/* The kernels the profile excluded at a point of this panel (failed to plan, or inexact). */
+/* The kernels the profile excluded at a point of this panel (failed to plan, or inexact), and
+   why. */
 static void mark_failures(const txattn_table *t, const txattn_table_class *c, int64_t r,
                           tx_plot *pl, tx_plot_panel *p) {
   txattn_table_header h = TXATTN_TABLE_HEADER_INIT;
@@ -45,7 +46,7 @@ static void mark_failures(const txattn_table *t, const txattn_table_class *c, in
   for (size_t i = 0; i < h.n_excluded; i++) {
     txattn_table_exclusion x = TXATTN_TABLE_EXCLUSION_INIT;
     if (txattn_table_exclusion_get(t, i, &x) == TXATTN_OK && same_class(&x.cls, c) && x.r == r)
-      tx_plot_fail(pl, p, x.kernel, x.n);
+      tx_plot_mark(pl, p, x.kernel, x.n, 1, x.reason);
   }
 }
 
@@ -148,6 +149,7 @@ static void fill_best(const txattn_table *t, size_t n_classes, tx_plot *pl) {
     }
   }
   pl->best_is = "the kernel the table chose";
+  pl->untimed = "dropped"; /* the profile stops timing a kernel that loses by far */
 }
 
 int tx_plot_from_table(const char *path, tx_plot *pl) {
