@@ -61,7 +61,9 @@ typedef struct txattn__dispatcher {
    TXATTN_KERNEL_THREADED kernels, else 1; ties go to the smaller name. A third-party kernel
    (not shipped: txattn__plugin_shipped) that the loaded table does not list as a measured
    candidate anywhere is ranked after every shipped or measured candidate, whatever its
-   speed_hint, and the reason line says so. A named kernel that is
+   speed_hint, and the reason line says so. With a partly valid table (TXATTN_TABLE_PARTIAL) the
+   kernels it did not measure are ranked by that estimate beside the table's choice, which one of
+   them displaces only if it is not demoted and the estimate predicts it faster. A named kernel that is
    unknown fails with E_NOT_FOUND, one that cannot run here or cannot do r with E_UNSUPPORTED.
    Kernels in skip are not chosen (a table's choice among them hands over to the estimate); when
    skip leaves no candidate, *out is NULL and the status OK. End with txattn__dispatch_end. */
