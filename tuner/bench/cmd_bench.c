@@ -587,9 +587,10 @@ static void print_verdict(const bench_run *r, int rc) {
         if (!*text) failure_text(r, pt, k, text, sizeof text);
         if (*text) list_add(why, sizeof why, ", ", text);
       }
-      snprintf(text, sizeof text, "no kernel was measured%s: %s", at,
+      char line[1300];
+      snprintf(line, sizeof line, "no kernel was measured%s: %s", at,
                *why ? why : "none was selected ('txtune list' shows why)");
-      list_add(fails, sizeof fails, "; ", text);
+      list_add(fails, sizeof fails, "; ", line);
       continue;
     }
     for (size_t k = 0; k < r->n_sel; k++) {
