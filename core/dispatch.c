@@ -197,7 +197,7 @@ static txattn_status rank(txattn__dispatcher *d) {
       any_demoted |= d->demoted[i];
     }
     /* a table lifts the demotion only where it measured the kernel the winner: its times there,
-       on this very build of its file (a table whose plugin builds differ is not loaded), are
+       on this very build of its file (a candidate of another build is left unbound), are
        evidence; its word elsewhere is not */
     if (any_demoted) txattn__table_won_around(ctx, d->r, d->demoted);
   }
@@ -271,6 +271,53 @@ static txattn_status by_estimate(txattn__dispatcher *d, const txattn__kernel **o
   return TXATTN_OK;
 }
 
+/* Where a partly valid table chose W, the kernels it did not measure (a new plugin, another build)
+   are ranked by the estimate beside W: the one it predicts fastest takes the shape when the same
+   estimate predicts it faster than W. A third-party one is ranked after W, as after every measured
+   kernel, whatever it claims (demoted): measured times are not displaced on a kernel's own word.
+   Such kernels that claim to be faster than W are named in the reason. */
+static txattn_status beside_table(txattn__dispatcher *d, const txattn__kernel **out,
+                                  const int64_t **tunables, char *why, size_t size) {
+  const txattn_context *ctx = d->ctx;
+  const unsigned char *unmeasured = ctx->table->unmeasured;
+  if (ctx->table->n_unmeasured == 0) return TXATTN_OK;
+  TXATTN_FORWARD_IF_ERROR(rank(d));
+  const double tw = d->est[index_of(ctx, *out)];
+  size_t best = ctx->reg.n_kernels, claims = 0;
+  for (size_t i = 0; i < ctx->reg.n_kernels; i++) {
+    if (!unmeasured[i] || !(d->est[i] >= 0) || !(d->est[i] < tw)) continue;
+    if (d->demoted[i])
+      claims++;
+    else if (best == ctx->reg.n_kernels || d->est[i] < d->est[best])
+      best = i;
+  }
+  if (best == ctx->reg.n_kernels) {
+    size_t used = strlen(why);
+    for (size_t i = 0, listed = 0; claims > 0 && i < ctx->reg.n_kernels && used < size; i++) {
+      if (!(unmeasured[i] && d->demoted[i] && d->est[i] >= 0 && d->est[i] < tw)) continue;
+      char t[32];
+      int n = snprintf(why + used, size - used, "%s%s (claims %s)",
+                       listed++ ? ", " : "; not measured by the table, third-party, ranked after: ",
+                       ctx->reg.kernels[i].desc->name, txattn__fmt_time(d->est[i], t, sizeof t));
+      used += n > 0 ? (size_t)n : 0;
+    }
+    return TXATTN_OK;
+  }
+  char t1[32], t2[32], table_why[384];
+  snprintf(table_why, sizeof table_why, "%s", why);
+  const txattn__kernel *w = *out;
+  *out = &ctx->reg.kernels[best];
+  *tunables = NULL;
+  snprintf(why, size,
+           "estimate beside the table: %s %s < the table's choice %s %s (%s is not measured by "
+           "the table: a new plugin or another build); %s",
+           (*out)->desc->name, txattn__fmt_time(d->est[best], t1, sizeof t1), w->desc->name,
+           txattn__fmt_time(tw, t2, sizeof t2), (*out)->desc->name, table_why);
+  snprintf(d->context, sizeof d->context, "the estimate's choice beside the table, %s, failed",
+           (*out)->desc->name);
+  return TXATTN_OK;
+}
+
 txattn_status txattn__dispatch_first(txattn__dispatcher *d, const txattn_context *ctx,
                                      const txattn_problem *r, const char *explicit_name,
                                      const txattn__failures *skip, const txattn__kernel **out,
@@ -283,6 +330,7 @@ txattn_status txattn__dispatch_first(txattn__dispatcher *d, const txattn_context
   d->table_choice = NULL;
   d->est = NULL;
   d->demoted = NULL;
+  d->context[0] = '\0';
   *tunables = NULL;
   *out = NULL;
   if (explicit_name != NULL) {
@@ -298,7 +346,7 @@ txattn_status txattn__dispatch_first(txattn__dispatcher *d, const txattn_context
   if (ctx->reg.n_kernels == 0) return none_loaded(ctx);
   if (txattn__table_choose(ctx, r, out, tunables, why, size)) {
     d->table_choice = *out;
-    if (!skipped(skip, *out)) return TXATTN_OK;
+    if (!skipped(skip, *out)) return beside_table(d, out, tunables, why, size);
     snprintf(d->context, sizeof d->context, "the table's choice %s failed", (*out)->desc->name);
     *out = NULL;
     *tunables = NULL;
@@ -313,7 +361,7 @@ txattn_status txattn__dispatch_next(txattn__dispatcher *d, const txattn__kernel 
   *out = NULL;
   *tunables = NULL;
   if (d->fixed) return TXATTN_OK;
-  if (d->est == NULL && d->table_choice != NULL) /* the table's choice failed to plan */
+  if (d->context[0] == '\0' && d->table_choice != NULL) /* the table's choice failed to plan */
     snprintf(d->context, sizeof d->context, "the table's choice %s failed",
              d->table_choice->desc->name);
   return by_estimate(d, out, why, size);

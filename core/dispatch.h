@@ -63,7 +63,9 @@ typedef struct txattn__dispatcher {
    (not shipped: txattn__plugin_shipped) that the loaded table did not measure the winner around
    r (in r's class, within the n and r of the points there it won: txattn__table_won_around) is
    ranked after every shipped or measured candidate, whatever its speed_hint, and the reason line
-   says so. A named kernel that is
+   says so. With a partly valid table (TXATTN_TABLE_PARTIAL) the kernels it did not measure are
+   ranked by that estimate beside the table's choice, which one of them displaces only if it is not
+   demoted and the estimate predicts it faster. A named kernel that is
    unknown fails with E_NOT_FOUND, one that cannot run here or cannot do r with E_UNSUPPORTED.
    Kernels in skip are not chosen (a table's choice among them hands over to the estimate); when
    skip leaves no candidate, *out is NULL and the status OK. End with txattn__dispatch_end. */

@@ -40,7 +40,7 @@ enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
 
 static void usage(FILE *f) {
   fprintf(f, "Usage: txtune <command> [options]\n"
-             "       txtune <command> --help\n"
+             "       txtune help [<command>]    (or txtune <command> --help)\n"
              "       txtune --version\n"
              "\nExact scaled-dot-product attention: inspect, verify and time the kernels of "
              "libtxattn.\n\nCommands:\n");
@@ -63,6 +63,45 @@ static const tx_command *find_command(const char *name) {
   return NULL;
 }
 
+/* "txtune: unknown command 'bnech' (did you mean 'bench'?)" and the usage, on stderr. */
+static int unknown(const char *what, const char *word) {
+  const char *names[N_COMMANDS + 1];
+  char near[160];
+  if (word[0] == '-') { /* the options of txtune itself */
+    static const char *const options[] = {"help", "version"};
+    tx_did_you_mean(word + (word[1] == '-' ? 2 : 1), options, 2, "--", near, sizeof near);
+  } else {
+    for (int i = 0; i < N_COMMANDS; i++) names[i] = commands[i].name;
+    names[N_COMMANDS] = "help";
+    tx_did_you_mean(word, names, N_COMMANDS + 1, "", near, sizeof near);
+  }
+  fprintf(stderr, "%s: unknown %s '%s'%s\n", what, word[0] == '-' ? "option" : "command", word,
+          near);
+  usage(stderr);
+  return TX_EXIT_USAGE;
+}
+
+/* txtune help: the usage; txtune help COMMAND: that command's --help. */
+static int help(int argc, char **argv) {
+  if (argc == 2) {
+    usage(stdout);
+    return TX_EXIT_OK;
+  }
+  if (argc > 3) {
+    fprintf(stderr, "txtune help: one command at most, got '%s' and '%s'\n", argv[2], argv[3]);
+    usage(stderr);
+    return TX_EXIT_USAGE;
+  }
+  if (strcmp(argv[2], "help") == 0) {
+    usage(stdout);
+    return TX_EXIT_OK;
+  }
+  const tx_command *c = find_command(argv[2]);
+  if (!c) return unknown("txtune help", argv[2]);
+  char *help_argv[] = {argv[2], "--help", NULL};
+  return c->run(2, help_argv);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     usage(stderr);
@@ -77,17 +116,10 @@ int main(int argc, char **argv) {
     version();
     return TX_EXIT_OK;
   }
-  if (strcmp(cmd, "help") == 0 && argc == 3 && find_command(argv[2])) { /* txtune help bench */
-    char *help_argv[] = {argv[2], "--help", NULL};
-    return find_command(argv[2])->run(2, help_argv);
-  }
+  if (strcmp(cmd, "help") == 0) return help(argc, argv);
   if (strcmp(cmd, "__check-server") == 0) /* txtune profile's own child (profile_isolate.h) */
     return tx_cmd_check_server(argc - 1, argv + 1);
   const tx_command *c = find_command(cmd);
-  if (!c) {
-    fprintf(stderr, "txtune: unknown %s '%s'\n", cmd[0] == '-' ? "option" : "command", cmd);
-    usage(stderr);
-    return TX_EXIT_USAGE;
-  }
+  if (!c) return unknown("txtune", cmd);
   return c->run(argc - 1, argv + 1);
 }

@@ -1,7 +1,9 @@
 /* Binding a dispatch table to a context's kernels. A table's tunables are checked against what
  * the kernel declares here: a kernel whose build is unchanged declares what it declared when the
  * table was measured, so a mismatch means the table was edited or made elsewhere, and the whole
- * table is then treated as stale rather than trusted in part. */
+ * table is then treated as stale rather than trusted in part. A kernel of another build than the
+ * table measured is left unbound (its candidates name no kernel, as if it were not loaded): its
+ * tunables may differ and its times no longer hold. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,9 +14,16 @@
 #include "table_bind.h"
 #include "table_model.h"
 
-static const txattn__kernel *kernel_named(const txattn_context *ctx, const char *name) {
+/* ctx's kernel of that name, NULL if none; *other_build is set when it has one the table did not
+   measure (unmeasured, may be NULL) and NULL is returned. */
+static const txattn__kernel *kernel_named(const txattn_context *ctx, const char *name,
+                                          const unsigned char *unmeasured, int *other_build) {
+  *other_build = 0;
   for (size_t i = 0; i < ctx->reg.n_kernels; i++)
-    if (strcmp(ctx->reg.kernels[i].desc->name, name) == 0) return &ctx->reg.kernels[i];
+    if (strcmp(ctx->reg.kernels[i].desc->name, name) == 0) {
+      *other_build = unmeasured != NULL && unmeasured[i];
+      return *other_build ? NULL : &ctx->reg.kernels[i];
+    }
   return NULL;
 }
 
@@ -54,14 +63,16 @@ static int cand_fits(const txattn__kernel *k, const txattn__cand *c, char *why, 
   return 1;
 }
 
-int txattn__table_fits(const txattn_table *t, const txattn_context *ctx, char *why, size_t size) {
+int txattn__table_fits(const txattn_table *t, const txattn_context *ctx,
+                       const unsigned char *unmeasured, char *why, size_t size) {
   char inner[384], cls[96];
+  int other_build;
   for (size_t i = 0; i < t->n_classes; i++) {
     const txattn__class *c = &t->classes[i];
     for (size_t j = 0; j < c->n_points; j++)
       for (size_t k = 0; k < c->points[j].n_cands; k++) {
         const txattn__cand *x = &c->points[j].cands[k];
-        const txattn__kernel *kk = kernel_named(ctx, x->kernel);
+        const txattn__kernel *kk = kernel_named(ctx, x->kernel, unmeasured, &other_build);
         if (kk == NULL || cand_fits(kk, x, inner, sizeof inner)) continue;
         txattn_table_class_describe(&c->key, cls, sizeof cls);
         snprintf(why, size, "classes[%zu] (%s) n=%" PRId64 " r=%" PRId64 ": %s", i, cls,
@@ -72,8 +83,10 @@ int txattn__table_fits(const txattn_table *t, const txattn_context *ctx, char *w
   return 1;
 }
 
-static int bind_cand(const txattn_context *ctx, txattn__cand *x) {
-  x->k = kernel_named(ctx, x->kernel);
+static int bind_cand(const txattn_context *ctx, const unsigned char *unmeasured, txattn__cand *x) {
+  int other_build;
+  x->k = kernel_named(ctx, x->kernel, unmeasured, &other_build);
+  x->other_build = (unsigned char)other_build;
   free(x->kvals);
   x->kvals = NULL;
   if (x->k == NULL || x->k->desc->n_tunables == 0) return 1;
@@ -83,12 +96,13 @@ static int bind_cand(const txattn_context *ctx, txattn__cand *x) {
   return 1;
 }
 
-int txattn__table_bind(txattn_table *t, const txattn_context *ctx) {
+int txattn__table_bind(txattn_table *t, const txattn_context *ctx,
+                       const unsigned char *unmeasured) {
   for (size_t i = 0; i < t->n_classes; i++) {
     txattn__class *c = &t->classes[i];
     for (size_t j = 0; j < c->n_points; j++)
       for (size_t k = 0; k < c->points[j].n_cands; k++)
-        if (!bind_cand(ctx, &c->points[j].cands[k])) return 0;
+        if (!bind_cand(ctx, unmeasured, &c->points[j].cands[k])) return 0;
   }
   return 1;
 }

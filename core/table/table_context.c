@@ -1,7 +1,10 @@
 /* The dispatch table of a context: which file (txattn_options.table_path, else $TXATTN_TABLE,
  * else the default location), loading it at txattn_context_create, and the state callers and
  * `txtune show` read. A table that is missing, malformed or stale never fails the context: the
- * built-in estimate chooses instead, and the state says exactly why and what fixes it. */
+ * built-in estimate chooses instead, and the state says exactly why and what fixes it. A table
+ * whose machine and library match but whose plugins differ (one new, another build, one gone) is
+ * partly valid: it stays followed for the kernels it measured as they are, since a new plugin
+ * must not throw away the tuning of the others. */
 #define _GNU_SOURCE /* secure_getenv, as for the plugin path */
 #include <errno.h>
 #include <stdarg.h>
@@ -106,8 +109,28 @@ static txattn_status load(txattn__ctx_table *ct, const txattn_context *ctx, cons
                ? TXATTN_OK
                : TXATTN_E_NOMEM;
   char diffs[2048];
-  if (txattn__table_differences(t, ctx, diffs, sizeof diffs) > 0 ||
-      !txattn__table_fits(t, ctx, diffs, sizeof diffs)) {
+  unsigned char *unmeasured = NULL;
+  size_t n_unmeasured = 0, n_same = 0;
+  if (txattn__table_header_differences(t, ctx, NULL, 0) == 0) {
+    unmeasured = calloc(ctx->reg.n_kernels + 1, 1);
+    if (unmeasured == NULL) {
+      txattn__tm_free(t);
+      return TXATTN_E_NOMEM;
+    }
+    for (size_t j = 0; j < ctx->reg.n_plugins; j++)
+      n_same += (size_t)txattn__table_plugin_measured(t, &ctx->reg.plugins[j]);
+    for (size_t i = 0; i < ctx->reg.n_kernels; i++) {
+      unmeasured[i] =
+          !txattn__table_plugin_measured(t, txattn__kernel_plugin(ctx, &ctx->reg.kernels[i]));
+      n_unmeasured += unmeasured[i];
+    }
+  }
+  /* stale: another machine or library, no plugin it measured is here as it measured it, or
+     tunables a kernel it measured does not declare */
+  if (unmeasured == NULL || n_same == 0 ||
+      !txattn__table_fits(t, ctx, unmeasured, diffs, sizeof diffs)) {
+    if (unmeasured == NULL || n_same == 0) txattn__table_differences(t, ctx, diffs, sizeof diffs);
+    free(unmeasured);
     txattn__tm_free(t);
     return set_state(ct, TXATTN_TABLE_STALE, "stale table %s%s%s%s: %s: " FIX, ct->path, from, src,
                      from_end, diffs)
@@ -116,13 +139,33 @@ static txattn_status load(txattn__ctx_table *ct, const txattn_context *ctx, cons
   }
   size_t points = 0;
   for (size_t i = 0; i < t->n_classes; i++) points += t->classes[i].n_points;
-  if (!txattn__table_bind(t, ctx) ||
-      !set_state(ct, TXATTN_TABLE_LOADED, "loaded %s%s%s%s: %zu classes, %zu points, made %s",
-                 ct->path, from, src, from_end, t->n_classes, points, t->created)) {
+  int partial = txattn__table_plugin_differences(t, ctx, diffs, sizeof diffs) > 0;
+  int ok = txattn__table_bind(t, ctx, unmeasured);
+  if (ok && partial)
+    ok = set_state(ct, TXATTN_TABLE_PARTIAL,
+                   "partly valid table %s%s%s%s: %zu classes, %zu points, made %s, followed for "
+                   "the kernels it measured; %s: %s",
+                   ct->path, from, src, from_end, t->n_classes, points, t->created, diffs,
+                   n_unmeasured > 0
+                       ? "the estimate ranks the kernels it did not measure beside the table's "
+                         "choice (a third-party kernel never displaces it); `txtune profile "
+                         "--update` measures them"
+                       : "`txtune profile --update` rewrites it for the plugins loaded here");
+  else if (ok)
+    ok = set_state(ct, TXATTN_TABLE_LOADED, "loaded %s%s%s%s: %zu classes, %zu points, made %s",
+                   ct->path, from, src, from_end, t->n_classes, points, t->created);
+  if (!ok) {
+    free(unmeasured);
     txattn__tm_free(t);
     return TXATTN_E_NOMEM;
   }
   ct->table = t;
+  if (partial) {
+    ct->unmeasured = unmeasured;
+    ct->n_unmeasured = n_unmeasured;
+  } else {
+    free(unmeasured);
+  }
   return TXATTN_OK;
 }
 
@@ -141,6 +184,7 @@ txattn_status txattn__context_table_load(txattn_context *ctx, const char *option
 void txattn__context_table_free(txattn__ctx_table *ct) {
   if (ct == NULL) return;
   txattn__tm_free(ct->table);
+  free(ct->unmeasured);
   free(ct->path);
   free(ct->state);
   free(ct);
@@ -169,5 +213,5 @@ const char *txattn_context_table_path(const txattn_context *ctx) {
 
 const txattn_table *txattn_context_table(const txattn_context *ctx) {
   if (ctx == NULL) txattn__fail(TXATTN_E_INVALID, "txattn_context_table: ctx is NULL");
-  return ctx && ctx->table ? ctx->table->table : NULL;
+  return ctx && txattn__table_followed(ctx->table) ? ctx->table->table : NULL;
 }

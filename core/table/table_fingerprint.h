@@ -4,11 +4,22 @@
 
 #include <stddef.h>
 
+#include "loader.h"
 #include "txattn/table.h"
 
 /* The number of header fields that differ between t and ctx (library version, machine fingerprint,
    plugins and their builds); why (may be NULL) gets each, with the table's value and ctx's. */
 int txattn__table_differences(const txattn_table *t, const txattn_context *ctx, char *why,
                               size_t size);
+/* The same for the library version and the machine alone: any of them makes the whole table stale. */
+int txattn__table_header_differences(const txattn_table *t, const txattn_context *ctx, char *why,
+                                     size_t size);
+/* The same for the plugins alone: a plugin t lists with another version or build, one t lists that
+   ctx has not loaded and one ctx loaded that t does not list, each changed or new one with its
+   kernels (which t did not measure). */
+int txattn__table_plugin_differences(const txattn_table *t, const txattn_context *ctx, char *why,
+                                     size_t size);
+/* 1 if t lists plugin p with p's version and build: t measured p's kernels as they are. */
+int txattn__table_plugin_measured(const txattn_table *t, const txattn__plugin *p);
 
 #endif

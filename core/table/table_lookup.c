@@ -94,7 +94,7 @@ static int no_table(const txattn__ctx_table *ct, char *why, size_t size) {
                            : txattn__why_not(why, size, "no dispatch table");
   return txattn__why_not(why, size,
                          "the dispatch table is %s (txattn_context_table_state says why)",
-                         ct->status == TXATTN_TABLE_STALE ? "stale" : "malformed");
+                         ct->status == TXATTN_TABLE_MALFORMED ? "malformed" : "stale");
 }
 
 /* v[*lo] <= x <= v[*hi] with *hi - *lo <= 1; 0 if x is outside v's range. */
@@ -191,7 +191,9 @@ static int viable(const txattn__point *p, size_t i, const txattn_problem *r, cha
       return 0;
   const char *why = NULL;
   if (x->k == NULL) {
-    if (noting) note(skipped, size, x->kernel, "is not loaded");
+    if (noting)
+      note(skipped, size, x->kernel,
+           x->other_build ? "was measured in another build" : "is not loaded");
     return 0;
   }
   if (!x->k->usable) {
@@ -205,11 +207,17 @@ static int viable(const txattn__point *p, size_t i, const txattn_problem *r, cha
   return 1;
 }
 
-/* Whether k is the winner (first candidate) of a surrounding point. At a tie (txattn__point.tie)
-   that winner is not the fastest: the profiler chose it among times within their noise. */
+/* Whether k is the winner of a surrounding point: its first candidate whose kernel the table
+   measured as it is here (the others follow fastest first, so when the profile's winner is gone
+   or another build, the fastest of the rest takes its place). At a tie (txattn__point.tie) the
+   winner is not the fastest: the profiler chose it among times within their noise. */
 static int wins_around(const around *a, const txattn__kernel *k) {
-  for (size_t i = 0; i < a->n; i++)
-    if (a->at[i].p->cands[0].k == k) return 1;
+  for (size_t i = 0; i < a->n; i++) {
+    const txattn__point *p = a->at[i].p;
+    size_t c = 0;
+    while (c < p->n_cands && p->cands[c].k == NULL) c++;
+    if (c < p->n_cands && p->cands[c].k == k) return 1;
+  }
   return 0;
 }
 
@@ -331,7 +339,7 @@ static const txattn__class *lookup_class(const txattn_table *t, const txattn_pro
 void txattn__table_won_around(const txattn_context *ctx, const txattn_problem *r,
                               unsigned char *demoted) {
   const txattn__ctx_table *ct = ctx->table;
-  if (ct == NULL || ct->status != TXATTN_TABLE_LOADED) return;
+  if (!txattn__table_followed(ct)) return;
   int64_t n, rr;
   char cls[96], why[320];
   const txattn__class *c =
@@ -355,7 +363,7 @@ int txattn__table_choose(const txattn_context *ctx, const txattn_problem *r,
                          const txattn__kernel **k, const int64_t **tunables, char *why,
                          size_t size) {
   const txattn__ctx_table *ct = ctx->table;
-  if (ct == NULL || ct->status != TXATTN_TABLE_LOADED) return no_table(ct, why, size);
+  if (!txattn__table_followed(ct)) return no_table(ct, why, size);
   int64_t n, rr;
   char inner[256];
   around a = {0};

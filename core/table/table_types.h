@@ -28,6 +28,7 @@ typedef struct txattn__cand {
      context has none; its tunables in the kernel's declared order (NULL if it declares none) */
   const struct txattn__kernel *k;
   int64_t *kvals;
+  unsigned char other_build; /* k is NULL because the table measured another build of it */
 } txattn__cand;
 
 typedef struct txattn__point {

@@ -222,9 +222,18 @@ TXATTN_API txattn_status txattn_table_load(const char *path, txattn_table **out)
 TXATTN_API txattn_status txattn_table_dump(const txattn_table *t, FILE *f);
 /* OK if the table fits ctx: same library version, machine fingerprint and plugins (name, version,
    build), and tunables that the named kernels declare. Else E_TABLE, and why (may be NULL) gets
-   every difference with the table's value and ctx's. */
+   every difference with the table's value and ctx's. A context follows a table that differs only
+   in its plugins in part (TXATTN_TABLE_PARTIAL): txattn_table_kernel_measured says for which
+   kernels. */
 TXATTN_API txattn_status txattn_table_check(const txattn_table *t, const txattn_context *ctx,
                                             char *why, size_t size);
+/* Whether t measured ctx's kernel `kernel` (txattn_kernel_get's index) as ctx has it: *measured 1
+   when t lists the kernel's plugin with the same version and build, else 0 (the plugin is new to
+   t, or t measured another version or build of it). why (may be NULL) says which, in one line.
+   Added after 0.2's first release. */
+TXATTN_API txattn_status txattn_table_kernel_measured(const txattn_table *t,
+                                                      const txattn_context *ctx, size_t kernel,
+                                                      int *measured, char *why, size_t size);
 
 /* ---- reading ---- */
 TXATTN_API txattn_status txattn_table_header_get(const txattn_table *t, txattn_table_header *out);
@@ -260,8 +269,8 @@ TXATTN_API txattn_status txattn_table_class_of(const txattn_problem *p, int thre
    would. */
 TXATTN_API int txattn_table_class_describe(const txattn_table_class *c, char *buf, size_t size);
 
-/* The table ctx loaded, NULL unless txattn_context_table_status(ctx) is TXATTN_TABLE_LOADED. It
-   lives as long as ctx. */
+/* The table ctx loaded, NULL unless txattn_context_table_status(ctx) is TXATTN_TABLE_LOADED or
+   TXATTN_TABLE_PARTIAL. It lives as long as ctx. */
 TXATTN_API const txattn_table *txattn_context_table(const txattn_context *ctx);
 
 #ifdef __cplusplus

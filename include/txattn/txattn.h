@@ -371,17 +371,25 @@ TXATTN_API txattn_status txattn_plan_create_tuned(txattn_context *ctx, const txa
 /* The dispatch table a context follows (txattn/table.h builds and reads tables). The context loads
    it at creation from txattn_options.table_path, else $TXATTN_TABLE, else
    $XDG_CACHE_HOME/txtune/dispatch.json, else ~/.cache/txtune/dispatch.json. A missing, malformed
-   or stale table never fails txattn_context_create: the built-in estimate chooses instead. */
+   or stale table never fails txattn_context_create: the built-in estimate chooses instead.
+   PARTIAL was added after 0.2's first release (the values before it are unchanged): a program that
+   tests for LOADED to learn whether the table is followed should test for PARTIAL too. */
 typedef enum txattn_table_status {
   TXATTN_TABLE_LOADED = 0,    /* followed by txattn_plan_create */
   TXATTN_TABLE_NONE = 1,      /* no file there, or tables are off (table_path "") */
-  TXATTN_TABLE_STALE = 2,     /* made for another machine, library or plugin build */
+  TXATTN_TABLE_STALE = 2,     /* made for another machine or library, or none of these plugins */
   TXATTN_TABLE_MALFORMED = 3, /* unreadable or not a valid table */
+  /* partly valid: made for this machine and library, but a plugin is new to it, another version
+     or build, or gone. It is followed for the kernels it measured as they are; the state names
+     the others, and `txtune profile --update` measures them (docs/dispatch_table.md) */
+  TXATTN_TABLE_PARTIAL = 4,
 } txattn_table_status;
 TXATTN_API txattn_table_status txattn_context_table_status(const txattn_context *ctx);
-/* The state in one line, naming the file: "loaded PATH: ...", "no table at PATH: run `txtune
-   profile` ...", "stale table PATH: machine.model is 85 in the table, 86 here; ...: run ...",
-   "malformed dispatch table PATH:3:14: ...". Lives as long as ctx. */
+/* The state in one line, naming the file: "loaded PATH: ...", "partly valid table PATH: ...;
+   plugin example 1.0.0 (...) is loaded here, not in the table (its kernel example.scalar is not
+   measured): ...", "no table at PATH: run `txtune profile` ...", "stale table PATH:
+   machine.model is 85 in the table, 86 here; ...: run ...", "malformed dispatch table
+   PATH:3:14: ...". Lives as long as ctx. */
 TXATTN_API const char *txattn_context_table_state(const txattn_context *ctx);
 /* The table file the context looked for; "" when none (tables off, or no location known). */
 TXATTN_API const char *txattn_context_table_path(const txattn_context *ctx);

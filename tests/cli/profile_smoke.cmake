@@ -231,7 +231,7 @@ if(DEFINED NODECODE_PLUGIN_PATH)
   run(profile "wrote .*: [1-9][0-9]* points, 2 classes of 6 left out, [1-9][0-9]* candidates excluded as inexact, 0 kernels failed to plan.*classes left out of the table[^\n]*\n  ${cls}: 1 point with no candidate left to time \\(1 inexact, 0 failed to plan; every other kernel declined\\)\n  ${cls} ragged: 1 point with no candidate left to time \\(1 inexact, 0 failed to plan; every other kernel declined\\)\n.*who wins where.*none d16/16 g1 t1 .*causal d16/16 g4 t1"
       profile --quick --d 16 --n-max 64 --threads 1 --budget 20
       --plugin-path "${NODECODE_PLUGIN_PATH}" -o "${OUT}")
-  run(show "here: fits this machine.*class none d16/16 g1 t1.*sloppy.scalar in ${cls} at n=193: not exact"
+  run(show "here: VALID: fits this machine.*class none d16/16 g1 t1.*sloppy.scalar in ${cls} at n=193: not exact"
       show --points --plugin-path "${NODECODE_PLUGIN_PATH}" "${OUT}")
   file(READ "${OUT}" table)
   string(JSON n_cls LENGTH "${table}" classes)
@@ -273,7 +273,7 @@ if(DEFINED CRASHY_PLUGIN_PATH)
 endif()
 run(profile "wrote .*: [1-9][0-9]* points.*who wins where.*none d16/16 g1 t1 .*causal d16/16 g1 t1 decode"
     profile --quick --d 16 --n-max 256 --threads 1,2 --budget ${BUDGET} -o "${OUT}")
-run(show "here: fits this machine.*class none d16/16 g1 t1" show "${OUT}")
+run(show "here: VALID: fits this machine.*class none d16/16 g1 t1" show "${OUT}")
 file(READ "${OUT}" table)
 # the grid has the kv=f16 decode class on the most threads (naive.scalar takes it)
 string(JSON combos GET "${table}" profile dtypes combinations)

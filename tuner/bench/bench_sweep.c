@@ -68,9 +68,13 @@ int tx_sweep_parse_mask(const tx_cmd_spec *spec, const tx_strlist *items, tx_swe
   axes->n_mask = 0;
   for (size_t i = 0; i < items->n; i++) {
     txattn_mask kind;
-    if (!tx_mask_parse(items->items[i], &kind))
-      return tx_args_usage_error(spec, "--mask expects none, causal or window, got '%s'",
-                                 items->items[i]);
+    if (!tx_mask_parse(items->items[i], &kind)) {
+      static const char *const kinds[] = {"none", "causal", "window"};
+      char near[96];
+      tx_did_you_mean(items->items[i], kinds, 3, "", near, sizeof near);
+      return tx_args_usage_error(spec, "--mask expects none, causal or window, got '%s'%s",
+                                 items->items[i], near);
+    }
     int seen = 0;
     for (size_t k = 0; k < axes->n_mask; k++) seen |= axes->mask[k] == (int)kind;
     if (seen) continue;

@@ -84,8 +84,10 @@ static const char about[] =
     "sequence and the batch padded to the longest; --lse also writes and verifies the\n"
     "log-sum-exp and times the call without it; --merge P also times the keys in P parts, each\n"
     "a call with lse, and txattn_merge of the partials. How it times and verifies: docs/bench.md.\n"
-    "Exit status: 0 ok; 1 a kernel failed, was not exact, or a named kernel could not run (at\n"
-    "any problem of a sweep); 2 usage error.";
+    "Exit status: 0 ok; 1 a kernel failed or was not exact, a kernel named with --kernel was\n"
+    "not run for --time-limit, or no kernel was measured (at any problem of a sweep); the last\n"
+    "line on stderr then says which and why. A named kernel that cannot run here or declines\n"
+    "the problem is a note; 2 usage error.";
 
 static void bench_opts_table(bench_run *r) {
   bench_opts *o = &r->o;
@@ -291,40 +293,56 @@ static void compare_serving(bench_run *r, const tx_bench_point *pt, size_t i, tx
     tx_bench_merge_compare(&r->b, &r->serving, plan_for_compare, &e, &to, &k->merge);
 }
 
+/* A probe's warm call must take this long (or a sixteenth of --time-limit if that is less) before
+   its time is extrapolated: a shorter one is mostly the call's fixed costs, which an extrapolation
+   by the pairs would multiply. */
+#define PROBE_MIN_S 5e-3
+
+/* The seconds of the warmer of two calls of plan after a first one (which pays for the caches,
+   the pages and the plan's workspace), or a negative value if a call failed. */
+static double warm_call(const txattn_plan *plan, const txattn_tensors *t) {
+  double best = -1;
+  for (int i = 0; i < 3; i++) {
+    const double t0 = tx_clock();
+    if (txattn_plan_execute(plan, t) != TXATTN_OK) return -1;
+    const double took = tx_clock() - t0;
+    if (i > 0 && (best < 0 || took < best)) best = took;
+  }
+  return best;
+}
+
 /* A call cannot be interrupted once started (it runs in this process), so --time-limit is honoured
-   by not starting a kernel whose one call would take longer: on a problem of 2^30 pair x head-size
-   products or more, the call's time is estimated from single calls at n / 256, n / 64, n / 16 and
-   n / 4 (n_q and n_kv alike, each about 16 times the work of the one before), scaled by the visible
-   pairs, and probing ends once a probe took a sixteenth of the limit. Returns 1, with k's state
-   and why set, to leave the kernel out. */
+   by not starting a kernel whose one call would take longer. Only a problem of 2^30 pair x
+   head-size products or more is probed: a smaller call of the same kernel, n_q and n_kv cut to
+   n / 256 (each at least 1) and doubled at each step, until its warm call (warm_call) takes
+   PROBE_MIN_S; only such a call measures the kernel's cost per pair, and its time, scaled by the
+   visible pairs, is the estimate. A probe that reaches n / 2 without taking that long is one whose
+   full call is short: it is run. Returns 1, with k's state and why set, to leave the kernel out. */
 static int over_limit(bench_run *r, const tx_bench_point *pt, size_t i, tx_bench_result *k) {
-  const double limit = r->o.limit_s;
+  const double limit = r->o.limit_s, enough = fmin(PROBE_MIN_S, limit / 16);
   if (!(limit > 0) || pt->pairs * (double)(pt->p.d_qk + pt->p.d_v) < 0x1p30) return 0;
-  for (int shift = 8; shift >= 2; shift -= 2) {
+  for (int shift = 8; shift >= 1; shift--) {
     tx_bench_point small = *pt;
-    small.p.n_q = pt->p.n_q >> shift;
-    small.p.n_kv = pt->p.n_kv >> shift;
+    small.p.n_q = pt->p.n_q >> shift > 0 ? pt->p.n_q >> shift : 1;
+    small.p.n_kv = pt->p.n_kv >> shift > 0 ? pt->p.n_kv >> shift : 1;
     small.p.ragged = 0; /* contiguous in the buffers; the estimate scales by the ragged pairs */
     const double pairs = txattn_problem_visible_pairs(&small.p);
-    if (small.p.n_q < 1 || small.p.n_kv < 1 || !(pairs > 0)) continue;
+    if (!(pairs > 0)) continue;
     txattn_plan *plan = NULL;
     if (plan_entry(r, &small, i, &plan) != TXATTN_OK) return 0; /* the full call says why */
     txattn_tensors t = r->b.t; /* contiguous, inside the full problem's buffers */
     t.q_layout = t.k_layout = t.v_layout = t.o_layout = (txattn_layout){0, 0, 0};
-    const double t0 = tx_clock();
-    txattn_status s = txattn_plan_execute(plan, &t);
-    const double took = tx_clock() - t0, estimate = took * pt->pairs / pairs;
+    const double took = warm_call(plan, &t), estimate = took * pt->pairs / pairs;
     txattn_plan_free(plan);
-    if (s != TXATTN_OK) return 0;
-    if (estimate > limit) {
-      k->state = TX_BENCH_OVER_LIMIT;
-      snprintf(k->why, sizeof k->why,
-               "one call would take about %.3g s (%.3g s at n_q %lld, n_kv %lld, scaled by the "
-               "visible pairs), over --time-limit %g s",
-               estimate, took, (long long)small.p.n_q, (long long)small.p.n_kv, limit);
-      return 1;
-    }
-    if (took > limit / 16) return 0;
+    if (took < 0) return 0; /* the full call says why */
+    if (took < enough) continue;
+    if (estimate <= limit) return 0;
+    k->state = TX_BENCH_OVER_LIMIT;
+    snprintf(k->why, sizeof k->why,
+             "one call would take about %.3g s (a warm call at n_q %lld, n_kv %lld took %.3g s; "
+             "scaled by the visible pairs), over --time-limit %g s",
+             estimate, (long long)small.p.n_q, (long long)small.p.n_kv, took, limit);
+    return 1;
   }
   return 0;
 }
@@ -481,7 +499,7 @@ const char *tx_bench_label(const tx_bench_setup *s, size_t i) {
 int tx_bench_kernel_failed(const tx_bench_setup *s, const tx_bench_point *pt, size_t i) {
   const tx_bench_result *k = &pt->res[i];
   return k->state == TX_BENCH_FAILED || (k->state == TX_BENCH_OK && !k->exact) ||
-         (k->state != TX_BENCH_OK && s->sel[i].requested) || tx_bench_merge_failed(k);
+         (k->state == TX_BENCH_OVER_LIMIT && s->sel[i].requested) || tx_bench_merge_failed(k);
 }
 
 int tx_bench_point_status(const tx_bench_setup *s, const tx_bench_point *pt) {
@@ -497,6 +515,96 @@ static int exit_code(const bench_run *r) {
   return TX_EXIT_OK;
 }
 
+/* Appends "<sep><text>" to the list in buf; a list that no longer fits ends in "...". */
+static void list_add(char *buf, size_t size, const char *sep, const char *text) {
+  size_t used = strlen(buf);
+  if (used >= 3 && strcmp(buf + used - 3, "...") == 0) return;
+  int n = snprintf(buf + used, size - used, "%s%s", used ? sep : "", text);
+  if (n < 0 || used + (size_t)n >= size) strcpy(buf + size - 4, "...");
+}
+
+/* Why entry i failed at pt, as tx_bench_kernel_failed judges it; "" if it did not. */
+static void failure_text(const bench_run *r, const tx_bench_point *pt, size_t i, char *buf,
+                         size_t size) {
+  const tx_bench_result *k = &pt->res[i];
+  const char *name = tx_bench_label(&r->setup, i);
+  buf[0] = '\0';
+  if (!tx_bench_kernel_failed(&r->setup, pt, i)) return;
+  if (k->state == TX_BENCH_FAILED)
+    snprintf(buf, size, "%s failed: %s", name, k->why);
+  else if (k->state == TX_BENCH_OVER_LIMIT)
+    snprintf(buf, size, "%s was not run: %s (raise --time-limit)", name, k->why);
+  else if (!k->exact)
+    snprintf(buf, size, "%s is not exact: %s", name, k->why);
+  else
+    snprintf(buf, size, "%s's merged result is not exact: %s", name, k->merge.why);
+}
+
+/* "tiled.avx512 cannot run here (...)": an entry that was not run for what it is, not for what it
+   did; "" for the others. */
+static void not_run_text(const bench_run *r, const tx_bench_point *pt, size_t i, char *buf,
+                         size_t size) {
+  const tx_bench_result *k = &pt->res[i];
+  const char *name = tx_bench_label(&r->setup, i);
+  buf[0] = '\0';
+  if (k->state == TX_BENCH_UNUSABLE)
+    snprintf(buf, size, "%s cannot run here (%s)", name, k->why);
+  else if (k->state == TX_BENCH_NOT_APPLICABLE)
+    snprintf(buf, size, "%s declines the problem (%s)", name, k->why);
+  else if (k->state == TX_BENCH_OVER_LIMIT && !tx_bench_kernel_failed(&r->setup, pt, i))
+    snprintf(buf, size, "%s was not run (%s)", name, k->why);
+}
+
+/* The last lines, on stderr: a note per kernel named with --kernel that was not run for what it is
+   (it cannot run here or declines the problem: a note, unless no kernel was measured), and, when
+   the run fails, one line that says what failed and why. */
+static void print_verdict(const bench_run *r, int rc) {
+  char fails[1200] = "", text[600], shape[400];
+  fflush(stdout); /* these lines come last, also where both streams go to one file */
+  for (size_t k = 0; k < r->n_sel; k++) { /* notes: once per kernel, at its first problem */
+    if (!r->sel[k].requested) continue;
+    for (size_t p = 0; p < r->n_pts; p++) {
+      not_run_text(r, &r->pts[p], k, text, sizeof text);
+      if (!*text || r->pts[p].fastest < 0) continue;
+      tx_bench_shape(&r->pts[p].p, &r->serving, shape, sizeof shape);
+      fprintf(stderr, "txtune bench: note: %s%s%s; not timed\n", text, r->sweep ? " at " : "",
+              r->sweep ? shape : "");
+      break;
+    }
+  }
+  if (rc == TX_EXIT_OK) return;
+  for (size_t p = 0; p < r->n_pts; p++) {
+    const tx_bench_point *pt = &r->pts[p];
+    char at[420] = "";
+    if (r->sweep) {
+      tx_bench_shape(&pt->p, &r->serving, shape, sizeof shape);
+      snprintf(at, sizeof at, " at %s", shape);
+    }
+    if (pt->fastest < 0) {
+      char why[800] = "";
+      for (size_t k = 0; k < r->n_sel; k++) {
+        not_run_text(r, pt, k, text, sizeof text);
+        if (!*text) failure_text(r, pt, k, text, sizeof text);
+        if (*text) list_add(why, sizeof why, ", ", text);
+      }
+      char line[1300];
+      snprintf(line, sizeof line, "no kernel was measured%s: %s", at,
+               *why ? why : "none was selected ('txtune list' shows why)");
+      list_add(fails, sizeof fails, "; ", line);
+      continue;
+    }
+    for (size_t k = 0; k < r->n_sel; k++) {
+      failure_text(r, pt, k, text, sizeof text);
+      if (!*text) continue;
+      size_t len = strlen(text);
+      snprintf(text + len, sizeof text - len, "%s", at);
+      list_add(fails, sizeof fails, "; ", text);
+    }
+  }
+  fprintf(stderr, "txtune bench: FAIL: %s\n",
+          *fails ? fails : "a problem could not be measured (see above)");
+}
+
 static void print_env(void) {
   printf("  env:");
   for (size_t i = 0; i < TX_BENCH_N_ENV; i++) {
@@ -504,6 +612,13 @@ static void print_env(void) {
     if (v || tx_bench_env[i].always) printf(" %s=%s", tx_bench_env[i].name, v ? v : "(unset)");
   }
   printf("\n");
+}
+
+/* A table the dispatcher does not follow whole (stale, malformed, partly valid): why not. */
+static void print_table_state(const bench_run *r) {
+  txattn_table_status st = txattn_context_table_status(r->ctx);
+  if (st != TXATTN_TABLE_LOADED && st != TXATTN_TABLE_NONE)
+    printf("  dispatch table: %s\n", txattn_context_table_state(r->ctx));
 }
 
 static void print_timing(const bench_run *r) {
@@ -538,6 +653,7 @@ static void print_header(const bench_run *r, const tx_bench_point *pt) {
     printf("  not verified against the reference%s\n",
            r->o.no_verify ? " (--no-verify)" : ": too large for the default (use --verify)");
   print_env();
+  print_table_state(r);
   print_pick(pt);
   print_timing(r);
 }
@@ -559,6 +675,7 @@ static void print_sweep_header(const bench_run *r) {
   else
     printf("  verified against txattn_reference (fp64) where visible pairs x (d_qk + d_v) < 4e9\n");
   print_env();
+  print_table_state(r);
   print_timing(r);
   if (!isnan(r->setup.load_before)) /* other work on the machine makes every time noisier */
     printf("  load average %.2f when the sweep started\n", r->setup.load_before);
@@ -776,7 +893,9 @@ static int run(bench_run *r, int argc, char **argv) {
   if (r->sweep && !r->o.json) tx_sweep_print_summary(&r->setup, r->pts, r->n_pts, stdout);
   if (r->o.json) write_json(r, stdout);
   if (r->out && (rc = close_output(r)) != 0) return rc;
-  return exit_code(r);
+  rc = exit_code(r);
+  print_verdict(r, rc);
+  return rc;
 }
 
 int tx_cmd_bench(int argc, char **argv) {

@@ -97,6 +97,66 @@ static tx_args_result fail(const tx_cmd_spec *spec, const char *fmt, ...) {
   return TX_ARGS_ERROR;
 }
 
+/* The optimal-string-alignment distance between a[0..la) and b (edits of one character, and
+   swaps of two neighbours), or a value above `most` as soon as it must exceed it. */
+static size_t edit_distance(const char *a, size_t la, const char *b, size_t most) {
+  enum { MAX = 48 };
+  size_t lb = strlen(b);
+  if (la >= MAX || lb >= MAX) return most + 1;
+  if ((la > lb ? la - lb : lb - la) > most) return most + 1;
+  size_t d[MAX + 1][MAX + 1];
+  for (size_t i = 0; i <= la; i++) d[i][0] = i;
+  for (size_t j = 0; j <= lb; j++) d[0][j] = j;
+  for (size_t i = 1; i <= la; i++)
+    for (size_t j = 1; j <= lb; j++) {
+      size_t sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+      size_t del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
+      size_t best = sub < del ? sub : del;
+      best = best < ins ? best : ins;
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+          d[i - 2][j - 2] + 1 < best)
+        best = d[i - 2][j - 2] + 1;
+      d[i][j] = best;
+    }
+  return d[la][lb];
+}
+
+static void did_you_mean_n(const char *word, size_t len, const char *const *names, size_t n,
+                           const char *prefix, char *buf, size_t size) {
+  const size_t most = len <= 4 ? 1 : len <= 8 ? 2 : 3;
+  size_t best = most + 1, used = 0, listed = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < n; i++) {
+    size_t dist = edit_distance(word, len, names[i], most);
+    if (dist < best) best = dist;
+  }
+  for (size_t i = 0; i < n && best <= most && listed < 3 && used < size; i++) {
+    if (edit_distance(word, len, names[i], most) != best) continue;
+    int k = snprintf(buf + used, size - used, "%s'%s%s'", listed ? " or " : " (did you mean ",
+                     prefix, names[i]);
+    used += k > 0 ? (size_t)k : 0;
+    listed++;
+  }
+  if (listed && used < size) snprintf(buf + used, size - used, "?)");
+}
+
+void tx_did_you_mean(const char *word, const char *const *names, size_t n, const char *prefix,
+                     char *buf, size_t size) {
+  did_you_mean_n(word, strlen(word), names, n, prefix, buf, size);
+}
+
+/* " (did you mean '--kernel'?)" for the option name[0..len) of spec, "" if none is near. */
+static void near_option(const tx_cmd_spec *spec, const char *name, size_t len, char *buf,
+                        size_t size) {
+  const char *names[256];
+  size_t n = 0;
+  for (size_t g = 0; g < spec->n_groups; g++)
+    for (size_t i = 0; i < spec->groups[g].n_opts && n < 255; i++)
+      names[n++] = spec->groups[g].opts[i].name;
+  names[n++] = "help";
+  did_you_mean_n(name, len, names, n, "--", buf, size);
+}
+
 static const tx_opt *find_opt(const tx_cmd_spec *spec, const char *name, size_t len) {
   for (size_t g = 0; g < spec->n_groups; g++)
     for (size_t i = 0; i < spec->groups[g].n_opts; i++) {
@@ -146,16 +206,18 @@ static tx_args_result set_double(const tx_cmd_spec *spec, const tx_opt *o, const
 }
 
 static tx_args_result set_choice(const tx_cmd_spec *spec, const tx_opt *o, const char *v) {
-  char all[256] = "";
-  for (int i = 0; o->choices[i]; i++) {
-    if (strcmp(o->choices[i], v) == 0) {
-      *(int *)o->dest = i;
+  char all[256] = "", near[160];
+  size_t n = 0;
+  for (; o->choices[n]; n++) {
+    if (strcmp(o->choices[n], v) == 0) {
+      *(int *)o->dest = (int)n;
       return TX_ARGS_OK;
     }
     size_t len = strlen(all);
-    snprintf(all + len, sizeof all - len, "%s%s", i ? ", " : "", o->choices[i]);
+    snprintf(all + len, sizeof all - len, "%s%s", n ? ", " : "", o->choices[n]);
   }
-  return fail(spec, "--%s expects one of %s, got '%s'", o->name, all, v);
+  tx_did_you_mean(v, o->choices, n, "", near, sizeof near);
+  return fail(spec, "--%s expects one of %s, got '%s'%s", o->name, all, v, near);
 }
 
 static tx_args_result add_list(const tx_cmd_spec *spec, const tx_opt *o, const char *v,
@@ -233,13 +295,21 @@ static tx_args_result parse(const tx_cmd_spec *spec, int argc, char **argv) {
       return TX_ARGS_HELP;
     }
     const int short_out = strcmp(arg, "-o") == 0; /* -o FILE: --output FILE, where there is one */
-    if (!short_out && (strncmp(arg, "--", 2) != 0 || arg[2] == '\0'))
-      return fail(spec, "unexpected argument '%s'", arg);
+    if (!short_out && (strncmp(arg, "--", 2) != 0 || arg[2] == '\0')) {
+      char near[160] = ""; /* -kernel, or kernel: an option without its dashes */
+      const char *bare = arg + (arg[0] == '-');
+      if (*bare) near_option(spec, bare, strcspn(bare, "="), near, sizeof near);
+      return fail(spec, "unexpected argument '%s'%s", arg, near);
+    }
     const char *name = short_out ? "output" : arg + 2, *eq = short_out ? NULL : strchr(name, '=');
     size_t len = eq ? (size_t)(eq - name) : strlen(name);
     const tx_opt *o = find_opt(spec, name, len);
     if (!o && short_out) return fail(spec, "unknown option '-o'");
-    if (!o) return fail(spec, "unknown option '--%.*s'", (int)len, name);
+    if (!o) {
+      char near[160];
+      near_option(spec, name, len, near, sizeof near);
+      return fail(spec, "unknown option '--%.*s'%s", (int)len, name, near);
+    }
     if (o->kind == TX_OPT_FLAG) {
       if (eq) return fail(spec, "--%s takes no value", o->name);
       *(int *)o->dest = 1;

@@ -76,6 +76,12 @@ int tx_args_parse_cmd(const tx_cmd_spec *spec, int argc, char **argv);
 /* strtoll without its traps: no empty string, no leading blanks or '+', no "-0", no trailing junk,
    no silent saturation. Returns 1 with *out, else 0. What every integer option is parsed with. */
 int tx_parse_int(const char *s, int64_t *out);
+/* " (did you mean 'bench'?)", or " (did you mean '--kernel' or '--kernels'?)": the names[0..n)
+   nearest to word by edit distance (insertions, deletions, substitutions and swaps of neighbours),
+   each prefixed by `prefix`, if they are close enough to be a typo of it (one edit in a word of up
+   to four letters, two up to eight, three beyond); "" when none is. */
+void tx_did_you_mean(const char *word, const char *const *names, size_t n, const char *prefix,
+                     char *buf, size_t size);
 /* For errors found after parsing (conflicting options): prints them like a parse error, returns 2.
  */
 int tx_args_usage_error(const tx_cmd_spec *spec, const char *fmt, ...)

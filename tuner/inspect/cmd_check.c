@@ -277,12 +277,11 @@ static size_t count_selected(const check_run *r) {
   return n;
 }
 
-/* A kernel that could not be checked at all fails only when it was asked for by name; one that
-   declines the types is not checked in them and does not fail. */
+/* A kernel that cannot run here is a note, even when named (the check fails when no kernel is
+   left: overall_pass); one that declines the types is not checked in them and does not fail. */
 static int kernel_failed(const check_run *r, const combo *c, size_t k) {
-  if (r->sel[k].info.usable && c->declines[k]) return 0;
-  return c->stats[k].failed > 0 || (!r->sel[k].info.usable && r->sel[k].requested) ||
-         tx_plan_pass_failed(&c->plans, k);
+  if (!r->sel[k].info.usable || c->declines[k]) return 0;
+  return c->stats[k].failed > 0 || tx_plan_pass_failed(&c->plans, k);
 }
 
 /* A combination no kernel takes is reported and passes: nothing of it could run. */
@@ -318,7 +317,7 @@ static void summary_row(const check_run *r, const combo *c, tx_table *t, size_t 
   const txattn_kernel_info *info = &r->sel[k].info;
   char run[24], skipped[24], err[24], worst[TX_CASE_TEXT_MAX] = "";
   if (!info->usable) {
-    const char *state = r->sel[k].requested ? "FAIL (not usable)" : "not usable";
+    const char *state = "not usable";
     const char *cells[] = {info->name, NULL, NULL, NULL, NULL, state};
     tx_table_add(t, cells);
     tx_table_note(t, "not usable: %s", info->why_unusable ? info->why_unusable : "?");
@@ -372,8 +371,39 @@ static void print_combo(const check_run *r, const combo *c) {
            (long long)c->ref_failures, c->ref_failure);
 }
 
-static void print_text(const check_run *r, double seconds) {
-  for (size_t i = 0; i < r->n_combos; i++) print_combo(r, &r->combos[i]);
+/* "name why; ..." of the kernels that failed (into failed) and of those named that cannot run here
+   (into unusable). */
+static void failures(const check_run *r, char *failed, char *unusable, size_t size) {
+  failed[0] = unusable[0] = '\0';
+  for (size_t k = 0; k < r->n_sel; k++) {
+    char *list = r->sel[k].info.usable ? failed : unusable;
+    int64_t shapes = 0;
+    int plans = 0;
+    for (size_t i = 0; i < r->n_combos; i++)
+      if (kernel_failed(r, &r->combos[i], k)) {
+        shapes += r->combos[i].stats[k].failed;
+        plans |= tx_plan_pass_failed(&r->combos[i].plans, k);
+      }
+    if (!r->sel[k].info.usable && !r->sel[k].requested) continue;
+    if (r->sel[k].info.usable && !shapes && !plans) continue;
+    char why[160];
+    if (!r->sel[k].info.usable)
+      snprintf(why, sizeof why, "cannot run here (%s)", r->sel[k].info.why_unusable);
+    else if (shapes)
+      snprintf(why, sizeof why, "failed %lld shape%s of the battery%s", (long long)shapes,
+               shapes == 1 ? "" : "s", plans ? " and planning large shapes" : "");
+    else
+      snprintf(why, sizeof why, "failed to plan large shapes");
+    size_t used = strlen(list);
+    if (used + 4 < size)
+      snprintf(list + used, size - used, "%s%s %s", used ? "; " : "", r->sel[k].info.name, why);
+  }
+}
+
+/* The last line: PASS or FAIL, with what failed and why; *note gets the named kernels that cannot
+   run here when others could be checked ("" if none). */
+static void verdict(const check_run *r, double seconds, char *line, size_t size, char *note,
+                    size_t note_size) {
   size_t n_checked, n_failed = 0, n_kernels = 0;
   int pass = overall_pass(r, &n_checked);
   for (size_t k = 0; k < r->n_sel; k++) {
@@ -385,25 +415,37 @@ static void print_text(const check_run *r, double seconds) {
     n_failed += (size_t)failed;
     n_kernels += (size_t)checked;
   }
-  char in[64] = "";
+  char in[64] = "", failed[600], unusable[600];
   if (single(r) && !tx_dtypes_all_f32(&r->combos[0].types))
     snprintf(in, sizeof in, " in %s", r->combos[0].name);
   else if (!single(r))
     snprintf(in, sizeof in, " in %zu type combinations", r->n_combos);
+  failures(r, failed, unusable, sizeof failed);
+  snprintf(note, note_size, "%s", n_usable_of(r) > 0 ? unusable : "");
   if (n_usable_of(r) == 0)
-    printf("\nFAIL: no usable kernel to check (see 'txtune list')\n");
+    snprintf(line, size, "FAIL: no usable kernel to check%s%s",
+             *unusable ? ": " : " (see 'txtune list')", unusable);
   else if (n_checked == 0)
-    printf("\nFAIL: every kernel checked declines the types%s%s: nothing was run\n", in,
-           r->serving.lse ? " or lse" : "");
+    snprintf(line, size, "FAIL: every kernel checked declines the types%s%s: nothing was run", in,
+             r->serving.lse ? " or lse" : "");
   else if (pass)
-    printf("\nPASS: %zu kernel%s exact on %zu shapes%s (%.1f s)\n", n_kernels,
-           n_kernels == 1 ? "" : "s", count_selected(r), in, seconds);
+    snprintf(line, size, "PASS: %zu kernel%s exact on %zu shapes%s (%.1f s)", n_kernels,
+             n_kernels == 1 ? "" : "s", count_selected(r), in, seconds);
   else
-    printf("\nFAIL: %zu of %zu kernels failed%s%s (%.1f s)\n", n_failed, r->n_sel, in,
-           single(r) && tx_plan_pass_failed(&r->combos[0].plans, SIZE_MAX)
-               ? "; the dispatcher failed to plan"
-               : "",
-           seconds);
+    snprintf(line, size, "FAIL: %zu of %zu kernels failed%s%s%s%s (%.1f s)", n_failed, r->n_sel, in,
+             *failed ? ": " : "", failed,
+             single(r) && tx_plan_pass_failed(&r->combos[0].plans, SIZE_MAX)
+                 ? "; the dispatcher failed to plan"
+                 : "",
+             seconds);
+}
+
+static void print_text(const check_run *r, double seconds) {
+  for (size_t i = 0; i < r->n_combos; i++) print_combo(r, &r->combos[i]);
+  char line[1400], note[600];
+  verdict(r, seconds, line, sizeof line, note, sizeof note);
+  if (*note) printf("\nnote: %s: not checked\n", note);
+  printf("\n%s\n", line);
 }
 
 static void json_kernel(tx_json *j, const check_run *r, const combo *c, size_t k) {
@@ -600,12 +642,18 @@ static int run_battery(check_run *r) {
     if (rc) return rc;
   }
   double seconds = tx_clock() - t0;
-  if (r->o.json)
-    print_json(r, seconds);
-  else
-    print_text(r, seconds);
   size_t n_checked;
-  return overall_pass(r, &n_checked) ? TX_EXIT_OK : TX_EXIT_FAIL;
+  const int pass = overall_pass(r, &n_checked);
+  if (r->o.json) {
+    print_json(r, seconds);
+    char line[1400], note[600];
+    verdict(r, seconds, line, sizeof line, note, sizeof note);
+    fflush(stdout);
+    if (!pass) fprintf(stderr, "txtune check: %s\n", line); /* stdout is the JSON's */
+  } else {
+    print_text(r, seconds);
+  }
+  return pass ? TX_EXIT_OK : TX_EXIT_FAIL;
 }
 
 static int run(check_run *r, int argc, char **argv) {

@@ -301,6 +301,10 @@ int tx_cmd_list(int argc, char **argv) {
     print_rejected(r.ctx);
   }
   rc = txattn_kernel_count(r.ctx) == 0 ? TX_EXIT_FAIL : TX_EXIT_OK;
+  fflush(stdout); /* the last line is this one, also where both go to one file */
+  if (rc != TX_EXIT_OK)
+    fprintf(stderr, "txtune list: FAIL: no kernel was loaded from the plugin path%s\n",
+            txattn_rejected_count(r.ctx) ? " (the files refused, and why, are listed above)" : "");
   txattn_context_free(r.ctx);
   return rc;
 }

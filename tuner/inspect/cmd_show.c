@@ -28,12 +28,12 @@ typedef struct show_run {
 } show_run;
 
 static const char about[] =
-    "Shows a dispatch table: who measured it where (library, machine fingerprint, plugin builds),\n"
-    "whether it fits this machine and these plugins (libtxattn ignores a stale table, and this\n"
-    "says which field differs), and per class the regions of n (and r for windows) each kernel\n"
-    "wins, with its tunables, time, runner-up, margin and error. Without FILE: the table "
-    "libtxattn\n"
-    "loads: $TXATTN_TABLE, else $XDG_CACHE_HOME/txtune/dispatch.json, else\n"
+    "Shows a dispatch table: first its verdict here (valid; partly valid: followed for the\n"
+    "kernels it measured, a plugin being new, another build or gone; stale: ignored), with every\n"
+    "field that differs; then who measured it where (library, machine fingerprint, plugin\n"
+    "builds), and per class the regions of n (and r for windows) each kernel wins, with its\n"
+    "tunables, time, runner-up, margin and error. Without FILE: the table libtxattn loads:\n"
+    "$TXATTN_TABLE, else $XDG_CACHE_HOME/txtune/dispatch.json, else\n"
     "~/.cache/txtune/dispatch.json.";
 
 /* The one argument that is not an option or an option's value is FILE: the option parser knows
@@ -307,7 +307,6 @@ static void print_header(const show_run *r, const txattn_table_header *h) {
   fmt_bytes(m->l1d_bytes, l1, sizeof l1);
   fmt_bytes(m->l2_bytes, l2, sizeof l2);
   fmt_bytes(m->l3_bytes, l3, sizeof l3);
-  printf("dispatch table %s\n", h->path);
   printf("  format %s %d, written by libtxattn %s at %s\n", TXATTN_TABLE_FORMAT, h->format_version,
          h->library_version, h->created);
   printf("  machine: %s %s (family %d, model %d, stepping %d), %d cores\n", m->vendor,
@@ -324,20 +323,44 @@ static void print_header(const show_run *r, const txattn_table_header *h) {
   if (*h->profile) print_profile(h->profile);
 }
 
-static void print_fit(const show_run *r) {
+/* The lines of a "; "-separated list, each indented. */
+static void print_items(const char *list) {
+  for (const char *d = list, *end; d != NULL; d = end ? end + 2 : NULL) {
+    end = strstr(d, "; ");
+    printf("    %.*s\n", end ? (int)(end - d) : (int)strlen(d), d);
+  }
+}
+
+/* The verdict, first: what libtxattn does with this table here (a context that loads it says),
+   and every difference from this machine, library and plugins (txattn_table_check). */
+static void print_verdict(const show_run *r) {
   char why[4096];
   txattn_status s = txattn_table_check(r->t, r->ctx, why, sizeof why);
-  if (s == TXATTN_OK)
-    printf("  here: fits this machine, this library and these plugins: libtxattn follows it\n");
-  else if (s == TXATTN_E_TABLE) {
-    printf("  here: STALE, libtxattn ignores it:\n");
-    for (char *d = why, *end; d != NULL; d = end ? end + 2 : NULL) {
-      end = strstr(d, "; ");
-      printf("    %.*s\n", end ? (int)(end - d) : (int)strlen(d), d);
-    }
-    printf("  `txtune profile` measures this machine again\n");
-  } else
+  if (s != TXATTN_OK && s != TXATTN_E_TABLE) {
     printf("  here: cannot compare: %s\n", txattn_last_error());
+    return;
+  }
+  switch (txattn_context_table_status(r->ctx)) {
+  case TXATTN_TABLE_LOADED:
+    printf("  here: VALID: fits this machine, this library and these plugins: libtxattn follows "
+           "it\n");
+    return;
+  case TXATTN_TABLE_PARTIAL:
+    printf("  here: PARTLY VALID: libtxattn follows it for the kernels it measured, which are as "
+           "they were; these differ:\n");
+    print_items(why);
+    printf("  where it has an entry, the estimate ranks the kernels it did not measure beside its "
+           "choice (a third-party kernel never displaces it); `txtune profile --update` measures "
+           "them\n");
+    return;
+  case TXATTN_TABLE_STALE:
+    printf("  here: STALE, libtxattn ignores it:\n");
+    print_items(s == TXATTN_E_TABLE ? why : txattn_context_table_state(r->ctx));
+    printf("  `txtune profile` measures this machine again\n");
+    return;
+  default: /* read once, then not: it changed meanwhile */
+    printf("  here: %s\n", txattn_context_table_state(r->ctx));
+  }
 }
 
 static void fmt_range(int64_t lo, int64_t hi, char *buf, size_t size) {
@@ -553,16 +576,18 @@ int tx_cmd_show(int argc, char **argv) {
     return s == TXATTN_OK ? TX_EXIT_OK : TX_EXIT_FAIL;
   }
   txattn_options opts = {.plugin_path = r.ctx_args.plugin_path,
-                         .table_path = "",
+                         .table_path = r.path,
                          .n_threads = (int)r.ctx_args.threads};
   txattn_status s = txattn_context_create(&opts, &r.ctx);
   txattn_table_header h = TXATTN_TABLE_HEADER_INIT;
   txattn_table_header_get(r.t, &h);
-  print_header(&r, &h);
+  printf("dispatch table %s\n", h.path);
+  fflush(stdout);
   if (s == TXATTN_OK)
-    print_fit(&r);
+    print_verdict(&r);
   else
     tx_print_lib_error("show", "cannot compare with this machine", s);
+  print_header(&r, &h);
   for (size_t i = 0; i < h.n_classes; i++) print_class(&r, i);
   print_legend(&r, h.n_classes);
   print_excluded(&r, h.n_excluded);

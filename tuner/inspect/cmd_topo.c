@@ -419,6 +419,10 @@ int tx_cmd_topo(int argc, char **argv) {
       print_tiles(&r);
     }
     rc = r.n_failed ? TX_EXIT_FAIL : TX_EXIT_OK;
+    fflush(stdout);
+    if (r.n_failed && r.json) /* stdout is the JSON's; the text says it on its last line */
+      fprintf(stderr, "txtune topo: FAIL: %zu plan%s failed (\"failed\": true)\n",
+              (size_t)r.n_failed, r.n_failed == 1 ? "" : "s");
     if (txattn_kernel_count(r.ctx) == 0) { /* a plugin path that does not exist, say */
       fprintf(stderr, "txtune topo: no kernel was found on the plugin path ('txtune list' shows "
                       "why)\n");

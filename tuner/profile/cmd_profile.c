@@ -34,7 +34,9 @@ static const char about[] =
     "would not fit are left out. Modes: --quick (30 s, default tunables), default (3 min, one\n"
     "tile variant), --patient (30 min, a grid of tiles). The table is written atomically to -o\n"
     "FILE, else $TXATTN_TABLE, else $XDG_CACHE_HOME/txtune/dispatch.json, else\n"
-    "~/.cache/txtune/dispatch.json.\n"
+    "~/.cache/txtune/dispatch.json. --update measures, at the points of that table, only the\n"
+    "kernels it did not measure (a plugin new to it, another build), each against the table's\n"
+    "winner there, and merges them in (docs/dispatch_table.md, \"Partly valid tables\").\n"
     "How it measures and chooses: docs/profiling.md.";
 
 static int parse(profile_run *r, int argc, char **argv) {
@@ -57,15 +59,21 @@ static int parse(profile_run *r, int argc, char **argv) {
   o[8] = tx_opt_repeat("dtype", &r->dtypes, "TYPES",
                        "types of the 16-bit classes, repeatable: T, Q,K,V,O or kv=T of f32, f16, "
                        "bf16; f32 alone: none [kv=f16, and an all-bf16 prefill class]");
-  r->groups[0] = (tx_opt_group){"Options", r->opts, 9};
+  o[9] = tx_opt_flag("update", &r->update,
+                     "measure only the kernels the table at -o FILE (else the default path) did "
+                     "not measure, at its points, and merge them into it");
+  r->groups[0] = (tx_opt_group){"Options", r->opts, 10};
   r->spec = (tx_cmd_spec){"profile",
                           "[--quick | --patient] [--threads LIST] [--d LIST] [--n-max N] "
-                          "[--dtype TYPES ...] [--budget S] [-o FILE]",
+                          "[--dtype TYPES ...] [--budget S] [--update] [-o FILE]",
                           about, r->groups, 1};
   int rc = tx_args_parse_cmd(&r->spec, argc, argv);
   if (rc >= 0) return rc;
   if (r->quick && r->patient)
     return tx_args_usage_error(&r->spec, "--quick and --patient contradict each other");
+  if (r->update && (r->threads.n || r->d.n || r->dtypes.n || r->n_max))
+    return tx_args_usage_error(&r->spec, "--update measures at the table's points: --threads, "
+                                         "--d, --dtype and --n-max do not apply");
   return -1;
 }
 
@@ -672,6 +680,7 @@ static void measure_point(profile_run *r, prof_at at) {
   prof_cand c[MAX_CANDS];
   prof_plan_failures pf;
   size_t nc = prof_candidates_failed(r->g.ctx[gc->ctx], &p, &r->s, c, MAX_CANDS, &pf);
+  if (r->update) nc = prof_update_candidates(r, gc, &p, n, rr, c, nc, MAX_CANDS, &pf);
   if (pf.n > 0) plan_failures(r, gc, n, rr, &p, &pf, what);
   size_t inexact, faulty, inexact_here = 0, faulty_timed = 0;
   nc = keep_exact(r, gc, rr, c, plan_point(r, se, &w, c, nc), &inexact, &faulty);
@@ -769,8 +778,9 @@ static void measure_all(profile_run *r) {
     for (size_t ci = 0; ci < r->g.n_cls; ci++) {
       const int64_t *rs;
       size_t n_r = prof_grid_rs(&r->g, &r->g.cls[ci], &rs);
-      if (!prof_grid_has_n(&r->g.cls[ci], r->g.n[ni])) continue; /* beyond the class's n_max */
-      for (size_t ri = 0; ri < n_r; ri++) measure_point(r, (prof_at){ni, ci, ri});
+      for (size_t ri = 0; ri < n_r; ri++) /* beyond the class's n range, or not in --update's */
+        if (prof_grid_has_point(&r->g, &r->g.cls[ci], ni, ri))
+          measure_point(r, (prof_at){ni, ci, ri});
     }
     revisit(r, ni);
     L->trip_end_ns = r->g.n_ctx > 1 ? tx_core_round_trip_ns(ROUND_TRIP_PAIRS) : -1;
@@ -893,7 +903,7 @@ static int write_table(profile_run *r) {
   if (r->n_classes_out)
     printf("\nclasses left out of the table (no point of theirs is in it; libtxattn uses its "
            "estimate for them):\n");
-  say_classes_left_out(r, stdout);
+  if (!r->update) say_classes_left_out(r, stdout); /* --update keeps the table's classes */
   if (r->g.n_skipped)
     printf("\n16-bit classes not measured (libtxattn uses its estimate for them):\n");
   for (size_t i = 0; i < r->g.n_skipped; i++)
@@ -972,9 +982,10 @@ static int run_profile(profile_run *r) {
   tx_cpu_use_sample(OTHERS_SAMPLE_S, &r->others_before, &r->steal_before);
   say_others("before the first point", r->others_before, r->steal_before);
   tx_cpu_use_now(&r->use_start);
-  int rc = prof_grid_build(&r->g, &r->spec, &r->threads, &r->d, &r->dtypes, r->n_max, r->s.mode,
-                           r->plugin_path);
-  if (rc) return rc;
+  int rc = r->update ? prof_update_start(r)
+                     : prof_grid_build(&r->g, &r->spec, &r->threads, &r->d, &r->dtypes, r->n_max,
+                                       r->s.mode, r->plugin_path);
+  if (rc) return rc == -2 ? TX_EXIT_OK : rc;
   if (txattn_kernel_count(r->g.ctx[0]) == 0) { /* not "nothing measured within the budget" */
     fprintf(stderr, "txtune profile: no kernel was found on the plugin path, so nothing can be "
                     "measured ('txtune list' shows why)\n");
@@ -989,8 +1000,8 @@ static int run_profile(profile_run *r) {
     return TX_EXIT_FAIL;
   prof_checks_isolate(r->checks, r->iso);
   measure_ceiling(r);
-  measure_all(r);
-  if (r->n_points == 0) {
+  if (!r->update || prof_update_kernels(r) > 0) measure_all(r);
+  if (r->n_points == 0 && !r->update) {
     fprintf(stderr, "txtune profile: nothing was measured, so no table is written:\n");
     say_classes_left_out(r, stderr);
     say_faulty_kernels(r, stderr);
@@ -999,8 +1010,9 @@ static int run_profile(profile_run *r) {
   tx_cpu_use end;
   tx_cpu_use_now(&end);
   tx_cpu_use_others(&r->use_start, &end, &r->others_during, &r->steal_during);
-  if ((rc = leave_out_empty_classes(r)) != 0) return rc;
+  if (!r->update && (rc = leave_out_empty_classes(r)) != 0) return rc;
   prof_set_header(r, prof_now_s(r));
+  if (r->update && (rc = prof_update_finish(r)) != 0) return rc;
   if ((rc = write_table(r)) != 0) return rc;
   say_others("while it measured", r->others_during, r->steal_during);
   say_round_trip(r);
@@ -1016,6 +1028,7 @@ int tx_cmd_profile(int argc, char **argv) {
   int rc = parse(r, argc, argv);
   if (rc < 0) rc = run_profile(r);
   prof_revisits_free(&r->rv);
+  prof_update_free(r->up);
   txattn_table_free(r->table);
   prof_checks_free(r->checks);
   prof_isolation_free(r->iso);

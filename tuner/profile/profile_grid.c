@@ -217,8 +217,90 @@ int prof_grid_build(prof_grid *g, const tx_cmd_spec *spec, const tx_strlist *thr
   return rc;
 }
 
-int prof_grid_has_n(const prof_grid_class *c, int64_t n) {
-  return (c->n_max == 0 || n <= c->n_max) && n >= c->n_min;
+int prof_grid_has_point(const prof_grid *g, const prof_grid_class *c, size_t ni, size_t ri) {
+  int64_t n = g->n[ni];
+  return (c->n_max == 0 || n <= c->n_max) && n >= c->n_min &&
+         (!c->only_points || (c->points[ri] >> ni & 1u));
+}
+
+/* Adds v to the sorted set vals (of n at most cap); 0 if it is full. */
+static int add_value(int64_t *vals, size_t *n, size_t cap, int64_t v) {
+  size_t i = 0;
+  while (i < *n && vals[i] < v) i++;
+  if (i < *n && vals[i] == v) return 1;
+  if (*n == cap) return 0;
+  memmove(vals + i + 1, vals + i, (*n - i) * sizeof *vals);
+  vals[i] = v;
+  (*n)++;
+  return 1;
+}
+
+static size_t index_of(const int64_t *vals, size_t n, int64_t v) {
+  size_t i = 0;
+  while (i < n && vals[i] != v) i++;
+  return i;
+}
+
+/* The n, r and thread values of t's points and classes; 0, or the exit code after saying which
+   does not fit the grid. */
+static int table_values(prof_grid *g, const txattn_table *t, size_t n_cls) {
+  int64_t threads[GRID_MAX_CTX];
+  for (size_t ci = 0; ci < n_cls; ci++) {
+    txattn_table_class c = TXATTN_TABLE_CLASS_INIT;
+    size_t np = 0;
+    if (txattn_table_class_get(t, ci, &c, &np, NULL) != TXATTN_OK) continue;
+    if (!add_value(threads, &g->n_ctx, GRID_MAX_CTX, c.threads)) {
+      fprintf(stderr, "txtune profile: the table has more than %d thread counts\n", GRID_MAX_CTX);
+      return TX_EXIT_FAIL;
+    }
+    for (size_t i = 0; i < np; i++) {
+      txattn_table_point p = TXATTN_TABLE_POINT_INIT;
+      if (txattn_table_point_get(t, ci, i, &p) != TXATTN_OK) continue;
+      if (!add_value(g->n, &g->n_n, GRID_MAX_N, p.n) ||
+          (p.r > 0 && !add_value(g->r, &g->n_r, GRID_MAX_R, p.r))) {
+        fprintf(stderr, "txtune profile: the table has more than %d values of n or %d of r\n",
+                GRID_MAX_N, GRID_MAX_R);
+        return TX_EXIT_FAIL;
+      }
+    }
+  }
+  for (size_t i = 0; i < g->n_ctx; i++) g->threads[i] = (int)threads[i];
+  return 0;
+}
+
+int prof_grid_from_table(prof_grid *g, const txattn_table *t, const char *plugin_path) {
+  memset(g, 0, sizeof *g);
+  txattn_table_header h = TXATTN_TABLE_HEADER_INIT;
+  if (txattn_table_header_get(t, &h) != TXATTN_OK) {
+    tx_print_lib_error("profile", "cannot read the table", TXATTN_E_INVALID);
+    return TX_EXIT_FAIL;
+  }
+  int rc = table_values(g, t, h.n_classes);
+  if (rc) return rc;
+  if (!(g->cls = calloc(h.n_classes + 1, sizeof *g->cls))) return TX_EXIT_FAIL;
+  for (size_t ci = 0; ci < h.n_classes; ci++) {
+    prof_grid_class *c = &g->cls[g->n_cls];
+    size_t np = 0;
+    memset(c, 0, sizeof *c);
+    c->cls = (txattn_table_class)TXATTN_TABLE_CLASS_INIT;
+    if (txattn_table_class_get(t, ci, &c->cls, &np, NULL) != TXATTN_OK || np == 0) continue;
+    c->id = g->n_cls++;
+    for (size_t k = 0; k < g->n_ctx; k++)
+      if (g->threads[k] == c->cls.threads) c->ctx = k;
+    c->only_points = 1;
+    c->n_min = INT64_MAX;
+    for (size_t i = 0; i < np; i++) {
+      txattn_table_point p = TXATTN_TABLE_POINT_INIT;
+      if (txattn_table_point_get(t, ci, i, &p) != TXATTN_OK) continue;
+      size_t ni = index_of(g->n, g->n_n, p.n), ri = p.r > 0 ? index_of(g->r, g->n_r, p.r) : 0;
+      c->points[ri] |= 1u << ni;
+      c->n_min = p.n < c->n_min ? p.n : c->n_min;
+      c->n_max = p.n > c->n_max ? p.n : c->n_max;
+    }
+  }
+  for (size_t i = 0; i < g->n_ctx && rc == 0; i++)
+    rc = open_context(plugin_path, g->threads[i], &g->ctx[i]);
+  return rc;
 }
 
 void prof_ragged_lens(int64_t n, int64_t batch, int64_t *lens) {
@@ -357,7 +439,8 @@ size_t prof_grid_points(const prof_grid *g) {
   for (size_t i = 0; i < g->n_cls; i++) {
     const int64_t *rs;
     size_t n_r = prof_grid_rs(g, &g->cls[i], &rs);
-    for (size_t k = 0; k < g->n_n; k++) n += prof_grid_has_n(&g->cls[i], g->n[k]) ? n_r : 0;
+    for (size_t k = 0; k < g->n_n; k++)
+      for (size_t ri = 0; ri < n_r; ri++) n += (size_t)prof_grid_has_point(g, &g->cls[i], k, ri);
   }
   return n;
 }

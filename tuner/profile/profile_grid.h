@@ -108,6 +108,10 @@ typedef struct prof_grid_class {
   size_t ctx;    /* index of the context with cls.threads */
   int in_table;
   size_t table_index;
+  /* txtune profile --update: only the points the table being updated has, bit ni of points[ri]
+     for the point at (n[ni], r[ri]) of the grid; 0: every point of n_min..n_max */
+  int only_points;
+  uint32_t points[GRID_MAX_R];
   prof_series series[GRID_MAX_R]; /* per r index (one, r = 0, without a window) */
   prof_class_fate fate;
 } prof_grid_class;
@@ -147,8 +151,14 @@ typedef struct prof_grid {
 int prof_grid_build(prof_grid *g, const tx_cmd_spec *spec, const tx_strlist *threads,
                     const tx_strlist *d, const tx_strlist *dtypes, int64_t n_max, prof_mode mode,
                     const char *plugin_path);
-/* Whether class c has a point at n (n within its n_min..n_max). */
-int prof_grid_has_n(const prof_grid_class *c, int64_t n);
+/* Whether class c has a point at (g->n[ni], r index ri): n within its n_min..n_max, and, in a grid
+   made from a table, a point of the table there. */
+int prof_grid_has_point(const prof_grid *g, const prof_grid_class *c, size_t ni, size_t ri);
+/* The grid of the table t (txtune profile --update): its classes, each with the points t has (n
+   and r values as t's, at most GRID_MAX_N and GRID_MAX_R of them, thread counts GRID_MAX_CTX),
+   and a context per thread count that follows no table. Returns 0, or the exit code after printing
+   why. */
+int prof_grid_from_table(prof_grid *g, const txattn_table *t, const char *plugin_path);
 void prof_grid_free(prof_grid *g);
 /* The r values of class c (g->r for windows, else the single 0). */
 size_t prof_grid_rs(const prof_grid *g, const prof_grid_class *c, const int64_t **rs);

@@ -42,10 +42,11 @@ static prof_work series_work(const prof_grid_class *gc, int64_t n, int64_t rr) {
 /* Predicted seconds of the series' point at n: the candidates timed in full (FULL) with target_s of
    runs, CONFIRM ones with min_runs (at a later n than the coming one, they count as OPTIONAL: they
    will most likely have lost again), the point's overhead; OPTIONAL ones go to *optional. */
-static double series_cost(const profile_run *r, const prof_grid_class *gc, size_t ri, int64_t n,
+static double series_cost(const profile_run *r, const prof_grid_class *gc, size_t ri, size_t ni,
                           int64_t rr, int later, double target_s, double *optional) {
   const prof_series *c = &gc->series[ri];
-  if (c->stopped || !prof_grid_has_n(gc, n)) return 0;
+  const int64_t n = r->g.n[ni];
+  if (c->stopped || !prof_grid_has_point(&r->g, gc, ni, ri)) return 0;
   prof_work w = series_work(gc, n, rr);
   double cost = c->overhead_s;
   for (size_t i = 0; i < c->n_histories; i++) {
@@ -71,8 +72,7 @@ static double rest_cost(const profile_run *r, prof_at at, double target_s, doubl
       const int64_t *rs;
       size_t n_r = prof_grid_rs(&r->g, &r->g.cls[ci], &rs);
       for (size_t ri = ni == at.ni && ci == at.ci ? at.ri : 0; ri < n_r; ri++) {
-        double k =
-            series_cost(r, &r->g.cls[ci], ri, r->g.n[ni], rs[ri], ni > at.ni, target_s, &opt);
+        double k = series_cost(r, &r->g.cls[ci], ri, ni, rs[ri], ni > at.ni, target_s, &opt);
         if (ni == at.ni && ci == at.ci && ri == at.ri) *first = k;
         cost += k;
       }

@@ -62,13 +62,17 @@ typedef struct prof_bufs {
   tx_buffers b;
 } prof_bufs;
 
+/* --update (profile_update.c): the table being updated and the kernels it did not measure. */
+typedef struct prof_update prof_update;
+
 typedef struct profile_run {
-  int quick, patient;
+  int quick, patient, update;
+  prof_update *up; /* with --update */
   tx_strlist threads, d, dtypes;
   int64_t n_max;
   double budget_s;
   const char *out, *plugin_path;
-  tx_opt opts[9];
+  tx_opt opts[10];
   tx_opt_group groups[1];
   tx_cmd_spec spec;
   prof_settings s;
@@ -130,5 +134,23 @@ void prof_learn_scale(profile_run *r, double predicted_s, double spent_s);
 
 /* The table header's profile object: the settings, the protocol and the measured noise. */
 void prof_set_header(profile_run *r, double elapsed);
+
+/* --update: reads the table at the output path (it must be partly valid here: made for this
+   machine and library), makes the grid of its points and marks the kernels it did not measure.
+   Returns 0 to go on, -2 when it measured every kernel (nothing to do), else the exit code after
+   printing why. */
+int prof_update_start(profile_run *r);
+/* The number of kernels --update measures (0 without --update). */
+size_t prof_update_kernels(const profile_run *r);
+/* The candidates of a point of the grid (c, nc as prof_candidates_failed made them, with their
+   plan failures pf) cut to the kernels --update measures, and, when any is left, the table's
+   winner there as a reference (timed in full). Returns the new count. */
+size_t prof_update_candidates(profile_run *r, const prof_grid_class *gc, const txattn_problem *p,
+                              int64_t n, int64_t rr, prof_cand *c, size_t nc, size_t cap,
+                              prof_plan_failures *pf);
+/* Merges r->table (this run's points) into the table read: r->table becomes the table to write.
+   Returns 0, or the exit code after printing why. */
+int prof_update_finish(profile_run *r);
+void prof_update_free(prof_update *u);
 
 #endif

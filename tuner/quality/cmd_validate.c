@@ -335,7 +335,10 @@ static int open_ctx(validate_run *r, int threads, txattn_context **ctx) {
     tx_print_lib_error("validate", "cannot create the library context", s);
     return TX_EXIT_FAIL;
   }
-  if (txattn_context_table_status(*ctx) == TXATTN_TABLE_LOADED) return 0;
+  txattn_table_status st = txattn_context_table_status(*ctx);
+  if (st == TXATTN_TABLE_PARTIAL)
+    fprintf(stderr, "txtune validate: note: %s\n", txattn_context_table_state(*ctx));
+  if (st == TXATTN_TABLE_LOADED || st == TXATTN_TABLE_PARTIAL) return 0;
   fprintf(stderr, "txtune validate: libtxattn does not follow the table: %s\n",
           txattn_context_table_state(*ctx));
   return TX_EXIT_FAIL;
