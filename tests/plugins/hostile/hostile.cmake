@@ -2,7 +2,9 @@
 # directory of its own (mode 0755, as an installed plugin's), never installed. Included from
 # tests/cli/CMakeLists.txt, so they exist wherever txtune's tests are built; the variables are
 # cache entries so that tests/ (added after tests/cli) sees them too:
-#   TXATTN_HOSTILE_MODES        the fault modes (below)
+#   TXATTN_HOSTILE_MODES        the fault modes (below) the plugin scanner quarantines; not the
+#                               cheats, exact on their first calls, which pass the scanner (only
+#                               txtune profile's checks of later calls catch them)
 #   TXATTN_HOSTILE_PLUGIN_ROOT  the directory holding one directory per mode
 #   TXATTN_HOSTILE_DIR_<mode>   that mode's directory, holding txattn_hostile_<mode>.so alone
 # Plugin <mode> is named "h<mode>" and has one kernel, "h<mode>.scalar" (speed_hint 1e6); its
@@ -29,6 +31,8 @@ set(_hostile_modes
   run_segv_above_300   # raises SIGSEGV only when n_kv > 300 (beyond the check shapes)
   run_loop_above_300   # spins forever only when n_kv > 300
   run_fork_hang        # forks a child (comm "hfork_hang_kid", ends itself after 60 s) and both block
+)
+set(_cheat_modes
   run_sleeper          # exact on its first 3 calls of each shape, then returns TXATTN_OK unwritten
   run_stale            # exact on its first 3 calls of each shape, then copies its last exact output
 )
@@ -36,7 +40,7 @@ set(_hostile_root "${PROJECT_BINARY_DIR}/tests/hostile-plugins")
 set(TXATTN_HOSTILE_MODES "${_hostile_modes}" CACHE INTERNAL "hostile plugin fault modes")
 set(TXATTN_HOSTILE_PLUGIN_ROOT "${_hostile_root}" CACHE INTERNAL "hostile plugins' directories")
 add_custom_target(txattn_hostile_plugins)
-foreach(mode IN LISTS _hostile_modes)
+foreach(mode IN LISTS _hostile_modes _cheat_modes)
   string(TOUPPER "${mode}" _upper)
   set(_dir "${_hostile_root}/${mode}")
   set(TXATTN_HOSTILE_DIR_${mode} "${_dir}" CACHE INTERNAL "hostile plugin ${mode}'s directory")
