@@ -29,7 +29,7 @@ static void fill(float *x, size_t n) {
 
 /* CALLS calls of p; returns 0 if each was exact. */
 static int run_shape(txattn_context *ctx, const char *name, const txattn_problem *given) {
-  txattn_problem p;
+  txattn_problem p = TXATTN_PROBLEM_INIT;
   txattn_plan *plan = NULL;
   if (txattn_problem_resolve(given, &p) != TXATTN_OK ||
       txattn_plan_create(ctx, &p, NULL, &plan) != TXATTN_OK) {

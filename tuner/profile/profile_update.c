@@ -171,7 +171,7 @@ size_t prof_update_candidates(profile_run *r, const prof_grid_class *gc, const t
   pf->n = kept_f;
   size_t ci = base_class(u, &gc->cls),
          pi = ci == SIZE_MAX ? SIZE_MAX : point_at(u->base, ci, n, rr);
-  txattn_table_candidate w;
+  txattn_table_candidate w = TXATTN_TABLE_CANDIDATE_INIT;
   if (kept_n == 0 || pi == SIZE_MAX || !base_winner(u, r->g.ctx[gc->ctx], gc->ctx, ci, pi, &w))
     return kept_n;
   size_t with_ref = prof_candidate_add(r->g.ctx[gc->ctx], p, w.kernel, w.tunable_names,
