@@ -2,7 +2,8 @@
  * online softmax combines blocks. Per row, in fp32: m = the largest finite-or-+inf lse_i,
  * e_i = exp(lse_i - m), s = sum e_i, o = sum (e_i / s) o_i, lse = m + log(s). Parts with lse -inf
  * are skipped whole (their o rows are never read into the sum); a NaN lse makes the row NaN. The
- * row is summed in a scratch row and written last, so o may be parts[0]'s. docs/error_bound.md,
+ * row is summed in a scratch row and written last, so o may be parts[0]'s. With p->sinks the parts
+ * were computed without them and the whole's o is scaled by 1 / (1 + exp(t_h - lse)), in fp64. docs/error_bound.md,
  * "Merging", derives the bound. */
 #include <inttypes.h>
 #include <math.h>
@@ -106,6 +107,10 @@ static void merge_row(const txattn_problem *r, const part *parts, size_t n, cons
       }
     }
     lse = m + logf(s);
+    if (r->sinks) { /* the sink of the whole, once: o (Z / (Z + exp(t))) with Z = exp(lse) */
+      double keep = 1.0 / (1.0 + exp((double)out->t.sinks[h] - ((double)m + log((double)s))));
+      for (int64_t c = 0; c < r->d_v; c++) acc[c] = (float)(acc[c] * keep);
+    }
   }
   void *o = txattn_row_of_mut(out->t.o_data, r->o_type, &out->t.o_layout, b, h, i);
   if (r->o_type == TXATTN_DTYPE_F32)
@@ -155,6 +160,7 @@ txattn_status txattn_merge(const txattn_problem *p, const txattn_tensors *parts,
     if (s == TXATTN_OK && r.ragged)
       s = txattn__lens_check("q_lens", o->t.q_lens, r.batch, r.n_q, "n_q");
     if (s == TXATTN_OK) s = check_overlaps(ps, n_parts, o);
+    if (s == TXATTN_OK && r.sinks) s = txattn__head_floats_check("sinks", o->t.sinks, r.heads_q, 1);
   }
   if (s == TXATTN_OK) {
     for (int64_t b = 0; b < r.batch; b++) {
