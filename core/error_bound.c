@@ -41,8 +41,9 @@ static void mark_visible_keys(const txattn_problem *p, unsigned char *seen) {
   memset(seen, 0, (size_t)p->n_kv);
   int64_t next = 0; /* keys below next are marked: lo and hi never decrease with i */
   for (int64_t i = 0; i < p->n_q; i++) {
-    int64_t lo, hi;
-    txattn_visible_range(p, i, &lo, &hi);
+    int64_t sink_hi, lo, hi;
+    txattn_visible_ranges(p, i, &sink_hi, &lo, &hi);
+    if (i == 0) memset(seen, 1, (size_t)sink_hi); /* the same sink keys for every row */
     for (int64_t j = lo > next ? lo : next; j < hi; j++) seen[j] = 1;
     if (hi > next) next = hi;
   }
@@ -64,34 +65,68 @@ static double max_abs_visible_v(const txattn_problem *p, const txattn_tensors *t
   return m;
 }
 
-/* q: d_qk doubles of scratch for the query row. */
-static double max_visible_abs_dot(const txattn_problem *p, const txattn_tensors *t, double *q) {
-  double m = 0.0;
+/* The absolute error of the kernels' fp32 tanh(y), in units of u = 2^-24: the vector kernels'
+   1 - 2 / (exp2(2 log2(e) |y|) + 1) with its sign is within 5.2 u (docs/error_bound.md, "Score
+   modifiers"), libm's tanhf within 2 ulp of |tanh| <= 1. */
+#define TANH_ERR_U 6.0
+
+/* The score error the modifiers add to a visible pair (u = 2^-24), on top of the (3 + sqrt(d_qk))
+   u |scale| S the scores have before them (docs/error_bound.md, "Score modifiers"): softcap c
+   (Lipschitz 1, so the earlier error passes unchanged) adds its own evaluation, c (TANH_ERR_U + 2)
+   u: the product by fl(1/c) and the product by c; ALiBi adds the rounding of (j - pos) to fp32,
+   of its product with m_h and of the sum, u (3 |m_h (j - pos)| + |capped score|). */
+static double modifier_error(const txattn_problem *p, const txattn_tensors *t, int64_t h, int64_t i,
+                             int64_t j, double abs_score) {
+  const double u = 0x1p-24;
+  double e = 0.0, capped = abs_score;
+  if (p->softcap > 0.0f) {
+    e += (double)p->softcap * (TANH_ERR_U + 2.0) * u;
+    if (capped > (double)p->softcap) capped = (double)p->softcap;
+  }
+  if (p->alibi) {
+    double bias = fabs((double)t->alibi_slopes[h] * (double)(j - (i + p->n_kv - p->n_q)));
+    e += u * (3.0 * bias + capped);
+  }
+  return e;
+}
+
+/* The largest sum_c |q_c k_c| over visible pairs, and in *extra the largest modifier_error.
+   q: d_qk doubles of scratch for the query row. */
+static double max_visible_abs_dot(const txattn_problem *p, const txattn_tensors *t, double *q,
+                                  double *extra) {
+  double m = 0.0, x = 0.0;
   int64_t group = p->heads_q / p->heads_kv;
+  int modified = p->softcap > 0.0f || p->alibi;
   for (int64_t b = 0; b < p->batch; b++)
     for (int64_t h = 0; h < p->heads_q; h++)
       for (int64_t i = 0; i < p->n_q; i++) {
-        int64_t lo, hi;
-        txattn_visible_range(p, i, &lo, &hi);
-        if (lo >= hi) continue;
+        int64_t range[4] = {0};
+        txattn_visible_ranges(p, i, &range[1], &range[2], &range[3]);
+        if (range[1] == 0 && range[2] >= range[3]) continue;
         const void *qi = txattn_row_of(t->q_data, p->q_type, &t->q_layout, b, h, i);
         for (int64_t c = 0; c < p->d_qk; c++) q[c] = txattn__load(qi, p->q_type, c);
-        for (int64_t j = lo; j < hi; j++) {
-          double s =
-              abs_dot(p, q, txattn_row_of(t->k_data, p->k_type, &t->k_layout, b, h / group, j));
-          if (s > m) m = s; /* NaN compares false: left out */
-        }
+        for (int part = 0; part < 2; part++)
+          for (int64_t j = range[2 * part]; j < range[2 * part + 1]; j++) {
+            double s =
+                abs_dot(p, q, txattn_row_of(t->k_data, p->k_type, &t->k_layout, b, h / group, j));
+            if (s > m) m = s; /* NaN compares false: left out */
+            if (modified && isfinite(s)) {
+              double e = modifier_error(p, t, h, i, j, fabs((double)p->scale) * s);
+              if (e > x) x = e;
+            }
+          }
       }
+  *extra = x;
   return m;
 }
 
-/* The most keys any query row sees (txattn_visible_range), 0 if none sees a key. */
+/* The most keys any query row sees (txattn_visible_ranges), 0 if none sees a key. */
 static int64_t widest_row(const txattn_problem *p) {
   int64_t w = 0;
   for (int64_t i = 0; i < p->n_q; i++) {
-    int64_t lo, hi;
-    txattn_visible_range(p, i, &lo, &hi);
-    if (hi - lo > w) w = hi - lo;
+    int64_t sink_hi, lo, hi;
+    txattn_visible_ranges(p, i, &sink_hi, &lo, &hi);
+    if (sink_hi + hi - lo > w) w = sink_hi + hi - lo;
   }
   return w;
 }
@@ -101,7 +136,8 @@ static int64_t widest_row(const txattn_problem *p) {
    visible V rows (only if max_v is not NULL: it costs a pass over V) and the most keys a row sees,
    each over every sequence (one, unless ragged) with its own lengths. */
 static txattn_status bound_terms(const char *who, const txattn_problem *p, const txattn_tensors *t,
-                                 txattn_problem *r, double *max_v, double *l, int64_t *keys) {
+                                 txattn_problem *r, double *max_v, double *l, double *mod,
+                                 int64_t *keys) {
   txattn_tensors x = TXATTN_TENSORS_INIT;
   TXATTN_FORWARD_IF_ERROR(txattn__problem_resolve(p, r));
   TXATTN_FORWARD_IF_ERROR(txattn__tensors_check(r, t, &x));
@@ -113,7 +149,7 @@ static txattn_status bound_terms(const char *who, const txattn_problem *p, const
     return txattn__fail(TXATTN_E_NOMEM, "%s: cannot allocate %lld bytes of scratch", who,
                         (long long)r->n_kv + 8 * (long long)r->d_qk);
   }
-  double v_max = 0.0, dot = 0.0;
+  double v_max = 0.0, dot = 0.0, extra = 0.0;
   int64_t widest = 0, sequences = r->ragged ? r->batch : 1;
   for (int64_t b = 0; b < sequences; b++) {
     txattn_problem sub = *r;
@@ -124,27 +160,32 @@ static txattn_status bound_terms(const char *who, const txattn_problem *p, const
       double v = max_abs_visible_v(&sub, &st, seen);
       if (v > v_max) v_max = v;
     }
-    double d = max_visible_abs_dot(&sub, &st, q);
+    double e, d = max_visible_abs_dot(&sub, &st, q, &e);
     int64_t w = widest_row(&sub);
     if (d > dot) dot = d;
+    if (e > extra) extra = e;
     if (w > widest) widest = w;
   }
   free(q);
   free(seen);
   if (max_v) *max_v = v_max;
   *l = fabs((double)r->scale) * dot;
+  *mod = extra;
   *keys = widest;
   return txattn__ok();
 }
 
-/* c = 3 + sqrt(d_qk): each fp32 score is within c u L of scale q.k (docs/error_bound.md). */
-static double score_term(const txattn_problem *r, double l) {
-  return (3.0 + sqrt((double)r->d_qk)) * 0x1p-24 * l;
+/* c = 3 + sqrt(d_qk): each fp32 score is within c u L + mod of its exact value, mod the score
+   modifiers' own error (docs/error_bound.md). */
+static double score_term(const txattn_problem *r, double l, double mod) {
+  return (3.0 + sqrt((double)r->d_qk)) * 0x1p-24 * l + mod;
 }
 
-/* The bound on O from its terms (txattn_error_bound). */
-static double o_bound(const txattn_problem *r, double max_v, double l) {
-  double rel = score_term(r, l);
+/* The bound on O from its terms (txattn_error_bound). A sink logit adds nothing: the kernels
+   compute its term exp(t_h - m) in fp64 from their own row max, and a denominator that grows by
+   it shrinks O and every error of O alike (docs/error_bound.md, "Score modifiers"). */
+static double o_bound(const txattn_problem *r, double max_v, double l, double mod) {
+  double rel = score_term(r, l, mod);
   double e = max_v * (rel > TXATTN_EXACT_TOLERANCE ? rel : TXATTN_EXACT_TOLERANCE);
   if (r->o_type != TXATTN_DTYPE_F32) e += txattn__ulp(r->o_type, max_v + e);
   return e;
@@ -157,21 +198,21 @@ static double o_bound(const txattn_problem *r, double max_v, double l) {
    of independent rounding errors, else their worst case); exp's arguments (at most the weights'
    entropy, ln n) and values; the sum of the weights (additions, and an online softmax's
    rescalings, the same way); the roundings of the kernel's and the reference's lse to fp32. */
-static void lse_bound(const txattn_problem *r, double l, int64_t keys, double out[2]) {
+static void lse_bound(const txattn_problem *r, double l, double mod, int64_t keys, double out[2]) {
   const double u = 0x1p-24, d = (double)(r->d_qk - 1), n = keys > 1 ? (double)keys : 1.0;
   const double a = fmin(d, 6.0 * sqrt(d)), b = fmin(4.6 * (n - 1.0), 6.0 * sqrt(8.76 * (n - 1.0)));
-  out[0] = (2.0 + a) * u * l + (3.0 + 3.0 * log(n) + b) * u;
+  out[0] = (2.0 + a) * u * l + (3.0 + 3.0 * log(n) + b) * u + mod;
   out[1] = 2.0 * u;
 }
 
 txattn_status txattn__error_bounds(const char *who, const txattn_problem *p,
                                    const txattn_tensors *t, double *bound, double *lse_abs_rel) {
   txattn_problem r = TXATTN_PROBLEM_INIT;
-  double max_v, l;
+  double max_v, l, mod;
   int64_t keys;
-  TXATTN_FORWARD_IF_ERROR(bound_terms(who, p, t, &r, bound ? &max_v : NULL, &l, &keys));
-  if (bound) *bound = o_bound(&r, max_v, l);
-  if (lse_abs_rel) lse_bound(&r, l, keys, lse_abs_rel);
+  TXATTN_FORWARD_IF_ERROR(bound_terms(who, p, t, &r, bound ? &max_v : NULL, &l, &mod, &keys));
+  if (bound) *bound = o_bound(&r, max_v, l, mod);
+  if (lse_abs_rel) lse_bound(&r, l, mod, keys, lse_abs_rel);
   return txattn__ok();
 }
 

@@ -314,6 +314,22 @@ int txattn__kernel_applicable(const txattn__kernel *k, const txattn_problem *r, 
     *why = "it does not write lse";
     return 0;
   }
+  /* the score modifiers go only to kernels that declare them (ABI 1.6) */
+  const struct {
+    int asked;
+    unsigned flag;
+    const char *why;
+  } mods[4] = {
+      {r->softcap > 0.0f, TXATTN_KERNEL_SOFTCAP, "it does not compute softcap"},
+      {r->alibi, TXATTN_KERNEL_ALIBI, "it does not compute ALiBi"},
+      {r->sinks, TXATTN_KERNEL_SINKS, "it does not compute sink logits"},
+      {r->sink_keys > 0, TXATTN_KERNEL_SINK_KEYS, "it does not compute sink keys"},
+  };
+  for (int i = 0; i < 4; i++)
+    if (mods[i].asked && !(d->flags & mods[i].flag)) {
+      *why = mods[i].why;
+      return 0;
+    }
   /* a kernel without TXATTN_KERNEL_RAGGED runs each sequence as a problem of its own: it judges
      the dense problem of the tensors' capacity */
   txattn_problem dense = TXATTN_PROBLEM_INIT;

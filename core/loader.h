@@ -44,7 +44,8 @@ typedef struct txattn__registry {
 } txattn__registry;
 
 /* 1 if k takes the element types of the resolved problem r, writes lse if r asks for it
-   (TXATTN_KERNEL_LSE; else "it does not write lse") and its applicable() accepts r (r without
+   (TXATTN_KERNEL_LSE; else "it does not write lse"), declares each score modifier r has
+   (TXATTN_KERNEL_SOFTCAP ... SINK_KEYS; else "it does not compute ...") and its applicable() accepts r (r without
    ragged for a kernel without TXATTN_KERNEL_RAGGED, which runs one sequence at a time); else 0 and
    *why (never NULL then) says why. The host's one gate before a kernel sees a problem. */
 int txattn__kernel_applicable(const txattn__kernel *k, const txattn_problem *r, const char **why);

@@ -3,8 +3,9 @@
  * e_i = exp(lse_i - m) (with m +inf: 1 for the parts at +inf, 0 for the others), s = sum e_i,
  * o = sum (e_i / s) o_i, lse = m + log(s). Parts with lse -inf are skipped whole (their o rows are
  * never read into the sum); a NaN lse, or a NaN in a part's o row that is read, makes the row NaN.
- * The row is summed in a scratch row and written last, so o may be parts[0]'s.
- * docs/error_bound.md, "Merging", derives the bound and the +inf case. */
+ * The row is summed in a scratch row and written last, so o may be parts[0]'s. With p->sinks the
+ * parts were computed without them and the whole's o is scaled by 1 / (1 + exp(t_h - lse)), in
+ * fp64. docs/error_bound.md, "Merging", derives the bound and the +inf case. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -114,7 +115,11 @@ static void merge_row(const txattn_problem *r, const part *parts, size_t n, cons
         for (int64_t c = 0; c < r->d_v; c++) acc[c] += w * (float)txattn__load(o, r->o_type, c);
       }
     }
-    lse = m + logf(s);                  /* +inf when m is */
+    lse = m + logf(s); /* +inf when m is */
+    if (r->sinks) {    /* the sink of the whole, once: o (Z / (Z + exp(t))) with Z = exp(lse) */
+      double keep = 1.0 / (1.0 + exp((double)out->t.sinks[h] - ((double)m + log((double)s))));
+      for (int64_t c = 0; c < r->d_v; c++) acc[c] = (float)(acc[c] * keep);
+    }
     txattn_row_spread_nan(acc, r->d_v); /* a part's row with a NaN, whatever its weight */
   }
   void *o = txattn_row_of_mut(out->t.o_data, r->o_type, &out->t.o_layout, b, h, i);
@@ -165,6 +170,7 @@ txattn_status txattn_merge(const txattn_problem *p, const txattn_tensors *parts,
     if (s == TXATTN_OK && r.ragged)
       s = txattn__lens_check("q_lens", o->t.q_lens, r.batch, r.n_q, "n_q");
     if (s == TXATTN_OK) s = check_overlaps(ps, n_parts, o);
+    if (s == TXATTN_OK && r.sinks) s = txattn__head_floats_check("sinks", o->t.sinks, r.heads_q, 1);
   }
   if (s == TXATTN_OK) {
     for (int64_t b = 0; b < r.batch; b++) {

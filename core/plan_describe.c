@@ -1,7 +1,8 @@
 /* txattn_plan_describe: a plan in one line, e.g.
  *   tiled.avx2 block_q=64 block_k=256 threads=2 | b=1 hq=8 hkv=8 nq=4096 nkv=4096 d=64/64
  * mask=causal scale=0.125 (one line; wrapped here). Window sides print as numbers or "inf"; a
- * serving call adds "lse" and "ragged" (or "ragged(per sequence)": the host runs each sequence). */
+ * serving call adds "lse" and "ragged" (or "ragged(per sequence)": the host runs each sequence),
+ * a modified one "softcap=C", "alibi", "sinks" and "sink_keys=K". */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -62,5 +63,9 @@ int txattn_plan_describe(const txattn_plan *plan, char *buf, size_t size) {
   put(&o, " scale=%g", (double)p->scale);
   if (p->lse) put(&o, " lse");
   if (p->ragged) put(&o, plan->per_sequence ? " ragged(per sequence)" : " ragged");
+  if (p->softcap > 0.0f) put(&o, " softcap=%g", (double)p->softcap);
+  if (p->alibi) put(&o, " alibi");
+  if (p->sinks) put(&o, " sinks");
+  if (p->sink_keys > 0) put(&o, " sink_keys=%" PRId64, p->sink_keys);
   return o.len;
 }

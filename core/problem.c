@@ -156,6 +156,28 @@ static txattn_status resolve_serving(const txattn_problem *p, txattn_problem *r)
   return TXATTN_OK;
 }
 
+/* The score modifiers (past the serving fields); their data (slopes, sink logits) is checked with
+   the tensors. */
+static txattn_status resolve_modifiers(const txattn_problem *p, txattn_problem *r) {
+  TXATTN_RETURN_IF(!(isfinite(p->softcap) && p->softcap >= 0.0f), TXATTN_E_INVALID,
+                   "txattn_problem.softcap = %g must be finite and >= 0 (0: no softcap)",
+                   (double)p->softcap);
+  TXATTN_RETURN_IF(p->alibi != 0 && p->alibi != 1, TXATTN_E_INVALID,
+                   "txattn_problem.alibi = %d must be 0 or 1", p->alibi);
+  TXATTN_RETURN_IF(p->sinks != 0 && p->sinks != 1, TXATTN_E_INVALID,
+                   "txattn_problem.sinks = %d must be 0 or 1", p->sinks);
+  TXATTN_RETURN_IF(p->sink_keys < 0, TXATTN_E_INVALID,
+                   "txattn_problem.sink_keys = %" PRId64 " must be >= 0 (0: none)", p->sink_keys);
+  r->softcap = p->softcap;
+  r->alibi = p->alibi;
+  r->sinks = p->sinks;
+  /* keys past n_kv do not exist, and without a mask every key is visible anyway: equal problems
+     resolve equal */
+  r->sink_keys = p->sink_keys < r->n_kv ? p->sink_keys : r->n_kv;
+  if (r->mask == TXATTN_MASK_NONE) r->sink_keys = 0;
+  return TXATTN_OK;
+}
+
 txattn_status txattn__problem_resolve(const txattn_problem *given, txattn_problem *out) {
   TXATTN_RETURN_IF(given == NULL, TXATTN_E_INVALID, "txattn_problem is NULL");
   txattn_problem in = TXATTN_PROBLEM_INIT, r = TXATTN_PROBLEM_INIT;
@@ -168,6 +190,7 @@ txattn_status txattn__problem_resolve(const txattn_problem *given, txattn_proble
   TXATTN_FORWARD_IF_ERROR(resolve_scale(p, &r));
   TXATTN_FORWARD_IF_ERROR(resolve_types(p, &r));
   TXATTN_FORWARD_IF_ERROR(resolve_serving(p, &r));
+  TXATTN_FORWARD_IF_ERROR(resolve_modifiers(p, &r));
   TXATTN_FORWARD_IF_ERROR(check_sizes(&r));
   *out = r;
   return TXATTN_OK;
@@ -188,6 +211,49 @@ static double ramp_sum(int64_t a, int64_t b, int64_t c, int s) {
   if (a >= b || (s == 0 && c <= 0)) return 0.0;
   double first = (double)c + s * (double)a, last = (double)c + s * (double)(b - 1);
   return (double)(b - a) * (first + last) / 2.0;
+}
+
+/* The sink keys row i sees beyond its mask's range [lo, hi): those of [0, K) outside it. */
+static int64_t extra_sink_keys(const txattn_problem *r, int64_t i) {
+  int64_t lo, hi, k = r->sink_keys;
+  txattn_visible_range(r, i, &lo, &hi);
+  if (lo >= hi) return k;
+  return (lo < k ? lo : k) + (hi < k ? k - hi : 0);
+}
+
+/* Sum over rows of extra_sink_keys, which is linear in i between the points where a clamp in
+   txattn_visible_range or in it switches: each stretch between those points is summed from its
+   two ends. */
+static double sink_key_pairs(const txattn_problem *r) {
+  if (r->sink_keys <= 0) return 0.0;
+  int64_t shift = r->n_kv - r->n_q, L = r->n_kv, R = r->n_q, k = r->sink_keys;
+  if (r->mask == TXATTN_MASK_CAUSAL) R = 0;
+  if (r->mask == TXATTN_MASK_WINDOW) {
+    if (r->window_left != TXATTN_UNBOUNDED && r->window_left < L) L = r->window_left;
+    if (r->window_right != TXATTN_UNBOUNDED && r->window_right < R) R = r->window_right;
+  }
+  /* kinks in pos: pos - L in {0, k}, pos + R + 1 in {0, k, n_kv}; as rows i = pos - shift */
+  int64_t kinks[5] = {L, L + k, -R - 1, k - R - 1, r->n_kv - R - 1}, cut[12];
+  int n = 0;
+  cut[n++] = 0;
+  cut[n++] = r->n_q;
+  for (int j = 0; j < 5; j++)
+    for (int64_t c = kinks[j] - shift; c <= kinks[j] - shift + 1; c++)
+      if (c > 0 && c < r->n_q) cut[n++] = c;
+  for (int a = 1; a < n; a++) /* insertion sort of at most 12 */
+    for (int b = a; b > 0 && cut[b - 1] > cut[b]; b--) {
+      int64_t t = cut[b];
+      cut[b] = cut[b - 1];
+      cut[b - 1] = t;
+    }
+  double sum = 0.0;
+  for (int j = 0; j + 1 < n; j++) {
+    int64_t a = cut[j], b = cut[j + 1] - 1; /* rows a..b, where the count is linear */
+    if (b < a) continue;
+    sum +=
+        (double)(b - a + 1) * ((double)extra_sink_keys(r, a) + (double)extra_sink_keys(r, b)) / 2.0;
+  }
+  return sum;
 }
 
 /* Row at position pos sees keys [max(0, pos - L), min(n_kv, pos + R + 1)). Every mask is such a
@@ -216,6 +282,7 @@ double txattn__visible_pairs(const txattn_problem *r) {
     int64_t c = (hi_slope ? R + 1 : r->n_kv) - (lo_slope ? -L : 0);
     per_head += ramp_sum(a, cut[i + 1], c, hi_slope - lo_slope);
   }
+  per_head += sink_key_pairs(r);
   return per_head * (double)r->batch * (double)r->heads_q;
 }
 
@@ -223,4 +290,20 @@ double txattn_problem_visible_pairs(const txattn_problem *p) {
   txattn_problem r = TXATTN_PROBLEM_INIT;
   if (txattn__problem_resolve(p, &r) != TXATTN_OK) return -1.0;
   return txattn__visible_pairs(&r);
+}
+
+txattn_status txattn_alibi_slopes(int64_t heads_q, float max_bias, float *out) {
+  TXATTN_RETURN_IF(out == NULL, TXATTN_E_INVALID, "txattn_alibi_slopes: out is NULL");
+  TXATTN_RETURN_IF(heads_q < 1 || heads_q > TXATTN__MAX_HEADS, TXATTN_E_INVALID,
+                   "txattn_alibi_slopes: heads_q = %" PRId64 " must be within 1..%" PRId64, heads_q,
+                   TXATTN__MAX_HEADS);
+  TXATTN_RETURN_IF(!(isfinite(max_bias) && max_bias >= 0.0f), TXATTN_E_INVALID,
+                   "txattn_alibi_slopes: max_bias = %g must be finite and >= 0", (double)max_bias);
+  /* in float, step for step as ggml's soft_max and flash_attn_ext compute them */
+  const uint32_t n = 1u << (uint32_t)floorf(log2f((float)heads_q));
+  const float m0 = powf(2.0f, -(max_bias) / (float)n);
+  const float m1 = powf(2.0f, -(max_bias / 2.0f) / (float)n);
+  for (int64_t h = 0; h < heads_q; h++)
+    out[h] = (uint32_t)h < n ? powf(m0, (float)(h + 1)) : powf(m1, (float)(2 * (h - n) + 1));
+  return txattn__ok();
 }

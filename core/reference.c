@@ -11,21 +11,33 @@
 #include "tensors.h"
 #include "txattn/plugin.h"
 
-/* Scores of row q against keys [lo, hi) into s[lo..hi); returns their maximum, or NaN if any is NaN
-   (fmax would drop it, and the contract says NaN must reach the output). */
+/* Score of query row i (head h) and key j from d = q.k: scale d, then the modifiers. */
+static double score(const txattn_problem *p, const txattn_tensors *t, int64_t h, int64_t i,
+                    int64_t j, double d) {
+  double s = (double)p->scale * d;
+  if (p->softcap > 0.0f) s = (double)p->softcap * tanh(s / (double)p->softcap);
+  if (p->alibi) s += (double)t->alibi_slopes[h] * (double)(j - (i + p->n_kv - p->n_q));
+  return s;
+}
+
+/* Scores of row q (head h, row i) against the visible keys j (txattn_visible_ranges: range[0] to
+   range[1], then range[2] to range[3]) into s[j]; returns their maximum, or NaN if any is NaN (fmax
+   would drop it, and the contract says NaN must reach the output). */
 static double scores(const txattn_problem *p, const txattn_tensors *t, const double *q, int64_t b,
-                     int64_t hk, int64_t lo, int64_t hi, double *s) {
+                     int64_t h, int64_t i, const int64_t range[4], double *s) {
+  int64_t hk = h / (p->heads_q / p->heads_kv);
   double m = -INFINITY;
-  for (int64_t j = lo; j < hi; j++) {
-    const void *kj = txattn_row_of(t->k_data, p->k_type, &t->k_layout, b, hk, j);
-    double dot = 0.0;
-    for (int64_t c = 0; c < p->d_qk; c++) dot += q[c] * txattn__load(kj, p->k_type, c);
-    s[j] = (double)p->scale * dot;
-    if (isnan(s[j]) || isnan(m))
-      m = NAN;
-    else if (s[j] > m)
-      m = s[j];
-  }
+  for (int part = 0; part < 2; part++)
+    for (int64_t j = range[2 * part]; j < range[2 * part + 1]; j++) {
+      const void *kj = txattn_row_of(t->k_data, p->k_type, &t->k_layout, b, hk, j);
+      double dot = 0.0;
+      for (int64_t c = 0; c < p->d_qk; c++) dot += q[c] * txattn__load(kj, p->k_type, c);
+      s[j] = score(p, t, h, i, j, dot);
+      if (isnan(s[j]) || isnan(m))
+        m = NAN;
+      else if (s[j] > m)
+        m = s[j];
+    }
   return m;
 }
 
@@ -36,32 +48,37 @@ static float *lse_at(const txattn_problem *p, const txattn_tensors *t, int64_t b
 }
 
 /* s: n_kv scores; acc: d_v sums; q: d_qk values of the query row. With p->lse the row's
-   log-sum-exp, m + log(sum exp(s - m)) in double, rounded once to fp32 (-inf for no key). */
+   log-sum-exp over its keys (a sink logit is not in it), m + log(sum exp(s - m)) in double,
+   rounded once to fp32 (-inf for no key). A sink adds exp(t_h - m) to the denominator only. */
 static void reference_row(const txattn_problem *p, const txattn_tensors *t, int64_t b, int64_t h,
                           int64_t i, double *s, double *acc, double *q) {
-  int64_t hk = h / (p->heads_q / p->heads_kv), lo, hi;
+  int64_t hk = h / (p->heads_q / p->heads_kv), range[4];
   void *o = txattn_row_of_mut(t->o_data, p->o_type, &t->o_layout, b, h, i);
   float *lse = lse_at(p, t, b, h, i);
-  txattn_visible_range(p, i, &lo, &hi);
-  if (lo >= hi) {
+  range[0] = 0;
+  txattn_visible_ranges(p, i, &range[1], &range[2], &range[3]);
+  if (range[1] == 0 && range[2] >= range[3]) {
     for (int64_t c = 0; c < p->d_v; c++) txattn__store(o, p->o_type, c, 0.0);
     if (lse) *lse = -INFINITY;
     return;
   }
   const void *qi = txattn_row_of(t->q_data, p->q_type, &t->q_layout, b, h, i);
   for (int64_t c = 0; c < p->d_qk; c++) q[c] = txattn__load(qi, p->q_type, c);
-  double m = scores(p, t, q, b, hk, lo, hi, s);
+  double m = scores(p, t, q, b, h, i, range, s);
   double sum = 0.0;
   int nan = 0;
   for (int64_t c = 0; c < p->d_v; c++) acc[c] = 0.0;
-  for (int64_t j = lo; j < hi; j++) { /* no skipping of zero weights: 0 * NaN must stay NaN */
-    double w = exp(s[j] - m);
-    const void *vj = txattn_row_of(t->v_data, p->v_type, &t->v_layout, b, hk, j);
-    sum += w;
-    for (int64_t c = 0; c < p->d_v; c++) acc[c] += w * txattn__load(vj, p->v_type, c);
-  }
-  for (int64_t c = 0; c < p->d_v; c++) nan |= isnan(acc[c] / sum);
-  for (int64_t c = 0; c < p->d_v; c++) txattn__store(o, p->o_type, c, nan ? NAN : acc[c] / sum);
+  for (int part = 0; part < 2; part++)
+    for (int64_t j = range[2 * part]; j < range[2 * part + 1]; j++) {
+      /* no skipping of zero weights: 0 * NaN must stay NaN */
+      double w = exp(s[j] - m);
+      const void *vj = txattn_row_of(t->v_data, p->v_type, &t->v_layout, b, hk, j);
+      sum += w;
+      for (int64_t c = 0; c < p->d_v; c++) acc[c] += w * txattn__load(vj, p->v_type, c);
+    }
+  double den = p->sinks ? sum + exp((double)t->sinks[h] - m) : sum;
+  for (int64_t c = 0; c < p->d_v; c++) nan |= isnan(acc[c] / den);
+  for (int64_t c = 0; c < p->d_v; c++) txattn__store(o, p->o_type, c, nan ? NAN : acc[c] / den);
   if (lse) *lse = (float)(m + log(sum));
 }
 

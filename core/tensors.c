@@ -1,6 +1,7 @@
 /* txattn_tensors: pointers, strides, address arithmetic and overlap, checked before any kernel
  * runs. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdint.h>
 
 #include "error.h"
@@ -110,6 +111,19 @@ txattn_status txattn__lens_check(const char *field, const int64_t *lens, int64_t
   return TXATTN_OK;
 }
 
+txattn_status txattn__head_floats_check(const char *field, const float *x, int64_t heads,
+                                        int minus_inf) {
+  TXATTN_RETURN_IF(x == NULL, TXATTN_E_INVALID,
+                   "txattn_tensors.%s is NULL, but txattn_problem.%s is 1 (a txattn_tensors "
+                   "whose struct_size stops before %s has none)",
+                   field, minus_inf ? "sinks" : "alibi", field);
+  for (int64_t h = 0; h < heads; h++)
+    TXATTN_RETURN_IF(!(isfinite(x[h]) || (minus_inf && x[h] == -INFINITY)), TXATTN_E_INVALID,
+                     "txattn_tensors.%s[%" PRId64 "] = %g must be finite%s", field, h, (double)x[h],
+                     minus_inf ? " or -inf (no sink)" : "");
+  return TXATTN_OK;
+}
+
 txattn_status txattn__tensors_check(const txattn_problem *r, const txattn_tensors *t,
                                     txattn_tensors *out) {
   TXATTN_RETURN_IF(t == NULL, TXATTN_E_INVALID, "txattn_tensors is NULL");
@@ -170,6 +184,15 @@ txattn_status txattn__tensors_check(const txattn_problem *r, const txattn_tensor
   } else {
     c.q_lens = c.kv_lens = NULL;
   }
+  if (r->alibi)
+    TXATTN_FORWARD_IF_ERROR(
+        txattn__head_floats_check("alibi_slopes", c.alibi_slopes, r->heads_q, 0));
+  else
+    c.alibi_slopes = NULL;
+  if (r->sinks)
+    TXATTN_FORWARD_IF_ERROR(txattn__head_floats_check("sinks", c.sinks, r->heads_q, 1));
+  else
+    c.sinks = NULL;
   *out = c;
   return TXATTN_OK;
 }

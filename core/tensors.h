@@ -29,12 +29,17 @@ int txattn__tensors_overlap(const txattn__tensor *a, const txattn__tensor *b);
 txattn_status txattn__lens_check(const char *field, const int64_t *lens, int64_t batch, int64_t max,
                                  const char *max_name);
 
+/* heads floats per query head at x (txattn_tensors.<field>): not NULL, each finite (or -inf where
+   minus_inf is 1); E_INVALID naming the head otherwise. */
+txattn_status txattn__head_floats_check(const char *field, const float *x, int64_t heads,
+                                        int minus_inf);
 /* Checks t against the resolved problem r and writes *out: t with every all-zero layout made
    explicit. Inputs may alias each other or broadcast (stride 0); o must not alias itself nor
    overlap q, k or v. Fails with TXATTN_E_INVALID and a message naming the field; never touches the
    tensors' data. With r->lse, lse is checked as an output like o (and must overlap nothing);
    without, *out has lse NULL. With r->ragged, q_lens and kv_lens (NULL or each within 0..n_q,
-   0..n_kv) are checked; without, *out has them NULL. A caller whose struct_size stops before a
+   0..n_kv) are checked; without, *out has them NULL. With r->alibi (r->sinks) alibi_slopes (sinks)
+   are checked by txattn__head_floats_check; without, *out has them NULL. A caller whose struct_size stops before a
    field gets it zero. */
 txattn_status txattn__tensors_check(const txattn_problem *r, const txattn_tensors *t,
                                     txattn_tensors *out);

@@ -5,8 +5,10 @@
  * -inf -> +0, 0 -> 1 exactly, far below the normal range -> +0, whatever the position of the value
  * in a vector. The argument clamp to [-127, 128] (vec_exp2.h): no finite argument, however large or
  * small, gives NaN or a wrapped exponent; -127 and below give +0, [0, 127.5] stays finite and within
- * the bound, and x >= 128 (where 2^x overflows fp32) gives +inf. */
+ * the bound, and x >= 128 (where 2^x overflows fp32) gives +inf. The softcap's vf_tanh: its
+ * absolute error over a sweep of every float and its special values. */
 #include <criterion/criterion.h>
+#include <criterion/logging.h>
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -140,6 +142,39 @@ static void check_clamp(const tiled_ops *ops, double bound) {
     cr_expect(!isnan(ty[i]) && ty[i] > 0, "exp2(%a) = %a", (double)edge[i], (double)ty[i]);
 }
 
+/* The softcap's tanh: max absolute error over every 101st float (both signs) and the values near 0,
+   the steep middle and the saturation; special values. */
+static void check_tanh(const tiled_ops *ops) {
+  enum { CHUNK = 4096 };
+  static float x[CHUNK], y[CHUNK];
+  double worst = 0.0;
+  for (uint64_t u = 0; u <= 0xFFFFFFFFu;) {
+    size_t n = 0;
+    for (; n < CHUNK && u <= 0xFFFFFFFFu; u += 101) {
+      uint32_t bits = (uint32_t)u;
+      memcpy(&x[n], &bits, sizeof bits);
+      if (!isnan(x[n])) n++;
+    }
+    ops->tanh_array(x, y, n);
+    for (size_t i = 0; i < n; i++) {
+      double e = fabs((double)y[i] - tanh((double)x[i])) / 0x1p-24;
+      if (e > worst) worst = e;
+    }
+  }
+  cr_log_info("tanh: at most %.3f u off", worst);
+  cr_assert_leq(worst, TILED_TANH_MAX_ERR_U, "tanh is %.3f u off", worst);
+  cr_assert_gt(worst, 0.0);
+  const float sp[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e30f, -1e30f, 1e-30f};
+  float ty[8];
+  ops->tanh_array(sp, ty, 8);
+  cr_assert(ty[0] == 0.0f && !signbit(ty[0]) && ty[1] == 0.0f && signbit(ty[1]));
+  cr_assert(ty[2] == 1.0f && ty[3] == -1.0f && isnan(ty[4]) && ty[5] == 1.0f && ty[6] == -1.0f);
+  cr_assert(fabsf(ty[7]) <= 0x1p-23f);
+}
+
+Test(vexp, scalar_tanh) {
+  check_tanh(&tiled_ops_scalar);
+}
 Test(vexp, scalar_accuracy) {
   check_accuracy(&tiled_ops_scalar, TILED_EXP2_MAX_ULP_NO_FMA);
 }
@@ -174,6 +209,14 @@ Test(vexp, avx2_clamp) {
   if (!have_avx2()) cr_skip_test("this CPU lacks AVX2/FMA");
   check_clamp(&tiled_ops_avx2, TILED_EXP2_MAX_ULP_FMA);
 }
+Test(vexp, avx2_tanh) {
+  if (!have_avx2()) cr_skip_test("this CPU lacks AVX2/FMA");
+  check_tanh(&tiled_ops_avx2);
+}
+Test(vexp, avx512_tanh) {
+  if (!have_avx512()) cr_skip_test("this CPU lacks AVX-512 F/DQ/BW/VL");
+  check_tanh(&tiled_ops_avx512);
+}
 Test(vexp, avx512_special_values) {
   if (!have_avx512()) cr_skip_test("this CPU lacks AVX-512 F/DQ/BW/VL");
   check_special(&tiled_ops_avx512);
@@ -195,6 +238,9 @@ Test(vexp, avx512bf16_exp2) {
 #if defined(__aarch64__)
 Test(vexp, neon_accuracy) {
   check_accuracy(&tiled_ops_neon, TILED_EXP2_MAX_ULP_FMA);
+}
+Test(vexp, neon_tanh) {
+  check_tanh(&tiled_ops_neon);
 }
 Test(vexp, neon_special_values) {
   check_special(&tiled_ops_neon);

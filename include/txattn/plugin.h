@@ -1,4 +1,4 @@
-/* txattn plugin ABI, version 1.5: how a shared object adds attention kernels to libtxattn.
+/* txattn plugin ABI, version 1.6: how a shared object adds attention kernels to libtxattn.
  *
  * A plugin is a shared object that exports one symbol, `txattn_plugin_entry` (TXATTN_PLUGIN_ENTRY_SYMBOL):
  *
@@ -28,6 +28,10 @@
  *   1.5  TXATTN_KERNEL_LSE and TXATTN_KERNEL_RAGGED; txattn_problem.lse/.ragged and
  *        txattn_tensors.lse/.lse_layout/.q_lens/.kv_lens, read by kernels with those flags
  *        (txattn_lse_out tells whether a call writes lse).
+ *   1.6  TXATTN_KERNEL_SOFTCAP, _ALIBI, _SINKS and _SINK_KEYS; txattn_problem.softcap/.alibi/
+ *        .sinks/.sink_keys and txattn_tensors.alibi_slopes/.sinks, read by kernels with those flags
+ *        (txattn_softcap_of, txattn_alibi_slopes_of, txattn_sinks_of, txattn_sink_keys_of and
+ *        txattn_visible_ranges read them).
  *
  * Writing a plugin (see plugins/naive for a complete one):
  *   - build it with -fvisibility=hidden and export only the entry, e.g. with TXATTN_PLUGIN_DEFINE(desc);
@@ -53,7 +57,7 @@ extern "C" {
 #endif
 
 #define TXATTN_PLUGIN_ABI_VERSION  1u /* major: host and plugin agree on it both ways */
-#define TXATTN_PLUGIN_ABI_MINOR    5u /* the newest minor version this header describes */
+#define TXATTN_PLUGIN_ABI_MINOR    6u /* the newest minor version this header describes */
 #define TXATTN_PLUGIN_ENTRY_SYMBOL "txattn_plugin_entry"
 
 /* The instruction set a kernel needs. The host checks cpuid and XGETBV (x86) or HWCAP (arm64). */
@@ -81,8 +85,19 @@ TXATTN_API const char *txattn_isa_name(txattn_isa isa);
    then) itself. A kernel without it never sees one: the host runs each sequence as a call of its
    own (batch 1, its q_len and kv_len, the tensors offset to it). */
 #define TXATTN_KERNEL_RAGGED (1u << 3)
+/* (1.6) The score modifiers of txattn/txattn.h a kernel computes: problem->softcap > 0,
+   problem->alibi (tensors->alibi_slopes), problem->sinks (tensors->sinks) and problem->sink_keys
+   > 0. The host hands a problem with a modifier only to kernels with its flag, and a plugin older
+   than 1.6 has none of them. */
+#define TXATTN_KERNEL_SOFTCAP   (1u << 4)
+#define TXATTN_KERNEL_ALIBI     (1u << 5)
+#define TXATTN_KERNEL_SINKS     (1u << 6)
+#define TXATTN_KERNEL_SINK_KEYS (1u << 7)
+#define TXATTN_KERNEL_MODIFIERS                                                                    \
+  (TXATTN_KERNEL_SOFTCAP | TXATTN_KERNEL_ALIBI | TXATTN_KERNEL_SINKS | TXATTN_KERNEL_SINK_KEYS)
 #define TXATTN_KERNEL_FLAGS_ALL_                                                                   \
-  (TXATTN_KERNEL_THREADED | TXATTN_KERNEL_SPARSE | TXATTN_KERNEL_LSE | TXATTN_KERNEL_RAGGED)
+  (TXATTN_KERNEL_THREADED | TXATTN_KERNEL_SPARSE | TXATTN_KERNEL_LSE | TXATTN_KERNEL_RAGGED |      \
+   TXATTN_KERNEL_MODIFIERS)
 
 /* What the host knows of the machine, for cache-derived tunable defaults. */
 typedef struct txattn_machine {
@@ -252,6 +267,51 @@ static inline float *txattn_lse_out(const txattn_problem *p, const txattn_tensor
       t->struct_size < offsetof(txattn_tensors, lse_layout) + sizeof t->lse_layout)
     return NULL;
   return t->lse;
+}
+
+/* (1.6) The score modifiers of a call, 0 or NULL where the problem asks for none or a host older
+   than 1.6 passed structs that stop before them. */
+#define TXATTN__HAS_FIELD(s, type, field)                                                          \
+  ((s)->struct_size >= offsetof(type, field) + sizeof(s)->field)
+static inline float txattn_softcap_of(const txattn_problem *p) {
+  return TXATTN__HAS_FIELD(p, txattn_problem, softcap) ? p->softcap : 0.0f;
+}
+static inline int64_t txattn_sink_keys_of(const txattn_problem *p) {
+  return TXATTN__HAS_FIELD(p, txattn_problem, sink_keys) ? p->sink_keys : 0;
+}
+/* heads_q slopes, or NULL */
+static inline const float *txattn_alibi_slopes_of(const txattn_problem *p,
+                                                  const txattn_tensors *t) {
+  if (!t || !TXATTN__HAS_FIELD(p, txattn_problem, alibi) || !p->alibi ||
+      !TXATTN__HAS_FIELD(t, txattn_tensors, alibi_slopes))
+    return NULL;
+  return t->alibi_slopes;
+}
+/* heads_q sink logits, or NULL */
+static inline const float *txattn_sinks_of(const txattn_problem *p, const txattn_tensors *t) {
+  if (!t || !TXATTN__HAS_FIELD(p, txattn_problem, sinks) || !p->sinks ||
+      !TXATTN__HAS_FIELD(t, txattn_tensors, sinks))
+    return NULL;
+  return t->sinks;
+}
+
+/* (1.6) The keys query row i sees with sink keys: [0, *sink_hi) and [*lo, *hi), disjoint, with
+   *sink_hi < *lo when *sink_hi > 0 (either may be empty). Without sink keys this is
+   txattn_visible_range with *sink_hi = 0; where the sink keys touch or overlap the mask's range, the
+   two are one range [0, *hi). */
+static inline void txattn_visible_ranges(const txattn_problem *p, int64_t i, int64_t *sink_hi,
+                                         int64_t *lo, int64_t *hi) {
+  int64_t k = txattn_sink_keys_of(p);
+  if (k > p->n_kv) k = p->n_kv;
+  txattn_visible_range(p, i, lo, hi);
+  *sink_hi = 0;
+  if (k <= 0) return;
+  if (*lo >= *hi || *lo <= k) {
+    if (*lo >= *hi || *hi < k) *hi = k;
+    *lo = 0;
+  } else {
+    *sink_hi = k;
+  }
 }
 
 #ifdef __cplusplus

@@ -137,10 +137,31 @@ typedef struct txattn_problem {      /* zero-initialised fields take the default
      rows past q_len, in o and lse, are neither read nor written; a sequence with kv_len 0 gets o
      rows of 0 and lse -inf. */
   int lse, ragged;
+  /* Score modifiers (past the serving fields, TXATTN_PROBLEM_SIZE_0_2_SERVING), as Gemma 2,
+     BLOOM, gpt-oss and StreamingLLM use them; each combines with every other field. The score of
+     query row i (head h) and key j is s = scale q.k, then:
+     softcap [0: off]: c > 0 (finite) makes it c tanh(s / c), before the ALiBi term and the mask.
+     alibi [0]: 1 adds m_h (j - pos(i)) to it, m_h = tensors.alibi_slopes[h] (heads_q finite
+       floats; txattn_alibi_slopes gives the standard ones); pos as above, per sequence if ragged.
+     sinks [0]: 1 adds exp(t_h) to every row's softmax denominator, t_h = tensors.sinks[h] (heads_q
+       floats, finite or -inf for no sink): o = sum_j exp(s_j) v_j / (exp(t_h) + sum_j exp(s_j)).
+       lse stays the log-sum-exp over the keys alone (the sink is not in it), so partials over
+       disjoint key sets, each computed without sinks, merge with txattn_merge, which applies the
+       sinks once when its p->sinks is 1. A row that sees no key still gets zeros.
+     sink_keys [0]: K >= 0 makes the first K keys of each sequence (at most its kv_len) visible to
+       every query row beside what the mask shows (StreamingLLM's sink tokens with a window,
+       Longformer's global tokens). */
+  float softcap;
+  int alibi, sinks;
+  int64_t sink_keys;
 } txattn_problem;
 #define TXATTN_PROBLEM_INIT                                                                        \
   { .struct_size = sizeof(txattn_problem) }
-#define TXATTN_PROBLEM_SIZE_0_2 (offsetof(txattn_problem, struct_size) + sizeof(size_t))
+/* The sizes a caller's struct_size may have: TXATTN_PROBLEM_SIZE_0_2 (also what 0 means),
+   TXATTN_PROBLEM_SIZE_0_2_SERVING (with lse and ragged) and sizeof(txattn_problem) (with the
+   score modifiers); any other size is refused (see "Public structs grow" above). */
+#define TXATTN_PROBLEM_SIZE_0_2         (offsetof(txattn_problem, struct_size) + sizeof(size_t))
+#define TXATTN_PROBLEM_SIZE_0_2_SERVING offsetof(txattn_problem, softcap)
 
 /* Element (b, h, i, c) of a tensor is at data[b*batch + h*head + i*row + c] (strides in elements of
    the tensor's type, >= 0). All-zero strides mean contiguous [batch][heads][rows][dim]. */
@@ -177,10 +198,17 @@ typedef struct txattn_tensors {
   float *lse;
   txattn_layout lse_layout;
   const int64_t *q_lens, *kv_lens;
+  /* The score modifiers' data (past TXATTN_TENSORS_SIZE_0_2_SERVING), read where the problem asks
+     (txattn_problem.alibi, .sinks): heads_q floats each, ALiBi's slope and the sink logit of each
+     query head. alibi_slopes must be finite; sinks finite or -inf (no sink for that head). */
+  const float *alibi_slopes, *sinks;
 } txattn_tensors;
 #define TXATTN_TENSORS_INIT                                                                        \
   { .struct_size = sizeof(txattn_tensors) }
-#define TXATTN_TENSORS_SIZE_0_2 (offsetof(txattn_tensors, struct_size) + sizeof(size_t))
+/* Sizes as for txattn_problem: TXATTN_TENSORS_SIZE_0_2 (what 0 means), ..._SERVING (lse and the
+   lengths) and sizeof(txattn_tensors) (the modifiers' data). */
+#define TXATTN_TENSORS_SIZE_0_2         (offsetof(txattn_tensors, struct_size) + sizeof(size_t))
+#define TXATTN_TENSORS_SIZE_0_2_SERVING offsetof(txattn_tensors, alibi_slopes)
 
 /* struct_size comes first here, where version 0.1 had plugin_path: a 0.1-style positional
    initialiser such as {"plugins", "table.json", 4} still compiles (with int-conversion warnings)
@@ -286,7 +314,9 @@ TXATTN_API txattn_status txattn_reference(const txattn_problem *p, const txattn_
    gives o_data, o_layout, lse and lse_layout of partial i (what a call with p->lse wrote for its
    keys), out the o (and, if out->lse is not NULL, the lse) of the whole. out's o may be parts[0]'s
    (in place); no other tensors may overlap. The error adds at most a few fp32 roundings of max|V|
-   to the parts' own (docs/error_bound.md, "Merging"). E_INVALID names what is malformed. */
+   to the parts' own (docs/error_bound.md, "Merging"). With p->sinks, the parts are computed
+   without sinks (p->sinks 0 for each) and the merge applies out->sinks once, to the whole:
+   o *= 1 / (1 + exp(t_h - L)); lse stays L. E_INVALID names what is malformed. */
 TXATTN_API txattn_status txattn_merge(const txattn_problem *p, const txattn_tensors *parts,
                                       size_t n_parts, const txattn_tensors *out);
 /* *bound = the largest max|O - O_ref| a kernel may have on these inputs (the formula at the top of
@@ -397,6 +427,12 @@ TXATTN_API const char *txattn_context_table_path(const txattn_context *ctx);
 /* Helpers for callers and tools */
 /* Validates p and writes it to *out with every default filled in. */
 TXATTN_API txattn_status txattn_problem_resolve(const txattn_problem *p, txattn_problem *out);
+/* The standard ALiBi slopes of heads_q heads into out[0 .. heads_q - 1], as llama.cpp (ggml) computes
+   them from max_bias (the ALiBi paper's default is 8): with n = 2^floor(log2(heads_q)),
+   m0 = 2^(-max_bias / n) and m1 = 2^(-max_bias / 2 / n), head h < n gets m0^(h + 1) and head
+   h >= n gets m1^(2 (h - n) + 1). E_INVALID unless heads_q >= 1, max_bias finite and >= 0 and out
+   not NULL (max_bias 0 gives slopes of 1, as in ggml, where 0 means no ALiBi at all). */
+TXATTN_API txattn_status txattn_alibi_slopes(int64_t heads_q, float max_bias, float *out);
 /* The number of (query row, key) pairs visible over the whole problem (batch and heads included);
    -1 if p is invalid. FLOPs are 2 * (d_qk + d_v) per visible pair. */
 TXATTN_API double txattn_problem_visible_pairs(const txattn_problem *p);

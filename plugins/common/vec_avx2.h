@@ -39,6 +39,13 @@ static inline vf vf_sub(vf a, vf b) {
 static inline vf vf_mul(vf a, vf b) {
   return _mm256_mul_ps(a, b);
 }
+static inline vf vf_div(vf a, vf b) {
+  return _mm256_div_ps(a, b);
+}
+static inline vf vf_copysign(vf mag, vf sgn) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  return _mm256_or_ps(_mm256_andnot_ps(sign, mag), _mm256_and_ps(sign, sgn));
+}
 static inline vf vf_fma(vf a, vf b, vf c) {
   return _mm256_fmadd_ps(a, b, c);
 }

@@ -44,6 +44,15 @@ static inline vf vf_sub(vf a, vf b) {
 static inline vf vf_mul(vf a, vf b) {
   return _mm512_mul_ps(a, b);
 }
+static inline vf vf_div(vf a, vf b) {
+  return _mm512_div_ps(a, b);
+}
+/* in integer operations (AVX-512 F): _mm512_and_ps needs DQ, which the emulation lacks */
+static inline vf vf_copysign(vf mag, vf sgn) {
+  const __m512i abs = _mm512_set1_epi32(0x7fffffff), sign = _mm512_set1_epi32((int)0x80000000u);
+  return _mm512_castsi512_ps(_mm512_or_si512(_mm512_and_si512(_mm512_castps_si512(mag), abs),
+                                             _mm512_and_si512(_mm512_castps_si512(sgn), sign)));
+}
 static inline vf vf_fma(vf a, vf b, vf c) {
   return _mm512_fmadd_ps(a, b, c);
 }

@@ -43,4 +43,14 @@ static inline vf vf_exp2(vf x) {
   return vf_mul(p, vf_exp2_scale(t));
 }
 
+/* tanh(y) = sign(y) (1 - 2 / (2^(2 log2(e) |y|) + 1)), for the softcap c tanh(s / c): within 5.2
+   u = 5.2 * 2^-24 of tanh(y) absolutely (not relatively near 0; docs/error_bound.md, "Score
+   modifiers", derives it and tests/test_vexp.c measures it). +-inf gives +-1, NaN stays NaN,
+   +-0 stays +-0. */
+static inline vf vf_tanh(vf y) {
+  const vf one = vf_set1(1.0f);
+  const vf e = vf_exp2(vf_mul(vf_copysign(y, one), vf_set1(2.88539008f))); /* 2 log2(e) */
+  return vf_copysign(vf_sub(one, vf_div(vf_set1(2.0f), vf_add(e, one))), y);
+}
+
 #endif /* VEC_EXP2_H */

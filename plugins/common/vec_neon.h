@@ -40,6 +40,12 @@ static inline vf vf_sub(vf a, vf b) {
 static inline vf vf_mul(vf a, vf b) {
   return vmulq_f32(a, b);
 }
+static inline vf vf_div(vf a, vf b) {
+  return vdivq_f32(a, b);
+}
+static inline vf vf_copysign(vf mag, vf sgn) {
+  return vbslq_f32(vdupq_n_u32(0x80000000u), sgn, mag);
+}
 static inline vf vf_fma(vf a, vf b, vf c) {
   return vfmaq_f32(c, a, b);
 }

@@ -11,6 +11,7 @@
  * vf_loadu(p): VEC_W floats at any address.
  * vf_bcast(p): every lane = *p.
  * vf_fma(a, b, c): a * b + c, fused (one rounding) where the ISA has it.
+ * vf_div(a, b): a / b, correctly rounded. vf_copysign(m, s): |m| with the sign of s.
  * vf_max(c, x), vf_min(c, x): the max (min) of a constant c and x, NaN where x is NaN (where c is
  *   NaN the result may be either).
  * vf_exp2_scale(t): for t = k + VEC_EXP2_MAGIC (vec_exp2.h) with integral k in [-127, 128], the
@@ -22,6 +23,7 @@
 #ifndef VEC_SCALAR_H
 #define VEC_SCALAR_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -57,6 +59,12 @@ static inline vf vf_sub(vf a, vf b) {
 }
 static inline vf vf_mul(vf a, vf b) {
   return a * b;
+}
+static inline vf vf_div(vf a, vf b) {
+  return a / b;
+}
+static inline vf vf_copysign(vf mag, vf sgn) {
+  return copysignf(mag, sgn);
 }
 /* a * b + c without fmaf(): a libm call per FMA would be slower than two roundings. */
 static inline vf vf_fma(vf a, vf b, vf c) {

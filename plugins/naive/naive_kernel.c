@@ -2,7 +2,7 @@
  *
  * For each output row: the scores of the visible keys, their softmax, and the weighted sum of the
  * values, one plain loop each; with problem->lse, also the row's log-sum-exp from the softmax's max
- * and sum. Only visible keys are touched (txattn_visible_range), which is also what keeps a NaN in a
+ * and sum. Every score modifier (softcap, ALiBi, sink logits, sink keys) is taken. Only visible keys are touched (txattn_visible_range), which is also what keeps a NaN in a
  * masked-out key out of the row. Scores are float; the two sums over keys are double, because a
  * float sum of n nearly equal terms drifts by about n/5 ulp, over the tolerance at long rows (e.g.
  * keys broadcast with stride 0; docs/measurements.md).
@@ -35,41 +35,61 @@ static float dot(const float *a, const void *b, txattn_dtype b_type, int64_t n) 
   return sum;
 }
 
-/* out = the softmax(scale * q . k_j)-weighted sum of v_j over j in [lo, hi), lo < hi, for one
-   query row; returns the row's log-sum-exp, log(sum over j of exp(scale * q . k_j)). `scores`
-   holds hi - lo floats. */
-static float attend_row(const txattn_kernel_call *call, int64_t b, int64_t h_kv, const float *q,
-                        int64_t lo, int64_t hi, float *scores, float *out) {
+/* Score of key j from its dot product with the modifiers applied (the "modified" path): scale d
+   in fp32, then c tanh(x / c) (as fl(x fl(1/c))) and + m_h (j - pos), each rounded to fp32. */
+static float modified_score(const txattn_problem *p, float slope, int64_t pos, int64_t j, float d) {
+  float x = p->scale * d, c = txattn_softcap_of(p);
+  if (c > 0.0f) x = c * tanhf(x * (1.0f / c));
+  if (p->alibi) x += slope * (float)(j - pos);
+  return x;
+}
+
+/* out = the softmax-weighted sum of v_j over the visible keys j of one query row (head h, row i):
+   [0, sink_hi) and [lo, hi), not both empty; returns the row's log-sum-exp over those keys.
+   `scores` holds n_kv floats. */
+static float attend_row(const txattn_kernel_call *call, int64_t b, int64_t h, int64_t i,
+                        const float *q, const int64_t range[4], float *scores, float *out) {
   const txattn_problem *p = call->problem;
   const txattn_tensors *t = call->tensors;
-  int64_t n = hi - lo;
+  int64_t h_kv = h / (p->heads_q / p->heads_kv);
+  const float *slopes = txattn_alibi_slopes_of(p, t), *sinks = txattn_sinks_of(p, t);
+  int modified = txattn_softcap_of(p) > 0.0f || slopes != NULL;
 
-  /* Scores carry the scale's sign only: its magnitude multiplies s - max below, which is <= 0, so
-     no finite dot product overflows however large the scale (docs/error_bound.md). */
-  const float sign = p->scale < 0.0f ? -1.0f : 1.0f, mag = fabsf(p->scale);
-  for (int64_t j = 0; j < n; j++) {
-    const void *k = txattn_row_of(t->k_data, p->k_type, &t->k_layout, b, h_kv, lo + j);
-    scores[j] = sign * dot(q, k, p->k_type, p->d_qk);
-  }
-
-  /* Subtracting the row max keeps every exp() <= 1, so large logits cannot overflow. */
+  /* Plain scores carry the scale's sign only: its magnitude multiplies s - max below, which is <=
+     0, so no finite dot product overflows however large the scale (docs/error_bound.md). A
+     modified score is the score itself, and its magnitude 1. */
+  const float sign = !modified && p->scale < 0.0f ? -1.0f : 1.0f,
+              mag = modified ? 1.0f : fabsf(p->scale);
+  const float slope = slopes ? slopes[h] : 0.0f;
+  const int64_t pos = i + (p->n_kv - p->n_q);
   float max = -INFINITY;
-  for (int64_t j = 0; j < n; j++) max = max_keep_nan(max, scores[j]);
+  for (int part = 0; part < 2; part++)
+    for (int64_t j = range[2 * part]; j < range[2 * part + 1]; j++) {
+      const void *k = txattn_row_of(t->k_data, p->k_type, &t->k_layout, b, h_kv, j);
+      float d = dot(q, k, p->k_type, p->d_qk);
+      scores[j] = modified ? modified_score(p, slope, pos, j, d) : sign * d;
+      /* Subtracting the row max keeps every exp() <= 1, so large logits cannot overflow. */
+      max = max_keep_nan(max, scores[j]);
+    }
   double sum = 0.0;
-  for (int64_t j = 0; j < n; j++) {
-    scores[j] = expf((scores[j] - max) * mag);
-    sum += scores[j];
-  }
+  for (int part = 0; part < 2; part++)
+    for (int64_t j = range[2 * part]; j < range[2 * part + 1]; j++) {
+      scores[j] = expf((scores[j] - max) * mag);
+      sum += scores[j];
+    }
+  /* the sink's exp(t - scale max) in fp64, exact next to the fp32 weights */
+  double den = sinks ? sum + exp((double)sinks[h] - (double)mag * (double)max) : sum;
 
   for (int64_t c = 0; c < p->d_v; c++) {
     double acc = 0.0;
-    for (int64_t j = 0; j < n; j++)
-      acc += (double)scores[j] *
-             elem(txattn_row_of(t->v_data, p->v_type, &t->v_layout, b, h_kv, lo + j), p->v_type, c);
-    out[c] = (float)(acc / sum);
+    for (int part = 0; part < 2; part++)
+      for (int64_t j = range[2 * part]; j < range[2 * part + 1]; j++)
+        acc += (double)scores[j] *
+               elem(txattn_row_of(t->v_data, p->v_type, &t->v_layout, b, h_kv, j), p->v_type, c);
+    out[c] = (float)(acc / den);
   }
   txattn_row_spread_nan(out, p->d_v);
-  /* sum = sum over j of exp(mag (scores_j - max)), and mag * scores_j = scale * q . k_j. */
+  /* sum = sum over j of exp(mag (scores_j - max)), and mag * scores_j is the score */
   return (float)(mag * (double)max + log(sum));
 }
 
@@ -95,22 +115,22 @@ txattn_status naive_run(const txattn_kernel_call *call) {
   const txattn_tensors *t = call->tensors;
   if (call->workspace_size < naive_workspace_size(p, 1, NULL)) return TXATTN_E_INTERNAL;
   float *scores = call->workspace, *q = scores + p->n_kv, *out = q + p->d_qk;
-  int64_t group = p->heads_q / p->heads_kv; /* query heads per key/value head */
   float *lse = txattn_lse_out(p, t);
 
   for (int64_t b = 0; b < p->batch; b++) {
     for (int64_t h = 0; h < p->heads_q; h++) {
       for (int64_t i = 0; i < p->n_q; i++) {
-        int64_t lo, hi;
+        int64_t range[4] = {0};
         float row_lse;
-        txattn_visible_range(p, i, &lo, &hi);
-        if (lo >= hi) { /* no visible key: exact zeros, decided by the range and never by a score */
+        txattn_visible_ranges(p, i, &range[1], &range[2], &range[3]);
+        if (range[1] == 0 && range[2] >= range[3]) {
+          /* no visible key: exact zeros, decided by the range and never by a score */
           for (int64_t c = 0; c < p->d_v; c++) out[c] = 0.0f;
           row_lse = -INFINITY; /* log of an empty sum */
         } else {
           const void *qi = txattn_row_of(t->q_data, p->q_type, &t->q_layout, b, h, i);
           for (int64_t c = 0; c < p->d_qk; c++) q[c] = elem(qi, p->q_type, c);
-          row_lse = attend_row(call, b, h / group, q, lo, hi, scores, out);
+          row_lse = attend_row(call, b, h, i, q, range, scores, out);
         }
         store_row(out, txattn_row_of_mut(t->o_data, p->o_type, &t->o_layout, b, h, i), p->o_type,
                   p->d_v);

@@ -296,13 +296,32 @@ static void tl_load_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0
 #endif
       else /* widened here, once per row block */
         for (int64_t c = 0; c < dqk; c++) qg[c * TILED_MR] = tl_elem(q, qt, c) * g->qsign;
-      txattn_visible_range(g->p, i, &lo, &hi);
+      int64_t sink_hi;
+      txattn_visible_ranges(g->p, i, &sink_hi, &lo, &hi);
       s->lo[r] = tl_clamp(lo, kr0, kr1);
       s->hi[r] = tl_clamp(hi, kr0, kr1);
+      if (s->pos) {
+        s->pos[r] = i + g->p->n_kv - g->p->n_q;
+        s->slope[r] = g->slopes ? g->slopes[h] : 0.0f;
+      }
+      if (g->sink_keys > 0) { /* the sink keys' pass first (tl_process_all) */
+        s->lo2[r] = s->lo[r];
+        s->hi2[r] = s->hi[r];
+        s->lo[r] = tl_clamp(0, kr0, kr1);
+        s->hi[r] = tl_clamp(sink_hi, kr0, kr1);
+      }
     } else {
       for (int64_t c = 0; c < dqk; c++) qg[c * TILED_MR] = 0.0f;
       s->lo[r] = s->lo[nr - 1];
       s->hi[r] = s->hi[nr - 1];
+      if (s->pos) {
+        s->pos[r] = s->pos[nr - 1];
+        s->slope[r] = s->slope[nr - 1];
+      }
+      if (g->sink_keys > 0) {
+        s->lo2[r] = s->lo2[nr - 1];
+        s->hi2[r] = s->hi2[nr - 1];
+      }
     }
     s->m[r] = -INFINITY;
     s->l[r] = 0.0;
@@ -618,6 +637,42 @@ static void tl_softmax_group(const tiled_geom *g, const tiled_scratch *s, int64_
   tl_softmax_rows(g, s, gi * TILED_MR, TILED_MR, g->bc, k0, nk);
 }
 
+/* ---- score modifiers ---- */
+
+/* The modified scores of one row over the vectors covering [a, b) of a block starting at key k0:
+   x = fl(scale s), then c tanh(x / c) (softcap, as c vf_tanh(x fl(1/c))), then + m (j - pos) in
+   one fused multiply-add (ALiBi; j - pos is exact below 2^24). docs/error_bound.md, "Score
+   modifiers", bounds the error of each step. */
+TILED_INLINE void tl_modify_row(const tiled_geom *g, float *srow, int64_t a, int64_t b, int64_t k0,
+                                float slope, int64_t pos) {
+  _Alignas(64) static const float iota[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  _Static_assert(VEC_W <= 16, "iota holds 16 lanes");
+  const int64_t av = a / VEC_W * VEC_W, bv = (b + VEC_W - 1) / VEC_W * VEC_W;
+  const vf sc = vf_set1(g->scale), cap = vf_set1(g->softcap), inv = vf_set1(g->inv_softcap),
+           m = vf_set1(slope), lanes = vf_load(iota);
+  const int capped = g->softcap > 0.0f, alibi = g->slopes != NULL;
+  for (int64_t c = av; c < bv; c += VEC_W) {
+    vf x = vf_mul(vf_load(srow + c), sc);
+    if (capped) x = vf_mul(cap, vf_tanh(vf_mul(x, inv)));
+    if (alibi) x = vf_fma(m, vf_add(vf_set1((float)(k0 + c - pos)), lanes), x);
+    vf_store(srow + c, x);
+  }
+}
+
+/* Every row of the groups that see the block: their scores modified, where the problem has
+   softcap or ALiBi, before the softmax reads them. */
+static void tl_modify_rows(const tiled_geom *g, const tiled_scratch *s, int64_t k0, int64_t nk,
+                           int64_t ngr) {
+  for (int64_t gi = 0; gi < ngr; gi++) {
+    if (s->spans[gi].ga >= s->spans[gi].gb) continue;
+    for (int64_t r = gi * TILED_MR; r < (gi + 1) * TILED_MR; r++) {
+      int64_t a, b;
+      tl_row_keys(s, r, k0, nk, &a, &b);
+      if (a < b) tl_modify_row(g, s->s + r * g->bc, a, b, k0, s->slope[r], s->pos[r]);
+    }
+  }
+}
+
 /* ---- the query block against one key block ---- */
 
 /* Step 1: each K panel is used by every row group that sees part of it before the next is touched,
@@ -678,6 +733,7 @@ static void tl_block(const tiled_geom *g, const tiled_scratch *s, const float *k
   }
   if (ua >= ub) return; /* no row sees this block */
   tl_block_scores(g, s, kvblk, ngr, ua, ub);
+  if (g->modified) tl_modify_rows(g, s, k0, nk, ngr);
   for (int64_t gi = 0; gi < ngr; gi++)
     if (s->spans[gi].ga < s->spans[gi].gb) tl_softmax_group(g, s, gi, k0, nk);
   for (int64_t gi = 0; gi < ngr; gi++)
@@ -703,6 +759,23 @@ static void tl_process_rows(const tiled_geom *g, const float *kv, int64_t b, int
   }
 }
 
+/* tl_process_rows over the sink keys (the ranges tl_load_rows left in lo, hi), then over each
+   row's own range (lo2, hi2): the online softmax takes keys in any order. */
+static void tl_process_all(const tiled_geom *g, const float *kv, int64_t b, int64_t kvh, int64_t nr,
+                           const tiled_scratch *s) {
+  tl_process_rows(g, kv, b, kvh, nr, s);
+  if (g->sink_keys == 0) return;
+  const int64_t nrp = (nr + TILED_MR - 1) / TILED_MR * TILED_MR;
+  int again = 0;
+  for (int64_t r = 0; r < nrp; r++) {
+    again |= s->lo2[r] < s->hi2[r];
+    s->lo[r] = s->lo2[r];
+    s->hi[r] = s->hi2[r];
+    s->lo2[r] = s->hi2[r] = 0;
+  }
+  if (again) tl_process_rows(g, kv, b, kvh, nr, s);
+}
+
 /* ---- drivers ---- */
 
 static void tl_run_qblocks(const tiled_geom *g, const float *kv, int64_t b, int64_t kvh,
@@ -710,7 +783,7 @@ static void tl_run_qblocks(const tiled_geom *g, const float *kv, int64_t b, int6
   for (int64_t qb = qb0; qb < qb1; qb++) {
     const int64_t t0 = qb * g->br, t1 = tl_min(t0 + g->br, g->rows);
     tl_load_rows(g, b, kvh, t0, t1, 0, g->p->n_kv, s);
-    tl_process_rows(g, kv, b, kvh, t1 - t0, s);
+    tl_process_all(g, kv, b, kvh, t1 - t0, s);
     tl_fold_acc(s->acc, s->acc_c, t1 - t0, g->dvp);
     tiled_write_rows(g, b, kvh, t0, t1, s->acc, s->m, s->l);
   }
@@ -731,27 +804,34 @@ static void tl_run_krange(const tiled_geom *g, const float *kv, int64_t b, int64
                           int64_t t1, int64_t k0, int64_t k1, const tiled_partial *out,
                           const tiled_scratch *s) {
   tl_load_rows(g, b, kvh, t0, t1, k0, k1, s);
-  tl_process_rows(g, kv, b, kvh, t1 - t0, s);
+  tl_process_all(g, kv, b, kvh, t1 - t0, s);
   tl_write_partials(g, s, t1 - t0, out);
 }
 
 /* The direct path (few rows per kv head): td_run. */
 #include "tiled_direct_algo.h"
 
-static void tl_exp2_array(const float *x, float *y, size_t n) {
+/* y = f(x) over n floats, VEC_W at a time (for tests and measurements). */
+TILED_INLINE void tl_map_array(const float *x, float *y, size_t n, vf (*f)(vf)) {
   size_t i = 0;
   for (; i + VEC_W <= n; i += VEC_W) {
     _Alignas(64) float buf[VEC_W];
     memcpy(buf, x + i, sizeof buf);
-    vf_store(buf, vf_exp2(vf_load(buf)));
+    vf_store(buf, f(vf_load(buf)));
     memcpy(y + i, buf, sizeof buf);
   }
   if (i < n) {
     _Alignas(64) float buf[VEC_W] = {0};
     memcpy(buf, x + i, (n - i) * sizeof(float));
-    vf_store(buf, vf_exp2(vf_load(buf)));
+    vf_store(buf, f(vf_load(buf)));
     memcpy(y + i, buf, (n - i) * sizeof(float));
   }
+}
+static void tl_exp2_array(const float *x, float *y, size_t n) {
+  tl_map_array(x, y, n, vf_exp2);
+}
+static void tl_tanh_array(const float *x, float *y, size_t n) {
+  tl_map_array(x, y, n, vf_tanh);
 }
 
 static void tl_narrow_row(const float *src, int64_t n, void *dst, txattn_dtype type) {
@@ -771,6 +851,7 @@ const tiled_ops TILED_OPS = {
     .run_krange = tl_run_krange,
     .run_direct = td_run,
     .exp2_array = tl_exp2_array,
+    .tanh_array = tl_tanh_array,
     .narrow_row = tl_narrow_row,
 };
 

@@ -54,9 +54,18 @@ int tiled_geom_init(tiled_geom *g, const txattn_problem *p, const txattn_tensors
   g->dv = p->d_v;
   g->dvp = round_up(p->d_v, ops->w);
   g->dqkp = round_up(p->d_qk, ops->w);
-  g->direct = g->rows <= TILED_DIRECT_ROWS;
-  g->scale2 = (float)(fabs((double)p->scale) * 1.4426950408889634); /* log2(e) */
-  g->qsign = p->scale < 0 ? -1.0f : 1.0f;
+  g->scale = p->scale;
+  g->softcap = txattn_softcap_of(p);
+  g->inv_softcap = g->softcap > 0.0f ? 1.0f / g->softcap : 0.0f;
+  g->slopes = txattn_alibi_slopes_of(p, t);
+  g->sinks = txattn_sinks_of(p, t);
+  g->sink_keys = txattn_sink_keys_of(p);
+  g->modified = g->softcap > 0.0f ||
+                (p->struct_size >= offsetof(txattn_problem, alibi) + sizeof p->alibi && p->alibi);
+  g->direct = g->rows <= TILED_DIRECT_ROWS && !g->modified && g->sink_keys == 0;
+  g->scale2 = (float)((g->modified ? 1.0 : fabs((double)p->scale)) * 1.4426950408889634);
+  g->qsign = p->scale < 0 && !g->modified ? -1.0f : 1.0f;
+  g->lse_scale = g->modified ? 1.0 : fabs((double)p->scale);
   g->lse = txattn_lse_out(p, t);
   if (g->lse) g->lse_layout = t->lse_layout;
   if (!fits(g->dqkp + g->dvp) || g->bc > (INT64_C(1) << 24)) return 0;
@@ -80,7 +89,7 @@ size_t tiled_scratch_bytes(const tiled_geom *g, const tiled_ops *ops, int stream
   size_t n = align_up(br * (size_t)g->dqk * f) + 2 * align_up(br * (size_t)g->dvp * f);
   n += 2 * align_up(br * f) + align_up(br * sizeof(double)) + align_up(br * (size_t)g->bc * f);
   n += align_up(br / (size_t)ops->mr * sizeof(tiled_span));
-  n += 2 * align_up(br * sizeof(int64_t));
+  n += 5 * align_up(br * sizeof(int64_t)) + align_up(br * f);
   if (streaming) n += align_up((size_t)g->kv_block * f);
   return n;
 }
@@ -108,6 +117,8 @@ static void direct_scratch_carve(const tiled_geom *g, char *cur, tiled_scratch *
   s->hi = take(&cur, r * sizeof(int64_t));
   s->spans = NULL;
   s->kv = NULL;
+  s->lo2 = s->hi2 = s->pos = NULL;
+  s->slope = NULL;
 }
 
 void tiled_scratch_carve(const tiled_geom *g, const tiled_ops *ops, int streaming, void *mem,
@@ -129,6 +140,10 @@ void tiled_scratch_carve(const tiled_geom *g, const tiled_ops *ops, int streamin
   s->spans = take(&cur, br / (size_t)ops->mr * sizeof(tiled_span));
   s->lo = take(&cur, br * sizeof(int64_t));
   s->hi = take(&cur, br * sizeof(int64_t));
+  s->lo2 = take(&cur, br * sizeof(int64_t));
+  s->hi2 = take(&cur, br * sizeof(int64_t));
+  s->pos = take(&cur, br * sizeof(int64_t));
+  s->slope = take(&cur, br * f);
   s->kv = streaming ? take(&cur, (size_t)g->kv_block * f) : NULL;
 }
 
@@ -142,14 +157,23 @@ size_t tiled_packed_head_bytes(const tiled_geom *g) {
 void tiled_key_span(const tiled_geom *g, int64_t *kb0, int64_t *kb1) {
   const int64_t first = visible_first_row(g->p);
   int64_t lo, hi, a, last;
-  if (first == g->p->n_q) {
+  if (first == g->p->n_q && g->sink_keys == 0) {
     *kb0 = *kb1 = 0;
+    return;
+  }
+  if (first == g->p->n_q) {
+    *kb0 = 0;
+    *kb1 = ceil_div(g->sink_keys, g->bc);
     return;
   }
   txattn_visible_range(g->p, first, &lo, &hi);
   txattn_visible_range(g->p, g->p->n_q - 1, &a, &last);
   *kb0 = lo / g->bc;
   *kb1 = ceil_div(last, g->bc);
+  if (g->sink_keys > 0) { /* every row sees keys [0, K) too */
+    *kb0 = 0;
+    if (ceil_div(g->sink_keys, g->bc) > *kb1) *kb1 = ceil_div(g->sink_keys, g->bc);
+  }
 }
 
 /* The hull [*lo, *hi) of the visible ranges of positions [i0, i1] (empty: *lo >= *hi). Rows with

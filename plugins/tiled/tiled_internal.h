@@ -64,6 +64,16 @@ typedef struct tiled_geom {
      with the row's output by tiled_write_rows and tiled_merge_partials; else NULL */
   float *lse;
   txattn_layout lse_layout;
+  /* The score modifiers (txattn.h). With softcap or ALiBi the scores are "modified": each is the
+     score itself, fl(scale q.k) capped and biased in the block (tl_modify_rows), so scale2 is
+     fl(log2(e)), qsign 1 and lse_scale 1; else lse_scale is |scale|. slopes and sinks are the
+     tensors' (NULL: none); sink_keys > 0 adds a pass over keys [0, K) before each row's range.
+     Modified problems and sink keys take the tiled path, never the direct one. */
+  int modified;
+  float scale, softcap, inv_softcap;
+  double lse_scale;
+  const float *slopes, *sinks;
+  int64_t sink_keys;
 } tiled_geom;
 
 /* What a group of mr rows sees of a key block: the union [ga, gb) and the common part [ca, cb). */
@@ -93,6 +103,10 @@ typedef struct tiled_scratch {
   float *kv;      /* kv_block, or NULL: the key block being streamed when no packed head is given */
   float *kc, *vc; /* direct: two chunks' K and V rows, zero-padded to dqkp and dvp; else NULL */
   int64_t *lo, *hi; /* br: each row's visible keys, clipped to the key range being processed */
+  /* br each, tiled path only: with sink keys, the mask's range [lo2, hi2) each row sees after the
+     pass over the sink keys (held in lo, hi then); each row's position and ALiBi slope */
+  int64_t *lo2, *hi2, *pos;
+  float *slope;
 } tiled_scratch;
 
 /* Partial results of rows [t0, t1) over a key range, for the split-KV merge: row r (= t - t0) has
@@ -124,6 +138,8 @@ struct tiled_ops {
                      int64_t k0, int64_t k1, const tiled_partial *out, const tiled_scratch *s);
   /* y[i] = 2^x[i] for x[i] <= 127 with the softmax's vectorised exp2 (for tests and measurements). */
   void (*exp2_array)(const float *x, float *y, size_t n);
+  /* y[i] = tanh(x[i]) with the softcap's vectorised tanh (vf_tanh, for tests). */
+  void (*tanh_array)(const float *x, float *y, size_t n);
   /* n floats narrowed into a row of 16-bit type (f16 or bf16), round to nearest even (the vector
      layer's conversion: the bits of half.h's). */
   void (*narrow_row)(const float *src, int64_t n, void *dst, txattn_dtype type);
@@ -133,6 +149,9 @@ struct tiled_ops {
    result, where the vector layer has a fused multiply-add (AVX2, AVX-512, NEON) and in
    tiled.scalar, whose a * b + c rounds twice: just above the maxima measured over every float of
    the range (docs/measurements.md). tests/test_vexp.c asserts these bounds. */
+/* Max absolute error of tanh_array (vf_tanh) over every float, in units of 2^-24: below the 5.2
+   derived in docs/error_bound.md ("Score modifiers"), which txattn_error_bound takes as 6. */
+#define TILED_TANH_MAX_ERR_U      5.2
 #define TILED_EXP2_MAX_ULP_FMA    1.02
 #define TILED_EXP2_MAX_ULP_NO_FMA 1.30
 

@@ -23,9 +23,16 @@
 
 /* The value of every element of a row whose sum is 0: see above. */
 static float empty_sum_value(const tiled_geom *g, int64_t i) {
-  int64_t lo, hi;
-  txattn_visible_range(g->p, i, &lo, &hi);
-  return lo < hi ? NAN : 0.0f;
+  int64_t sink_hi, lo, hi;
+  txattn_visible_ranges(g->p, i, &sink_hi, &lo, &hi);
+  return lo < hi || sink_hi > 0 ? NAN : 0.0f;
+}
+
+/* A row's denominator: its sum l of exp(lse_scale (s - m)) and, with sinks, exp(t_h - lse_scale m)
+   in fp64 from the same max (docs/error_bound.md, "Score modifiers": exact next to l). */
+static double denominator(const tiled_geom *g, int64_t h, float m, double l) {
+  if (!g->sinks) return l;
+  return l + exp((double)g->sinks[h] - g->lse_scale * (double)m);
 }
 
 /* Row i of head h of o: *out is where its d_v elements go, the returned fp32 row where they are
@@ -44,7 +51,7 @@ static void finish_row(const tiled_geom *g, const float *o, void *out) {
 }
 
 /* lse of row i of head h from its max m (unscaled, as the scores: the score times |scale| is the
-   exponent) and its sum l of exp(|scale| (s - m)): m |scale| + log(l), in fp64 so that only the
+   exponent; for modified scores lse_scale is 1) and its sum l of exp(|scale| (s - m)): m |scale| + log(l), in fp64 so that only the
    final rounding to fp32 adds error (it overflows to +-inf only where the true value exceeds fp32).
    A sum of 0 means no visible key, -inf, or, where keys are visible (all scoring -inf), the NaN of
    the row's o. A NaN m or l gives NaN. */
@@ -54,7 +61,7 @@ static void write_lse(const tiled_geom *g, int64_t b, int64_t h, int64_t i, floa
   if (l == 0.0)
     v = empty_sum_value(g, i) == 0.0f ? -INFINITY : NAN;
   else
-    v = (float)((double)m * fabs((double)g->p->scale) + log(l));
+    v = (float)((double)m * g->lse_scale + log(l));
   g->lse[b * y->batch + h * y->head + i * y->row] = v;
 }
 
@@ -77,7 +84,7 @@ void tiled_write_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, i
       const float z = empty_sum_value(g, i);
       for (int64_t c = 0; c < g->dv; c++) o[c] = z;
     } else {
-      const float inv = (float)(1.0 / l[r]);
+      const float inv = (float)(1.0 / denominator(g, h, m[r], l[r]));
       for (int64_t c = 0; c < g->dv; c++) o[c] = a[c] * inv;
       txattn_row_spread_nan(o, g->dv); /* a NaN read in one V column poisons the whole row */
     }
@@ -116,7 +123,7 @@ void tiled_merge_partials(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t
         l += parts[k].l[r] * w;
         for (int64_t c = 0; c < g->dv; c++) o[c] += acc[c] * w;
       }
-      const float inv = 1.0f / l;
+      const float inv = g->sinks ? (float)(1.0 / denominator(g, h, mx, (double)l)) : 1.0f / l;
       for (int64_t c = 0; c < g->dv; c++) o[c] *= inv;
       txattn_row_spread_nan(o, g->dv);
       if (g->lse) write_lse(g, b, h, i, mx, l);

@@ -107,7 +107,8 @@ static int tomp_applicable(const txattn_problem *p, const char **why) {
       .name = "tiled_omp." #id,                                                                    \
       .summary = SUMMARY,                                                                          \
       .isa = ISA_ENUM,                                                                             \
-      .flags = TXATTN_KERNEL_THREADED | TXATTN_KERNEL_SPARSE | TXATTN_KERNEL_LSE,                  \
+      .flags = TXATTN_KERNEL_THREADED | TXATTN_KERNEL_SPARSE | TXATTN_KERNEL_LSE |                 \
+               TXATTN_KERNEL_MODIFIERS,                                                            \
       .speed_hint = SPEED,                                                                         \
       .applicable = tomp_applicable,                                                               \
       .workspace_size = tomp_workspace_##id,                                                       \

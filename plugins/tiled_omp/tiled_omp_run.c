@@ -213,6 +213,11 @@ static void unit_key_blocks(const tiled_geom *g, int64_t t0, int64_t t1, int64_t
   }
   *a = first < 0 ? 0 : first / g->bc;
   *e = first < 0 ? 0 : (last + g->bc - 1) / g->bc;
+  if (g->sink_keys > 0) { /* every row sees keys [0, K) too */
+    *a = 0;
+    const int64_t sink_blocks = (g->sink_keys + g->bc - 1) / g->bc;
+    if (*e < sink_blocks) *e = sink_blocks;
+  }
 }
 
 static tiled_partial *part_descs(const tomp_plan *pl, char *ws) {

@@ -428,6 +428,11 @@ static inline __m512i emu512_mask_blend_epi32(__mmask16 k, __m512i a, __m512i b)
 #define _mm512_fmadd_ps emu512_fmadd_ps
 #undef _mm512_slli_epi32
 #define _mm512_slli_epi32 emu512_slli_epi32
+static inline __m512 emu512_div_ps(__m512 a, __m512 b) {
+  return emu_m(emu_f(a) / emu_f(b));
+}
+#undef _mm512_div_ps
+#define _mm512_div_ps emu512_div_ps
 #undef _mm512_castsi512_ps
 #define _mm512_castsi512_ps emu512_castsi512_ps
 #undef _mm512_castps_si512

@@ -104,7 +104,23 @@ int tx_buffers_alloc(tx_buffers *b, const txattn_problem *p, tx_layout_kind kind
   b->k_str = strides(kind, p->heads_kv, p->n_kv, p->d_qk);
   b->v_str = strides(kind, p->heads_kv, p->n_kv, p->d_v);
   b->o_str = strides(kind, p->heads_q, p->n_q, p->d_v);
-  b->t = (txattn_tensors){.q_data = b->q, .k_data = b->k, .v_data = b->v, .o_data = b->o};
+  if (p->alibi || p->sinks) {
+    b->slopes = calloc((size_t)p->heads_q, sizeof *b->slopes);
+    b->sinks = calloc((size_t)p->heads_q, sizeof *b->sinks);
+    if (!b->slopes || !b->sinks || txattn_alibi_slopes(p->heads_q, 8.0f, b->slopes) != TXATTN_OK) {
+      snprintf(err, err_size, "cannot allocate the slopes and sink logits of %lld heads",
+               (long long)p->heads_q);
+      tx_buffers_free(b);
+      return -1;
+    }
+  }
+  b->t = (txattn_tensors){.q_data = b->q,
+                          .k_data = b->k,
+                          .v_data = b->v,
+                          .o_data = b->o,
+                          .struct_size = sizeof b->t,
+                          .alibi_slopes = p->alibi ? b->slopes : NULL,
+                          .sinks = p->sinks ? b->sinks : NULL};
   if (kind != TX_LAYOUT_CONTIGUOUS) { /* contiguous stays all-zero: the default users rely on */
     b->t.q_layout = b->q_str;
     b->t.k_layout = b->k_str;
@@ -144,6 +160,7 @@ void tx_buffers_fill(tx_buffers *b, uint64_t seed, float scale) {
   fill_normal(b->q, b->p.q_type, b->q_len, &state, scale);
   fill_normal(b->k, b->p.k_type, b->k_len, &state, scale);
   fill_normal(b->v, b->p.v_type, b->v_len, &state, scale);
+  if (b->p.sinks) fill_normal(b->sinks, TXATTN_DTYPE_F32, (size_t)b->p.heads_q, &state, 2.0f);
 }
 
 void tx_buffers_free(tx_buffers *b) {
@@ -155,6 +172,8 @@ void tx_buffers_free(tx_buffers *b) {
   free(b->v);
   free(b->o);
   free(b->o_ref);
+  free(b->slopes);
+  free(b->sinks);
   memset(b, 0, sizeof *b);
 }
 

@@ -38,13 +38,16 @@ typedef struct tx_buffers {
   size_t lse_len;
   txattn_layout lse_str;
   int64_t *kv_lens;
+  /* With p.alibi, the standard slopes (txattn_alibi_slopes, max_bias 8); with p.sinks, sink
+     logits (tx_buffers_fill: 2 times standard normal); heads_q floats each, else NULL */
+  float *slopes, *sinks;
 } tx_buffers;
 
 /* p must be resolved. Returns 0, or -1 with the reason in err. */
 int tx_buffers_alloc(tx_buffers *b, const txattn_problem *p, tx_layout_kind kind, int with_ref,
                      char *err, size_t err_size);
 /* q, k and v get scale times standard-normal values from a generator seeded with seed, each
-   rounded to its tensor's type (to nearest, ties to even). */
+   rounded to its tensor's type (to nearest, ties to even); then the sink logits, if any. */
 void tx_buffers_fill(tx_buffers *b, uint64_t seed, float scale);
 void tx_buffers_free(tx_buffers *b);
 /* After tx_buffers_alloc: sets b->p.lse (and allocates lse, and lse_ref where there is o_ref) and,

@@ -46,10 +46,10 @@ void tx_kernel_flags_text(unsigned flags, char *buf, size_t size) {
   static const struct {
     unsigned flag;
     const char *name;
-  } names[] = {{TXATTN_KERNEL_THREADED, "threaded"},
-               {TXATTN_KERNEL_SPARSE, "sparse"},
-               {TXATTN_KERNEL_LSE, "lse"},
-               {TXATTN_KERNEL_RAGGED, "ragged"}};
+  } names[] = {{TXATTN_KERNEL_THREADED, "threaded"}, {TXATTN_KERNEL_SPARSE, "sparse"},
+               {TXATTN_KERNEL_LSE, "lse"},           {TXATTN_KERNEL_RAGGED, "ragged"},
+               {TXATTN_KERNEL_SOFTCAP, "softcap"},   {TXATTN_KERNEL_ALIBI, "alibi"},
+               {TXATTN_KERNEL_SINKS, "sinks"},       {TXATTN_KERNEL_SINK_KEYS, "sink_keys"}};
   size_t len = 0;
   if (size) buf[0] = '\0';
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {

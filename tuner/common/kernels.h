@@ -26,7 +26,8 @@ int tx_kernel_declines_types(txattn_context *ctx, const char *name, const txattn
 /* Whether a message of the library says a kernel declines a problem's element types; why gets
    its words from "it does not ..." on. */
 int tx_declines_types(const char *message, char *why, size_t size);
-/* "threaded,sparse,lse,ragged" (the flags set, in that order) or "-" */
+/* "threaded,sparse,lse,ragged,softcap,alibi,sinks,sink_keys" (the flags set, in that order) or
+   "-" */
 void tx_kernel_flags_text(unsigned flags, char *buf, size_t size);
 
 #endif

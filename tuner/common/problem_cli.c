@@ -104,6 +104,31 @@ void tx_problem_args_init(tx_problem_args *a) {
   a->mask = -1;
   a->scale = NAN;
   a->dtype = NULL;
+  tx_modifier_args_init(&a->mods);
+}
+
+void tx_modifier_args_init(tx_modifier_args *a) {
+  a->softcap = NAN;
+  a->alibi = a->sinks = 0;
+  a->sink_keys = TX_UNSET;
+}
+
+void tx_modifier_opts(tx_modifier_args *a, tx_opt *o) {
+  o[0] = tx_opt_double("softcap", &a->softcap, "C", "scores become C tanh(s / C) (Gemma 2: 50)",
+                       0.0, 3e38);
+  o[1] = tx_opt_flag("alibi", &a->alibi, "ALiBi with the standard slopes (max_bias 8)");
+  o[2] = tx_opt_flag("sinks", &a->sinks, "a sink logit per head (seeded random, as gpt-oss)");
+  o[3] =
+      tx_opt_int("sink-keys", &a->sink_keys, "K",
+                 "the first K keys visible to every query (StreamingLLM) [0]", 0, INT64_C(1) << 40);
+}
+
+void tx_modifier_apply(const tx_modifier_args *a, txattn_problem *p) {
+  p->struct_size = sizeof *p;
+  p->softcap = isnan(a->softcap) ? 0.0f : (float)a->softcap;
+  p->alibi = a->alibi;
+  p->sinks = a->sinks;
+  p->sink_keys = a->sink_keys == TX_UNSET ? 0 : a->sink_keys;
 }
 
 /* Upper limits are loose on purpose: the library's validation names the field that is too large. */
@@ -128,6 +153,7 @@ void tx_problem_opts(tx_problem_args *a, tx_opt *o) {
       tx_opt_int("heads-kv", &a->heads_kv, "G", "key/value heads, dividing H (GQA) [H]", 1, big);
   o[i++] = tx_opt_double("scale", &a->scale, "S", "score scale, nonzero [1/sqrt(D)]", -3e38, 3e38);
   o[i++] = tx_opt_string("dtype", &a->dtype, "TYPES", "element types of q,k,v,o: " TX_DTYPE_HELP);
+  tx_modifier_opts(&a->mods, o + i);
 }
 
 static int window_from_args(const tx_cmd_spec *spec, const tx_problem_args *a, txattn_problem *p) {
@@ -157,6 +183,7 @@ int tx_problem_from_args(const tx_cmd_spec *spec, const tx_problem_args *a, txat
   if ((float)a->scale == 0.0f) /* the problem struct reads 0 as "use the default" */
     return tx_args_usage_error(spec, "--scale must be nonzero (leave it out for 1/sqrt(D))");
   txattn_problem p = {0};
+  tx_modifier_apply(&a->mods, &p);
   p.n_q = a->n;
   p.d_qk = a->d;
   p.n_kv = a->n_kv == TX_UNSET ? 0 : a->n_kv;
@@ -172,6 +199,7 @@ int tx_problem_from_args(const tx_cmd_spec *spec, const tx_problem_args *a, txat
   if (a->dtype) tx_dtypes_apply(&types, &p);
   int rc = window_from_args(spec, a, &p);
   if (rc) return rc;
+  out->struct_size = sizeof *out;
   if (txattn_problem_resolve(&p, out) != TXATTN_OK)
     return tx_args_usage_error(spec, "invalid problem: %s", txattn_last_error());
   return 0;
@@ -213,5 +241,13 @@ int tx_problem_format(const txattn_problem *p, char *buf, size_t size) {
     tv[0] = ' ';
     tx_dtypes_format(&d, tv + 1, sizeof tv - 1);
   }
-  return snprintf(buf, size, "%s%s%s %s %s%s%s", bv, hv, nv, dv, mv, sv, tv);
+  char xv[96] = "";
+  int at = 0;
+  if (p->softcap > 0.0f)
+    at += snprintf(xv + at, sizeof xv - (size_t)at, " softcap=%g", (double)p->softcap);
+  if (p->alibi) at += snprintf(xv + at, sizeof xv - (size_t)at, " alibi");
+  if (p->sinks) at += snprintf(xv + at, sizeof xv - (size_t)at, " sinks");
+  if (p->sink_keys > 0)
+    snprintf(xv + at, sizeof xv - (size_t)at, " sink_keys=%lld", (long long)p->sink_keys);
+  return snprintf(buf, size, "%s%s%s %s %s%s%s%s", bv, hv, nv, dv, mv, sv, tv, xv);
 }

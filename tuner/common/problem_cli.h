@@ -9,15 +9,31 @@
 #include "args.h"
 #include "txattn/txattn.h"
 
+/* The score modifiers' options, part of the problem options and taken alone by `txtune check`:
+   --softcap C (NaN if not given), --alibi (the standard slopes, max_bias 8), --sinks (seeded
+   random sink logits: tx_buffers_fill), --sink-keys K (TX_UNSET if not given). */
+typedef struct tx_modifier_args {
+  double softcap;
+  int alibi, sinks;
+  int64_t sink_keys;
+} tx_modifier_args;
+#define TX_MODIFIER_N_OPTS 4
+void tx_modifier_args_init(tx_modifier_args *a);
+/* Writes the TX_MODIFIER_N_OPTS options that fill a into opts. */
+void tx_modifier_opts(tx_modifier_args *a, tx_opt *opts);
+/* Sets p's modifier fields from a (and struct_size, so that the library reads them). */
+void tx_modifier_apply(const tx_modifier_args *a, txattn_problem *p);
+
 typedef struct tx_problem_args {
   int64_t n, n_kv, d, dv, batch, heads, heads_kv, left, right, window; /* TX_UNSET if not given */
   int mask;                                                            /* -1 if not given */
   double scale;                                                        /* NaN if not given */
   const char *dtype; /* --dtype (tx_dtypes_parse); NULL: every tensor f32 */
+  tx_modifier_args mods;
 } tx_problem_args;
 
 #define TX_UNSET          INT64_MIN
-#define TX_PROBLEM_N_OPTS 13
+#define TX_PROBLEM_N_OPTS (13 + TX_MODIFIER_N_OPTS)
 
 void tx_problem_args_init(tx_problem_args *a);
 /* Writes the TX_PROBLEM_N_OPTS options that fill a into opts. */

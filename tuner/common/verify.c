@@ -27,10 +27,12 @@ static void violation(tx_verdict *v, int64_t bb, int64_t h, int64_t i, const cha
   va_end(ap);
 }
 
+/* Whether the row's visible keys, [0, sink_hi) and [lo, hi), hold the NaN site. */
 static int sees_nan(const txattn_problem *p, const tx_nan_site *s, int64_t bb, int64_t h,
-                    int64_t lo, int64_t hi) {
+                    int64_t sink_hi, int64_t lo, int64_t hi) {
   return s && s->where != TX_NAN_NONE && s->batch == bb &&
-         h / (p->heads_q / p->heads_kv) == s->head_kv && lo <= s->key && s->key < hi;
+         h / (p->heads_q / p->heads_kv) == s->head_kv &&
+         ((lo <= s->key && s->key < hi) || s->key < sink_hi);
 }
 
 /* The contract's rules for one output row; returns 1 if the row obeys them. */
@@ -142,15 +144,17 @@ void tx_verify(const tx_buffers *b, const void *o, const void *ref, const tx_nan
     const txattn_problem seq = tx_buffers_sequence(b, bb); /* its own kv_len when ragged */
     for (int64_t h = 0; h < p->heads_q; h++)
       for (int64_t i = 0; i < p->n_q; i++) {
-        int64_t lo, hi;
-        txattn_visible_range(&seq, i, &lo, &hi);
+        int64_t sink_hi, lo, hi;
+        txattn_visible_ranges(&seq, i, &sink_hi, &lo, &hi);
+        const int empty = lo >= hi && sink_hi == 0;
         if (lse) {
           const tx_nan_site *k_site = site && site->where == TX_NAN_IN_K ? site : NULL;
-          check_lse(b, lse, lse_ref, lo >= hi, sees_nan(p, k_site, bb, h, lo, hi), b->lse_ref_bound,
-                    out, bb, h, i);
+          check_lse(b, lse, lse_ref, empty, sees_nan(p, k_site, bb, h, sink_hi, lo, hi),
+                    b->lse_ref_bound, out, bb, h, i);
         }
         widen_row(b, o, bb, h, i, row);
-        if (!check_row(row, p->d_v, lo >= hi, sees_nan(p, site, bb, h, lo, hi), out, bb, h, i) ||
+        if (!check_row(row, p->d_v, empty, sees_nan(p, site, bb, h, sink_hi, lo, hi), out, bb, h,
+                       i) ||
             !ref)
           continue;
         int64_t col;

@@ -144,10 +144,11 @@ const tx_case *tx_battery_get(size_t i) {
 }
 
 int tx_case_prepare(const tx_case *c, size_t index, const tx_dtypes *types, const tx_serving *sv,
-                    tx_buffers *b, char *err, size_t err_size) {
+                    const tx_modifier_args *mods, tx_buffers *b, char *err, size_t err_size) {
   txattn_problem p = TXATTN_PROBLEM_INIT, typed = c->p;
   const int ragged = sv && sv->n > 0, lse = sv && sv->lse;
   tx_dtypes_apply(types, &typed);
+  if (mods) tx_modifier_apply(mods, &typed);
   if (ragged) {
     typed.batch = (int64_t)sv->n;
     typed.n_kv = sv->max_kv > 0 ? sv->max_kv : 1;

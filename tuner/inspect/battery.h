@@ -29,10 +29,11 @@ const tx_case *tx_battery_get(size_t i);
    fills them (seeded by the case's index, so every run sees the same data, rounded to the types)
    and plants the NaN. With sv (NULL: none) the call has sv->lse and, with kv lengths, is ragged:
    a batch of one sequence per length with the case's n_q queries each, n_kv the longest, the keys
-   past each kv_len NaN (so that reading one fails), a NaN site outside the batch dropped. Returns
-   0, or -1 with the reason in err. */
+   past each kv_len NaN (so that reading one fails), a NaN site outside the batch dropped. With
+   mods (NULL: none) the case gets those score modifiers. Returns 0, or -1 with the reason in
+   err. */
 int tx_case_prepare(const tx_case *c, size_t index, const tx_dtypes *types, const tx_serving *sv,
-                    tx_buffers *b, char *err, size_t err_size);
+                    const tx_modifier_args *mods, tx_buffers *b, char *err, size_t err_size);
 /* The NaN the case plants in b (prepared by tx_case_prepare): its site, or none when a ragged
    batch left it out. */
 tx_nan_site tx_case_nan(const tx_case *c, const tx_buffers *b);

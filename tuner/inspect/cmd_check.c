@@ -34,6 +34,7 @@ typedef struct check_opts {
   int quick, verbose, json;
   const char *dtype;
   tx_serving_args serving;
+  tx_modifier_args mods;
   tx_context_args ctx;
 } check_opts;
 
@@ -71,8 +72,9 @@ typedef struct combo {
 
 typedef struct check_run {
   check_opts o;
-  tx_opt run_opts[5], serving_opts[TX_SERVING_N_OPTS], ctx_opts[TX_CONTEXT_N_OPTS];
-  tx_opt_group groups[3];
+  tx_opt run_opts[5], serving_opts[TX_SERVING_N_OPTS], mod_opts[TX_MODIFIER_N_OPTS],
+      ctx_opts[TX_CONTEXT_N_OPTS];
+  tx_opt_group groups[4];
   tx_cmd_spec spec;
   tx_serving serving; /* --kv-lens and --lse */
   txattn_context *ctx;
@@ -93,7 +95,9 @@ static const char about[] =
     "not as failing. --lse also checks the log-sum-exp of every row (a kernel without\n"
     "TXATTN_KERNEL_LSE declines it); --kv-lens L1,L2,... makes every shape a ragged batch of\n"
     "one sequence per length, each with the shape's queries against its L keys (the keys past\n"
-    "L are NaN, so reading one fails). What passes: docs/inspect.md.\n"
+    "L are NaN, so reading one fails). --softcap, --alibi, --sinks and --sink-keys give every\n"
+    "shape those score modifiers (a kernel that does not compute one declines it).\n"
+    "What passes: docs/inspect.md.\n"
     "Exit status: 0 all passed; 1 a kernel failed or could not be checked; 2 usage error.";
 
 /* Returns -1 to go on, else the exit code (help printed, or a usage error). */
@@ -113,11 +117,15 @@ static int parse(check_run *r, int argc, char **argv) {
   r->serving_opts[0].help = "every shape as a ragged batch: a sequence per length (0 allowed)";
   r->groups[0] = (tx_opt_group){"Options", r->run_opts, 5};
   r->groups[1] = (tx_opt_group){"Serving calls", r->serving_opts, TX_SERVING_N_OPTS};
-  r->groups[2] = (tx_opt_group){"Library", r->ctx_opts, TX_CONTEXT_N_OPTS};
+  tx_modifier_args_init(&o->mods);
+  tx_modifier_opts(&o->mods, r->mod_opts);
+  r->groups[2] = (tx_opt_group){"Score modifiers (every shape)", r->mod_opts, TX_MODIFIER_N_OPTS};
+  r->groups[3] = (tx_opt_group){"Library", r->ctx_opts, TX_CONTEXT_N_OPTS};
   r->spec = (tx_cmd_spec){"check",
                           "[--kernel NAME] [--quick] [--dtype TYPES|all] [--kv-lens L1,L2,...] "
-                          "[--lse] [--verbose] [--threads T] [--json]",
-                          about, r->groups, 3};
+                          "[--lse] [--softcap C] [--alibi] [--sinks] [--sink-keys K] [--verbose] "
+                          "[--threads T] [--json]",
+                          about, r->groups, 4};
   int rc = tx_args_parse_cmd(&r->spec, argc, argv);
   if (rc >= 0) return rc;
   if ((rc = tx_serving_from_args(&r->spec, &o->serving, &r->serving)) != 0) return rc;
@@ -241,7 +249,7 @@ static int run_case(check_run *r, combo *co, size_t index) {
   const tx_case *c = tx_battery_get(index);
   tx_buffers b;
   char err[256];
-  if (tx_case_prepare(c, index, &co->types, serving_of(r), &b, err, sizeof err) != 0) {
+  if (tx_case_prepare(c, index, &co->types, serving_of(r), &r->o.mods, &b, err, sizeof err) != 0) {
     fprintf(stderr, "txtune check: %s\n", err);
     return -1;
   }

@@ -167,7 +167,7 @@ static void print_kernels(const txattn_context *ctx) {
   for (size_t i = 0; i < n; i++) {
     txattn_kernel_info k = TXATTN_KERNEL_INFO_INIT;
     if (txattn_kernel_get(ctx, i, &k) != TXATTN_OK) continue;
-    char flags[32], types[96], plugin[384], version[300], path[1024];
+    char flags[96], types[96], plugin[384], version[300], path[1024];
     tx_kernel_flags_text(k.flags, flags, sizeof flags);
     kernel_types_text(&k, types, sizeof types);
     snprintf(plugin, sizeof plugin, "%s %s", k.plugin,
