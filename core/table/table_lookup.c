@@ -89,14 +89,18 @@ txattn_status txattn_table_class_of(const txattn_problem *p, int threads, txattn
 }
 
 /* Why a context without a usable table has no entry, in the few words a plan's reason has room for
-   (txattn_context_table_state has the rest). */
+   (txattn_context_table_state has the rest). The reason names the table's path whole or, past 200
+   bytes, not at all: a path is never cut. */
 static int no_table(const txattn__ctx_table *ct, char *why, size_t size) {
-  if (ct == NULL || ct->status == TXATTN_TABLE_NONE)
-    return ct && *ct->path ? txattn__why_not(why, size, "no dispatch table at %.200s", ct->path)
-                           : txattn__why_not(why, size, "no dispatch table");
-  return txattn__why_not(why, size,
-                         "the dispatch table is %s (txattn_context_table_state says why)",
-                         ct->status == TXATTN_TABLE_STALE ? "stale" : "malformed");
+  if (ct != NULL && ct->status != TXATTN_TABLE_NONE)
+    return txattn__why_not(why, size,
+                           "the dispatch table is %s (txattn_context_table_state says why)",
+                           ct->status == TXATTN_TABLE_STALE ? "stale" : "malformed");
+  if (ct == NULL || !*ct->path) return txattn__why_not(why, size, "no dispatch table");
+  if (strlen(ct->path) > 200)
+    return txattn__why_not(why, size,
+                           "no dispatch table at its path (txattn_context_table_path gives it)");
+  return txattn__why_not(why, size, "no dispatch table at %s", ct->path);
 }
 
 /* v[*lo] <= x <= v[*hi] with *hi - *lo <= 1; 0 if x is outside v's range. */
