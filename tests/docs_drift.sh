@@ -19,8 +19,10 @@ fail() {
   drift=1
 }
 
-# The words of a list, one a line, sorted: "b a" -> "a\nb".
-sorted() { printf '%s\n' $1 | LC_ALL=C sort -u; }
+# The words of a list (blanks or lines between them), one a line, sorted: "b a" -> "a\nb".
+sorted() { printf '%s\n' "$1" | tr ' ' '\n' | sed '/^$/d' | LC_ALL=C sort -u; }
+# The same list on one line, for messages.
+words() { printf '%s' "$1" | tr '\n' ' '; }
 
 check() {
   root=$1 txtune=$2
@@ -35,9 +37,9 @@ check() {
     fail "$plugin_h: the title does not say version 1.$minor"
   want=$(i=0; while [ "$i" -le "$minor" ]; do echo "1.$i"; i=$((i + 1)); done)
   got=$(sed -n 's/^ \*   \(1\.[0-9]*\)  .*/\1/p' "$plugin_h")
-  [ "$got" = "$want" ] || fail "$plugin_h: the log has versions $(echo $got), want $(echo $want)"
+  [ "$got" = "$want" ] || fail "$plugin_h: the log has versions $(words "$got"), want $(words "$want")"
   got=$(sed -n 's/^- \*\*Version \(1\.[0-9]*\)\*\*.*/\1/p' "$plugins_md")
-  [ "$got" = "$want" ] || fail "$plugins_md: the log has versions $(echo $got), want $(echo $want)"
+  [ "$got" = "$want" ] || fail "$plugins_md: the log has versions $(words "$got"), want $(words "$want")"
   said=$(grep -o '`TXATTN_PLUGIN_ABI_MINOR` ([0-9]*)' "$plugins_md" | tr -dc '0-9\n' || true)
   [ -n "$said" ] || fail "$plugins_md does not give TXATTN_PLUGIN_ABI_MINOR"
   for n in $said; do
@@ -55,15 +57,15 @@ check() {
   named=$(awk '/^\/\* "scalar"/, /TXATTN_API const char \*txattn_isa_name/' "$plugin_h" |
     grep -o '"[a-z0-9]*"' | tr -d '"' | grep -v '^unknown$' || true)
   [ "$(sorted "$named")" = "$(sorted "$lower")" ] ||
-    fail "$plugin_h: txattn_isa_name names $(echo $named), the enum has $(echo $lower)"
+    fail "$plugin_h: txattn_isa_name names $(words "$named"), the enum has $(words "$lower")"
   row=$(grep '^| `isa` |' "$plugins_md" || true)
   listed=$(echo "$row" | grep -o '`\(TXATTN_ISA\)\?_[A-Z0-9]*`' | tr -d '`' | sed 's/^TXATTN_ISA_//; s/^_//')
   [ "$(sorted "$listed")" = "$(sorted "$isas")" ] ||
-    fail "$plugins_md: the isa row lists $(echo $listed), the header has $(echo $isas)"
+    fail "$plugins_md: the isa row lists $(words "$listed"), the header has $(words "$isas")"
   row=$(grep '^| `TXATTN_MAX_ISA` |' "$readme" || true)
   listed=$(echo "$row" | grep -o '`[a-z0-9]*`' | tr -d '`')
   [ "$(sorted "$listed")" = "$(sorted "$lower")" ] ||
-    fail "$readme: TXATTN_MAX_ISA lists $(echo $listed), the header has $(echo $lower)"
+    fail "$readme: TXATTN_MAX_ISA lists $(words "$listed"), the header has $(words "$lower")"
 
   # ---- the kernel flags ----
   flags=$(sed -n 's/^#define TXATTN_KERNEL_\([A-Z_]*\) *(1u << [0-9]*).*/\1/p' "$plugin_h")
@@ -71,7 +73,7 @@ check() {
   row=$(grep '^| `flags` |' "$plugins_md" || true)
   listed=$(echo "$row" | grep -o 'TXATTN_KERNEL_[A-Z_]*' | sed 's/^TXATTN_KERNEL_//')
   [ "$(sorted "$listed")" = "$(sorted "$flags")" ] ||
-    fail "$plugins_md: the flags row lists $(echo $listed), the header has $(echo $flags)"
+    fail "$plugins_md: the flags row lists $(words "$listed"), the header has $(words "$flags")"
   defined=$(sed -n 's/^#define \(TXATTN_KERNEL_[A-Z_]*\).*/\1/p' "$root"/include/txattn/*.h)
   for name in $(cat "$readme" "$root"/docs/*.md | grep -o 'TXATTN_KERNEL_[A-Z_]*' | sort -u); do
     echo "$defined" | grep -qx "$name" || fail "the docs name $name, which no public header defines"

@@ -16,10 +16,10 @@ check() {
   shift
   headers=$(find "$include" -name '*.h' | LC_ALL=C sort)
   files=$(find "$@" -name '*.[ch]' | LC_ALL=C sort)
-  [ -n "$headers" ] && [ -n "$files" ] || {
+  if [ -z "$headers" ] || [ -z "$files" ]; then
     echo "struct_init: no headers under $include or no C files under $*" >&2
     return 2
-  }
+  fi
   # shellcheck disable=SC2086 # one file per word: the tree's paths have no blanks
   awk -v headers="$headers" '
     BEGIN { n = split(headers, h, "\n"); for (i = 1; i <= n; i++) is_header[h[i]] = 1 }
@@ -208,7 +208,9 @@ case ${1-} in
   exit 2
   ;;
 *)
-  check "$@"
-  echo "every variable of a struct with struct_size under ${*#* } is initialised"
+  include=$1
+  shift
+  check "$include" "$@"
+  echo "every variable of a struct with struct_size under $* is initialised"
   ;;
 esac

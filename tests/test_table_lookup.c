@@ -381,6 +381,29 @@ Test(table_lookup, a_forced_kernel_beats_the_table) {
   txattn_context_free(plain);
 }
 
+/* A plan's reason names a missing table's path whole, or past 200 bytes points at
+   txattn_context_table_path instead: never a cut path. */
+Test(table_lookup, a_missing_tables_path_is_never_cut_in_a_plans_reason) {
+  char path[600] = "/nonexistent/txattn-tests";
+  for (int len = 0; len < 2; len++) {
+    txattn_context *ctx = tc_context(NULL, path, 1);
+    txattn_problem p = causal(100);
+    txattn_plan *plan;
+    TC_ASSERT_OK(txattn_plan_create(ctx, &p, NULL, &plan));
+    const char *why = txattn_plan_why(plan);
+    cr_expect_str_eq(txattn_context_table_path(ctx), path);
+    if (len == 0)
+      cr_expect(strstr(why, path) != NULL, "a short path is named whole: %s", why);
+    else
+      cr_expect(strstr(why, "/nonexistent/txattn-tests") == NULL &&
+                    strstr(why, "txattn_context_table_path") != NULL,
+                "a long path is cut: %s", why);
+    txattn_plan_free(plan);
+    txattn_context_free(ctx);
+    while (strlen(path) < 300) strcat(path, "/a-directory-name-that-makes-the-path-long");
+  }
+}
+
 /* The build tree's kernels plus one that cannot run here and one that declines d != 16. */
 static txattn_context *with_decoys(const char *table) {
   char path[2 * SCRATCH_PATH_MAX + 2], decoys[SCRATCH_PATH_MAX + 16];
