@@ -585,7 +585,7 @@ Test(modifiers, merge_applies_the_sinks_once) {
   c.sinks[2] = -INFINITY; /* none */
   run_reference(&c);
   float *po[3], *pl[3];
-  txattn_tensors parts[3];
+  txattn_tensors parts[3] = {TXATTN_TENSORS_INIT, TXATTN_TENSORS_INIT, TXATTN_TENSORS_INIT};
   for (int i = 0; i < 3; i++) {
     txattn_problem p = c.p;
     p.sinks = 0;
