@@ -46,18 +46,23 @@ static int dtype_of_format(const char *format, Py_ssize_t itemsize) {
   return -1;
 }
 
-static const char *format_name(const char *format) {
+/* The NumPy name of a buffer protocol format, for messages: into buf */
+static const char *format_name(const char *format, char *buf, size_t size) {
   static const struct {
     const char *f, *name;
-  } known[] = {{"d", "float64"}, {"g", "float128"},   {"?", "bool"},       {"b", "int8"},
-               {"B", "uint8"},   {"h", "int16"},      {"H", "uint16"},     {"i", "int32"},
-               {"I", "uint32"},  {"l", "int64"},      {"L", "uint64"},     {"q", "int64"},
-               {"Q", "uint64"},  {"Zf", "complex64"}, {"Zd", "complex128"}};
+  } known[] = {{"f", "float32"},    {"e", "float16"}, {"d", "float64"}, {"g", "float128"},
+               {"?", "bool"},       {"b", "int8"},    {"B", "uint8"},   {"h", "int16"},
+               {"H", "uint16"},     {"i", "int32"},   {"I", "uint32"},  {"l", "int64"},
+               {"L", "uint64"},     {"q", "int64"},   {"Q", "uint64"},  {"Zf", "complex64"},
+               {"Zd", "complex128"}};
   if (format == NULL) return "uint8";
-  if (format[0] == '<' || format[0] == '=' || format[0] == '@') format++;
+  int swapped = format[0] == '>' || format[0] == '!';
+  if (swapped || format[0] == '<' || format[0] == '=' || format[0] == '@') format++;
+  const char *name = format;
   for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-    if (strcmp(format, known[i].f) == 0) return known[i].name;
-  return format;
+    if (strcmp(format, known[i].f) == 0) name = known[i].name;
+  snprintf(buf, size, "%s%s", name, swapped ? " (big-endian)" : "");
+  return buf;
 }
 
 static int dtype_error(const char *name, const char *got) {
@@ -72,7 +77,9 @@ static int dtype_error(const char *name, const char *got) {
 static int from_buffer(PyObject *obj, const char *name, int flags, txpy_view *v) {
   int want = (flags & TXPY_WRITE) ? PyBUF_RECORDS : PyBUF_RECORDS_RO;
   if (PyObject_GetBuffer(obj, &v->buffer, want) != 0) {
-    if ((flags & TXPY_WRITE) && PyErr_ExceptionMatches(PyExc_BufferError)) {
+    /* NumPy says ValueError, the buffer protocol BufferError */
+    if ((flags & TXPY_WRITE) &&
+        (PyErr_ExceptionMatches(PyExc_BufferError) || PyErr_ExceptionMatches(PyExc_ValueError))) {
       PyErr_Clear();
       PyErr_Format(PyExc_ValueError, "%s is read-only: txattn writes its results there", name);
     }
@@ -81,7 +88,8 @@ static int from_buffer(PyObject *obj, const char *name, int flags, txpy_view *v)
   v->has_buffer = 1;
   Py_buffer *b = &v->buffer;
   int dtype = dtype_of_format(b->format, b->itemsize);
-  if (dtype < 0) return dtype_error(name, format_name(b->format));
+  char got[64];
+  if (dtype < 0) return dtype_error(name, format_name(b->format, got, sizeof got));
   v->dtype = (txattn_dtype)dtype;
   if (b->ndim > TXPY_MAX_DIMS) {
     PyErr_Format(PyExc_ValueError, "%s has %d dimensions; at most %d are taken", name, b->ndim,

@@ -195,8 +195,11 @@ def _dtype_name(x, name):
         names = _numpy_dtype_names
     d = names.get(x.dtype)
     if d is None:
+        got = x.dtype
+        if getattr(got, "byteorder", "=") == ">":
+            got = f"{got.name} (big-endian)"
         raise ValueError(
-            f"{name} has dtype {x.dtype}; txattn takes float32, float16 or bfloat16 (bfloat16 as "
+            f"{name} has dtype {got}; txattn takes float32, float16 or bfloat16 (bfloat16 as "
             f"torch tensors): convert it, e.g. {name}.astype(np.float32) or {name}.float()"
         )
     return d
@@ -417,10 +420,10 @@ class Plan:
     Safe to call from many threads at once.
     """
 
-    __slots__ = ("context", "_p", "_o_dtype", "_lse", "_q_lens", "_kv_lens")
+    __slots__ = ("_context", "_p", "_o_dtype", "_lse", "_q_lens", "_kv_lens")
 
     def __init__(self, context, p, o_dtype, lse, q_lens, kv_lens):
-        self.context = context
+        self._context = context
         self._p = p
         self._o_dtype = o_dtype
         self._lse = lse
@@ -442,6 +445,11 @@ class Plan:
                 _export(o, "out"), None if lse is None else _export(lse, "lse out"),
                 0, 0, 0, None, _lens_arg(q_lens), _lens_arg(kv_lens), None, None)
         return _result(o, lse, self._lse)
+
+    @property
+    def context(self):
+        """The Context the plan was made in."""
+        return self._context
 
     @property
     def kernel(self):
