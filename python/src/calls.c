@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The calls: attention, plan execution, the reference, the error bound, planning and merging.
- * Each imports its tensors (views.c), checks every shape, type and length against the others,
- * builds the txattn_problem and txattn_tensors from them, and only then calls the library, with
- * the GIL released. Shapes the library would read as defaults (a zero batch, heads or rows) never
- * reach it: they are answered here. */
+/* The mechanics of a call: its tensors imported (kinds.c), its results allocated where the caller
+ * gave none, every shape, type and length checked against the others, the txattn_problem and
+ * txattn_tensors built from them, and only then the library called, with the GIL released.
+ * Shapes the library would read as defaults (a zero batch, heads or rows) never reach it: they
+ * are answered here. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,38 +12,37 @@
 #include "txpy.h"
 #include "views.h"
 
-enum { OP_ATTENTION, OP_EXECUTE, OP_REFERENCE, OP_BOUND, OP_PLAN, OP_COUNT };
+void txpy_call_init(txpy_call *c, int op) {
+  memset(c, 0, sizeof *c);
+  c->op = op;
+  c->p = (txattn_problem)TXATTN_PROBLEM_INIT;
+  c->names[0] = "q", c->names[1] = "k", c->names[2] = "v";
+}
 
-typedef struct call {
-  int op;
-  const char *names[3]; /* q, k, v as the caller named them */
-  txpy_view q, k, v, o, lse;
-  int have_o, have_lse, ragged;
-  int64_t *q_lens, *kv_lens;
-  txattn_problem p;
-} call;
-
-static void call_release(call *c) {
+void txpy_call_release(txpy_call *c) {
   txpy_view *views[5] = {&c->q, &c->k, &c->v, &c->o, &c->lse};
   for (int i = 0; i < 5; i++) txpy_view_release(views[i]);
   free(c->q_lens);
   free(c->kv_lens);
   c->q_lens = c->kv_lens = NULL;
+  Py_CLEAR(c->o_obj);
+  Py_CLEAR(c->lse_obj);
 }
 
-static const char *dtype_str(txattn_dtype d) {
+const char *txpy_dtype_str(txattn_dtype d) {
   return d == TXATTN_DTYPE_F32 ? "float32" : d == TXATTN_DTYPE_F16 ? "float16" : "bfloat16";
 }
 
-static PyObject *value_error(const char *fmt, ...) {
+PyObject *txpy_value_error(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   PyErr_FormatV(PyExc_ValueError, fmt, ap);
   va_end(ap);
   return NULL;
 }
+#define value_error txpy_value_error
 
-static int need_ndim(const txpy_view *v, int ndim, const char *layout) {
+int txpy_need_ndim(const txpy_view *v, int ndim, const char *layout) {
   if (v->ndim == ndim) return 0;
   char s[160];
   value_error("%s must be %d-D %s; got shape %s (%d-D)", v->name, ndim, layout,
@@ -51,7 +50,9 @@ static int need_ndim(const txpy_view *v, int ndim, const char *layout) {
   return -1;
 }
 
-/* "k has batch 3 but q has batch 2 (k (3, 2, 16, 8), q (2, 8, 16, 8))" */
+static const char bhnd[] = "[batch, heads, rows, dim]";
+
+/* "k has batch 3 but q has 2 (k (3, 2, 16, 8), q (2, 8, 16, 8))" */
 static int mismatch(const txpy_view *a, const char *what, int64_t av, const txpy_view *b,
                     int64_t bv, const char *why) {
   char sa[160], sb[160];
@@ -61,10 +62,69 @@ static int mismatch(const txpy_view *a, const char *what, int64_t av, const txpy
   return -1;
 }
 
+int txpy_call_inputs(txpy_call *c, PyObject *q, PyObject *k, PyObject *v) {
+  c->q_obj = q;
+  int flags = c->op == TXPY_OP_PLAN ? TXPY_SPEC_OK : TXPY_READ;
+  return txpy_import(q, c->names[0], flags, &c->q, &c->torch) ||
+         txpy_import(k, c->names[1], flags, &c->k, NULL) ||
+         txpy_import(v, c->names[2], flags, &c->v, NULL);
+}
+
+/* A new result of q's kind, contiguous, imported as *view; fill: 0 none, 1 zeros, 2 -inf. */
+static int allocate(txpy_call *c, int ndim, const int64_t *shape, txattn_dtype dtype,
+                    const char *name, int fill, PyObject **obj, txpy_view *view) {
+  *obj = txpy_alloc(c->torch, c->q_obj, ndim, shape, dtype);
+  if (*obj == NULL || txpy_import_new(*obj, c->torch, name, ndim, shape, dtype, view)) return -1;
+  if (fill && txpy_view_count(view) > 0) txpy_fill(view, fill == 2);
+  return 0;
+}
+
+int txpy_call_outputs(txpy_call *c, PyObject *out, int want_lse, int o_dtype, int ragged) {
+  if (out == NULL || out == Py_None) {
+    if (txpy_need_ndim(&c->q, 4, bhnd) || txpy_need_ndim(&c->v, 4, bhnd)) return -1;
+    const int64_t shape[4] = {c->q.shape[0], c->q.shape[1], c->q.shape[2], c->v.shape[3]};
+    txattn_dtype t = o_dtype >= 0 ? (txattn_dtype)o_dtype : c->q.dtype;
+    if (allocate(c, 4, shape, t, "out", ragged ? 1 : 0, &c->o_obj, &c->o)) return -1;
+    c->have_o = 1;
+    if (want_lse) {
+      if (allocate(c, 3, shape, TXATTN_DTYPE_F32, "lse out", ragged ? 2 : 0, &c->lse_obj, &c->lse))
+        return -1;
+      c->have_lse = 1;
+    }
+    return 0;
+  }
+  PyObject *o = out, *lse = NULL;
+  int pair = PyTuple_Check(out) || PyList_Check(out);
+  if (want_lse) {
+    if (!pair || PySequence_Size(out) != 2) {
+      PyErr_SetString(PyExc_TypeError, "with return_lse=True, out must be a pair (o, lse)");
+      return -1;
+    }
+    o = PySequence_GetItem(out, 0);
+    lse = PySequence_GetItem(out, 1);
+    Py_XDECREF(o); /* a tuple or list holds them */
+    Py_XDECREF(lse);
+    if (o == NULL || lse == NULL) return -1;
+  } else if (pair) {
+    PyErr_SetString(PyExc_TypeError, "out=(o, lse) needs return_lse=True");
+    return -1;
+  }
+  int flags = c->op == TXPY_OP_BOUND ? TXPY_READ : TXPY_WRITE;
+  if (txpy_import(o, "out", flags, &c->o, NULL)) return -1;
+  c->have_o = 1;
+  c->o_obj = Py_NewRef(o);
+  if (lse != NULL) {
+    if (txpy_import(lse, "lse out", TXPY_WRITE | TXPY_ROWS, &c->lse, NULL)) return -1;
+    c->have_lse = 1;
+    c->lse_obj = Py_NewRef(lse);
+  }
+  return 0;
+}
+
 /* The problem's sizes from q, k, v (and o, lse if given), each checked against the others. */
-static int check_shapes(call *c) {
-  static const char bhnd[] = "[batch, heads, rows, dim]";
-  if (need_ndim(&c->q, 4, bhnd) || need_ndim(&c->k, 4, bhnd) || need_ndim(&c->v, 4, bhnd))
+static int check_shapes(txpy_call *c) {
+  if (txpy_need_ndim(&c->q, 4, bhnd) || txpy_need_ndim(&c->k, 4, bhnd) ||
+      txpy_need_ndim(&c->v, 4, bhnd))
     return -1;
   const int64_t *q = c->q.shape, *k = c->k.shape, *v = c->v.shape;
   if (k[0] != q[0]) return mismatch(&c->k, "batch", k[0], &c->q, q[0], "");
@@ -111,22 +171,25 @@ static int check_shapes(call *c) {
              -1;
     if (c->lse.dtype != TXATTN_DTYPE_F32)
       return value_error("%s has dtype %s; the log-sum-exp is float32", c->lse.name,
-                         dtype_str(c->lse.dtype)),
+                         txpy_dtype_str(c->lse.dtype)),
              -1;
   }
   return 0;
 }
 
-/* kv_lens / q_lens: None, or batch ints in 0..max; Py_True (plans only): ragged, lengths later. */
-static int parse_lens(call *c, const txpy_view *ref, PyObject *obj, const char *name, int64_t max,
-                      const char *max_name, int64_t **out) {
-  if (obj == Py_None) return 0;
+int txpy_parse_lens(txpy_call *c, const txpy_view *ref, PyObject *obj, const char *name,
+                    int64_t max, const char *max_name, int64_t **out) {
+  if (obj == NULL || obj == Py_None) return 0;
   c->ragged = 1;
-  if (obj == Py_True && c->op == OP_PLAN) return 0;
-  PyObject *seq = PySequence_Fast(obj, "");
+  if (obj == Py_True && c->op == TXPY_OP_PLAN) return 0;
+  PyObject *list = NULL;
+  if (txpy_is_torch(obj) > 0) /* a torch tensor: iterating it would give 0-d tensors */
+    obj = list = PyObject_CallMethod(obj, "tolist", NULL);
+  PyObject *seq = obj != NULL ? PySequence_Fast(obj, "") : NULL;
+  Py_XDECREF(list);
   if (seq == NULL) {
     PyErr_Format(PyExc_TypeError, "%s must be a sequence of ints (one per sequence); got %.100s",
-                 name, Py_TYPE(obj)->tp_name);
+                 name, obj ? Py_TYPE(obj)->tp_name : "?");
     return -1;
   }
   Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
@@ -148,12 +211,12 @@ static int parse_lens(call *c, const txpy_view *ref, PyObject *obj, const char *
     long long len = index != NULL ? PyLong_AsLongLong(index) : -1;
     Py_XDECREF(index);
     if (len == -1 && PyErr_Occurred()) {
-      Py_DECREF(seq);
       if (PyErr_ExceptionMatches(PyExc_TypeError)) {
         PyErr_Clear();
         PyErr_Format(PyExc_TypeError, "%s[%zd] must be an int; got %.100s", name, i,
                      Py_TYPE(item)->tp_name);
       }
+      Py_DECREF(seq);
       return -1;
     }
     if (len < 0 || len > max) {
@@ -167,89 +230,19 @@ static int parse_lens(call *c, const txpy_view *ref, PyObject *obj, const char *
   return 0;
 }
 
-static int parse_int64(PyObject *obj, int64_t *out) {
-  long long x = PyLong_AsLongLong(obj);
-  if (x == -1 && PyErr_Occurred()) return -1;
-  *out = x;
-  return 0;
-}
-
-/* mask, window_left, window_right, scale: the Python layer has spelt them out already (mask 0..2,
-   a side -1 for unbounded, scale None for the default); checked again as the library would. */
-static int parse_mask(call *c, PyObject *mask, PyObject *wl, PyObject *wr, PyObject *scale) {
-  int64_t m;
-  if (parse_int64(mask, &m) || parse_int64(wl, &c->p.window_left) ||
-      parse_int64(wr, &c->p.window_right))
-    return -1;
-  if (m < TXATTN_MASK_NONE || m > TXATTN_MASK_WINDOW)
-    return value_error("mask %lld is not 0 (none), 1 (causal) or 2 (window)", (long long)m), -1;
-  c->p.mask = (txattn_mask)m;
-  if (m == TXATTN_MASK_WINDOW && (c->p.window_left < -1 || c->p.window_right < -1))
-    return value_error("window = (%lld, %lld): each side must be >= 0, or None for unbounded",
-                       (long long)c->p.window_left, (long long)c->p.window_right),
-           -1;
-  if (m != TXATTN_MASK_WINDOW) c->p.window_left = c->p.window_right = 0;
-  if (scale == Py_None) return 0; /* 0: the library's 1/sqrt(d_qk) */
-  double s = PyFloat_AsDouble(scale);
-  if (s == -1.0 && PyErr_Occurred()) return -1;
-  if (!isfinite(s) || s == 0.0 || fabs(s) > 2.3e38)
-    return value_error("scale = %g: it must be finite, non-zero and at most 2.3e38 in "
-                       "magnitude (None takes 1/sqrt(d_qk))",
-                       s),
-           -1;
-  c->p.scale = (float)s;
-  if (c->p.scale == 0.0f)
-    return value_error("scale = %g rounds to 0 in float32, which the library reads as its "
-                       "default: pass None for 1/sqrt(d_qk), or a larger scale",
-                       s),
-           -1;
-  return 0;
-}
-
-static int import_views(call *c, PyObject *q, PyObject *k, PyObject *v, PyObject *o,
-                        PyObject *lse) {
-  int in = c->op == OP_PLAN ? TXPY_SPEC_OK : TXPY_READ;
-  if (txpy_view_import(q, c->names[0], in, &c->q) || txpy_view_import(k, c->names[1], in, &c->k) ||
-      txpy_view_import(v, c->names[2], in, &c->v))
-    return -1;
-  int out = c->op == OP_PLAN ? TXPY_SPEC_OK : c->op == OP_BOUND ? TXPY_READ : TXPY_WRITE;
-  if (o != Py_None) {
-    if (txpy_view_import(o, "out", out, &c->o)) return -1;
-    c->have_o = 1;
-  } else if (c->op != OP_PLAN) {
-    PyErr_SetString(PyExc_TypeError, "the output is missing");
-    return -1;
-  }
-  if (c->op == OP_PLAN || c->op == OP_BOUND) {
-    c->p.lse = PyObject_IsTrue(lse);
-    return c->p.lse < 0 ? -1 : 0;
-  }
-  if (lse != Py_None) {
-    if (txpy_view_import(lse, "lse out", TXPY_WRITE | TXPY_ROWS, &c->lse)) return -1;
-    c->have_lse = 1;
-    c->p.lse = 1;
-  }
-  return 0;
-}
-
 /* The tensors for the library. Every view is non-empty here. */
-static int make_tensors(call *c, txattn_tensors *t) {
+static int make_tensors(txpy_call *c, txattn_tensors *t) {
   *t = (txattn_tensors)TXATTN_TENSORS_INIT;
   t->q_data = c->q.data;
   t->k_data = c->k.data;
   t->v_data = c->v.data;
   t->o_data = c->o.data;
-  if (txpy_view_layout(&c->q, 0, &t->q_layout) || txpy_view_layout(&c->k, 0, &t->k_layout) ||
-      txpy_view_layout(&c->v, 0, &t->v_layout) || txpy_view_layout(&c->o, 0, &t->o_layout))
+  if (txpy_view_layout(&c->q, &t->q_layout) || txpy_view_layout(&c->k, &t->k_layout) ||
+      txpy_view_layout(&c->v, &t->v_layout) || txpy_view_layout(&c->o, &t->o_layout))
     return -1;
   if (c->have_lse) {
     t->lse = (float *)c->lse.data;
-    /* lse [batch][heads][rows]: its rows play the part of elements of a 4-D tensor's last dim */
-    txpy_view as4 = c->lse;
-    as4.ndim = 4;
-    as4.shape[3] = 1;
-    as4.strides[3] = 1;
-    if (txpy_view_layout(&as4, 0, &t->lse_layout)) return -1;
+    if (txpy_rows_layout(&c->lse, &t->lse_layout)) return -1;
   }
   t->q_lens = c->q_lens;
   t->kv_lens = c->kv_lens;
@@ -258,7 +251,7 @@ static int make_tensors(call *c, txattn_tensors *t) {
 
 /* No keys at all (n_kv 0): every row sees none, so o is 0 and lse -inf, as the library defines;
    rows past a sequence's q_len are left alone, as the library leaves them. */
-static void fill_no_keys(const call *c) {
+static void fill_no_keys(const txpy_call *c) {
   size_t esize = txattn_dtype_size(c->o.dtype);
   for (int64_t b = 0; b < c->p.batch; b++) {
     int64_t rows = c->q_lens != NULL ? c->q_lens[b] : c->p.n_q;
@@ -276,7 +269,7 @@ static void fill_no_keys(const call *c) {
 }
 
 /* A plan runs only tensors of the problem it was made for. */
-static int check_against_plan(const call *c, const txattn_problem *pp) {
+static int check_against_plan(const txpy_call *c, const txattn_problem *pp) {
   const txattn_problem *p = &c->p;
   int same = p->batch == pp->batch && p->heads_q == pp->heads_q && p->heads_kv == pp->heads_kv &&
              p->n_q == pp->n_q && p->n_kv == pp->n_kv && p->d_qk == pp->d_qk && p->d_v == pp->d_v &&
@@ -288,13 +281,13 @@ static int check_against_plan(const call *c, const txattn_problem *pp) {
                 "%lld/%lld) %s/%s, out %s; got %s %s %s, %s %s %s, %s %s %s, out %s: make a plan "
                 "for these shapes (Context.plan)",
                 (long long)pp->batch, (long long)pp->heads_q, (long long)pp->n_q,
-                (long long)pp->d_qk, dtype_str(pp->q_type), (long long)pp->batch,
+                (long long)pp->d_qk, txpy_dtype_str(pp->q_type), (long long)pp->batch,
                 (long long)pp->heads_kv, (long long)pp->n_kv, (long long)pp->d_qk,
-                (long long)pp->d_v, dtype_str(pp->k_type), dtype_str(pp->v_type),
-                dtype_str(pp->o_type), c->q.name, txpy_shape_str(&c->q, sq, sizeof sq),
-                dtype_str(p->q_type), c->k.name, txpy_shape_str(&c->k, sk, sizeof sk),
-                dtype_str(p->k_type), c->v.name, txpy_shape_str(&c->v, sv, sizeof sv),
-                dtype_str(p->v_type), dtype_str(p->o_type));
+                (long long)pp->d_v, txpy_dtype_str(pp->k_type), txpy_dtype_str(pp->v_type),
+                txpy_dtype_str(pp->o_type), c->q.name, txpy_shape_str(&c->q, sq, sizeof sq),
+                txpy_dtype_str(p->q_type), c->k.name, txpy_shape_str(&c->k, sk, sizeof sk),
+                txpy_dtype_str(p->k_type), c->v.name, txpy_shape_str(&c->v, sv, sizeof sv),
+                txpy_dtype_str(p->v_type), txpy_dtype_str(p->o_type));
     return -1;
   }
   if (p->lse != pp->lse) {
@@ -310,11 +303,10 @@ static int check_against_plan(const call *c, const txattn_problem *pp) {
   return 0;
 }
 
-static PyObject *new_plan(txpy_context *ctx, const txattn_problem *p, const char *kernel) {
+static PyObject *new_plan(txpy_call *c, PyObject *context, const txpy_opts *o) {
   txattn_plan *plan = NULL;
-  txattn_status s;
   PyThreadState *unlocked = PyEval_SaveThread();
-  s = txattn_plan_create(ctx->ctx, p, kernel, &plan);
+  txattn_status s = txattn_plan_create(((txpy_context *)context)->ctx, &c->p, o->kernel, &plan);
   PyEval_RestoreThread(unlocked);
   if (s != TXATTN_OK) return txpy_raise_status(s, txattn_last_error());
   txpy_plan *self = PyObject_New(txpy_plan, &txpy_plan_type);
@@ -323,14 +315,16 @@ static PyObject *new_plan(txpy_context *ctx, const txattn_problem *p, const char
     return NULL;
   }
   self->plan = plan;
-  Py_INCREF(ctx);
-  self->context = ctx;
-  if (txattn_problem_resolve(p, &self->problem) != TXATTN_OK) self->problem = *p;
+  self->vectorcall = txpy_plan_vectorcall;
+  self->context = Py_NewRef(context);
+  self->q_lens = o->q_lens != NULL && o->q_lens != Py_True ? Py_NewRef(o->q_lens) : NULL;
+  self->kv_lens = o->kv_lens != NULL && o->kv_lens != Py_True ? Py_NewRef(o->kv_lens) : NULL;
+  if (txattn_problem_resolve(&c->p, &self->problem) != TXATTN_OK) self->problem = c->p;
   return (PyObject *)self;
 }
 
 /* The library's call for op, with the GIL released. */
-static PyObject *dispatch(call *c, PyObject *target, const char *kernel) {
+static PyObject *dispatch(txpy_call *c, PyObject *target, const char *kernel) {
   txattn_tensors t;
   if (make_tensors(c, &t)) return NULL;
   txattn_status s = TXATTN_OK;
@@ -338,7 +332,7 @@ static PyObject *dispatch(call *c, PyObject *target, const char *kernel) {
   int want_lse_bound = c->p.lse;
   PyThreadState *unlocked = PyEval_SaveThread();
   switch (c->op) {
-  case OP_ATTENTION:
+  case TXPY_OP_ATTENTION:
     if (kernel == NULL) {
       s = txattn_attention(((txpy_context *)target)->ctx, &c->p, &t);
     } else {
@@ -348,13 +342,13 @@ static PyObject *dispatch(call *c, PyObject *target, const char *kernel) {
       txattn_plan_free(plan);
     }
     break;
-  case OP_EXECUTE:
+  case TXPY_OP_EXECUTE:
     s = txattn_plan_execute(((txpy_plan *)target)->plan, &t);
     break;
-  case OP_REFERENCE:
+  case TXPY_OP_REFERENCE:
     s = txattn_reference(&c->p, &t);
     break;
-  case OP_BOUND:
+  case TXPY_OP_BOUND:
     c->p.lse = 0;
     s = txattn_error_bound(&c->p, &t, &bound);
     if (s == TXATTN_OK && want_lse_bound)
@@ -363,103 +357,69 @@ static PyObject *dispatch(call *c, PyObject *target, const char *kernel) {
   }
   PyEval_RestoreThread(unlocked);
   if (s != TXATTN_OK) return txpy_raise_status(s, txattn_last_error());
-  if (c->op == OP_BOUND)
+  if (c->op == TXPY_OP_BOUND)
     return want_lse_bound ? Py_BuildValue("(ddd)", bound, abs_bound, rel_bound)
                           : PyFloat_FromDouble(bound);
   Py_RETURN_NONE;
 }
 
-/* _run(op, target, q, k, v, out, lse, mask, window_left, window_right, scale, q_lens, kv_lens,
-        kernel, names)
-   op 0 attention (target a Context; kernel None or a name), 1 a plan's execution (target the Plan;
-   mask and scale are the plan's), 2 the reference, 3 the error bound (out is read for its type
-   only; lse True asks for the lse bound too: returns (bound, abs, rel)), 4 a plan (q, k, v, out
-   may be (shape, dtype) specs; lse, q_lens, kv_lens True/None). Writes out (and lse) in place and
-   returns None, except 3 and 4. names: None or the three names of q, k, v for messages. */
-PyObject *txpy_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-  (void)self;
-  if (nargs != 15) {
-    PyErr_SetString(PyExc_TypeError, "_run takes 15 arguments");
-    return NULL;
-  }
-  call c;
-  memset(&c, 0, sizeof c);
-  c.p = (txattn_problem)TXATTN_PROBLEM_INIT;
-  c.op = (int)PyLong_AsLong(args[0]);
-  if (c.op < 0 || c.op >= OP_COUNT) {
-    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "_run: unknown op");
-    return NULL;
-  }
-  PyObject *target = args[1];
-  PyTypeObject *want = c.op == OP_EXECUTE                        ? &txpy_plan_type
-                       : c.op == OP_ATTENTION || c.op == OP_PLAN ? &txpy_context_type
-                                                                 : NULL;
-  if (want != NULL && !PyObject_TypeCheck(target, want)) {
-    PyErr_Format(PyExc_TypeError, "context must be a txattn.Context; got %.100s",
-                 Py_TYPE(target)->tp_name);
-    return NULL;
-  }
-  const char *kernel = NULL;
-  if (args[13] != Py_None && (kernel = PyUnicode_AsUTF8(args[13])) == NULL) return NULL;
-  c.names[0] = "q", c.names[1] = "k", c.names[2] = "v";
-  if (args[14] != Py_None) {
-    if (!PyTuple_Check(args[14]) || PyTuple_GET_SIZE(args[14]) != 3) {
-      PyErr_SetString(PyExc_TypeError, "_run: names must be a tuple of 3 str");
-      return NULL;
-    }
-    for (int i = 0; i < 3; i++)
-      if ((c.names[i] = PyUnicode_AsUTF8(PyTuple_GET_ITEM(args[14], i))) == NULL) return NULL;
-  }
-  PyObject *result = NULL;
-  if (import_views(&c, args[2], args[3], args[4], args[5], args[6]) || check_shapes(&c) ||
-      parse_lens(&c, &c.q, args[11], "q_lens", c.p.n_q, "n_q", &c.q_lens) ||
-      parse_lens(&c, &c.k, args[12], "kv_lens", c.p.n_kv, "n_kv", &c.kv_lens))
-    goto done;
-  c.p.ragged = c.ragged;
-  if (c.op == OP_EXECUTE) {
-    const txattn_problem *pp = &((txpy_plan *)target)->problem;
-    if (check_against_plan(&c, pp)) goto done;
-    c.p = *pp;
-  } else if (parse_mask(&c, args[7], args[8], args[9], args[10])) {
-    goto done;
-  }
-  if (c.op == OP_PLAN) {
-    if (c.p.batch == 0 || c.p.heads_q == 0 || c.p.n_q == 0 || c.p.n_kv == 0) {
-      char s[160];
-      value_error("cannot plan an empty problem: %s has shape %s and %s %s", c.q.name,
-                  txpy_shape_str(&c.q, s, sizeof s), c.k.name, txpy_shape_str(&c.k, s, sizeof s));
-      goto done;
-    }
-    result = new_plan((txpy_context *)target, &c.p, kernel);
-    goto done;
-  }
-  if (c.p.batch == 0 || c.p.heads_q == 0 || c.p.n_q == 0) { /* nothing to compute */
-    result = c.op == OP_BOUND
-                 ? (c.p.lse ? Py_BuildValue("(ddd)", 0.0, 0.0, 0.0) : PyFloat_FromDouble(0.0))
-                 : Py_NewRef(Py_None);
-    goto done;
-  }
-  if (c.p.n_kv == 0) { /* every row sees no key: exact zeros, and no error to bound */
-    if (c.op == OP_BOUND)
-      result = c.p.lse ? Py_BuildValue("(ddd)", 0.0, 0.0, 0.0) : PyFloat_FromDouble(0.0);
-    else {
-      fill_no_keys(&c);
-      result = Py_NewRef(Py_None);
-    }
-    goto done;
-  }
-  result = dispatch(&c, target, kernel);
-done:
-  call_release(&c);
-  return result;
+static PyObject *zero_bound(const txpy_call *c) {
+  return c->p.lse ? Py_BuildValue("(ddd)", 0.0, 0.0, 0.0) : PyFloat_FromDouble(0.0);
 }
+
+PyObject *txpy_call_run(txpy_call *c, PyObject *target, const txpy_opts *o) {
+  if (c->op == TXPY_OP_BOUND || c->op == TXPY_OP_PLAN)
+    c->p.lse = o->lse;
+  else
+    c->p.lse = c->have_lse;
+  if (check_shapes(c) ||
+      txpy_parse_lens(c, &c->q, o->q_lens, "q_lens", c->p.n_q, "n_q", &c->q_lens) ||
+      txpy_parse_lens(c, &c->k, o->kv_lens, "kv_lens", c->p.n_kv, "n_kv", &c->kv_lens))
+    return NULL;
+  c->p.ragged = c->ragged;
+  if (c->op == TXPY_OP_EXECUTE) {
+    const txattn_problem *pp = &((txpy_plan *)target)->problem;
+    if (check_against_plan(c, pp)) return NULL;
+    c->p = *pp;
+  } else {
+    c->p.mask = (txattn_mask)o->mask;
+    c->p.window_left = o->mask == TXATTN_MASK_WINDOW ? o->window_left : 0;
+    c->p.window_right = o->mask == TXATTN_MASK_WINDOW ? o->window_right : 0;
+    c->p.scale = o->scale;
+  }
+  int empty = c->p.batch == 0 || c->p.heads_q == 0 || c->p.n_q == 0;
+  if (c->op == TXPY_OP_PLAN) {
+    if (empty || c->p.n_kv == 0) {
+      char sq[160], sk[160];
+      return value_error("cannot plan an empty problem: %s has shape %s and %s %s", c->q.name,
+                         txpy_shape_str(&c->q, sq, sizeof sq), c->k.name,
+                         txpy_shape_str(&c->k, sk, sizeof sk));
+    }
+    return new_plan(c, target, o);
+  }
+  if (empty) /* nothing to compute */
+    return c->op == TXPY_OP_BOUND ? zero_bound(c) : Py_NewRef(Py_None);
+  if (c->p.n_kv == 0) { /* every row sees no key: exact zeros, and no error to bound */
+    if (c->op == TXPY_OP_BOUND) return zero_bound(c);
+    fill_no_keys(c);
+    Py_RETURN_NONE;
+  }
+  return dispatch(c, target, o->kernel);
+}
+
+PyObject *txpy_call_result(txpy_call *c, int want_lse) {
+  if (!want_lse) return Py_NewRef(c->o_obj);
+  return PyTuple_Pack(2, c->o_obj, c->lse_obj);
+}
+
+/* ---- merge ----------------------------------------------------------------------------------- */
 
 /* Imports part i of a merge, o and lse, checked against out; 0, or -1 with nothing held. */
 static int import_part(const txpy_view *out, PyObject *o_obj, PyObject *lse_obj, char *o_name,
                        char *lse_name, txpy_view *o, txpy_view *l) {
   char so[160], sp[160];
-  if (txpy_view_import(o_obj, o_name, TXPY_READ, o)) return -1;
-  if (txpy_view_import(lse_obj, lse_name, TXPY_READ | TXPY_ROWS, l)) {
+  if (txpy_import(o_obj, o_name, TXPY_READ, o, NULL)) return -1;
+  if (txpy_import(lse_obj, lse_name, TXPY_READ | TXPY_ROWS, l, NULL)) {
     txpy_view_release(o);
     return -1;
   }
@@ -467,13 +427,13 @@ static int import_part(const txpy_view *out, PyObject *o_obj, PyObject *lse_obj,
       o->dtype != out->dtype)
     value_error("%s has shape %s and dtype %s but out has shape %s and dtype %s: every part "
                 "and the result share both",
-                o->name, txpy_shape_str(o, sp, sizeof sp), dtype_str(o->dtype), out->name,
-                txpy_shape_str(out, so, sizeof so), dtype_str(out->dtype));
+                o->name, txpy_shape_str(o, sp, sizeof sp), txpy_dtype_str(o->dtype), out->name,
+                txpy_shape_str(out, so, sizeof so), txpy_dtype_str(out->dtype));
   else if (l->ndim != 3 || memcmp(l->shape, out->shape, sizeof l->shape[0] * 3) != 0 ||
            l->dtype != TXATTN_DTYPE_F32)
     value_error("%s has shape %s and dtype %s; it must be float32 of shape (%lld, %lld, %lld), "
                 "[batch, heads, rows] of %s %s",
-                l->name, txpy_shape_str(l, sp, sizeof sp), dtype_str(l->dtype),
+                l->name, txpy_shape_str(l, sp, sizeof sp), txpy_dtype_str(l->dtype),
                 (long long)out->shape[0], (long long)out->shape[1], (long long)out->shape[2],
                 o->name, txpy_shape_str(o, so, sizeof so));
   else
@@ -497,9 +457,8 @@ PyObject *txpy_merge(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   txpy_view *parts = NULL; /* n o views, then n lse views */
   txattn_tensors *pt = NULL;
   char(*names)[32] = NULL;
-  call c;
-  memset(&c, 0, sizeof c);
-  c.p = (txattn_problem)TXATTN_PROBLEM_INIT;
+  txpy_call c;
+  txpy_call_init(&c, TXPY_OP_REFERENCE);
   PyObject *result = NULL;
   Py_ssize_t imported = 0;
   if (lses == NULL) goto done;
@@ -515,14 +474,14 @@ PyObject *txpy_merge(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     PyErr_NoMemory();
     goto done;
   }
-  if (txpy_view_import(args[2], "out", TXPY_WRITE, &c.o)) goto done;
+  if (txpy_import(args[2], "out", TXPY_WRITE, &c.o, NULL)) goto done;
   if (args[3] != Py_None) {
-    if (txpy_view_import(args[3], "lse out", TXPY_WRITE | TXPY_ROWS, &c.lse)) goto done;
+    if (txpy_import(args[3], "lse out", TXPY_WRITE | TXPY_ROWS, &c.lse, NULL)) goto done;
     c.have_lse = 1;
   }
   c.have_o = 1;
   char so[160], sp[160];
-  if (need_ndim(&c.o, 4, "[batch, heads, rows, dim]")) goto done;
+  if (txpy_need_ndim(&c.o, 4, bhnd)) goto done;
   for (; imported < n; imported++) {
     snprintf(names[imported], sizeof names[0], "outputs[%zd]", imported);
     snprintf(names[n + imported], sizeof names[0], "lses[%zd]", imported);
@@ -535,7 +494,7 @@ PyObject *txpy_merge(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
                      c.lse.dtype != TXATTN_DTYPE_F32)) {
     value_error("lse out has shape %s and dtype %s; it must be float32 of shape (%lld, %lld, "
                 "%lld), [batch, heads, rows] of out %s",
-                txpy_shape_str(&c.lse, sp, sizeof sp), dtype_str(c.lse.dtype),
+                txpy_shape_str(&c.lse, sp, sizeof sp), txpy_dtype_str(c.lse.dtype),
                 (long long)c.o.shape[0], (long long)c.o.shape[1], (long long)c.o.shape[2],
                 txpy_shape_str(&c.o, so, sizeof so));
     goto done;
@@ -545,8 +504,7 @@ PyObject *txpy_merge(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   c.p.n_q = c.p.n_kv = c.o.shape[2];
   c.p.d_qk = c.p.d_v = c.o.shape[3];
   c.p.q_type = c.p.k_type = c.p.v_type = c.p.o_type = c.o.dtype;
-  c.op = OP_REFERENCE;
-  if (parse_lens(&c, &c.o, args[4], "q_lens", c.p.n_q, "n_q", &c.q_lens)) goto done;
+  if (txpy_parse_lens(&c, &c.o, args[4], "q_lens", c.p.n_q, "n_q", &c.q_lens)) goto done;
   c.p.ragged = c.ragged;
   if (c.p.batch == 0 || c.p.heads_q == 0 || c.p.n_q == 0) {
     result = Py_NewRef(Py_None);
@@ -559,26 +517,21 @@ PyObject *txpy_merge(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   txattn_tensors out = TXATTN_TENSORS_INIT;
   out.o_data = c.o.data;
   out.q_lens = c.q_lens;
-  if (txpy_view_layout(&c.o, 0, &out.o_layout)) goto done;
-  for (Py_ssize_t w = 0; w <= n; w++) {
-    txpy_view *l = w < n ? &parts[n + w] : &c.lse;
-    if (w == n && !c.have_lse) break;
-    txattn_layout *dst = w < n ? &pt[w].lse_layout : &out.lse_layout;
-    txpy_view as4 = *l;
-    as4.ndim = 4, as4.shape[3] = 1, as4.strides[3] = 1;
-    if (txpy_view_layout(&as4, 0, dst)) goto done;
-    if (w < n) {
-      pt[w].struct_size = sizeof pt[w];
-      pt[w].o_data = parts[w].data;
-      pt[w].lse = (float *)l->data;
-      if (txpy_view_layout(&parts[w], 0, &pt[w].o_layout)) goto done;
-    } else {
-      out.lse = (float *)l->data;
-    }
+  if (txpy_view_layout(&c.o, &out.o_layout)) goto done;
+  if (c.have_lse) {
+    out.lse = (float *)c.lse.data;
+    if (txpy_rows_layout(&c.lse, &out.lse_layout)) goto done;
   }
-  txattn_status s;
+  for (Py_ssize_t w = 0; w < n; w++) {
+    pt[w] = (txattn_tensors)TXATTN_TENSORS_INIT;
+    pt[w].o_data = parts[w].data;
+    pt[w].lse = (float *)parts[n + w].data;
+    if (txpy_view_layout(&parts[w], &pt[w].o_layout) ||
+        txpy_rows_layout(&parts[n + w], &pt[w].lse_layout))
+      goto done;
+  }
   PyThreadState *unlocked = PyEval_SaveThread();
-  s = txattn_merge(&c.p, pt, (size_t)n, &out);
+  txattn_status s = txattn_merge(&c.p, pt, (size_t)n, &out);
   PyEval_RestoreThread(unlocked);
   if (s != TXATTN_OK) {
     txpy_raise_status(s, txattn_last_error());
@@ -593,7 +546,7 @@ done:
   free(parts);
   free(pt);
   free(names);
-  call_release(&c);
+  txpy_call_release(&c);
   Py_XDECREF(outs);
   Py_XDECREF(lses);
   return result;

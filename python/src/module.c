@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* txattn._txattn: the library's errors as exceptions, its context and plan as Python types, and
  * the module that holds them with the calls of calls.c. */
+#include <stddef.h>
 #include <stdio.h>
 
 #include <txattn/plugin.h>
@@ -82,37 +83,66 @@ PyObject *txpy_raise_status(txattn_status status, const char *message) {
 
 /* ---- Context --------------------------------------------------------------------------------- */
 
+/* A path argument: None (NULL), str or os.PathLike, as UTF-8 held by *keep */
+static int path_arg(PyObject *obj, const char **out, PyObject **keep) {
+  *out = NULL;
+  *keep = NULL;
+  if (obj == NULL || obj == Py_None) return 0;
+  if ((*keep = PyOS_FSPath(obj)) == NULL) return -1;
+  if (!PyUnicode_Check(*keep)) {
+    PyErr_SetString(PyExc_TypeError, "paths must be str (or os.PathLike of str)");
+    return -1;
+  }
+  return (*out = PyUnicode_AsUTF8(*keep)) != NULL ? 0 : -1;
+}
+
 static PyObject *context_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
   static char *kw[] = {"plugin_path", "table", "threads", "caches", NULL};
+  PyObject *plugin_obj = NULL, *table_obj = NULL, *threads_obj = NULL, *keep[2] = {NULL, NULL};
   const char *plugin_path = NULL, *table = NULL, *caches = NULL;
-  int threads = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|zziz:Context", kw, &plugin_path, &table,
-                                   &threads, &caches))
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOOz:Context", kw, &plugin_obj, &table_obj,
+                                   &threads_obj, &caches))
     return NULL;
-  if (threads < 0) {
+  long threads = 0;
+  if (threads_obj != NULL && threads_obj != Py_None) {
+    if (PyBool_Check(threads_obj) || !PyLong_Check(threads_obj)) {
+      PyErr_Format(PyExc_TypeError, "threads must be an int; got %R", threads_obj);
+      return NULL;
+    }
+    threads = PyLong_AsLong(threads_obj);
+    if (threads == -1 && PyErr_Occurred()) return NULL;
+  }
+  if (threads < 0 || threads > 65536) {
     PyErr_Format(PyExc_ValueError,
-                 "threads = %d: give a count >= 1, or 0 for every CPU this process may run on",
+                 "threads = %ld: give a count >= 1, or 0 for every CPU this process may run on",
                  threads);
     return NULL;
   }
+  PyObject *self = NULL;
+  if (path_arg(plugin_obj, &plugin_path, &keep[0]) || path_arg(table_obj, &table, &keep[1]))
+    goto done;
   txattn_options o = TXATTN_OPTIONS_INIT;
   o.plugin_path = plugin_path;
   o.table_path = table;
-  o.n_threads = threads;
+  o.n_threads = (int)threads;
   o.caches = caches;
   txattn_context *ctx = NULL;
-  txattn_status s;
   PyThreadState *unlocked = PyEval_SaveThread();
-  s = txattn_context_create(&o, &ctx);
+  txattn_status s = txattn_context_create(&o, &ctx);
   PyEval_RestoreThread(unlocked);
-  if (s != TXATTN_OK) return txpy_raise_status(s, txattn_last_error());
-  txpy_context *self = (txpy_context *)type->tp_alloc(type, 0);
-  if (self == NULL) {
-    txattn_context_free(ctx);
-    return NULL;
+  if (s != TXATTN_OK) {
+    txpy_raise_status(s, txattn_last_error());
+    goto done;
   }
-  self->ctx = ctx;
-  return (PyObject *)self;
+  if ((self = type->tp_alloc(type, 0)) == NULL) {
+    txattn_context_free(ctx);
+    goto done;
+  }
+  ((txpy_context *)self)->ctx = ctx;
+done:
+  Py_XDECREF(keep[0]);
+  Py_XDECREF(keep[1]);
+  return self;
 }
 
 static void context_dealloc(txpy_context *self) {
@@ -271,8 +301,9 @@ PyTypeObject txpy_context_type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "txattn._txattn.Context",
     .tp_basicsize = sizeof(txpy_context),
     .tp_dealloc = (destructor)context_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A txattn_context: the plugins loaded once (txattn.Context wraps it).",
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "Context(plugin_path=None, table=None, threads=0, caches=None)\n--\n\n"
+              "A txattn_context: the plugins loaded once (txattn.Context derives from it).",
     .tp_methods = context_methods,
     .tp_getset = context_getset,
     .tp_new = context_new,
@@ -283,7 +314,15 @@ PyTypeObject txpy_context_type = {
 static void plan_dealloc(txpy_plan *self) {
   txattn_plan_free(self->plan);
   Py_XDECREF(self->context);
+  Py_XDECREF(self->q_lens);
+  Py_XDECREF(self->kv_lens);
   Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *plan_repr(txpy_plan *self) {
+  char small[512];
+  txattn_plan_describe(self->plan, small, sizeof small);
+  return PyUnicode_FromFormat("txattn.Plan(\"%s\")", small);
 }
 
 static PyObject *plan_kernel(txpy_plan *self, void *unused) {
@@ -332,7 +371,7 @@ static PyObject *plan_problem(txpy_plan *self, void *unused) {
 
 static PyObject *plan_context(txpy_plan *self, void *unused) {
   (void)unused;
-  return Py_NewRef((PyObject *)self->context);
+  return Py_NewRef(self->context);
 }
 
 static PyGetSetDef plan_getset[] = {
@@ -345,11 +384,14 @@ static PyGetSetDef plan_getset[] = {
     {NULL, NULL, NULL, NULL, NULL}};
 
 PyTypeObject txpy_plan_type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "txattn._txattn.Plan",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "txattn.Plan",
     .tp_basicsize = sizeof(txpy_plan),
     .tp_dealloc = (destructor)plan_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A txattn_plan (txattn.Plan wraps it).",
+    .tp_vectorcall_offset = offsetof(txpy_plan, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_repr = (reprfunc)plan_repr,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = txpy_plan_call_doc,
     .tp_getset = plan_getset,
 };
 
@@ -360,9 +402,24 @@ static PyObject *version(PyObject *self, PyObject *unused) {
   return Py_BuildValue("(is)", txattn_version(), txattn_version_string());
 }
 
+#define FASTCALL_KW(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS
+
 static PyMethodDef module_methods[] = {
+    {"attention", FASTCALL_KW(txpy_attention), txpy_attention_doc},
+    {"reference", FASTCALL_KW(txpy_reference), txpy_reference_doc},
+    {"error_bound", FASTCALL_KW(txpy_error_bound), txpy_error_bound_doc},
+    {"default_context", txpy_default_context, METH_NOARGS,
+     "default_context($module, /)\n--\n\n"
+     "The context of calls without context=: the one set_default_context() gave, else one per\n"
+     "thread count, made on first use: torch.get_num_threads() threads when torch is imported\n"
+     "(txattn's threads then match torch's intra-op pool, and the two never run at once), else\n"
+     "0, every CPU this process may run on."},
+    {"set_default_context", txpy_set_default_context, METH_O,
+     "set_default_context($module, context, /)\n--\n\n"
+     "Makes context the one calls without context= run in (None: back to the automatic one)."},
+    {"_register", txpy_register, METH_O, "The Context class default contexts are made of."},
     {"_run", (PyCFunction)(void (*)(void))txpy_run, METH_FASTCALL,
-     "The calls of txattn (private: use txattn.attention and the others)."},
+     "Plans and scaled_dot_product_attention's call (private)."},
     {"_merge", (PyCFunction)(void (*)(void))txpy_merge, METH_FASTCALL,
      "txattn_merge (private: use txattn.merge)."},
     {"version", version, METH_NOARGS, "(txattn_version(), txattn_version_string()) at run time."},
@@ -378,7 +435,9 @@ static struct PyModuleDef module_def = {
 
 PyMODINIT_FUNC PyInit__txattn(void);
 PyMODINIT_FUNC PyInit__txattn(void) {
-  if (PyType_Ready(&txpy_context_type) < 0 || PyType_Ready(&txpy_plan_type) < 0) return NULL;
+  if (PyType_Ready(&txpy_context_type) < 0 || PyType_Ready(&txpy_plan_type) < 0 ||
+      txpy_kinds_init() < 0 || txpy_api_init() < 0)
+    return NULL;
   PyObject *m = PyModule_Create(&module_def);
   if (m == NULL) return NULL;
   if (PyModule_AddObjectRef(m, "Context", (PyObject *)&txpy_context_type) < 0 ||

@@ -225,7 +225,7 @@ static int from_spec(PyObject *obj, const char *name, txpy_view *v) {
 
 /* What every use needs of a tensor beyond its type: the last dimension contiguous, and the element
    pointer aligned (the buffer protocol allows neither to be otherwise). */
-static int check_addressable(const txpy_view *v, const char *name, int flags) {
+int txpy_view_check(const txpy_view *v, const char *name, int flags) {
   if (txpy_view_count(v) == 0) return 0;
   if (!(flags & TXPY_ROWS) && v->ndim >= 1 && v->shape[v->ndim - 1] > 1 &&
       v->strides[v->ndim - 1] != 1) {
@@ -274,18 +274,17 @@ int txpy_view_import(PyObject *obj, const char *name, int flags, txpy_view *v) {
                  name, Py_TYPE(obj)->tp_name);
     return -1;
   }
-  if (rc == 0) rc = check_addressable(v, name, flags);
+  if (rc == 0) rc = txpy_view_check(v, name, flags);
   if (rc != 0) txpy_view_release(v);
   return rc;
 }
 
-int txpy_view_layout(const txpy_view *v, int first, txattn_layout *out) {
-  int64_t s[3], canonical = v->ndim > first + 3 ? v->shape[first + 3] : 1;
+int txpy_view_layout(const txpy_view *v, txattn_layout *out) {
+  int64_t s[3], canonical = v->ndim > 3 ? v->shape[3] : 1;
   if (canonical < 1) canonical = 1;
-  for (int i = 2; i >= 0; i--) {
-    int d = first + i;
+  for (int d = 2; d >= 0; d--) {
     /* a dimension of one index is never stepped through: any stride addresses it */
-    s[i] = v->shape[d] > 1 ? v->strides[d] : canonical;
+    s[d] = v->shape[d] > 1 ? v->strides[d] : canonical;
     canonical *= v->shape[d] > 1 ? v->shape[d] : 1;
   }
   if (s[0] == 0 && s[1] == 0 && s[2] == 0) {
@@ -299,4 +298,12 @@ int txpy_view_layout(const txpy_view *v, int first, txattn_layout *out) {
   }
   *out = (txattn_layout){s[0], s[1], s[2]};
   return 0;
+}
+
+int txpy_rows_layout(const txpy_view *v, txattn_layout *out) {
+  txpy_view as4 = *v; /* [batch][heads][rows] as [batch][heads][rows][1] */
+  as4.ndim = 4;
+  as4.shape[3] = 1;
+  as4.strides[3] = 1;
+  return txpy_view_layout(&as4, out);
 }

@@ -63,14 +63,20 @@ enum { TXPY_READ = 0, TXPY_WRITE = 1, TXPY_SPEC_OK = 2, TXPY_ROWS = 4 };
    held. */
 int txpy_view_import(PyObject *obj, const char *name, int flags, txpy_view *v);
 void txpy_view_release(txpy_view *v);
+/* The checks txpy_view_import makes of every tensor once it knows its pointer and strides: the
+   last dimension contiguous (unless TXPY_ROWS) and the data aligned; 0, or -1 and ValueError. */
+int txpy_view_check(const txpy_view *v, const char *name, int flags);
 
 /* "(2, 8, 128, 64)" into buf */
 const char *txpy_shape_str(const txpy_view *v, char *buf, size_t size);
 /* The element count (0 for an empty tensor) */
 int64_t txpy_view_count(const txpy_view *v);
-/* The layout of dimensions first..first+2 (batch, head, row) for the library: sizes of 1 take a
+/* The layout of dimensions 0..2 (batch, head, row) for the library: sizes of 1 take a
    stride that makes the layout never all zero unless a dimension of more than one index repeats
    (stride 0), which the library would read as contiguous: that is refused (-1, ValueError). */
-int txpy_view_layout(const txpy_view *v, int first, txattn_layout *out);
+int txpy_view_layout(const txpy_view *v, txattn_layout *out);
+/* The same for a 3-D tensor of rows, [batch][heads][rows] (lse): its rows take the place of a
+   4-D tensor's rows of one element. */
+int txpy_rows_layout(const txpy_view *v, txattn_layout *out);
 
 #endif

@@ -38,12 +38,12 @@ def stub_params(node):
     return ([x.arg for x in a.posonlyargs + a.args], [x.arg for x in a.kwonlyargs])
 
 
-def runtime_params(fn):
+def runtime_params(fn, drop_self=False):
     sig = inspect.signature(fn)
     pos = [p.name for p in sig.parameters.values()
            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     kw = [p.name for p in sig.parameters.values() if p.kind == p.KEYWORD_ONLY]
-    return pos, kw
+    return (["self"] if drop_self else []) + pos, kw
 
 
 def test_stubs_declare_the_runtime_signatures():
@@ -62,6 +62,8 @@ def test_stubs_declare_the_runtime_signatures():
     for name, obj in public_members():
         if name not in declared or not isinstance(declared[name], ast.FunctionDef):
             continue
-        if inspect.isfunction(obj):
+        if inspect.isfunction(obj) or inspect.isbuiltin(obj):  # C functions: text signatures
             assert stub_params(declared[name]) == runtime_params(obj), f"{name}: stub differs"
-    assert stub_params(declared["Context.__init__"]) == runtime_params(txattn.Context.__init__)
+    assert stub_params(declared["Context.__init__"]) == runtime_params(txattn.Context, True)
+    for name in ("attention", "reference", "error_bound", "default_context"):
+        assert inspect.isbuiltin(getattr(txattn, name)), f"{name}: the C function, for speed"

@@ -28,3 +28,40 @@ def test_torch_tensors_in_every_type(ctx, p, dtype, kv_dtype):
     check_against_oracle(p, *as64, lse.numpy(), f"torch {dtype}", tensors=(tq, tk, tv, o))
 
 
+
+
+class DLPackOnly:
+    """An object that offers its tensor through DLPack alone, as other array libraries do."""
+
+    def __init__(self, t):
+        self.t = t
+
+    def __dlpack__(self, stream=None):
+        return self.t.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.t.__dlpack_device__()
+
+
+def test_dlpack_objects_and_capsules(ctx):
+    """Objects with __dlpack__ and DLPack capsules are read through DLPack (bfloat16 included):
+    the capsule is consumed ("used_dltensor") and cannot be read twice."""
+    g = torch.Generator().manual_seed(7)
+    q, k, v = (torch.randn(2, 4, 9, 16, generator=g).to(torch.bfloat16) for _ in range(3))
+    want = txattn.attention(q, k, v, causal=True, context=ctx)
+    out = torch.empty_like(want)
+    got = txattn.attention(DLPackOnly(q), DLPackOnly(k), DLPackOnly(v), causal=True, out=out,
+                           context=ctx)
+    assert got is out and torch.equal(out, want)
+    with pytest.raises(ValueError, match="NumPy has no bfloat16"):
+        txattn.attention(DLPackOnly(q), k, v, context=ctx)  # a result of q's kind: NumPy
+    f = [x.float() for x in (q, k, v)]
+    as_numpy = txattn.attention(*(DLPackOnly(x) for x in f), causal=True, context=ctx)
+    assert isinstance(as_numpy, np.ndarray)
+    np.testing.assert_array_equal(as_numpy, txattn.attention(*f, causal=True, context=ctx).numpy())
+    capsule = torch.utils.dlpack.to_dlpack(f[0])
+    o = txattn.attention(capsule, f[1], f[2], causal=True, context=ctx)
+    np.testing.assert_array_equal(o, as_numpy)
+    assert "used_dltensor" in repr(capsule)
+    with pytest.raises(ValueError, match="consumed once"):
+        txattn.attention(capsule, f[1], f[2], context=ctx)

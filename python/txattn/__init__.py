@@ -11,9 +11,10 @@ never copied), every shape, type and length is checked before the library sees a
 GIL is released while a kernel runs. docs/python.md is the guide.
 
 Tensors are [batch, heads, rows, dim] (torch's and the C API's layout; a [batch, rows, heads, dim]
-tensor passes as x.transpose(1, 2) without a copy). float32, float16 and bfloat16 (torch tensors,
-through DLPack) are taken; outputs are of the kind given: NumPy arrays for NumPy arrays (and any other
-object with the buffer protocol), torch tensors for torch tensors.
+tensor passes as x.transpose(1, 2) without a copy): NumPy arrays and anything else with the buffer
+protocol, torch CPU tensors, and any object with __dlpack__; float32, float16 and bfloat16 (which
+NumPy lacks: torch tensors or DLPack carry it). Results are of q's kind: torch tensors for torch
+tensors, NumPy arrays otherwise.
 
 Threads: a call without context= runs on the default context, which uses torch.get_num_threads()
 threads when torch has been imported (so txattn's OpenMP team is the size of torch's intra-op pool,
@@ -22,9 +23,7 @@ run on. Pass context=txattn.Context(threads=N) to choose, or set_default_context
 """
 
 import math as _math
-import os as _os
 import sys as _sys
-import threading as _threading
 
 from . import _txattn as _c
 from ._txattn import (
@@ -34,9 +33,15 @@ from ._txattn import (
     InvalidError,
     NotFoundError,
     OutOfMemoryError,
+    Plan,
     PluginError,
     TableError,
     UnsupportedError,
+    attention,
+    default_context,
+    error_bound,
+    reference,
+    set_default_context,
 )
 
 try:
@@ -69,7 +74,7 @@ __all__ = [
 
 __version__ = "0.2.0"
 
-_ATTENTION, _EXECUTE, _REFERENCE, _BOUND, _PLAN = range(5)
+_ATTENTION, _PLAN = 0, 4  # the ops of _txattn._run
 _NONE, _CAUSAL, _WINDOW = range(3)
 _UNBOUNDED = -1
 
@@ -89,10 +94,6 @@ class _NumPyKind:
     @staticmethod
     def dtype_names():
         return {_np.dtype(_np.float32): "f32", _np.dtype(_np.float16): "f16"}
-
-    @staticmethod
-    def export(x, name):
-        return x
 
     @staticmethod
     def empty(shape, dtype, fill=None):
@@ -127,10 +128,6 @@ class _NumPyKind:
     @staticmethod
     def slice_rows(x, n):
         return x[..., :n, :]
-
-    @staticmethod
-    def lens(x):
-        return x
 
 
 _numpy_dtype_names = None
@@ -176,13 +173,6 @@ def _as_tensor(x, name):
 
 def _kind(x):
     return _torch_side() if _is_torch(x) else _NumPyKind
-
-
-def _export(x, name):
-    """What the extension takes for x: torch tensors as DLPack capsules, the rest as they are."""
-    if _is_torch(x):
-        return _torch_side().export(x, name)
-    return x
 
 
 def _dtype_name(x, name):
@@ -265,62 +255,7 @@ def _mask(causal, window):
     return _WINDOW, left, right
 
 
-def _scale_arg(scale):
-    if scale is None:
-        return None
-    s = float(scale)
-    if not _math.isfinite(s) or s == 0.0:
-        raise ValueError(
-            f"scale = {scale!r}: it must be finite and non-zero (None takes 1/sqrt(dim))"
-        )
-    return s
-
-
-def _lens_arg(x):
-    if x is None:
-        return None
-    if _is_torch(x):
-        return x.tolist()
-    return x
-
-
-def _o_shape(q, v, names=("q", "k", "v")):
-    if q.ndim != 4 or v.ndim != 4:
-        bad, x = (names[0], q) if q.ndim != 4 else (names[2], v)
-        raise ValueError(
-            f"{bad} must be 4-D [batch, heads, rows, dim]; got shape {tuple(x.shape)} "
-            f"({x.ndim}-D)"
-        )
-    return (q.shape[0], q.shape[1], q.shape[2], v.shape[3])
-
-
-def _outputs(q, v, out, return_lse, ragged, o_dtype=None):
-    """(o, lse or None): the caller's out, or new ones of q's kind. Rows a ragged call does not
-    write are 0 in a new o and -inf in a new lse, never uninitialised memory."""
-    if out is not None:
-        if return_lse:
-            if not (isinstance(out, (tuple, list)) and len(out) == 2):
-                raise TypeError("with return_lse=True, out must be a pair (o, lse)")
-            return out[0], out[1]
-        if isinstance(out, (tuple, list)):
-            raise TypeError("out=(o, lse) needs return_lse=True")
-        return out, None
-    kind = _kind(q)
-    shape = _o_shape(q, v)
-    dtype = o_dtype or _dtype_name(q, "q")
-    o = kind.empty(shape, dtype, 0.0 if ragged else None)
-    lse = kind.empty(shape[:3], "f32", -_math.inf if ragged else None) if return_lse else None
-    return o, lse
-
-
-def _result(o, lse, return_lse):
-    return (o, lse) if return_lse else o
-
-
-# ---- contexts -----------------------------------------------------------------------------------
-
-
-class Context:
+class Context(_c.Context):
     """The plugins loaded once, a thread count and a dispatch table: what every call runs in.
 
     Context(plugin_path=None, table=None, threads=0, caches=None)
@@ -330,76 +265,38 @@ class Context:
         ~/.cache/txtune/dispatch.json; "": none. threads: 0 for every CPU this process may run on.
     caches: cache sizes per core, "l1d=48K,l2=2M,l3=32M", instead of what hwloc reports.
 
-    Safe to share between threads. Calls without context= use default_context().
+    Attributes threads, table_status ("loaded", "none", "stale", "malformed"), table_state (in
+    words) and table_path; kernels(), rejected() and machine() show what it found. Safe to share
+    between threads. Calls without context= use default_context().
     """
 
-    __slots__ = ("_c", "__weakref__")
-
-    def __init__(self, plugin_path=None, table=None, threads=0, caches=None):
-        if plugin_path is not None:
-            plugin_path = _os.fspath(plugin_path)
-        if table is not None:
-            table = _os.fspath(table)
-        if isinstance(threads, bool) or not isinstance(threads, int):
-            raise TypeError(f"threads must be an int; got {threads!r}")
-        self._c = _c.Context(plugin_path, table, threads, caches)
-
-    @property
-    def threads(self):
-        """The thread count calls in this context run on (0 resolved to the CPUs)."""
-        return self._c.threads
-
-    @property
-    def table_status(self):
-        """The dispatch table: "loaded", "none", "stale" or "malformed"."""
-        return self._c.table_status
-
-    @property
-    def table_state(self):
-        """The dispatch table's state in one line, naming the file."""
-        return self._c.table_state
-
-    @property
-    def table_path(self):
-        """The table file the context looked for ("" when none)."""
-        return self._c.table_path
-
-    def kernels(self):
-        """Every kernel found, as `txtune list` shows them: a list of dicts with name, summary,
-        plugin, path, usable, why_unusable, isa, flags, plugin_version, plugin_build,
-        one_thread_same_as, dtypes ({"q": ["f32", ...], "k": ..., "v": ..., "o": ...}) and
-        tunables."""
-        return self._c.kernels()
-
-    def rejected(self):
-        """The plugin files the loader refused: a list of dicts with path and reason."""
-        return self._c.rejected()
-
-    def machine(self):
-        """The machine as the library sees it: vendor, brand, isas, cores, caches."""
-        return self._c.machine()
+    __slots__ = ()
 
     def plan(self, q, k, v, *, causal=False, window=None, scale=None, q_lens=None, kv_lens=None,
              ragged=False, return_lse=False, kernel=None, out_dtype=None, dtype=None):
         """A Plan for one problem, to run many times: which kernel, why, and its tunables.
 
-        q, k, v: tensors as attention() takes them, or shapes (tuples of 4 ints, of type dtype,
-        float32 by default). causal, window, scale, return_lse, kernel: as for attention().
-        ragged=True (or q_lens/kv_lens, which become the calls' default lengths) makes a plan for
-        ragged batches. out_dtype: the output's type (default q's).
+        q, k, v: tensors as attention() takes them, or shapes (tuples of 4 ints) of type dtype
+        (float32 by default). causal, window, scale, return_lse, kernel: as for attention().
+        ragged=True makes a plan for ragged batches, whose calls take q_lens and kv_lens; lengths
+        given here do that too and are the calls' default. out_dtype: the results' type (default
+        q's).
         """
         qs, ks, vs = (_spec(x, n, dtype) for x, n in ((q, "q"), (k, "k"), (v, "v")))
         o_dtype = _dtype_arg(out_dtype, "out_dtype") or qs[1]
         mask, left, right = _mask(causal, window)
         is_ragged = bool(ragged) or q_lens is not None or kv_lens is not None
-        # out's shape as q's rows and v's dim: the extension checks q and v before it
+        # the results' shape: q's rows and v's dim (the extension checks q and v before it)
         spec_o = (qs[0][:3] + vs[0][3:4], o_dtype)
-        p = _c._run(_PLAN, self._c, qs, ks, vs, spec_o, bool(return_lse), mask, left, right,
-                    _scale_arg(scale), True if is_ragged else None, None, kernel, None)
-        return Plan(self, p, o_dtype, bool(return_lse), _lens_arg(q_lens), _lens_arg(kv_lens))
+        q_lens = q_lens if q_lens is not None else (True if is_ragged else None)
+        return _c._run(_PLAN, self, qs, ks, vs, spec_o, bool(return_lse), mask, left, right,
+                       scale, q_lens, kv_lens, kernel, None)
 
     def __repr__(self):
         return f"txattn.Context(threads={self.threads}, table={self.table_status!r})"
+
+
+_c._register(Context)
 
 
 def _spec(x, name, dtype):
@@ -408,188 +305,6 @@ def _spec(x, name, dtype):
         return tuple(x), _dtype_arg(dtype) or "f32"
     x = _as_tensor(x, name)
     return tuple(x.shape), _dtype_name(x, name)
-
-
-class Plan:
-    """A plan: one problem, its kernel chosen once (Context.plan makes it). Calling it runs that
-    kernel on tensors of the shapes and types it was made for (strides may differ per call):
-
-        plan = ctx.plan(q, k, v, causal=True)
-        o = plan(q, k, v)                       # (o, lse) for a plan with return_lse=True
-
-    Safe to call from many threads at once.
-    """
-
-    __slots__ = ("_context", "_p", "_o_dtype", "_lse", "_q_lens", "_kv_lens")
-
-    def __init__(self, context, p, o_dtype, lse, q_lens, kv_lens):
-        self._context = context
-        self._p = p
-        self._o_dtype = o_dtype
-        self._lse = lse
-        self._q_lens = q_lens
-        self._kv_lens = kv_lens
-
-    def __call__(self, q, k, v, *, q_lens=None, kv_lens=None, out=None):
-        """Runs the plan: returns o, or (o, lse) if it was made with return_lse=True. q_lens,
-        kv_lens: a ragged plan's lengths (default: those given to Context.plan, else every row).
-        out: o (or the pair (o, lse)) to write into."""
-        q, k, v = _as_tensor(q, "q"), _as_tensor(k, "k"), _as_tensor(v, "v")
-        if q_lens is None:
-            q_lens = self._q_lens
-        if kv_lens is None:
-            kv_lens = self._kv_lens
-        ragged = q_lens is not None or kv_lens is not None
-        o, lse = _outputs(q, v, out, self._lse, ragged, self._o_dtype)
-        _c._run(_EXECUTE, self._p, _export(q, "q"), _export(k, "k"), _export(v, "v"),
-                _export(o, "out"), None if lse is None else _export(lse, "lse out"),
-                0, 0, 0, None, _lens_arg(q_lens), _lens_arg(kv_lens), None, None)
-        return _result(o, lse, self._lse)
-
-    @property
-    def context(self):
-        """The Context the plan was made in."""
-        return self._context
-
-    @property
-    def kernel(self):
-        """The kernel this plan runs, "tiled.avx512" say."""
-        return self._p.kernel
-
-    @property
-    def why(self):
-        """Why the dispatcher chose it, in one line."""
-        return self._p.why
-
-    @property
-    def description(self):
-        """The plan in one line: kernel, tunables, threads, problem."""
-        return self._p.description
-
-    @property
-    def tunables(self):
-        """The plan's tunables (block sizes): a dict name -> value."""
-        return self._p.tunables
-
-    @property
-    def problem(self):
-        """The problem the plan was made for, with every default filled in: a dict."""
-        return self._p.problem
-
-    def __repr__(self):
-        return f"txattn.Plan({self.description!r})"
-
-
-_default_lock = _threading.Lock()
-_defaults = {}
-_user_default = None
-
-
-def default_context():
-    """The context of calls without context=: the one set_default_context() gave, else one per
-    thread count, created on first use: torch.get_num_threads() threads when torch is imported,
-    else 0 (every CPU this process may run on)."""
-    if _user_default is not None:
-        return _user_default
-    t = _sys.modules.get("torch")
-    threads = t.get_num_threads() if t is not None else 0
-    ctx = _defaults.get(threads)
-    if ctx is None:
-        with _default_lock:
-            ctx = _defaults.get(threads)
-            if ctx is None:
-                ctx = _defaults[threads] = Context(threads=threads)
-    return ctx
-
-
-def set_default_context(context):
-    """Makes context the one calls without context= run in (None: back to the automatic one)."""
-    global _user_default
-    if context is not None and not isinstance(context, Context):
-        raise TypeError(f"context must be a txattn.Context or None; got {type(context).__name__}")
-    _user_default = context
-
-
-def _context(context):
-    if context is None:
-        return default_context()._c
-    if not isinstance(context, Context):
-        raise TypeError(f"context must be a txattn.Context; got {type(context).__name__}")
-    return context._c
-
-
-# ---- the calls ----------------------------------------------------------------------------------
-
-
-def attention(q, k, v, *, causal=False, window=None, scale=None, kv_lens=None, q_lens=None,
-              return_lse=False, out=None, kernel=None, context=None):
-    """O = softmax(scale * Q K^T + mask) V, exact (within txattn's error bound of the fp64
-    reference), on the fastest kernel the dispatcher knows for the shape.
-
-    q [batch, heads_q, n_q, d_qk], k [batch, heads_kv, n_kv, d_qk], v [batch, heads_kv, n_kv, d_v]:
-        NumPy arrays or torch CPU tensors (float32, float16, bfloat16), any strides whose last
-        dimension is contiguous (a [B, N, H, D] tensor passes as x.transpose(1, 2), uncopied).
-        heads_q a multiple of heads_kv: query head h reads key/value head h // (heads_q // heads_kv).
-    causal: key j visible to row i when j <= i + n_kv - n_q (bottom-right aligned, as decoding
-        against a KV cache; torch's is_causal aligns top-left: see scaled_dot_product_attention).
-    window: (left, right): keys from pos(i) - left to pos(i) + right, pos(i) = i + n_kv - n_q;
-        None on a side for unbounded. With causal=True the right side is 0.
-    scale: None for 1/sqrt(d_qk).
-    kv_lens, q_lens: a ragged batch: sequence b has kv_lens[b] <= n_kv keys and q_lens[b] <= n_q
-        queries (positions align bottom-right within it); rows past q_len are not written (0 in a
-        new o, -inf in a new lse).
-    return_lse: also return lse [batch, heads_q, n_q] float32, log(sum over visible keys of
-        exp(scale q.k)) (-inf for a row with no key), for merge().
-    out: o to write into (any strides, any of the three types), or (o, lse) with return_lse.
-    kernel: a kernel name ("tiled.avx512") instead of the dispatcher's choice.
-    context: a Context; None for default_context().
-
-    Returns o (same kind as q: NumPy array or torch tensor, q's dtype), or (o, lse). Raises
-    ValueError (naming the argument and the shapes) for malformed arguments, TypeError for objects
-    that are not tensors, and txattn.Error subclasses for the library's statuses.
-    """
-    ctx = _context(context)
-    mask, left, right = _mask(causal, window)
-    q, k, v = _as_tensor(q, "q"), _as_tensor(k, "k"), _as_tensor(v, "v")
-    o, lse = _outputs(q, v, out, return_lse, q_lens is not None or kv_lens is not None)
-    _c._run(_ATTENTION, ctx, _export(q, "q"), _export(k, "k"), _export(v, "v"),
-            _export(o, "out"), None if lse is None else _export(lse, "lse out"),
-            mask, left, right, _scale_arg(scale), _lens_arg(q_lens), _lens_arg(kv_lens),
-            kernel, None)
-    return _result(o, lse, return_lse)
-
-
-def reference(q, k, v, *, causal=False, window=None, scale=None, kv_lens=None, q_lens=None,
-              return_lse=False, out=None):
-    """The fp64 oracle (txattn_reference): attention() computed in double precision on one
-    thread, rounded once to the output's type. Same arguments and results as attention()."""
-    mask, left, right = _mask(causal, window)
-    q, k, v = _as_tensor(q, "q"), _as_tensor(k, "k"), _as_tensor(v, "v")
-    o, lse = _outputs(q, v, out, return_lse, q_lens is not None or kv_lens is not None)
-    _c._run(_REFERENCE, None, _export(q, "q"), _export(k, "k"), _export(v, "v"),
-            _export(o, "out"), None if lse is None else _export(lse, "lse out"),
-            mask, left, right, _scale_arg(scale), _lens_arg(q_lens), _lens_arg(kv_lens),
-            None, None)
-    return _result(o, lse, return_lse)
-
-
-def error_bound(q, k, v, *, causal=False, window=None, scale=None, kv_lens=None, q_lens=None,
-                return_lse=False, out=None, out_dtype=None):
-    """The largest max|O - O_ref| a kernel may have on these inputs (txattn_error_bound): what
-    "exact" promises. Same arguments as attention(); out (or out_dtype, default q's) gives the
-    output's type, which the bound depends on (a 16-bit o adds its rounding); it is not read.
-
-    Returns the bound, or with return_lse=True the triple (bound, lse_abs, lse_rel): every row's
-    lse is within lse_abs + lse_rel * |lse_ref| of the reference's (txattn_lse_error_bound)."""
-    mask, left, right = _mask(causal, window)
-    q, k, v = _as_tensor(q, "q"), _as_tensor(k, "k"), _as_tensor(v, "v")
-    if out is None:
-        o, _ = _outputs(q, v, None, False, False, _dtype_arg(out_dtype, "out_dtype"))
-    else:
-        o = out[0] if isinstance(out, (tuple, list)) else out
-    return _c._run(_BOUND, None, _export(q, "q"), _export(k, "k"), _export(v, "v"),
-                   _export(_as_tensor(o, "out"), "out"), bool(return_lse), mask, left, right,
-                   _scale_arg(scale), _lens_arg(q_lens), _lens_arg(kv_lens), None, None)
 
 
 def merge(outputs, lses, *, q_lens=None, out=None):
@@ -619,10 +334,7 @@ def merge(outputs, lses, *, q_lens=None, out=None):
         o, lse = out
     else:
         o, lse = out, None
-    _c._merge([_export(x, f"outputs[{i}]") for i, x in enumerate(outputs)],
-              [_export(x, f"lses[{i}]") for i, x in enumerate(lses)],
-              _export(o, "out"), None if lse is None else _export(lse, "lse out"),
-              _lens_arg(q_lens))
+    _c._merge(outputs, lses, o, lse, q_lens)
     return o, lse
 
 
@@ -769,7 +481,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     v4 = _as4(kind, value, "value", batch, hkv, (S, Ev))
     out = kind.empty(out_shape, dtypes[0])
     o4 = kind.view(out, tuple(q4.shape[:3]) + (Ev,))
-    _c._run(_ATTENTION, _context(None), _export(q4, "query"), _export(k4, "key"),
-            _export(v4, "value"), _export(o4, "out"), None, mask, left, right, _scale_arg(scale),
-            None, None, None, ("query", "key", "value"))
+    _c._run(_ATTENTION, None, q4, k4, v4, o4, None, mask, left, right, scale, None, None, None,
+            ("query", "key", "value"))
     return out
