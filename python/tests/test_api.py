@@ -67,3 +67,17 @@ def test_stubs_declare_the_runtime_signatures():
     assert stub_params(declared["Context.__init__"]) == runtime_params(txattn.Context, True)
     for name in ("attention", "reference", "error_bound", "default_context"):
         assert inspect.isbuiltin(getattr(txattn, name)), f"{name}: the C function, for speed"
+
+
+def test_the_readme_snippet_runs():
+    """The README's Python lines, as a user would paste them."""
+    torch = __import__("pytest").importorskip("torch")
+    readme = os.path.join(os.path.dirname(__file__), "..", "..", "README.md")
+    with open(readme) as f:
+        text = f.read()
+    snippet = text.split("```python\n", 1)[1].split("```", 1)[0]
+    assert len(snippet.strip().splitlines()) == 3
+    scope = {}
+    exec(compile(snippet, "README.md", "exec"), scope)
+    o, q = scope["o"], scope["q"]
+    assert isinstance(o, torch.Tensor) and o.shape == q.shape
