@@ -401,6 +401,10 @@ PyObject *txpy_call_run(txpy_call *c, PyObject *target, const txpy_opts *o) {
     return c->op == TXPY_OP_BOUND ? zero_bound(c) : Py_NewRef(Py_None);
   if (c->p.n_kv == 0) { /* every row sees no key: exact zeros, and no error to bound */
     if (c->op == TXPY_OP_BOUND) return zero_bound(c);
+    /* what the library would refuse, refused here too (k and v are empty) */
+    if (txpy_views_overlap(&c->o, &c->q) ||
+        (c->have_lse && (txpy_views_overlap(&c->lse, &c->q) || txpy_views_overlap(&c->lse, &c->o))))
+      return txpy_raise_status(TXATTN_E_INVALID, "the output overlaps q, or lse overlaps q or o");
     fill_no_keys(c);
     Py_RETURN_NONE;
   }

@@ -164,13 +164,20 @@ static int from_torch(PyObject *t, const char *name, int flags, txpy_view *v) {
   PyObject *shape = PyObject_GetAttr(t, K.s_shape);
   int ndim = 0, nstrides = 0, rc = int64s(shape, name, "size", v->shape, &ndim);
   Py_XDECREF(shape);
-  PyObject *strides = rc ? NULL : PyObject_CallMethodNoArgs(t, K.s_stride);
-  rc = rc || int64s(strides, name, "stride", v->strides, &nstrides);
-  Py_XDECREF(strides);
-  PyObject *ptr = rc ? NULL : PyObject_CallMethodNoArgs(t, K.s_data_ptr);
-  v->data = ptr != NULL ? PyLong_AsVoidPtr(ptr) : NULL;
-  Py_XDECREF(ptr);
+  if (rc) return -1;
+  PyObject *strides = PyObject_CallMethodNoArgs(t, K.s_stride);
+  PyObject *ptr = strides ? PyObject_CallMethodNoArgs(t, K.s_data_ptr) : NULL;
+  if (ptr == NULL) { /* a sparse or other layout without strides or storage: DLPack says why */
+    Py_XDECREF(strides);
+    PyErr_Clear();
+    return 1;
+  }
+  rc = int64s(strides, name, "stride", v->strides, &nstrides);
+  v->data = PyLong_AsVoidPtr(ptr);
+  Py_DECREF(strides);
+  Py_DECREF(ptr);
   if (rc || PyErr_Occurred()) return -1;
+  if (nstrides != ndim) return 1;
   v->ndim = ndim;
   return txpy_view_check(v, name, flags);
 }
@@ -184,18 +191,21 @@ int txpy_import(PyObject *obj, const char *name, int flags, txpy_view *v, int *t
   int rc = from_torch(obj, name, flags, v);
   if (rc <= 0) return rc;
   PyObject *capsule = PyObject_CallOneArg(K.to_dlpack, obj);
-  if (capsule == NULL) { /* torch refuses some devices itself (meta): say it as for the others */
+  if (capsule == NULL) { /* torch refuses some tensors itself (meta, sparse): say what to do */
     PyObject *type, *value, *trace;
     PyErr_Fetch(&type, &value, &trace);
+    PyErr_NormalizeException(&type, &value, &trace);
     PyObject *device = PyObject_GetAttrString(obj, "device");
     PyObject *kind = device ? PyObject_GetAttrString(device, "type") : NULL;
-    if (kind != NULL && PyUnicode_Check(kind) && PyUnicode_CompareWithASCIIString(kind, "cpu")) {
+    if (kind != NULL && PyUnicode_Check(kind) && PyUnicode_CompareWithASCIIString(kind, "cpu"))
       PyErr_Format(PyExc_ValueError, "%s is on %S: txattn runs on the CPU; move it with .cpu()",
                    name, device);
-      Py_XDECREF(type), Py_XDECREF(value), Py_XDECREF(trace);
-    } else {
-      PyErr_Restore(type, value, trace);
-    }
+    else if (kind != NULL)
+      PyErr_Format(PyExc_ValueError,
+                   "%s cannot be read as a strided tensor (torch: %S): pass a dense one, "
+                   "e.g. %s.to_dense()",
+                   name, value ? value : Py_None, name);
+    Py_XDECREF(type), Py_XDECREF(value), Py_XDECREF(trace);
     Py_XDECREF(kind);
     Py_XDECREF(device);
     return -1;

@@ -307,3 +307,19 @@ int txpy_rows_layout(const txpy_view *v, txattn_layout *out) {
   as4.strides[3] = 1;
   return txpy_view_layout(&as4, out);
 }
+
+/* The bytes [lo, hi) a non-empty view addresses */
+static void extent(const txpy_view *v, uintptr_t *lo, uintptr_t *hi) {
+  uint64_t last = 0;
+  for (int i = 0; i < v->ndim; i++) last += (uint64_t)(v->shape[i] - 1) * (uint64_t)v->strides[i];
+  *lo = (uintptr_t)v->data;
+  *hi = *lo + (uintptr_t)((last + 1) * txattn_dtype_size(v->dtype));
+}
+
+int txpy_views_overlap(const txpy_view *a, const txpy_view *b) {
+  if (txpy_view_count(a) == 0 || txpy_view_count(b) == 0) return 0;
+  uintptr_t a0, a1, b0, b1;
+  extent(a, &a0, &a1);
+  extent(b, &b0, &b1);
+  return a0 < b1 && b0 < a1;
+}

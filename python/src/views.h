@@ -78,5 +78,7 @@ int txpy_view_layout(const txpy_view *v, txattn_layout *out);
 /* The same for a 3-D tensor of rows, [batch][heads][rows] (lse): its rows take the place of a
    4-D tensor's rows of one element. */
 int txpy_rows_layout(const txpy_view *v, txattn_layout *out);
+/* Whether the bytes two views address intersect (as the library judges overlap) */
+int txpy_views_overlap(const txpy_view *a, const txpy_view *b);
 
 #endif

@@ -164,3 +164,22 @@ def test_merge_refusals():
         txattn.merge([o, o.astype(np.float16)], [lse, lse])
     with pytest.raises(txattn.InvalidError, match="overlaps"):
         txattn.merge([o, o], [lse, lse], out=(o, lse))
+
+
+def test_no_keys_still_refuses_an_overlapping_out():
+    """With no keys the extension writes the zeros itself: an out over q is still refused, and q
+    left as it was."""
+    q = np.full((1, 2, 3, 4), 7.0, np.float32)
+    empty = np.zeros((1, 1, 0, 4), np.float32)
+    with pytest.raises(txattn.InvalidError, match="overlaps"):
+        txattn.attention(q, empty, empty, out=q)
+    assert np.all(q == 7.0)
+
+
+def test_torch_tensors_that_are_not_strided():
+    torch = pytest.importorskip("torch")
+    q = torch.randn(1, 2, 3, 4)
+    with pytest.raises(ValueError, match="to_dense"):
+        txattn.attention(q.to_sparse(), q, q)
+    with pytest.raises(ValueError, match="CPU"):
+        txattn.attention(q, q.to("meta"), q)
