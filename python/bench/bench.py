@@ -14,8 +14,8 @@ Python package (docs/python.md, "Overhead and speed"; figures in docs/measuremen
 2. Against torch's math path on the same tensors (torch 1.13's
    torch.nn.functional._scaled_dot_product_attention, what scaled_dot_product_attention runs on
    CPU; GQA through repeat_interleave, as torch 2.5's enable_gqa does): dense and causal prefill
-   and decode, beside the ratio the C benchmark shows in the same run (`txtune bench`, the
-   dispatcher's kernel against masked.scalar, the dense OpenBLAS pipeline).
+   and decode (GQA 32/8 and MHA 32/32), beside the ratio the C benchmark shows in the same run
+   (`txtune bench`, the dispatcher's kernel against masked.scalar, the dense OpenBLAS pipeline).
 
 Each figure is the median of several rounds; within a round C and Python run back to back, and
 ratios are the median of the rounds' ratios. Timing as txtune's: a warm-up call, then calls
@@ -94,8 +94,11 @@ def txtune_bench(shape, kernels, threads, min_time, runs):
            "--threads", str(threads), "--kernel", ",".join(kernels), "--no-verify", "--json",
            "--reps", str(runs), "--min-time", str(max(1, round(min_time * 1e3))),
            "--time-limit", "600"]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    doc = json.loads(out)
+    run = subprocess.run(cmd, capture_output=True, text=True)
+    if run.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({run.returncode}):\n{run.stderr}\n"
+                           f"{run.stdout[-2000:]}")
+    doc = json.loads(run.stdout)
     return {k["name"]: k["median_s"] for k in doc["kernels"] if k["status"] == "ok"}, doc
 
 
@@ -208,7 +211,8 @@ def main(argv=None):
     if args.only in (None, "torch"):
         dense = dict(n_q=2048, n_kv=2048, heads=8, heads_kv=8, d=128, causal=False)
         versus_torch([("dense n 2048", dense), ("causal n 2048", dict(dense, causal=True)),
-                      ("decode n_kv 4096, 32/8 heads", decode)],
+                      ("decode n_kv 4096, 32/8 heads", decode),
+                      ("decode n_kv 4096, 32/32 heads", dict(decode, heads_kv=32))],
                      ctx, args.threads, args.rounds, args.min_time, args.runs)
     return 0
 

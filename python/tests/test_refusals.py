@@ -183,3 +183,21 @@ def test_torch_tensors_that_are_not_strided():
         txattn.attention(q.to_sparse(), q, q)
     with pytest.raises(ValueError, match="CPU"):
         txattn.attention(q, q.to("meta"), q)
+
+
+def test_argument_types():
+    q, k, v = arrays()
+    with pytest.raises(TypeError, match="kernel must be"):
+        txattn.attention(q, k, v, kernel=3)
+    with pytest.raises(TypeError, match="threads must be an int"):
+        txattn.Context(threads=True)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'causall'"):
+        txattn.attention(q, k, v, causall=True)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'kernel'"):
+        txattn.reference(q, k, v, kernel="naive.scalar")
+    with pytest.raises(TypeError, match="multiple values"):
+        txattn.attention(q, k, v, q=q)
+    with pytest.raises(TypeError, match="missing required argument 'v'"):
+        txattn.attention(q, k)
+    with pytest.raises(ValueError, match="out_dtype"):
+        txattn.error_bound(q, k, v, out_dtype="float64")

@@ -65,3 +65,16 @@ def test_dlpack_objects_and_capsules(ctx):
     assert "used_dltensor" in repr(capsule)
     with pytest.raises(ValueError, match="consumed once"):
         txattn.attention(capsule, f[1], f[2], context=ctx)
+
+
+def test_mixed_types_into_a_torch_out(ctx):
+    """f32 queries against a bf16 KV cache into an f16 out, all torch, as the C API allows."""
+    g = torch.Generator().manual_seed(8)
+    q = torch.randn(1, 8, 5, 64, generator=g)
+    k, v = (torch.randn(1, 2, 300, 64, generator=g).to(torch.bfloat16) for _ in range(2))
+    out = torch.empty(1, 8, 5, 64, dtype=torch.float16)
+    got = txattn.attention(q, k, v, causal=True, out=out, context=ctx)
+    assert got is out
+    as64 = [x.double().numpy() for x in (q, k, v, out)]
+    p = dict(causal=True, window=None, scale=None, q_lens=None, kv_lens=None)
+    check_against_oracle(p, *as64, None, "mixed types", tensors=(q, k, v, out))
