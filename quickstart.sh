@@ -3,6 +3,7 @@
 # through sudo), builds into build/, lists the kernels, checks every one against the fp64 reference,
 # benchmarks a representative shape, then profiles this machine (txtune profile --quick, about 30 s)
 # and prints which kernel it chose for each class of shapes; libtxattn follows that table from then on.
+# Last, it imports the Python package from the build tree (PYTHONPATH=build/python).
 #
 # Installing and building run quietly, their output in build/quickstart-install.log and
 # build/quickstart-build.log; txtune's own output is shown. Installing and building must succeed:
@@ -57,6 +58,11 @@ step list build/bin/txtune list
 step check build/bin/txtune check
 step bench build/bin/txtune bench --n 4096 --d 64 --mask causal
 step profile build/bin/txtune profile --quick
+# The Python package, from the build tree (docs/python.md), where the build made it
+if [ -d build/python/txattn ]; then
+  step python env PYTHONPATH=build/python /usr/bin/python3 -c \
+    'import txattn; print("import txattn:", txattn.__file__, "-", len(txattn.kernels()), "kernels")'
+fi
 
 if [ "${#failed[@]}" -gt 0 ]; then
   summary=$(printf '%s, ' "${failed[@]}")

@@ -1,0 +1,576 @@
+/* SPDX-License-Identifier: MIT */
+/* The mechanics of a call: its tensors imported (kinds.c), its results allocated where the caller
+ * gave none, every shape, type and length checked against the others, the txattn_problem and
+ * txattn_tensors built from them, and only then the library called, with the GIL released.
+ * Shapes the library would read as defaults (a zero batch, heads or rows) never reach it: they
+ * are answered here. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "txpy.h"
+#include "views.h"
+
+void txpy_call_init(txpy_call *c, int op) {
+  memset(c, 0, sizeof *c);
+  c->op = op;
+  c->p = (txattn_problem)TXATTN_PROBLEM_INIT;
+  c->names[0] = "q", c->names[1] = "k", c->names[2] = "v";
+}
+
+void txpy_call_release(txpy_call *c) {
+  txpy_view *views[5] = {&c->q, &c->k, &c->v, &c->o, &c->lse};
+  for (int i = 0; i < 5; i++) txpy_view_release(views[i]);
+  free(c->q_lens);
+  free(c->kv_lens);
+  c->q_lens = c->kv_lens = NULL;
+  Py_CLEAR(c->o_obj);
+  Py_CLEAR(c->lse_obj);
+}
+
+const char *txpy_dtype_str(txattn_dtype d) {
+  return d == TXATTN_DTYPE_F32 ? "float32" : d == TXATTN_DTYPE_F16 ? "float16" : "bfloat16";
+}
+
+PyObject *txpy_value_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  PyErr_FormatV(PyExc_ValueError, fmt, ap);
+  va_end(ap);
+  return NULL;
+}
+#define value_error txpy_value_error
+
+int txpy_need_ndim(const txpy_view *v, int ndim, const char *layout) {
+  if (v->ndim == ndim) return 0;
+  char s[160];
+  value_error("%s must be %d-D %s; got shape %s (%d-D)", v->name, ndim, layout,
+              txpy_shape_str(v, s, sizeof s), v->ndim);
+  return -1;
+}
+
+static const char bhnd[] = "[batch, heads, rows, dim]";
+
+/* "k has batch 3 but q has 2 (k (3, 2, 16, 8), q (2, 8, 16, 8))" */
+static int mismatch(const txpy_view *a, const char *what, int64_t av, const txpy_view *b,
+                    int64_t bv, const char *why) {
+  char sa[160], sb[160];
+  value_error("%s has %s %lld but %s has %lld%s (%s %s, %s %s)", a->name, what, (long long)av,
+              b->name, (long long)bv, why, a->name, txpy_shape_str(a, sa, sizeof sa), b->name,
+              txpy_shape_str(b, sb, sizeof sb));
+  return -1;
+}
+
+int txpy_call_inputs(txpy_call *c, PyObject *q, PyObject *k, PyObject *v) {
+  c->q_obj = q;
+  int flags = c->op == TXPY_OP_PLAN ? TXPY_SPEC_OK : TXPY_READ;
+  return txpy_import(q, c->names[0], flags, &c->q, &c->torch) ||
+         txpy_import(k, c->names[1], flags, &c->k, NULL) ||
+         txpy_import(v, c->names[2], flags, &c->v, NULL);
+}
+
+/* A new result of q's kind, contiguous, imported as *view; fill: 0 none, 1 zeros, 2 -inf. */
+static int allocate(txpy_call *c, int ndim, const int64_t *shape, txattn_dtype dtype,
+                    const char *name, int fill, PyObject **obj, txpy_view *view) {
+  *obj = txpy_alloc(c->torch, c->q_obj, ndim, shape, dtype);
+  if (*obj == NULL || txpy_import_new(*obj, c->torch, name, ndim, shape, dtype, view)) return -1;
+  if (fill && txpy_view_count(view) > 0) txpy_fill(view, fill == 2);
+  return 0;
+}
+
+int txpy_call_outputs(txpy_call *c, PyObject *out, int want_lse, int o_dtype, int ragged) {
+  if (out == NULL || out == Py_None) {
+    if (txpy_need_ndim(&c->q, 4, bhnd) || txpy_need_ndim(&c->v, 4, bhnd)) return -1;
+    const int64_t shape[4] = {c->q.shape[0], c->q.shape[1], c->q.shape[2], c->v.shape[3]};
+    txattn_dtype t = o_dtype >= 0 ? (txattn_dtype)o_dtype : c->q.dtype;
+    if (allocate(c, 4, shape, t, "out", ragged ? 1 : 0, &c->o_obj, &c->o)) return -1;
+    c->have_o = 1;
+    if (want_lse) {
+      if (allocate(c, 3, shape, TXATTN_DTYPE_F32, "lse out", ragged ? 2 : 0, &c->lse_obj, &c->lse))
+        return -1;
+      c->have_lse = 1;
+    }
+    return 0;
+  }
+  PyObject *o = out, *lse = NULL;
+  int pair = PyTuple_Check(out) || PyList_Check(out);
+  if (want_lse) {
+    if (!pair || PySequence_Size(out) != 2) {
+      PyErr_SetString(PyExc_TypeError, "with return_lse=True, out must be a pair (o, lse)");
+      return -1;
+    }
+    o = PySequence_GetItem(out, 0);
+    lse = PySequence_GetItem(out, 1);
+    Py_XDECREF(o); /* a tuple or list holds them */
+    Py_XDECREF(lse);
+    if (o == NULL || lse == NULL) return -1;
+  } else if (pair) {
+    PyErr_SetString(PyExc_TypeError, "out=(o, lse) needs return_lse=True");
+    return -1;
+  }
+  int flags = c->op == TXPY_OP_BOUND ? TXPY_READ : TXPY_WRITE;
+  if (txpy_import(o, "out", flags, &c->o, NULL)) return -1;
+  c->have_o = 1;
+  c->o_obj = Py_NewRef(o);
+  if (lse != NULL) {
+    if (txpy_import(lse, "lse out", TXPY_WRITE | TXPY_ROWS, &c->lse, NULL)) return -1;
+    c->have_lse = 1;
+    c->lse_obj = Py_NewRef(lse);
+  }
+  return 0;
+}
+
+/* The problem's sizes from q, k, v (and o, lse if given), each checked against the others. */
+static int check_shapes(txpy_call *c) {
+  if (txpy_need_ndim(&c->q, 4, bhnd) || txpy_need_ndim(&c->k, 4, bhnd) ||
+      txpy_need_ndim(&c->v, 4, bhnd))
+    return -1;
+  const int64_t *q = c->q.shape, *k = c->k.shape, *v = c->v.shape;
+  if (k[0] != q[0]) return mismatch(&c->k, "batch", k[0], &c->q, q[0], "");
+  if (v[0] != q[0]) return mismatch(&c->v, "batch", v[0], &c->q, q[0], "");
+  if (k[3] != q[3]) return mismatch(&c->k, "dim (d_qk)", k[3], &c->q, q[3], ": q . k needs both");
+  if (v[1] != k[1]) return mismatch(&c->v, "heads", v[1], &c->k, k[1], "");
+  if (v[2] != k[2]) return mismatch(&c->v, "rows", v[2], &c->k, k[2], ": one value per key");
+  if (q[3] == 0) return value_error("%s has dim 0: d_qk must be at least 1", c->q.name), -1;
+  if (v[3] == 0) return value_error("%s has dim 0: d_v must be at least 1", c->v.name), -1;
+  if ((k[1] == 0 && q[1] != 0) || (k[1] != 0 && q[1] % k[1] != 0))
+    return mismatch(&c->q, "heads", q[1], &c->k, k[1],
+                    ": the query heads must be a multiple of the key/value heads (GQA)");
+  c->p.batch = q[0];
+  c->p.heads_q = q[1];
+  c->p.heads_kv = k[1];
+  c->p.n_q = q[2];
+  c->p.n_kv = k[2];
+  c->p.d_qk = q[3];
+  c->p.d_v = v[3];
+  c->p.q_type = c->q.dtype;
+  c->p.k_type = c->k.dtype;
+  c->p.v_type = c->v.dtype;
+  c->p.o_type = c->have_o ? c->o.dtype : c->q.dtype;
+  char so[160], sq[160], sv[160];
+  if (c->have_o) {
+    const int64_t want[4] = {q[0], q[1], q[2], v[3]};
+    if (c->o.ndim != 4 || memcmp(c->o.shape, want, sizeof want) != 0)
+      return value_error("%s has shape %s but the result has shape (%lld, %lld, %lld, %lld): "
+                         "[batch, heads of %s, rows of %s, dim of %s] (%s %s, %s %s)",
+                         c->o.name, txpy_shape_str(&c->o, so, sizeof so), (long long)q[0],
+                         (long long)q[1], (long long)q[2], (long long)v[3], c->q.name, c->q.name,
+                         c->v.name, c->q.name, txpy_shape_str(&c->q, sq, sizeof sq), c->v.name,
+                         txpy_shape_str(&c->v, sv, sizeof sv)),
+             -1;
+  }
+  if (c->have_lse) {
+    const int64_t want[3] = {q[0], q[1], q[2]};
+    if (c->lse.ndim != 3 || memcmp(c->lse.shape, want, sizeof want) != 0)
+      return value_error("%s has shape %s but the log-sum-exp has shape (%lld, %lld, %lld): "
+                         "[batch, heads, rows] of %s %s",
+                         c->lse.name, txpy_shape_str(&c->lse, so, sizeof so), (long long)q[0],
+                         (long long)q[1], (long long)q[2], c->q.name,
+                         txpy_shape_str(&c->q, sq, sizeof sq)),
+             -1;
+    if (c->lse.dtype != TXATTN_DTYPE_F32)
+      return value_error("%s has dtype %s; the log-sum-exp is float32", c->lse.name,
+                         txpy_dtype_str(c->lse.dtype)),
+             -1;
+  }
+  return 0;
+}
+
+int txpy_parse_lens(txpy_call *c, const txpy_view *ref, PyObject *obj, const char *name,
+                    int64_t max, const char *max_name, int64_t **out) {
+  if (obj == NULL || obj == Py_None) return 0;
+  c->ragged = 1;
+  if (obj == Py_True && c->op == TXPY_OP_PLAN) return 0;
+  PyObject *list = NULL;
+  if (txpy_is_torch(obj) > 0) /* a torch tensor: iterating it would give 0-d tensors */
+    obj = list = PyObject_CallMethod(obj, "tolist", NULL);
+  PyObject *seq = obj != NULL ? PySequence_Fast(obj, "") : NULL;
+  Py_XDECREF(list);
+  if (seq == NULL) {
+    PyErr_Format(PyExc_TypeError, "%s must be a sequence of ints (one per sequence); got %.100s",
+                 name, obj ? Py_TYPE(obj)->tp_name : "?");
+    return -1;
+  }
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  if (n != c->p.batch) {
+    char s[160];
+    Py_DECREF(seq);
+    value_error("%s has %zd lengths but the batch is %lld (%s %s): one length per sequence", name,
+                n, (long long)c->p.batch, ref->name, txpy_shape_str(ref, s, sizeof s));
+    return -1;
+  }
+  *out = malloc((size_t)(n > 0 ? n : 1) * sizeof **out);
+  if (*out == NULL) {
+    Py_DECREF(seq);
+    PyErr_NoMemory();
+    return -1;
+  }
+  for (Py_ssize_t i = 0; i < n; i++) {
+    PyObject *item = PySequence_Fast_GET_ITEM(seq, i), *index = PyNumber_Index(item);
+    long long len = index != NULL ? PyLong_AsLongLong(index) : -1;
+    Py_XDECREF(index);
+    if (len == -1 && PyErr_Occurred()) {
+      if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "%s[%zd] must be an int; got %.100s", name, i,
+                     Py_TYPE(item)->tp_name);
+      }
+      Py_DECREF(seq);
+      return -1;
+    }
+    if (len < 0 || len > max) {
+      Py_DECREF(seq);
+      value_error("%s[%zd] = %lld is outside 0..%s = %lld", name, i, len, max_name, (long long)max);
+      return -1;
+    }
+    (*out)[i] = len;
+  }
+  Py_DECREF(seq);
+  return 0;
+}
+
+/* The tensors for the library. Every view is non-empty here. */
+static int make_tensors(txpy_call *c, txattn_tensors *t) {
+  *t = (txattn_tensors)TXATTN_TENSORS_INIT;
+  t->q_data = c->q.data;
+  t->k_data = c->k.data;
+  t->v_data = c->v.data;
+  t->o_data = c->o.data;
+  if (txpy_view_layout(&c->q, &t->q_layout) || txpy_view_layout(&c->k, &t->k_layout) ||
+      txpy_view_layout(&c->v, &t->v_layout) || txpy_view_layout(&c->o, &t->o_layout))
+    return -1;
+  if (c->have_lse) {
+    t->lse = (float *)c->lse.data;
+    if (txpy_rows_layout(&c->lse, &t->lse_layout)) return -1;
+  }
+  t->q_lens = c->q_lens;
+  t->kv_lens = c->kv_lens;
+  return 0;
+}
+
+/* No keys at all (n_kv 0): every row sees none, so o is 0 and lse -inf, as the library defines;
+   rows past a sequence's q_len are left alone, as the library leaves them. */
+static void fill_no_keys(const txpy_call *c) {
+  size_t esize = txattn_dtype_size(c->o.dtype);
+  for (int64_t b = 0; b < c->p.batch; b++) {
+    int64_t rows = c->q_lens != NULL ? c->q_lens[b] : c->p.n_q;
+    for (int64_t h = 0; h < c->p.heads_q; h++)
+      for (int64_t i = 0; i < rows; i++) {
+        const int64_t *s = c->o.strides;
+        memset(c->o.data + (size_t)(b * s[0] + h * s[1] + i * s[2]) * esize, 0,
+               (size_t)c->p.d_v * esize);
+        if (c->have_lse) {
+          const int64_t *l = c->lse.strides;
+          ((float *)c->lse.data)[b * l[0] + h * l[1] + i * l[2]] = -INFINITY;
+        }
+      }
+  }
+}
+
+/* A plan runs only tensors of the problem it was made for. */
+static int check_against_plan(const txpy_call *c, const txattn_problem *pp) {
+  const txattn_problem *p = &c->p;
+  int same = p->batch == pp->batch && p->heads_q == pp->heads_q && p->heads_kv == pp->heads_kv &&
+             p->n_q == pp->n_q && p->n_kv == pp->n_kv && p->d_qk == pp->d_qk && p->d_v == pp->d_v &&
+             p->q_type == pp->q_type && p->k_type == pp->k_type && p->v_type == pp->v_type &&
+             p->o_type == pp->o_type;
+  if (!same) {
+    char sq[160], sk[160], sv[160];
+    value_error("the plan was made for q (%lld, %lld, %lld, %lld) %s, k and v (%lld, %lld, %lld, "
+                "%lld/%lld) %s/%s, out %s; got %s %s %s, %s %s %s, %s %s %s, out %s: make a plan "
+                "for these shapes (Context.plan)",
+                (long long)pp->batch, (long long)pp->heads_q, (long long)pp->n_q,
+                (long long)pp->d_qk, txpy_dtype_str(pp->q_type), (long long)pp->batch,
+                (long long)pp->heads_kv, (long long)pp->n_kv, (long long)pp->d_qk,
+                (long long)pp->d_v, txpy_dtype_str(pp->k_type), txpy_dtype_str(pp->v_type),
+                txpy_dtype_str(pp->o_type), c->q.name, txpy_shape_str(&c->q, sq, sizeof sq),
+                txpy_dtype_str(p->q_type), c->k.name, txpy_shape_str(&c->k, sk, sizeof sk),
+                txpy_dtype_str(p->k_type), c->v.name, txpy_shape_str(&c->v, sv, sizeof sv),
+                txpy_dtype_str(p->v_type), txpy_dtype_str(p->o_type));
+    return -1;
+  }
+  if (p->lse != pp->lse) {
+    value_error(pp->lse ? "the plan was made with return_lse=True: pass an lse output"
+                        : "the plan was made without return_lse: it writes no lse");
+    return -1;
+  }
+  if (c->ragged && !pp->ragged) {
+    value_error("q_lens/kv_lens given, but the plan was made for a dense batch: make it with "
+                "ragged=True (or with lengths)");
+    return -1;
+  }
+  return 0;
+}
+
+static PyObject *new_plan(txpy_call *c, PyObject *context, const txpy_opts *o) {
+  txattn_plan *plan = NULL;
+  PyThreadState *unlocked = PyEval_SaveThread();
+  txattn_status s = txattn_plan_create(((txpy_context *)context)->ctx, &c->p, o->kernel, &plan);
+  PyEval_RestoreThread(unlocked);
+  if (s != TXATTN_OK) return txpy_raise_status(s, txattn_last_error());
+  txpy_plan *self = PyObject_New(txpy_plan, &txpy_plan_type);
+  if (self == NULL) {
+    txattn_plan_free(plan);
+    return NULL;
+  }
+  self->plan = plan;
+  self->vectorcall = txpy_plan_vectorcall;
+  self->context = Py_NewRef(context);
+  self->q_lens = o->q_lens != NULL && o->q_lens != Py_True ? Py_NewRef(o->q_lens) : NULL;
+  self->kv_lens = o->kv_lens != NULL && o->kv_lens != Py_True ? Py_NewRef(o->kv_lens) : NULL;
+  if (txattn_problem_resolve(&c->p, &self->problem) != TXATTN_OK) self->problem = c->p;
+  return (PyObject *)self;
+}
+
+/* The library's call for op, with the GIL released. */
+static PyObject *dispatch(txpy_call *c, PyObject *target, const char *kernel) {
+  txattn_tensors t;
+  if (make_tensors(c, &t)) return NULL;
+  txattn_status s = TXATTN_OK;
+  double bound = 0, abs_bound = 0, rel_bound = 0;
+  int want_lse_bound = c->p.lse;
+  PyThreadState *unlocked = PyEval_SaveThread();
+  switch (c->op) {
+  case TXPY_OP_ATTENTION:
+    if (kernel == NULL) {
+      s = txattn_attention(((txpy_context *)target)->ctx, &c->p, &t);
+    } else {
+      txattn_plan *plan = NULL;
+      s = txattn_plan_create(((txpy_context *)target)->ctx, &c->p, kernel, &plan);
+      if (s == TXATTN_OK) s = txattn_plan_execute(plan, &t);
+      txattn_plan_free(plan);
+    }
+    break;
+  case TXPY_OP_EXECUTE:
+    s = txattn_plan_execute(((txpy_plan *)target)->plan, &t);
+    break;
+  case TXPY_OP_REFERENCE:
+    s = txattn_reference(&c->p, &t);
+    break;
+  case TXPY_OP_BOUND:
+    c->p.lse = 0;
+    s = txattn_error_bound(&c->p, &t, &bound);
+    if (s == TXATTN_OK && want_lse_bound)
+      s = txattn_lse_error_bound(&c->p, &t, &abs_bound, &rel_bound);
+    break;
+  }
+  PyEval_RestoreThread(unlocked);
+  if (s != TXATTN_OK) return txpy_raise_status(s, txattn_last_error());
+  if (c->op == TXPY_OP_BOUND)
+    return want_lse_bound ? Py_BuildValue("(ddd)", bound, abs_bound, rel_bound)
+                          : PyFloat_FromDouble(bound);
+  Py_RETURN_NONE;
+}
+
+static PyObject *zero_bound(const txpy_call *c) {
+  return c->p.lse ? Py_BuildValue("(ddd)", 0.0, 0.0, 0.0) : PyFloat_FromDouble(0.0);
+}
+
+PyObject *txpy_call_run(txpy_call *c, PyObject *target, const txpy_opts *o) {
+  if (c->op == TXPY_OP_BOUND || c->op == TXPY_OP_PLAN)
+    c->p.lse = o->lse;
+  else
+    c->p.lse = c->have_lse;
+  if (check_shapes(c) ||
+      txpy_parse_lens(c, &c->q, o->q_lens, "q_lens", c->p.n_q, "n_q", &c->q_lens) ||
+      txpy_parse_lens(c, &c->k, o->kv_lens, "kv_lens", c->p.n_kv, "n_kv", &c->kv_lens))
+    return NULL;
+  c->p.ragged = c->ragged;
+  if (c->op == TXPY_OP_EXECUTE) {
+    const txattn_problem *pp = &((txpy_plan *)target)->problem;
+    if (check_against_plan(c, pp)) return NULL;
+    c->p = *pp;
+  } else {
+    c->p.mask = (txattn_mask)o->mask;
+    c->p.window_left = o->mask == TXATTN_MASK_WINDOW ? o->window_left : 0;
+    c->p.window_right = o->mask == TXATTN_MASK_WINDOW ? o->window_right : 0;
+    c->p.scale = o->scale;
+  }
+  int empty = c->p.batch == 0 || c->p.heads_q == 0 || c->p.n_q == 0;
+  if (c->op == TXPY_OP_PLAN) {
+    if (empty || c->p.n_kv == 0) {
+      char sq[160], sk[160];
+      return value_error("cannot plan an empty problem: %s has shape %s and %s %s", c->q.name,
+                         txpy_shape_str(&c->q, sq, sizeof sq), c->k.name,
+                         txpy_shape_str(&c->k, sk, sizeof sk));
+    }
+    return new_plan(c, target, o);
+  }
+  if (empty) /* nothing to compute */
+    return c->op == TXPY_OP_BOUND ? zero_bound(c) : Py_NewRef(Py_None);
+  if (c->p.n_kv == 0) { /* every row sees no key: exact zeros, and no error to bound */
+    if (c->op == TXPY_OP_BOUND) return zero_bound(c);
+    /* what the library would refuse, refused here too (k and v are empty) */
+    if (txpy_views_overlap(&c->o, &c->q) ||
+        (c->have_lse && (txpy_views_overlap(&c->lse, &c->q) || txpy_views_overlap(&c->lse, &c->o))))
+      return txpy_raise_status(TXATTN_E_INVALID, "the output overlaps q, or lse overlaps q or o");
+    fill_no_keys(c);
+    Py_RETURN_NONE;
+  }
+  return dispatch(c, target, o->kernel);
+}
+
+PyObject *txpy_call_result(txpy_call *c, int want_lse) {
+  if (!want_lse) return Py_NewRef(c->o_obj);
+  return PyTuple_Pack(2, c->o_obj, c->lse_obj);
+}
+
+/* ---- merge ----------------------------------------------------------------------------------- */
+
+/* Imports part i of a merge, o and lse, checked against out; 0, or -1 with nothing held. */
+static int import_part(const txpy_view *out, PyObject *o_obj, PyObject *lse_obj, char *o_name,
+                       char *lse_name, txpy_view *o, txpy_view *l) {
+  char so[160], sp[160];
+  if (txpy_import(o_obj, o_name, TXPY_READ, o, NULL)) return -1;
+  if (txpy_import(lse_obj, lse_name, TXPY_READ | TXPY_ROWS, l, NULL)) {
+    txpy_view_release(o);
+    return -1;
+  }
+  if (o->ndim != 4 || memcmp(o->shape, out->shape, sizeof o->shape[0] * 4) != 0 ||
+      o->dtype != out->dtype)
+    value_error("%s has shape %s and dtype %s but out has shape %s and dtype %s: every part "
+                "and the result share both",
+                o->name, txpy_shape_str(o, sp, sizeof sp), txpy_dtype_str(o->dtype), out->name,
+                txpy_shape_str(out, so, sizeof so), txpy_dtype_str(out->dtype));
+  else if (l->ndim != 3 || memcmp(l->shape, out->shape, sizeof l->shape[0] * 3) != 0 ||
+           l->dtype != TXATTN_DTYPE_F32)
+    value_error("%s has shape %s and dtype %s; it must be float32 of shape (%lld, %lld, %lld), "
+                "[batch, heads, rows] of %s %s",
+                l->name, txpy_shape_str(l, sp, sizeof sp), txpy_dtype_str(l->dtype),
+                (long long)out->shape[0], (long long)out->shape[1], (long long)out->shape[2],
+                o->name, txpy_shape_str(o, so, sizeof so));
+  else
+    return 0;
+  txpy_view_release(o);
+  txpy_view_release(l);
+  return -1;
+}
+
+/* _merge(outputs, lses, out, lse_out, q_lens): txattn_merge of the parts (o_i, lse_i) into out
+   (and lse_out unless None). */
+PyObject *txpy_merge(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  (void)self;
+  if (nargs != 5) {
+    PyErr_SetString(PyExc_TypeError, "_merge takes 5 arguments");
+    return NULL;
+  }
+  PyObject *outs = PySequence_Fast(args[0], "outputs must be a sequence of arrays");
+  PyObject *lses = outs ? PySequence_Fast(args[1], "lses must be a sequence of arrays") : NULL;
+  Py_ssize_t n = outs && lses ? PySequence_Fast_GET_SIZE(outs) : 0;
+  txpy_view *parts = NULL; /* n o views, then n lse views */
+  txattn_tensors *pt = NULL;
+  char(*names)[32] = NULL;
+  txpy_call c;
+  txpy_call_init(&c, TXPY_OP_REFERENCE);
+  PyObject *result = NULL;
+  Py_ssize_t imported = 0;
+  if (lses == NULL) goto done;
+  if (n == 0 || PySequence_Fast_GET_SIZE(lses) != n) {
+    value_error("merge takes as many lses as outputs, at least one; got %zd outputs and %zd lses",
+                n, PySequence_Fast_GET_SIZE(lses));
+    goto done;
+  }
+  parts = calloc((size_t)n * 2, sizeof *parts);
+  pt = calloc((size_t)n, sizeof *pt);
+  names = calloc((size_t)n * 2, sizeof *names);
+  if (parts == NULL || pt == NULL || names == NULL) {
+    PyErr_NoMemory();
+    goto done;
+  }
+  if (txpy_import(args[2], "out", TXPY_WRITE, &c.o, NULL)) goto done;
+  if (args[3] != Py_None) {
+    if (txpy_import(args[3], "lse out", TXPY_WRITE | TXPY_ROWS, &c.lse, NULL)) goto done;
+    c.have_lse = 1;
+  }
+  c.have_o = 1;
+  char so[160], sp[160];
+  if (txpy_need_ndim(&c.o, 4, bhnd)) goto done;
+  for (; imported < n; imported++) {
+    snprintf(names[imported], sizeof names[0], "outputs[%zd]", imported);
+    snprintf(names[n + imported], sizeof names[0], "lses[%zd]", imported);
+    if (import_part(&c.o, PySequence_Fast_GET_ITEM(outs, imported),
+                    PySequence_Fast_GET_ITEM(lses, imported), names[imported], names[n + imported],
+                    &parts[imported], &parts[n + imported]))
+      goto done;
+  }
+  if (c.have_lse && (c.lse.ndim != 3 || memcmp(c.lse.shape, c.o.shape, sizeof c.o.shape[0] * 3) ||
+                     c.lse.dtype != TXATTN_DTYPE_F32)) {
+    value_error("lse out has shape %s and dtype %s; it must be float32 of shape (%lld, %lld, "
+                "%lld), [batch, heads, rows] of out %s",
+                txpy_shape_str(&c.lse, sp, sizeof sp), txpy_dtype_str(c.lse.dtype),
+                (long long)c.o.shape[0], (long long)c.o.shape[1], (long long)c.o.shape[2],
+                txpy_shape_str(&c.o, so, sizeof so));
+    goto done;
+  }
+  c.p.batch = c.o.shape[0];
+  c.p.heads_q = c.p.heads_kv = c.o.shape[1];
+  c.p.n_q = c.p.n_kv = c.o.shape[2];
+  c.p.d_qk = c.p.d_v = c.o.shape[3];
+  c.p.q_type = c.p.k_type = c.p.v_type = c.p.o_type = c.o.dtype;
+  if (txpy_parse_lens(&c, &c.o, args[4], "q_lens", c.p.n_q, "n_q", &c.q_lens)) goto done;
+  c.p.ragged = c.ragged;
+  if (c.p.batch == 0 || c.p.heads_q == 0 || c.p.n_q == 0) {
+    result = Py_NewRef(Py_None);
+    goto done;
+  }
+  if (c.p.d_v == 0) {
+    value_error("out has dim 0: d_v must be at least 1");
+    goto done;
+  }
+  txattn_tensors out = TXATTN_TENSORS_INIT;
+  out.o_data = c.o.data;
+  out.q_lens = c.q_lens;
+  if (txpy_view_layout(&c.o, &out.o_layout)) goto done;
+  if (c.have_lse) {
+    out.lse = (float *)c.lse.data;
+    if (txpy_rows_layout(&c.lse, &out.lse_layout)) goto done;
+  }
+  for (Py_ssize_t w = 0; w < n; w++) {
+    pt[w] = (txattn_tensors)TXATTN_TENSORS_INIT;
+    pt[w].o_data = parts[w].data;
+    pt[w].lse = (float *)parts[n + w].data;
+    if (txpy_view_layout(&parts[w], &pt[w].o_layout) ||
+        txpy_rows_layout(&parts[n + w], &pt[w].lse_layout))
+      goto done;
+  }
+  PyThreadState *unlocked = PyEval_SaveThread();
+  txattn_status s = txattn_merge(&c.p, pt, (size_t)n, &out);
+  PyEval_RestoreThread(unlocked);
+  if (s != TXATTN_OK) {
+    txpy_raise_status(s, txattn_last_error());
+    goto done;
+  }
+  result = Py_NewRef(Py_None);
+done:
+  for (Py_ssize_t i = 0; parts != NULL && i < imported; i++) {
+    txpy_view_release(&parts[i]);
+    txpy_view_release(&parts[n + i]);
+  }
+  free(parts);
+  free(pt);
+  free(names);
+  txpy_call_release(&c);
+  Py_XDECREF(outs);
+  Py_XDECREF(lses);
+  return result;
+}
+
+static PyObject *side(int64_t w) {
+  return w == TXATTN_UNBOUNDED ? Py_NewRef(Py_None) : PyLong_FromLongLong(w);
+}
+
+PyObject *txpy_problem_dict(const txattn_problem *p) {
+  PyObject *window = p->mask == TXATTN_MASK_WINDOW
+                         ? Py_BuildValue("(NN)", side(p->window_left), side(p->window_right))
+                         : Py_NewRef(Py_None);
+  if (window == NULL) return NULL;
+  return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:s,s:N,s:d,s:(ssss),s:O,s:O}", "batch",
+                       (long long)p->batch, "heads_q", (long long)p->heads_q, "heads_kv",
+                       (long long)p->heads_kv, "n_q", (long long)p->n_q, "n_kv", (long long)p->n_kv,
+                       "d_qk", (long long)p->d_qk, "d_v", (long long)p->d_v, "mask",
+                       txattn_mask_name(p->mask), "window", window, "scale", (double)p->scale,
+                       "dtypes", txattn_dtype_name(p->q_type), txattn_dtype_name(p->k_type),
+                       txattn_dtype_name(p->v_type), txattn_dtype_name(p->o_type), "lse",
+                       p->lse ? Py_True : Py_False, "ragged", p->ragged ? Py_True : Py_False);
+}
