@@ -319,13 +319,14 @@ static PyObject *new_plan(txpy_call *c, PyObject *context, const txpy_opts *o) {
   self->context = Py_NewRef(context);
   self->q_lens = o->q_lens != NULL && o->q_lens != Py_True ? Py_NewRef(o->q_lens) : NULL;
   self->kv_lens = o->kv_lens != NULL && o->kv_lens != Py_True ? Py_NewRef(o->kv_lens) : NULL;
+  self->problem = (txattn_problem)TXATTN_PROBLEM_INIT; /* PyObject_New does not zero it */
   if (txattn_problem_resolve(&c->p, &self->problem) != TXATTN_OK) self->problem = c->p;
   return (PyObject *)self;
 }
 
 /* The library's call for op, with the GIL released. */
 static PyObject *dispatch(txpy_call *c, PyObject *target, const char *kernel) {
-  txattn_tensors t;
+  txattn_tensors t = TXATTN_TENSORS_INIT;
   if (make_tensors(c, &t)) return NULL;
   txattn_status s = TXATTN_OK;
   double bound = 0, abs_bound = 0, rel_bound = 0;
