@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The README's quick start, in one command: installs the Debian packages (.ci/packages; as root or
 # through sudo), builds into build/, lists the kernels, checks every one against the fp64 reference,
 # benchmarks a representative shape, then profiles this machine (txtune profile --quick, about 30 s)

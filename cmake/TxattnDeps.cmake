@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Third-party dependencies, all from Debian packages (see .ci/run for the package names).
 find_package(Threads REQUIRED)
 find_package(OpenMP REQUIRED COMPONENTS C)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Initial cache for the libFuzzer build (tests/fuzz): cmake -S . -B build-fuzz -C cmake/TxattnFuzz.cmake
 # then cmake --build build-fuzz --target txattn_fuzz. clang (Debian: clang-14, libclang-rt-14-dev
 # for libFuzzer, libomp-14-dev for clang's OpenMP); every target is compiled for libFuzzer's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Installs libtxattn, its headers and the files that let other projects find it: a CMake package
 # (find_package(txattn) -> txattn::txattn) and a pkg-config file. Plugins and txtune install themselves
 # (cmake/TxattnPlugin.cmake, tuner/). Both package files are relocatable: they locate the install from

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # txattn_add_plugin(<name> SOURCES <files...> [LIBS <libs...>] [OUTPUT_DIR <dir>] [NO_INSTALL])
 # Builds plugins/<name> as lib<...> "txattn_<name>.so" with hidden visibility into the plugin directory.
 # Per-ISA sources are added afterwards with txattn_isa_sources() (below): it gives them their flags.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Initial cache for the ThreadSanitizer build: cmake -S . -B build-tsan -C cmake/TxattnTsan.cmake.
 # clang, because gcc's libgomp is not instrumented (TSan reported races inside its workers that say
 # nothing about our code): here the OpenMP plugins use LLVM's libomp, and .ci/run loads Archer

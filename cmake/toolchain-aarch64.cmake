@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Cross build for arm64 with Debian's gcc-aarch64-linux-gnu; ctest runs the arm64 binaries under qemu-user.
 # .ci/cross-arm64 does all of this (packages: .ci/packages-arm64):
 #   dpkg --add-architecture arm64 && apt-get update

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txattn_context: creation, lifetime, and the kernel and rejected-plugin lists. */
 #include <stdlib.h>
 #include <string.h>

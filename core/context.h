@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: the context. Immutable after txattn_context_create except for the plan cache (own
  * mutex) and the reference count. Plans hold a reference, so a context freed before its plans lives
  * on until the last plan is freed: only the last release unloads the plugins. */

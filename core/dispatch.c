@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The dispatcher: a named kernel, else the dispatch table's choice (table_lookup.c), else the
  * cheapest by a documented estimate. Every choice comes with one line on why, which names the
  * table's region or interpolation, or why the table had no entry. When its choice cannot plan or

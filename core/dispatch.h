@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: which kernel runs a problem, and which one next when the chosen one cannot plan it or
  * fails to run it. */
 #ifndef TXATTN_CORE_DISPATCH_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Elements of every txattn_dtype, for the reference and the error bound. */
 #include "dtype.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: elements of the tensors' types (txattn_dtype), as the reference and the error bound
  * read and write them: every 16-bit value is exact in double, and a double is rounded to a type
  * once, to nearest even. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: how the library reports failures (see txattn_last_error in txattn/txattn.h).
  *
  * Convention: every public function that returns a status ends with `return txattn__ok();` on

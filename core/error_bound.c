@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txattn_error_bound: the bound on max|O - O_ref| every kernel meets, as a formula in the inputs.
  *
  *   bound = max|V| * max(TXATTN_EXACT_TOLERANCE, (3 + sqrt(d_qk)) * 2^-24 * L),

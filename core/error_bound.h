@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The error bounds (error_bound.c), inside the library. */
 #ifndef TXATTN_CORE_ERROR_BOUND_H
 #define TXATTN_CORE_ERROR_BOUND_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A plugin file's build identity: a 64-bit FNV-1a-style hash of its bytes. Not a cryptographic
  * hash, and it need not be one: it tells builds apart (a rebuilt or upgraded plugin), it defends
  * against no one, since whoever can replace a plugin file runs code in every process loading it.

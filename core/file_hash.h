@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: the build identity of a plugin file, a hash of its bytes, so that a dispatch table
  * measured with one build of a plugin is not trusted for another. */
 #ifndef TXATTN_CORE_FILE_HASH_H

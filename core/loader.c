@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The plugin loader: scans the path's directories, refuses unsafe or malformed plugins with a
  * reason, and registers the kernels of the rest.
  *

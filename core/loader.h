@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: the plugins and kernels a context loaded, and the files it skipped. */
 #ifndef TXATTN_CORE_LOADER_H
 #define TXATTN_CORE_LOADER_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The verbose log (TXATTN_VERBOSE) on stderr. */
 #include <pthread.h>
 #include <stdarg.h>

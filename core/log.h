@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: the only way the library prints. Silent unless TXATTN_VERBOSE is set to a non-empty
  * value other than "0" (read once per process). */
 #ifndef TXATTN_CORE_LOG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txattn_merge: the result over a union of disjoint key sets from the results over each, as the
  * online softmax combines blocks. Per row, in fp32: m = the largest finite-or-+inf lse_i,
  * e_i = exp(lse_i - m) (with m +inf: 1 for the parts at +inf, 0 for the others), s = sum e_i,

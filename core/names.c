@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The one home of the names of the ISAs, masks and element types: the library's messages,
  * txattn_kernel_info, TXATTN_MAX_ISA and the dispatch table file all spell them through these. */
 #include "txattn/plugin.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txattn_plan: the chosen kernel with its tunables, thread count and workspaces; describing and
  * running it. */
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: the plan. Immutable after creation except for its workspace pool (own mutex) and
  * reference count, which is what makes txattn_plan_execute safe to call from many threads at once.
  */

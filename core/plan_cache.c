@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txattn_attention: plan + execute through a small LRU cache of plans per context. Plans are shared
  * by every thread that hits them, which is safe because txattn_plan_execute is; each user holds a
  * reference, so evicting a plan that another thread is still running only drops the cache's

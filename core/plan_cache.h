@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: the per-context cache of plans behind txattn_attention(). */
 #ifndef TXATTN_CORE_PLAN_CACHE_H
 #define TXATTN_CORE_PLAN_CACHE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txattn_plan_describe: a plan in one line, e.g.
  *   tiled.avx2 block_q=64 block_k=256 threads=2 | b=1 hq=8 hkv=8 nq=4096 nkv=4096 d=64/64
  * mask=causal scale=0.125 (one line; wrapped here). Window sides print as numbers or "inf"; a

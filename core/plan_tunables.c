@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Reading a plan's tunables: what `txtune topo` shows and what the tuner starts its search from. */
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Plans with tunables the caller chooses (what the tuner measures), and the declarations of a
  * kernel's tunables, which say what may be chosen. */
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: plans with tunables the caller chooses (plan_tuned.c). */
 #ifndef TXATTN_CORE_PLAN_TUNED_H
 #define TXATTN_CORE_PLAN_TUNED_H

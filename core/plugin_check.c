@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Plugin descriptor validation. A descriptor is data from a file we do not trust: every field is
  * checked before the host dereferences a pointer in it or calls a function of it, and the first bad
  * field is reported in words. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: validation of what a plugin hands us, before anything in it is called. */
 #ifndef TXATTN_CORE_PLUGIN_CHECK_H
 #define TXATTN_CORE_PLUGIN_CHECK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Where plugins are looked for. The default is found relative to libtxattn.so itself, so the build
  * tree (build/lib/libtxattn.so + build/lib/txattn/plugins) and any relocated install work with no
  * variable set; the compiled-in install directory is the last resort. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: where plugins are looked for (plugin_path.c). */
 #ifndef TXATTN_CORE_PLUGIN_PATH_H
 #define TXATTN_CORE_PLUGIN_PATH_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txattn_problem: validation, defaults, and counting the visible pairs. */
 #include <float.h>
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: problem validation and the visible-pair count. */
 #ifndef TXATTN_CORE_PROBLEM_H
 #define TXATTN_CORE_PROBLEM_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txattn_reference: the oracle. Plain loops in double, one row at a time, no cleverness: every
  * kernel is measured against this. 16-bit inputs are read exactly; the output is rounded once, from
  * double to o's type, and so is lse (p->lse) to fp32. A ragged batch is computed one sequence at a

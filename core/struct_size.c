@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The size discipline of the public structs: the library reads and writes only the bytes a caller's
  * struct_size covers, and only when struct_size is a size the struct has had. */
 #include "struct_size.h"

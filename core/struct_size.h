@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: reading and writing the caller's public structs by their struct_size (the rule is in
  * txattn/txattn.h, "Public structs grow"). */
 #ifndef TXATTN_CORE_STRUCT_SIZE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txattn_tensors: pointers, strides, address arithmetic and overlap, checked before any kernel
  * runs. */
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: validation of the tensors of one call. */
 #ifndef TXATTN_CORE_TENSORS_H
 #define TXATTN_CORE_TENSORS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The version of the library linked at run time. */
 #include "txattn/txattn.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The workspace pool: a mutex-protected stack of 64-byte aligned blocks. The link lives in a
  * 64-byte header before each workspace, so giving one back never allocates.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: reusable kernel workspaces for one plan. Many threads may execute one plan at once,
  * each needing its own workspace; a free list keeps one per concurrent caller, so after warm-up no
  * call allocates or touches fresh pages (docs/measurements.md). */

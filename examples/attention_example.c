@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A program that uses the installed libtxattn: causal attention with grouped-query heads (GQA),
  * checked against the fp64 reference. Build it with examples/CMakeLists.txt (find_package) or with
  *   cc -std=c11 attention_example.c $(pkg-config --cflags --libs txattn) -lm \

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs a txattn build into a temporary prefix and uses it with the README's commands for a prefix
 # other than /usr/local: builds and runs attention_example.c with find_package (CMAKE_PREFIX_PATH) and
 # with pkg-config (PKG_CONFIG_PATH, -Wl,-rpath,PREFIX/lib), runs the installed txtune with no variable

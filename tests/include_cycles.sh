@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Fails when the files of a source tree (core/) depend on each other in a cycle.
 #
 # A file depends on the headers it includes, and a header depends on every other file that defines

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* 16-bit tensors through the banded kernels (banded.<isa>, banded_omp.<isa>: every ISA this CPU
  * has), the dense baseline masked.scalar and naive.scalar, on the shapes their code paths turn on:
  * narrow windows (symmetric and left-only, around the vector widths, a window of one key), causal

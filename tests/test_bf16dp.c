@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tiled.avx512bf16's Q K^T (plugins/tiled/tiled_avx512bf16.c) against scalar models, bit for bit:
  * - vdpbf16ps: the emulation (tests/emulation/avx512_emulation.h) and, where the CPU has
  *   AVX512_BF16, the instruction, against a model written here (two fused multiply-adds, the odd

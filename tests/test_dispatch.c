@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Choosing kernels: forcing by argument and TXATTN_FORCE_KERNEL, unknown names, ISA detection and
  * TXATTN_MAX_ISA, the dispatcher's respect for usable and applicable(), txattn_attention against
  * plan + execute, thread counts, and the plan's own reports. */

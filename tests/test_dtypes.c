@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* 16-bit tensors in the reference and the error bound: inputs are read exactly, the output is
  * rounded once from the exact value to o's type, to nearest even. The oracle here is the compiler's
  * own _Float16 (IEEE binary16, converted from double with one rounding) and the bf16 definition

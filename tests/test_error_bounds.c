@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txattn__error_bounds (core/error_bound.h), the one pass over the visible pairs behind both public
  * bounds: the same values, bit for bit, as txattn_error_bound and txattn_lse_error_bound on
  * problems of every kind (element types, masks, GQA, ragged batches, NaN and infinite inputs),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* One kernel's failure is never the caller's (issue 16): when the kernel the dispatcher chose, by
  * the estimate or by a dispatch table, cannot plan a problem (a default outside its declared range,
  * a workspace no machine has) or fails to run it, the next candidate takes over; the plan's reason

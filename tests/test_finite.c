@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Finite inputs, finite outputs (issue 19, item 6): a sweep of scales (1e-30 .. 2.3e38, the largest
  * the library takes, and a negative one) and input magnitudes (up to +-6e4 in f32 and f16's
  * largest, 65504) over every kernel and ISA of the build (and of tiled_omp's and banded_omp's test

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The 16-bit conversions kernels use for f16 and bf16 tensors: plugins/common/half.h (scalar) and
  * the vf_*_f16 / vf_*_bf16 functions of each vector layer (through vec_rows_half.h).
  *

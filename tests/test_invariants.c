@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Properties exact attention has whatever the inputs, checked for the reference and every kernel
  * without trusting the reference's own answer on the transformed input:
  *   - adding one vector to every key adds a per-row constant to the scores: the output does not

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Every kernel, the dispatcher's choice and txattn_attention against txattn_reference over a
  * curated battery of shapes: sizes around powers of two, n_q != n_kv both ways, d_v != d_qk, every
  * mask with narrow, one-sided, unbounded and huge windows, batches, GQA/MQA, strided layouts,

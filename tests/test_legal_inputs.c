@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Inputs that are unusual but legal by txattn.h: q, k and v in one buffer, a packed QKV projection
  * (both also in 16-bit types), K and V broadcast with zero strides, zero strides that multiply
  * nothing. The validator must accept them, and the reference, every kernel (that takes the types)

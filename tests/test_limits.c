@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The size limits (core/problem.c, check_sizes): sizes beyond them, strides beyond them and
    products that overflow are refused with TXATTN_E_INVALID and a message naming the field, before
    any kernel sees them, and the output is untouched; sizes at the limits plan or are declined by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The plugin loader: where it looks (default, TXATTN_PLUGIN_PATH, the option), what it refuses and
  * why (every defect of tests/plugins/broken_plugin.c, a non-ELF file, writable files and
  * directories, foreign owners, duplicate names), and that good plugins beside broken ones still

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Every shipped kernel's sum of P V over long rows, and infinite values of V (docs/error_bound.md,
  * the bound on O, item 4; issue 18: "NaN, Inf, empty rows and every mask keep their meaning").
  *

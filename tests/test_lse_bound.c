@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txattn_lse_error_bound: its values on problems worked out by hand (both branches of each min,
  * the widest row, a ragged batch), its errors, and that it holds for an fp32 computation of the
  * reference's lse on large logits with an outlier channel, where every score's rounding reaches

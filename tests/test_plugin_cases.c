@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Edge cases of the shipped plugins' own code paths, beyond the battery of test_kernels.c.
  *
  * A NaN in a V row whose score is -inf: the key is visible, its weight exp(-inf - max) is 0, and

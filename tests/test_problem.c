@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The small public helpers: problem defaults, visible-pair counts, txattn_visible_range of
  * plugin.h, versions, status, ISA and mask names and the last-error string. */
 #include <math.h>

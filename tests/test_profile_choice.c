@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune profile's choice of a point's winner (tuner/profile/profile_measure.c, prof_choose): the
    fastest, or among the candidates within the noise of it the preferred one. The rule is what makes
    two profiles in a row agree, so each part of it is pinned here on made-up timings. Which kernels

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune profile's close calls timed again later (tuner/profile/profile_revisit.c): how a visited
    point is settled. A visit comes seconds after the point, at another speed of the host; the
    contenders' times must stay comparable with those of the candidates that were timed only at the

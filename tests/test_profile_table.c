@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What txtune profile puts in the dispatch table (tuner/profile/profile_table.c): a candidate
    whose runs a loaded machine stalled (a spread beyond the format's 100) is still recorded, and a
    class that joined the table but ended up without a point (the table refused it, or a budget ran

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txattn_reference, the oracle every kernel is judged by, on cases a person can check by hand, and
  * against the test's own double-precision oracle and layouts. */
 #include <math.h>

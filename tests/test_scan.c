@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The plugin scanner (issue 19, docs/plugins.md "Scanning"): every hostile plugin of
  * tests/plugins/hostile is quarantined with its reason before anything of it runs in the caller,
  * which gets exact answers from the rest; verdicts are kept by content (a changed file is scanned

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The scan registry in a setuid, setgid or file-capability program (issue 19): under AT_SECURE the
  * registry is never used, whatever TXATTN_SCAN_REGISTRY, XDG_CACHE_HOME or HOME say, so a record
  * planted by the user who runs the program cannot let a plugin file in. No setuid binary is needed:

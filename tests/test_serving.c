@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The serving calls of issue 20: log-sum-exp out (txattn_problem.lse), ragged batches
  * (txattn_problem.ragged with txattn_tensors.q_lens / kv_lens), txattn_merge, and how they keep
  * older callers' structs working. The reference is checked against the test oracle, ragged calls

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The size discipline of the public structs (txattn/txattn.h, "Public structs grow"): a caller
  * built against an older header (a smaller struct) or a newer one (a larger struct) works, and the
  * library reads and writes only the bytes struct_size covers. Each struct sits at the end of a page

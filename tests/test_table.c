@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Dispatch table files: the builder's rules, the round trip through a file, strict reading (file and
  * position in every error, no partial load, random corruption under the sanitizers), atomic writes
  * that leave the old table when they fail, where the table is looked for, and the stale check:

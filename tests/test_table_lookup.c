@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The dispatcher following a dispatch table: the winner inside a region, interpolation between
  * measured points (in log n, and log r for windows), the built-in estimate outside them, a forced
  * kernel over the table, kernels that cannot run or are unknown skipped, the table's tunables in

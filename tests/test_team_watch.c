@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The threaded plugins' team watch (plugins/common/team_watch.h) on made-up timings: which calls
  * are late, how long the team stays smaller, the back-off and its end. Times in nanoseconds. */
 #include <criterion/criterion.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* One context shared by several threads: plans created and executed at once, one plan executed by
  * all threads at once, contexts created in parallel, and each thread keeping its own last error.
  * Workers record failures and the main thread asserts, since Criterion's asserts belong to the

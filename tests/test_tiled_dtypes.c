@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The tiled kernels (tiled.<isa>, tiled_omp.<isa>) on f16 and bf16 tensors: against
  * txattn_reference of the same problem (o in the same type) within txattn_error_bound, on shapes
  * that take both of their paths -- the direct path (at most 4 stacked query rows per kv head:

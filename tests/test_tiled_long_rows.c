@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The tiled kernels' sums over very long rows of nearly equal scores (docs/error_bound.md, "The
  * bound on lse", item 4, and the bound on O, item 4). Two cases, run on every tiled kernel of the
  * build (each ISA this CPU has), tiled_omp on two threads (keys split across them) and its test

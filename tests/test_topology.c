@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The machine topology: hwloc's cache sizes checked for plausibility (faked topologies from
  * tests/data through HWLOC_XMLFILE, which hwloc reads instead of this machine), the cache override
  * (txattn_options.caches beats $TXATTN_CACHES; a malformed option is refused and a malformed variable

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The topology matrix (issue 16): the machines users have, faked from hwloc XML files with the caches
  * of real CPUs (tests/data/topologies/README.md names each file's source), some under an ISA cap
  * (TXATTN_MAX_ISA) or a cache override (TXATTN_CACHES). For each:

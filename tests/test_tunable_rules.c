@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The shipped kernels' tile rules hold their own declarations on every machine and problem.
  *
  * For each kernel of each plugin in the build's plugin directory (and the emulated AVX-512 builds

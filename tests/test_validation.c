@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Every malformed argument is refused with TXATTN_E_INVALID, a message naming it, and nothing
  * written: the tensors live in one arena that is compared byte for byte after each refused call.
  * (test_legal_inputs.c checks the other side: what is unusual but legal is accepted.) */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The library is silent unless TXATTN_VERBOSE is set: not a byte on stdout or stderr while it loads
  * broken plugins, refuses bad arguments, plans and computes. With TXATTN_VERBOSE=1 it explains its
  * dispatch decisions on stderr. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The vectorised exp2 of the tiled kernels' softmax: accuracy bound and special values, per ISA.
  *
  * Checks every ISA build this CPU can run (the others are skipped): the max error in ulp over a

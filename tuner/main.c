@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune: the command-line face of libtxattn. main() only dispatches; each subcommand lives in its
    own cmd_<name>.c (in inspect/, profile/, bench/ or quality/) and parses its own options. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The plausibility check of the per-core cache sizes that tiles are derived from. Virtual
  * machines report nonsense (a whole host's L3 as one guest core's, or none), so every value is
  * checked before a kernel sizes its blocks by it. The rules, level by level (h: hwloc's per-core

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: the plausibility check of the cache sizes hwloc reports (rules in cache_check.c). */
 #ifndef TXATTN_CORE_CACHE_CHECK_H
 #define TXATTN_CORE_CACHE_CHECK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Parsing the cache size override "l1d=48K,l2=1M,l3=32M". Written by hand rather than with
  * strtod/strtoll, whose decimal point and blanks follow the program's locale. */
 #include <stddef.h>

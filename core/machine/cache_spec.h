@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: the cache size override, "l1d=48K,l2=1M,l3=32M" (txattn_options.caches or
  * $TXATTN_CACHES). */
 #ifndef TXATTN_CORE_CACHE_SPEC_H

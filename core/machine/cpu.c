@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ISA detection: cpuid + XGETBV on x86-64, HWCAP on arm64. A kernel is only ever called when both
  * the CPU has its instructions and the OS saves their registers on context switches (a hypervisor
  * may hide the latter while cpuid still advertises the former: that is the classic SIGILL). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: which kernel ISAs this CPU and OS can run (what the CPU says about itself is in
  * cpu_id.h). */
 #ifndef TXATTN_CORE_CPU_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What the CPU says about itself: vendor, brand, family/model/stepping, and (x86) its own cache
  * description leaves, which the topology check compares with what hwloc reports. x86-64 reads
  * cpuid; arm64 reads MIDR_EL1 (the kernel emulates the register read for user space when it

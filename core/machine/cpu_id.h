@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: what the CPU says about itself (cpu_id.c). */
 #ifndef TXATTN_CORE_CPU_ID_H
 #define TXATTN_CORE_CPU_ID_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The machine as a context sees it (txattn_machine_info): the CPU's identity and ISAs, hwloc's
  * topology, the cache sizes after the plausibility check (cache_check.c), and on top of them the
  * user's override. The hardware is probed once per process; the override is read at every

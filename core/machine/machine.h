@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: the machine a context describes to its caller (txattn_context_machine) and to the
  * kernels (txattn_machine, for cache-derived tunable defaults). */
 #ifndef TXATTN_CORE_MACHINE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The topology as hwloc reports it: per-core cache shares, cores, hardware threads, NUMA nodes.
  * Read once per process, since hwloc_topology_init loads hwloc's plugins (libxml2 among them), a
  * cost of milliseconds (docs/measurements.md); every context then copies the result.

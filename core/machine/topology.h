@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: the machine's topology as hwloc reports it, unchecked: cache sizes per core, cores,
  * hardware threads and NUMA nodes. machine.c checks the values for plausibility. */
 #ifndef TXATTN_CORE_TOPOLOGY_H

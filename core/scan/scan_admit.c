@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The loader's gate: a plugin file is dlopened only after the scanner (txattn-scan, in a process of
  * its own) loaded it and ran its kernels without a fault, once per file content. Verdicts are kept
  * in this process (so a program making many contexts scans a file once) and in the scan registry

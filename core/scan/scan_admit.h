@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: the loader's gate before it dlopens a plugin file (scan_admit.c). */
 #ifndef TXATTN_CORE_SCAN_SCAN_ADMIT_H
 #define TXATTN_CORE_SCAN_SCAN_ADMIT_H

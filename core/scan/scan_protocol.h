@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: what the plugin scanner (txattn-scan, scanner_main.c) and the library that spawns it
  * (scan_spawn.c) say to each other. The scanner writes lines to file descriptor
  * TXATTN_SCAN_VERDICT_FD, each ending in '\n':

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The scan registry: one file per plugin content, "$XDG_CACHE_HOME/txtune/plugin-scan/KEY" (else
  * ~/.cache/..., or $TXATTN_SCAN_REGISTRY/KEY when that names a directory), holding
  *

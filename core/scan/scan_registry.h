@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: the scan registry, the scanner's verdicts on plugin files by content, one small file
  * per file content under $XDG_CACHE_HOME/txtune/plugin-scan/. */
 #ifndef TXATTN_CORE_SCAN_SCAN_REGISTRY_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Runs txattn-scan on one plugin file and turns what happened into a verdict. The scanner is found
  * beside libtxattn.so ("<libdir>/txattn/txattn-scan", the build tree mirroring the install), else
  * at the compiled-in install path. posix_spawn, not fork: the caller may be threaded. The child

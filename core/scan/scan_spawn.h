@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: one run of the plugin scanner (txattn-scan) on one file, in a process of its own. */
 #ifndef TXATTN_CORE_SCAN_SCAN_SPAWN_H
 #define TXATTN_CORE_SCAN_SCAN_SPAWN_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txattn-scan: loads one plugin file in a process of its own and runs each of its kernels on a few
  * small shapes against txattn_reference, so that a plugin that crashes, hangs, exits, computes
  * wrongly or writes outside its buffers does so here and not in the program that would load it.

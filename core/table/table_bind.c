@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Binding a dispatch table to a context's kernels. A table's tunables are checked against what
  * the kernel declares here: a kernel whose build is unchanged declares what it declared when the
  * table was measured, so a mismatch means the table was edited or made elsewhere, and the whole

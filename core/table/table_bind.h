@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: a dispatch table measured against the kernels a context loaded: whether its tunables fit
  * them (the header's stale check is table_fingerprint.h), and
  * resolving each candidate's kernel name and tunables once, when the context loads the table, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The dispatch table of a context: which file (txattn_options.table_path, else $TXATTN_TABLE,
  * else the default location), loading it at txattn_context_create, and the state callers and
  * `txtune show` read. A table that is missing, malformed or stale never fails the context: the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: the dispatch table a context loaded at creation, and its state for
  * txattn_context_table_state. Immutable after txattn_context_create. */
 #ifndef TXATTN_CORE_TABLE_CONTEXT_H

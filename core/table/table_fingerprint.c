@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What a dispatch table is tied to: this library's version, the machine's fingerprint and the
  * plugins with their builds. txattn_table_create writes them from a context; the stale check
  * compares a table's with a context's field by field and names every one that differs, with both

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: what a dispatch table is tied to, compared with a context (table_fingerprint.c). */
 #ifndef TXATTN_CORE_TABLE_FINGERPRINT_H
 #define TXATTN_CORE_TABLE_FINGERPRINT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Reading a dispatch table file (docs/dispatch_table.md describes the format). jansson parses the
  * JSON, so syntax errors come with line:column; then every field is checked for its type and range
  * and the first bad one is reported with its JSON path ("classes[2].points[0].n"). Values go

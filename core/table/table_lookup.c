@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The dispatcher's table lookup. A problem maps to a class (exact match on its key) and to
  * coordinates n (and r for windows) in it. The measured points around (n, r) are found in the
  * class's index: the two nearest measured n values (the same one when n was measured), and for

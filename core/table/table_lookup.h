@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: the dispatcher's table lookup (table_lookup.c). */
 #ifndef TXATTN_CORE_TABLE_LOOKUP_H
 #define TXATTN_CORE_TABLE_LOOKUP_H

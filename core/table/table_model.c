@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The dispatch table in memory: the rules every class, point, candidate and header field must
  * follow, and the builders that enforce them (for the public builder and the file parser alike). */
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: the builders of a dispatch table in memory (its records are in table_types.h), the
  * rules they enforce and the names of its fields' values.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The public builder and reader of dispatch tables (txattn/table.h): thin wrappers over the model
  * that check arguments and set txattn_last_error. */
 #include <inttypes.h>

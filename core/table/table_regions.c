@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A class's lookup index (its distinct n and r values and the point at each pair) and its regions:
  * rectangles of neighbouring measured points with the same winner (kernel and tunables).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: a class's lookup index and its regions (table_regions.c). */
 #ifndef TXATTN_CORE_TABLE_REGIONS_H
 #define TXATTN_CORE_TABLE_REGIONS_H

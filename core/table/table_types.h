@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal: the records of a dispatch table in memory (txattn_table of txattn/table.h), shared by
  * the builders (table_model.c), the index (table_regions.c), the file parser and writer, the
  * fingerprint check, the binding to a context and the dispatcher's lookup; and the two equalities

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Writing a dispatch table: the model as JSON (docs/dispatch_table.md), laid out for people (a
  * value that fits in a line stays on one line, so each candidate is one line), and written
  * atomically: a temporary file beside the target, fsync, rename over it, fsync of the directory.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Attention over a KV cache sharded across MPI ranks (issue 20, "Distributed").
  *
  * Every rank holds the same queries and one contiguous slice of the keys and values: of P ranks,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shared by mpi_attention.c and mpi_ring.c (mpi_common.h). */
 #include "mpi_common.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What mpi_attention.c and mpi_ring.c share: option parsing, the inputs (a hash of each element's
  * global index, so a rank makes its own part and rank 0 the whole), the merge's rounding slack,
  * the check of merged rows against txattn_reference and the medians of the timings. Only the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Ring attention for prefill over MPI ranks (issue 20, "Distributed").
  *
  * n queries attend to the n keys of the same sequence. The positions are split into chunks, chunk

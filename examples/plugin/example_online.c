@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A third-party plugin for libtxattn, built outside the txattn tree against the installed
  * <txattn/plugin.h> only (see the CMakeLists.txt beside it). Its one kernel,
  * "example_online.scalar", computes each query row in a single pass over its visible keys with an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txattn plugin ABI, version 1.6: how a shared object adds attention kernels to libtxattn.
  *
  * A plugin is a shared object that exports one symbol, `txattn_plugin_entry` (TXATTN_PLUGIN_ENTRY_SYMBOL):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txattn dispatch tables: building, writing, reading and checking the measured table that
  * `txtune profile` writes and libtxattn's dispatcher follows.
  *

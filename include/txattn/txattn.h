@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txattn: exact scaled-dot-product attention, dispatched to the fastest exact kernel.
  *
  *   O = softmax(scale * Q K^T + mask) V, for every batch b and query head h, with each of Q, K, V

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal to the banded kernels (static library txattn_banded_algo, hidden symbols, linked by the
  * banded and banded_omp plugins): the split between the ISA-free row loop and the per-ISA kernels.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The banded vector kernel, written once over the shared vector layer (plugins/common) and compiled
  * per ISA (banded_<isa>.c with that ISA's flags). Include after:
  *   - vec_<isa>.h and vec_exp2.h: vf, VEC_W lanes, vf_* and vf_exp2;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The parts of the banded vector kernel (banded_algo.h) that read K or V, for one element type:
  * included by banded_algo.h once per type with BANDED_T its token (f32, f16, bf16), and defines
  * NAME_<T> for each function below. Key and value rows are read in their own type and widened in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* One head of the banded vector kernel (banded_algo.h) for one pair of key and value types:
  * included by banded_algo.h once per pair with BANDED_KT and BANDED_VT their tokens (f32, f16,
  * bf16), and defines one_row_<KT>_<VT>, group_rows_<KT>_<VT> and head_<KT>_<VT>, which call the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* banded.avx2: the banded vector kernel (banded_algo.h) over the shared AVX2 vector layer
  * (plugins/common), built with -mavx2 -mfma. The register blocks fit 16 ymm registers: group
  * scores 4 rows x 3 panels of 8 keys (12 accumulators, 3 panel vectors, 1 broadcast), group

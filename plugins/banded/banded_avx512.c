@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* banded.avx512: the banded vector kernel (banded_algo.h) over the shared AVX-512 vector layer
  * (plugins/common), built with -mavx512f -mavx512dq -mavx512bw -mavx512vl -mfma. The same register
  * blocks as banded.avx2 on vectors twice as wide (panels of 16 keys, 16 keys per single-row block).

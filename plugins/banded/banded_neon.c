@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* banded.neon: the banded vector kernel (banded_algo.h) over the shared NEON vector layer
  * (plugins/common; arm64 Advanced SIMD, 4 floats per vector, 32 registers): group scores 4 rows x 4
  * panels of 4 keys (16 accumulators), group weighted sums 4 rows x 4 vectors (16 accumulators, 4

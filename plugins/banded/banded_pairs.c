@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What the banded kernels cost, for the dispatcher's fallback estimate
  * (txattn_kernel_desc.cost_pairs): for the vector kernels the decisions of banded_algo.h replayed on
  * the visible ranges alone; banded.scalar computes exactly the visible pairs. Both add their

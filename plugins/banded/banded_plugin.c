@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The banded plugin's descriptor: banded.scalar everywhere, banded.avx2 and banded.avx512 on x86-64,
  * banded.neon on arm64 (each ISA's head function is built only for its architecture). */
 #include "banded.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The row loop of the banded kernels: for every (batch, head), the base rows of its tensors; inside
  * a head, for every query row, the visible key range from txattn_visible_range, then only those
  * scores, their softmax and the weighted sum of those values, so the work is O(n_q * r * d) for a

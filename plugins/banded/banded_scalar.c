@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* banded.scalar inner loops: portable C shaped so that GCC vectorises them at -O3 with the baseline
  * ISA (SSE2 on x86-64, ASIMD on arm64) without -ffast-math.
  *

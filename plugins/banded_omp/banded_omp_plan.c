@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The banded_omp plan: how many threads, how many rows per task, the workspace (see
  * banded_omp_plan.h). No OpenMP here: workspace_size() calls it from the host's planning thread. */
 #include "banded_omp_plan.h"

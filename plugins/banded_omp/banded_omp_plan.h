@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* How a banded_omp call splits its work across threads, and where each thread's scratch lives.
  *
  * The plan is a pure function of (problem, n_threads, kernel): workspace_size() and run() derive

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The banded_omp plugin's descriptors: banded_omp.scalar, banded_omp.avx2, banded_omp.avx512
  * (x86-64) and banded_omp.neon (arm64), the banded kernels' head functions (plugins/banded, static
  * library txattn_banded_algo) on up to n_threads OpenMP threads. */

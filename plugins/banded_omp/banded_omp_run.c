@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Executes a banded_omp plan (banded_omp_plan.h): the only place that starts OpenMP threads, and
  * only from inside the kernel's run(). Every thread's scratch is a slice of the host's workspace:
  * nothing is allocated here. The plugin's team watch (team_watch.h) sizes each call's team. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Scalar conversions between fp32 and the 16-bit types f16 (IEEE binary16) and bf16 (the top half
  * of an fp32), in portable C11 on bit patterns (uint16_t), independent of the FP environment.
  *

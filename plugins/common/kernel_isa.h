@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The ISA an AVX-512 kernel's descriptor declares. The test build that runs the AVX-512 kernels on
  * emulated intrinsics (tests/emulation, compiled with TXATTN_AVX512_EMULATED) needs only AVX2 and
  * FMA, so its descriptors say so and the loader lets them run on a CPU without AVX-512 (or without

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The team watch's rule (team_watch.h). No OpenMP here: the kernels call it from thread 0. */
 #include <time.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A threaded kernel's watch over its OpenMP team: when a call's team made it slower than one thread
  * alone would have been, the next calls start a smaller team for a while.
  *

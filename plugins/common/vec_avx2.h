@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* AVX2 vector layer: 8 floats per vector (AVX2 + FMA), 16 ymm registers; compile with -mavx2
  * -mfma. Every function keeps the semantics documented in vec_scalar.h, the reference mapping. */
 #ifndef VEC_AVX2_H

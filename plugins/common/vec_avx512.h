@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* AVX-512 vector layer: 16 floats per vector (AVX-512 F), 32 zmm registers; compile with
  * -mavx512f (the plugins add DQ/BW/VL for their ISA check) and -mfma.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* vf_exp2: 2^x over the vector layer, for softmax weights computed in base 2.
  *
  * Include after a vec_<isa>.h. Defined on every float: x is clamped to [-127, 128] first, so that

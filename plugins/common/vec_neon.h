@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* NEON vector layer: 4 floats per vector (arm64 Advanced SIMD, no flags needed), 32 q registers.
  *
  * Semantics of each function: see vec_scalar.h. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Row conversions between 16-bit elements (f16, bf16) and fp32 over the vector layer: include after
  * a vec_<isa>.h. Whole vectors go through the layer's vf_loadu_f16 / vf_storeu_f16 (and bf16)
  * functions, the last n % VEC_W elements through half.h's scalar functions, which give the same

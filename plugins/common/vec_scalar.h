@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Scalar vector layer: a "vector" of one float, portable C for any CPU.
  *
  * A vector layer (vec_<isa>.h, one per ISA) lets a plugin write an algorithm once over the type vf

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The query rows of a problem cut where the ends of their visible key ranges change slope
  * (txattn_visible_range): within a piece, each end is constant or grows by one key a row, and
  * either every row sees a key or none does. Counting what a kernel computes row group by row group

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal to the masked plugin: how the problem is cut into tasks, and the scratch of one task. */
 #ifndef TXATTN_MASKED_H
 #define TXATTN_MASKED_H

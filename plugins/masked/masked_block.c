@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* One task of the masked kernel, written the dense way numpy/PyTorch users write attention:
  *
  *   S = sign(scale) Q_blk K^T   over ALL n_kv keys (cblas_sgemm; no block skipping, deliberately),

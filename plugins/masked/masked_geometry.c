@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* How the masked kernel cuts a problem into tasks, and how much scratch one task needs. */
 #include <stdint.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The masked plugin's descriptor: masked.scalar, the dense BLAS baseline (see masked_block.c). ISA
    scalar because this code needs none: OpenBLAS picks its own SIMD kernels at run time. */
 #include "masked.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The masked kernel's thread plan.
  *
  * We link the OpenMP build of OpenBLAS (cmake/TxattnDeps.cmake), which runs on the same libgomp as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The mask and softmax on one row of the dense S block. Its passes run over every visible score, as
  * often as the two products' inner loops, so they are written without serial chains: the max in
  * independent branch-free lanes, the sum in four double lanes and the scaling as plain loops, which

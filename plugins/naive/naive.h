@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal to the naive plugin: the kernel entry points its descriptor points at. */
 #ifndef TXATTN_NAIVE_H
 #define TXATTN_NAIVE_H

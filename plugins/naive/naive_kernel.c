@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* naive.scalar: attention written to be read, the spec the faster kernels are checked against.
  *
  * For each output row: the scores of the visible keys, their softmax, and the weighted sum of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The naive plugin's descriptor: one kernel, naive.scalar (see naive_kernel.c). */
 #include "naive.h"
 

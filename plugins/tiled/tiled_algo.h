@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The tiled online-softmax algorithm (FlashAttention-2 style), written once over the vector layer.
  *
  * Included by each tiled_<isa>.c after its vec_<isa>.h (plugins/common), with TILED_BLOCKS naming

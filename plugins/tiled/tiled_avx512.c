@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tiled.avx512: the tiled algorithm (tiled_algo.h) over the avx512 vector layer -- AVX-512 F
  * (DQ/BW/VL for the descriptor's ISA check), built with -mavx512f -mavx512dq -mavx512bw -mavx512vl
  * -mfma. */

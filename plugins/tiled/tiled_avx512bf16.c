@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tiled.avx512bf16: tiled.avx512 (tiled_algo.h over vec_avx512.h) with the Q K^T tile on
  * AVX512_BF16's vdpbf16ps, for bf16 q and k (the descriptor declares no other q and k types).
  * Built with the avx512 flags plus -mavx512bf16. K is packed as bf16 pairs (element 2p in the low

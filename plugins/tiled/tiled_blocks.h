@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Register-block shapes of each ISA, in one place: tiled_<isa>.c selects its ISA's shapes for the
  * algorithm (tiled_algo.h), and the descriptors (tiled_plugin.c, tiled_omp_plugin.c; compiled
  * without ISA flags) derive the tunables' multiple_of constraints from them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The direct path of the tiled algorithm: at most TILED_DIRECT_ROWS query rows per (batch, kv head)
  * -- decode: n_q = 1 with a GQA group of up to 4 -- against K and V rows copied chunk by chunk,
  * without the tiled path's packing into panels. Included by tiled_algo.h (it uses that file's

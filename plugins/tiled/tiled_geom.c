@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Geometry of a tiled call: block counts, packed sizes, scratch layout, key span and default block
  * sizes. Compiled without ISA flags; shared with plugins that drive the tiled algorithm themselves.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal interface of the tiled algorithm (hidden symbols), shared by the tiled plugin and by
  * plugins that reuse it (the OpenMP variant links the txattn_tiled_algo static library).
  *

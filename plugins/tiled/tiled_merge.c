@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* How rows of output are written: directly from one pass over the keys (tiled_write_rows, shared by
  * the tiled path and the direct path), or by the split-KV merge, which combines partial (max, sum,
  * output) triples of the same rows over disjoint key ranges.

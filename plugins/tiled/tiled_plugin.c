@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The tiled plugin's descriptors and single-threaded driver: tiled.scalar, tiled.avx2, tiled.avx512
  * (x86-64) and tiled.neon (arm64). Compiled without ISA flags: it only reads the per-ISA tiled_ops
  * tables and calls through them after the host has checked the kernel's ISA. */

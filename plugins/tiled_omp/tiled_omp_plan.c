@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The tiled_omp plan: which mode, how many threads, how the workspace is laid out (see
  * tiled_omp_plan.h). No OpenMP here: workspace_size() calls it from the host's planning thread. */
 #include "tiled_omp_plan.h"

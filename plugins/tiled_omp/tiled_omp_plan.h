@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* How a tiled_omp call splits its work across threads, and where each piece lives in the workspace.
  *
  * The plan is a pure function of (problem, n_threads, block sizes): workspace_size() and run() derive

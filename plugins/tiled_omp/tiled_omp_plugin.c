@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The tiled_omp plugin's descriptors: tiled_omp.scalar, tiled_omp.avx2, tiled_omp.avx512 (x86-64)
  * and tiled_omp.neon (arm64), the tiled kernels' algorithm and ISA code on up to n_threads OpenMP
  * threads. Same tunables and defaults as the tiled kernels (tiled_default_blocks). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Executes a tiled_omp plan (tiled_omp_plan.h): the only place that starts OpenMP threads, and only
  * from inside the kernel's run(). Every thread's scratch, every packed head and every partial is a
  * slice of the host's workspace: nothing is allocated here. The plugin's team watch (team_watch.h)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* See bf16dp_tile.h: tiled_avx512bf16.c's packing and tile (its static functions, so the file is
  * included), under the names BF16DP_SUFFIX gives. */
 #include <stdlib.h>

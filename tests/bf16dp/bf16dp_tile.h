@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tiled.avx512bf16's Q K^T tile and vdpbf16ps itself, exported for tests/test_bf16dp.c by
  * bf16dp_tile.c, which is compiled twice: on the real instructions (the avx512 flags plus
  * -mavx512bf16; call only where the CPU has AVX512_BF16) and on the emulated ones

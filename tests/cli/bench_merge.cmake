@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # txtune bench --merge P (issue 20) on small shapes: every kernel measured reports a `merge` object
 # whose parts are the keys split as evenly as possible, whose times were measured, and whose merged
 # result is exact (o and lse each within its bound); the run passes. No timing is asserted.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # txtune bench --roofline pairs a decode's timed runs with read-bandwidth runs: on a tiny sweep of a
 # decode (n 1) and a prefill (n 4), every measured kernel of the decode (one timed alone on 1
 # thread, two settings of one timed interleaved on 2) has a "paired" object with at least one pair

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # txtune bench sweep -> JSON document -> txtune plot --from -> SVG, end to end on tiny shapes: the
 # sweep reports slopes, its document has the documented header and one point per problem, and the
 # chart names every kernel that was measured. No timing is asserted.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Runs a command and requires an exact exit status (ctest's WILL_FAIL cannot tell a usage error, 2,
 # from a failed check, 1, or a crash). Optionally requires a regular expression in stdout + stderr.
 #   cmake -DCMD="<exe>;<args...>" -DEXPECT=<status> [-DMATCH=<regex>] [-DNOMATCH=<regex>]

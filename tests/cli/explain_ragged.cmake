@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # txtune explain --kv-lens: a ragged batch follows the table's ragged class where it has one (its
 # winner, tiled.scalar, is picked), else the dense decode class of its capacity, as if padded (its
 # winner, naive.scalar). The tables are written for this machine by ragged_table.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # txtune list on plugin directories it refuses or cannot print as they are (issue 19, item 10):
 # a directory others can write is named itself as refused, with the reason, and its parent is not
 # listed as a place plugin files were found; a directory whose name holds an escape sequence is

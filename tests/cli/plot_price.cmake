@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # txtune plot's first panel, "the price of attention", from fixture tables (no timing): per mask kind
 # one line (a <path data-mask=KIND>) of the chosen kernel against n, labelled with its slope at
 # large n, a dot per point in that kernel's colour, and the kinds it cannot draw named in the panel.

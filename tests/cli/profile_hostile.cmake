@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # txtune profile beside hostile kernels (issue 19, tests/plugins/hostile): kernels that crash
 # (a signal, abort, exit), hang (a loop, a hang on the first call only), print on stdout, write
 # past their output, or answer wrong (always, with a NaN, or only above 300 keys), or crash or hang

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # txtune profile end to end on a tiny grid: it writes a table, `txtune show` finds it fits this
 # machine, libtxattn follows it (`txtune explain` says the choice comes from the table, or, only
 # where the table shows that the budget left the points around the shape out, that the estimate

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Writes a dispatch table for this machine and the plugins in PLUGIN_DIR with the dense decode
  * class "causal d16/16 g1 t1 decode" (naive.scalar fastest) and, with RAGGED 1, its ragged class
  * "causal d16/16 g1 t1 decode ragged" (tiled.scalar fastest), both measured at n = 256, 1024 and

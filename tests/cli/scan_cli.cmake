@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # txtune list and txtune check --quick with every hostile plugin (tests/plugins/hostile) on the
 # plugin path at once: both end normally (exit 0), list names each file as quarantined by the
 # plugin scanner, check passes the build's own naive kernel, and nothing a plugin prints reaches

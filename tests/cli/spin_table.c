@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Writes a dispatch table for this machine and the plugins in PLUGIN_DIR that makes the
  * dispatcher pick spin.scalar with spin_us = SPIN_US in the class "none d16/16 g1 t1" (points at
  * n = 8 and 32): a table whose picks are provably slow, for `txtune validate --fail-above`.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # A dispatch table with classes per type combination (a made-up machine's, so stale here): `txtune
 # show` names each class by its types, with a legend and its exclusions; `show --json` prints the
 # library's dump of it, which is the file itself but for its format_version (the file is a dump of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # txtune validate --fail-above on a table whose pick is provably slow (tests/cli/CMakeLists.txt): the
 # pick waits 50 ms a call and the fastest candidate is the same kernel without the wait, so the
 # regret is far above 2 and far below 1e6 on any machine, under any load or emulator.

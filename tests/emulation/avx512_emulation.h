@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The AVX-512 intrinsics our kernels use, emulated in portable C on GCC vector types, so that the
  * AVX-512 kernels' logic (tails, lane shuffles, masks, NaN propagation) runs and is tested on a CPU
  * without AVX-512. Force-included (-include) before a kernel source that is compiled with its AVX2

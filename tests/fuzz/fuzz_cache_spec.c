@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fuzz target: the TXATTN_CACHES / txattn_options.caches parser (core/machine/cache_spec.c, linked
    as source). Every text either parses to sizes within what the parser documents (each level 0 or
    1 KiB .. 1 TiB) or fails with E_INVALID and a message; anything else aborts. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What every fuzz harness shares: libFuzzer's entry points and a reader that decodes the input
    bytes into values, giving zeros once the bytes run out (so every input decodes to something). */
 #ifndef TXATTN_FUZZ_INPUT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fuzz target: problem validation, planning and tiny problems against the reference. The input
    decodes into a txattn_problem (small sizes mostly, and now and then huge, negative or overflowing
    ones; masks and windows, element types, scales from 1e-45 to FLT_MAX, NaN and Inf; struct_size

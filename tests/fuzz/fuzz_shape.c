@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fuzz target: txtune's shape options (tuner/common/args.c and problem_cli.c, linked as source).
    The input is split at newlines and NULs into argv words after a command name; the words are
    parsed as the problem options every shape-taking subcommand has (plus an output, a list and a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fuzz target: the dispatch table reader. The input is written to a file and loaded with
    txattn_table_load; a table that loads is read through every getter (and each getter refuses the
    index one past the end), checked against a context of the shipped plugins, dumped, written with

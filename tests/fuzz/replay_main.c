@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The fuzz harnesses without libFuzzer: feeds each file named on the command line (and each file
    in each directory named) to LLVMFuzzerTestOneInput once, so ctest replays the committed corpus
    and every past crash in every build, sanitizer builds included. A finding aborts inside the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The problem harness from several threads at once: every thread feeds every file named on the
    command line (or in a directory named) to LLVMFuzzerTestOneInput, each starting at a different
    file, so plans are created, run and freed on the harness's shared contexts (1 and 2 threads,

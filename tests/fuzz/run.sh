@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs every libFuzzer target of a TXATTN_FUZZ build for SECONDS each, two at a time (CI has two
 # cores), each from its committed corpus (tests/fuzz/corpus/<target>, read only: what a run adds
 # goes to BUILD/fuzz-runs/<target>/corpus). A target that finds something fails the run, and its

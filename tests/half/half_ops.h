@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The row conversions of plugins/common/vec_rows_half.h, compiled once per ISA (half_<isa>.c, each
  * with that ISA's flags) for test_half.c. Include after a vec_<isa>.h to define that ISA's table;
  * without one, only the declarations. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A plugin with exactly one defect, chosen by the BREAK_* macro CMake defines (one build per
  * defect; BROKEN_DEFECT is the defect's name as a string). The loader must skip each of these with
  * a reason and keep loading the others. Everything the defect does not touch is well-formed, so the

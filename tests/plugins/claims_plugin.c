@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A well-formed plugin with one exact kernel, whose claims come from compile definitions: its
  * plugin name (CLAIMS_PLUGIN_NAME), kernel name (CLAIMS_KERNEL_NAME), speed_hint
  * (CLAIMS_SPEED_HINT) and version (CLAIMS_VERSION_KIND, one of the strings below). CMake builds it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "exact_kernel.h"
 
 #include "oracle.h"

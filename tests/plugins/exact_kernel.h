@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The kernel functions every test plugin shares: exact attention by the test oracle, so that
  * whatever the loader lets through computes the right answer, and a wrong answer always points at
  * the host. */

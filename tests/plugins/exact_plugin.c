@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A well-formed plugin with one exact kernel. CMake builds it several times with different
  * TEST_PLUGIN_NAME / TEST_KERNEL_NAME / TEST_KERNEL_ISA / TEST_APPLICABLE / TEST_SPEED_HINT, giving
  * the good plugin, its spare copy, the kernel for an ISA this CPU lacks, the picky kernel, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Names shared by the test plugins and the tests that load them. */
 #ifndef TXATTN_TEST_PLUGIN_NAMES_H
 #define TXATTN_TEST_PLUGIN_NAMES_H

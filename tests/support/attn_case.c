@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "attn_case.h"
 
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* One attention problem with its inputs, laid out as a test shape says, plus contiguous copies of
  * the inputs and the fp64 reference output computed from those copies. Kernels run on the strided
  * tensors and are compared with the reference, so a kernel that mishandles a stride cannot agree by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "case_check.h"
 
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Judging outputs against the contract: the tolerance, rows with no visible key, NaN rows, and the
  * output buffer's gaps. Each check returns 1 if all is well, else 0 with the first problem in msg.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "case_run.h"
 
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Running a kernel on a case the way a user would (plan, execute) and judging the result. */
 #ifndef TXATTN_TEST_CASE_RUN_H
 #define TXATTN_TEST_CASE_RUN_H

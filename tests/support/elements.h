@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Elements of f32, f16 and bf16 tensors for the tests, written from the formats' definitions with
  * integer arithmetic: nothing here comes from the library or the plugins (plugins/common/half.h),
  * so the test oracle and the cases check those conversions rather than share them. Indexes count

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "lse_tolerance.h"
 
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* How far a kernel's log-sum-exp may be from txattn_reference's: the library's own bound,
  * txattn_lse_error_bound (docs/error_bound.md, "The bound on lse"), for every test that judges lse.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Attention in double precision written from the words of txattn/txattn.h alone, so it shares no
  * code (not even txattn_visible_range or the 16-bit conversions: elements.h has its own) with the
  * library it checks. The test plugins run it as their kernel, and the tests use it to check

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Throw-away plugin directories for the loader tests. They live under the build tree
  * (TXATTN_TEST_SCRATCH_DIR), not /tmp, whose world-writable bit a loader could rightly object to.
  */

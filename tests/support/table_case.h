@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Dispatch tables as the table tests build them: contexts with a table, candidates with tunables
  * the named kernel really declares, and two synthetic classes whose winners change with n (and r),
  * so lookups inside regions, between points and outside them all have something to find. The times

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Contexts and kernel lists as the tests need them, from a clean environment. */
 #ifndef TXATTN_TEST_CONTEXT_H
 #define TXATTN_TEST_CONTEXT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Does an error message or reason name what it should? */
 #ifndef TXATTN_TEST_TEXT_MATCH_H
 #define TXATTN_TEST_TEXT_MATCH_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune bench: what one measured problem holds, shared by the command (cmd_bench.c), its JSON
    (bench_json.c) and its sweeps over n and mask kinds (bench_sweep.c). */
 #ifndef TXTUNE_BENCH_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune bench as JSON: the object of one problem (what `bench --json` has always printed) and the
    sweep document that wraps such objects with the machine and the settings (bench_sweep.md). */
 #define _POSIX_C_SOURCE 200809L /* gmtime_r */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune bench --merge P (issue 20): the keys split into P parts, each a call with lse, and
    txattn_merge of the P partials, against the whole call with the same kernel in the same run. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune bench --kv-lens / --lse (issue 20): a ragged or lse call against what a caller would do
    without it, with the same kernel in the same run: one call per sequence, the batch padded to
    its longest sequence, the call without lse. */

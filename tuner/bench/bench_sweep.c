@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune bench sweeps: the problems of `--n A..B --mask none,causal,window`, and what the sweep
    shows beyond its tables: how each kernel's time grows with n, and which kernel wins where. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune bench --tunable NAME=VALUE: which kernels plan with which tunables. Every kernel that
    declares a named tunable is planned with it through txattn_plan_create_tuned; the library, not
    this file, judges whether a value is inside the kernel's declared range. */

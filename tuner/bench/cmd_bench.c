@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune bench: time every applicable kernel on one shape, or on a sweep of shapes (a list or
  * doubling range of n, a list of mask kinds), verify it, and show the dispatcher's pick. */
 #define _GNU_SOURCE /* getloadavg */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune plot: a dispatch table or a bench sweep as one self-contained SVG of time against n,
    log-log: first the best kernel per mask kind ("the price of attention", plot_price.c), then
    each kernel per class (plot_svg.c). This file reads the options and tells the inputs apart. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "loglog_fit.h"
 
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The power law t ~ n^k that measured times follow, for sweeps and plots: dense attention tends
    to k = 2, a fixed window to k = 1. */
 #ifndef TXTUNE_LOGLOG_FIT_H

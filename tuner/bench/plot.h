@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune plot: time against n per kernel, in panels, whatever the measurements came from (a
    dispatch table: plot_table.c; a bench sweep: plot_sweep.c), drawn as one SVG (plot_svg.c). */
 #ifndef TXTUNE_PLOT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What the drawing of a txtune plot shares (plot_svg.c, plot_price.c, plot_style.c): the panel
    grid, a panel's frame and log-log scales, labels placed so that they cover nothing taken, and
    text escaped for SVG. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The panels of a txtune plot: each a set of kernels' times over a shared, sorted list of n. */
 #define _POSIX_C_SOURCE 200809L /* strdup */
 #include <stdlib.h>

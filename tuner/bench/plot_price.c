@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The first panel of a txtune plot, "the price of attention": for each mask kind, the best
    kernel's time against n in one class (plot_table.c, plot_sweep.c say which), log-log, with each
    line's slope fitted at large n and slopes 1 and 2 drawn from the fastest first point. Dense

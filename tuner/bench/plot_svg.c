@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A txtune plot as a self-contained SVG: the first panel (plot_price.c), then a log-log panel of
    time against n per class: a curve per kernel in its colour and marker (plot_style.c), labelled
    at its end (with its fitted slope), a note where it stops before the panel's largest n and why,

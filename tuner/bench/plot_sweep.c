@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune plot from a bench sweep (bench_sweep.md): one panel per problem class (mask kind and
    window, head sizes, heads, batch), each kernel's median time at each n, and the first panel's
    lines. Every field read is checked; an error names the file and the field's JSON path. */

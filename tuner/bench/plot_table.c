@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune plot from a dispatch table: one panel per class and window reach r, each kernel's
    fastest measured time (whatever its tunables) at each n, and where the profile excluded one;
    and the first panel's lines: per mask kind, the chosen kernel at each n of one class. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Memory bandwidth, STREAM style: arrays far larger than the last-level cache, each thread streaming
    its own contiguous slice, the best of several runs. Portable C: the compiler vectorises both
    loops for the baseline ISA; memory, not the load units, bounds them (an AVX2 build is no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The three measurements behind `txtune bench --roofline`: the FMA peak of each ISA, OpenBLAS sgemm
    and memory bandwidth, each for a given number of threads. Rates are the best of several runs (as
    STREAM reports them): a roof is what the machine can reach, not what it usually does. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* FMA peak per ISA: which loops this CPU and OS can run, and their rate on a team of threads.
    The check is the library's (core/cpu.c), redone here because txtune must not call an ISA's loop
    that the OS does not enable, whatever plugins happen to be installed: cpuid says what the CPU

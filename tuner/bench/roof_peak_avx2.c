@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The AVX2 peak: built with -mavx2 -mfma (this file only), called only when the CPU and OS support
    both. 12 chains of 8-lane FMA: more than FMA ports x latency on current x86 cores (2 x 4 on
    Skylake, 2 x 5 on Haswell and Zen 2), so the ports, not the latency, bound the loop; with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The AVX-512 peak: built with -mavx512f (this file only), called only when the CPU has AVX-512F
    and the OS saves the ZMM and opmask state (XCR0), else it would die of SIGILL. 16 chains of
    16-lane FMA: at least FMA ports x latency on the cores that have it (2 x 4 on Skylake-SP and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The FMA peak loops, one per ISA, each in its own source file so that it gets its ISA's compiler
    flags and nothing else does. Only what those files need: no library headers. */
 #ifndef TXTUNE_ROOF_PEAK_LOOPS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The NEON peak (arm64 only; Advanced SIMD is part of the base ISA there). 24 chains of 4-lane
    FMLA: at least FMA pipes x latency on current cores (2 x 4 on Neoverse N1, 4 x 4 on Neoverse V1
    and Apple M1), and 26 of the 32 vector registers. */

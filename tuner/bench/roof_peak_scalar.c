@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The scalar peak: fp32 multiply then add, not FMA, because that is what the scalar kernels are
    compiled to (baseline x86-64 has no FMA instruction, and ISO C11 mode keeps GCC from contracting
    a * b + c on arm64). This file is built with -fno-tree-vectorize so the chains stay scalar.

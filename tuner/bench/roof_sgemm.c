@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* OpenBLAS sgemm as a practical compute roof: what a tuned dense kernel reaches on this machine
    with the core type OpenBLAS selected (OPENBLAS_CORETYPE can force one). */
 #define _GNU_SOURCE /* cblas.h declares the affinity calls with cpu_set_t */

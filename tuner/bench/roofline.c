@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The roofs of `txtune bench --roofline`: what is measured, in which order, and the header table
    and JSON object that report it. */
 #define _GNU_SOURCE /* getloadavg, sched_getaffinity */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* `txtune bench --roofline`: the machine's roofs measured in the same run as the kernels (FMA peak
    per ISA, OpenBLAS sgemm, memory bandwidth, each at 1 thread and at the context's thread count),
    and each kernel's rate as a fraction of the roof that bounds it; for decode also against read

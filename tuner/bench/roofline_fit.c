@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Each kernel against the roofs: its GFLOP/s as a fraction of the FMA peak of its own ISA at the
    thread count it ran on, and, when the shape is memory-bound, its GB/s (the bytes of the tensors
    in their element types: a 16-bit K and V count 2 bytes a value) as a fraction of the bandwidth

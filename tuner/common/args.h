@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Command-line options of txtune subcommands: one table per subcommand drives both parsing and
    --help, so the help text can never disagree with what is accepted. */
 #ifndef TXTUNE_ARGS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "buffers.h"
 
 #include <math.h>

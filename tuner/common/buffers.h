@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Input and output buffers for one problem: allocated once, each tensor in the element type the
    problem gives it (txattn_problem.q_type ... o_type), filled once with deterministic
    standard-normal values rounded to that type (so every value is one the type holds), reused by

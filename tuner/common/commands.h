@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The subcommands main() dispatches to. Each gets argv with argv[0] = its own name and returns the
    process exit code (TX_EXIT_OK, TX_EXIT_FAIL, TX_EXIT_USAGE). */
 #ifndef TXTUNE_COMMANDS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE /* secure_getenv, as the library reads the variable */
 #include "context_cli.h"
 

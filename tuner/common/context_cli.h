@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The library context as the command line configures it (--threads, --plugin-path), shared by every
    subcommand, and how library failures are reported to the user. */
 #ifndef TXTUNE_CONTEXT_CLI_H

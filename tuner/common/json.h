@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A streaming JSON writer: commas and string escaping are handled here so commands only say what
    they emit. No dependency beyond stdio. */
 #ifndef TXTUNE_JSON_H

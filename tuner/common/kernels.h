@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Choosing kernels by name for a subcommand: every usable one by default, or those --kernel names.
  */
 #ifndef TXTUNE_KERNELS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "problem_cli.h"
 
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* An attention problem on the command line: the options that describe one (shared by every
    subcommand that takes a shape) and the one-line text that names one in tables and reports. */
 #ifndef TXTUNE_PROBLEM_CLI_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "serving_cli.h"
 
 #include <stdio.h>

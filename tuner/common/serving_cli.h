@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The serving options of txtune bench and check (issue 20): --kv-lens L1,L2,... (a ragged batch,
    one sequence per length) and --lse (the call also writes the log-sum-exp of each row); bench
    also takes --merge P (the keys split into P parts, each a call with lse, merged by

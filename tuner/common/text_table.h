@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Aligned text tables for people: cells are collected first so every column gets the width of its
    widest cell. */
 #ifndef TXTUNE_TEXT_TABLE_H

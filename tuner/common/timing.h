@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Timing the way FFTW does it: warm up, double the repetitions until one timed run is long enough
    for the clock, then take the median of several such runs. */
 #ifndef TXTUNE_TIMING_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Is an output exact? max|O - O_ref| against txattn_error_bound (txattn.h) plus the contract's hard
    rules: rows with no visible key are exact zeros, a NaN read through a visible key makes the row
    NaN, and every other row is finite. */

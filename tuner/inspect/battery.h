@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The shapes `txtune check` runs every kernel on: a curated list that covers every rule of the
    contract (lengths, head sizes, masks and windows, GQA, strides, scale, large inputs and large
    logits, rows with no visible key, NaN propagation) rather than a cross product. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune check's planning pass: every usable kernel (and the dispatcher) asked for a plan on large
    shapes the exactness battery cannot afford to run (n 4096..65536, d up to 256, GQA, decode).
    Planning is what fails when a kernel's cache-derived defaults break its own declaration on a

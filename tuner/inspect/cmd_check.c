@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune check: every usable kernel against txattn_reference on the battery of shapes, in the
    element types --dtype gives (one combination, or a few with --dtype all). */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune explain: which kernel the dispatcher picks for one shape and why (a region of the dispatch
    table, an interpolation between measured points, or the built-in estimate and why the table had
    no entry), with the runner-up and margin and the measurements the choice rests on. It asks the

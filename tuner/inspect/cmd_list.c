@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune list: what the loader found: every kernel, whether it can run here (and whether the
    dispatch table libtxattn follows refused it, and why), and every plugin file it refused, with the
    reason. */

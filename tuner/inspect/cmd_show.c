@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune show: a dispatch table for people (header, fingerprint, whether it fits this machine, and
    per class who wins where, by how much), or normalised JSON for scripts. */
 #include <errno.h>

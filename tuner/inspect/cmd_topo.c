@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune topo: the machine as libtxattn sees it -- what hwloc reports, the cache sizes used after
  * the plausibility check or the override, every note about them -- and the tile sizes each
  * tunable kernel derives from those caches for each head size, with the kernel's own description

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune profile: measures every exact kernel (x tunables) over a grid of shape classes on this
    machine and writes the dispatch table libtxattn follows, then summarises who wins where.
 

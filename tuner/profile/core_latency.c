@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The round trip of a cache line between two CPUs (core_latency.h). Linux: sched_getaffinity and
    pthread_setaffinity_np; elsewhere unknown. */
 #define _GNU_SOURCE /* CPU_SET, pthread_setaffinity_np */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The round trip of a cache line between two CPUs this process may run on: how far apart the
    cores that a team's threads share data across are, right now. A virtual machine's host can move
    its vCPUs between near and far cores for minutes at a time, and threaded kernels that share data

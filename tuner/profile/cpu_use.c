@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Other processes' share of the CPUs (cpu_use.h). Linux: /proc/stat; elsewhere unknown. */
 #define _POSIX_C_SOURCE 200809L
 #include "cpu_use.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What other processes took of the CPUs while txtune measured: the machine's busy time
    (/proc/stat) less txtune's own CPU time (getrusage), and what the hypervisor stole. A tuner's
    timings measure whatever else runs: `txtune profile` says so when it was not alone. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune profile: the pieces shared by the command (cmd_profile.c), the measuring of one point
    (profile_measure.c), the exactness checks (profile_check.c), the summary (profile_summary.c) and
    the progress line (progress.c). The knobs and the winner's rule: profile_policy.h. */

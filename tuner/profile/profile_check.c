@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune profile: is a candidate exact on its class? Each (class, r, kernel, tunables) is run once
    on a small shape of the class and compared with txattn_reference (fp64). The inputs and the
    reference output of each (class, r) are made once and shared by its candidates. A kernel that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune profile's grid: the classes (mask, window, head size, GQA group, threads, decode) with a
    library context per thread count, the n and r values measured, and per class and r what was
    learnt along the way (each candidate's last times, so the next point's cost can be predicted

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune profile: the table header's profile object, which records the settings, the whole
    protocol (the knobs of profile_policy.h: timing, confirmation, race, revisits, ties, plan) and,
    per n, what the plans decided and cost, so that a table says how it was measured. */

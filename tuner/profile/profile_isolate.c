@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune profile: the exactness checks in a child process (profile_isolate.h). POSIX; the child's
    program is found through Linux's /proc/self/exe. */
 #define _GNU_SOURCE /* strsignal */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune profile: the exactness checks in a child process, so that a kernel which crashes or hangs
    on its check shape is excluded, with what happened as the reason, instead of taking the profile
    down: a third-party plugin's bug costs that kernel, not the table.

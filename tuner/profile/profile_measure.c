@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune profile: the candidates of one point (kernel x tunables) and their interleaved timing. */
 #include <math.h>
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune profile: the cost model and the plan before each point. The time of every point left is
    predicted from what each class learnt at its last points (profile_grid.c), corrected by how far
    past predictions were off (scale); the plan is the largest number of runs per planned (not

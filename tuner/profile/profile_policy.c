@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune profile's knobs and the rule that picks a point's winner (profile_policy.h). */
 #include "profile_policy.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune profile's policy: every knob that decides how a point is timed, which candidates are
    timed again and which one wins, in one struct with its values (prof_policy, profile_policy.c),
    and the rule that picks a point's winner (prof_choose). docs/profiling.md lists the same knobs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune profile: close calls timed again later (see profile_revisit.h). */
 #include "profile_revisit.h"
 

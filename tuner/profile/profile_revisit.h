@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune profile: close calls timed again later (profile_revisit.c).
  *
  * The runs of one point are taken within a few tens of milliseconds, but on a shared machine the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune profile: the state of one run, shared by the command (cmd_profile.c: the points and the
    table), its plan (profile_plan.c: the cost model and the runs per candidate) and the table
    header's profile object (profile_header.c). */

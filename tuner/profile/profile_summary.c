@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune profile's closing summary: per class, which kernel wins over which ranges of n (and r),
    and how much faster it is there than the dense OpenBLAS kernel (masked.*). */
 #include <math.h>

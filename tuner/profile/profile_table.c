@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune profile: what goes into the dispatch table (see profile.h): a candidate as the format
    takes it, and a table without the classes that ended up with no point. */
 #include <math.h>

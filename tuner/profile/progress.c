@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune profile's progress line: what is being measured, how far, and the time left. Drawn on
    stderr only when stderr is a terminal, so logs and pipes stay clean. */
 #define _POSIX_C_SOURCE 200809L /* isatty, fileno */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune compare: how stable the choice is. Two dispatch tables (two profiles in a row, or before
    and after a change) are compared point by point: where their winners differ, is the difference
    within what the tables themselves measured as noise, or does one table say it matters? */

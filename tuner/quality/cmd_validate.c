@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txtune validate: the regret of the dispatch table on shapes it was NOT measured on. For random
    shapes between its grid points (n, r, heads, within its classes) it times the dispatcher's pick
    and every applicable kernel (default tunables and those the table has), and reports pick time

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A kernel that crashes, for the tests of `txtune profile`: it raises SIGSEGV on every call, as a
  * third-party kernel with a wild pointer would. The profile must exclude it, with the signal as
  * the reason, and still write its table. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Two exact kernels for the tests of what txtune says when a kernel cannot plan (issue 16):
  * bigbroken.scalar, whose default_tunables break its own declaration (block_k outside [8, 1024])
  * from n_kv = FAIL_FROM_N on, as the tiled kernels' did on a 2 MiB L2, so the host refuses every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A deliberately inexact kernel for the tests of `txtune profile`: plain attention with every
  * non-empty output row nudged by 1e-3, a hundred times the exactness tolerance. The profile must
  * exclude it, with its error, and never put it in a table's points. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A kernel whose call time is set by a tunable, for the tests of `txtune validate --fail-above`:
  * spin.scalar waits spin_us microseconds (busy, on the clock) and then computes exact attention
  * with the test oracle (tests/plugins/exact_kernel.c). With its default (0) it is as fast as its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A kernel for the test of `txtune bench --merge` (issue 20): plain attention with lse, exact on
  * calls of at least SPLIT_WRONG_BELOW keys and off by 1e-3 in o (a hundred times the exactness
  * tolerance) on calls with fewer. The whole call passes; its partials, merged, must not. */

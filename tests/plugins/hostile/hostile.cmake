@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The hostile test plugins (issue 19): hostile_plugin.c built once per fault mode, each into a
 # directory of its own (mode 0755, as an installed plugin's), never installed. Included from
 # tests/cli/CMakeLists.txt, so they exist wherever txtune's tests are built; the variables are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A hostile plugin: one source, compiled once per fault mode (HOSTILE_<MODE> defined, see
  * hostile.cmake and docs of the list there), each into a directory of its own. Apart from its one
  * fault every build is a well-formed plugin with one kernel, "h<mode>.scalar", that computes the
