@@ -70,10 +70,22 @@ int txpy_call_inputs(txpy_call *c, PyObject *q, PyObject *k, PyObject *v) {
          txpy_import(v, c->names[2], flags, &c->v, NULL);
 }
 
+/* Whether q is contiguous with this shape and type (its like is then a result's) */
+static int q_is_like(const txpy_call *c, int ndim, const int64_t *shape, txattn_dtype dtype) {
+  if (c->q.ndim != ndim || c->q.dtype != dtype || c->q.spec) return 0;
+  int64_t compact = 1;
+  for (int i = ndim - 1; i >= 0; i--) {
+    if (c->q.shape[i] != shape[i] || (shape[i] > 1 && c->q.strides[i] != compact)) return 0;
+    compact *= shape[i];
+  }
+  return 1;
+}
+
 /* A new result of q's kind, contiguous, imported as *view; fill: 0 none, 1 zeros, 2 -inf. */
 static int allocate(txpy_call *c, int ndim, const int64_t *shape, txattn_dtype dtype,
                     const char *name, int fill, PyObject **obj, txpy_view *view) {
-  *obj = txpy_alloc(c->torch, c->q_obj, ndim, shape, dtype);
+  int like = c->torch && q_is_like(c, ndim, shape, dtype);
+  *obj = txpy_alloc(c->torch, c->q_obj, like, ndim, shape, dtype);
   if (*obj == NULL || txpy_import_new(*obj, c->torch, name, ndim, shape, dtype, view)) return -1;
   if (fill && txpy_view_count(view) > 0) txpy_fill(view, fill == 2);
   return 0;

@@ -14,8 +14,8 @@
 #include "views.h"
 
 static struct {
-  PyObject *ndarray, *np_empty, *np_dtype[2];              /* f32, f16 */
-  PyObject *torch, *tensor, *torch_empty, *torch_dtype[3]; /* f32, f16, bf16 */
+  PyObject *ndarray, *np_empty, *np_dtype[2];                                 /* f32, f16 */
+  PyObject *torch, *tensor, *torch_empty, *torch_empty_like, *torch_dtype[3]; /* f32, f16, bf16 */
   PyObject *to_dlpack, *is_grad_enabled, *get_num_threads, *kw_dtype;
   PyObject *s_requires_grad, *s_dtype, *s_is_cpu, *s_shape, *s_stride, *s_data_ptr, *s_new_empty;
 } K;
@@ -56,12 +56,14 @@ static int torch_ready(void) {
   K.to_dlpack = dlpack ? PyObject_GetAttrString(dlpack, "to_dlpack") : NULL;
   Py_XDECREF(dlpack);
   K.torch_empty = PyObject_GetAttrString(torch, "empty");
+  K.torch_empty_like = PyObject_GetAttrString(torch, "empty_like");
   K.is_grad_enabled = PyObject_GetAttrString(torch, "is_grad_enabled");
   K.get_num_threads = PyObject_GetAttrString(torch, "get_num_threads");
   K.kw_dtype = Py_BuildValue("(s)", "dtype");
   PyObject *tensor = PyObject_GetAttrString(torch, "Tensor");
-  if (tensor == NULL || K.to_dlpack == NULL || K.torch_empty == NULL || K.is_grad_enabled == NULL ||
-      K.get_num_threads == NULL || K.kw_dtype == NULL || !PyType_Check(tensor)) {
+  if (tensor == NULL || K.to_dlpack == NULL || K.torch_empty == NULL ||
+      K.torch_empty_like == NULL || K.is_grad_enabled == NULL || K.get_num_threads == NULL ||
+      K.kw_dtype == NULL || !PyType_Check(tensor)) {
     Py_XDECREF(tensor);
     goto fail;
   }
@@ -234,8 +236,10 @@ int txpy_import_new(PyObject *obj, int torch, const char *name, int ndim, const 
   return PyErr_Occurred() ? -1 : txpy_view_check(v, name, TXPY_ROWS);
 }
 
-PyObject *txpy_alloc(int torch, PyObject *like, int ndim, const int64_t *shape,
+PyObject *txpy_alloc(int torch, PyObject *like, int like_same, int ndim, const int64_t *shape,
                      txattn_dtype dtype) {
+  if (torch && like_same && torch_ready() > 0) /* the cheapest of torch's allocations */
+    return PyObject_CallOneArg(K.torch_empty_like, like);
   PyObject *dims = PyTuple_New(ndim);
   for (int i = 0; dims != NULL && i < ndim; i++) {
     PyObject *n = PyLong_FromLongLong(shape[i]);

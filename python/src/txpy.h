@@ -48,9 +48,11 @@ int txpy_torch_threads(void);
 /* Imports obj as txpy_view_import does, a torch tensor through DLPack after refusing one that
    requires grad in grad mode; *torch (if not NULL) says whether it was a torch tensor. */
 int txpy_import(PyObject *obj, const char *name, int flags, txpy_view *v, int *torch);
-/* A new uninitialised contiguous array of the kind (numpy.empty; for torch like.new_empty where
-   like, q's tensor, has the type, else torch.empty), or NULL */
-PyObject *txpy_alloc(int torch, PyObject *like, int ndim, const int64_t *shape, txattn_dtype dtype);
+/* A new uninitialised contiguous array of the kind, or NULL: numpy.empty; for torch
+   torch.empty_like(like) where like_same says like (q's tensor, contiguous) has the shape and type,
+   else like.new_empty where it has the type, else torch.empty (cheapest first) */
+PyObject *txpy_alloc(int torch, PyObject *like, int like_same, int ndim, const int64_t *shape,
+                     txattn_dtype dtype);
 /* Imports a result txpy_alloc made: a torch tensor by its data pointer alone (its shape, type
    and strides are what was asked for) */
 int txpy_import_new(PyObject *obj, int torch, const char *name, int ndim, const int64_t *shape,
