@@ -73,9 +73,12 @@ def wrapper_alone(ctx, rounds, min_time, runs):
         "attention() torch": lambda: txattn.attention(tq, tkv, tkv, context=ctx),
         "attention() torch, default context": lambda: txattn.attention(tq, tkv, tkv),
     }
+    times = {key: [] for key in calls}
+    for _ in range(rounds):  # the calls in turn, so that a drift of the machine moves them alike
+        for key, fn in calls.items():
+            times[key].append(per_call(fn, min_time, runs, time.process_time))
     rows = []
-    for key, fn in calls.items():
-        ts = [per_call(fn, min_time, runs, time.process_time) for _ in range(rounds)]
+    for key, ts in times.items():
         print(f"    {key:<36} {med(ts) * 1e6:6.2f} us (least {min(ts) * 1e6:.2f})")
         rows.append((key, med(ts), min(ts)))
     return rows
@@ -93,7 +96,7 @@ def txtune_bench(shape, kernels, threads, min_time, runs):
            str(shape["heads_kv"]), "--mask", "causal" if shape["causal"] else "none",
            "--threads", str(threads), "--kernel", ",".join(kernels), "--no-verify", "--json",
            "--reps", str(runs), "--min-time", str(max(1, round(min_time * 1e3))),
-           "--time-limit", "600"]
+           "--time-limit", "86400"]  # its estimate from a tiny call can be far off
     run = subprocess.run(cmd, capture_output=True, text=True)
     if run.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({run.returncode}):\n{run.stderr}\n"
@@ -193,7 +196,8 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=5, help="rounds per figure [5]")
     ap.add_argument("--runs", type=int, default=5, help="timed runs per measurement [5]")
     ap.add_argument("--min-time", type=float, default=0.05, help="seconds per run [0.05]")
-    ap.add_argument("--only", choices=("overhead", "torch"), help="one of the two benchmarks")
+    ap.add_argument("--only", choices=("wrapper", "overhead", "torch"),
+                    help="one part: 1a (wrapper), 1 (overhead) or 2 (torch)")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     ctx = txattn.Context(threads=args.threads)
@@ -202,8 +206,9 @@ def main(argv=None):
           f"{torch.__version__}, numpy {np.__version__}, Python {sys.version.split()[0]}; "
           f"{cpu['brand'] or cpu['vendor']}, {os.cpu_count()} CPUs; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     decode = dict(n_q=1, n_kv=4096, heads=32, heads_kv=8, d=128, causal=False)
-    if args.only in (None, "overhead"):
+    if args.only in (None, "overhead", "wrapper"):
         wrapper_alone(ctx, args.rounds, args.min_time, args.runs)
+    if args.only in (None, "overhead"):
         overhead([("decode n_kv 4096", decode),
                   ("prefill n 4096 causal", dict(n_q=4096, n_kv=4096, heads=32, heads_kv=8, d=128,
                                                  causal=True))],

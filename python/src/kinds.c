@@ -2,11 +2,11 @@
 /* The kinds of tensors: NumPy arrays (and any other object with the buffer protocol or
  * __dlpack__, whose results are NumPy arrays) and torch tensors (whose results are torch tensors).
  * A torch tensor of a type txattn takes, on the CPU, is read through its own data_ptr(), shape and
- * stride(): the same facts a DLPack export carries, at a third of its cost, which is most of a
- * decode call's overhead (docs/python.md); any other torch tensor goes through DLPack, whose
- * import says what is wrong with it. Results are allocated by numpy.empty, Tensor.new_empty or
- * torch.empty. Neither NumPy nor torch is imported here before the caller handed in one of its
- * objects. */
+ * stride(): the facts a DLPack export carries, without the managed tensor a DLPack export
+ * allocates and frees, whose cost was most of a torch call's overhead (docs/python.md); any other
+ * torch tensor goes through DLPack, whose import says what is wrong with it. Results are allocated
+ * by numpy.empty or torch's cheapest allocation that fits (txpy_alloc). Neither NumPy nor torch is
+ * imported here before the caller handed in one of its objects. */
 #include <math.h>
 #include <string.h>
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Importing tensors from Python: the buffer protocol (NumPy and anything else that exports one)
- * and DLPack (torch, and anything with __dlpack__). Every check a tensor needs on its own is made
+ * and DLPack (anything with __dlpack__, and capsules). Every check a tensor needs on its own is made
  * here, before the caller ever builds a txattn_tensors from it. */
 #include "views.h"
 

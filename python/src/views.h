@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Tensors handed in from Python, as the extension sees them: a data pointer, an element type,
- * a shape and strides in elements, from the buffer protocol (NumPy) or DLPack (torch), held until
- * released. Nothing here calls the library. */
+ * a shape and strides in elements, from the buffer protocol (NumPy) or DLPack (any __dlpack__, and
+ * torch tensors kinds.c cannot read through their attributes), held until released. Nothing here
+ * calls the library. */
 #ifndef TXPY_VIEWS_H
 #define TXPY_VIEWS_H
 
