@@ -104,10 +104,13 @@ static int read_kernel(sweep_reader *r, const json_t *k, const char *where, tx_p
   if (strcmp(status, "ok") != 0) {
     const char *reason = json_string_value(json_object_get(k, "reason"));
     int failed = strcmp(status, "failed") == 0;
-    char why[512];
-    snprintf(why, sizeof why, "%s%s%s", failed ? "" : status, failed || !reason ? "" : ": ",
-             reason ? reason : "");
-    for (char *c = why; !failed && *c && *c != ':'; c++) *c = *c == '_' ? ' ' : *c;
+    char word[32], why[512];
+    snprintf(word, sizeof word, "%s", status);
+    for (char *c = word; *c; c++) *c = *c == '_' ? ' ' : *c; /* "not_applicable" in words */
+    if (failed)                                              /* the x says so */
+      snprintf(why, sizeof why, "%s", reason ? reason : "");
+    else
+      snprintf(why, sizeof why, "%s%s%s", word, reason ? ": " : "", reason ? reason : "");
     tx_plot_mark(r->pl, panel, name, n, failed, why);
     return 0;
   }
