@@ -93,7 +93,7 @@ expect("${table}" "bad.scalar's reason below the panel"
 
 plot(--table "${DROPPED}" dropped)
 expect("${dropped}" "naive.scalar, dropped after n=256 (320 us against masked's 190 us)"
-       "<text class='stop' data-kernel='naive\\.scalar' [^>]*>dropped: 1\\.7x the fastest</text>")
+       "<text class='stop' data-kernel='naive\\.scalar' [^>]*>dropped: 1\\.7x slower</text>")
 if(dropped MATCHES "<text class='stop' data-kernel='(tiled|masked)")
   message(FATAL_ERROR "dropped: a stop note for a line that reaches the panel's end")
 endif()

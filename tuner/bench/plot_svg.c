@@ -32,11 +32,10 @@ void tx_take_segment(tx_taken *tk, double x0, double y0, double x1, double y1) {
   }
 }
 
-/* 1 if b covers nothing taken (nothing but lines, with hard_only). */
-static int box_free(const tx_taken *tk, tx_box b, int hard_only) {
+/* 1 if b covers nothing taken. */
+static int box_free(const tx_taken *tk, tx_box b) {
   for (size_t i = 0; i < tk->n; i++)
-    if ((!hard_only || !tk->b[i].soft) && b.x0 < tk->b[i].x1 && tk->b[i].x0 < b.x1 &&
-        b.y0 < tk->b[i].y1 && tk->b[i].y0 < b.y1)
+    if (b.x0 < tk->b[i].x1 && tk->b[i].x0 < b.x1 && b.y0 < tk->b[i].y1 && tk->b[i].y0 < b.y1)
       return 0;
   return 1;
 }
@@ -50,7 +49,7 @@ double tx_text_width(const char *s, double size) {
 double tx_place(tx_taken *tk, double left, double w, double y, double size, double y_max) {
   for (double at = y; at <= y_max; at += size + 1) {
     tx_box b = {left - 1, at - size, left + w + 1, at + 3, 0};
-    if (box_free(tk, b, 0)) {
+    if (box_free(tk, b)) {
       tx_take(tk, b);
       return at;
     }
@@ -64,7 +63,7 @@ double tx_place_near(tx_taken *tk, double left, double w, double y, double size,
   for (int i = 0; i < 24; i++) { /* y, a line above, a line below, two lines above ... */
     double at = y + (size + 1) * (i % 2 ? -(i + 1) / 2 : i / 2);
     tx_box b = {left - 1, at - size, left + w + 1, at + 3, 0};
-    if (at - size >= y_min && at <= y_max && box_free(tk, b, 0)) {
+    if (at - size >= y_min && at <= y_max && box_free(tk, b)) {
       tx_take(tk, b);
       return at;
     }
@@ -195,8 +194,7 @@ static void stop_note(const tx_plot *pl, const tx_plot_panel *p, size_t k, char 
   double ratio = s->t[last] / fastest(p, last); /* the label is at its last n: no need to say it */
   const char *what = pl->untimed ? pl->untimed : "not measured";
   if (ratio >= 1.05)
-    snprintf(buf, size, ratio < 10 ? "%s: %.1fx the fastest" : "%s: %.0fx the fastest", what,
-             ratio);
+    snprintf(buf, size, ratio < 10 ? "%s: %.1fx slower" : "%s: %.0fx slower", what, ratio);
   else
     snprintf(buf, size, "%s at larger n", what);
 }
@@ -267,25 +265,42 @@ static void take_panel(tx_taken *tk, const tx_frame *fr, const tx_plot_panel *p,
   }
 }
 
+/* How much of b the labels and data points taken cover, in px^2; *line: whether it covers a line. */
+static double covered(const tx_taken *tk, tx_box b, int *line) {
+  double area = 0;
+  *line = 0;
+  for (size_t i = 0; i < tk->n; i++) {
+    double w = fmin(b.x1, tk->b[i].x1) - fmax(b.x0, tk->b[i].x0),
+           h = fmin(b.y1, tk->b[i].y1) - fmax(b.y0, tk->b[i].y0);
+    if (w <= 0 || h <= 0) continue;
+    if (tk->b[i].soft)
+      *line = 1;
+    else
+      area += w * h;
+  }
+  return area;
+}
+
 /* The top left of a w x h label near the point (x, y), inside the frame or right of it in the
    panel: the nearest place that covers no label or data point, a place that covers a line
-   counting as 40 px farther. Nearest: right of the point at its height first; a place left of
-   it, or further right, counts as farther. The box is taken. */
+   counting as 40 px farther; where every place covers one, the place that covers least. Nearest:
+   right of the point at its height first; a place left of it, or further right, counts as
+   farther. The box is taken. */
 static void place_beside(tx_taken *tk, const tx_frame *fr, double x, double y, double w, double h,
                          double *left, double *top) {
-  double best = INFINITY;
-  *left = fmin(fmax(x + 7, fr->x0 + 2), fr->x0 + fr->w - 2 - w); /* if no place is free */
-  *top = fmin(fmax(y - h / 2, fr->y0 + 2), fr->y0 + fr->h - 2 - h);
-  double right = fr->x0 - TX_MARGIN_L + TX_PANEL_W - 4;
+  double best = INFINITY, right = fr->x0 - TX_MARGIN_L + TX_PANEL_W - 4;
+  *left = x + 7;
+  *top = y - h / 2;
   for (int shift = -12; shift <= 16; shift++) /* 15 px steps; < 0: left of the point */
     for (int dy = -64; dy <= 64; dy++) {      /* 4 px steps: the whole frame */
       double l = shift >= 0 ? x + 7 + 15 * shift : x - 7 - w + 15 * (shift + 1);
       double t = y - h / 2 + 4 * dy, cost = 4 * abs(dy) + 15 * abs(shift) + 10 * (shift < 0);
-      tx_box b = {l - 1, t - 1, l + w + 1, t + h + 1, 0};
+      int line;
       if (cost >= best || l < fr->x0 + 2 || l + w > right || t < fr->y0 + 2 ||
-          t + h > fr->y0 + fr->h - 2 || !box_free(tk, b, 1))
+          t + h > fr->y0 + fr->h - 2)
         continue;
-      cost += 40 * !box_free(tk, b, 0);
+      double area = covered(tk, (tx_box){l - 1, t - 1, l + w + 1, t + h + 1, 0}, &line);
+      cost += 40 * line + (area > 0 ? 1e6 + 100 * area : 0);
       if (cost >= best) continue;
       best = cost;
       *left = l;
@@ -530,8 +545,8 @@ static void draw_panel(FILE *f, const tx_plot *pl, const tx_plot_panel *p, size_
       stop_label(f, pl, &fr, p, k, tx_plot_style_of(st, p->s[k].kernel), &tk);
   }
   fprintf(f,
-          "<text x='%.1f' y='%.1f' fill='#888' font-size='9'>slope: least squares on log-log, "
-          "3+ points</text>\n",
+          "<text x='%.1f' y='%.1f' fill='#888' font-size='9'>slope: log-log least squares, "
+          "3+ n</text>\n",
           fr.x0 + fr.w + 8, fr.y0 + fr.h + 30);
   notes(f, &fr, p);
 }
