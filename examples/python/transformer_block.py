@@ -13,8 +13,8 @@ torch block with the same weights, whose attention is torch's math path.
 and mixing 2 * n * 512 per token, so attention overtakes them at n = 3,072 (n / 3072 is their
 ratio). This prints that prediction next to the measured times for each n.
 
-    PYTHONPATH=build/python python3 examples/python/transformer_block.py            # n = 512..8192
-    PYTHONPATH=build/python python3 examples/python/transformer_block.py --n 1024 --causal
+    PYTHONPATH=$PWD/build/python /usr/bin/python3 examples/python/transformer_block.py            # n = 512..8192
+    PYTHONPATH=$PWD/build/python /usr/bin/python3 examples/python/transformer_block.py --n 1024 --causal
 """
 
 import argparse
