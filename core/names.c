@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The one home of the names of the ISAs, masks and element types: the library's messages,
+/* The one home of the names of the ISAs, masks, kernel flags and element types: the library's messages,
  * txattn_kernel_info, TXATTN_MAX_ISA and the dispatch table file all spell them through these. */
 #include "txattn/plugin.h"
 
@@ -14,6 +14,14 @@ const char *txattn_mask_name(txattn_mask mask) {
   static const char *const names[] = {"none", "causal", "window"};
   unsigned i = (unsigned)mask;
   return i < sizeof names / sizeof names[0] ? names[i] : "unknown";
+}
+
+const char *txattn_kernel_flag_name(unsigned flag) {
+  static const char *const names[] = {"threaded", "sparse", "lse",   "ragged",
+                                      "softcap",  "alibi",  "sinks", "sink_keys"};
+  for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (flag == 1u << i) return names[i];
+  return NULL;
 }
 
 const char *txattn_dtype_name(txattn_dtype dtype) {

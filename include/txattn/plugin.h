@@ -99,6 +99,10 @@ TXATTN_API const char *txattn_isa_name(txattn_isa isa);
 #define TXATTN_KERNEL_FLAGS_ALL_                                                                   \
   (TXATTN_KERNEL_THREADED | TXATTN_KERNEL_SPARSE | TXATTN_KERNEL_LSE | TXATTN_KERNEL_RAGGED |      \
    TXATTN_KERNEL_MODIFIERS)
+/* "threaded", "sparse", "lse", "ragged", "softcap", "alibi", "sinks", "sink_keys" for one
+   TXATTN_KERNEL_* bit (as txtune list and txattn.kernels() spell them); NULL for anything else.
+   The library implements it, for programs and txtune, as txattn_isa_name. */
+TXATTN_API const char *txattn_kernel_flag_name(unsigned flag);
 
 /* What the host knows of the machine, for cache-derived tunable defaults. */
 typedef struct txattn_machine {

@@ -166,17 +166,11 @@ static PyObject *dtype_list(unsigned set) {
 }
 
 static PyObject *flag_list(unsigned flags) {
-  static const struct {
-    unsigned bit;
-    const char *name;
-  } names[] = {{TXATTN_KERNEL_THREADED, "threaded"},
-               {TXATTN_KERNEL_SPARSE, "sparse"},
-               {TXATTN_KERNEL_LSE, "lse"},
-               {TXATTN_KERNEL_RAGGED, "ragged"}};
   PyObject *l = PyList_New(0);
-  for (size_t i = 0; l != NULL && i < sizeof names / sizeof names[0]; i++) {
-    if (!(flags & names[i].bit)) continue;
-    PyObject *name = PyUnicode_FromString(names[i].name);
+  for (unsigned bit = 0; l != NULL && bit < 32; bit++) {
+    const char *flag = txattn_kernel_flag_name(flags & (1u << bit));
+    if (flag == NULL) continue;
+    PyObject *name = PyUnicode_FromString(flag);
     if (name == NULL || PyList_Append(l, name) < 0) Py_CLEAR(l);
     Py_XDECREF(name);
   }

@@ -44,18 +44,12 @@ int tx_kernels_select(const tx_cmd_spec *spec, const txattn_context *ctx, const 
 }
 
 void tx_kernel_flags_text(unsigned flags, char *buf, size_t size) {
-  static const struct {
-    unsigned flag;
-    const char *name;
-  } names[] = {{TXATTN_KERNEL_THREADED, "threaded"}, {TXATTN_KERNEL_SPARSE, "sparse"},
-               {TXATTN_KERNEL_LSE, "lse"},           {TXATTN_KERNEL_RAGGED, "ragged"},
-               {TXATTN_KERNEL_SOFTCAP, "softcap"},   {TXATTN_KERNEL_ALIBI, "alibi"},
-               {TXATTN_KERNEL_SINKS, "sinks"},       {TXATTN_KERNEL_SINK_KEYS, "sink_keys"}};
   size_t len = 0;
   if (size) buf[0] = '\0';
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-    if (!(flags & names[i].flag) || len >= size) continue;
-    int w = snprintf(buf + len, size - len, "%s%s", len ? "," : "", names[i].name);
+  for (unsigned bit = 0; bit < 32; bit++) {
+    const char *name = txattn_kernel_flag_name(flags & (1u << bit));
+    if (name == NULL || len >= size) continue;
+    int w = snprintf(buf + len, size - len, "%s%s", len ? "," : "", name);
     if (w > 0) len += (size_t)w;
   }
   if (size && !*buf) snprintf(buf, size, "-");
