@@ -566,6 +566,43 @@ Test(modifiers, a_kernel_without_the_flags_is_never_handed_a_modifier) {
   txattn_context_free(both);
 }
 
+/* ---- txattn_attention's plan cache ---- */
+
+Test(modifiers, attention_caches_a_plan_per_modified_problem) {
+  /* one context, the same shape with and without each modifier, in turns: each call runs a plan
+     of its own problem (the cache's key includes the modifiers) */
+  struct mshape with[] = {
+      {.heads_q = 2, .n_q = 9, .d = 8, .mask = TXATTN_MASK_CAUSAL, .softcap = 0.5f},
+      {.heads_q = 2, .n_q = 9, .d = 8, .mask = TXATTN_MASK_CAUSAL, .max_bias = 8.0f},
+      {.heads_q = 2, .n_q = 9, .d = 8, .mask = TXATTN_MASK_CAUSAL, .sink = 3.0f},
+      {.heads_q = 2, .n_q = 9, .d = 8, .mask = TXATTN_MASK_WINDOW, .left = 1, .sink_keys = 3},
+  };
+  txattn_context *ctx = test_context(1);
+  for (size_t i = 0; i < sizeof with / sizeof with[0]; i++) {
+    struct mshape plain = with[i];
+    plain.softcap = plain.max_bias = plain.sink = 0.0f;
+    plain.sink_keys = 0;
+    const struct mshape *turns[3] = {&plain, &with[i], &plain};
+    for (int k = 0; k < 3; k++) {
+      char name[256];
+      shape_name(turns[k], name, sizeof name);
+      struct mcase c;
+      mcase_init(&c, turns[k], 31 + i);
+      run_reference(&c);
+      txattn_tensors t = mcase_tensors(&c, 0), r = mcase_tensors(&c, 1);
+      cr_assert_eq(txattn_attention(ctx, &c.p, &t), TXATTN_OK, "%s: %s", name, txattn_last_error());
+      double bound = 0.0;
+      cr_assert_eq(txattn_error_bound(&c.p, &r, &bound), TXATTN_OK);
+      for (size_t x = 0; x < count(1, 2, 9, 8); x++) {
+        double e = fabs((double)((float *)c.o)[x] - ((float *)c.o_ref)[x]);
+        cr_assert(e <= bound, "%s, turn %d: |o - ref| = %.3g > %.3g at %zu", name, k, e, bound, x);
+      }
+      mcase_free(&c);
+    }
+  }
+  txattn_context_free(ctx);
+}
+
 /* ---- txattn_merge applies the sinks once ---- */
 
 Test(modifiers, merge_applies_the_sinks_once) {
