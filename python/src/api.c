@@ -4,6 +4,7 @@
  * interned names) and run through calls.c; the default context is kept here, one per thread
  * count. txattn/__init__.py re-exports them; their docstrings live here. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "txpy.h"
@@ -24,23 +25,30 @@ enum {
   A_KERNEL,
   A_CONTEXT,
   A_OUT_DTYPE,
+  A_SOFTCAP,
+  A_ALIBI_SLOPES,
+  A_SINKS,
+  A_SINK_KEYS,
   A_COUNT
 };
 static const char *const arg_names[A_COUNT] = {
-    "q",      "k",          "v",   "causal", "window",  "scale",    "kv_lens",
-    "q_lens", "return_lse", "out", "kernel", "context", "out_dtype"};
+    "q",          "k",   "v",      "causal",  "window",    "scale",   "kv_lens",      "q_lens",
+    "return_lse", "out", "kernel", "context", "out_dtype", "softcap", "alibi_slopes", "sinks",
+    "sink_keys"};
 static PyObject *arg_strs[A_COUNT];
 
 /* Which arguments each function takes (bits of A_*) */
 #define BIT(a) (1u << (a))
 #define COMMON                                                                                     \
   (BIT(A_Q) | BIT(A_K) | BIT(A_V) | BIT(A_CAUSAL) | BIT(A_WINDOW) | BIT(A_SCALE) |                 \
-   BIT(A_KV_LENS) | BIT(A_Q_LENS) | BIT(A_RETURN_LSE) | BIT(A_OUT))
+   BIT(A_KV_LENS) | BIT(A_Q_LENS) | BIT(A_RETURN_LSE) | BIT(A_OUT) | BIT(A_SOFTCAP) |              \
+   BIT(A_ALIBI_SLOPES) | BIT(A_SINKS) | BIT(A_SINK_KEYS))
 static const unsigned takes_attention = COMMON | BIT(A_KERNEL) | BIT(A_CONTEXT);
 static const unsigned takes_reference = COMMON;
 static const unsigned takes_bound = COMMON | BIT(A_OUT_DTYPE);
-static const unsigned takes_plan_call =
-    BIT(A_Q) | BIT(A_K) | BIT(A_V) | BIT(A_Q_LENS) | BIT(A_KV_LENS) | BIT(A_OUT);
+static const unsigned takes_plan_call = BIT(A_Q) | BIT(A_K) | BIT(A_V) | BIT(A_Q_LENS) |
+                                        BIT(A_KV_LENS) | BIT(A_OUT) | BIT(A_ALIBI_SLOPES) |
+                                        BIT(A_SINKS);
 
 /* q, k, v positional (or by name), the rest by keyword: values[a] is NULL where not given. */
 static int parse(const char *fn, unsigned takes, PyObject *const *args, Py_ssize_t nargs,
@@ -150,6 +158,45 @@ static int parse_scale(PyObject *scale, float *out) {
                      "default: pass None for 1/sqrt(d_qk), or a larger scale",
                      s);
     return -1;
+  }
+  return 0;
+}
+
+/* The score modifiers' arguments, shared by every call that takes them: softcap None or a positive
+   finite float32, sink_keys None or an int >= 0; alibi_slopes and sinks are kept as given (None
+   for none) and read once the call knows heads_q (txpy_head_floats). */
+static int parse_modifiers(PyObject *softcap, PyObject *alibi_slopes, PyObject *sinks,
+                           PyObject *sink_keys, txpy_opts *o) {
+  o->softcap = 0.0f;
+  o->sink_keys = 0;
+  o->alibi_slopes = given(alibi_slopes) ? alibi_slopes : NULL;
+  o->sinks = given(sinks) ? sinks : NULL;
+  if (given(softcap)) {
+    double c = PyBool_Check(softcap) ? NAN : PyFloat_AsDouble(softcap);
+    if (c == -1.0 && PyErr_Occurred()) return -1;
+    o->softcap = (float)c;
+    if (!(isfinite(o->softcap) && o->softcap > 0.0f)) {
+      txpy_value_error("softcap = %R: it caps each score at c tanh(s / c), c a positive finite "
+                       "float32 (Gemma 2: 50.0); None for no softcap",
+                       softcap);
+      return -1;
+    }
+  }
+  if (given(sink_keys)) {
+    PyObject *index = PyBool_Check(sink_keys) ? NULL : PyNumber_Index(sink_keys);
+    if (index == NULL) {
+      PyErr_Clear();
+      PyErr_Format(PyExc_TypeError, "sink_keys must be an int >= 0; got %R", sink_keys);
+      return -1;
+    }
+    long long n = PyLong_AsLongLong(index);
+    Py_DECREF(index);
+    if (n == -1 && PyErr_Occurred()) return -1;
+    if (n < 0) {
+      txpy_value_error("sink_keys = %lld: the number of first keys every row sees, >= 0", n);
+      return -1;
+    }
+    o->sink_keys = n;
   }
   return 0;
 }
@@ -266,7 +313,8 @@ static PyObject *call(int op, const char *fn, unsigned takes, PyObject *const *a
   int o_dtype = -1;
   if (parse(fn, takes, args, nargs, kwnames, a) || parse_mask(a[A_CAUSAL], a[A_WINDOW], &o) ||
       parse_scale(a[A_SCALE], &o.scale) || parse_kernel(a[A_KERNEL], &o.kernel) ||
-      parse_dtype(a[A_OUT_DTYPE], "out_dtype", &o_dtype))
+      parse_dtype(a[A_OUT_DTYPE], "out_dtype", &o_dtype) ||
+      parse_modifiers(a[A_SOFTCAP], a[A_ALIBI_SLOPES], a[A_SINKS], a[A_SINK_KEYS], &o))
     return NULL;
   int want_lse = truthy(a[A_RETURN_LSE]);
   if (want_lse < 0) return NULL;
@@ -321,6 +369,8 @@ PyObject *txpy_plan_vectorcall(PyObject *self, PyObject *const *args, size_t nar
   PyObject *a[A_COUNT];
   if (parse("Plan", takes_plan_call, args, PyVectorcall_NARGS(nargsf), kwnames, a)) return NULL;
   txpy_opts o = {0};
+  o.alibi_slopes = a[A_ALIBI_SLOPES];
+  o.sinks = a[A_SINKS];
   o.q_lens = given(a[A_Q_LENS]) ? a[A_Q_LENS] : plan->q_lens;
   o.kv_lens = given(a[A_KV_LENS]) ? a[A_KV_LENS] : plan->kv_lens;
   txpy_call c;
@@ -341,15 +391,17 @@ done:
 }
 
 /* _run(op, target, q, k, v, out, lse, mask, window_left, window_right, scale, q_lens, kv_lens,
-        kernel, names): the calls of the package's Python half, with every argument spelt out.
+        kernel, names, modifiers): the calls of the package's Python half, with every argument spelt out.
    op TXPY_OP_ATTENTION (target a Context or None; out an array) for scaled_dot_product_attention,
    with names the three names of q, k, v for messages; TXPY_OP_PLAN (target a Context; q, k, v
    tensors or (shape, dtype name) specs; out None or a spec, whose type the plan's results take;
-   lse a bool; a length True for ragged) returns a Plan. */
+   lse a bool; a length True for ragged) returns a Plan. modifiers: None, or (softcap,
+   alibi_slopes, sinks, sink_keys) as attention() takes them (for a plan, alibi_slopes or sinks
+   True: given with each call). */
 PyObject *txpy_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   (void)self;
-  if (nargs != 15) {
-    PyErr_SetString(PyExc_TypeError, "_run takes 15 arguments");
+  if (nargs != 16) {
+    PyErr_SetString(PyExc_TypeError, "_run takes 16 arguments");
     return NULL;
   }
   long op = PyLong_AsLong(args[0]);
@@ -362,6 +414,14 @@ PyObject *txpy_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   o.window_left = PyLong_AsLongLong(args[8]);
   o.window_right = PyLong_AsLongLong(args[9]);
   if (PyErr_Occurred() || parse_scale(args[10], &o.scale) || parse_kernel(args[13], &o.kernel))
+    return NULL;
+  PyObject *mods = args[15];
+  if (mods != Py_None && (!PyTuple_Check(mods) || PyTuple_GET_SIZE(mods) != 4)) {
+    PyErr_SetString(PyExc_TypeError, "_run: modifiers must be None or a tuple of 4");
+    return NULL;
+  }
+  if (mods != Py_None && parse_modifiers(PyTuple_GET_ITEM(mods, 0), PyTuple_GET_ITEM(mods, 1),
+                                         PyTuple_GET_ITEM(mods, 2), PyTuple_GET_ITEM(mods, 3), &o))
     return NULL;
   if (mask < TXATTN_MASK_NONE || mask > TXATTN_MASK_WINDOW || o.window_left < -1 ||
       o.window_right < -1)
@@ -405,6 +465,41 @@ done:
   return result;
 }
 
+/* _alibi_slopes(heads, max_bias): txattn_alibi_slopes as a list of floats (float32 values) */
+PyObject *txpy_alibi_slopes(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  (void)self;
+  if (nargs != 2) {
+    PyErr_SetString(PyExc_TypeError, "_alibi_slopes takes 2 arguments");
+    return NULL;
+  }
+  PyObject *index = PyBool_Check(args[0]) ? NULL : PyNumber_Index(args[0]);
+  if (index == NULL) {
+    PyErr_Clear();
+    PyErr_Format(PyExc_TypeError, "heads must be an int; got %R", args[0]);
+    return NULL;
+  }
+  long long heads = PyLong_AsLongLong(index);
+  Py_DECREF(index);
+  double max_bias = PyErr_Occurred() ? -1.0 : PyFloat_AsDouble(args[1]);
+  if (PyErr_Occurred()) return NULL;
+  /* the buffer is sized before the library checks heads: more than it takes is refused here */
+  if (heads < 1 || heads > 65536)
+    return txpy_value_error("heads = %lld: give the number of query heads, 1..65536", heads);
+  float *slopes = malloc((size_t)heads * sizeof *slopes);
+  if (slopes == NULL) return PyErr_NoMemory();
+  txattn_status s = txattn_alibi_slopes(heads, (float)max_bias, slopes);
+  PyObject *list = s == TXATTN_OK ? PyList_New((Py_ssize_t)heads) : NULL;
+  for (long long h = 0; list != NULL && h < heads; h++) {
+    PyObject *f = PyFloat_FromDouble(slopes[h]);
+    if (f == NULL)
+      Py_CLEAR(list);
+    else
+      PyList_SET_ITEM(list, (Py_ssize_t)h, f);
+  }
+  free(slopes);
+  return s == TXATTN_OK ? list : txpy_raise_status(s, txattn_last_error());
+}
+
 int txpy_api_init(void) {
   for (int a = 0; a < A_COUNT; a++)
     if ((arg_strs[a] = PyUnicode_InternFromString(arg_names[a])) == NULL) return -1;
@@ -416,7 +511,8 @@ int txpy_api_init(void) {
 
 const char txpy_attention_doc[] =
     "attention($module, /, q, k, v, *, causal=False, window=None, scale=None, kv_lens=None, "
-    "q_lens=None, return_lse=False, out=None, kernel=None, context=None)\n--\n\n"
+    "q_lens=None, return_lse=False, out=None, kernel=None, context=None, softcap=None, "
+    "alibi_slopes=None, sinks=None, sink_keys=0)\n--\n\n"
     "O = softmax(scale * Q K^T + mask) V, exact (within txattn's error bound of the fp64\n"
     "reference), on the fastest kernel the dispatcher knows for the shape.\n\n"
     "q [batch, heads_q, n_q, d_qk], k [batch, heads_kv, n_kv, d_qk], v [batch, heads_kv, n_kv, "
@@ -442,7 +538,19 @@ const char txpy_attention_doc[] =
     "kernel: a kernel's name (\"tiled.avx512\") instead of the dispatcher's choice: a plan is "
     "made\n"
     "    for each call (Context.plan keeps one).\n"
-    "context: a Context; None for default_context().\n\n"
+    "context: a Context; None for default_context().\n"
+    "Score modifiers (each combines with every other argument), in the order applied to s =\n"
+    "scale q.k:\n"
+    "softcap: c > 0 makes each score c * tanh(s / c) (Gemma 2: 50.0); None: none.\n"
+    "alibi_slopes: heads_q numbers m_h (a 1-D NumPy array, torch tensor or sequence of any real\n"
+    "    type, read as float32, finite): adds m_h * (j - pos(i)) to each score (BLOOM, MPT;\n"
+    "    alibi_slopes(heads_q) gives the standard ones).\n"
+    "sinks: heads_q sink logits t_h (finite, or -inf for none): the softmax denominator of\n"
+    "    every row of head h gains exp(t_h) with no value (gpt-oss); lse stays over the keys "
+    "alone\n"
+    "    (merge(..., sinks=) applies sinks to parts computed without them).\n"
+    "sink_keys: K >= 0: the first K keys of each sequence are visible to every row beside what\n"
+    "    causal or window shows (StreamingLLM's sink tokens; without a mask every key is).\n\n"
     "Returns o (same kind as q: NumPy array or torch tensor, q's dtype), or (o, lse). Raises\n"
     "ValueError (naming the argument and the shapes) for malformed arguments, TypeError for "
     "objects\n"
@@ -450,14 +558,16 @@ const char txpy_attention_doc[] =
 
 const char txpy_reference_doc[] =
     "reference($module, /, q, k, v, *, causal=False, window=None, scale=None, kv_lens=None, "
-    "q_lens=None, return_lse=False, out=None)\n--\n\n"
+    "q_lens=None, return_lse=False, out=None, softcap=None, alibi_slopes=None, sinks=None, "
+    "sink_keys=0)\n--\n\n"
     "The fp64 oracle (txattn_reference): attention() computed in double precision on one thread,\n"
     "rounded once to the output's type. The arguments and results of attention(), without kernel\n"
     "and context.";
 
 const char txpy_error_bound_doc[] =
     "error_bound($module, /, q, k, v, *, causal=False, window=None, scale=None, kv_lens=None, "
-    "q_lens=None, return_lse=False, out=None, out_dtype=None)\n--\n\n"
+    "q_lens=None, return_lse=False, out=None, out_dtype=None, softcap=None, alibi_slopes=None, "
+    "sinks=None, sink_keys=0)\n--\n\n"
     "The largest max|O - O_ref| a kernel may have on these inputs (txattn_error_bound): what\n"
     "\"exact\" promises. The arguments of attention(); out (or out_dtype, default q's) gives the\n"
     "output's type, which the bound depends on (a 16-bit o adds its rounding); it is not read.\n\n"
@@ -466,8 +576,10 @@ const char txpy_error_bound_doc[] =
 
 const char txpy_plan_call_doc[] =
     "A plan: one problem, its kernel chosen once (Context.plan makes it). Calling it,\n"
-    "plan(q, k, v, *, q_lens=None, kv_lens=None, out=None), runs that kernel on tensors of the\n"
-    "shapes and types it was made for (strides may differ per call) and returns o, or (o, lse)\n"
-    "for a plan made with return_lse=True. q_lens, kv_lens: a ragged plan's lengths (default:\n"
-    "those given to Context.plan, else every row); out: o, or (o, lse), to write into.\n"
+    "plan(q, k, v, *, q_lens=None, kv_lens=None, out=None, alibi_slopes=None, sinks=None), runs\n"
+    "that kernel on tensors of the shapes and types it was made for (strides may differ per\n"
+    "call) and returns o, or (o, lse) for a plan made with return_lse=True. q_lens, kv_lens: a\n"
+    "ragged plan's lengths (default: those given to Context.plan, else every row); out: o, or\n"
+    "(o, lse), to write into; alibi_slopes, sinks: for a plan made with them, this call's values\n"
+    "(default: those given to Context.plan).\n"
     "Safe to call from many threads at once.";

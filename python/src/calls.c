@@ -24,7 +24,10 @@ void txpy_call_release(txpy_call *c) {
   for (int i = 0; i < 5; i++) txpy_view_release(views[i]);
   free(c->q_lens);
   free(c->kv_lens);
+  free(c->alibi_slopes);
+  free(c->sinks);
   c->q_lens = c->kv_lens = NULL;
+  c->alibi_slopes = c->sinks = NULL;
   Py_CLEAR(c->o_obj);
   Py_CLEAR(c->lse_obj);
 }
@@ -189,6 +192,79 @@ static int check_shapes(txpy_call *c) {
   return 0;
 }
 
+/* obj.attr, or NULL with no exception where obj has none */
+static PyObject *optional_attr(PyObject *obj, const char *attr) {
+  PyObject *x = PyObject_GetAttrString(obj, attr);
+  if (x == NULL && PyErr_ExceptionMatches(PyExc_AttributeError)) PyErr_Clear();
+  return x;
+}
+
+int txpy_head_floats(PyObject *obj, const char *name, int64_t heads, const txpy_view *ref,
+                     int minus_inf, float **out) {
+  *out = NULL;
+  char sr[160];
+  PyObject *seq = NULL, *ndim = optional_attr(obj, "ndim");
+  if (ndim == NULL && PyErr_Occurred()) return -1;
+  if (ndim != NULL) { /* an array or tensor: 1-D, read through tolist() (any dtype, device) */
+    long n = PyLong_AsLong(ndim);
+    Py_DECREF(ndim);
+    if (n == -1 && PyErr_Occurred()) return -1;
+    if (n != 1) {
+      PyObject *shape = optional_attr(obj, "shape");
+      value_error("%s must be 1-D, one number per query head (%lld heads: %s %s); got shape %R",
+                  name, (long long)heads, ref->name, txpy_shape_str(ref, sr, sizeof sr),
+                  shape != NULL ? shape : Py_None);
+      Py_XDECREF(shape);
+      return -1;
+    }
+    PyObject *list = PyObject_CallMethod(obj, "tolist", NULL);
+    if (list == NULL) return -1;
+    seq = PySequence_Fast(list, "tolist() gave no sequence");
+    Py_DECREF(list);
+  } else if (PyUnicode_Check(obj) || PyBytes_Check(obj) || PyBool_Check(obj) ||
+             !PySequence_Check(obj)) {
+    PyErr_Format(PyExc_TypeError,
+                 "%s must be a 1-D array, tensor or sequence of %lld numbers, one per query "
+                 "head; got %.100s",
+                 name, (long long)heads, Py_TYPE(obj)->tp_name);
+    return -1;
+  } else {
+    seq = PySequence_Fast(obj, "not a sequence");
+  }
+  if (seq == NULL) return -1;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  float *f = n == heads ? malloc(((size_t)heads + 1) * sizeof *f) : NULL;
+  if (n != heads) {
+    value_error("%s has %zd entries but %s has %lld heads: one per query head (%s (%zd,), %s %s)",
+                name, n, ref->name, (long long)heads, name, n, ref->name,
+                txpy_shape_str(ref, sr, sizeof sr));
+  } else if (f == NULL) {
+    PyErr_NoMemory();
+  } else {
+    for (Py_ssize_t h = 0; h < n; h++) {
+      PyObject *x = PySequence_Fast_GET_ITEM(seq, h);
+      double d = PyFloat_AsDouble(x);
+      if (d == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "%s[%zd] = %R: %s holds one real number per query head", name,
+                     h, x, name);
+        break;
+      }
+      f[h] = (float)d; /* the library's type: what the kernels, reference and bound read */
+      if (!(isfinite(f[h]) || (minus_inf && f[h] == -INFINITY))) {
+        value_error(minus_inf ? "%s[%zd] = %R%s: a sink logit must be finite, or -inf for no sink"
+                              : "%s[%zd] = %R%s: a slope must be finite",
+                    name, h, x, isfinite(d) ? " (beyond float32)" : "");
+        break;
+      }
+    }
+    if (!PyErr_Occurred()) *out = f;
+  }
+  Py_DECREF(seq);
+  if (*out == NULL) free(f);
+  return *out != NULL ? 0 : -1;
+}
+
 int txpy_parse_lens(txpy_call *c, const txpy_view *ref, PyObject *obj, const char *name,
                     int64_t max, const char *max_name, int64_t **out) {
   if (obj == NULL || obj == Py_None) return 0;
@@ -258,6 +334,8 @@ static int make_tensors(txpy_call *c, txattn_tensors *t) {
   }
   t->q_lens = c->q_lens;
   t->kv_lens = c->kv_lens;
+  t->alibi_slopes = c->use_slopes;
+  t->sinks = c->use_sinks;
   return 0;
 }
 
@@ -315,6 +393,45 @@ static int check_against_plan(const txpy_call *c, const txattn_problem *pp) {
   return 0;
 }
 
+/* The score modifiers into c->p and the slopes and sink logits the call passes: o's for
+   attention, reference, the bound and plans (Py_True for a plan: its calls give them); for a plan's
+   call, its own or else those given to Context.plan, and only for a plan made with them. */
+static int set_modifiers(txpy_call *c, PyObject *target, const txpy_opts *o) {
+  static const char *const names[2] = {"alibi_slopes", "sinks"};
+  PyObject *objs[2] = {o->alibi_slopes, o->sinks};
+  float **owned[2] = {&c->alibi_slopes, &c->sinks};
+  const float **use[2] = {&c->use_slopes, &c->use_sinks};
+  const txpy_plan *plan = c->op == TXPY_OP_EXECUTE ? (const txpy_plan *)target : NULL;
+  if (plan == NULL) {
+    c->p.softcap = o->softcap;
+    c->p.sink_keys = o->sink_keys;
+    c->p.alibi = objs[0] != NULL && objs[0] != Py_None;
+    c->p.sinks = objs[1] != NULL && objs[1] != Py_None;
+  }
+  for (int w = 0; w < 2; w++) {
+    int on = w == 0 ? c->p.alibi : c->p.sinks;
+    PyObject *x = objs[w];
+    if (x == NULL || x == Py_None) {
+      *use[w] = plan == NULL ? NULL : w == 0 ? plan->alibi_slopes : plan->sinks;
+      if (on && plan != NULL && *use[w] == NULL)
+        return value_error("the plan was made with %s=True: pass %s= to each call", names[w],
+                           names[w]),
+               -1;
+    } else if (!on) {
+      return value_error("%s given, but the plan was made without it: make it with %s= (the "
+                         "values, or True to give them with each call)",
+                         names[w], names[w]),
+             -1;
+    } else if (x == Py_True && c->op == TXPY_OP_PLAN) {
+      *use[w] = NULL; /* given with each call */
+    } else {
+      if (txpy_head_floats(x, names[w], c->p.heads_q, &c->q, w == 1, owned[w])) return -1;
+      *use[w] = *owned[w];
+    }
+  }
+  return 0;
+}
+
 static PyObject *new_plan(txpy_call *c, PyObject *context, const txpy_opts *o) {
   txattn_plan *plan = NULL;
   PyThreadState *unlocked = PyEval_SaveThread();
@@ -331,6 +448,9 @@ static PyObject *new_plan(txpy_call *c, PyObject *context, const txpy_opts *o) {
   self->context = Py_NewRef(context);
   self->q_lens = o->q_lens != NULL && o->q_lens != Py_True ? Py_NewRef(o->q_lens) : NULL;
   self->kv_lens = o->kv_lens != NULL && o->kv_lens != Py_True ? Py_NewRef(o->kv_lens) : NULL;
+  self->alibi_slopes = c->alibi_slopes; /* the calls' default, now the plan's */
+  self->sinks = c->sinks;
+  c->alibi_slopes = c->sinks = NULL;
   self->problem = (txattn_problem)TXATTN_PROBLEM_INIT; /* PyObject_New does not zero it */
   if (txattn_problem_resolve(&c->p, &self->problem) != TXATTN_OK) self->problem = c->p;
   return (PyObject *)self;
@@ -400,6 +520,7 @@ PyObject *txpy_call_run(txpy_call *c, PyObject *target, const txpy_opts *o) {
     c->p.window_right = o->mask == TXATTN_MASK_WINDOW ? o->window_right : 0;
     c->p.scale = o->scale;
   }
+  if (set_modifiers(c, target, o)) return NULL;
   int empty = c->p.batch == 0 || c->p.heads_q == 0 || c->p.n_q == 0;
   if (c->op == TXPY_OP_PLAN) {
     if (empty || c->p.n_kv == 0) {
@@ -460,12 +581,12 @@ static int import_part(const txpy_view *out, PyObject *o_obj, PyObject *lse_obj,
   return -1;
 }
 
-/* _merge(outputs, lses, out, lse_out, q_lens): txattn_merge of the parts (o_i, lse_i) into out
-   (and lse_out unless None). */
+/* _merge(outputs, lses, out, lse_out, q_lens, sinks): txattn_merge of the parts (o_i, lse_i)
+   into out (and lse_out unless None), applying the sink logits (None: none) once. */
 PyObject *txpy_merge(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   (void)self;
-  if (nargs != 5) {
-    PyErr_SetString(PyExc_TypeError, "_merge takes 5 arguments");
+  if (nargs != 6) {
+    PyErr_SetString(PyExc_TypeError, "_merge takes 6 arguments");
     return NULL;
   }
   PyObject *outs = PySequence_Fast(args[0], "outputs must be a sequence of arrays");
@@ -523,6 +644,10 @@ PyObject *txpy_merge(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   c.p.q_type = c.p.k_type = c.p.v_type = c.p.o_type = c.o.dtype;
   if (txpy_parse_lens(&c, &c.o, args[4], "q_lens", c.p.n_q, "n_q", &c.q_lens)) goto done;
   c.p.ragged = c.ragged;
+  if (args[5] != Py_None) {
+    if (txpy_head_floats(args[5], "sinks", c.p.heads_q, &c.o, 1, &c.sinks)) goto done;
+    c.p.sinks = 1;
+  }
   if (c.p.batch == 0 || c.p.heads_q == 0 || c.p.n_q == 0) {
     result = Py_NewRef(Py_None);
     goto done;
@@ -534,6 +659,7 @@ PyObject *txpy_merge(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   txattn_tensors out = TXATTN_TENSORS_INIT;
   out.o_data = c.o.data;
   out.q_lens = c.q_lens;
+  out.sinks = c.sinks;
   if (txpy_view_layout(&c.o, &out.o_layout)) goto done;
   if (c.have_lse) {
     out.lse = (float *)c.lse.data;
@@ -578,12 +704,19 @@ PyObject *txpy_problem_dict(const txattn_problem *p) {
                          ? Py_BuildValue("(NN)", side(p->window_left), side(p->window_right))
                          : Py_NewRef(Py_None);
   if (window == NULL) return NULL;
-  return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:s,s:N,s:d,s:(ssss),s:O,s:O}", "batch",
-                       (long long)p->batch, "heads_q", (long long)p->heads_q, "heads_kv",
+  PyObject *softcap = p->softcap > 0.0f ? PyFloat_FromDouble(p->softcap) : Py_NewRef(Py_None);
+  if (softcap == NULL) {
+    Py_DECREF(window);
+    return NULL;
+  }
+  return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:s,s:N,s:d,s:(ssss),s:O,s:O,s:N,s:O,s:O,s:L}",
+                       "batch", (long long)p->batch, "heads_q", (long long)p->heads_q, "heads_kv",
                        (long long)p->heads_kv, "n_q", (long long)p->n_q, "n_kv", (long long)p->n_kv,
                        "d_qk", (long long)p->d_qk, "d_v", (long long)p->d_v, "mask",
                        txattn_mask_name(p->mask), "window", window, "scale", (double)p->scale,
                        "dtypes", txattn_dtype_name(p->q_type), txattn_dtype_name(p->k_type),
                        txattn_dtype_name(p->v_type), txattn_dtype_name(p->o_type), "lse",
-                       p->lse ? Py_True : Py_False, "ragged", p->ragged ? Py_True : Py_False);
+                       p->lse ? Py_True : Py_False, "ragged", p->ragged ? Py_True : Py_False,
+                       "softcap", softcap, "alibi", p->alibi ? Py_True : Py_False, "sinks",
+                       p->sinks ? Py_True : Py_False, "sink_keys", (long long)p->sink_keys);
 }

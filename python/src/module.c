@@ -3,6 +3,7 @@
  * the module that holds them with the calls of calls.c. */
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include <txattn/plugin.h>
 
@@ -310,6 +311,8 @@ static void plan_dealloc(txpy_plan *self) {
   Py_XDECREF(self->context);
   Py_XDECREF(self->q_lens);
   Py_XDECREF(self->kv_lens);
+  free(self->alibi_slopes);
+  free(self->sinks);
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -416,6 +419,8 @@ static PyMethodDef module_methods[] = {
      "Plans and scaled_dot_product_attention's call (private)."},
     {"_merge", (PyCFunction)(void (*)(void))txpy_merge, METH_FASTCALL,
      "txattn_merge (private: use txattn.merge)."},
+    {"_alibi_slopes", (PyCFunction)(void (*)(void))txpy_alibi_slopes, METH_FASTCALL,
+     "txattn_alibi_slopes (private: use txattn.alibi_slopes)."},
     {"version", version, METH_NOARGS, "(txattn_version(), txattn_version_string()) at run time."},
     {NULL, NULL, 0, NULL}};
 

@@ -25,8 +25,9 @@ typedef struct txpy_context {
 typedef struct txpy_plan {
   PyObject_HEAD txattn_plan *plan;
   vectorcallfunc vectorcall;
-  PyObject *context;          /* the txattn.Context it was made in */
-  PyObject *q_lens, *kv_lens; /* NULL or the lengths given to Context.plan */
+  PyObject *context;           /* the txattn.Context it was made in */
+  PyObject *q_lens, *kv_lens;  /* NULL or the lengths given to Context.plan */
+  float *alibi_slopes, *sinks; /* NULL or heads_q floats given to Context.plan (owned) */
   txattn_problem problem;
 } txpy_plan;
 
@@ -70,6 +71,8 @@ typedef struct txpy_call {
   txpy_view q, k, v, o, lse;
   int have_o, have_lse, ragged, torch; /* torch: q is a torch tensor (results are) */
   int64_t *q_lens, *kv_lens;
+  float *alibi_slopes, *sinks;         /* owned: heads_q floats read from the caller's objects */
+  const float *use_slopes, *use_sinks; /* what the call passes (these, or a plan's) */
   txattn_problem p;
   PyObject *o_obj, *lse_obj; /* the results' objects (references held) */
   PyObject *q_obj;           /* q as given (borrowed: the caller holds it) */
@@ -78,7 +81,9 @@ typedef struct txpy_call {
 /* What a call asks beyond its tensors, spelt out: mask TXATTN_MASK_*, window sides >= 0 or
    TXATTN_UNBOUNDED, scale 0 for 1/sqrt(d_qk), lengths NULL/None for dense (Py_True: a ragged
    plan's lengths come with each call), kernel NULL for the dispatcher's, lse for the bound and
-   plans (the others take it from the lse output). */
+   plans (the others take it from the lse output). The score modifiers: softcap 0 for none,
+   sink_keys >= 0, alibi_slopes and sinks NULL/None for none, else objects of heads_q numbers
+   (Py_True for a plan: given with each call). */
 typedef struct txpy_opts {
   int mask;
   int64_t window_left, window_right;
@@ -86,6 +91,9 @@ typedef struct txpy_opts {
   PyObject *q_lens, *kv_lens;
   const char *kernel;
   int lse;
+  float softcap;
+  int64_t sink_keys;
+  PyObject *alibi_slopes, *sinks;
 } txpy_opts;
 
 void txpy_call_init(txpy_call *c, int op);
@@ -103,6 +111,11 @@ PyObject *txpy_call_result(txpy_call *c, int want_lse);
 /* kv_lens / q_lens as batch ints in 0..max (Py_True for plans: ragged, lengths later) */
 int txpy_parse_lens(txpy_call *c, const txpy_view *ref, PyObject *obj, const char *name,
                     int64_t max, const char *max_name, int64_t **out);
+/* obj (a 1-D NumPy array or torch tensor of any real type, or a sequence of numbers) as heads
+   float32s in a new malloc'd *out; minus_inf: -inf is allowed (sinks), else every one is finite.
+   ref (q, or the merge's out) names the heads in messages. 0, or -1 with nothing allocated. */
+int txpy_head_floats(PyObject *obj, const char *name, int64_t heads, const txpy_view *ref,
+                     int minus_inf, float **out);
 int txpy_need_ndim(const txpy_view *v, int ndim, const char *layout);
 PyObject *txpy_value_error(const char *fmt, ...);
 const char *txpy_dtype_str(txattn_dtype d);
@@ -119,6 +132,7 @@ PyObject *txpy_set_default_context(PyObject *self, PyObject *context);
 PyObject *txpy_register(PyObject *self, PyObject *cls);
 PyObject *txpy_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *txpy_merge(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *txpy_alibi_slopes(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *txpy_plan_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
                                PyObject *kwnames);
 int txpy_api_init(void);

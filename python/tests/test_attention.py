@@ -72,9 +72,16 @@ def tensors(p):
     return q, k, v, o
 
 
+MODIFIERS = ("softcap", "alibi_slopes", "sinks", "sink_keys")
+
+
 def kwargs(p):
-    return dict(causal=p["causal"], window=p["window"], scale=p["scale"], q_lens=p["q_lens"],
-                kv_lens=p["kv_lens"])
+    """The problem's arguments, as attention(), reference(), error_bound() and the oracle take
+    them (the score modifiers where p has them)."""
+    kw = dict(causal=p["causal"], window=p["window"], scale=p["scale"], q_lens=p["q_lens"],
+              kv_lens=p["kv_lens"])
+    kw.update((m, p[m]) for m in MODIFIERS if m in p)
+    return kw
 
 
 def check_against_oracle(p, q, k, v, o, lse, what, tensors=None):

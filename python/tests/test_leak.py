@@ -69,3 +69,28 @@ def test_torch_calls_do_not_leak(ctx):
     q, k, v = (torch.from_numpy(x).to(torch.bfloat16) for x in small())
     steady(lambda: txattn.attention(q, k, v, causal=True, return_lse=True, context=ctx))
     steady(lambda: txattn.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True))
+
+
+def test_modifiers_do_not_leak(ctx):
+    """Slopes and sink logits are copied per call (and per plan): with 1024 heads, each copy is
+    4 KiB, so one leaked per call, plan or refusal would grow memory by 40 MB."""
+    rng = np.random.default_rng(1)
+    q = rng.standard_normal((1, 1024, 1, 4)).astype(np.float32)
+    k = rng.standard_normal((1, 1, 3, 4)).astype(np.float32)
+    slopes, sinks = txattn.alibi_slopes(1024), rng.standard_normal(1024)
+    bad = sinks.copy()
+    bad[-1] = np.nan
+    o, lse = txattn.attention(q, k, k, return_lse=True, context=ctx)
+
+    def mixed():
+        txattn.attention(q, k, k, causal=True, alibi_slopes=slopes, sinks=sinks, sink_keys=1,
+                         softcap=5.0, context=ctx)
+        plan = ctx.plan(q, k, k, alibi_slopes=slopes, sinks=True)
+        plan(q, k, k, sinks=sinks)
+        try:
+            txattn.attention(q, k, k, sinks=bad, context=ctx)
+        except ValueError:
+            pass
+        txattn.merge([o, o], [lse, lse], sinks=sinks)
+
+    steady(mixed, n=3_000, warmup=300)

@@ -55,6 +55,7 @@ __all__ = [
     "reference",
     "error_bound",
     "merge",
+    "alibi_slopes",
     "kernels",
     "Context",
     "Plan",
@@ -273,14 +274,17 @@ class Context(_c.Context):
     __slots__ = ()
 
     def plan(self, q, k, v, *, causal=False, window=None, scale=None, q_lens=None, kv_lens=None,
-             ragged=False, return_lse=False, kernel=None, out_dtype=None, dtype=None):
+             ragged=False, return_lse=False, kernel=None, out_dtype=None, dtype=None,
+             softcap=None, alibi_slopes=None, sinks=None, sink_keys=0):
         """A Plan for one problem, to run many times: which kernel, why, and its tunables.
 
         q, k, v: tensors as attention() takes them, or shapes (tuples of 4 ints) of type dtype
         (float32 by default). causal, window, scale, return_lse, kernel: as for attention().
         ragged=True makes a plan for ragged batches, whose calls take q_lens and kv_lens; lengths
         given here do that too and are the calls' default. out_dtype: the results' type (default
-        q's).
+        q's). softcap, sink_keys: as for attention(), fixed in the plan. alibi_slopes, sinks: the
+        heads_q values (copied here: the calls' default, which a call's alibi_slopes=/sinks=
+        replaces), or True for a plan whose calls give them; None: the plan has none.
         """
         qs, ks, vs = (_spec(x, n, dtype) for x, n in ((q, "q"), (k, "k"), (v, "v")))
         o_dtype = _dtype_arg(out_dtype, "out_dtype") or qs[1]
@@ -290,7 +294,8 @@ class Context(_c.Context):
         spec_o = (qs[0][:3] + vs[0][3:4], o_dtype)
         q_lens = q_lens if q_lens is not None else (True if is_ragged else None)
         return _c._run(_PLAN, self, qs, ks, vs, spec_o, bool(return_lse), mask, left, right,
-                       scale, q_lens, kv_lens, kernel, None)
+                       scale, q_lens, kv_lens, kernel, None,
+                       (softcap, alibi_slopes, sinks, sink_keys))
 
     def __repr__(self):
         return f"txattn.Context(threads={self.threads}, table={self.table_status!r})"
@@ -307,7 +312,7 @@ def _spec(x, name, dtype):
     return tuple(x.shape), _dtype_name(x, name)
 
 
-def merge(outputs, lses, *, q_lens=None, out=None):
+def merge(outputs, lses, *, q_lens=None, out=None, sinks=None):
     """Combines attention over disjoint sets of keys into the attention over all of them
     (txattn_merge), as the online softmax does: per row, L = log(sum_i exp(lse_i)) and
     o = sum_i exp(lse_i - L) o_i.
@@ -315,6 +320,8 @@ def merge(outputs, lses, *, q_lens=None, out=None):
     outputs: the parts' o, each [batch, heads, rows, d_v] of one dtype; lses: their lse
     (attention(..., return_lse=True)), each [batch, heads, rows] float32. q_lens: a ragged
     batch's rows per sequence. out: o, or (o, lse), to write into (o may be outputs[0]).
+    sinks: the heads sink logits of the whole (as attention() takes them), applied once here:
+    o *= 1 / (1 + exp(t_h - L)), lse stays L; the parts are computed without sinks.
     Returns (o, lse) of the kind of outputs[0].
     """
     outputs = [_as_tensor(x, f"outputs[{i}]") for i, x in enumerate(outputs)]
@@ -334,8 +341,20 @@ def merge(outputs, lses, *, q_lens=None, out=None):
         o, lse = out
     else:
         o, lse = out, None
-    _c._merge(outputs, lses, o, lse, q_lens)
+    _c._merge(outputs, lses, o, lse, q_lens, sinks)
     return o, lse
+
+
+def alibi_slopes(heads, max_bias=8.0):
+    """The standard ALiBi slopes of heads query heads (txattn_alibi_slopes), as llama.cpp (ggml)
+    computes them from max_bias (the ALiBi paper's 8): with n = 2^floor(log2(heads)), head h < n
+    gets 2^(-max_bias (h + 1) / n), head h >= n 2^(-max_bias (2 (h - n) + 1) / (2 n)).
+
+    Returns a NumPy float32 array of heads slopes (a list of floats without NumPy), for
+    attention(..., alibi_slopes=...). heads >= 1; max_bias finite and >= 0.
+    """
+    slopes = _c._alibi_slopes(heads, max_bias)
+    return slopes if _np is None else _np.array(slopes, dtype=_np.float32)
 
 
 def kernels(context=None):
@@ -482,5 +501,5 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     out = kind.empty(out_shape, dtypes[0])
     o4 = kind.view(out, tuple(q4.shape[:3]) + (Ev,))
     _c._run(_ATTENTION, None, q4, k4, v4, o4, None, mask, left, right, scale, None, None, None,
-            ("query", "key", "value"))
+            ("query", "key", "value"), None)
     return out

@@ -11,6 +11,7 @@ Lengths = Optional[Sequence[int]]
 Window = Optional[Tuple[Optional[int], Optional[int]]]
 DType = Union[str, Any]  # "f32" | "f16" | "bf16", a NumPy dtype or a torch dtype
 Shape = Tuple[int, int, int, int]
+HeadFloats = Optional[Any]  # heads_q real numbers: a 1-D NumPy array, torch tensor or sequence
 
 __version__: str
 
@@ -67,6 +68,10 @@ class Context:
         kernel: Optional[str] = ...,
         out_dtype: Optional[DType] = ...,
         dtype: Optional[DType] = ...,
+        softcap: Optional[float] = ...,
+        alibi_slopes: Union[HeadFloats, bool] = ...,
+        sinks: Union[HeadFloats, bool] = ...,
+        sink_keys: int = ...,
     ) -> "Plan": ...
 
 class Plan:
@@ -81,6 +86,8 @@ class Plan:
         q_lens: Lengths = ...,
         kv_lens: Lengths = ...,
         out: Any = ...,
+        alibi_slopes: HeadFloats = ...,
+        sinks: HeadFloats = ...,
     ) -> Union[Tensor, Tuple[Tensor, Tensor]]: ...
     @property
     def kernel(self) -> str: ...
@@ -110,6 +117,10 @@ def attention(
     out: Optional[Any] = ...,
     kernel: Optional[str] = ...,
     context: Optional[Context] = ...,
+    softcap: Optional[float] = ...,
+    alibi_slopes: HeadFloats = ...,
+    sinks: HeadFloats = ...,
+    sink_keys: int = ...,
 ) -> Tensor: ...
 @overload
 def attention(
@@ -126,6 +137,10 @@ def attention(
     out: Optional[Tuple[Any, Any]] = ...,
     kernel: Optional[str] = ...,
     context: Optional[Context] = ...,
+    softcap: Optional[float] = ...,
+    alibi_slopes: HeadFloats = ...,
+    sinks: HeadFloats = ...,
+    sink_keys: int = ...,
 ) -> Tuple[Tensor, Tensor]: ...
 @overload
 def reference(
@@ -140,6 +155,10 @@ def reference(
     q_lens: Lengths = ...,
     return_lse: Literal[False] = ...,
     out: Optional[Any] = ...,
+    softcap: Optional[float] = ...,
+    alibi_slopes: HeadFloats = ...,
+    sinks: HeadFloats = ...,
+    sink_keys: int = ...,
 ) -> Tensor: ...
 @overload
 def reference(
@@ -154,6 +173,10 @@ def reference(
     q_lens: Lengths = ...,
     return_lse: Literal[True],
     out: Optional[Tuple[Any, Any]] = ...,
+    softcap: Optional[float] = ...,
+    alibi_slopes: HeadFloats = ...,
+    sinks: HeadFloats = ...,
+    sink_keys: int = ...,
 ) -> Tuple[Tensor, Tensor]: ...
 @overload
 def error_bound(
@@ -169,6 +192,10 @@ def error_bound(
     return_lse: Literal[False] = ...,
     out: Optional[Any] = ...,
     out_dtype: Optional[DType] = ...,
+    softcap: Optional[float] = ...,
+    alibi_slopes: HeadFloats = ...,
+    sinks: HeadFloats = ...,
+    sink_keys: int = ...,
 ) -> float: ...
 @overload
 def error_bound(
@@ -184,6 +211,10 @@ def error_bound(
     return_lse: Literal[True],
     out: Optional[Any] = ...,
     out_dtype: Optional[DType] = ...,
+    softcap: Optional[float] = ...,
+    alibi_slopes: HeadFloats = ...,
+    sinks: HeadFloats = ...,
+    sink_keys: int = ...,
 ) -> Tuple[float, float, float]: ...
 def merge(
     outputs: Sequence[Tensor],
@@ -191,7 +222,9 @@ def merge(
     *,
     q_lens: Lengths = ...,
     out: Optional[Any] = ...,
+    sinks: HeadFloats = ...,
 ) -> Tuple[Tensor, Optional[Tensor]]: ...
+def alibi_slopes(heads: int, max_bias: float = ...) -> Any: ...  # numpy.ndarray of float32
 def kernels(context: Optional[Context] = ...) -> List[Dict[str, Any]]: ...
 def scaled_dot_product_attention(
     query: Tensor,
