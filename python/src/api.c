@@ -465,6 +465,29 @@ done:
   return result;
 }
 
+/* _spec(x, name): (shape, dtype name) of any tensor the extension reads (the buffer protocol,
+   DLPack: bfloat16 included), for plans made from tensors NumPy cannot hold */
+PyObject *txpy_spec(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  (void)self;
+  const char *name = nargs == 2 ? PyUnicode_AsUTF8(args[1]) : NULL;
+  if (name == NULL) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "_spec takes 2 arguments");
+    return NULL;
+  }
+  txpy_view v;
+  if (txpy_import(args[0], name, TXPY_READ, &v, NULL)) return NULL;
+  PyObject *shape = PyTuple_New(v.ndim);
+  for (int i = 0; shape != NULL && i < v.ndim; i++) {
+    PyObject *n = PyLong_FromLongLong(v.shape[i]);
+    if (n == NULL)
+      Py_CLEAR(shape);
+    else
+      PyTuple_SET_ITEM(shape, i, n);
+  }
+  txpy_view_release(&v);
+  return shape != NULL ? Py_BuildValue("(Ns)", shape, txattn_dtype_name(v.dtype)) : NULL;
+}
+
 /* _alibi_slopes(heads, max_bias): txattn_alibi_slopes as a list of floats (float32 values) */
 PyObject *txpy_alibi_slopes(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   (void)self;

@@ -419,6 +419,8 @@ static PyMethodDef module_methods[] = {
      "Plans and scaled_dot_product_attention's call (private)."},
     {"_merge", (PyCFunction)(void (*)(void))txpy_merge, METH_FASTCALL,
      "txattn_merge (private: use txattn.merge)."},
+    {"_spec", (PyCFunction)(void (*)(void))txpy_spec, METH_FASTCALL,
+     "(shape, dtype name) of a tensor (private: plans)."},
     {"_alibi_slopes", (PyCFunction)(void (*)(void))txpy_alibi_slopes, METH_FASTCALL,
      "txattn_alibi_slopes (private: use txattn.alibi_slopes)."},
     {"version", version, METH_NOARGS, "(txattn_version(), txattn_version_string()) at run time."},

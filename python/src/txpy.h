@@ -132,6 +132,7 @@ PyObject *txpy_set_default_context(PyObject *self, PyObject *context);
 PyObject *txpy_register(PyObject *self, PyObject *cls);
 PyObject *txpy_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *txpy_merge(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *txpy_spec(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *txpy_alibi_slopes(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *txpy_plan_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
                                PyObject *kwnames);

@@ -67,6 +67,28 @@ def test_dlpack_objects_and_capsules(ctx):
         txattn.attention(capsule, f[1], f[2], context=ctx)
 
 
+def test_bfloat16_dlpack_objects_in_plans_and_merges(ctx):
+    """bfloat16 through another producer's __dlpack__: a plan is made from such tensors (the
+    extension reads their shape and type), merge reads them into a torch out, and where a NumPy
+    result would be needed (merge without out, scaled_dot_product_attention) the refusal says
+    why and what to pass."""
+    g = torch.Generator().manual_seed(9)
+    q, k, v = (torch.randn(1, 4, 7, 16, generator=g).to(torch.bfloat16) for _ in range(3))
+    plan = ctx.plan(DLPackOnly(q), DLPackOnly(k), DLPackOnly(v), causal=True, return_lse=True)
+    assert plan.problem["dtypes"] == ("bf16",) * 4
+    o, lse = plan(q, k, v)
+    assert torch.equal(o, txattn.attention(q, k, v, causal=True, context=ctx))
+    out = (torch.empty_like(o), torch.empty_like(lse))
+    got = txattn.merge([DLPackOnly(o), o], [DLPackOnly(lse), lse], out=out)
+    assert got[0] is out[0]
+    torch.testing.assert_close(out[0], o, rtol=0, atol=2**-7)  # one bf16 rounding
+    for call in (lambda: txattn.merge([DLPackOnly(o)], [DLPackOnly(lse)]),
+                 lambda: txattn.scaled_dot_product_attention(DLPackOnly(q), DLPackOnly(k),
+                                                             DLPackOnly(v))):
+        with pytest.raises(ValueError, match=r"NumPy cannot hold this DLPack tensor.*torch.from_dlpack"):
+            call()
+
+
 def test_mixed_types_into_a_torch_out(ctx):
     """f32 queries against a bf16 KV cache into an f16 out, all torch, as the C API allows."""
     g = torch.Generator().manual_seed(8)

@@ -165,7 +165,13 @@ def _as_tensor(x, name):
     except TypeError:
         pass
     if hasattr(x, "__dlpack__"):
-        return _np.from_dlpack(x)
+        try:
+            return _np.from_dlpack(x)
+        except (BufferError, RuntimeError, TypeError, ValueError) as e:
+            raise ValueError(
+                f"{name}: NumPy cannot hold this DLPack tensor ({e}); its results would be NumPy "
+                f"arrays: for bfloat16, pass torch tensors (torch.from_dlpack({name}))"
+            ) from None
     raise TypeError(
         f"{name} must be a NumPy array, a torch tensor or another object with the buffer protocol "
         f"or __dlpack__; got {type(x).__name__}"
@@ -308,7 +314,8 @@ def _spec(x, name, dtype):
     """(shape, dtype name) of a tensor or of a shape tuple."""
     if isinstance(x, (tuple, list)) and all(isinstance(n, int) for n in x):
         return tuple(x), _dtype_arg(dtype) or "f32"
-    x = _as_tensor(x, name)
+    if not _is_torch(x) and not (_np is not None and isinstance(x, _np.ndarray)):
+        return _c._spec(x, name)  # read by the extension: bfloat16 through DLPack too
     return tuple(x.shape), _dtype_name(x, name)
 
 
@@ -324,12 +331,11 @@ def merge(outputs, lses, *, q_lens=None, out=None, sinks=None):
     o *= 1 / (1 + exp(t_h - L)), lse stays L; the parts are computed without sinks.
     Returns (o, lse) of the kind of outputs[0].
     """
-    outputs = [_as_tensor(x, f"outputs[{i}]") for i, x in enumerate(outputs)]
-    lses = [_as_tensor(x, f"lses[{i}]") for i, x in enumerate(lses)]
+    outputs, lses = list(outputs), list(lses)  # the extension reads them (DLPack's bfloat16 too)
     if not outputs:
         raise ValueError("merge needs at least one part")
     if out is None:
-        first = outputs[0]
+        first = _as_tensor(outputs[0], "outputs[0]")
         if first.ndim != 4:
             raise ValueError(f"outputs[0] must be 4-D [batch, heads, rows, dim]; got shape "
                              f"{tuple(first.shape)}")
