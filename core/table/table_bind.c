@@ -75,7 +75,7 @@ int txattn__table_fits(const txattn_table *t, const txattn__registry *reg,
         const txattn__cand *x = &c->points[j].cands[k];
         const txattn__kernel *kk = kernel_named(reg, x->kernel, unmeasured, &other_build);
         if (kk == NULL || cand_fits(kk, x, inner, sizeof inner)) continue;
-        txattn_table_class_describe(&c->key, cls, sizeof cls);
+        txattn__tm_class_text(&c->key, cls, sizeof cls);
         snprintf(why, size, "classes[%zu] (%s) n=%" PRId64 " r=%" PRId64 ": %s", i, cls,
                  c->points[j].n, c->points[j].r, inner);
         return 0;

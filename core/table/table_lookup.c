@@ -24,7 +24,7 @@
 #include "struct_size.h"
 #include "table_context.h"
 #include "table_lookup.h"
-#include "table_types.h"
+#include "table_model.h"
 
 int txattn__tm_class_of(const txattn_problem *p, int threads, txattn_table_class *cls, int64_t *n,
                         int64_t *rr, char *why, size_t size) {
@@ -326,13 +326,13 @@ static const txattn__class *lookup_class(const txattn_table *t, const txattn_pro
     return NULL;
   }
   const txattn__class *c = find_class(t, &key);
-  txattn_table_class_describe(&key, cls, cls_size);
+  txattn__tm_class_text(&key, cls, cls_size);
   if (c == NULL && key.ragged) { /* no ragged class: the dense class of the capacity */
     char ragged[96];
     snprintf(ragged, sizeof ragged, "%s", cls);
     key.ragged = 0;
     c = find_class(t, &key);
-    txattn_table_class_describe(&key, cls, cls_size);
+    txattn__tm_class_text(&key, cls, cls_size);
     if (c == NULL) {
       txattn__why_not(why, size, "no table entry: the table has no class %s nor %s", ragged, cls);
       return NULL;
