@@ -28,7 +28,6 @@
 
 typedef struct rd {
   txattn_table *t;
-  int64_t version; /* the file's format_version */
   txattn_status s; /* E_TABLE, or E_NOMEM */
   char why[768];
 } rd;
@@ -588,7 +587,6 @@ static int read_root(rd *r, const json_t *root) {
                "%" PRId64 " is not supported: this library (%s) reads format_version %d; "
                "`txtune profile` writes a table it can read",
                version, txattn_version_string(), TXATTN_TABLE_FORMAT_VERSION);
-  r->version = version;
   r->t->format_version = (int)version;
   return keys_ok(r, root, "", keys) && read_header(r, root) &&
          read_list(r, root, "classes", read_class);
