@@ -130,7 +130,8 @@ typedef struct txattn_table_region {
   { .struct_size = sizeof(txattn_table_region), .winner = TXATTN_TABLE_CANDIDATE_INIT }
 #define TXATTN_TABLE_REGION_SIZE_0_2 sizeof(txattn_table_region)
 
-/* A candidate that failed the exactness check, and where. */
+/* A candidate that failed (not exact, crashed, hung, could not plan...), and where; in the file, a
+   failed record of its class. */
 typedef struct txattn_table_exclusion {
   size_t struct_size; /* TXATTN_TABLE_EXCLUSION_INIT; 0: TXATTN_TABLE_EXCLUSION_SIZE_0_2 */
   const char *kernel;
@@ -140,7 +141,7 @@ typedef struct txattn_table_exclusion {
   int64_t n, r;       /* the shape it failed on */
   double max_error;   /* as txattn_table_candidate; NaN when the output was not finite */
   const char *reason; /* one line */
-  /* batch and heads_q as measured. Last, so the exclusion grows with its class: struct_size covers
+  /* batch and heads_q as measured (read from a file: its class's). Last, so the exclusion grows with its class: struct_size covers
      the class too, whose own struct_size says which of its fields are read (and is set, on
      output, to the bytes of it written). */
   txattn_table_class cls;
