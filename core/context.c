@@ -11,7 +11,7 @@
 #include "table/table_context.h"
 
 static void destroy(txattn_context *ctx) {
-  txattn__plan_cache_destroy(&ctx->cache);
+  pthread_mutex_destroy(&ctx->cache.lock);
   txattn__context_table_free(ctx->table); /* before the plugins: it points at their kernels */
   txattn__registry_free(&ctx->reg);
   free(ctx->table_path);
@@ -34,7 +34,8 @@ static txattn_status init(txattn_context *ctx, const txattn_options *o) {
   TXATTN_FORWARD_IF_ERROR(txattn__registry_load(&ctx->reg, o->plugin_path));
   txattn__log("context: %d threads, %zu kernels loaded, %zu entries skipped", ctx->n_threads,
               ctx->reg.n_kernels, ctx->reg.n_rejected);
-  TXATTN_FORWARD_IF_ERROR(txattn__context_table_load(ctx, ctx->table_path));
+  TXATTN_FORWARD_IF_ERROR(
+      txattn__context_table_load(ctx->table_path, &ctx->reg, &ctx->machine_info, &ctx->table));
   return TXATTN_OK;
 }
 
@@ -50,7 +51,7 @@ txattn_status txattn_context_create(const txattn_options *opts, txattn_context *
       o->n_threads);
   txattn_context *ctx = calloc(1, sizeof *ctx);
   TXATTN_RETURN_IF(ctx == NULL, TXATTN_E_NOMEM, "txattn_context_create: out of memory");
-  if (!txattn__plan_cache_init(&ctx->cache)) {
+  if (pthread_mutex_init(&ctx->cache.lock, NULL) != 0) {
     free(ctx);
     return txattn__fail(TXATTN_E_INTERNAL, "txattn_context_create: pthread_mutex_init failed");
   }
@@ -62,12 +63,6 @@ txattn_status txattn_context_create(const txattn_options *opts, txattn_context *
   }
   *out = ctx;
   return txattn__ok();
-}
-
-void txattn_context_free(txattn_context *ctx) {
-  if (ctx == NULL) return;
-  txattn__plan_cache_clear(&ctx->cache);
-  txattn__context_release(ctx);
 }
 
 /* 1 when ctx is there; else records that fn was given a NULL ctx. */

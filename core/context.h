@@ -5,10 +5,28 @@
 #ifndef TXATTN_CORE_CONTEXT_H
 #define TXATTN_CORE_CONTEXT_H
 
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 
 #include "loader.h"
-#include "plan_cache.h"
+
+/* The per-context cache of plans behind txattn_attention(); plan_cache.c uses it, the context
+   only creates and destroys its mutex. */
+#define TXATTN_PLAN_CACHE_SIZE 16
+
+typedef struct txattn__cache_entry {
+  txattn_problem key; /* resolved */
+  char forced[64];    /* TXATTN_FORCE_KERNEL when the plan was made: it changes the choice */
+  txattn_plan *plan;  /* the cache holds one reference; NULL when the slot is free */
+  uint64_t last_used;
+} txattn__cache_entry;
+
+typedef struct txattn__plan_cache {
+  pthread_mutex_t lock;
+  txattn__cache_entry entries[TXATTN_PLAN_CACHE_SIZE];
+  uint64_t clock;
+} txattn__plan_cache;
 
 struct txattn_context {
   atomic_int refs;
@@ -26,7 +44,7 @@ void txattn__context_release(txattn_context *ctx);
 
 static inline const txattn__plugin *txattn__kernel_plugin(const txattn_context *ctx,
                                                           const txattn__kernel *k) {
-  return &ctx->reg.plugins[k->plugin];
+  return txattn__registry_plugin(&ctx->reg, k);
 }
 
 #endif

@@ -200,7 +200,8 @@ static txattn_status rank(txattn__dispatcher *d) {
     /* a table lifts the demotion only where it measured the kernel the winner: its times there,
        on this very build of its file (a candidate of another build is left unbound), are
        evidence; its word elsewhere is not */
-    if (any_demoted) txattn__table_won_around(ctx, d->r, d->demoted);
+    if (any_demoted)
+      txattn__table_won_around(ctx->table, &ctx->reg, ctx->n_threads, d->r, d->demoted);
   }
   for (size_t i = 0; d->skip != NULL && i < d->skip->n; i++)
     d->est[index_of(ctx, d->skip->k[i])] = -1;
@@ -345,7 +346,7 @@ txattn_status txattn__dispatch_first(txattn__dispatcher *d, const txattn_context
     return named(ctx, r, forced, "forced by TXATTN_FORCE_KERNEL", out);
   }
   if (ctx->reg.n_kernels == 0) return none_loaded(ctx);
-  if (txattn__table_choose(ctx, r, out, tunables, why, size)) {
+  if (txattn__table_choose(ctx->table, ctx->n_threads, r, out, tunables, why, size)) {
     d->table_choice = *out;
     if (!skipped(skip, *out)) return beside_table(d, out, tunables, why, size);
     snprintf(d->context, sizeof d->context, "the table's choice %s failed", (*out)->desc->name);

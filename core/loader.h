@@ -44,6 +44,12 @@ typedef struct txattn__registry {
   txattn__isa_state isa;
 } txattn__registry;
 
+/* The plugin that holds kernel k of reg. */
+static inline const txattn__plugin *txattn__registry_plugin(const txattn__registry *reg,
+                                                            const txattn__kernel *k) {
+  return &reg->plugins[k->plugin];
+}
+
 /* 1 if k takes the element types of the resolved problem r, writes lse if r asks for it
    (TXATTN_KERNEL_LSE; else "it does not write lse"), declares each score modifier r has
    (TXATTN_KERNEL_SOFTCAP ... SINK_KEYS; else "it does not compute ...") and its applicable() accepts r (r without

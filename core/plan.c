@@ -14,7 +14,6 @@
 #include "error.h"
 #include "log.h"
 #include "plan.h"
-#include "plan_tuned.h"
 #include "plugin_check.h"
 #include "problem.h"
 #include "tensors.h"
@@ -61,6 +60,47 @@ static txattn_status fit_tunables(const txattn_plan *plan, const txattn_problem 
   return TXATTN_OK;
 }
 
+/* Checks ov against d's declared tunables (E_INVALID naming the bad one) and writes its values
+   into values (d's declared order). */
+/* "block_q, block_k", or "none" */
+static void declared(const txattn_kernel_desc *d, char *buf, size_t size) {
+  size_t used = 0;
+  snprintf(buf, size, "none");
+  for (size_t i = 0; i < d->n_tunables && used < size; i++) {
+    int n = snprintf(buf + used, size - used, "%s%s", i ? ", " : "", d->tunables[i].name);
+    used += n > 0 ? (size_t)n : 0;
+  }
+}
+
+static txattn_status tunables_override(const txattn_kernel_desc *d, int64_t *values,
+                                       const txattn__tunable_override *ov) {
+  char names[256];
+  for (size_t i = 0; i < ov->n; i++) {
+    const char *name = ov->names[i];
+    TXATTN_RETURN_IF(name == NULL, TXATTN_E_INVALID, "txattn_plan_create_tuned: names[%zu] is NULL",
+                     i);
+    for (size_t j = 0; j < i; j++)
+      TXATTN_RETURN_IF(strcmp(ov->names[j], name) == 0, TXATTN_E_INVALID,
+                       "txattn_plan_create_tuned: tunable %s is given twice", name);
+    size_t k = 0;
+    while (k < d->n_tunables && strcmp(d->tunables[k].name, name) != 0) k++;
+    if (k == d->n_tunables) {
+      declared(d, names, sizeof names);
+      return txattn__fail(TXATTN_E_INVALID,
+                          "txattn_plan_create_tuned: kernel %s has no tunable \"%.63s\" (it "
+                          "declares: %s)",
+                          d->name, name, names);
+    }
+    const txattn_tunable *t = &d->tunables[k];
+    TXATTN_RETURN_IF(!txattn__tunable_value_ok(t, ov->values[i]), TXATTN_E_INVALID,
+                     "txattn_plan_create_tuned: %s %s = %" PRId64 " is outside %" PRId64
+                     "..%" PRId64 " in steps of %" PRId64,
+                     d->name, name, ov->values[i], t->min, t->max, t->multiple_of);
+    values[k] = ov->values[i];
+  }
+  return TXATTN_OK;
+}
+
 /* The dispatch table's values (chosen: checked against the kernel's declaration when the context
    loaded the table), else the kernel's defaults for this problem and machine; then the caller's
    (txattn_plan_create_tuned); last, fitted to the problem (fit_tunables). The defaults are checked
@@ -68,7 +108,7 @@ static txattn_status fit_tunables(const txattn_plan *plan, const txattn_problem 
 static txattn_status set_tunables(txattn_plan *plan, const int64_t *chosen,
                                   const txattn__tunable_override *ov) {
   const txattn_kernel_desc *d = plan->kernel->desc;
-  if (d->n_tunables == 0) return ov && ov->n ? txattn__tunables_override(d, NULL, ov) : TXATTN_OK;
+  if (d->n_tunables == 0) return ov && ov->n ? tunables_override(d, NULL, ov) : TXATTN_OK;
   plan->tunables = calloc(2 * d->n_tunables, sizeof *plan->tunables);
   TXATTN_RETURN_IF(plan->tunables == NULL, TXATTN_E_NOMEM, "txattn_plan_create: out of memory");
   plan->given = plan->tunables + d->n_tunables;
@@ -85,7 +125,7 @@ static txattn_status set_tunables(txattn_plan *plan, const int64_t *chosen,
                        t->multiple_of);
     }
   }
-  if (ov) TXATTN_FORWARD_IF_ERROR(txattn__tunables_override(d, plan->tunables, ov));
+  if (ov) TXATTN_FORWARD_IF_ERROR(tunables_override(d, plan->tunables, ov));
   memcpy(plan->given, plan->tunables, d->n_tunables * sizeof *plan->given);
   return fit_tunables(plan, &plan->problem, plan->given, plan->tunables);
 }

@@ -12,13 +12,11 @@
 #include "problem.h"
 #include "tensors.h"
 
-int txattn__plan_cache_init(txattn__plan_cache *c) {
-  memset(c->entries, 0, sizeof c->entries);
-  c->clock = 0;
-  return pthread_mutex_init(&c->lock, NULL) == 0;
-}
-
-void txattn__plan_cache_clear(txattn__plan_cache *c) {
+/* Drops the cache's references to its plans (which hold references to the context), then the
+   caller's reference: the context lives on until its last plan is freed. */
+void txattn_context_free(txattn_context *ctx) {
+  if (ctx == NULL) return;
+  txattn__plan_cache *c = &ctx->cache;
   txattn_plan *drop[TXATTN_PLAN_CACHE_SIZE];
   pthread_mutex_lock(&c->lock);
   for (int i = 0; i < TXATTN_PLAN_CACHE_SIZE; i++) {
@@ -28,10 +26,7 @@ void txattn__plan_cache_clear(txattn__plan_cache *c) {
   pthread_mutex_unlock(&c->lock);
   for (int i = 0; i < TXATTN_PLAN_CACHE_SIZE; i++)
     if (drop[i] != NULL) txattn__plan_release(drop[i]);
-}
-
-void txattn__plan_cache_destroy(txattn__plan_cache *c) {
-  pthread_mutex_destroy(&c->lock);
+  txattn__context_release(ctx);
 }
 
 static int same_problem(const txattn_problem *a, const txattn_problem *b) {

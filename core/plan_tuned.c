@@ -8,48 +8,8 @@
 #include "context.h"
 #include "error.h"
 #include "plan.h"
-#include "plan_tuned.h"
 #include "plugin_check.h"
 #include "struct_size.h"
-
-/* "block_q, block_k", or "none" */
-static void declared(const txattn_kernel_desc *d, char *buf, size_t size) {
-  size_t used = 0;
-  snprintf(buf, size, "none");
-  for (size_t i = 0; i < d->n_tunables && used < size; i++) {
-    int n = snprintf(buf + used, size - used, "%s%s", i ? ", " : "", d->tunables[i].name);
-    used += n > 0 ? (size_t)n : 0;
-  }
-}
-
-txattn_status txattn__tunables_override(const txattn_kernel_desc *d, int64_t *values,
-                                        const txattn__tunable_override *ov) {
-  char names[256];
-  for (size_t i = 0; i < ov->n; i++) {
-    const char *name = ov->names[i];
-    TXATTN_RETURN_IF(name == NULL, TXATTN_E_INVALID, "txattn_plan_create_tuned: names[%zu] is NULL",
-                     i);
-    for (size_t j = 0; j < i; j++)
-      TXATTN_RETURN_IF(strcmp(ov->names[j], name) == 0, TXATTN_E_INVALID,
-                       "txattn_plan_create_tuned: tunable %s is given twice", name);
-    size_t k = 0;
-    while (k < d->n_tunables && strcmp(d->tunables[k].name, name) != 0) k++;
-    if (k == d->n_tunables) {
-      declared(d, names, sizeof names);
-      return txattn__fail(TXATTN_E_INVALID,
-                          "txattn_plan_create_tuned: kernel %s has no tunable \"%.63s\" (it "
-                          "declares: %s)",
-                          d->name, name, names);
-    }
-    const txattn_tunable *t = &d->tunables[k];
-    TXATTN_RETURN_IF(!txattn__tunable_value_ok(t, ov->values[i]), TXATTN_E_INVALID,
-                     "txattn_plan_create_tuned: %s %s = %" PRId64 " is outside %" PRId64
-                     "..%" PRId64 " in steps of %" PRId64,
-                     d->name, name, ov->values[i], t->min, t->max, t->multiple_of);
-    values[k] = ov->values[i];
-  }
-  return TXATTN_OK;
-}
 
 txattn_status txattn_plan_create_tuned(txattn_context *ctx, const txattn_problem *p,
                                        const char *kernel, const char *const *names,

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: MIT
 # Fails when the files of a source tree (core/) depend on each other in a cycle.
 #
-# A file depends on the headers it includes, and a header depends on every other file that defines
-# a function or variable it declares (X.h on Y.c when X.h declares what Y.c defines; X.c, the
-# header's own source, does not count). So besides #include loops, a header that declares what
+# A file depends on the headers it includes, a header X.h on its own source X.c (who includes X.h
+# calls into X.c, so files that call each other through their headers form a cycle), and a header
+# on every other file that defines a function or variable it declares (X.h on Y.c when X.h
+# declares what Y.c defines). So besides #include loops, a header that declares what
 # another file defines while that file includes it (the dispatch table's model header once declared
 # the lookup's, the reader's and the index's functions, all of which included it) is a cycle: each
 # declaration belongs in the header named after the file that defines it. Public headers
@@ -53,7 +54,7 @@ check() {
     /^[A-Za-z_]/ && !/^(static|typedef|struct|enum|union)[ \t]/ {
       k = names($0, found)
       if (FILENAME ~ /\.c$/) {
-        if ($0 !~ /;[ \t]*$/ && k > 0) defined_in[found[1]] = FILENAME
+        if ($0 !~ /;[ \t]*$/ && k > 0) { defined_in[found[1]] = FILENAME; defines[FILENAME, found[1]] = 1 }
       } else {
         for (i = 1; i <= k; i++) { n_decl++; decl_in[n_decl] = FILENAME; decl_name[n_decl] = found[i] }
       }
@@ -68,11 +69,16 @@ check() {
         if ((d h) in is_file) target = d h
         else if ((root "/" h) in is_file) target = root "/" h
         else if (h !~ /\//) { split(by_base[h], cand, " "); target = cand[1] }
-        if (target != "") add_edge(f, target, "includes")
+        if (target != "" && stem(target) != stem(f)) add_edge(f, target, "includes")
       }
+      # a header and its own source are one unit: who includes X.h calls into X.c
+      for (i = 1; i <= nfiles; i++)
+        if (file[i] ~ /\.h$/ && (stem(file[i]) ".c") in is_file)
+          add_edge(file[i], stem(file[i]) ".c", "is implemented by")
       for (i = 1; i <= n_decl; i++) {
         c = defined_in[decl_name[i]]
-        if (c != "" && stem(c) != stem(decl_in[i]))
+        # a name its own source defines belongs there (a separate program may define its own copy)
+        if (c != "" && stem(c) != stem(decl_in[i]) && !((stem(decl_in[i]) ".c", decl_name[i]) in defines))
           add_edge(decl_in[i], c, "declares " decl_name[i] ", defined in")
       }
       for (i = 1; i <= nfiles; i++) if (color[file[i]] == "") dfs(file[i])
@@ -134,7 +140,15 @@ self_test() {
   printf '#include "m.h"\nint txattn_r(int x,\n             int y) { return x + y; }\n' \
     >"$tmp/declared/r.c"
   expect fail declared
-  [ "$fails" = 0 ] && echo "self-test: the check passes a layered tree and finds both kinds of cycle"
+  # c.c calls d.c through d.h and d.c calls c.c through c.h: a ring of calls, no include loop
+  mkdir -p "$tmp/ring"
+  printf 'int txattn_c(void);\n' >"$tmp/ring/c.h"
+  printf 'int txattn_d(void);\n' >"$tmp/ring/d.h"
+  printf '#include "c.h"\n#include "d.h"\nint txattn_c(void) { return txattn_d(); }\n' >"$tmp/ring/c.c"
+  printf '#include "c.h"\n#include "d.h"\nint txattn_d(void) { return 0 * txattn_c(); }\n' \
+    >"$tmp/ring/d.c"
+  expect fail ring
+  [ "$fails" = 0 ] && echo "self-test: the check passes a layered tree and finds every kind of cycle"
   return "$fails"
 }
 

@@ -252,8 +252,8 @@ static char *slurp(const char *path) {
   return s;
 }
 
-/* A table file whose points hold 4096 candidates each (the 56 MB table of issue 19, smaller): refused
-   by the cap, before any candidate is read, naming the field; a context given it is still created. */
+/* A table file with 4096 records at one shape (the 56 MB table of issue 19, smaller): refused by the
+   cap, before any point is built, naming the shape; a context given it is still created. */
 Test(limits, a_table_file_with_too_many_candidates_is_refused_by_the_cap) {
   txattn_context *ctx = test_context(1);
   size_t cls;
@@ -268,10 +268,10 @@ Test(limits, a_table_file_with_too_many_candidates_is_refused_by_the_cap) {
   cr_assert_eq(txattn_table_write(t, path), TXATTN_OK, "%s", txattn_last_error());
   txattn_table_free(t);
   char *text = slurp(path);
-  char *open = strstr(text, "\"candidates\"");
+  char *open = strstr(text, "\"points\"");
   cr_assert_not_null(open);
   open = strchr(open, '[');
-  char *close = strchr(open, ']'); /* the one candidate has no tunables, so no array inside */
+  char *close = strchr(open, ']'); /* the one record has no tunables, so no array inside */
   cr_assert_not_null(close);
   const size_t one_len = (size_t)(close - open - 1), k = 4096;
   FILE *f = fopen(path, "wb");
@@ -288,7 +288,8 @@ Test(limits, a_table_file_with_too_many_candidates_is_refused_by_the_cap) {
   cr_expect_neq(txattn_table_load(path, &big), TXATTN_OK);
   cr_expect_null(big);
   const char *msg = txattn_last_error();
-  cr_expect(strstr(msg, "candidates") && strstr(msg, "1..256 candidates, got 4096"), "%s", msg);
+  cr_expect(strstr(msg, "4096 records at n = 64") && strstr(msg, "a shape holds 1..256"), "%s",
+            msg);
   txattn_options opts = {.table_path = path};
   txattn_context *c2 = NULL;
   cr_expect_eq(txattn_context_create(&opts, &c2), TXATTN_OK, "%s", txattn_last_error());

@@ -370,8 +370,10 @@ Test(table, typed_classes_round_trip_through_a_file) {
   cr_expect_str_eq(json_string_value(json_object_get(kv, "k_type")), "f16");
   cr_expect_str_eq(json_string_value(json_object_get(kv, "v_type")), "f16");
   cr_expect_str_eq(json_string_value(json_object_get(bf, "o_type")), "bf16");
-  json_t *xcls = json_object_get(json_array_get(json_object_get(root, "excluded"), 0), "class");
-  cr_expect_str_eq(json_string_value(json_object_get(xcls, "v_type")), "f16");
+  /* the exclusion is a failed record of its class */
+  json_t *recs = json_object_get(kv, "points");
+  cr_expect(json_object_get(json_array_get(recs, json_array_size(recs) - 1), "failed") != NULL,
+            "the typed class's last record is its exclusion");
   json_decref(root);
   free(a);
   free(b);
@@ -380,7 +382,7 @@ Test(table, typed_classes_round_trip_through_a_file) {
   txattn_context_free(ctx);
 }
 
-/* Element types are format_version 3, and spelled as txattn_dtype_name spells them. */
+/* Element types are spelled as txattn_dtype_name spells them. */
 Test(table, a_malformed_element_type_names_the_field) {
   new_dir();
   txattn_context *ctx = tc_context(NULL, "", 1);
@@ -388,20 +390,17 @@ Test(table, a_malformed_element_type_names_the_field) {
   txattn_table *t = typed_table(ctx, &typed);
   TC_ASSERT_OK(txattn_table_write(t, file));
   static const struct {
-    int version;
     const char *k_type; /* NULL: a boolean */
     const char *pattern;
   } cases[] = {
-      {2, "f16", "classes\\[1\\]\\.k_type: element types need format_version 3"},
-      {3, "f8", "classes\\[1\\]\\.k_type: \"f8\" is not one of the allowed values"},
-      {3, NULL, "classes\\[1\\]\\.k_type: expected a string, got a boolean"},
+      {"f8", "classes\\[1\\]\\.k_type: \"f8\" is not one of the allowed values"},
+      {NULL, "classes\\[1\\]\\.k_type: expected a string, got a boolean"},
   };
   cr_assert_eq(typed, 1);
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     json_error_t e;
     json_t *root = json_load_file(file, 0, &e);
     cr_assert(root != NULL, "%s", e.text);
-    json_object_set_new(root, "format_version", json_integer(cases[i].version));
     json_t *kv = json_array_get(json_object_get(root, "classes"), typed);
     json_object_set_new(kv, "k_type", cases[i].k_type ? json_string(cases[i].k_type) : json_true());
     char path[SCRATCH_PATH_MAX + 64];
@@ -418,7 +417,7 @@ Test(table, a_malformed_element_type_names_the_field) {
   txattn_context_free(ctx);
 }
 
-/* ---- ragged classes (format_version 4) ---- */
+/* ---- ragged classes ---- */
 
 /* A causal decode class (d 16, one thread, naive.scalar measured at 256 and 1024), the same key
    ragged (tiled.scalar measured there, with an exclusion); *ragged gets the ragged class's index. */
@@ -497,23 +496,21 @@ Test(table, ragged_classes_round_trip_through_a_file) {
   json_error_t e;
   json_t *root = json_load_file(file, 0, &e);
   cr_assert(root != NULL, "%s", e.text);
-  cr_expect_eq(json_integer_value(json_object_get(root, "format_version")), 4);
+  cr_expect_eq(json_integer_value(json_object_get(root, "format_version")),
+               TXATTN_TABLE_FORMAT_VERSION);
   json_t *classes = json_object_get(root, "classes");
   cr_expect(json_object_get(json_array_get(classes, 0), "ragged") == NULL,
-            "a dense class is written as before format_version 4");
+            "a dense class is written without \"ragged\"");
   cr_expect(json_is_true(json_object_get(json_array_get(classes, ri), "ragged")));
-  /* "ragged" needs format_version 4 and a boolean */
+  /* "ragged" is a boolean */
   static const struct {
-    int version;
     json_t *(*value)(void);
     const char *pattern;
   } cases[] = {
-      {3, json_true, "classes\\[1\\]\\.ragged: a ragged class needs format_version 4"},
-      {4, json_null, "classes\\[1\\]\\.ragged: expected true or false, got null"},
+      {json_null, "classes\\[1\\]\\.ragged: expected true or false, got null"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     json_t *copy = json_deep_copy(root);
-    json_object_set_new(copy, "format_version", json_integer(cases[i].version));
     json_object_set_new(json_array_get(json_object_get(copy, "classes"), ri), "ragged",
                         cases[i].value());
     char path[SCRATCH_PATH_MAX + 64];
@@ -628,8 +625,20 @@ Test(table, a_tie_is_a_choice_among_near_equal_times) {
   txattn_context_free(ctx);
 }
 
-/* A file's tie: only in format_version 2, and only where the first candidate is not the fastest. */
-Test(table, a_malformed_tie_names_the_field) {
+/* The index of the record of class 0 at n for kernel in root's classes[0].points, -1 if none. */
+static int record_at(json_t *root, int64_t n, const char *kernel) {
+  json_t *recs = json_object_get(json_array_get(json_object_get(root, "classes"), 0), "points");
+  for (size_t i = 0; i < json_array_size(recs); i++) {
+    json_t *x = json_array_get(recs, i);
+    if (json_integer_value(json_object_get(x, "n")) == n &&
+        strcmp(json_string_value(json_object_get(x, "kernel")), kernel) == 0)
+      return (int)i;
+  }
+  return -1;
+}
+
+/* A file's "chosen": true, on one record of a shape, within 1.25x the fastest there. */
+Test(table, a_malformed_choice_names_the_field) {
   new_dir();
   txattn_context *ctx = tc_context(NULL, "", 1);
   txattn_table *t;
@@ -638,25 +647,22 @@ Test(table, a_malformed_tie_names_the_field) {
   TC_ASSERT_OK(add_tie_point(ctx, t, ci, 1.01e-3, 1));
   TC_ASSERT_OK(txattn_table_write(t, file));
   static const struct {
-    int version;
-    int swap; /* put the fastest first, keeping the tie */
+    const char *kernel; /* the record whose "chosen" is set */
+    int value;          /* 1: true, 0: false */
     const char *pattern;
-  } cases[] = {{1, 0, "classes\\[0\\]\\.points\\[2\\]\\.tie: a tie needs format_version 2"},
-               {2, 1, "classes\\[0\\]\\.points\\[2\\]\\.candidates: the point is a tie but"}};
+  } cases[] = {{"naive.scalar", 0, "classes\\[0\\]\\.points\\[[0-9]+\\]\\.chosen: expected true"},
+               {"masked.scalar", 1, "two records are chosen at n = 512"},
+               {"tiled.scalar", 1, "two records are chosen at n = 512"}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     json_error_t e;
     json_t *root = json_load_file(file, 0, &e);
     cr_assert(root != NULL, "%s", e.text);
-    json_object_set_new(root, "format_version", json_integer(cases[i].version));
-    json_t *pts = json_object_get(json_array_get(json_object_get(root, "classes"), 0), "points");
-    json_t *cands = json_object_get(json_array_get(pts, 2), "candidates");
-    if (cases[i].swap) {
-      json_t *first = json_incref(json_array_get(cands, 0));
-      json_array_remove(cands, 0);
-      json_array_insert_new(cands, 1, first);
-    }
+    json_t *recs = json_object_get(json_array_get(json_object_get(root, "classes"), 0), "points");
+    int at = record_at(root, 512, cases[i].kernel);
+    cr_assert(at >= 0);
+    json_object_set_new(json_array_get(recs, (size_t)at), "chosen", json_boolean(cases[i].value));
     char path[SCRATCH_PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/tie%zu.json", dir, i);
+    snprintf(path, sizeof path, "%s/choice%zu.json", dir, i);
     cr_assert(json_dump_file(root, path, JSON_INDENT(1)) == 0);
     json_decref(root);
     txattn_table *u = NULL;
@@ -665,7 +671,218 @@ Test(table, a_malformed_tie_names_the_field) {
     cr_expect(matches(txattn_last_error(), cases[i].pattern), "case %zu: %s", i,
               txattn_last_error());
   }
+  /* the choice moved to a record 2x the fastest is no tie */
+  json_error_t e;
+  json_t *root = json_load_file(file, 0, &e);
+  json_t *recs = json_object_get(json_array_get(json_object_get(root, "classes"), 0), "points");
+  json_object_del(json_array_get(recs, (size_t)record_at(root, 512, "naive.scalar")), "chosen");
+  json_object_set_new(json_array_get(recs, (size_t)record_at(root, 512, "tiled.scalar")), "chosen",
+                      json_true());
+  cr_assert(json_dump_file(root, file, JSON_INDENT(1)) == 0);
+  json_decref(root);
+  txattn_table *u = NULL;
+  cr_expect_eq(txattn_table_load(file, &u), TXATTN_E_TABLE);
+  cr_expect(
+      text_mentions(txattn_last_error(), "tiled.scalar", "more than 1.25 x the fastest", NULL),
+      "%s", txattn_last_error());
   txattn_table_free(t);
+  txattn_context_free(ctx);
+}
+
+/* ---- a table of measurements, written by hand: what the library derives from it ---- */
+
+/* The header of a table for ctx's machine and plugins (format_version 5), up to "classes": [. */
+static char *header_for(const txattn_context *ctx) {
+  txattn_table *t;
+  TC_ASSERT_OK(txattn_table_create(ctx, &t));
+  char *text = dump_text(t);
+  txattn_table_free(t);
+  char *end = strstr(text, "\"classes\": []");
+  cr_assert(end != NULL, "%s", text);
+  end[strlen("\"classes\": [")] = '\0';
+  return text;
+}
+
+/* Writes header + body + "]}" to file. */
+static void write_table(const txattn_context *ctx, const char *body) {
+  char *h = header_for(ctx);
+  size_t n = strlen(h) + strlen(body) + 8;
+  char *text = malloc(n);
+  snprintf(text, n, "%s%s]}\n", h, body);
+  tc_write_file(file, text, strlen(text));
+  free(text);
+  free(h);
+}
+
+#define CAUSAL_CLASS                                                                               \
+  "{\"mask\": \"causal\", \"d_qk\": 16, \"d_v\": 16, \"group\": 1, \"threads\": 1, \"decode\": "   \
+  "false, \"batch\": 1, \"heads_q\": 1, \"points\": ["
+#define REC(n, kernel, t)                                                                          \
+  "{\"n\": " #n ", \"kernel\": \"" kernel "\", \"tunables\": {}, \"time_s\": " #t                  \
+  ", \"max_error\": 1e-7, \"spread\": 0.02}"
+
+/* Records only: at n = 256 naive.scalar and banded.scalar are 1% apart and the faster wins, at
+   n = 1024 the one marked chosen wins though 1% slower; a kernel that failed at 256 is an
+   exclusion, never a candidate; a context follows the table so. */
+Test(table, a_table_of_records_derives_winners_regions_and_exclusions) {
+  new_dir();
+  txattn_context *ctx = tc_context(NULL, "", 1);
+  char body[2048];
+  snprintf(body, sizeof body,
+           "%s%s, %s, %s, %s, %s, %s, "
+           "{\"n\": 256, \"kernel\": \"masked.scalar\", \"tunables\": {\"block_rows\": 64}, "
+           "\"max_error\": null, \"failed\": \"crashed on its check\"}]}",
+           CAUSAL_CLASS, REC(256, "banded.scalar", 1.01e-4), REC(256, "naive.scalar", 1e-4),
+           REC(1024, "naive.scalar", 1.6e-3),
+           "{\"n\": 1024, \"kernel\": \"banded.scalar\", \"tunables\": {}, \"time_s\": 1.616e-3, "
+           "\"max_error\": 1e-7, \"spread\": 0.02, \"chosen\": true}",
+           REC(4096, "banded.scalar", 2.6e-2), REC(4096, "naive.scalar", 2.5e-2));
+  write_table(ctx, body);
+  txattn_table *t = NULL;
+  TC_ASSERT_OK(txattn_table_load(file, &t));
+  txattn_table_header h = TXATTN_TABLE_HEADER_INIT;
+  TC_ASSERT_OK(txattn_table_header_get(t, &h));
+  cr_expect(h.n_classes == 1 && h.n_excluded == 1, "%zu classes, %zu excluded", h.n_classes,
+            h.n_excluded);
+  size_t n_points = 0, n_regions = 0;
+  txattn_table_class c = TXATTN_TABLE_CLASS_INIT;
+  TC_ASSERT_OK(txattn_table_class_get(t, 0, &c, &n_points, &n_regions));
+  cr_expect(n_points == 3 && n_regions == 3, "%zu points, %zu regions", n_points, n_regions);
+  static const struct {
+    const char *winner;
+    int tie;
+  } want[] = {{"naive.scalar", 0}, {"banded.scalar", 1}, {"naive.scalar", 0}};
+  for (size_t i = 0; i < 3 && i < n_points; i++) {
+    txattn_table_point p = TXATTN_TABLE_POINT_INIT;
+    txattn_table_candidate w = TXATTN_TABLE_CANDIDATE_INIT;
+    TC_ASSERT_OK(txattn_table_point_get(t, 0, i, &p));
+    TC_ASSERT_OK(txattn_table_candidate_get(t, 0, i, 0, &w));
+    cr_expect(p.n_candidates == 2, "point %zu: %zu candidates", i, p.n_candidates);
+    cr_expect_str_eq(w.kernel, want[i].winner, "point %zu", i);
+    cr_expect_eq(p.tie, want[i].tie, "point %zu", i);
+  }
+  txattn_table_region g = TXATTN_TABLE_REGION_INIT;
+  TC_ASSERT_OK(txattn_table_region_get(t, 0, 0, &g));
+  cr_expect(g.n_lo == 256 && g.n_hi == 256 && strcmp(g.winner.kernel, "naive.scalar") == 0,
+            "region 0: n %lld..%lld %s", (long long)g.n_lo, (long long)g.n_hi, g.winner.kernel);
+  txattn_table_exclusion x = TXATTN_TABLE_EXCLUSION_INIT;
+  TC_ASSERT_OK(txattn_table_exclusion_get(t, 0, &x));
+  cr_expect(strcmp(x.kernel, "masked.scalar") == 0 && x.n == 256 && isnan(x.max_error) &&
+                strcmp(x.reason, "crashed on its check") == 0 && x.cls.d_qk == 16,
+            "%s at %lld: %s", x.kernel, (long long)x.n, x.reason);
+  /* written back, the same records */
+  char *a = dump_text(t);
+  TC_ASSERT_OK(txattn_table_write(t, file));
+  txattn_table *u = NULL;
+  TC_ASSERT_OK(txattn_table_load(file, &u));
+  char *b = dump_text(u);
+  cr_expect_str_eq(a, b);
+  /* a context follows the derived winners: the chosen one at 1024, the fastest at 4096 */
+  txattn_context *follower = tc_context(NULL, file, 1);
+  cr_expect_eq(txattn_context_table_status(follower), TXATTN_TABLE_LOADED, "%s",
+               txattn_context_table_state(follower));
+  static const struct {
+    int64_t n;
+    const char *kernel;
+  } picks[] = {{256, "naive.scalar"}, {1024, "banded.scalar"}, {4096, "naive.scalar"}};
+  for (size_t i = 0; i < 3; i++) {
+    char kernel[64], why[512];
+    txattn_problem p = {.n_q = picks[i].n, .d_qk = TC_D, .mask = TXATTN_MASK_CAUSAL};
+    tc_pick(follower, &p, kernel, sizeof kernel, why, sizeof why);
+    cr_expect_str_eq(kernel, picks[i].kernel, "n = %lld: %s", (long long)picks[i].n, why);
+    cr_expect(strstr(why, "masked.scalar") == NULL, "the failed kernel is no candidate: %s", why);
+  }
+  free(a);
+  free(b);
+  txattn_context_free(follower);
+  txattn_table_free(u);
+  txattn_table_free(t);
+  txattn_context_free(ctx);
+}
+
+/* A class whose every record failed holds no points: its failures are exclusions, and a problem
+   of it finds no class. */
+Test(table, a_class_of_failed_records_is_exclusions_only) {
+  new_dir();
+  txattn_context *ctx = tc_context(NULL, "", 1);
+  write_table(ctx, CAUSAL_CLASS "{\"n\": 193, \"kernel\": \"naive.scalar\", \"tunables\": {}, "
+                                "\"max_error\": 0.5, \"failed\": \"not exact\"}]}");
+  txattn_table *t = NULL;
+  TC_ASSERT_OK(txattn_table_load(file, &t));
+  txattn_table_header h = TXATTN_TABLE_HEADER_INIT;
+  TC_ASSERT_OK(txattn_table_header_get(t, &h));
+  cr_expect(h.n_classes == 0 && h.n_excluded == 1);
+  char *a = dump_text(t);
+  cr_expect(strstr(a, "\"failed\": \"not exact\"") != NULL, "written back: %s", a);
+  free(a);
+  /* a failed record has no time, and a timed one no failure */
+  write_table(ctx, CAUSAL_CLASS "{\"n\": 193, \"kernel\": \"naive.scalar\", \"tunables\": {}, "
+                                "\"time_s\": 1e-4, \"max_error\": 0.5, \"failed\": \"x\"}]}");
+  txattn_table *u = NULL;
+  cr_expect_eq(txattn_table_load(file, &u), TXATTN_E_TABLE);
+  cr_expect(text_mentions(txattn_last_error(), "classes[0].points[0]", "a failed record has no",
+                          "time_s", NULL),
+            "%s", txattn_last_error());
+  txattn_table_free(t);
+  txattn_context_free(ctx);
+}
+
+/* A table cut short while it was written by hand or copied (the library's own writes are atomic)
+   is malformed, never read in part: the context names file and position and the estimate
+   decides. */
+Test(table, a_torn_table_of_records_is_malformed) {
+  new_dir();
+  txattn_context *ctx = tc_context(NULL, "", 1);
+  write_table(
+      ctx, CAUSAL_CLASS REC(256, "naive.scalar", 1e-4) ", " REC(1024, "naive.scalar", 1.6e-3) "]}");
+  size_t len;
+  char *text = tc_read_file(file, &len);
+  char *cut = strstr(text, "{\"n\": 1024");
+  cr_assert(cut != NULL);
+  tc_write_file(file, text, (size_t)(cut - text) + 20);
+  free(text);
+  txattn_table *t = (txattn_table *)&t;
+  cr_expect_eq(txattn_table_load(file, &t), TXATTN_E_TABLE);
+  cr_expect(t == NULL);
+  txattn_context *follower = tc_context(NULL, file, 1);
+  cr_expect_eq(txattn_context_table_status(follower), TXATTN_TABLE_MALFORMED);
+  cr_expect(matches(txattn_context_table_state(follower), "dispatch\\.json:[0-9]+:[0-9]+: "), "%s",
+            txattn_context_table_state(follower));
+  char kernel[64], why[512];
+  txattn_problem p = {.n_q = 256, .d_qk = TC_D, .mask = TXATTN_MASK_CAUSAL};
+  tc_pick(follower, &p, kernel, sizeof kernel, why, sizeof why);
+  cr_expect(strncmp(why, "estimate (the dispatch table is malformed", 41) == 0, "%s", why);
+  txattn_context_free(follower);
+  txattn_context_free(ctx);
+}
+
+/* A table of an older format (1 to 4: the regions and winners it derived, beside its
+   measurements) is refused with the fix: rerun `txtune profile`. */
+Test(table, an_older_format_is_refused_with_the_fix) {
+  new_dir();
+  txattn_context *ctx = tc_context(NULL, "", 1);
+  for (int version = 1; version < TXATTN_TABLE_FORMAT_VERSION; version++) {
+    char *h = header_for(ctx), *v = strstr(h, "\"format_version\": 5");
+    cr_assert(v != NULL);
+    v[strlen("\"format_version\": ")] = (char)('0' + version);
+    size_t n = strlen(h) + 8;
+    char *text = malloc(n);
+    snprintf(text, n, "%s]}\n", h);
+    tc_write_file(file, text, strlen(text));
+    free(text);
+    free(h);
+    txattn_table *t = (txattn_table *)&t;
+    cr_expect_eq(txattn_table_load(file, &t), TXATTN_E_TABLE, "version %d", version);
+    cr_expect(t == NULL);
+    cr_expect(text_mentions(txattn_last_error(), "format_version", "older txtune",
+                            "rerun `txtune profile`", NULL),
+              "version %d: %s", version, txattn_last_error());
+    txattn_context *follower = tc_context(NULL, file, 1);
+    cr_expect_eq(txattn_context_table_status(follower), TXATTN_TABLE_MALFORMED);
+    cr_expect(strstr(txattn_context_table_state(follower), "rerun `txtune profile`") != NULL, "%s",
+              txattn_context_table_state(follower));
+    txattn_context_free(follower);
+  }
   txattn_context_free(ctx);
 }
 
@@ -680,9 +897,8 @@ static const fixture fixtures[] = {
     {"truncated.json", ":[0-9]+:[0-9]+: premature end of input"},
     {"wrong_type.json",
      ": at classes\\[1\\]\\.points\\[0\\]\\.n: expected an integer, got a string"},
-    {"missing_field.json",
-     ": at classes\\[0\\]\\.points\\[0\\]\\.candidates\\[0\\]: the field \"time_s\" is missing"},
-    {"future_version.json", ": at format_version: 5 is not supported.*reads format_version 1 to 4"},
+    {"missing_field.json", ": at classes\\[0\\]\\.points\\[0\\]: the field \"time_s\" is missing"},
+    {"future_version.json", ": at format_version: 6 is not supported.*reads format_version 5"},
     {"not_a_table.json", ": at format: .*not a txtune dispatch table"},
 };
 
@@ -725,7 +941,7 @@ Test(table, other_machine_fixture_reads_but_is_stale_here) {
   txattn_context_free(ctx);
 }
 
-/* A version-3 file with classes per type combination (the fp32 causal class, the same key with f16
+/* A file with classes per type combination (the fp32 causal class, the same key with f16
    K and V and all-bf16) reads with its types, keeps them in its exclusions, and is stale here. */
 Test(table, typed_fixture_reads_with_its_types) {
   char path[SCRATCH_PATH_MAX], d[128];
@@ -734,8 +950,9 @@ Test(table, typed_fixture_reads_with_its_types) {
   TC_ASSERT_OK(txattn_table_load(path, &t));
   txattn_table_header h = TXATTN_TABLE_HEADER_INIT;
   TC_ASSERT_OK(txattn_table_header_get(t, &h));
-  cr_expect(h.format_version == 3 && h.n_classes == 4 && h.n_excluded == 2);
-  for (size_t i = 0; i < h.n_classes; i++) { /* a file before format_version 4: every class dense */
+  cr_expect(h.format_version == TXATTN_TABLE_FORMAT_VERSION && h.n_classes == 4 &&
+            h.n_excluded == 2);
+  for (size_t i = 0; i < h.n_classes; i++) { /* every class dense */
     txattn_table_class c = TXATTN_TABLE_CLASS_INIT;
     TC_ASSERT_OK(txattn_table_class_get(t, i, &c, NULL, NULL));
     cr_expect_eq(c.ragged, 0, "classes[%zu]", i);

@@ -10,20 +10,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "context.h"
+#include "loader.h"
 #include "plugin_check.h"
 #include "table_bind.h"
 #include "table_model.h"
 
-/* ctx's kernel of that name, NULL if none; *other_build is set when it has one the table did not
+/* reg's kernel of that name, NULL if none; *other_build is set when it has one the table did not
    measure (unmeasured, may be NULL) and NULL is returned. */
-static const txattn__kernel *kernel_named(const txattn_context *ctx, const char *name,
+static const txattn__kernel *kernel_named(const txattn__registry *reg, const char *name,
                                           const unsigned char *unmeasured, int *other_build) {
   *other_build = 0;
-  for (size_t i = 0; i < ctx->reg.n_kernels; i++)
-    if (strcmp(ctx->reg.kernels[i].desc->name, name) == 0) {
+  for (size_t i = 0; i < reg->n_kernels; i++)
+    if (strcmp(reg->kernels[i].desc->name, name) == 0) {
       *other_build = unmeasured != NULL && unmeasured[i];
-      return *other_build ? NULL : &ctx->reg.kernels[i];
+      return *other_build ? NULL : &reg->kernels[i];
     }
   return NULL;
 }
@@ -64,7 +64,7 @@ static int cand_fits(const txattn__kernel *k, const txattn__cand *c, char *why, 
   return 1;
 }
 
-int txattn__table_fits(const txattn_table *t, const txattn_context *ctx,
+int txattn__table_fits(const txattn_table *t, const txattn__registry *reg,
                        const unsigned char *unmeasured, char *why, size_t size) {
   char inner[384], cls[96];
   int other_build;
@@ -73,9 +73,9 @@ int txattn__table_fits(const txattn_table *t, const txattn_context *ctx,
     for (size_t j = 0; j < c->n_points; j++)
       for (size_t k = 0; k < c->points[j].n_cands; k++) {
         const txattn__cand *x = &c->points[j].cands[k];
-        const txattn__kernel *kk = kernel_named(ctx, x->kernel, unmeasured, &other_build);
+        const txattn__kernel *kk = kernel_named(reg, x->kernel, unmeasured, &other_build);
         if (kk == NULL || cand_fits(kk, x, inner, sizeof inner)) continue;
-        txattn_table_class_describe(&c->key, cls, sizeof cls);
+        txattn__tm_class_text(&c->key, cls, sizeof cls);
         snprintf(why, size, "classes[%zu] (%s) n=%" PRId64 " r=%" PRId64 ": %s", i, cls,
                  c->points[j].n, c->points[j].r, inner);
         return 0;
@@ -84,9 +84,10 @@ int txattn__table_fits(const txattn_table *t, const txattn_context *ctx,
   return 1;
 }
 
-static int bind_cand(const txattn_context *ctx, const unsigned char *unmeasured, txattn__cand *x) {
+static int bind_cand(const txattn__registry *reg, const unsigned char *unmeasured,
+                     txattn__cand *x) {
   int other_build;
-  x->k = kernel_named(ctx, x->kernel, unmeasured, &other_build);
+  x->k = kernel_named(reg, x->kernel, unmeasured, &other_build);
   x->other_build = (unsigned char)other_build;
   free(x->kvals);
   x->kvals = NULL;
@@ -97,13 +98,13 @@ static int bind_cand(const txattn_context *ctx, const unsigned char *unmeasured,
   return 1;
 }
 
-int txattn__table_bind(txattn_table *t, const txattn_context *ctx,
+int txattn__table_bind(txattn_table *t, const txattn__registry *reg,
                        const unsigned char *unmeasured) {
   for (size_t i = 0; i < t->n_classes; i++) {
     txattn__class *c = &t->classes[i];
     for (size_t j = 0; j < c->n_points; j++)
       for (size_t k = 0; k < c->points[j].n_cands; k++)
-        if (!bind_cand(ctx, unmeasured, &c->points[j].cands[k])) return 0;
+        if (!bind_cand(reg, unmeasured, &c->points[j].cands[k])) return 0;
   }
   return 1;
 }

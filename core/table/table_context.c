@@ -14,7 +14,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "context.h"
 #include "error.h"
 #include "log.h"
 #include "table_bind.h"
@@ -89,7 +88,8 @@ static txattn_status locate(txattn__ctx_table *ct, const char *option, const cha
 }
 
 /* Reads, checks and binds the table at ct->path. Fails only when out of memory. */
-static txattn_status load(txattn__ctx_table *ct, const txattn_context *ctx, const char *source) {
+static txattn_status load(txattn__ctx_table *ct, const txattn__registry *reg,
+                          const txattn_machine_info *m, const char *source) {
   const char *from = strcmp(source, "default") == 0 ? "" : " (from ";
   const char *from_end = *from ? ")" : "";
   const char *src = *from ? source : "";
@@ -112,25 +112,26 @@ static txattn_status load(txattn__ctx_table *ct, const txattn_context *ctx, cons
   char diffs[2048];
   unsigned char *unmeasured = NULL;
   size_t n_unmeasured = 0, n_same = 0;
-  if (txattn__table_header_differences(t, ctx, NULL, 0) == 0) {
-    unmeasured = calloc(ctx->reg.n_kernels + 1, 1);
+  if (txattn__table_header_differences(t, m, NULL, 0) == 0) {
+    unmeasured = calloc(reg->n_kernels + 1, 1);
     if (unmeasured == NULL) {
       txattn__tm_free(t);
       return TXATTN_E_NOMEM;
     }
-    for (size_t j = 0; j < ctx->reg.n_plugins; j++)
-      n_same += (size_t)txattn__table_plugin_measured(t, &ctx->reg.plugins[j]);
-    for (size_t i = 0; i < ctx->reg.n_kernels; i++) {
+    for (size_t j = 0; j < reg->n_plugins; j++)
+      n_same += (size_t)txattn__table_plugin_measured(t, &reg->plugins[j]);
+    for (size_t i = 0; i < reg->n_kernels; i++) {
       unmeasured[i] =
-          !txattn__table_plugin_measured(t, txattn__kernel_plugin(ctx, &ctx->reg.kernels[i]));
+          !txattn__table_plugin_measured(t, txattn__registry_plugin(reg, &reg->kernels[i]));
       n_unmeasured += unmeasured[i];
     }
   }
   /* stale: another machine or library, no plugin it measured is here as it measured it, or
      tunables a kernel it measured does not declare */
   if (unmeasured == NULL || n_same == 0 ||
-      !txattn__table_fits(t, ctx, unmeasured, diffs, sizeof diffs)) {
-    if (unmeasured == NULL || n_same == 0) txattn__table_differences(t, ctx, diffs, sizeof diffs);
+      !txattn__table_fits(t, reg, unmeasured, diffs, sizeof diffs)) {
+    if (unmeasured == NULL || n_same == 0)
+      txattn__table_differences(t, reg, m, diffs, sizeof diffs);
     free(unmeasured);
     txattn__tm_free(t);
     return set_state(ct, TXATTN_TABLE_STALE, "stale table %s%s%s%s: %s: " FIX, ct->path, from, src,
@@ -140,8 +141,8 @@ static txattn_status load(txattn__ctx_table *ct, const txattn_context *ctx, cons
   }
   size_t points = 0;
   for (size_t i = 0; i < t->n_classes; i++) points += t->classes[i].n_points;
-  int partial = txattn__table_plugin_differences(t, ctx, diffs, sizeof diffs) > 0;
-  int ok = txattn__table_bind(t, ctx, unmeasured);
+  int partial = txattn__table_plugin_differences(t, reg, diffs, sizeof diffs) > 0;
+  int ok = txattn__table_bind(t, reg, unmeasured);
   if (ok && partial)
     ok = set_state(ct, TXATTN_TABLE_PARTIAL,
                    "partly valid table %s%s%s%s: %zu classes, %zu points, made %s, followed for "
@@ -170,13 +171,14 @@ static txattn_status load(txattn__ctx_table *ct, const txattn_context *ctx, cons
   return TXATTN_OK;
 }
 
-txattn_status txattn__context_table_load(txattn_context *ctx, const char *option) {
+txattn_status txattn__context_table_load(const char *option, const txattn__registry *reg,
+                                         const txattn_machine_info *m, txattn__ctx_table **out) {
   txattn__ctx_table *ct = calloc(1, sizeof *ct);
   TXATTN_RETURN_IF(ct == NULL, TXATTN_E_NOMEM, "txattn_context_create: out of memory");
-  ctx->table = ct;
+  *out = ct;
   const char *source;
   txattn_status s = locate(ct, option, &source);
-  if (s == TXATTN_OK && ct->state == NULL) s = load(ct, ctx, source);
+  if (s == TXATTN_OK && ct->state == NULL) s = load(ct, reg, m, source);
   TXATTN_RETURN_IF(s == TXATTN_E_NOMEM, s,
                    "txattn_context_create: out of memory reading the dispatch table");
   return s;
@@ -189,30 +191,4 @@ void txattn__context_table_free(txattn__ctx_table *ct) {
   free(ct->path);
   free(ct->state);
   free(ct);
-}
-
-txattn_table_status txattn_context_table_status(const txattn_context *ctx) {
-  if (ctx == NULL) txattn__fail(TXATTN_E_INVALID, "txattn_context_table_status: ctx is NULL");
-  return ctx && ctx->table ? ctx->table->status : TXATTN_TABLE_NONE;
-}
-
-const char *txattn_context_table_state(const txattn_context *ctx) {
-  if (ctx == NULL) {
-    txattn__fail(TXATTN_E_INVALID, "txattn_context_table_state: ctx is NULL");
-    return "";
-  }
-  return ctx->table && ctx->table->state ? ctx->table->state : "no table";
-}
-
-const char *txattn_context_table_path(const txattn_context *ctx) {
-  if (ctx == NULL) {
-    txattn__fail(TXATTN_E_INVALID, "txattn_context_table_path: ctx is NULL");
-    return "";
-  }
-  return ctx->table && ctx->table->path ? ctx->table->path : "";
-}
-
-const txattn_table *txattn_context_table(const txattn_context *ctx) {
-  if (ctx == NULL) txattn__fail(TXATTN_E_INVALID, "txattn_context_table: ctx is NULL");
-  return ctx && txattn__table_followed(ctx->table) ? ctx->table->table : NULL;
 }

@@ -4,6 +4,7 @@
 #ifndef TXATTN_CORE_TABLE_CONTEXT_H
 #define TXATTN_CORE_TABLE_CONTEXT_H
 
+#include "loader.h"
 #include "txattn/table.h"
 
 typedef struct txattn__ctx_table {
@@ -23,9 +24,11 @@ static inline int txattn__table_followed(const txattn__ctx_table *ct) {
          (ct->status == TXATTN_TABLE_LOADED || ct->status == TXATTN_TABLE_PARTIAL);
 }
 
-/* Finds, reads, checks and binds the table (option: txattn_options.table_path). A missing,
+/* Finds, reads, checks against the machine m and binds to the kernels of reg the table (option:
+   txattn_options.table_path); *out gets the state even on failure (free it). A missing,
    malformed or stale table is a state, not a failure: only running out of memory fails. */
-txattn_status txattn__context_table_load(txattn_context *ctx, const char *option);
+txattn_status txattn__context_table_load(const char *option, const txattn__registry *reg,
+                                         const txattn_machine_info *m, txattn__ctx_table **out);
 void txattn__context_table_free(txattn__ctx_table *ct);
 
 #endif

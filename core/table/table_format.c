@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* Reading a dispatch table file (docs/dispatch_table.md describes the format). jansson parses the
  * JSON, so syntax errors come with line:column; then every field is checked for its type and range
- * and the first bad one is reported with its JSON path ("classes[2].points[0].n"). Values go
- * through the same builders as txattn_table_add_* (table_model.c), and the regions in the file must
- * be the ones its points give: they are derived again and compared. A table is returned whole or
- * not at all. */
+ * and the first bad one is reported with its JSON path ("classes[2].points[0].n"). The file holds
+ * what was measured, one record per kernel and shape; the records of a shape become a point (its
+ * winner the fastest, or the one marked chosen) and the failed ones exclusions, through the same
+ * builders as txattn_table_add_* (table_model.c), which derive the regions. A table is returned
+ * whole or not at all. */
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -27,7 +28,6 @@
 
 typedef struct rd {
   txattn_table *t;
-  int64_t version; /* the file's format_version */
   txattn_status s; /* E_TABLE, or E_NOMEM */
   char why[768];
 } rd;
@@ -328,7 +328,7 @@ static int read_tunables(rd *r, const json_t *obj, const char *path, tun_view *o
 
 static const char *const shapes[] = {"sym", "left", NULL};
 
-/* The element types of a class (format_version 3): each of q_type ... o_type is optional, f32 when
+/* The element types of a class: each of q_type ... o_type is optional, f32 when
    absent (what the writer leaves out). */
 static int read_types(rd *r, const json_t *o, const char *path, txattn_table_class *c) {
   static const char *const keys[4] = {"q_type", "k_type", "v_type", "o_type"};
@@ -340,9 +340,6 @@ static int read_types(rd *r, const json_t *o, const char *path, txattn_table_cla
     int t = 0;
     *out[i] = TXATTN_DTYPE_F32;
     if (json_object_get(o, keys[i]) == NULL) continue;
-    char p[PATH_LEN];
-    join(p, path, keys[i]);
-    if (r->version < 3) return err(r, p, "element types need format_version 3");
     if (!get_choice(r, o, path, keys[i], names, &t)) return 0;
     *out[i] = (txattn_dtype)t;
   }
@@ -379,13 +376,8 @@ static int read_key(rd *r, const json_t *o, const char *path, txattn_table_class
                             .heads_q = heads_q};
   if (mask != TXATTN_MASK_WINDOW) c->window = TXATTN_TABLE_WINDOW_NONE;
   if (!read_types(r, o, path, c)) return 0;
-  /* "ragged" (format_version 4): true or absent (false, what the writer leaves out) */
-  if (json_object_get(o, "ragged") != NULL) {
-    char p[PATH_LEN];
-    join(p, path, "ragged");
-    if (r->version < 4) return err(r, p, "a ragged class needs format_version 4");
-    if (!get_bool(r, o, path, "ragged", &c->ragged)) return 0;
-  }
+  /* "ragged": true or absent (false, what the writer leaves out) */
+  if (json_object_get(o, "ragged") != NULL && !get_bool(r, o, path, "ragged", &c->ragged)) return 0;
   char why[256];
   return txattn__tm_class_ok(c, why, sizeof why) || err(r, path, "%s", why);
 }
@@ -399,211 +391,164 @@ static int read_r(rd *r, const json_t *o, const char *path, const txattn_table_c
   return 1;
 }
 
-static int read_candidate(rd *r, const json_t *o, const char *path, tun_view *tun,
-                          txattn_table_candidate *c) {
-  static const char *const keys[] = {"kernel", "tunables", "time_s", "max_error", "spread", NULL};
-  memset(c, 0, sizeof *c);
+/* One record of a class: a kernel timed at (n, r), or one that failed there ("failed": why). Its
+   tunables stay in the JSON (tun) until its point is built: a file may hold many records. */
+typedef struct record {
+  int64_t n, r;
+  int chosen;
+  size_t index;
+  const char *failed;
+  const json_t *tun;
+  txattn_table_candidate c;
+} record;
+
+static int read_record(rd *r, const json_t *o, const char *path, const txattn_table_class *key,
+                       record *x, tun_view *scratch) {
+  static const char *const keys[] = {"n",         "r",      "kernel", "tunables", "time_s",
+                                     "max_error", "spread", "chosen", "failed",   NULL};
+  char p[PATH_LEN];
+  txattn_table_candidate *c = &x->c;
+  c->struct_size = sizeof *c;
   c->spread = -1;
-  if (!keys_ok(r, o, path, keys) || !get_str(r, o, path, "kernel", &c->kernel) ||
-      !read_tunables(r, o, path, tun) || !get_num(r, o, path, "time_s", 0, &c->time_s) ||
+  if (!keys_ok(r, o, path, keys) || !get_int(r, o, path, "n", 1, BIG, &x->n) ||
+      !read_r(r, o, path, key, &x->r) || !get_str(r, o, path, "kernel", &c->kernel) ||
+      !read_tunables(r, o, path, scratch))
+    return 0;
+  x->tun = json_object_get(o, "tunables");
+  if (json_object_get(o, "failed") != NULL) {
+    static const char *const timed[] = {"time_s", "spread", "chosen"};
+    for (int i = 0; i < 3; i++)
+      if (json_object_get(o, timed[i]) != NULL)
+        return err(r, path, "a failed record has no \"%s\"", timed[i]);
+    return get_str(r, o, path, "failed", &x->failed) &&
+           get_num(r, o, path, "max_error", 1, &c->max_error);
+  }
+  if (!get_num(r, o, path, "time_s", 0, &c->time_s) ||
       !get_num(r, o, path, "max_error", 0, &c->max_error))
     return 0;
   if (json_object_get(o, "spread") && !get_num(r, o, path, "spread", 0, &c->spread)) return 0;
-  char p[PATH_LEN];
   join(p, path, "spread");
   if (c->spread < 0 && json_object_get(o, "spread")) return err(r, p, "must be >= 0");
-  c->n_tunables = tun->n;
-  c->tunable_names = tun->names;
-  c->tunable_values = tun->values;
+  json_t *ch = json_object_get(o, "chosen");
+  join(p, path, "chosen");
+  if (ch != NULL && !json_is_true(ch))
+    return err(r, p, "expected true (or no \"chosen\"), got %s", kind(ch));
+  x->chosen = ch != NULL;
   return 1;
 }
 
-/* "tie" (format_version 2): true or absent. */
-static int read_tie(rd *r, const json_t *o, const char *path, int *tie) {
-  const json_t *v = json_object_get(o, "tie");
-  char p[PATH_LEN];
-  join(p, path, "tie");
-  *tie = 0;
-  if (v == NULL) return 1;
-  if (r->version < 2) return err(r, p, "a tie needs format_version 2");
-  if (!json_is_true(v)) return err(r, p, "expected true (or no \"tie\"), got %s", kind(v));
-  *tie = 1;
-  return 1;
-}
-
-static int read_point(rd *r, const json_t *o, const char *path, size_t cls) {
-  static const char *const keys[] = {"n", "r", "tie", "candidates", NULL};
-  const txattn_table_class *key = &r->t->classes[cls].key;
-  int64_t n, rr;
-  int tie;
-  char p[PATH_LEN], q[PATH_LEN], why[512];
-  if (!keys_ok(r, o, path, keys) || !get_int(r, o, path, "n", 1, BIG, &n) ||
-      !read_r(r, o, path, key, &rr) || !read_tie(r, o, path, &tie))
-    return 0;
-  json_t *a = get_array(r, o, path, "candidates");
-  if (a == NULL) return 0;
-  join(p, path, "candidates");
-  size_t k = json_array_size(a);
-  if (k == 0 || k > TXATTN__TABLE_MAX_CANDIDATES)
-    return err(r, p, "a point needs 1..%d candidates, got %zu", TXATTN__TABLE_MAX_CANDIDATES, k);
-  txattn_table_candidate *c = calloc(k, sizeof *c);
-  tun_view *tun = calloc(k, sizeof *tun);
-  int ok = c && tun;
-  if (!ok) model_err(r, p, TXATTN_E_NOMEM, "out of memory");
-  for (size_t i = 0; ok && i < k; i++) {
-    item(q, p, i);
-    ok = read_candidate(r, json_array_get(a, i), q, &tun[i], &c[i]);
-    if (ok && i > (size_t)tie && !(c[i].time_s >= c[i - 1].time_s))
-      ok = err(r, q,
-               "time_s %g is less than the previous candidate's %g: candidates are listed "
-               "fastest first%s",
-               c[i].time_s, c[i - 1].time_s, tie ? " after the chosen one" : "");
+/* The candidate of x with its tunables in tun (valid as long as the JSON). */
+static txattn_table_candidate with_tunables(const record *x, tun_view *tun) {
+  const char *key;
+  json_t *v;
+  txattn_table_candidate c = x->c;
+  tun->n = 0;
+  json_object_foreach((json_t *)x->tun, key, v) {
+    tun->names[tun->n] = key;
+    tun->values[tun->n++] = (int64_t)json_integer_value(v);
   }
-  if (ok && tie && (k < 2 || c[0].time_s < c[1].time_s))
-    ok = err(r, p, "the point is a tie but its first candidate is the fastest");
-  if (ok) {
-    txattn_status s =
-        txattn__tm_add_point(r->t, cls, n, rr, c, k, tie ? 0 : -1, 0, why, sizeof why);
-    if (s != TXATTN_OK) ok = model_err(r, path, s, why);
+  c.n_tunables = tun->n;
+  c.tunable_names = tun->names;
+  c.tunable_values = tun->values;
+  return c;
+}
+
+/* The timed records by shape, each shape's in the file's order, then the failed ones in it. */
+static int by_shape(const void *a, const void *b) {
+  const record *x = a, *y = b;
+  if ((x->failed != NULL) != (y->failed != NULL)) return x->failed != NULL ? 1 : -1;
+  if (x->failed == NULL && x->r != y->r) return x->r < y->r ? -1 : 1;
+  if (x->failed == NULL && x->n != y->n) return x->n < y->n ? -1 : 1;
+  return (x->index > y->index) - (x->index < y->index);
+}
+
+/* The k timed records at one shape make a point: the chosen one its winner, else the fastest. */
+static int add_point(rd *r, size_t cls, const char *path, const record *recs, size_t k,
+                     txattn_table_candidate *buf, tun_view *tun) {
+  long chosen = -1;
+  char why[512];
+  if (k > TXATTN__TABLE_MAX_CANDIDATES)
+    return err(r, path, "%zu records at n = %" PRId64 ", r = %" PRId64 ": a shape holds 1..%d", k,
+               recs[0].n, recs[0].r, TXATTN__TABLE_MAX_CANDIDATES);
+  for (size_t i = 0; i < k; i++) {
+    if (recs[i].chosen && chosen >= 0)
+      return err(r, path, "two records are chosen at n = %" PRId64 ", r = %" PRId64, recs[i].n,
+                 recs[i].r);
+    if (recs[i].chosen) chosen = (long)i;
+    buf[i] = with_tunables(&recs[i], &tun[i]);
   }
-  free(c);
-  free(tun);
-  return ok;
+  txattn_status s =
+      txattn__tm_add_point(r->t, cls, recs[0].n, recs[0].r, buf, k, chosen, 0, why, sizeof why);
+  return s == TXATTN_OK || model_err(r, path, s, why);
 }
 
-/* ---- regions: parsed, then compared with those derived from the points ---- */
-
-static int read_range(rd *r, const json_t *o, const char *path, const char *key, int64_t *lo,
-                      int64_t *hi) {
-  char p[PATH_LEN];
-  json_t *a = get_array(r, o, path, key);
-  if (a == NULL) return 0;
-  join(p, path, key);
-  json_t *x = json_array_get(a, 0), *y = json_array_get(a, 1);
-  if (json_array_size(a) != 2 || !json_is_integer(x) || !json_is_integer(y))
-    return err(r, p, "expected [low, high], two integers");
-  *lo = (int64_t)json_integer_value(x);
-  *hi = (int64_t)json_integer_value(y);
-  return 1;
+static int add_exclusion(rd *r, const char *path, const txattn_table_class *key, const record *x,
+                         tun_view *tun) {
+  char why[512];
+  txattn_table_candidate c = with_tunables(x, tun);
+  txattn_table_exclusion e = TXATTN_TABLE_EXCLUSION_INIT;
+  e.cls = *key;
+  e.kernel = c.kernel;
+  e.n_tunables = c.n_tunables;
+  e.tunable_names = c.tunable_names;
+  e.tunable_values = c.tunable_values;
+  e.n = x->n;
+  e.r = x->r;
+  e.max_error = c.max_error;
+  e.reason = x->failed;
+  txattn_status s = txattn__tm_add_exclusion(r->t, &e, why, sizeof why);
+  return s == TXATTN_OK || model_err(r, path, s, why);
 }
 
-static int close_to(double a, double b) {
-  return a == b || fabs(a - b) <= 1e-5 * fmax(fabs(a), fabs(b));
-}
-
-static void region_text(const txattn__class *c, const txattn__region *g, char *buf, size_t size) {
-  const txattn__cand *w = &c->points[g->point].cands[0];
-  char tun[256], r[64] = "";
-  txattn__tm_tunables_text(&w->tun, tun, sizeof tun);
-  if (c->key.mask == TXATTN_MASK_WINDOW)
-    snprintf(r, sizeof r, ", r %" PRId64 "..%" PRId64, g->r_lo, g->r_hi);
-  snprintf(buf, size,
-           "n %" PRId64 "..%" PRId64 "%s: %s%s%s, time %g..%g s, max_error %g, runner-up %s by %g",
-           g->n_lo, g->n_hi, r, w->kernel, *tun ? " " : "", tun, g->t_min, g->t_max, g->max_error,
-           g->runner_up ? g->runner_up : "none", g->margin);
-}
-
-static int region_matches(rd *r, const json_t *o, const char *path, const txattn__class *c,
-                          const txattn__region *g) {
-  static const char *const keys[] = {"n",         "r",         "kernel", "tunables", "time_s",
-                                     "max_error", "runner_up", "margin", NULL};
-  int64_t n_lo, n_hi, r_lo = 0, r_hi = 0;
-  const char *kernel;
-  double max_error, margin;
-  tun_view tun;
-  json_t *ru;
-  if (!keys_ok(r, o, path, keys) || !read_range(r, o, path, "n", &n_lo, &n_hi) ||
-      (c->key.mask == TXATTN_MASK_WINDOW && !read_range(r, o, path, "r", &r_lo, &r_hi)) ||
-      !get_str(r, o, path, "kernel", &kernel) || !read_tunables(r, o, path, &tun) ||
-      !get_num(r, o, path, "max_error", 0, &max_error) ||
-      !get_num(r, o, path, "margin", 1, &margin) || (ru = field(r, o, path, "runner_up")) == NULL)
-    return 0;
-  if (c->key.mask != TXATTN_MASK_WINDOW && json_object_get(o, "r"))
-    return err(r, path, "\"r\" is only for window classes");
-  json_t *ta = get_array(r, o, path, "time_s");
-  if (ta == NULL) return 0;
-  if (json_array_size(ta) != 2 || !json_is_number(json_array_get(ta, 0)) ||
-      !json_is_number(json_array_get(ta, 1)))
-    return err(r, path, "time_s: expected [fastest, slowest], two numbers");
-  double tmin = json_number_value(json_array_get(ta, 0)),
-         tmax = json_number_value(json_array_get(ta, 1));
-  if (!json_is_null(ru) && !json_is_string(ru))
-    return err(r, path, "runner_up: expected a kernel name or null, got %s", kind(ru));
-  const txattn__cand *w = &c->points[g->point].cands[0];
-  txattn__cand given = {.kernel = (char *)kernel, .tun = {tun.n, (char **)tun.names, tun.values}};
-  const char *runner = json_is_string(ru) ? json_string_value(ru) : NULL;
-  int same = n_lo == g->n_lo && n_hi == g->n_hi && r_lo == g->r_lo && r_hi == g->r_hi &&
-             txattn__tm_same_candidate(&given, w) && close_to(tmin, g->t_min) &&
-             close_to(tmax, g->t_max) && close_to(max_error, g->max_error) &&
-             (runner == NULL) == (g->runner_up == NULL) &&
-             (runner == NULL || (strcmp(runner, g->runner_up) == 0 && close_to(margin, g->margin)));
-  if (same) return 1;
-  char d[768]; /* the region text: 256 of tunables plus two names and six numbers */
-  region_text(c, g, d, sizeof d);
-  return err(r, path, "does not follow from the points, which give: %s", d);
-}
-
-static int read_regions(rd *r, const json_t *o, const char *path, const txattn__class *c) {
-  char p[PATH_LEN], q[PATH_LEN];
-  json_t *a = get_array(r, o, path, "regions");
-  if (a == NULL) return 0;
-  join(p, path, "regions");
-  if (json_array_size(a) != c->n_regions)
-    return err(r, p, "%zu regions, but the points give %zu", json_array_size(a), c->n_regions);
-  for (size_t i = 0; i < c->n_regions; i++) {
-    item(q, p, i);
-    if (!region_matches(r, json_array_get(a, i), q, c, &c->regions[i])) return 0;
-  }
-  return 1;
-}
-
+/* A class and its records: the timed ones become its points, the failed ones exclusions. A class
+   with failed records only is not added (its records are exclusions alone). */
 static int read_class(rd *r, const json_t *o, const char *path) {
-  static const char *const keys[] = {"mask",   "window", "d_qk",    "d_v",     "group",  "threads",
-                                     "decode", "batch",  "heads_q", "q_type",  "k_type", "v_type",
-                                     "o_type", "ragged", "points",  "regions", NULL};
+  static const char *const keys[] = {"mask",   "window", "d_qk",    "d_v",    "group",  "threads",
+                                     "decode", "batch",  "heads_q", "q_type", "k_type", "v_type",
+                                     "o_type", "ragged", "points",  NULL};
   txattn_table_class key = TXATTN_TABLE_CLASS_INIT;
-  size_t cls;
+  size_t cls = SIZE_MAX;
   char p[PATH_LEN], q[PATH_LEN], why[512];
   if (!keys_ok(r, o, path, keys) || !read_key(r, o, path, &key)) return 0;
-  txattn_status s = txattn__tm_add_class(r->t, &key, &cls, why, sizeof why);
-  if (s != TXATTN_OK) return model_err(r, path, s, why);
   json_t *a = get_array(r, o, path, "points");
   if (a == NULL) return 0;
   join(p, path, "points");
-  if (json_array_size(a) == 0) return err(r, p, "a class needs at least one point");
-  for (size_t i = 0; i < json_array_size(a); i++) {
+  size_t n = json_array_size(a), timed = 0;
+  if (n == 0) return err(r, p, "a class needs at least one record");
+  record *recs = calloc(n, sizeof *recs);
+  txattn_table_candidate *buf = calloc(TXATTN__TABLE_MAX_CANDIDATES, sizeof *buf);
+  tun_view *tun = calloc(TXATTN__TABLE_MAX_CANDIDATES, sizeof *tun);
+  int ok = recs && buf && tun;
+  if (!ok) model_err(r, p, TXATTN_E_NOMEM, "out of memory");
+  for (size_t i = 0; ok && i < n; i++) {
     item(q, p, i);
-    if (!read_point(r, json_array_get(a, i), q, cls)) return 0;
+    recs[i].index = i;
+    ok = read_record(r, json_array_get(a, i), q, &key, &recs[i], tun);
+    timed += ok && recs[i].failed == NULL;
   }
-  if (!txattn__tm_reindex(&r->t->classes[cls]))
-    return model_err(r, p, TXATTN_E_NOMEM, "out of memory, or too many distinct n and r values");
-  return read_regions(r, o, path, &r->t->classes[cls]);
-}
-
-static int read_exclusion(rd *r, const json_t *o, const char *path) {
-  static const char *const keys[] = {"class", "kernel",    "tunables", "n",
-                                     "r",     "max_error", "reason",   NULL};
-  txattn_table_exclusion e;
-  tun_view tun;
-  char p[PATH_LEN], why[512];
-  memset(&e, 0, sizeof e);
-  json_t *k = field(r, o, path, "class");
-  join(p, path, "class");
-  if (!keys_ok(r, o, path, keys) || k == NULL) return 0;
-  static const char *const key_fields[] = {"mask",    "window", "d_qk",   "d_v",     "group",
-                                           "threads", "decode", "batch",  "heads_q", "q_type",
-                                           "k_type",  "v_type", "o_type", "ragged",  NULL};
-  if (!keys_ok(r, k, p, key_fields) || !read_key(r, k, p, &e.cls) ||
-      !get_str(r, o, path, "kernel", &e.kernel) || !read_tunables(r, o, path, &tun) ||
-      !get_int(r, o, path, "n", 1, BIG, &e.n) || !read_r(r, o, path, &e.cls, &e.r) ||
-      !get_num(r, o, path, "max_error", 1, &e.max_error) ||
-      !get_str(r, o, path, "reason", &e.reason))
-    return 0;
-  e.n_tunables = tun.n;
-  e.tunable_names = tun.names;
-  e.tunable_values = tun.values;
-  txattn_status s = txattn__tm_add_exclusion(r->t, &e, why, sizeof why);
-  return s == TXATTN_OK || model_err(r, path, s, why);
+  if (ok && timed > 0) {
+    txattn_status s = txattn__tm_add_class(r->t, &key, &cls, why, sizeof why);
+    if (s != TXATTN_OK) ok = model_err(r, path, s, why);
+  }
+  if (ok) qsort(recs, n, sizeof *recs, by_shape);
+  for (size_t i = 0, k; ok && i < n; i += k) {
+    item(q, p, recs[i].index);
+    k = 1;
+    if (recs[i].failed != NULL) {
+      ok = add_exclusion(r, q, &key, &recs[i], tun);
+      continue;
+    }
+    while (i + k < n && recs[i + k].failed == NULL && recs[i + k].n == recs[i].n &&
+           recs[i + k].r == recs[i].r)
+      k++;
+    ok = add_point(r, cls, q, &recs[i], k, buf, tun);
+  }
+  if (ok && cls != SIZE_MAX && !txattn__tm_reindex(&r->t->classes[cls]))
+    ok = model_err(r, p, TXATTN_E_NOMEM, "out of memory, or too many distinct n and r values");
+  free(recs);
+  free(buf);
+  free(tun);
+  return ok;
 }
 
 static int read_list(rd *r, const json_t *root, const char *key,
@@ -620,9 +565,9 @@ static int read_list(rd *r, const json_t *root, const char *key,
 
 /* format and format_version first: a newer file gets "unsupported version", not "unknown field". */
 static int read_root(rd *r, const json_t *root) {
-  static const char *const keys[] = {
-      "format",  "format_version", "library_version", "created",  "machine",
-      "plugins", "profile",        "classes",         "excluded", NULL};
+  static const char *const keys[] = {"format",  "format_version", "library_version",
+                                     "created", "machine",        "plugins",
+                                     "profile", "classes",        NULL};
   const char *format;
   int64_t version;
   if (!json_is_object(root)) return err(r, "", "expected a JSON object, got %s", kind(root));
@@ -631,16 +576,20 @@ static int read_root(rd *r, const json_t *root) {
     return err(r, "format", "\"%.40s\" is not \"%s\": not a txtune dispatch table", format,
                TXATTN_TABLE_FORMAT);
   if (!get_int(r, root, "", "format_version", 0, INT32_MAX, &version)) return 0;
-  if (version < 1 || version > TXATTN_TABLE_FORMAT_VERSION)
+  if (version >= 1 && version < TXATTN_TABLE_FORMAT_VERSION)
     return err(r, "format_version",
-               "%" PRId64 " is not supported: this library (%s) reads format_version 1 to %d; "
+               "%" PRId64 " is an older txtune's format, which stored the regions it derived; this "
+               "library (%s) reads format_version %d, the measurements alone: rerun `txtune "
+               "profile` to measure this machine again",
+               version, txattn_version_string(), TXATTN_TABLE_FORMAT_VERSION);
+  if (version != TXATTN_TABLE_FORMAT_VERSION)
+    return err(r, "format_version",
+               "%" PRId64 " is not supported: this library (%s) reads format_version %d; "
                "`txtune profile` writes a table it can read",
                version, txattn_version_string(), TXATTN_TABLE_FORMAT_VERSION);
-  r->version = version;
   r->t->format_version = (int)version;
   return keys_ok(r, root, "", keys) && read_header(r, root) &&
-         read_list(r, root, "classes", read_class) &&
-         read_list(r, root, "excluded", read_exclusion);
+         read_list(r, root, "classes", read_class);
 }
 
 static txattn_status open_error(const char *path, const json_error_t *e) {

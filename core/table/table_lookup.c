@@ -19,12 +19,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "context.h"
+#include "loader.h"
 #include "error.h"
 #include "struct_size.h"
 #include "table_context.h"
 #include "table_lookup.h"
-#include "table_types.h"
+#include "table_model.h"
 
 int txattn__tm_class_of(const txattn_problem *p, int threads, txattn_table_class *cls, int64_t *n,
                         int64_t *rr, char *why, size_t size) {
@@ -326,13 +326,13 @@ static const txattn__class *lookup_class(const txattn_table *t, const txattn_pro
     return NULL;
   }
   const txattn__class *c = find_class(t, &key);
-  txattn_table_class_describe(&key, cls, cls_size);
+  txattn__tm_class_text(&key, cls, cls_size);
   if (c == NULL && key.ragged) { /* no ragged class: the dense class of the capacity */
     char ragged[96];
     snprintf(ragged, sizeof ragged, "%s", cls);
     key.ragged = 0;
     c = find_class(t, &key);
-    txattn_table_class_describe(&key, cls, cls_size);
+    txattn__tm_class_text(&key, cls, cls_size);
     if (c == NULL) {
       txattn__why_not(why, size, "no table entry: the table has no class %s nor %s", ragged, cls);
       return NULL;
@@ -344,20 +344,19 @@ static const txattn__class *lookup_class(const txattn_table *t, const txattn_pro
   return c;
 }
 
-void txattn__table_won_around(const txattn_context *ctx, const txattn_problem *r,
-                              unsigned char *demoted) {
-  const txattn__ctx_table *ct = ctx->table;
+void txattn__table_won_around(const txattn__ctx_table *ct, const txattn__registry *reg, int threads,
+                              const txattn_problem *r, unsigned char *demoted) {
   if (!txattn__table_followed(ct)) return;
   int64_t n, rr;
   char cls[96], why[320];
   const txattn__class *c =
-      lookup_class(ct->table, r, ctx->n_threads, &n, &rr, cls, sizeof cls, why, sizeof why);
-  for (size_t i = 0; c != NULL && i < ctx->reg.n_kernels; i++) {
+      lookup_class(ct->table, r, threads, &n, &rr, cls, sizeof cls, why, sizeof why);
+  for (size_t i = 0; c != NULL && i < reg->n_kernels; i++) {
     if (!demoted[i]) continue;
     int64_t n_lo = INT64_MAX, n_hi = INT64_MIN, r_lo = INT64_MAX, r_hi = INT64_MIN;
     for (size_t j = 0; j < c->n_points; j++) {
       const txattn__point *p = &c->points[j];
-      if (p->cands[0].k != &ctx->reg.kernels[i]) continue; /* not its winner */
+      if (p->cands[0].k != &reg->kernels[i]) continue; /* not its winner */
       n_lo = p->n < n_lo ? p->n : n_lo;
       n_hi = p->n > n_hi ? p->n : n_hi;
       r_lo = p->r < r_lo ? p->r : r_lo;
@@ -367,15 +366,14 @@ void txattn__table_won_around(const txattn_context *ctx, const txattn_problem *r
   }
 }
 
-int txattn__table_choose(const txattn_context *ctx, const txattn_problem *r,
+int txattn__table_choose(const txattn__ctx_table *ct, int threads, const txattn_problem *r,
                          const txattn__kernel **k, const int64_t **tunables, char *why,
                          size_t size) {
-  const txattn__ctx_table *ct = ctx->table;
   if (!txattn__table_followed(ct)) return no_table(ct, why, size);
   int64_t n, rr;
   char inner[256];
   around a = {0};
-  a.c = lookup_class(ct->table, r, ctx->n_threads, &n, &rr, a.cls, sizeof a.cls, why, size);
+  a.c = lookup_class(ct->table, r, threads, &n, &rr, a.cls, sizeof a.cls, why, size);
   if (a.c == NULL) return 0;
   if (!find_corners(&a, n, rr, inner, sizeof inner))
     return txattn__why_not(why, size, "no table entry: %s", inner);

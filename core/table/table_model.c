@@ -70,6 +70,14 @@ void txattn__tm_types_text(const txattn_table_class *c, char *buf, size_t size) 
              txattn_dtype_name(v), txattn_dtype_name(o));
 }
 
+int txattn__tm_class_text(const txattn_table_class *c, char *buf, size_t size) {
+  char types[48] = "";
+  txattn__tm_types_text(c, types, sizeof types);
+  return snprintf(buf, size, "%s d%" PRId64 "/%" PRId64 " g%" PRId64 " t%d%s%s%s%s",
+                  txattn__tm_mask_name(c), c->d_qk, c->d_v, c->group, c->threads,
+                  c->decode ? " decode" : "", c->ragged ? " ragged" : "", *types ? " " : "", types);
+}
+
 int txattn__tm_name_ok(const char *s, int need_dot) {
   size_t n = strnlen(s, MAX_TEXT + 1);
   if (n == 0 || n > MAX_TEXT) return 0;
@@ -417,7 +425,7 @@ txattn_status txattn__tm_add_class(txattn_table *t, const txattn_table_class *c,
   for (size_t i = 0; i < t->n_classes; i++)
     if (txattn__tm_same_key(&t->classes[i].key, c)) {
       char d[96];
-      txattn_table_class_describe(c, d, sizeof d);
+      txattn__tm_class_text(c, d, sizeof d);
       return fail(TXATTN_E_INVALID, why, size, "class %s is already in the table (class %zu)", d,
                   i);
     }

@@ -45,6 +45,8 @@ int txattn__tm_name_ok(const char *s, int need_dot); /* [a-z0-9_.-]{1,63} */
 void txattn__tm_tunables_text(const txattn__tunables *tun, char *buf, size_t size);
 /* "none", "causal", "window-sym", "window-left": txattn_mask_name with the window's shape. */
 const char *txattn__tm_mask_name(const txattn_table_class *c);
+/* txattn_table_class_describe of a class the model holds (every field there). */
+int txattn__tm_class_text(const txattn_table_class *c, char *buf, size_t size);
 /* The class's element types as txtune's --dtype spells them: "" when all are f32, "bf16" when all
    four are one type, "kv=f16" when k and v are one type and q and o f32, else
    "q,k,v,o=f32,f16,f16,bf16". */

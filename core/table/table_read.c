@@ -131,17 +131,13 @@ txattn_status txattn_table_add_exclusion(txattn_table *t, const txattn_table_exc
 }
 
 int txattn_table_class_describe(const txattn_table_class *in, char *buf, size_t size) {
-  txattn_table_class copy = TXATTN_TABLE_CLASS_INIT, *c = &copy;
+  txattn_table_class copy = TXATTN_TABLE_CLASS_INIT;
   if (in == NULL) {
     txattn__fail(TXATTN_E_INVALID, "txattn_table_class_describe: c is NULL");
     return -1;
   }
   if (class_in(in, &copy) != TXATTN_OK) return -1;
-  char types[48] = "";
-  txattn__tm_types_text(c, types, sizeof types);
-  return snprintf(buf, size, "%s d%" PRId64 "/%" PRId64 " g%" PRId64 " t%d%s%s%s%s",
-                  txattn__tm_mask_name(c), c->d_qk, c->d_v, c->group, c->threads,
-                  c->decode ? " decode" : "", c->ragged ? " ragged" : "", *types ? " " : "", types);
+  return txattn__tm_class_text(&copy, buf, size);
 }
 
 /* ---- reading ---- */

@@ -104,7 +104,7 @@ static inline int txattn__tm_same_key(const txattn_table_class *a, const txattn_
          a->o_type == b->o_type && a->ragged == b->ragged;
 }
 
-/* Whether any tensor of the class is not f32 (such a class needs format_version 3). */
+/* Whether any tensor of the class is not f32. */
 static inline int txattn__tm_typed(const txattn_table_class *c) {
   return c->q_type != TXATTN_DTYPE_F32 || c->k_type != TXATTN_DTYPE_F32 ||
          c->v_type != TXATTN_DTYPE_F32 || c->o_type != TXATTN_DTYPE_F32;

@@ -53,104 +53,79 @@ static void key_fields(json_t *o, const txattn_table_class *c, int *ok) {
   put(o, "decode", json_boolean(c->decode), ok);
   put(o, "batch", json_integer(c->batch), ok);
   put(o, "heads_q", json_integer(c->heads_q), ok);
-  /* only the types that are not f32, so an fp32 class reads as it did before format_version 3 */
+  /* only the types that are not f32, and ragged only when set: absent means f32 and dense */
   const char *const keys[4] = {"q_type", "k_type", "v_type", "o_type"};
   const txattn_dtype types[4] = {c->q_type, c->k_type, c->v_type, c->o_type};
   for (int i = 0; i < 4; i++)
     if (types[i] != TXATTN_DTYPE_F32) put(o, keys[i], json_string(txattn_dtype_name(types[i])), ok);
-  /* only when set, so a dense class reads as it did before format_version 4 */
   if (c->ragged) put(o, "ragged", json_true(), ok);
 }
 
-static json_t *candidate_json(const txattn__cand *c) {
+/* One measurement of class key at (n, r): a candidate timed there (chosen: the point's winner
+   although not the fastest), or, with failed, one that failed there. */
+static json_t *record_json(const txattn_table_class *key, int64_t n, int64_t r,
+                           const txattn__cand *c, const char *failed, int chosen) {
   json_t *o = json_object();
   int ok = o != NULL;
   if (ok) {
+    put(o, "n", json_integer(n), &ok);
+    if (key->mask == TXATTN_MASK_WINDOW) put(o, "r", json_integer(r), &ok);
     put(o, "kernel", json_string(c->kernel), &ok);
     put(o, "tunables", tunables_json(&c->tun), &ok);
-    put(o, "time_s", json_real(c->time_s), &ok);
-    put(o, "max_error", json_real(c->max_error), &ok);
-    if (c->spread >= 0) put(o, "spread", json_real(c->spread), &ok);
+    if (failed == NULL) put(o, "time_s", json_real(c->time_s), &ok);
+    put(o, "max_error", num_or_null(c->max_error), &ok);
+    if (failed == NULL && c->spread >= 0) put(o, "spread", json_real(c->spread), &ok);
+    if (chosen) put(o, "chosen", json_true(), &ok);
+    if (failed) put(o, "failed", json_string(failed), &ok);
   }
   if (!ok) json_decref(o);
   return ok ? o : NULL;
 }
 
-static json_t *pair(int64_t a, int64_t b) {
-  return json_pack("[II]", (json_int_t)a, (json_int_t)b);
-}
-
-static json_t *point_json(const txattn__class *k, const txattn__point *p) {
-  json_t *o = json_object(), *a = json_array();
-  int ok = o && a;
-  if (ok) {
-    put(o, "n", json_integer(p->n), &ok);
-    if (k->key.mask == TXATTN_MASK_WINDOW) put(o, "r", json_integer(p->r), &ok);
-    if (p->tie) put(o, "tie", json_true(), &ok);
-    for (size_t i = 0; ok && i < p->n_cands; i++)
-      ok = json_array_append_new(a, candidate_json(&p->cands[i])) == 0;
-    put(o, "candidates", a, &ok);
-    a = NULL;
+/* A class object with key's fields and the records: k's points (when k is not NULL), then every
+   exclusion of t from the first'th on with key's key. */
+static json_t *class_json(const txattn_table *t, const txattn_table_class *key,
+                          const txattn__class *k, size_t first) {
+  json_t *o = json_object(), *recs = json_array();
+  int ok = o && recs;
+  if (ok) key_fields(o, key, &ok);
+  for (size_t i = 0; ok && k && i < k->n_points; i++) {
+    const txattn__point *p = &k->points[i];
+    for (size_t j = 0; ok && j < p->n_cands; j++)
+      ok = json_array_append_new(
+               recs, record_json(key, p->n, p->r, &p->cands[j], NULL, p->tie && j == 0)) == 0;
   }
-  json_decref(a);
+  for (size_t i = first; ok && i < t->n_excluded; i++) {
+    const txattn__exclusion *x = &t->excluded[i];
+    if (txattn__tm_same_key(&x->key, key))
+      ok = json_array_append_new(recs, record_json(key, x->n, x->r, &x->c, x->reason, 0)) == 0;
+  }
+  put(o, "points", recs, &ok);
   if (!ok) json_decref(o);
   return ok ? o : NULL;
 }
 
-static json_t *region_json(const txattn__class *k, const txattn__region *g) {
-  const txattn__cand *w = &k->points[g->point].cands[0];
-  json_t *o = json_object();
-  int ok = o != NULL;
-  if (ok) {
-    put(o, "n", pair(g->n_lo, g->n_hi), &ok);
-    if (k->key.mask == TXATTN_MASK_WINDOW) put(o, "r", pair(g->r_lo, g->r_hi), &ok);
-    put(o, "kernel", json_string(w->kernel), &ok);
-    put(o, "tunables", tunables_json(&w->tun), &ok);
-    put(o, "time_s", json_pack("[ff]", g->t_min, g->t_max), &ok);
-    put(o, "max_error", json_real(g->max_error), &ok);
-    put(o, "runner_up", g->runner_up ? json_string(g->runner_up) : json_null(), &ok);
-    put(o, "margin", g->runner_up ? json_real(g->margin) : json_null(), &ok);
+/* Every class with points and its records, then a class for the exclusions of each key no such
+   class has: a class without points is no class to the reader, so it is left out. */
+static json_t *classes_json(const txattn_table *t) {
+  json_t *a = json_array();
+  int ok = a != NULL;
+  for (size_t i = 0; ok && i < t->n_classes; i++)
+    if (t->classes[i].n_points > 0)
+      ok = json_array_append_new(a, class_json(t, &t->classes[i].key, &t->classes[i], 0)) == 0;
+  for (size_t i = 0; ok && i < t->n_excluded; i++) {
+    const txattn_table_class *key = &t->excluded[i].key;
+    size_t j = 0;
+    while (j < t->n_classes &&
+           !(t->classes[j].n_points > 0 && txattn__tm_same_key(&t->classes[j].key, key)))
+      j++;
+    size_t e = 0;
+    while (e < i && !txattn__tm_same_key(&t->excluded[e].key, key)) e++;
+    if (j == t->n_classes && e == i)
+      ok = json_array_append_new(a, class_json(t, key, NULL, i)) == 0;
   }
-  if (!ok) json_decref(o);
-  return ok ? o : NULL;
-}
-
-static json_t *class_json(const txattn__class *k) {
-  json_t *o = json_object(), *pts = json_array(), *reg = json_array();
-  int ok = o && pts && reg;
-  if (ok) key_fields(o, &k->key, &ok);
-  for (size_t i = 0; ok && i < k->n_points; i++)
-    ok = json_array_append_new(pts, point_json(k, &k->points[i])) == 0;
-  for (size_t i = 0; ok && i < k->n_regions; i++)
-    ok = json_array_append_new(reg, region_json(k, &k->regions[i])) == 0;
-  if (ok) {
-    put(o, "points", pts, &ok);
-    put(o, "regions", reg, &ok);
-    pts = reg = NULL;
-  }
-  json_decref(pts);
-  json_decref(reg);
-  if (!ok) json_decref(o);
-  return ok ? o : NULL;
-}
-
-static json_t *exclusion_json(const txattn__exclusion *x) {
-  json_t *o = json_object(), *k = json_object();
-  int ok = o && k;
-  if (ok) {
-    key_fields(k, &x->key, &ok);
-    put(o, "class", k, &ok);
-    k = NULL;
-    put(o, "kernel", json_string(x->c.kernel), &ok);
-    put(o, "tunables", tunables_json(&x->c.tun), &ok);
-    put(o, "n", json_integer(x->n), &ok);
-    if (x->key.mask == TXATTN_MASK_WINDOW) put(o, "r", json_integer(x->r), &ok);
-    put(o, "max_error", num_or_null(x->c.max_error), &ok);
-    put(o, "reason", json_string(x->reason), &ok);
-  }
-  json_decref(k);
-  if (!ok) json_decref(o);
-  return ok ? o : NULL;
+  if (!ok) json_decref(a);
+  return ok ? a : NULL;
 }
 
 static json_t *machine_json(const txattn_machine_info *m) {
@@ -192,12 +167,6 @@ static json_t *plugin_json(const void *p) {
   const txattn__tplugin *x = p;
   return json_pack("{ssssss}", "name", x->name, "version", x->version, "build", x->build);
 }
-static json_t *class_json_v(const void *p) {
-  return class_json(p);
-}
-static json_t *exclusion_json_v(const void *p) {
-  return exclusion_json(p);
-}
 
 static json_t *table_json(const txattn_table *t) {
   json_t *o = json_object();
@@ -210,14 +179,12 @@ static json_t *table_json(const txattn_table *t) {
   put(o, "machine", machine_json(&t->machine), &ok);
   put(o, "plugins", list_json(t->n_plugins, t->plugins, sizeof *t->plugins, plugin_json), &ok);
   if (t->profile) put(o, "profile", json_loads(t->profile, 0, NULL), &ok);
-  put(o, "classes", list_json(t->n_classes, t->classes, sizeof *t->classes, class_json_v), &ok);
-  put(o, "excluded", list_json(t->n_excluded, t->excluded, sizeof *t->excluded, exclusion_json_v),
-      &ok);
+  put(o, "classes", classes_json(t), &ok);
   if (!ok) json_decref(o);
   return ok ? o : NULL;
 }
 
-/* ---- layout: one line where it fits, else one member per line ---- */
+/* ---- layout: one line where it fits (a record always), else one member per line ---- */
 
 typedef struct text {
   char *buf;
@@ -268,6 +235,7 @@ static void layout(text *t, const json_t *v, int at, int used) {
     return;
   }
   int fits = used + (int)strlen(flat) <= LINE_WIDTH || !(json_is_object(v) || json_is_array(v)) ||
+             json_object_get(v, "kernel") != NULL ||
              (json_is_object(v) ? json_object_size(v) : json_array_size(v)) == 0;
   if (fits) add_s(t, flat);
   free(flat);

@@ -2,11 +2,12 @@
 /* txattn dispatch tables: building, writing, reading and checking the measured table that
  * `txtune profile` writes and libtxattn's dispatcher follows.
  *
- * The file format ("txtune-dispatch-table", format_version 4, JSON) is documented in
- * docs/dispatch_table.md. A table holds a header (library version, the machine's fingerprint, each
- * plugin's name, version and build) and, per class of problems, the measured points (every exact
- * candidate's time; the winner first, the others fastest first), the regions derived from them and the candidates excluded
- * as inexact.
+ * The file format ("txtune-dispatch-table", format_version 5, JSON) is documented in
+ * docs/dispatch_table.md. A file holds a header (library version, the machine's fingerprint, each
+ * plugin's name, version and build) and, per class of problems, what was measured: a record per
+ * candidate and shape, with its median time and spread, or why it failed. Reading derives the
+ * rest: the points (each shape's candidates, the winner first, the others fastest first), the
+ * regions and the exclusions (the failed records).
  *
  * A class is what must match exactly for a table entry to apply to a problem: mask kind (and, for
  * windows, the window's shape), d_qk, d_v, the GQA group heads_q / heads_kv, the context's thread
@@ -20,7 +21,7 @@
  *   txattn_table_create(ctx, &t);                      header filled from ctx
  *   txattn_table_add_class(t, &cls, &ci);              per class
  *   txattn_table_add_point(t, ci, n, r, cands, k);     per measured point (regions follow)
- *   txattn_table_add_exclusion(t, &ex);                per inexact candidate
+ *   txattn_table_add_exclusion(t, &ex);                per candidate that failed
  *   txattn_table_write(t, NULL);                       atomically, at the path in effect
  * Every function returns a status and sets txattn_last_error(); nothing here prints.
  */
@@ -38,9 +39,10 @@ extern "C" {
 #endif
 
 #define TXATTN_TABLE_FORMAT "txtune-dispatch-table"
-/* Written by this library; it reads versions 1 to 4 (2 added ties: a point's `tie`; 3 the element
-   types of a class: `q_type` ... `o_type`; 4 ragged classes: `ragged`). */
-#define TXATTN_TABLE_FORMAT_VERSION 4
+/* Written and read by this library. Version 5 holds the measurements alone (a record per kernel and
+   shape, the failed ones included); versions 1 to 4 also held the regions derived from them, and
+   a table in one of them is refused with a message to rerun `txtune profile`. */
+#define TXATTN_TABLE_FORMAT_VERSION 5
 
 typedef struct txattn_table txattn_table;
 
@@ -128,7 +130,8 @@ typedef struct txattn_table_region {
   { .struct_size = sizeof(txattn_table_region), .winner = TXATTN_TABLE_CANDIDATE_INIT }
 #define TXATTN_TABLE_REGION_SIZE_0_2 sizeof(txattn_table_region)
 
-/* A candidate that failed the exactness check, and where. */
+/* A candidate that failed (not exact, crashed, hung, could not plan...), and where; in the file, a
+   failed record of its class. */
 typedef struct txattn_table_exclusion {
   size_t struct_size; /* TXATTN_TABLE_EXCLUSION_INIT; 0: TXATTN_TABLE_EXCLUSION_SIZE_0_2 */
   const char *kernel;
@@ -138,7 +141,7 @@ typedef struct txattn_table_exclusion {
   int64_t n, r;       /* the shape it failed on */
   double max_error;   /* as txattn_table_candidate; NaN when the output was not finite */
   const char *reason; /* one line */
-  /* batch and heads_q as measured. Last, so the exclusion grows with its class: struct_size covers
+  /* batch and heads_q as measured (read from a file: its class's). Last, so the exclusion grows with its class: struct_size covers
      the class too, whose own struct_size says which of its fields are read (and is set, on
      output, to the bytes of it written). */
   txattn_table_class cls;

@@ -22,7 +22,7 @@ function(run name match)
 endfunction()
 
 # A profile with a kernel it must exclude (name.scalar): `show` says why (why_match, after the
-# exclusion's place), and the table lists it in excluded[] only, never in a point. The summary's
+# exclusion's place), and the table lists it in failed records only, never timed. The summary's
 # counts match ARGV3 if given (else some inexact candidates and no other fault).
 function(profile_excludes name plugin_path why_match)
   set(counts "[1-9][0-9]* candidates excluded as inexact, 0 kernels failed to plan, in")
@@ -35,9 +35,9 @@ function(profile_excludes name plugin_path why_match)
   run(show "excluded \\([1-9][0-9]*\\): [1-9][0-9]* failed the exactness check.*${name}.scalar in none d16/16 g1 t1 at n=193: ${why_match}"
       show --points --plugin-path "${plugin_path}" "${OUT}")
   file(READ "${OUT}" table)
-  if(NOT table MATCHES "\"excluded\".*\"kernel\": \"${name}" OR
-     table MATCHES "\"points\"[^]]*${name}")
-    message(FATAL_ERROR "${name}.scalar should be in excluded[] only:\n${table}")
+  if(NOT table MATCHES "\"kernel\": \"${name}.scalar\"[^\n]*\"failed\": " OR
+     table MATCHES "\"kernel\": \"${name}.scalar\"[^\n]*\"time_s\"")
+    message(FATAL_ERROR "${name}.scalar should be in failed records only:\n${table}")
   endif()
 endfunction()
 
@@ -173,7 +173,7 @@ if(DEFINED DTYPE_RUN)
     endif()
     string(JSON q ERROR_VARIABLE q_none GET "${table}" classes ${i} q_type)
     string(JSON decode GET "${table}" classes ${i} decode)
-    string(JSON kernels GET "${table}" classes ${i} points 0 candidates)
+    string(JSON kernels GET "${table}" classes ${i} points)
     if(NOT decode OR NOT kernels MATCHES "\"naive\\.scalar\"")
       message(FATAL_ERROR "classes[${i}] (k ${k}) should be decode with naive.scalar measured:\n${table}")
     endif()
@@ -216,8 +216,8 @@ if(DEFINED PLANFAIL_PLUGIN_PATH)
   run(show "excluded \\([1-9][0-9]*\\): 0 failed the exactness check .*, [1-9][0-9]* failed to plan a point\n  bigbroken.scalar in none d16/16 g1 t1 at n=256: failed to plan \\(the estimate's pick here; .*\\): TXATTN_E_PLUGIN: kernel bigbroken.scalar"
       show --points --plugin-path "${PLANFAIL_PLUGIN_PATH}" "${OUT}")
   file(READ "${OUT}" table)
-  if(NOT table MATCHES "\"excluded\": \\[.*\"kernel\": \"bigbroken.scalar\".*\"n\": 256,.*\"reason\": \"failed to plan" OR
-     NOT table MATCHES "\"n\": 256,[ \n]*\"candidates\": \\[[ \n]*{\"kernel\": \"steady.scalar\"" OR
+  if(NOT table MATCHES "{\"n\": 256, \"kernel\": \"bigbroken.scalar\"[^\n]*\"failed\": \"failed to plan" OR
+     NOT table MATCHES "{\"n\": 256, \"kernel\": \"steady.scalar\"[^\n]*\"time_s\"" OR
      NOT table MATCHES "\"plan_failures\": {[ \n]*\"kernels\": 1,[ \n]*\"kernel_points\": [1-9]")
     message(FATAL_ERROR "bigbroken.scalar should be excluded at n = 256 and steady.scalar measured there:\n${table}")
   endif()
@@ -226,7 +226,7 @@ endif()
 if(DEFINED NODECODE_PLUGIN_PATH)
   # the decode classes, dense and ragged, have no candidate to time (the planfail kernels of this
   # build decline them, sloppy.scalar is inexact): the profile leaves them out of the table and says
-  # why, the table reads back (a class needs a point), and the dispatcher leaves decode to the
+  # why, the table reads back (a class needs a timed record), and the dispatcher leaves decode to the
   # estimate, saying so
   set(cls "causal d16/16 g1 t1 decode")
   run(profile "wrote .*: [1-9][0-9]* points, 2 classes of 6 left out, [1-9][0-9]* candidates excluded as inexact, 0 kernels failed to plan.*classes left out of the table[^\n]*\n  ${cls}: 1 point with no candidate left to time \\(1 inexact, 0 failed to plan; every other kernel declined\\)\n  ${cls} ragged: 1 point with no candidate left to time \\(1 inexact, 0 failed to plan; every other kernel declined\\)\n.*who wins where.*none d16/16 g1 t1 .*causal d16/16 g4 t1"
@@ -235,13 +235,20 @@ if(DEFINED NODECODE_PLUGIN_PATH)
   run(show "here: VALID: fits this machine.*class none d16/16 g1 t1.*sloppy.scalar in ${cls} at n=193: not exact"
       show --points --plugin-path "${NODECODE_PLUGIN_PATH}" "${OUT}")
   file(READ "${OUT}" table)
-  string(JSON n_cls LENGTH "${table}" classes)
-  math(EXPR last "${n_cls} - 1")
+  # the classes left out hold only their failed records (the exclusions), which are no class to
+  # the library
+  string(JSON n_objects LENGTH "${table}" classes)
+  math(EXPR last "${n_objects} - 1")
+  set(n_cls 0)
   foreach(i RANGE ${last})
     string(JSON decode GET "${table}" classes ${i} decode)
-    string(JSON n_pts LENGTH "${table}" classes ${i} points)
-    if(decode OR n_pts EQUAL 0)
-      message(FATAL_ERROR "classes[${i}]: no decode class and no class without a point:\n${table}")
+    string(JSON n_recs LENGTH "${table}" classes ${i} points)
+    string(JSON recs GET "${table}" classes ${i} points)
+    if(recs MATCHES "\"time_s\"")
+      math(EXPR n_cls "${n_cls} + 1")
+    endif()
+    if(n_recs EQUAL 0 OR (decode AND recs MATCHES "\"time_s\""))
+      message(FATAL_ERROR "classes[${i}]: no decode class timed and no class without a record:\n${table}")
     endif()
   endforeach()
   string(JSON n_out LENGTH "${table}" profile classes_left_out)
@@ -302,7 +309,7 @@ string(JSON left_out ERROR_VARIABLE none_out GET "${table}" profile classes_left
 if(ragged STREQUAL "" AND left_out MATCHES "\"causal d16/16 g1 t2 decode ragged\"")
   # only a loaded machine's budget leaves its one point (the largest n) out, and the header says so
   message(STATUS "the ragged class's point did not fit the budget: ${left_out}")
-elseif(NOT ragged STREQUAL "ON/ON/8/2/256" OR NOT table MATCHES "\"format_version\": 4")
+elseif(NOT ragged STREQUAL "ON/ON/8/2/256" OR NOT table MATCHES "\"format_version\": 5")
   message(FATAL_ERROR "the quick grid's ragged-decode class: one, batch 8 on 2 threads at n = 256 (${ragged}):\n${table}")
 else()
   run(show_ragged "class causal d16/16 g1 t2 decode ragged .*\n  ragged +one call for a batch of decode sequences"
