@@ -75,6 +75,10 @@ typedef struct tiled_geom {
   double lse_scale;
   const float *slopes, *sinks;
   int64_t sink_keys;
+  /* The mask tensor's kind (TXATTN_MASK_TENSOR_NONE: none; a mask makes the scores modified) and
+     its key stride; each row's mask row is in tiled_scratch.mrow. */
+  txattn_mask_tensor mask;
+  int64_t mask_key;
 } tiled_geom;
 
 /* What a group of mr rows sees of a key block: the union [ga, gb) and the common part [ca, cb). */
@@ -108,6 +112,7 @@ typedef struct tiled_scratch {
      pass over the sink keys (held in lo, hi then); each row's position and ALiBi slope */
   int64_t *lo2, *hi2, *pos;
   float *slope;
+  const void **mrow; /* br, tiled path with a mask tensor: each row's row of the mask */
 } tiled_scratch;
 
 /* Partial results of rows [t0, t1) over a key range, for the split-KV merge: row r (= t - t0) has
