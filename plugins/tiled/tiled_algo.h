@@ -863,6 +863,17 @@ static void tl_block(const tiled_geom *g, const tiled_scratch *s, const float *k
   }
 }
 
+/* Whether some group of rows sees a key of the block that the mask tensor shows (tl_mask_skip). */
+static int tl_mask_sees(const tiled_geom *g, const tiled_scratch *s, int64_t k0, int64_t nk,
+                        int64_t ngr) {
+  int any = 0;
+  for (int64_t gi = 0; gi < ngr; gi++)
+    s->spans[gi] = tl_rows_span(s, gi * TILED_MR, TILED_MR, k0, nk);
+  tl_mask_skip(g, s, k0, nk, ngr);
+  for (int64_t gi = 0; gi < ngr && !any; gi++) any = s->spans[gi].ga < s->spans[gi].gb;
+  return any;
+}
+
 /* Rows [t0, t1) (loaded by tl_load_rows) against every key block they see. */
 static void tl_process_rows(const tiled_geom *g, const float *kv, int64_t b, int64_t kvh,
                             int64_t nr, const tiled_scratch *s) {
@@ -877,6 +888,7 @@ static void tl_process_rows(const tiled_geom *g, const float *kv, int64_t b, int
   for (int64_t kb = ja / g->bc; kb * g->bc < jb; kb++) {
     const int64_t k0 = kb * g->bc, nk = tl_min(g->bc, g->p->n_kv - k0);
     const float *kvblk = kv ? kv + kb * g->kv_block : s->kv;
+    if (!kv && g->mask && !tl_mask_sees(g, s, k0, nk, ngr)) continue; /* not packed for nothing */
     if (!kv) tl_pack_block(g, b, kvh, k0, nk, s->kv);
     tl_block(g, s, kvblk, k0, nk, ngr);
   }
