@@ -468,7 +468,8 @@ TXATTN_API txattn_status txattn_problem_resolve(const txattn_problem *p, txattn_
    h >= n gets m1^(2 (h - n) + 1). E_INVALID unless heads_q >= 1, max_bias finite and >= 0 and out
    not NULL (max_bias 0 gives slopes of 1, as in ggml, where 0 means no ALiBi at all). */
 TXATTN_API txattn_status txattn_alibi_slopes(int64_t heads_q, float max_bias, float *out);
-/* The number of (query row, key) pairs visible over the whole problem (batch and heads included);
+/* The number of (query row, key) pairs visible over the whole problem (batch and heads included),
+   as the mask kind and the sink keys show them (a mask tensor is not read: it may hide more);
    -1 if p is invalid. FLOPs are 2 * (d_qk + d_v) per visible pair. */
 TXATTN_API double txattn_problem_visible_pairs(const txattn_problem *p);
 
