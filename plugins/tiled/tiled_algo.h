@@ -678,7 +678,8 @@ TILED_INLINE void tl_mask_row(const tiled_geom *g, float *srow, const void *mrow
     const unsigned char *m = (const unsigned char *)mrow + k0;
     const uint64_t ones = UINT64_C(0x0101010101010101), highs = UINT64_C(0x8080808080808080);
     int64_t j = a;
-    for (; j + 8 <= b; j += 8) { /* 8 keys at a time: all shown (most often), all hidden, or mixed */
+    for (; j + 8 <= b;
+         j += 8) { /* 8 keys at a time: all shown (most often), all hidden, or mixed */
       uint64_t w;
       memcpy(&w, m + j, 8);
       if (((w - ones) & ~w & highs) == 0) continue; /* no zero byte: every key shown */
@@ -718,8 +719,25 @@ static int tl_mask_any(const tiled_geom *g, const void *mrow, int64_t j0, int64_
   return 0;
 }
 
+/* s->msum for rows [0, nrp) over their ranges [lo, hi) (and [lo2, hi2) with sink keys): each
+   row's mask read once, in order. */
+static void tl_mask_summary(const tiled_geom *g, const tiled_scratch *s, int64_t nrp) {
+  const int64_t nkb = g->n_kblocks, bc = g->bc;
+  memset(s->msum, 0, (size_t)(nrp * nkb));
+  for (int64_t r = 0; r < nrp; r++) {
+    const int64_t ranges[2][2] = {
+        {s->lo[r], s->hi[r]}, {g->sink_keys > 0 ? s->lo2[r] : 0, g->sink_keys > 0 ? s->hi2[r] : 0}};
+    for (int k = 0; k < 2; k++)
+      for (int64_t j = ranges[k][0]; j < ranges[k][1];) {
+        const int64_t kb = j / bc, e = tl_min((kb + 1) * bc, ranges[k][1]);
+        s->msum[r * nkb + kb] |= (unsigned char)tl_mask_any(g, s->mrow[r], j, e);
+        j = e;
+      }
+  }
+}
+
 /* Drops from the block every group whose rows the mask shows none of their keys of it: a tile all
-   hidden costs a scan of its mask, not its scores. */
+   hidden costs its rows' summary bytes (else a scan of its mask), not its scores. */
 static void tl_mask_skip(const tiled_geom *g, const tiled_scratch *s, int64_t k0, int64_t nk,
                          int64_t ngr) {
   for (int64_t gi = 0; gi < ngr; gi++) {
@@ -729,7 +747,9 @@ static void tl_mask_skip(const tiled_geom *g, const tiled_scratch *s, int64_t k0
     for (int64_t r = gi * TILED_MR; r < (gi + 1) * TILED_MR && !any; r++) {
       int64_t a, b;
       tl_row_keys(s, r, k0, nk, &a, &b);
-      any = a < b && tl_mask_any(g, s->mrow[r], k0 + a, k0 + b);
+      if (a >= b) continue;
+      any = s->msum ? s->msum[r * g->n_kblocks + k0 / g->bc]
+                    : tl_mask_any(g, s->mrow[r], k0 + a, k0 + b);
     }
     if (!any) *sp = (tiled_span){nk, 0, 0, nk};
   }
@@ -906,6 +926,7 @@ static void tl_process_rows(const tiled_geom *g, const float *kv, int64_t b, int
    row's own range (lo2, hi2): the online softmax takes keys in any order. */
 static void tl_process_all(const tiled_geom *g, const float *kv, int64_t b, int64_t kvh, int64_t nr,
                            const tiled_scratch *s) {
+  if (s->msum) tl_mask_summary(g, s, (nr + TILED_MR - 1) / TILED_MR * TILED_MR);
   tl_process_rows(g, kv, b, kvh, nr, s);
   if (g->sink_keys == 0) return;
   const int64_t nrp = (nr + TILED_MR - 1) / TILED_MR * TILED_MR;

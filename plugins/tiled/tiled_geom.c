@@ -95,6 +95,8 @@ size_t tiled_scratch_bytes(const tiled_geom *g, const tiled_ops *ops, int stream
   n += 2 * align_up(br * f) + align_up(br * sizeof(double)) + align_up(br * (size_t)g->bc * f);
   n += align_up(br / (size_t)ops->mr * sizeof(tiled_span));
   n += 5 * align_up(br * sizeof(int64_t)) + align_up(br * f) + align_up(br * sizeof(void *));
+  if (g->mask && g->br * g->n_kblocks <= TILED_MASK_SUMMARY)
+    n += align_up(br * (size_t)g->n_kblocks);
   if (streaming) n += align_up((size_t)g->kv_block * f);
   return n;
 }
@@ -125,6 +127,7 @@ static void direct_scratch_carve(const tiled_geom *g, char *cur, tiled_scratch *
   s->lo2 = s->hi2 = s->pos = NULL;
   s->slope = NULL;
   s->mrow = NULL;
+  s->msum = NULL;
 }
 
 void tiled_scratch_carve(const tiled_geom *g, const tiled_ops *ops, int streaming, void *mem,
@@ -151,6 +154,9 @@ void tiled_scratch_carve(const tiled_geom *g, const tiled_ops *ops, int streamin
   s->pos = take(&cur, br * sizeof(int64_t));
   s->slope = take(&cur, br * f);
   s->mrow = take(&cur, br * sizeof(void *));
+  s->msum = g->mask && g->br * g->n_kblocks <= TILED_MASK_SUMMARY
+                ? take(&cur, br * (size_t)g->n_kblocks)
+                : NULL;
   s->kv = streaming ? take(&cur, (size_t)g->kv_block * f) : NULL;
 }
 

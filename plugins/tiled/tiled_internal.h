@@ -113,7 +113,12 @@ typedef struct tiled_scratch {
   int64_t *lo2, *hi2, *pos;
   float *slope;
   const void **mrow; /* br, tiled path with a mask tensor: each row's row of the mask */
+  /* br x n_kblocks, tiled path with a mask tensor (NULL where that would pass TILED_MASK_SUMMARY):
+     1 where the mask shows the row a key of the block within its ranges, read once per query
+     block row by row (sequentially), so that a tile all hidden costs a byte per row to skip */
+  unsigned char *msum;
 } tiled_scratch;
+#define TILED_MASK_SUMMARY (INT64_C(1) << 24)
 
 /* Partial results of rows [t0, t1) over a key range, for the split-KV merge: row r (= t - t0) has
    max m[r] (unscaled, as the scores), sum l[r] and unnormalised output acc[r * ld + c], c < d_v. */
