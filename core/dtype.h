@@ -28,6 +28,17 @@ static inline double txattn__load(const void *row, txattn_dtype t, int64_t c) {
   memcpy(&f, &wide, sizeof f);
   return (double)f;
 }
+/* What the mask tensor adds to the score of row i (head h, sequence b) and key j: 0 without one;
+   for BOOL 0 (visible) or -inf (hidden); for ADDITIVE its element, exactly (-inf hides). */
+static inline double txattn__mask_value(const txattn_problem *p, const txattn_tensors *t, int64_t b,
+                                        int64_t h, int64_t i, int64_t j) {
+  if (p->mask_tensor == TXATTN_MASK_TENSOR_NONE) return 0.0;
+  const unsigned char *row = txattn_mask_row(p, t, b, h, i);
+  if (p->mask_tensor == TXATTN_MASK_TENSOR_BOOL)
+    return row[j * t->mask_layout.key] ? 0.0 : -INFINITY;
+  return txattn__load(row, p->mask_type, j * t->mask_layout.key);
+}
+
 /* x rounded to nearest even in type t (overflow to +-Inf, NaN stays NaN) into element c. */
 void txattn__store(void *row, txattn_dtype t, int64_t c, double x);
 /* The spacing of the values of type t around magnitude x (x >= 0): 2^(floor(log2 x) - p + 1)

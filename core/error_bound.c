@@ -77,17 +77,21 @@ static double max_abs_visible_v(const txattn_problem *p, const txattn_tensors *t
    u: the product by fl(1/c) and the product by c; ALiBi adds the rounding of (j - pos) to fp32,
    of its product with m_h and of the sum, u (3 |m_h (j - pos)| + |capped score|). */
 static double modifier_error(const txattn_problem *p, const txattn_tensors *t, int64_t h, int64_t i,
-                             int64_t j, double abs_score) {
+                             int64_t j, double abs_score, double mask_bias) {
   const double u = 0x1p-24;
-  double e = 0.0, capped = abs_score;
+  double e = 0.0, capped = abs_score, alibi = 0.0;
   if (p->softcap > 0.0f) {
     e += (double)p->softcap * (TANH_ERR_U + 2.0) * u;
     if (capped > (double)p->softcap) capped = (double)p->softcap;
   }
   if (p->alibi) {
-    double bias = fabs((double)t->alibi_slopes[h] * (double)(j - (i + p->n_kv - p->n_q)));
-    e += u * (3.0 * bias + capped);
+    alibi = fabs((double)t->alibi_slopes[h] * (double)(j - (i + p->n_kv - p->n_q)));
+    e += u * (3.0 * alibi + capped);
   }
+  /* the mask tensor's bias (exact in fp32) added last: one rounding of the sum, at most u (|score|
+     + |ALiBi term| + |bias|); a bias far above the scores moves the max with it, and the kernels
+     subtract the max before scaling, so nothing else grows with it */
+  if (mask_bias != 0.0) e += u * (capped + alibi + fabs(mask_bias));
   return e;
 }
 
@@ -97,7 +101,7 @@ static double max_visible_abs_dot(const txattn_problem *p, const txattn_tensors 
                                   double *extra) {
   double m = 0.0, x = 0.0;
   int64_t group = p->heads_q / p->heads_kv;
-  int modified = p->softcap > 0.0f || p->alibi;
+  int modified = p->softcap > 0.0f || p->alibi || p->mask_tensor == TXATTN_MASK_TENSOR_ADDITIVE;
   for (int64_t b = 0; b < p->batch; b++)
     for (int64_t h = 0; h < p->heads_q; h++)
       for (int64_t i = 0; i < p->n_q; i++) {
@@ -108,11 +112,14 @@ static double max_visible_abs_dot(const txattn_problem *p, const txattn_tensors 
         for (int64_t c = 0; c < p->d_qk; c++) q[c] = txattn__load(qi, p->q_type, c);
         for (int part = 0; part < 2; part++)
           for (int64_t j = range[2 * part]; j < range[2 * part + 1]; j++) {
+            double bias = txattn__mask_value(p, t, b, h, i, j);
+            if (bias == -INFINITY) continue; /* hidden by the mask tensor */
+            if (!isfinite(bias)) continue;   /* +inf or NaN: the row is NaN */
             double s =
                 abs_dot(p, q, txattn_row_of(t->k_data, p->k_type, &t->k_layout, b, h / group, j));
             if (s > m) m = s; /* NaN compares false: left out */
             if (modified && isfinite(s)) {
-              double e = modifier_error(p, t, h, i, j, fabs((double)p->scale) * s);
+              double e = modifier_error(p, t, h, i, j, fabs((double)p->scale) * s, bias);
               if (e > x) x = e;
             }
           }

@@ -315,18 +315,20 @@ int txattn__kernel_applicable(const txattn__kernel *k, const txattn_problem *r, 
     *why = "it does not write lse";
     return 0;
   }
-  /* the score modifiers go only to kernels that declare them (ABI 1.6) */
+  /* the score modifiers (ABI 1.6) and a mask tensor (1.7) go only to kernels that declare them */
   const struct {
     int asked;
     unsigned flag;
     const char *why;
-  } mods[4] = {
+  } mods[5] = {
       {r->softcap > 0.0f, TXATTN_KERNEL_SOFTCAP, "it does not compute softcap"},
       {r->alibi, TXATTN_KERNEL_ALIBI, "it does not compute ALiBi"},
       {r->sinks, TXATTN_KERNEL_SINKS, "it does not compute sink logits"},
       {r->sink_keys > 0, TXATTN_KERNEL_SINK_KEYS, "it does not compute sink keys"},
+      {r->mask_tensor != TXATTN_MASK_TENSOR_NONE, TXATTN_KERNEL_MASK_TENSOR,
+       "it does not take a mask tensor"},
   };
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < 5; i++)
     if (mods[i].asked && !(d->flags & mods[i].flag)) {
       *why = mods[i].why;
       return 0;

@@ -29,6 +29,7 @@ void txattn_context_free(txattn_context *ctx) {
   txattn__context_release(ctx);
 }
 
+/* Every resolved field that changes what a kernel computes. */
 static int same_problem(const txattn_problem *a, const txattn_problem *b) {
   return a->batch == b->batch && a->heads_q == b->heads_q && a->heads_kv == b->heads_kv &&
          a->n_q == b->n_q && a->n_kv == b->n_kv && a->d_qk == b->d_qk && a->d_v == b->d_v &&
@@ -36,7 +37,8 @@ static int same_problem(const txattn_problem *a, const txattn_problem *b) {
          a->window_right == b->window_right && a->scale == b->scale && a->q_type == b->q_type &&
          a->k_type == b->k_type && a->v_type == b->v_type && a->o_type == b->o_type &&
          a->lse == b->lse && a->ragged == b->ragged && a->softcap == b->softcap &&
-         a->alibi == b->alibi && a->sinks == b->sinks && a->sink_keys == b->sink_keys;
+         a->alibi == b->alibi && a->sinks == b->sinks && a->sink_keys == b->sink_keys &&
+         a->mask_tensor == b->mask_tensor && a->mask_type == b->mask_type;
 }
 
 /* The slot to fill: a free one, else the least recently used. */

@@ -3,7 +3,8 @@
  *   tiled.avx2 block_q=64 block_k=256 threads=2 | b=1 hq=8 hkv=8 nq=4096 nkv=4096 d=64/64
  * mask=causal scale=0.125 (one line; wrapped here). Window sides print as numbers or "inf"; a
  * serving call adds "lse" and "ragged" (or "ragged(per sequence)": the host runs each sequence),
- * a modified one "softcap=C", "alibi", "sinks" and "sink_keys=K". */
+ * a modified one "softcap=C", "alibi", "sinks" and "sink_keys=K", one with a mask tensor
+ * "mask_tensor=bool" or "mask_tensor=<its type>" (additive). */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -68,5 +69,8 @@ int txattn_plan_describe(const txattn_plan *plan, char *buf, size_t size) {
   if (p->alibi) put(&o, " alibi");
   if (p->sinks) put(&o, " sinks");
   if (p->sink_keys > 0) put(&o, " sink_keys=%" PRId64, p->sink_keys);
+  if (p->mask_tensor == TXATTN_MASK_TENSOR_BOOL) put(&o, " mask_tensor=bool");
+  if (p->mask_tensor == TXATTN_MASK_TENSOR_ADDITIVE)
+    put(&o, " mask_tensor=%s", txattn_dtype_name(p->mask_type));
   return o.len;
 }

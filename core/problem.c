@@ -179,6 +179,25 @@ static txattn_status resolve_modifiers(const txattn_problem *p, txattn_problem *
   return TXATTN_OK;
 }
 
+/* The mask tensor's kind and type (past the modifiers); its data is checked with the tensors. */
+static txattn_status resolve_mask_tensor(const txattn_problem *p, txattn_problem *r) {
+  TXATTN_RETURN_IF(p->mask_tensor < TXATTN_MASK_TENSOR_NONE ||
+                       p->mask_tensor > TXATTN_MASK_TENSOR_ADDITIVE,
+                   TXATTN_E_INVALID,
+                   "txattn_problem.mask_tensor = %d is not a txattn_mask_tensor (0 none, 1 bool, "
+                   "2 additive)",
+                   (int)p->mask_tensor);
+  r->mask_tensor = p->mask_tensor;
+  if (r->mask_tensor != TXATTN_MASK_TENSOR_ADDITIVE) return TXATTN_OK; /* type resolves to 0 */
+  TXATTN_RETURN_IF(p->mask_type != TXATTN_DTYPE_F32 && p->mask_type != TXATTN_DTYPE_F16 &&
+                       p->mask_type != TXATTN_DTYPE_BF16,
+                   TXATTN_E_INVALID,
+                   "txattn_problem.mask_type = %d is not a txattn_dtype (f32, f16 or bf16)",
+                   (int)p->mask_type);
+  r->mask_type = p->mask_type;
+  return TXATTN_OK;
+}
+
 txattn_status txattn__problem_resolve(const txattn_problem *given, txattn_problem *out) {
   TXATTN_RETURN_IF(given == NULL, TXATTN_E_INVALID, "txattn_problem is NULL");
   txattn_problem in = TXATTN_PROBLEM_INIT, r = TXATTN_PROBLEM_INIT;
@@ -192,6 +211,7 @@ txattn_status txattn__problem_resolve(const txattn_problem *given, txattn_proble
   TXATTN_FORWARD_IF_ERROR(resolve_types(p, &r));
   TXATTN_FORWARD_IF_ERROR(resolve_serving(p, &r));
   TXATTN_FORWARD_IF_ERROR(resolve_modifiers(p, &r));
+  TXATTN_FORWARD_IF_ERROR(resolve_mask_tensor(p, &r));
   TXATTN_FORWARD_IF_ERROR(check_sizes(&r));
   *out = r;
   return TXATTN_OK;

@@ -125,6 +125,54 @@ txattn_status txattn__head_floats_check(const char *field, const float *x, int64
   return TXATTN_OK;
 }
 
+/* The mask tensor: not NULL, aligned, its four strides >= 0 (0 broadcasts) within the limits, its
+   span representable, and apart from o and lse (the outputs). Its values are not read here. */
+static txattn_status mask_check(const txattn_problem *r, const txattn_tensors *c,
+                                const txattn__tensor *o) {
+  TXATTN_RETURN_IF(c->mask == NULL, TXATTN_E_INVALID,
+                   "txattn_tensors.mask is NULL, but txattn_problem.mask_tensor is %d (a "
+                   "txattn_tensors whose struct_size stops before mask has none)",
+                   (int)r->mask_tensor);
+  int64_t elem =
+      r->mask_tensor == TXATTN_MASK_TENSOR_BOOL ? 1 : (int64_t)txattn_dtype_size(r->mask_type);
+  TXATTN_RETURN_IF((uintptr_t)c->mask % (uintptr_t)elem != 0, TXATTN_E_INVALID,
+                   "txattn_tensors.mask = %p is not aligned to its %" PRId64 "-byte elements",
+                   c->mask, elem);
+  const txattn_mask_layout *l = &c->mask_layout;
+  const int64_t stride[4] = {l->batch, l->head, l->row, l->key};
+  const int64_t count[4] = {r->batch, r->heads_q, r->n_q, r->n_kv};
+  static const char *const names[4] = {"batch", "head", "row", "key"};
+  int64_t span = 1, term, bytes;
+  int over = 0;
+  for (int i = 0; i < 4; i++) {
+    TXATTN_RETURN_IF(stride[i] < 0 || stride[i] > TXATTN__MAX_TENSOR_BYTES / elem, TXATTN_E_INVALID,
+                     "txattn_tensors.mask_layout.%s = %" PRId64
+                     " must be >= 0 (0 broadcasts) and at most 2^56 bytes",
+                     names[i], stride[i]);
+    over |= __builtin_mul_overflow(count[i] - 1, stride[i], &term);
+    over |= __builtin_add_overflow(span, term, &span);
+  }
+  over |= __builtin_mul_overflow(span, elem, &bytes);
+  TXATTN_RETURN_IF(
+      over || bytes > TXATTN__MAX_TENSOR_BYTES ||
+          (uintptr_t)c->mask > UINTPTR_MAX - (uint64_t)bytes,
+      TXATTN_E_INVALID,
+      "txattn_tensors.mask_layout: the offset of the mask's last element overflows "
+      "or exceeds the limit of 2^56 bytes (strides too large for the problem's sizes)");
+  txattn_layout none = {0, 0, 0};
+  txattn__tensor m = {"mask", c->mask, &none, {1, 1, 1, 1}, span, elem, NULL};
+  TXATTN_RETURN_IF(txattn__tensors_overlap(o, &m), TXATTN_E_INVALID,
+                   "txattn_tensors.o overlaps mask");
+  if (c->lse != NULL) {
+    txattn_layout ll = c->lse_layout;
+    txattn__tensor lt = {"lse", c->lse, &ll, {r->batch, r->heads_q, r->n_q, 1}, 0, 4, NULL};
+    TXATTN_FORWARD_IF_ERROR(txattn__tensor_check(&lt));
+    TXATTN_RETURN_IF(txattn__tensors_overlap(&lt, &m), TXATTN_E_INVALID,
+                     "txattn_tensors.lse overlaps mask");
+  }
+  return TXATTN_OK;
+}
+
 txattn_status txattn__tensors_check(const txattn_problem *r, const txattn_tensors *t,
                                     txattn_tensors *out) {
   TXATTN_RETURN_IF(t == NULL, TXATTN_E_INVALID, "txattn_tensors is NULL");
@@ -194,6 +242,12 @@ txattn_status txattn__tensors_check(const txattn_problem *r, const txattn_tensor
     TXATTN_FORWARD_IF_ERROR(txattn__head_floats_check("sinks", c.sinks, r->heads_q, 1));
   else
     c.sinks = NULL;
+  if (r->mask_tensor != TXATTN_MASK_TENSOR_NONE)
+    TXATTN_FORWARD_IF_ERROR(mask_check(r, &c, &ts[3]));
+  else {
+    c.mask = NULL;
+    c.mask_layout = (txattn_mask_layout){0, 0, 0, 0};
+  }
   *out = c;
   return TXATTN_OK;
 }
@@ -216,4 +270,10 @@ void txattn__sequence(const txattn_problem *r, const txattn_tensors *x, int64_t 
   st->v_data = advance(x->v_data, b * x->v_layout.batch, r->v_type);
   st->o_data = (void *)advance(x->o_data, b * x->o_layout.batch, r->o_type);
   if (x->lse != NULL) st->lse = x->lse + b * x->lse_layout.batch;
+  if (x->mask != NULL)
+    st->mask =
+        (const unsigned char *)x->mask + b * x->mask_layout.batch *
+                                             (r->mask_tensor == TXATTN_MASK_TENSOR_BOOL
+                                                  ? 1
+                                                  : (int64_t)txattn_dtype_size(r->mask_type));
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* txattn plugin ABI, version 1.6: how a shared object adds attention kernels to libtxattn.
+/* txattn plugin ABI, version 1.7: how a shared object adds attention kernels to libtxattn.
  *
  * A plugin is a shared object that exports one symbol, `txattn_plugin_entry` (TXATTN_PLUGIN_ENTRY_SYMBOL):
  *
@@ -33,6 +33,9 @@
  *        .sinks/.sink_keys and txattn_tensors.alibi_slopes/.sinks, read by kernels with those flags
  *        (txattn_softcap_of, txattn_alibi_slopes_of, txattn_sinks_of, txattn_sink_keys_of and
  *        txattn_visible_ranges read them).
+ *   1.7  TXATTN_KERNEL_MASK_TENSOR; txattn_problem.mask_tensor/.mask_type and
+ *        txattn_tensors.mask/.mask_layout, read by kernels with the flag (txattn_mask_tensor_of,
+ *        txattn_mask_row and txattn_mask_elem_size read them).
  *
  * Writing a plugin (see plugins/naive for a complete one):
  *   - build it with -fvisibility=hidden and export only the entry, e.g. with TXATTN_PLUGIN_DEFINE(desc);
@@ -58,7 +61,7 @@ extern "C" {
 #endif
 
 #define TXATTN_PLUGIN_ABI_VERSION  1u /* major: host and plugin agree on it both ways */
-#define TXATTN_PLUGIN_ABI_MINOR    6u /* the newest minor version this header describes */
+#define TXATTN_PLUGIN_ABI_MINOR    7u /* the newest minor version this header describes */
 #define TXATTN_PLUGIN_ENTRY_SYMBOL "txattn_plugin_entry"
 
 /* The instruction set a kernel needs. The host checks cpuid and XGETBV (x86) or HWCAP (arm64). */
@@ -96,10 +99,14 @@ TXATTN_API const char *txattn_isa_name(txattn_isa isa);
 #define TXATTN_KERNEL_SINK_KEYS (1u << 7)
 #define TXATTN_KERNEL_MODIFIERS                                                                    \
   (TXATTN_KERNEL_SOFTCAP | TXATTN_KERNEL_ALIBI | TXATTN_KERNEL_SINKS | TXATTN_KERNEL_SINK_KEYS)
+/* (1.7) run() takes a mask tensor (problem->mask_tensor, tensors->mask and mask_layout): boolean
+   or additive, combined with the mask kind and every modifier. The host hands a problem with one
+   only to kernels with this flag. */
+#define TXATTN_KERNEL_MASK_TENSOR (1u << 8)
 #define TXATTN_KERNEL_FLAGS_ALL_                                                                   \
   (TXATTN_KERNEL_THREADED | TXATTN_KERNEL_SPARSE | TXATTN_KERNEL_LSE | TXATTN_KERNEL_RAGGED |      \
-   TXATTN_KERNEL_MODIFIERS)
-/* "threaded", "sparse", "lse", "ragged", "softcap", "alibi", "sinks", "sink_keys" for one
+   TXATTN_KERNEL_MODIFIERS | TXATTN_KERNEL_MASK_TENSOR)
+/* "threaded", "sparse", "lse", "ragged", "softcap", "alibi", "sinks", "sink_keys", "mask_tensor" for one
    TXATTN_KERNEL_* bit (as txtune list and txattn.kernels() spell them); NULL for anything else.
    The library implements it, for programs and txtune, as txattn_isa_name. */
 TXATTN_API const char *txattn_kernel_flag_name(unsigned flag);
@@ -298,6 +305,27 @@ static inline const float *txattn_sinks_of(const txattn_problem *p, const txattn
       !TXATTN__HAS_FIELD(t, txattn_tensors, sinks))
     return NULL;
   return t->sinks;
+}
+
+/* (1.7) The call's mask tensor kind: TXATTN_MASK_TENSOR_NONE where the problem has none or a host
+   older than 1.7 passed structs that stop before it. */
+static inline txattn_mask_tensor txattn_mask_tensor_of(const txattn_problem *p,
+                                                       const txattn_tensors *t) {
+  if (!t || !TXATTN__HAS_FIELD(p, txattn_problem, mask_type) ||
+      !TXATTN__HAS_FIELD(t, txattn_tensors, mask_layout))
+    return TXATTN_MASK_TENSOR_NONE;
+  return p->mask_tensor;
+}
+/* Bytes of one mask element: 1 (BOOL) or mask_type's (ADDITIVE). */
+static inline int64_t txattn_mask_elem_size(const txattn_problem *p) {
+  return p->mask_tensor == TXATTN_MASK_TENSOR_BOOL ? 1 : p->mask_type == TXATTN_DTYPE_F32 ? 4 : 2;
+}
+/* Element (b, h, i, 0) of the mask tensor; element j of the row is mask_layout.key elements on. */
+static inline const void *txattn_mask_row(const txattn_problem *p, const txattn_tensors *t,
+                                          int64_t b, int64_t h, int64_t i) {
+  const txattn_mask_layout *l = &t->mask_layout;
+  return (const unsigned char *)t->mask +
+         (b * l->batch + h * l->head + i * l->row) * txattn_mask_elem_size(p);
 }
 
 /* (1.6) The keys query row i sees with sink keys: [0, *sink_hi) and [*lo, *hi), disjoint, with

@@ -102,6 +102,13 @@ typedef enum txattn_dtype {
   (TXATTN_DTYPE_BIT(TXATTN_DTYPE_F32) | TXATTN_DTYPE_BIT(TXATTN_DTYPE_F16) |                       \
    TXATTN_DTYPE_BIT(TXATTN_DTYPE_BF16))
 TXATTN_API const char *txattn_dtype_name(txattn_dtype dtype);
+
+/* The kind of a mask tensor (txattn_problem.mask_tensor). */
+typedef enum txattn_mask_tensor {
+  TXATTN_MASK_TENSOR_NONE = 0,
+  TXATTN_MASK_TENSOR_BOOL = 1,     /* one byte per element, nonzero: the key is visible */
+  TXATTN_MASK_TENSOR_ADDITIVE = 2, /* of txattn_problem.mask_type, added to the score */
+} txattn_mask_tensor;
 /* Bytes of one element: 4, 2, 2; 0 outside the enum. */
 TXATTN_API size_t txattn_dtype_size(txattn_dtype dtype);
 
@@ -155,20 +162,40 @@ typedef struct txattn_problem {      /* zero-initialised fields take the default
   float softcap;
   int alibi, sinks;
   int64_t sink_keys;
+  /* A mask tensor (past the score modifiers, TXATTN_PROBLEM_SIZE_0_2_MODIFIERS), as PyTorch's
+     attn_mask and ggml's KQ mask: tensors.mask, element (b, h, i, j) for query row i of head h and
+     key j, broadcast through strides that may be 0 (txattn_mask_layout). It combines with the mask
+     kind, the sink keys and every modifier: key j is visible to row i when the mask kind (or a sink
+     key) shows it and the tensor does too.
+     mask_tensor [TXATTN_MASK_TENSOR_NONE]: BOOL (one byte per element, nonzero: visible) or
+       ADDITIVE (elements of mask_type: the value is added to the score after softcap, beside the
+       ALiBi term; -inf hides the key, +inf and NaN are no scores and make the row NaN, as a NaN
+       input does; they are not searched for).
+     mask_type [F32]: ADDITIVE's element type (F32, F16 or BF16; each is exact in fp32). */
+  txattn_mask_tensor mask_tensor;
+  txattn_dtype mask_type;
 } txattn_problem;
 #define TXATTN_PROBLEM_INIT                                                                        \
   { .struct_size = sizeof(txattn_problem) }
 /* The sizes a caller's struct_size may have: TXATTN_PROBLEM_SIZE_0_2 (also what 0 means),
-   TXATTN_PROBLEM_SIZE_0_2_SERVING (with lse and ragged) and sizeof(txattn_problem) (with the
-   score modifiers); any other size is refused (see "Public structs grow" above). */
-#define TXATTN_PROBLEM_SIZE_0_2         (offsetof(txattn_problem, struct_size) + sizeof(size_t))
-#define TXATTN_PROBLEM_SIZE_0_2_SERVING offsetof(txattn_problem, softcap)
+   TXATTN_PROBLEM_SIZE_0_2_SERVING (with lse and ragged), TXATTN_PROBLEM_SIZE_0_2_MODIFIERS (with
+   the score modifiers) and sizeof(txattn_problem) (with the mask tensor); any other size is refused (see "Public structs grow" above). */
+#define TXATTN_PROBLEM_SIZE_0_2           (offsetof(txattn_problem, struct_size) + sizeof(size_t))
+#define TXATTN_PROBLEM_SIZE_0_2_SERVING   offsetof(txattn_problem, softcap)
+#define TXATTN_PROBLEM_SIZE_0_2_MODIFIERS offsetof(txattn_problem, mask_tensor)
 
 /* Element (b, h, i, c) of a tensor is at data[b*batch + h*head + i*row + c] (strides in elements of
    the tensor's type, >= 0). All-zero strides mean contiguous [batch][heads][rows][dim]. */
 typedef struct txattn_layout {
   int64_t batch, head, row;
 } txattn_layout;
+
+/* Element (b, h, i, j) of a mask tensor is at mask[b*batch + h*head + i*row + j*key] (elements of
+   its type, >= 0, each may be 0 to broadcast; taken as given: all zero is one element for every
+   pair). */
+typedef struct txattn_mask_layout {
+  int64_t batch, head, row, key;
+} txattn_mask_layout;
 
 typedef struct txattn_tensors {
   /* q [batch][heads_q][n_q][d_qk], k [batch][heads_kv][n_kv][d_qk], v [batch][heads_kv][n_kv][d_v],
@@ -203,13 +230,20 @@ typedef struct txattn_tensors {
      (txattn_problem.alibi, .sinks): heads_q floats each, ALiBi's slope and the sink logit of each
      query head. alibi_slopes must be finite; sinks finite or -inf (no sink for that head). */
   const float *alibi_slopes, *sinks;
+  /* The mask tensor (past TXATTN_TENSORS_SIZE_0_2_MODIFIERS), read where txattn_problem.mask_tensor
+     asks: [batch][heads_q][n_q][n_kv] through mask_layout, of one byte (BOOL) or mask_type
+     (ADDITIVE) per element, aligned to its elements, not overlapping o or lse. Ragged: sequence b's
+     row i and key j (its own, from 0) are element (b, h, i, j). */
+  const void *mask;
+  txattn_mask_layout mask_layout;
 } txattn_tensors;
 #define TXATTN_TENSORS_INIT                                                                        \
   { .struct_size = sizeof(txattn_tensors) }
 /* Sizes as for txattn_problem: TXATTN_TENSORS_SIZE_0_2 (what 0 means), ..._SERVING (lse and the
-   lengths) and sizeof(txattn_tensors) (the modifiers' data). */
-#define TXATTN_TENSORS_SIZE_0_2         (offsetof(txattn_tensors, struct_size) + sizeof(size_t))
-#define TXATTN_TENSORS_SIZE_0_2_SERVING offsetof(txattn_tensors, alibi_slopes)
+   lengths), ..._MODIFIERS (the modifiers' data) and sizeof(txattn_tensors) (the mask tensor). */
+#define TXATTN_TENSORS_SIZE_0_2           (offsetof(txattn_tensors, struct_size) + sizeof(size_t))
+#define TXATTN_TENSORS_SIZE_0_2_SERVING   offsetof(txattn_tensors, alibi_slopes)
+#define TXATTN_TENSORS_SIZE_0_2_MODIFIERS offsetof(txattn_tensors, mask)
 
 /* struct_size comes first here, where version 0.1 had plugin_path: a 0.1-style positional
    initialiser such as {"plugins", "table.json", 4} still compiles (with int-conversion warnings)
@@ -434,7 +468,8 @@ TXATTN_API txattn_status txattn_problem_resolve(const txattn_problem *p, txattn_
    h >= n gets m1^(2 (h - n) + 1). E_INVALID unless heads_q >= 1, max_bias finite and >= 0 and out
    not NULL (max_bias 0 gives slopes of 1, as in ggml, where 0 means no ALiBi at all). */
 TXATTN_API txattn_status txattn_alibi_slopes(int64_t heads_q, float max_bias, float *out);
-/* The number of (query row, key) pairs visible over the whole problem (batch and heads included);
+/* The number of (query row, key) pairs visible over the whole problem (batch and heads included),
+   as the mask kind and the sink keys show them (a mask tensor is not read: it may hide more);
    -1 if p is invalid. FLOPs are 2 * (d_qk + d_v) per visible pair. */
 TXATTN_API double txattn_problem_visible_pairs(const txattn_problem *p);
 

@@ -3,7 +3,9 @@
  *
  *   S = sign(scale) Q_blk K^T   over ALL n_kv keys (cblas_sgemm; no block skipping, deliberately),
  *   the mask applied to S, row softmax of |scale| S (scaled after subtracting the row max, so that
- *   no finite score overflows: docs/error_bound.md, "Finite inputs"),
+ *   no finite score overflows: docs/error_bound.md, "Finite inputs"); with a mask tensor the row's
+ *   scores become fl(|scale| S) plus its values first (-inf where it hides a key), and the softmax
+ *   takes them at scale 1,
  *   O_blk = P V             (cblas_sgemm).
  *
  * Q_blk stacks the task's query heads (all reading one K/V head) head-major, then rows. BLAS reads
@@ -22,6 +24,7 @@
 #include <cblas.h>
 
 #include "half.h"
+#include "mask_value.h"
 #include "masked.h"
 
 /* The distance between consecutive rows of the stacked matrix (heads h.., then rows i..) when one
@@ -80,16 +83,50 @@ static int all_finite(const float *v, blasint ld, int64_t rows, int64_t dim) {
   return 1;
 }
 
-/* out = sum over the visible keys only of p_j v_j. Used when V holds an Inf or NaN: in the dense
-   product a masked key's 0 * NaN would make a row NaN that never sees that key. Summed in double
-   for the reason given in masked_softmax. */
-static void visible_weighted_sum(const float *p, const float *v, blasint ld, int64_t lo, int64_t hi,
-                                 int64_t dim, float *out) {
+/* out = sum over the visible keys only of p_j v_j (those of [lo, hi) the mask tensor's row mrow
+   shows, every one if mrow is NULL). Used when V holds an Inf or NaN: in the dense product a
+   masked key's 0 * NaN would make a row NaN that never sees that key. Summed in double for the
+   reason given in masked_softmax. */
+static void visible_weighted_sum(const txattn_kernel_call *call, const void *mrow, const float *p,
+                                 const float *v, blasint ld, int64_t lo, int64_t hi, int64_t dim,
+                                 float *out) {
   for (int64_t c = 0; c < dim; c++) {
     double acc = 0.0;
-    for (int64_t j = lo; j < hi; j++) acc += (double)p[j] * v[j * ld + c];
+    for (int64_t j = lo; j < hi; j++)
+      if (!mrow || txm_mask_value(call->problem, call->tensors, mrow, j) != -INFINITY)
+        acc += (double)p[j] * v[j * ld + c];
     out[c] = (float)acc;
   }
+}
+
+/* With a mask tensor: the unscaled scores s[lo, hi) of row (b, h, i) become the scores themselves,
+   fl(|scale| s) + the mask's value (-inf where it hides the key); returns how many keys it shows. */
+static int64_t mask_scores(const txattn_kernel_call *call, int64_t b, int64_t h, int64_t i,
+                           float *s, int64_t lo, int64_t hi) {
+  const txattn_problem *p = call->problem;
+  const void *mrow = txattn_mask_row(p, call->tensors, b, h, i);
+  const float mag = fabsf(p->scale);
+  int64_t seen = 0;
+  for (int64_t j = lo; j < hi; j++) {
+    const float bias = txm_mask_value(p, call->tensors, mrow, j);
+    seen += bias != -INFINITY;
+    s[j] = bias == -INFINITY ? -INFINITY : s[j] * mag + bias;
+  }
+  return seen;
+}
+
+/* Whether row (b, h, i) sees a key: its range is not empty and the mask tensor (if any) shows one
+   of it. */
+static int row_sees(const txattn_kernel_call *call, int64_t b, int64_t h, int64_t i) {
+  const txattn_problem *p = call->problem;
+  int64_t lo, hi;
+  txattn_visible_range(p, i, &lo, &hi);
+  if (lo >= hi || txattn_mask_tensor_of(p, call->tensors) == TXATTN_MASK_TENSOR_NONE)
+    return lo < hi;
+  const void *mrow = txattn_mask_row(p, call->tensors, b, h, i);
+  for (int64_t j = lo; j < hi; j++)
+    if (txm_mask_value(p, call->tensors, mrow, j) != -INFINITY) return 1;
+  return 0;
 }
 
 /* One task: batch b, kv head h_kv, query heads [h0, h0 + heads), rows [i0, i0 + rows). */
@@ -158,11 +195,13 @@ static void weighted_values(const txattn_kernel_call *call, const masked_geometr
   blasint ldv, ldo;
   const float *v = operand(x->v_data, p->v_type, &x->v_layout, t->b, t->h_kv, 1, 0, p->n_kv, p->d_v,
                            scratch + g->off_v, &ldv);
-  if (p->mask != TXATTN_MASK_NONE && !all_finite(v, ldv, p->n_kv, p->d_v)) {
+  const int tensor = txattn_mask_tensor_of(p, x) != TXATTN_MASK_TENSOR_NONE;
+  if ((p->mask != TXATTN_MASK_NONE || tensor) && !all_finite(v, ldv, p->n_kv, p->d_v)) {
     for (int64_t r = 0; r < m; r++) {
-      txattn_visible_range(p, t->i0 + r % t->rows, &lo, &hi);
-      visible_weighted_sum(s + r * p->n_kv, v, ldv, lo, hi, p->d_v,
-                           result_row(call, g, t, r, scratch));
+      const int64_t h = t->h0 + r / t->rows, i = t->i0 + r % t->rows;
+      txattn_visible_range(p, i, &lo, &hi);
+      visible_weighted_sum(call, tensor ? txattn_mask_row(p, x, t->b, h, i) : NULL, s + r * p->n_kv,
+                           v, ldv, lo, hi, p->d_v, result_row(call, g, t, r, scratch));
     }
     return;
   }
@@ -210,14 +249,17 @@ void masked_block(const txattn_kernel_call *call, const masked_geometry *g, int6
               (blasint)p->n_kv);
 
   float *lse = masked_lse_tensor(p, x);
+  const int tensor = txattn_mask_tensor_of(p, x) != TXATTN_MASK_TENSOR_NONE;
   for (int64_t r = 0; r < m; r++) {
     const int64_t h = t.h0 + r / t.rows, i = t.i0 + r % t.rows;
     float *lse_r =
         lse ? lse + t.b * x->lse_layout.batch + h * x->lse_layout.head + i * x->lse_layout.row
             : NULL;
     txattn_visible_range(p, i, &lo, &hi);
+    if (lo < hi && tensor) /* the scores themselves, then a softmax of scale 1 */
+      lo = mask_scores(call, t.b, h, i, s + r * p->n_kv, lo, hi) > 0 ? lo : hi;
     if (lo < hi) {
-      masked_softmax(s + r * p->n_kv, p->n_kv, lo, hi, fabsf(p->scale), lse_r);
+      masked_softmax(s + r * p->n_kv, p->n_kv, lo, hi, tensor ? 1.0f : fabsf(p->scale), lse_r);
     } else {
       memset(s + r * p->n_kv, 0, (size_t)p->n_kv * sizeof(float));
       if (lse_r) *lse_r = -INFINITY; /* no visible key */
@@ -228,8 +270,7 @@ void masked_block(const txattn_kernel_call *call, const masked_geometry *g, int6
   /* Rows with no visible key: exact zeros (the product would give -0.0 for negative values). */
   for (int64_t r = 0; r < m; r++) {
     float *out = result_row(call, g, &t, r, scratch);
-    txattn_visible_range(p, t.i0 + r % t.rows, &lo, &hi);
-    if (lo >= hi)
+    if (!row_sees(call, t.b, t.h0 + r / t.rows, t.i0 + r % t.rows))
       memset(out, 0, (size_t)p->d_v * sizeof(float));
     else
       txattn_row_spread_nan(out, p->d_v);

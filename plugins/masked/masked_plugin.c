@@ -46,7 +46,7 @@ static const txattn_kernel_desc masked_scalar = {
     .summary = "dense: S = Q K^T with OpenBLAS over all keys, mask, softmax, O = P V",
     .isa = TXATTN_ISA_SCALAR,
     /* not SPARSE: every block pays for all n_kv keys whatever the mask hides */
-    .flags = TXATTN_KERNEL_THREADED | TXATTN_KERNEL_LSE,
+    .flags = TXATTN_KERNEL_THREADED | TXATTN_KERNEL_LSE | TXATTN_KERNEL_MASK_TENSOR,
     /* GFLOP/s of one thread over the dense n_q x n_kv pairs (what the dispatcher counts for a
        kernel that is not SPARSE), no mask (docs/measurements.md). */
     .speed_hint = 32.0f,

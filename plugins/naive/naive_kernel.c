@@ -3,7 +3,8 @@
  *
  * For each output row: the scores of the visible keys, their softmax, and the weighted sum of the
  * values, one plain loop each; with problem->lse, also the row's log-sum-exp from the softmax's max
- * and sum. Every score modifier (softcap, ALiBi, sink logits, sink keys) is taken. Only visible keys are touched (txattn_visible_range), which is also what keeps a NaN in a
+ * and sum. Every score modifier (softcap, ALiBi, sink logits, sink keys) and a mask tensor are
+ * taken (a key the tensor hides is skipped as a key outside the range is). Only visible keys are touched (txattn_visible_range), which is also what keeps a NaN in a
  * masked-out key out of the row. Scores are float; the two sums over keys are double, because a
  * float sum of n nearly equal terms drifts by about n/5 ulp, over the tolerance at long rows (e.g.
  * keys broadcast with stride 0; docs/measurements.md).
@@ -14,6 +15,7 @@
 #include <math.h>
 
 #include "half.h"
+#include "mask_value.h"
 #include "naive.h"
 
 /* Element c of a row of type t, as a float (exact). */
@@ -46,15 +48,18 @@ static float modified_score(const txattn_problem *p, float slope, int64_t pos, i
 }
 
 /* out = the softmax-weighted sum of v_j over the visible keys j of one query row (head h, row i):
-   [0, sink_hi) and [lo, hi), not both empty; returns the row's log-sum-exp over those keys.
-   `scores` holds n_kv floats. */
+   [0, sink_hi) and [lo, hi), not both empty, less those the mask tensor hides; returns the row's
+   log-sum-exp over those keys. `scores` holds n_kv floats, `hidden` n_kv bytes. */
 static float attend_row(const txattn_kernel_call *call, int64_t b, int64_t h, int64_t i,
-                        const float *q, const int64_t range[4], float *scores, float *out) {
+                        const float *q, const int64_t range[4], float *scores,
+                        unsigned char *hidden, float *out) {
   const txattn_problem *p = call->problem;
   const txattn_tensors *t = call->tensors;
   int64_t h_kv = h / (p->heads_q / p->heads_kv);
   const float *slopes = txattn_alibi_slopes_of(p, t), *sinks = txattn_sinks_of(p, t);
-  int modified = txattn_softcap_of(p) > 0.0f || slopes != NULL;
+  const txattn_mask_tensor mt = txattn_mask_tensor_of(p, t);
+  const void *mrow = mt != TXATTN_MASK_TENSOR_NONE ? txattn_mask_row(p, t, b, h, i) : NULL;
+  int modified = txattn_softcap_of(p) > 0.0f || slopes != NULL || mrow != NULL;
 
   /* Plain scores carry the scale's sign only: its magnitude multiplies s - max below, which is <=
      0, so no finite dot product overflows however large the scale (docs/error_bound.md). A
@@ -64,17 +69,27 @@ static float attend_row(const txattn_kernel_call *call, int64_t b, int64_t h, in
   const float slope = slopes ? slopes[h] : 0.0f;
   const int64_t pos = i + (p->n_kv - p->n_q);
   float max = -INFINITY;
+  int64_t seen = 0;
   for (int part = 0; part < 2; part++)
     for (int64_t j = range[2 * part]; j < range[2 * part + 1]; j++) {
+      float bias = mrow ? txm_mask_value(p, t, mrow, j) : 0.0f;
+      hidden[j] = bias == -INFINITY;
+      if (hidden[j]) continue;
+      seen++;
       const void *k = txattn_row_of(t->k_data, p->k_type, &t->k_layout, b, h_kv, j);
       float d = dot(q, k, p->k_type, p->d_qk);
-      scores[j] = modified ? modified_score(p, slope, pos, j, d) : sign * d;
+      scores[j] = modified ? modified_score(p, slope, pos, j, d) + bias : sign * d;
       /* Subtracting the row max keeps every exp() <= 1, so large logits cannot overflow. */
       max = max_keep_nan(max, scores[j]);
     }
+  if (seen == 0) { /* the mask tensor hides every key of the ranges: exact zeros */
+    for (int64_t c = 0; c < p->d_v; c++) out[c] = 0.0f;
+    return -INFINITY;
+  }
   double sum = 0.0;
   for (int part = 0; part < 2; part++)
     for (int64_t j = range[2 * part]; j < range[2 * part + 1]; j++) {
+      if (hidden[j]) continue;
       scores[j] = expf((scores[j] - max) * mag);
       sum += scores[j];
     }
@@ -85,8 +100,9 @@ static float attend_row(const txattn_kernel_call *call, int64_t b, int64_t h, in
     double acc = 0.0;
     for (int part = 0; part < 2; part++)
       for (int64_t j = range[2 * part]; j < range[2 * part + 1]; j++)
-        acc += (double)scores[j] *
-               elem(txattn_row_of(t->v_data, p->v_type, &t->v_layout, b, h_kv, j), p->v_type, c);
+        if (!hidden[j]) /* a hidden key's V is never read */
+          acc += (double)scores[j] *
+                 elem(txattn_row_of(t->v_data, p->v_type, &t->v_layout, b, h_kv, j), p->v_type, c);
     out[c] = (float)(acc / den);
   }
   txattn_row_spread_nan(out, p->d_v);
@@ -107,8 +123,8 @@ static void store_row(const float *out, void *o, txattn_dtype t, int64_t n) {
 size_t naive_workspace_size(const txattn_problem *p, int n_threads, const int64_t *tunables) {
   (void)n_threads;
   (void)tunables;
-  /* the scores of one row, and its q and o rows as floats */
-  return (size_t)(p->n_kv + p->d_qk + p->d_v) * sizeof(float);
+  /* the scores of one row, and its q and o rows as floats; which keys the mask tensor hides */
+  return (size_t)(p->n_kv + p->d_qk + p->d_v) * sizeof(float) + (size_t)p->n_kv;
 }
 
 txattn_status naive_run(const txattn_kernel_call *call) {
@@ -116,6 +132,7 @@ txattn_status naive_run(const txattn_kernel_call *call) {
   const txattn_tensors *t = call->tensors;
   if (call->workspace_size < naive_workspace_size(p, 1, NULL)) return TXATTN_E_INTERNAL;
   float *scores = call->workspace, *q = scores + p->n_kv, *out = q + p->d_qk;
+  unsigned char *hidden = (unsigned char *)(out + p->d_v);
   float *lse = txattn_lse_out(p, t);
 
   for (int64_t b = 0; b < p->batch; b++) {
@@ -131,7 +148,7 @@ txattn_status naive_run(const txattn_kernel_call *call) {
         } else {
           const void *qi = txattn_row_of(t->q_data, p->q_type, &t->q_layout, b, h, i);
           for (int64_t c = 0; c < p->d_qk; c++) q[c] = elem(qi, p->q_type, c);
-          row_lse = attend_row(call, b, h, i, q, range, scores, out);
+          row_lse = attend_row(call, b, h, i, q, range, scores, hidden, out);
         }
         store_row(out, txattn_row_of_mut(t->o_data, p->o_type, &t->o_layout, b, h, i), p->o_type,
                   p->d_v);

@@ -16,7 +16,8 @@ static const txattn_kernel_desc naive_scalar = {
     .summary = "reference: row by row, visible scores, softmax, weighted sum (float, 1 thread)",
     .isa = TXATTN_ISA_SCALAR,
     /* SPARSE: only the visible keys of a row are touched, so the cost follows the visible pairs. */
-    .flags = TXATTN_KERNEL_SPARSE | TXATTN_KERNEL_LSE | TXATTN_KERNEL_MODIFIERS,
+    .flags = TXATTN_KERNEL_SPARSE | TXATTN_KERNEL_LSE | TXATTN_KERNEL_MODIFIERS |
+             TXATTN_KERNEL_MASK_TENSOR,
     /* GFLOP/s of one thread, 2 * (d_qk + d_v) flops per visible pair, at the larger n measured
        (docs/measurements.md). */
     .speed_hint = 2.0f,

@@ -42,6 +42,7 @@
 #include "tiled_blocks.h"
 #include "tiled_internal.h"
 #include "vec_exp2.h"
+#include "mask_value.h"
 #include "vec_rows_half.h"
 
 #define TILED_CAT2(a, b) a##_##b
@@ -305,6 +306,7 @@ static void tl_load_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0
         s->pos[r] = i + g->p->n_kv - g->p->n_q;
         s->slope[r] = g->slopes ? g->slopes[h] : 0.0f;
       }
+      if (g->mask) s->mrow[r] = txattn_mask_row(g->p, t, b, h, i);
       if (g->sink_keys > 0) { /* the sink keys' pass first (tl_process_all) */
         s->lo2[r] = s->lo[r];
         s->hi2[r] = s->hi[r];
@@ -319,6 +321,7 @@ static void tl_load_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0
         s->pos[r] = s->pos[nr - 1];
         s->slope[r] = s->slope[nr - 1];
       }
+      if (g->mask) s->mrow[r] = s->mrow[nr - 1];
       if (g->sink_keys > 0) {
         s->lo2[r] = s->lo2[nr - 1];
         s->hi2[r] = s->hi2[nr - 1];
@@ -660,8 +663,118 @@ TILED_INLINE void tl_modify_row(const tiled_geom *g, float *srow, int64_t a, int
   }
 }
 
+/* ---- mask tensors ---- */
+
+/* srow[j - k0] += the mask's value of key j, for j in [k0 + a, k0 + b) (exactly those keys: the
+   mask holds no others): a boolean mask sets the hidden scores to -inf, an additive one adds its
+   value (widened exactly). Contiguous rows (key stride 1) go by vectors. */
+TILED_INLINE void tl_mask_row(const tiled_geom *g, float *srow, const void *mrow, int64_t a,
+                              int64_t b, int64_t k0) {
+  if (g->mask_key != 1) {
+    for (int64_t j = a; j < b; j++) srow[j] += txm_mask_value(g->p, g->t, mrow, k0 + j);
+    return;
+  }
+  if (g->mask == TXATTN_MASK_TENSOR_BOOL) {
+    const unsigned char *m = (const unsigned char *)mrow + k0;
+    const uint64_t ones = UINT64_C(0x0101010101010101), highs = UINT64_C(0x8080808080808080);
+    int64_t j = a;
+    for (; j + 8 <= b;
+         j += 8) { /* 8 keys at a time: all shown (most often), all hidden, or mixed */
+      uint64_t w;
+      memcpy(&w, m + j, 8);
+      if (((w - ones) & ~w & highs) == 0) continue; /* no zero byte: every key shown */
+      for (int u = 0; u < 8; u++) srow[j + u] = m[j + u] ? srow[j + u] : -INFINITY;
+    }
+    for (; j < b; j++) srow[j] = m[j] ? srow[j] : -INFINITY;
+    return;
+  }
+  const txattn_dtype mt = g->p->mask_type;
+  const unsigned char *m = (const unsigned char *)mrow + k0 * (mt == TXATTN_DTYPE_F32 ? 4 : 2);
+  int64_t j = a;
+  for (; j + VEC_W <= b; j += VEC_W) {
+    vf x = vf_add(vf_loadu(srow + j), tl_loadu_as(m, mt, j));
+    _Alignas(64) float buf[VEC_W];
+    vf_store(buf, x);
+    memcpy(srow + j, buf, sizeof buf);
+  }
+  for (; j < b; j++) srow[j] += tl_elem(m, mt, j);
+}
+
+/* Whether the mask shows row mrow any key of [j0, j1) (key stride 1 scans bytes 8 at a time). */
+static int tl_mask_any(const tiled_geom *g, const void *mrow, int64_t j0, int64_t j1) {
+  if (g->mask == TXATTN_MASK_TENSOR_BOOL && g->mask_key == 1) {
+    const unsigned char *m = mrow;
+    int64_t j = j0;
+    for (; j + 8 <= j1; j += 8) {
+      uint64_t w;
+      memcpy(&w, m + j, 8);
+      if (w) return 1;
+    }
+    for (; j < j1; j++)
+      if (m[j]) return 1;
+    return 0;
+  }
+  for (int64_t j = j0; j < j1; j++)
+    if (txm_mask_value(g->p, g->t, mrow, j) != -INFINITY) return 1;
+  return 0;
+}
+
+/* s->msum for rows [0, nrp) over their ranges [lo, hi) (and [lo2, hi2) with sink keys): each
+   row's mask read once, in order. */
+static void tl_mask_summary(const tiled_geom *g, const tiled_scratch *s, int64_t nrp) {
+  const int64_t nkb = g->n_kblocks, bc = g->bc;
+  memset(s->msum, 0, (size_t)(nrp * nkb));
+  for (int64_t r = 0; r < nrp; r++) {
+    const int64_t ranges[2][2] = {
+        {s->lo[r], s->hi[r]}, {g->sink_keys > 0 ? s->lo2[r] : 0, g->sink_keys > 0 ? s->hi2[r] : 0}};
+    for (int k = 0; k < 2; k++)
+      for (int64_t j = ranges[k][0]; j < ranges[k][1];) {
+        const int64_t kb = j / bc, e = tl_min((kb + 1) * bc, ranges[k][1]);
+        s->msum[r * nkb + kb] |= (unsigned char)tl_mask_any(g, s->mrow[r], j, e);
+        j = e;
+      }
+  }
+}
+
+/* Drops from the block every group whose rows the mask shows none of their keys of it: a tile all
+   hidden costs its rows' summary bytes (else a scan of its mask), not its scores. */
+static void tl_mask_skip(const tiled_geom *g, const tiled_scratch *s, int64_t k0, int64_t nk,
+                         int64_t ngr) {
+  for (int64_t gi = 0; gi < ngr; gi++) {
+    tiled_span *sp = &s->spans[gi];
+    if (sp->ga >= sp->gb) continue;
+    int any = 0;
+    for (int64_t r = gi * TILED_MR; r < (gi + 1) * TILED_MR && !any; r++) {
+      int64_t a, b;
+      tl_row_keys(s, r, k0, nk, &a, &b);
+      if (a >= b) continue;
+      any = s->msum ? s->msum[r * g->n_kblocks + k0 / g->bc]
+                    : tl_mask_any(g, s->mrow[r], k0 + a, k0 + b);
+    }
+    if (!any) *sp = (tiled_span){nk, 0, 0, nk};
+  }
+}
+
+/* Whether V's packed block (nk keys) is all finite: where it is not, a key the mask hides must not
+   be multiplied into a row as 0 * Inf (tl_group_pv_masked). */
+static int tl_v_finite(const tiled_geom *g, const float *vblk, int64_t nk) {
+  vf acc0 = vf_zero(), acc1 = vf_zero(); /* sums of x * 0: NaN iff some x is Inf or NaN */
+  const vf zero = vf_zero();
+  for (int64_t col = 0; col < g->dvp; col += TILED_NRV * VEC_W) {
+    const int64_t wt = tl_min(TILED_NRV * VEC_W, g->dvp - col), n = nk * wt;
+    const float *x = vblk + col * g->bc;
+    int64_t c = 0;
+    for (; c + 2 * VEC_W <= n; c += 2 * VEC_W) {
+      acc0 = vf_add(acc0, vf_mul(vf_load(x + c), zero));
+      acc1 = vf_add(acc1, vf_mul(vf_load(x + c + VEC_W), zero));
+    }
+    for (; c < n; c += VEC_W) acc0 = vf_add(acc0, vf_mul(vf_load(x + c), zero));
+  }
+  return vf_hsum(vf_add(acc0, acc1)) == 0.0f;
+}
+
 /* Every row of the groups that see the block: their scores modified, where the problem has
-   softcap or ALiBi, before the softmax reads them. */
+   softcap, ALiBi or a mask tensor, before the softmax reads them. */
 static void tl_modify_rows(const tiled_geom *g, const tiled_scratch *s, int64_t k0, int64_t nk,
                            int64_t ngr) {
   for (int64_t gi = 0; gi < ngr; gi++) {
@@ -669,7 +782,9 @@ static void tl_modify_rows(const tiled_geom *g, const tiled_scratch *s, int64_t 
     for (int64_t r = gi * TILED_MR; r < (gi + 1) * TILED_MR; r++) {
       int64_t a, b;
       tl_row_keys(s, r, k0, nk, &a, &b);
-      if (a < b) tl_modify_row(g, s->s + r * g->bc, a, b, k0, s->slope[r], s->pos[r]);
+      if (a >= b) continue;
+      tl_modify_row(g, s->s + r * g->bc, a, b, k0, s->slope[r], s->pos[r]);
+      if (g->mask) tl_mask_row(g, s->s + r * g->bc, s->mrow[r], a, b, k0);
     }
   }
 }
@@ -722,11 +837,39 @@ static void tl_group_pv(const tiled_geom *g, const tiled_scratch *s, const float
   }
 }
 
+/* tl_group_pv where V's block holds an Inf or NaN and a mask tensor hides keys: each row of the
+   group rescaled, then its runs of keys the mask shows added one by one. */
+static void tl_group_pv_masked(const tiled_geom *g, const tiled_scratch *s, const float *vblk,
+                               int64_t k0, int64_t nk, int64_t gi) {
+  const int64_t dvp = g->dvp, bc = g->bc;
+  for (int64_t r = gi * TILED_MR; r < (gi + 1) * TILED_MR; r++) {
+    float *acc = s->acc + r * dvp, *cmp = s->acc_c + r * dvp;
+    for (int64_t c = 0; c < dvp; c++) {
+      acc[c] *= s->alpha[r];
+      cmp[c] *= s->alpha[r];
+    }
+    int64_t a, b;
+    tl_row_keys(s, r, k0, nk, &a, &b);
+    for (int64_t j = a; j < b;) {
+      if (txm_mask_value(g->p, g->t, s->mrow[r], k0 + j) == -INFINITY) {
+        j++;
+        continue;
+      }
+      int64_t e = j + 1;
+      while (e < b && txm_mask_value(g->p, g->t, s->mrow[r], k0 + e) != -INFINITY) e++;
+      tl_pv_row(g, acc, cmp, s->s + r * bc, vblk, j, e);
+      j = e;
+    }
+  }
+}
+
 static void tl_block(const tiled_geom *g, const tiled_scratch *s, const float *kvblk, int64_t k0,
                      int64_t nk, int64_t ngr) {
   int64_t ua = nk, ub = 0;
-  for (int64_t gi = 0; gi < ngr; gi++) {
+  for (int64_t gi = 0; gi < ngr; gi++)
     s->spans[gi] = tl_rows_span(s, gi * TILED_MR, TILED_MR, k0, nk);
+  if (g->mask) tl_mask_skip(g, s, k0, nk, ngr);
+  for (int64_t gi = 0; gi < ngr; gi++) {
     if (s->spans[gi].ga < s->spans[gi].gb) {
       ua = tl_min(ua, s->spans[gi].ga);
       ub = tl_max(ub, s->spans[gi].gb);
@@ -737,8 +880,26 @@ static void tl_block(const tiled_geom *g, const tiled_scratch *s, const float *k
   if (g->modified) tl_modify_rows(g, s, k0, nk, ngr);
   for (int64_t gi = 0; gi < ngr; gi++)
     if (s->spans[gi].ga < s->spans[gi].gb) tl_softmax_group(g, s, gi, k0, nk);
+  const float *vblk = kvblk + g->bc * g->dqk;
+  const int masked_pv = g->mask && !tl_v_finite(g, vblk, nk);
+  for (int64_t gi = 0; gi < ngr; gi++) {
+    if (s->spans[gi].ga >= s->spans[gi].gb) continue;
+    if (masked_pv)
+      tl_group_pv_masked(g, s, vblk, k0, nk, gi);
+    else
+      tl_group_pv(g, s, vblk, k0, nk, gi);
+  }
+}
+
+/* Whether some group of rows sees a key of the block that the mask tensor shows (tl_mask_skip). */
+static int tl_mask_sees(const tiled_geom *g, const tiled_scratch *s, int64_t k0, int64_t nk,
+                        int64_t ngr) {
+  int any = 0;
   for (int64_t gi = 0; gi < ngr; gi++)
-    if (s->spans[gi].ga < s->spans[gi].gb) tl_group_pv(g, s, kvblk + g->bc * g->dqk, k0, nk, gi);
+    s->spans[gi] = tl_rows_span(s, gi * TILED_MR, TILED_MR, k0, nk);
+  tl_mask_skip(g, s, k0, nk, ngr);
+  for (int64_t gi = 0; gi < ngr && !any; gi++) any = s->spans[gi].ga < s->spans[gi].gb;
+  return any;
 }
 
 /* Rows [t0, t1) (loaded by tl_load_rows) against every key block they see. */
@@ -755,6 +916,7 @@ static void tl_process_rows(const tiled_geom *g, const float *kv, int64_t b, int
   for (int64_t kb = ja / g->bc; kb * g->bc < jb; kb++) {
     const int64_t k0 = kb * g->bc, nk = tl_min(g->bc, g->p->n_kv - k0);
     const float *kvblk = kv ? kv + kb * g->kv_block : s->kv;
+    if (!kv && g->mask && !tl_mask_sees(g, s, k0, nk, ngr)) continue; /* not packed for nothing */
     if (!kv) tl_pack_block(g, b, kvh, k0, nk, s->kv);
     tl_block(g, s, kvblk, k0, nk, ngr);
   }
@@ -764,6 +926,7 @@ static void tl_process_rows(const tiled_geom *g, const float *kv, int64_t b, int
    row's own range (lo2, hi2): the online softmax takes keys in any order. */
 static void tl_process_all(const tiled_geom *g, const float *kv, int64_t b, int64_t kvh, int64_t nr,
                            const tiled_scratch *s) {
+  if (s->msum) tl_mask_summary(g, s, (nr + TILED_MR - 1) / TILED_MR * TILED_MR);
   tl_process_rows(g, kv, b, kvh, nr, s);
   if (g->sink_keys == 0) return;
   const int64_t nrp = (nr + TILED_MR - 1) / TILED_MR * TILED_MR;

@@ -61,8 +61,12 @@ int tiled_geom_init(tiled_geom *g, const txattn_problem *p, const txattn_tensors
   g->slopes = txattn_alibi_slopes_of(p, t);
   g->sinks = txattn_sinks_of(p, t);
   g->sink_keys = txattn_sink_keys_of(p);
+  g->mask =
+      TXATTN__HAS_FIELD(p, txattn_problem, mask_type) ? p->mask_tensor : TXATTN_MASK_TENSOR_NONE;
+  g->mask_key = g->mask != TXATTN_MASK_TENSOR_NONE && t ? t->mask_layout.key : 0;
   g->modified = g->softcap > 0.0f ||
-                (p->struct_size >= offsetof(txattn_problem, alibi) + sizeof p->alibi && p->alibi);
+                (p->struct_size >= offsetof(txattn_problem, alibi) + sizeof p->alibi && p->alibi) ||
+                g->mask != TXATTN_MASK_TENSOR_NONE;
   g->direct = g->rows <= TILED_DIRECT_ROWS && !g->modified && g->sink_keys == 0;
   g->scale2 = (float)((g->modified ? 1.0 : fabs((double)p->scale)) * 1.4426950408889634);
   g->qsign = p->scale < 0 && !g->modified ? -1.0f : 1.0f;
@@ -90,7 +94,9 @@ size_t tiled_scratch_bytes(const tiled_geom *g, const tiled_ops *ops, int stream
   size_t n = align_up(br * (size_t)g->dqk * f) + 2 * align_up(br * (size_t)g->dvp * f);
   n += 2 * align_up(br * f) + align_up(br * sizeof(double)) + align_up(br * (size_t)g->bc * f);
   n += align_up(br / (size_t)ops->mr * sizeof(tiled_span));
-  n += 5 * align_up(br * sizeof(int64_t)) + align_up(br * f);
+  n += 5 * align_up(br * sizeof(int64_t)) + align_up(br * f) + align_up(br * sizeof(void *));
+  if (g->mask && g->br * g->n_kblocks <= TILED_MASK_SUMMARY)
+    n += align_up(br * (size_t)g->n_kblocks);
   if (streaming) n += align_up((size_t)g->kv_block * f);
   return n;
 }
@@ -120,6 +126,8 @@ static void direct_scratch_carve(const tiled_geom *g, char *cur, tiled_scratch *
   s->kv = NULL;
   s->lo2 = s->hi2 = s->pos = NULL;
   s->slope = NULL;
+  s->mrow = NULL;
+  s->msum = NULL;
 }
 
 void tiled_scratch_carve(const tiled_geom *g, const tiled_ops *ops, int streaming, void *mem,
@@ -145,6 +153,10 @@ void tiled_scratch_carve(const tiled_geom *g, const tiled_ops *ops, int streamin
   s->hi2 = take(&cur, br * sizeof(int64_t));
   s->pos = take(&cur, br * sizeof(int64_t));
   s->slope = take(&cur, br * f);
+  s->mrow = take(&cur, br * sizeof(void *));
+  s->msum = g->mask && g->br * g->n_kblocks <= TILED_MASK_SUMMARY
+                ? take(&cur, br * (size_t)g->n_kblocks)
+                : NULL;
   s->kv = streaming ? take(&cur, (size_t)g->kv_block * f) : NULL;
 }
 

@@ -75,6 +75,10 @@ typedef struct tiled_geom {
   double lse_scale;
   const float *slopes, *sinks;
   int64_t sink_keys;
+  /* The mask tensor's kind (TXATTN_MASK_TENSOR_NONE: none; a mask makes the scores modified) and
+     its key stride; each row's mask row is in tiled_scratch.mrow. */
+  txattn_mask_tensor mask;
+  int64_t mask_key;
 } tiled_geom;
 
 /* What a group of mr rows sees of a key block: the union [ga, gb) and the common part [ca, cb). */
@@ -108,7 +112,13 @@ typedef struct tiled_scratch {
      pass over the sink keys (held in lo, hi then); each row's position and ALiBi slope */
   int64_t *lo2, *hi2, *pos;
   float *slope;
+  const void **mrow; /* br, tiled path with a mask tensor: each row's row of the mask */
+  /* br x n_kblocks, tiled path with a mask tensor (NULL where that would pass TILED_MASK_SUMMARY):
+     1 where the mask shows the row a key of the block within its ranges, read once per query
+     block row by row (sequentially), so that a tile all hidden costs a byte per row to skip */
+  unsigned char *msum;
 } tiled_scratch;
+#define TILED_MASK_SUMMARY (INT64_C(1) << 24)
 
 /* Partial results of rows [t0, t1) over a key range, for the split-KV merge: row r (= t - t0) has
    max m[r] (unscaled, as the scores), sum l[r] and unnormalised output acc[r * ld + c], c < d_v. */

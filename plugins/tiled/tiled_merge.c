@@ -10,8 +10,8 @@
  * reference's exp(-inf - M) * v does, and the contract makes such a row NaN. A NaN max or sum in
  * any partial makes the whole row NaN.
  *
- * A row's sum is 0 only when its max is -inf: it sees no key (exact zeros), or every key it sees
- * scores -inf, which makes every weight exp(-inf - -inf) of the reference NaN (0 / 0): NaN.
+ * A row's sum is 0 only when its max is -inf: it sees no key (exact zeros; keys a mask tensor
+ * hides are not seen), or every key it sees scores -inf, which makes every weight exp(-inf - -inf) of the reference NaN (0 / 0): NaN.
  *
  * A 16-bit o: each row is computed in fp32 as above (its NaN spread there) and rounded once to o's
  * type, to nearest even, by the ISA's narrow_row (overflow becomes Inf, a NaN stays NaN).
@@ -20,13 +20,21 @@
  * that normalise its output: the only cost of lse is this per-row step, none in the key loops. */
 #include <math.h>
 
+#include "mask_value.h"
 #include "tiled_internal.h"
 
 /* The value of every element of a row whose sum is 0: see above. */
-static float empty_sum_value(const tiled_geom *g, int64_t i) {
+static float empty_sum_value(const tiled_geom *g, int64_t b, int64_t h, int64_t i) {
   int64_t sink_hi, lo, hi;
   txattn_visible_ranges(g->p, i, &sink_hi, &lo, &hi);
-  return lo < hi || sink_hi > 0 ? NAN : 0.0f;
+  if (g->mask == TXATTN_MASK_TENSOR_NONE) return lo < hi || sink_hi > 0 ? NAN : 0.0f;
+  /* keys the mask tensor hides are not seen */
+  const void *row = txattn_mask_row(g->p, g->t, b, h, i);
+  for (int64_t j = 0; j < sink_hi; j++)
+    if (txm_mask_value(g->p, g->t, row, j) != -INFINITY) return NAN;
+  for (int64_t j = lo; j < hi; j++)
+    if (txm_mask_value(g->p, g->t, row, j) != -INFINITY) return NAN;
+  return 0.0f;
 }
 
 /* A row's denominator: its sum l of exp(lse_scale (s - m)) and, with sinks, exp(t_h - lse_scale m)
@@ -60,7 +68,7 @@ static void write_lse(const tiled_geom *g, int64_t b, int64_t h, int64_t i, floa
   const txattn_layout *y = &g->lse_layout;
   float v;
   if (l == 0.0)
-    v = empty_sum_value(g, i) == 0.0f ? -INFINITY : NAN;
+    v = empty_sum_value(g, b, h, i) == 0.0f ? -INFINITY : NAN;
   else
     v = (float)((double)m * g->lse_scale + log(l));
   g->lse[b * y->batch + h * y->head + i * y->row] = v;
@@ -82,7 +90,7 @@ void tiled_write_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, i
     void *out;
     float *o = output_row(g, b, h, i, a, &out); /* a 16-bit o's row is computed in place in acc */
     if (l[r] == 0.0) {                          /* never 0/0 */
-      const float z = empty_sum_value(g, i);
+      const float z = empty_sum_value(g, b, h, i);
       for (int64_t c = 0; c < g->dv; c++) o[c] = z;
     } else {
       const float inv = (float)(1.0 / denominator(g, h, m[r], l[r]));
@@ -111,7 +119,7 @@ void tiled_merge_partials(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t
     float *o = output_row(g, b, h, i, row, &out);
     const float mx = merged_max(parts, n_parts, r);
     if (isnan(mx) || mx == -INFINITY) { /* a NaN partial, or every sum 0 */
-      const float z = isnan(mx) ? NAN : empty_sum_value(g, i);
+      const float z = isnan(mx) ? NAN : empty_sum_value(g, b, h, i);
       for (int64_t c = 0; c < g->dv; c++) o[c] = z;
       if (g->lse) write_lse(g, b, h, i, mx, isnan(mx) ? NAN : 0.0f);
     } else {

@@ -25,6 +25,7 @@ enum {
   A_KERNEL,
   A_CONTEXT,
   A_OUT_DTYPE,
+  A_ATTN_MASK,
   A_SOFTCAP,
   A_ALIBI_SLOPES,
   A_SINKS,
@@ -32,17 +33,17 @@ enum {
   A_COUNT
 };
 static const char *const arg_names[A_COUNT] = {
-    "q",          "k",   "v",      "causal",  "window",    "scale",   "kv_lens",      "q_lens",
-    "return_lse", "out", "kernel", "context", "out_dtype", "softcap", "alibi_slopes", "sinks",
-    "sink_keys"};
+    "q",         "k",         "v",          "causal",       "window", "scale",
+    "kv_lens",   "q_lens",    "return_lse", "out",          "kernel", "context",
+    "out_dtype", "attn_mask", "softcap",    "alibi_slopes", "sinks",  "sink_keys"};
 static PyObject *arg_strs[A_COUNT];
 
 /* Which arguments each function takes (bits of A_*) */
 #define BIT(a) (1u << (a))
 #define COMMON                                                                                     \
   (BIT(A_Q) | BIT(A_K) | BIT(A_V) | BIT(A_CAUSAL) | BIT(A_WINDOW) | BIT(A_SCALE) |                 \
-   BIT(A_KV_LENS) | BIT(A_Q_LENS) | BIT(A_RETURN_LSE) | BIT(A_OUT) | BIT(A_SOFTCAP) |              \
-   BIT(A_ALIBI_SLOPES) | BIT(A_SINKS) | BIT(A_SINK_KEYS))
+   BIT(A_KV_LENS) | BIT(A_Q_LENS) | BIT(A_RETURN_LSE) | BIT(A_OUT) | BIT(A_ATTN_MASK) |            \
+   BIT(A_SOFTCAP) | BIT(A_ALIBI_SLOPES) | BIT(A_SINKS) | BIT(A_SINK_KEYS))
 static const unsigned takes_attention = COMMON | BIT(A_KERNEL) | BIT(A_CONTEXT);
 static const unsigned takes_reference = COMMON;
 static const unsigned takes_bound = COMMON | BIT(A_OUT_DTYPE);
@@ -321,6 +322,7 @@ static PyObject *call(int op, const char *fn, unsigned takes, PyObject *const *a
   o.q_lens = a[A_Q_LENS];
   o.kv_lens = a[A_KV_LENS];
   o.lse = want_lse;
+  o.attn_mask = a[A_ATTN_MASK];
   PyObject *target = NULL;
   if (op == TXPY_OP_ATTENTION && (target = context_of(a[A_CONTEXT])) == NULL) return NULL;
   txpy_call c;
@@ -391,7 +393,8 @@ done:
 }
 
 /* _run(op, target, q, k, v, out, lse, mask, window_left, window_right, scale, q_lens, kv_lens,
-        kernel, names, modifiers): the calls of the package's Python half, with every argument spelt out.
+        kernel, names, attn_mask, modifiers): the calls of the package's Python half, with every
+        argument spelt out.
    op TXPY_OP_ATTENTION (target a Context or None; out an array) for scaled_dot_product_attention,
    with names the three names of q, k, v for messages; TXPY_OP_PLAN (target a Context; q, k, v
    tensors or (shape, dtype name) specs; out None or a spec, whose type the plan's results take;
@@ -400,8 +403,8 @@ done:
    True: given with each call). */
 PyObject *txpy_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   (void)self;
-  if (nargs != 16) {
-    PyErr_SetString(PyExc_TypeError, "_run takes 16 arguments");
+  if (nargs != 17) {
+    PyErr_SetString(PyExc_TypeError, "_run takes 17 arguments");
     return NULL;
   }
   long op = PyLong_AsLong(args[0]);
@@ -415,7 +418,7 @@ PyObject *txpy_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   o.window_right = PyLong_AsLongLong(args[9]);
   if (PyErr_Occurred() || parse_scale(args[10], &o.scale) || parse_kernel(args[13], &o.kernel))
     return NULL;
-  PyObject *mods = args[15];
+  PyObject *mods = args[16];
   if (mods != Py_None && (!PyTuple_Check(mods) || PyTuple_GET_SIZE(mods) != 4)) {
     PyErr_SetString(PyExc_TypeError, "_run: modifiers must be None or a tuple of 4");
     return NULL;
@@ -430,6 +433,7 @@ PyObject *txpy_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   o.mask = (int)mask;
   o.q_lens = args[11];
   o.kv_lens = args[12];
+  o.attn_mask = args[15];
   PyObject *target = op == TXPY_OP_PLAN ? Py_NewRef(args[1]) : context_of(args[1]);
   if (target == NULL) return NULL;
   if (!PyObject_TypeCheck(target, &txpy_context_type)) {
@@ -534,8 +538,8 @@ int txpy_api_init(void) {
 
 const char txpy_attention_doc[] =
     "attention($module, /, q, k, v, *, causal=False, window=None, scale=None, kv_lens=None, "
-    "q_lens=None, return_lse=False, out=None, kernel=None, context=None, softcap=None, "
-    "alibi_slopes=None, sinks=None, sink_keys=0)\n--\n\n"
+    "q_lens=None, attn_mask=None, return_lse=False, out=None, kernel=None, context=None, "
+    "softcap=None, alibi_slopes=None, sinks=None, sink_keys=0)\n--\n\n"
     "O = softmax(scale * Q K^T + mask) V, exact (within txattn's error bound of the fp64\n"
     "reference), on the fastest kernel the dispatcher knows for the shape.\n\n"
     "q [batch, heads_q, n_q, d_qk], k [batch, heads_kv, n_kv, d_qk], v [batch, heads_kv, n_kv, "
@@ -555,6 +559,11 @@ const char txpy_attention_doc[] =
     "    queries (positions align bottom-right within it); rows past q_len are not written (0 in "
     "a\n"
     "    new o, -inf in a new lse).\n"
+    "attn_mask: boolean (True: the key is visible) or floating (float32, float16, bfloat16: added\n"
+    "    to the score, -inf hides the key), broadcastable to [batch, heads_q, n_q, n_kv] (sizes "
+    "of\n"
+    "    1 or missing leading dimensions broadcast as stride 0; read in place, any strides); it\n"
+    "    combines with causal and window. A row that sees no key gets 0 (lse -inf).\n"
     "return_lse: also return lse [batch, heads_q, n_q] float32, log(sum over visible keys of\n"
     "    exp(scale q.k)) (-inf for a row with no key), for merge().\n"
     "out: o to write into (any strides, any of the three types), or (o, lse) with return_lse.\n"
@@ -581,16 +590,16 @@ const char txpy_attention_doc[] =
 
 const char txpy_reference_doc[] =
     "reference($module, /, q, k, v, *, causal=False, window=None, scale=None, kv_lens=None, "
-    "q_lens=None, return_lse=False, out=None, softcap=None, alibi_slopes=None, sinks=None, "
-    "sink_keys=0)\n--\n\n"
+    "q_lens=None, attn_mask=None, return_lse=False, out=None, softcap=None, alibi_slopes=None, "
+    "sinks=None, sink_keys=0)\n--\n\n"
     "The fp64 oracle (txattn_reference): attention() computed in double precision on one thread,\n"
     "rounded once to the output's type. The arguments and results of attention(), without kernel\n"
     "and context.";
 
 const char txpy_error_bound_doc[] =
     "error_bound($module, /, q, k, v, *, causal=False, window=None, scale=None, kv_lens=None, "
-    "q_lens=None, return_lse=False, out=None, out_dtype=None, softcap=None, alibi_slopes=None, "
-    "sinks=None, sink_keys=0)\n--\n\n"
+    "q_lens=None, attn_mask=None, return_lse=False, out=None, out_dtype=None, softcap=None, "
+    "alibi_slopes=None, sinks=None, sink_keys=0)\n--\n\n"
     "The largest max|O - O_ref| a kernel may have on these inputs (txattn_error_bound): what\n"
     "\"exact\" promises. The arguments of attention(); out (or out_dtype, default q's) gives the\n"
     "output's type, which the bound depends on (a 16-bit o adds its rounding); it is not read.\n\n"

@@ -20,8 +20,8 @@ void txpy_call_init(txpy_call *c, int op) {
 }
 
 void txpy_call_release(txpy_call *c) {
-  txpy_view *views[5] = {&c->q, &c->k, &c->v, &c->o, &c->lse};
-  for (int i = 0; i < 5; i++) txpy_view_release(views[i]);
+  txpy_view *views[6] = {&c->q, &c->k, &c->v, &c->o, &c->lse, &c->mask};
+  for (int i = 0; i < 6; i++) txpy_view_release(views[i]);
   free(c->q_lens);
   free(c->kv_lens);
   free(c->alibi_slopes);
@@ -336,6 +336,47 @@ static int make_tensors(txpy_call *c, txattn_tensors *t) {
   t->kv_lens = c->kv_lens;
   t->alibi_slopes = c->use_slopes;
   t->sinks = c->use_sinks;
+  if (c->have_mask) {
+    t->mask = c->mask.data;
+    t->mask_layout = c->mask_layout;
+  }
+  return 0;
+}
+
+/* attn_mask imported and broadcast to [batch, heads_q, n_q, n_kv] as torch broadcasts (sizes
+   aligned from the right, each equal or 1; a missing or size-1 dimension takes stride 0, no
+   copy); the problem's mask tensor set from its type. 0, or -1 with an exception. */
+static int import_mask(txpy_call *c, PyObject *obj) {
+  if (obj == NULL || obj == Py_None) return 0;
+  if (txpy_import(obj, "attn_mask", TXPY_READ | TXPY_MASK, &c->mask, NULL)) return -1;
+  c->have_mask = 1;
+  const txpy_view *m = &c->mask;
+  const int64_t full[4] = {c->p.batch, c->p.heads_q, c->p.n_q, c->p.n_kv};
+  int64_t st[4] = {0, 0, 0, 0};
+  if (m->ndim > 4) {
+    char s[160];
+    value_error("attn_mask has %d dimensions (shape %s); it must broadcast to [batch, heads_q, "
+                "n_q, n_kv], at most 4",
+                m->ndim, txpy_shape_str(m, s, sizeof s));
+    return -1;
+  }
+  for (int d = 0; d < m->ndim; d++) {
+    int at = 4 - m->ndim + d;
+    if (m->shape[d] != full[at] && m->shape[d] != 1) {
+      char s[160];
+      value_error("attn_mask (shape %s) does not broadcast to [batch, heads_q, n_q, n_kv] = "
+                  "(%lld, %lld, %lld, %lld): dimension %d has %lld, not %lld or 1",
+                  txpy_shape_str(m, s, sizeof s), (long long)full[0], (long long)full[1],
+                  (long long)full[2], (long long)full[3], d, (long long)m->shape[d],
+                  (long long)full[at]);
+      return -1;
+    }
+    st[at] = m->shape[d] == 1 ? 0 : m->strides[d];
+  }
+  c->mask_layout = (txattn_mask_layout){st[0], st[1], st[2], st[3]};
+  c->p.mask_tensor =
+      m->dtype == TXPY_DTYPE_BOOL ? TXATTN_MASK_TENSOR_BOOL : TXATTN_MASK_TENSOR_ADDITIVE;
+  c->p.mask_type = m->dtype == TXPY_DTYPE_BOOL ? TXATTN_DTYPE_F32 : m->dtype;
   return 0;
 }
 
@@ -519,6 +560,7 @@ PyObject *txpy_call_run(txpy_call *c, PyObject *target, const txpy_opts *o) {
     c->p.window_left = o->mask == TXATTN_MASK_WINDOW ? o->window_left : 0;
     c->p.window_right = o->mask == TXATTN_MASK_WINDOW ? o->window_right : 0;
     c->p.scale = o->scale;
+    if (import_mask(c, o->attn_mask)) return NULL;
   }
   if (set_modifiers(c, target, o)) return NULL;
   int empty = c->p.batch == 0 || c->p.heads_q == 0 || c->p.n_q == 0;

@@ -14,8 +14,9 @@
 #include "views.h"
 
 static struct {
-  PyObject *ndarray, *np_empty, *np_dtype[2];                                 /* f32, f16 */
-  PyObject *torch, *tensor, *torch_empty, *torch_empty_like, *torch_dtype[3]; /* f32, f16, bf16 */
+  PyObject *ndarray, *np_empty, *np_dtype[2]; /* f32, f16 */
+  PyObject *torch, *tensor, *torch_empty, *torch_empty_like,
+      *torch_dtype[4]; /* f32, f16, bf16, bool */
   PyObject *to_dlpack, *is_grad_enabled, *get_num_threads, *kw_dtype;
   PyObject *s_requires_grad, *s_dtype, *s_is_cpu, *s_shape, *s_stride, *s_data_ptr, *s_new_empty;
 } K;
@@ -49,8 +50,8 @@ static int torch_ready(void) {
   if (K.tensor != NULL) return 1;
   PyObject *torch = PyImport_GetModule(K.torch);
   if (torch == NULL) return PyErr_Occurred() ? -1 : 0;
-  static const char *const dtypes[3] = {"float32", "float16", "bfloat16"};
-  for (int i = 0; i < 3; i++)
+  static const char *const dtypes[4] = {"float32", "float16", "bfloat16", "bool"};
+  for (int i = 0; i < 4; i++)
     if ((K.torch_dtype[i] = PyObject_GetAttrString(torch, dtypes[i])) == NULL) goto fail;
   PyObject *dlpack = PyImport_ImportModule("torch.utils.dlpack");
   K.to_dlpack = dlpack ? PyObject_GetAttrString(dlpack, "to_dlpack") : NULL;
@@ -154,6 +155,7 @@ static int from_torch(PyObject *t, const char *name, int flags, txpy_view *v) {
   int d = -1;
   for (int i = 0; i < 3; i++)
     if (dtype == K.torch_dtype[i]) d = i;
+  if (dtype == K.torch_dtype[3]) d = (int)TXPY_DTYPE_BOOL; /* masks: DLPack (torch 1.13) has none */
   Py_DECREF(dtype);
   PyObject *cpu = d >= 0 ? PyObject_GetAttr(t, K.s_is_cpu) : NULL;
   int on_cpu = cpu != NULL ? PyObject_IsTrue(cpu) : 0;

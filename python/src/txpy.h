@@ -70,6 +70,11 @@ typedef struct txpy_call {
   const char *names[3]; /* q, k, v as the caller named them, for messages */
   txpy_view q, k, v, o, lse;
   int have_o, have_lse, ragged, torch; /* torch: q is a torch tensor (results are) */
+  /* attn_mask (have_mask): boolean or floating, broadcast to [batch, heads_q, n_q, n_kv] through
+     mask_layout (stride 0 where its size is 1 or it has no such dimension) */
+  txpy_view mask;
+  int have_mask;
+  txattn_mask_layout mask_layout;
   int64_t *q_lens, *kv_lens;
   float *alibi_slopes, *sinks;         /* owned: heads_q floats read from the caller's objects */
   const float *use_slopes, *use_sinks; /* what the call passes (these, or a plan's) */
@@ -94,6 +99,7 @@ typedef struct txpy_opts {
   float softcap;
   int64_t sink_keys;
   PyObject *alibi_slopes, *sinks;
+  PyObject *attn_mask; /* NULL or None: no mask tensor */
 } txpy_opts;
 
 void txpy_call_init(txpy_call *c, int op);

@@ -43,6 +43,7 @@ static int dtype_of_format(const char *format, Py_ssize_t itemsize) {
   if (format[0] == '<' || format[0] == '=' || format[0] == '@') format++;
   if (strcmp(format, "f") == 0 && itemsize == 4) return TXATTN_DTYPE_F32;
   if (strcmp(format, "e") == 0 && itemsize == 2) return TXATTN_DTYPE_F16;
+  if (strcmp(format, "?") == 0 && itemsize == 1) return (int)TXPY_DTYPE_BOOL;
   return -1;
 }
 
@@ -142,6 +143,8 @@ static int from_capsule(PyObject *capsule, const char *name, txpy_view *v) {
     v->dtype = TXATTN_DTYPE_F16;
   else if (d.lanes == 1 && d.code == DL_BFLOAT && d.bits == 16)
     v->dtype = TXATTN_DTYPE_BF16;
+  else if (d.lanes == 1 && d.code == 6 && d.bits == 8) /* kDLBool */
+    v->dtype = TXPY_DTYPE_BOOL;
   else {
     static const char *const codes[] = {"int",    "uint",    "float", "opaque",
                                         "bfloat", "complex", "bool"};
@@ -225,9 +228,14 @@ static int from_spec(PyObject *obj, const char *name, txpy_view *v) {
 
 /* What every use needs of a tensor beyond its type: the last dimension contiguous, and the element
    pointer aligned (the buffer protocol allows neither to be otherwise). */
+size_t txpy_elem_size(const txpy_view *v) {
+  return v->dtype == TXPY_DTYPE_BOOL ? 1 : txattn_dtype_size(v->dtype);
+}
+
 int txpy_view_check(const txpy_view *v, const char *name, int flags) {
+  if (v->dtype == TXPY_DTYPE_BOOL && !(flags & TXPY_MASK)) return dtype_error(name, "bool");
   if (txpy_view_count(v) == 0) return 0;
-  if (!(flags & TXPY_ROWS) && v->ndim >= 1 && v->shape[v->ndim - 1] > 1 &&
+  if (!(flags & (TXPY_ROWS | TXPY_MASK)) && v->ndim >= 1 && v->shape[v->ndim - 1] > 1 &&
       v->strides[v->ndim - 1] != 1) {
     char shape[160];
     PyErr_Format(PyExc_ValueError,
@@ -238,11 +246,11 @@ int txpy_view_check(const txpy_view *v, const char *name, int flags) {
                  contiguous_hint);
     return -1;
   }
-  if (v->data == NULL || (uintptr_t)v->data % txattn_dtype_size(v->dtype) != 0) {
+  if (v->data == NULL || (uintptr_t)v->data % txpy_elem_size(v) != 0) {
     PyErr_Format(PyExc_ValueError,
                  "%s's data at %p is not aligned to its %zu-byte elements: copy it into a fresh "
                  "array (np.ascontiguousarray(x) or x.clone())",
-                 name, (void *)v->data, txattn_dtype_size(v->dtype));
+                 name, (void *)v->data, txpy_elem_size(v));
     return -1;
   }
   return 0;
@@ -313,7 +321,7 @@ static void extent(const txpy_view *v, uintptr_t *lo, uintptr_t *hi) {
   uint64_t last = 0;
   for (int i = 0; i < v->ndim; i++) last += (uint64_t)(v->shape[i] - 1) * (uint64_t)v->strides[i];
   *lo = (uintptr_t)v->data;
-  *hi = *lo + (uintptr_t)((last + 1) * txattn_dtype_size(v->dtype));
+  *hi = *lo + (uintptr_t)((last + 1) * txpy_elem_size(v));
 }
 
 int txpy_views_overlap(const txpy_view *a, const txpy_view *b) {

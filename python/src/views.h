@@ -54,8 +54,13 @@ typedef struct txpy_view {
   txpy_dl_managed *managed;
 } txpy_view;
 
-/* TXPY_ROWS: a tensor of rows without an element dimension (lse): its last stride may be any. */
-enum { TXPY_READ = 0, TXPY_WRITE = 1, TXPY_SPEC_OK = 2, TXPY_ROWS = 4 };
+/* TXPY_ROWS: a tensor of rows without an element dimension (lse): its last stride may be any.
+   TXPY_MASK: an attention mask: booleans too (TXPY_DTYPE_BOOL), and any last stride. */
+enum { TXPY_READ = 0, TXPY_WRITE = 1, TXPY_SPEC_OK = 2, TXPY_ROWS = 4, TXPY_MASK = 8 };
+/* A view's dtype for a boolean mask (one byte per element): no txattn_dtype. */
+#define TXPY_DTYPE_BOOL ((txattn_dtype)15)
+/* Bytes of one element of v (1 for a boolean mask) */
+size_t txpy_elem_size(const txpy_view *v);
 
 /* Imports obj (an object with the buffer protocol, a "dltensor" capsule, an object with
    __dlpack__, or with TXPY_SPEC_OK a (shape tuple, dtype name) pair) as v, checking what every

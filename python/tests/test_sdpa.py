@@ -123,10 +123,11 @@ def test_numpy_inputs():
 def test_refusals():
     q = torch.randn(1, 4, 5, 8)
     k = torch.randn(1, 2, 5, 8)
-    with pytest.raises(NotImplementedError, match="attn_mask"):
-        txattn.scaled_dot_product_attention(q, q, q, attn_mask=torch.ones(5, 5, dtype=torch.bool))
-    with pytest.raises(NotImplementedError, match="attn_mask"):
-        txattn.scaled_dot_product_attention(q, q, q, attn_mask=torch.zeros(5, 5))
+    with pytest.raises(ValueError, match="is_causal"):  # as torch refuses both
+        txattn.scaled_dot_product_attention(q, q, q, attn_mask=torch.ones(5, 5, dtype=torch.bool),
+                                            is_causal=True)
+    with pytest.raises(ValueError, match="broadcast"):
+        txattn.scaled_dot_product_attention(q, q, q, attn_mask=torch.zeros(4, 5))
     with pytest.raises(ValueError, match="dropout_p"):
         txattn.scaled_dot_product_attention(q, q, q, dropout_p=0.1)
     with pytest.raises(ValueError, match="broadcast"):  # unequal heads without enable_gqa

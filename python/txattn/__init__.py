@@ -300,7 +300,7 @@ class Context(_c.Context):
         spec_o = (qs[0][:3] + vs[0][3:4], o_dtype)
         q_lens = q_lens if q_lens is not None else (True if is_ragged else None)
         return _c._run(_PLAN, self, qs, ks, vs, spec_o, bool(return_lse), mask, left, right,
-                       scale, q_lens, kv_lens, kernel, None,
+                       scale, q_lens, kv_lens, kernel, None, None,
                        (softcap, alibi_slopes, sinks, sink_keys))
 
     def __repr__(self):
@@ -422,14 +422,20 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     L != S. scale: None for 1/sqrt(E). enable_gqa: query heads (dim -3) a multiple of the key and
     value heads, each key/value head serving consecutive query heads, as repeat_interleave does.
 
-    Refused, never ignored: attn_mask (NotImplementedError: the library has no tensor masks yet),
-    dropout_p other than 0 (ValueError), tensors that require grad while grad mode is on. Rows
-    that see a NaN through a masked-out key stay finite here, where torch's math makes them NaN.
+    attn_mask: torch's, broadcastable to (..., L, S) as torch broadcasts it: boolean (True: the key
+    takes part) or floating (float32, float16, bfloat16; added to the scores, -inf hides the key),
+    read in place (broadcast dimensions as stride 0, no copy). A row that sees no key gets zeros,
+    as torch 2.5's math path gives them. Given with is_causal=True, it is refused, as torch
+    refuses it.
+
+    Refused, never ignored: dropout_p other than 0 (ValueError), tensors that require grad while
+    grad mode is on. Rows that see a NaN through a masked-out key stay finite here, where torch's
+    math makes them NaN.
     """
-    if attn_mask is not None:
-        raise NotImplementedError(
-            "txattn.scaled_dot_product_attention does not take attn_mask yet (the library has no "
-            "tensor masks): use is_causal=True, or txattn.attention(..., causal=True or window=)"
+    if attn_mask is not None and is_causal:
+        raise ValueError(
+            "_scaled_dot_product_attention: Explicit attn_mask should not be set when "
+            "is_causal=True (as torch says): fold the causal mask into attn_mask"
         )
     if dropout_p != 0.0:
         raise ValueError(
@@ -504,8 +510,27 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     q4 = _as4(kind, query, "query", batch, H, (L, E))
     k4 = _as4(kind, key, "key", batch, hkv, (S, E))
     v4 = _as4(kind, value, "value", batch, hkv, (S, Ev))
+    m4 = None
+    if attn_mask is not None:
+        attn_mask = _as_tensor(attn_mask, "attn_mask")
+        if _is_torch(attn_mask) != _is_torch(query):
+            raise TypeError("attn_mask must be of query's kind (a torch tensor or a NumPy array)")
+        if attn_mask.ndim < 2:  # torch broadcasts (S,) and () over rows too
+            attn_mask = kind.view(attn_mask, (1,) * (2 - attn_mask.ndim) + tuple(attn_mask.shape))
+        lead = tuple(attn_mask.shape[:-2])
+        if len(lead) > len(batch) + 1:
+            if any(x != 1 for x in lead[: len(lead) - len(batch) - 1]):
+                raise ValueError(f"attn_mask (shape {tuple(attn_mask.shape)}) does not broadcast to "
+                                 f"{tuple(batch) + (H, L, S)}")
+            attn_mask = kind.view(attn_mask, lead[len(lead) - len(batch) - 1:] +
+                                  tuple(attn_mask.shape[-2:]))
+        try:
+            m4 = _as4(kind, attn_mask, "attn_mask", batch, H, (L, S))
+        except (ValueError, RuntimeError) as e:
+            raise ValueError(f"attn_mask (shape {tuple(attn_mask.shape)}) does not broadcast to "
+                             f"{tuple(batch) + (H, L, S)}: {e}") from None
     out = kind.empty(out_shape, dtypes[0])
     o4 = kind.view(out, tuple(q4.shape[:3]) + (Ev,))
     _c._run(_ATTENTION, None, q4, k4, v4, o4, None, mask, left, right, scale, None, None, None,
-            ("query", "key", "value"), None)
+            ("query", "key", "value"), m4, None)
     return out

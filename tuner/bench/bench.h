@@ -35,6 +35,9 @@ typedef enum tx_bench_state {
 typedef struct tx_bench_compare {
   int measured;
   double call_s, per_sequence_s, padded_s, no_lse_s;
+  /* with a mask tensor: one causal call per --doc-lens document (its rows and keys), and the same
+     call without the tensor */
+  double per_doc_s, no_mask_s;
   char why[200]; /* when a variant could not be measured */
 } tx_bench_compare;
 

@@ -94,7 +94,7 @@ static void json_kernel(tx_json *j, const tx_bench_setup *s, const tx_bench_poin
   /* the plan's tunables, or when it did not plan, those it was asked to plan with */
   json_tunables(j, "tunables", k->ran, k->n_ran);
   json_tunables(j, "tunables_given", s->tuning[i].set, s->tuning[i].n_set);
-  if (pt->p.ragged || s->serving->lse_given) tx_bench_serving_json(j, k);
+  if (pt->p.ragged || s->serving->lse_given || pt->p.mask_tensor) tx_bench_serving_json(j, k);
   if (s->serving->merge) tx_bench_merge_json(j, k);
   tx_json_kv_bool(j, "dispatcher_choice",
                   pt->has_pick && strcmp(s->sel[i].info.name, pt->pick) == 0);

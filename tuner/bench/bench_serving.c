@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "problem_cli.h"
 #include "text_table.h"
 
 double tx_bench_pairs(const txattn_problem *p, const tx_serving *s) {
@@ -105,6 +106,33 @@ static txattn_status per_sequence(const tx_buffers *b, const tx_serving *s, tx_b
   return TXATTN_OK;
 }
 
+/* Document by document (--doc-lens, n_q = n_kv = their sum): each a causal call over its own rows
+   and keys, without the mask tensor: what packing them replaces. */
+static txattn_status per_document(const tx_buffers *b, tx_bench_planner plan, void *arg,
+                                  variant *v) {
+  const txattn_problem *p = &b->p;
+  size_t n;
+  const int64_t *lens = tx_doc_lens(&n);
+  if (variant_alloc(v, n) != 0) return TXATTN_E_NOMEM;
+  for (size_t i = 0, r0 = 0; i < n; r0 += (size_t)lens[i++]) {
+    txattn_problem one = *p;
+    one.n_q = one.n_kv = lens[i];
+    one.mask = TXATTN_MASK_CAUSAL;
+    one.mask_tensor = TXATTN_MASK_TENSOR_NONE;
+    txattn_tensors t = tx_bench_explicit_tensors(b);
+    const int64_t r = (int64_t)r0;
+    t.q_data = offset(b->q, p->q_type, r * b->q_str.row);
+    t.k_data = offset(b->k, p->k_type, r * b->k_str.row);
+    t.v_data = offset(b->v, p->v_type, r * b->v_str.row);
+    t.o_data = offset(b->o, p->o_type, r * b->o_str.row);
+    if (b->lse) t.lse = b->lse + r * b->lse_str.row;
+    t.mask = NULL;
+    txattn_status st = add_call(v, plan, arg, &one, &t);
+    if (st != TXATTN_OK) return st;
+  }
+  return TXATTN_OK;
+}
+
 static txattn_status one_call(const tx_buffers *b, const txattn_problem *p, tx_bench_planner plan,
                               void *arg, variant *v) {
   if (variant_alloc(v, 1) != 0) return TXATTN_E_NOMEM;
@@ -114,23 +142,41 @@ static txattn_status one_call(const tx_buffers *b, const txattn_problem *p, tx_b
 
 void tx_bench_serving_compare(const tx_buffers *b, const tx_serving *s, tx_bench_planner plan,
                               void *arg, const tx_timing_opts *to, tx_bench_compare *out) {
-  enum { CALL, PER_SEQ, PADDED, NO_LSE, N_VARIANTS };
-  static const char *const names[] = {"the call", "the per-sequence calls", "the padded call",
-                                      "the call without lse"};
+  enum { CALL, PER_SEQ, PADDED, NO_LSE, PER_DOC, NO_MASK, N_VARIANTS };
+  static const char *const names[] = {"the call",
+                                      "the per-sequence calls",
+                                      "the padded call",
+                                      "the call without lse",
+                                      "the per-document calls",
+                                      "the call without the mask tensor"};
   variant v[N_VARIANTS] = {{0}};
   /* a batch of no keys at all is no call one by one, and nothing to pad */
   const int some_keys = b->p.ragged && s->max_kv > 0;
-  int want[N_VARIANTS] = {1, some_keys, some_keys, b->p.lse && s->lse_given};
-  txattn_status st[N_VARIANTS] = {TXATTN_OK, TXATTN_OK, TXATTN_OK, TXATTN_OK};
-  txattn_problem padded = b->p, plain = b->p;
+  size_t n_docs;
+  tx_doc_lens(&n_docs);
+  const int docs = b->p.mask_tensor == TXATTN_MASK_TENSOR_BOOL && n_docs > 0 && !b->p.ragged &&
+                   b->p.n_q == b->p.n_kv && tx_doc_lens_sum() == b->p.n_q;
+  int want[N_VARIANTS] = {1,         some_keys,
+                          some_keys, b->p.lse && s->lse_given,
+                          docs,      b->p.mask_tensor != TXATTN_MASK_TENSOR_NONE};
+  txattn_status st[N_VARIANTS] = {TXATTN_OK};
+  txattn_problem padded = b->p, plain = b->p, unmasked = b->p;
   padded.ragged = 0;
   padded.n_kv = s->max_kv;
   plain.lse = 0;
-  *out = (tx_bench_compare){.call_s = NAN, .per_sequence_s = NAN, .padded_s = NAN, .no_lse_s = NAN};
+  unmasked.mask_tensor = TXATTN_MASK_TENSOR_NONE;
+  *out = (tx_bench_compare){.call_s = NAN,
+                            .per_sequence_s = NAN,
+                            .padded_s = NAN,
+                            .no_lse_s = NAN,
+                            .per_doc_s = NAN,
+                            .no_mask_s = NAN};
   st[CALL] = one_call(b, &b->p, plan, arg, &v[CALL]);
   if (want[PER_SEQ]) st[PER_SEQ] = per_sequence(b, s, plan, arg, &v[PER_SEQ]);
   if (want[PADDED]) st[PADDED] = one_call(b, &padded, plan, arg, &v[PADDED]);
   if (want[NO_LSE]) st[NO_LSE] = one_call(b, &plain, plan, arg, &v[NO_LSE]);
+  if (want[PER_DOC]) st[PER_DOC] = per_document(b, plan, arg, &v[PER_DOC]);
+  if (want[NO_MASK]) st[NO_MASK] = one_call(b, &unmasked, plan, arg, &v[NO_MASK]);
   void *args[N_VARIANTS];
   size_t idx[N_VARIANTS], n = 0;
   for (size_t i = 0; i < N_VARIANTS; i++) {
@@ -146,7 +192,8 @@ void tx_bench_serving_compare(const tx_buffers *b, const tx_serving *s, tx_bench
   tx_timing tm[N_VARIANTS];
   txattn_status ts[N_VARIANTS];
   tx_bench_measure_interleaved(run_variant, args, n, to, tm, ts);
-  double *dest[N_VARIANTS] = {&out->call_s, &out->per_sequence_s, &out->padded_s, &out->no_lse_s};
+  double *dest[N_VARIANTS] = {&out->call_s,   &out->per_sequence_s, &out->padded_s,
+                              &out->no_lse_s, &out->per_doc_s,      &out->no_mask_s};
   for (size_t j = 0; j < n; j++) {
     if (ts[j] == TXATTN_OK)
       *dest[idx[j]] = tm[j].median_s;
@@ -180,8 +227,41 @@ static long headline(const tx_bench_setup *s, const tx_bench_point *pt) {
   return pt->fastest >= 0 && pt->res[pt->fastest].cmp.measured ? pt->fastest : -1;
 }
 
+/* With a mask tensor: the call against the per-document calls and the call without it. */
+static void mask_print(const tx_bench_setup *s, const tx_bench_point *pt, FILE *f) {
+  tx_table t;
+  tx_table_init(&t, "KERNEL|>CALL ms|>PER-DOC ms|>x PER-DOC|>NO-MASK ms|>x NO-MASK");
+  for (size_t i = 0; i < s->n_sel; i++) {
+    const tx_bench_compare *c = &pt->res[i].cmp;
+    if (!c->measured) continue;
+    char call[32], doc[32], xdoc[32], nom[32], xnom[32];
+    cell_ms(c->call_s, call, sizeof call);
+    cell_ms(c->per_doc_s, doc, sizeof doc);
+    cell_ratio(c->call_s, c->per_doc_s, xdoc, sizeof xdoc);
+    cell_ms(c->no_mask_s, nom, sizeof nom);
+    cell_ratio(c->call_s, c->no_mask_s, xnom, sizeof xnom);
+    const char *cells[6] = {tx_bench_label(s, i), call, doc, xdoc, nom, xnom};
+    tx_table_add(&t, cells);
+    if (*c->why) tx_table_note(&t, "%s", c->why);
+  }
+  fprintf(f, "\nthe call with its mask tensor against one causal call per document (--doc-lens) "
+             "and the call without the tensor, same kernel, timed interleaved:\n");
+  tx_table_print(&t, f, "");
+  tx_table_free(&t);
+  long h = headline(s, pt);
+  if (h < 0) return;
+  const tx_bench_compare *c = &pt->res[h].cmp;
+  if (!isnan(c->per_doc_s))
+    fprintf(f, "%s: %.2fx the per-document calls\n", tx_bench_label(s, (size_t)h),
+            c->call_s / c->per_doc_s);
+  if (!isnan(c->no_mask_s))
+    fprintf(f, "%s: %.2fx the call without the mask tensor\n", tx_bench_label(s, (size_t)h),
+            c->call_s / c->no_mask_s);
+}
+
 void tx_bench_serving_print(const tx_bench_setup *s, const tx_bench_point *pt, FILE *f) {
   const tx_serving *sv = s->serving;
+  if (pt->p.mask_tensor) mask_print(s, pt, f);
   /* an lse implied by --merge alone is not compared with the call without it */
   const int ragged = pt->p.ragged, lse = pt->p.lse && sv->lse_given;
   if (!ragged && !lse) return;
@@ -250,6 +330,10 @@ void tx_bench_serving_json(tx_json *j, const tx_bench_result *k) {
   tx_json_kv_double(j, "per_sequence_s", c->per_sequence_s);
   tx_json_kv_double(j, "padded_s", c->padded_s);
   tx_json_kv_double(j, "no_lse_s", c->no_lse_s);
+  tx_json_kv_double(j, "per_doc_s", c->per_doc_s);
+  tx_json_kv_double(j, "no_mask_s", c->no_mask_s);
+  kv_ratio(j, "x_per_doc", c->call_s, c->per_doc_s);
+  kv_ratio(j, "x_no_mask", c->call_s, c->no_mask_s);
   kv_ratio(j, "x_per_sequence", c->call_s, c->per_sequence_s);
   kv_ratio(j, "x_faster_than_padding", c->padded_s, c->call_s);
   kv_ratio(j, "x_no_lse", c->call_s, c->no_lse_s);

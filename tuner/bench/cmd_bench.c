@@ -288,7 +288,7 @@ static void compare_serving(bench_run *r, const tx_bench_point *pt, size_t i, tx
   if (k->state != TX_BENCH_OK) return;
   entry_planner e = {r, i};
   tx_timing_opts to = {1e-3 * (double)r->o.min_time_ms, (int)r->o.reps, r->o.limit_s};
-  if (pt->p.ragged || r->serving.lse_given)
+  if (pt->p.ragged || r->serving.lse_given || pt->p.mask_tensor)
     tx_bench_serving_compare(&r->b, &r->serving, plan_for_compare, &e, &to, &k->cmp);
   if (r->serving.merge)
     tx_bench_merge_compare(&r->b, &r->serving, plan_for_compare, &e, &to, &k->merge);

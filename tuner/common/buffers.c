@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "buffers.h"
+#include "problem_cli.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -82,6 +83,72 @@ static void *alloc_tensor(int64_t batch, int64_t heads, int64_t rows, int64_t di
   return aligned_alloc(64, bytes ? bytes : 64);
 }
 
+/* T5's relative_position_bucket (transformers' modeling_t5), for relative = key - query. */
+static int64_t t5_bucket(int64_t relative, int bidirectional) {
+  int64_t buckets = 32, ret = 0, n = -relative;
+  const int64_t max_distance = 128;
+  if (bidirectional) {
+    buckets /= 2;
+    if (n < 0) ret += buckets;
+    n = n < 0 ? -n : n;
+  } else if (n < 0) {
+    n = 0;
+  }
+  const int64_t exact = buckets / 2;
+  if (n < exact) return ret + n;
+  int64_t large =
+      exact + (int64_t)(log((double)n / (double)exact) / log((double)max_distance / (double)exact) *
+                        (double)(buckets - exact));
+  return ret + (large < buckets - 1 ? large : buckets - 1);
+}
+
+void *tx_mask_tensor_make(const txattn_problem *p, txattn_mask_layout *l) {
+  size_t n_docs;
+  const int64_t *doc_lens = tx_doc_lens(&n_docs);
+  const int64_t nq = p->n_q, nkv = p->n_kv, shift = nkv - nq;
+  if (p->mask_tensor == TXATTN_MASK_TENSOR_BOOL && n_docs > 0) {
+    unsigned char *m = malloc((size_t)(nq * nkv));
+    int64_t *doc = malloc((size_t)nkv * sizeof *doc);
+    if (!m || !doc) {
+      free(m);
+      free(doc);
+      return NULL;
+    }
+    for (int64_t j = 0, d = 0, left = doc_lens[0]; j < nkv; j++, left--) {
+      if (left == 0) left = doc_lens[++d % (int64_t)n_docs];
+      doc[j] = d;
+    }
+    for (int64_t i = 0; i < nq; i++)
+      for (int64_t j = 0, pos = i + shift; j < nkv; j++)
+        m[i * nkv + j] = pos >= 0 && j <= pos && doc[j] == doc[pos < nkv ? pos : nkv - 1];
+    free(doc);
+    *l = (txattn_mask_layout){0, 0, nkv, 1};
+    return m;
+  }
+  if (p->mask_tensor != TXATTN_MASK_TENSOR_ADDITIVE) return NULL;
+  const size_t esz = txattn_dtype_size(p->mask_type);
+  unsigned char *m = malloc((size_t)(p->heads_q * nq * nkv) * esz);
+  if (!m) return NULL;
+  float table[32];
+  uint64_t state = UINT64_C(0x7435);
+  for (int64_t h = 0; h < p->heads_q; h++) {
+    for (int k = 0; k < 32; k++) { /* Box-Muller from splitmix64, one value per pair */
+      uint64_t z = (state += UINT64_C(0x9E3779B97F4A7C15));
+      z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+      z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+      z ^= z >> 31;
+      double u1 = ((double)(z >> 11) + 1.0) * 0x1p-53, u2 = (double)(z & 0x7FF) / 2048.0;
+      table[k] = (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+    }
+    for (int64_t i = 0; i < nq; i++)
+      for (int64_t j = 0; j < nkv; j++)
+        tx_elem_set(m, p->mask_type, (size_t)((h * nq + i) * nkv + j),
+                    table[t5_bucket(j - (i + shift), p->mask != TXATTN_MASK_CAUSAL)]);
+  }
+  *l = (txattn_mask_layout){0, nq * nkv, nkv, 1};
+  return m;
+}
+
 int tx_buffers_alloc(tx_buffers *b, const txattn_problem *p, tx_layout_kind kind, int with_ref,
                      char *err, size_t err_size) {
   memset(b, 0, sizeof *b);
@@ -115,13 +182,22 @@ int tx_buffers_alloc(tx_buffers *b, const txattn_problem *p, tx_layout_kind kind
       return -1;
     }
   }
+  txattn_mask_layout ml = {0, 0, 0, 0};
+  if (p->mask_tensor != TXATTN_MASK_TENSOR_NONE && !(b->mask = tx_mask_tensor_make(p, &ml))) {
+    snprintf(err, err_size, "cannot make the mask tensor (%lld x %lld elements)", (long long)p->n_q,
+             (long long)p->n_kv);
+    tx_buffers_free(b);
+    return -1;
+  }
   b->t = (txattn_tensors){.q_data = b->q,
                           .k_data = b->k,
                           .v_data = b->v,
                           .o_data = b->o,
                           .struct_size = sizeof b->t,
                           .alibi_slopes = p->alibi ? b->slopes : NULL,
-                          .sinks = p->sinks ? b->sinks : NULL};
+                          .sinks = p->sinks ? b->sinks : NULL,
+                          .mask = b->mask,
+                          .mask_layout = ml};
   if (kind != TX_LAYOUT_CONTIGUOUS) { /* contiguous stays all-zero: the default users rely on */
     b->t.q_layout = b->q_str;
     b->t.k_layout = b->k_str;
@@ -175,6 +251,7 @@ void tx_buffers_free(tx_buffers *b) {
   free(b->o_ref);
   free(b->slopes);
   free(b->sinks);
+  free(b->mask);
   memset(b, 0, sizeof *b);
 }
 

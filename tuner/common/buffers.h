@@ -42,8 +42,18 @@ typedef struct tx_buffers {
   /* With p.alibi, the standard slopes (txattn_alibi_slopes, max_bias 8); with p.sinks, sink
      logits (tx_buffers_fill: 2 times standard normal); heads_q floats each, else NULL */
   float *slopes, *sinks;
+  /* With p.mask_tensor, the tensor tx_mask_tensor_make made (t.mask, t.mask_layout), else NULL */
+  void *mask;
 } tx_buffers;
 
+/* The mask tensor of resolved p, which tx_modifier_apply asked for: --doc-lens a boolean
+   [n_q][n_kv] (block-diagonal causal: key j is visible to row i when both lie in one document,
+   the lengths repeated to cover n_kv, and j <= pos(i)) shared by every batch and head; --bias
+   relative T5's relative-position bias, [heads_q][n_q][n_kv] of p->mask_type shared by every
+   batch: bucket(j - pos(i)) as T5 computes it (32 buckets, max distance 128, bidirectional
+   unless p is causal) of a seeded standard-normal table per head. Sets *l; NULL if p has no
+   mask tensor or the memory is lacking. */
+void *tx_mask_tensor_make(const txattn_problem *p, txattn_mask_layout *l);
 /* p must be resolved. Returns 0, or -1 with the reason in err. */
 int tx_buffers_alloc(tx_buffers *b, const txattn_problem *p, tx_layout_kind kind, int with_ref,
                      char *err, size_t err_size);

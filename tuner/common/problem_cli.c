@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The masks are the enum's values from TXATTN_MASK_NONE up to the first txattn_mask_name does
@@ -112,6 +113,45 @@ void tx_modifier_args_init(tx_modifier_args *a) {
   a->softcap = NAN;
   a->alibi = a->sinks = 0;
   a->sink_keys = TX_UNSET;
+  a->doc_lens = a->bias = NULL;
+}
+
+/* --doc-lens, parsed by tx_modifier_parse: one list per process, as one command line has one. */
+#define MAX_DOCS 4096
+static int64_t doc_lens[MAX_DOCS];
+static size_t n_docs;
+
+int tx_modifier_parse(const tx_cmd_spec *spec, const tx_modifier_args *a) {
+  if (a->bias && strcmp(a->bias, "relative") != 0)
+    return tx_args_usage_error(spec, "--bias takes 'relative' (T5's bias), not '%s'", a->bias);
+  if (a->bias && a->doc_lens)
+    return tx_args_usage_error(spec, "one mask tensor at a time: --doc-lens or --bias");
+  n_docs = 0;
+  for (const char *c = a->doc_lens; c && *c;) {
+    char *end;
+    long long v = strtoll(c, &end, 10);
+    if (end == c || v < 1 || v > (INT64_C(1) << 31) || (*end != ',' && *end != '\0') ||
+        n_docs == MAX_DOCS)
+      return tx_args_usage_error(spec,
+                                 "--doc-lens takes at most %d lengths >= 1, comma-separated: '%s'",
+                                 MAX_DOCS, a->doc_lens);
+    doc_lens[n_docs++] = v;
+    c = *end ? end + 1 : end;
+  }
+  if (a->doc_lens && n_docs == 0)
+    return tx_args_usage_error(spec, "--doc-lens needs at least one length");
+  return 0;
+}
+
+int64_t tx_doc_lens_sum(void) {
+  int64_t n = 0;
+  for (size_t i = 0; i < n_docs; i++) n += doc_lens[i];
+  return n;
+}
+
+const int64_t *tx_doc_lens(size_t *n) {
+  *n = n_docs;
+  return doc_lens;
 }
 
 void tx_modifier_opts(tx_modifier_args *a, tx_opt *o) {
@@ -122,6 +162,11 @@ void tx_modifier_opts(tx_modifier_args *a, tx_opt *o) {
   o[3] =
       tx_opt_int("sink-keys", &a->sink_keys, "K",
                  "the first K keys visible to every query (StreamingLLM) [0]", 0, INT64_C(1) << 40);
+  o[4] = tx_opt_string("doc-lens", &a->doc_lens, "L1,L2,...",
+                       "documents packed in one sequence: a block-diagonal causal boolean mask "
+                       "tensor [n = the sum]");
+  o[5] = tx_opt_string("bias", &a->bias, "relative",
+                       "T5's relative-position bias as an additive tensor [heads][n][n_kv]");
 }
 
 void tx_modifier_apply(const tx_modifier_args *a, txattn_problem *p) {
@@ -130,6 +175,10 @@ void tx_modifier_apply(const tx_modifier_args *a, txattn_problem *p) {
   p->alibi = a->alibi;
   p->sinks = a->sinks;
   p->sink_keys = a->sink_keys == TX_UNSET ? 0 : a->sink_keys;
+  p->mask_tensor = a->doc_lens ? TXATTN_MASK_TENSOR_BOOL
+                   : a->bias   ? TXATTN_MASK_TENSOR_ADDITIVE
+                               : TXATTN_MASK_TENSOR_NONE;
+  p->mask_type = a->bias ? p->q_type : TXATTN_DTYPE_F32;
 }
 
 /* Upper limits are loose on purpose: the library's validation names the field that is too large. */
@@ -179,26 +228,35 @@ static int window_from_args(const tx_cmd_spec *spec, const tx_problem_args *a, t
 }
 
 int tx_problem_from_args(const tx_cmd_spec *spec, const tx_problem_args *a, txattn_problem *out) {
-  if (a->n == TX_UNSET) return tx_args_usage_error(spec, "--n is required");
+  int rc = tx_modifier_parse(spec, &a->mods);
+  if (rc) return rc;
+  const int64_t docs = tx_doc_lens_sum(), n = a->n == TX_UNSET && docs ? docs : a->n;
+  if (docs && n != docs)
+    return tx_args_usage_error(spec, "--n %lld is not the sum of --doc-lens, %lld", (long long)n,
+                               (long long)docs);
+  if (n == TX_UNSET) return tx_args_usage_error(spec, "--n is required");
   if (a->d == TX_UNSET) return tx_args_usage_error(spec, "--d is required");
   if ((float)a->scale == 0.0f) /* the problem struct reads 0 as "use the default" */
     return tx_args_usage_error(spec, "--scale must be nonzero (leave it out for 1/sqrt(D))");
   txattn_problem p = {0};
   tx_modifier_apply(&a->mods, &p);
-  p.n_q = a->n;
+  p.n_q = n;
   p.d_qk = a->d;
   p.n_kv = a->n_kv == TX_UNSET ? 0 : a->n_kv;
   p.d_v = a->dv == TX_UNSET ? 0 : a->dv;
   p.batch = a->batch == TX_UNSET ? 0 : a->batch;
   p.heads_q = a->heads == TX_UNSET ? 0 : a->heads;
   p.heads_kv = a->heads_kv == TX_UNSET ? 0 : a->heads_kv;
-  p.mask = a->mask < 0 ? TXATTN_MASK_NONE : (txattn_mask)a->mask;
+  p.mask = a->mask >= 0 ? (txattn_mask)a->mask
+           : docs       ? TXATTN_MASK_CAUSAL /* the documents' causal ranges are skipped whole */
+                        : TXATTN_MASK_NONE;
   p.scale = isnan(a->scale) ? 0.0f : (float)a->scale;
   tx_dtypes types;
   if (a->dtype && !tx_dtypes_parse(a->dtype, &types))
     return tx_args_usage_error(spec, "--dtype expects %s, got '%s'", TX_DTYPE_HELP, a->dtype);
   if (a->dtype) tx_dtypes_apply(&types, &p);
-  int rc = window_from_args(spec, a, &p);
+  if (p.mask_tensor == TXATTN_MASK_TENSOR_ADDITIVE) p.mask_type = p.q_type;
+  rc = window_from_args(spec, a, &p);
   if (rc) return rc;
   out->struct_size = sizeof *out;
   if (txattn_problem_resolve(&p, out) != TXATTN_OK)
@@ -249,6 +307,10 @@ int tx_problem_format(const txattn_problem *p, char *buf, size_t size) {
   if (p->alibi) at += snprintf(xv + at, sizeof xv - (size_t)at, " alibi");
   if (p->sinks) at += snprintf(xv + at, sizeof xv - (size_t)at, " sinks");
   if (p->sink_keys > 0)
-    snprintf(xv + at, sizeof xv - (size_t)at, " sink_keys=%lld", (long long)p->sink_keys);
+    at += snprintf(xv + at, sizeof xv - (size_t)at, " sink_keys=%lld", (long long)p->sink_keys);
+  if (p->mask_tensor == TXATTN_MASK_TENSOR_BOOL)
+    snprintf(xv + at, sizeof xv - (size_t)at, " doc_lens");
+  if (p->mask_tensor == TXATTN_MASK_TENSOR_ADDITIVE)
+    snprintf(xv + at, sizeof xv - (size_t)at, " bias=relative");
   return snprintf(buf, size, "%s%s%s %s %s%s%s%s", bv, hv, nv, dv, mv, sv, tv, xv);
 }

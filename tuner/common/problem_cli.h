@@ -12,18 +12,30 @@
 
 /* The score modifiers' options, part of the problem options and taken alone by `txtune check`:
    --softcap C (NaN if not given), --alibi (the standard slopes, max_bias 8), --sinks (seeded
-   random sink logits: tx_buffers_fill), --sink-keys K (TX_UNSET if not given). */
+   random sink logits: tx_buffers_fill), --sink-keys K (TX_UNSET if not given), and the mask
+   tensors --doc-lens and --bias. */
 typedef struct tx_modifier_args {
   double softcap;
   int alibi, sinks;
   int64_t sink_keys;
+  /* the two mask tensors txtune makes (tx_mask_tensor_make): --doc-lens L1,L2,... and
+     --bias relative; NULL if not given */
+  const char *doc_lens, *bias;
 } tx_modifier_args;
-#define TX_MODIFIER_N_OPTS 4
+#define TX_MODIFIER_N_OPTS 6
 void tx_modifier_args_init(tx_modifier_args *a);
 /* Writes the TX_MODIFIER_N_OPTS options that fill a into opts. */
 void tx_modifier_opts(tx_modifier_args *a, tx_opt *opts);
-/* Sets p's modifier fields from a (and struct_size, so that the library reads them). */
+/* Sets p's modifier fields from a (and struct_size, so that the library reads them); a mask
+   tensor asked for (after tx_modifier_parse) sets mask_tensor, and mask_type to p's q_type. */
 void tx_modifier_apply(const tx_modifier_args *a, txattn_problem *p);
+/* Checks --doc-lens and --bias and keeps the document lengths for tx_mask_tensor_make: 0, or a
+   usage error's code. */
+int tx_modifier_parse(const tx_cmd_spec *spec, const tx_modifier_args *a);
+/* The sum of --doc-lens' lengths, 0 without it. */
+int64_t tx_doc_lens_sum(void);
+/* The lengths --doc-lens gave (*n of them, 0 without it). */
+const int64_t *tx_doc_lens(size_t *n);
 
 typedef struct tx_problem_args {
   int64_t n, n_kv, d, dv, batch, heads, heads_kv, left, right, window; /* TX_UNSET if not given */

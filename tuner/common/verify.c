@@ -28,12 +28,33 @@ static void violation(tx_verdict *v, int64_t bb, int64_t h, int64_t i, const cha
   va_end(ap);
 }
 
-/* Whether the row's visible keys, [0, sink_hi) and [lo, hi), hold the NaN site. */
-static int sees_nan(const txattn_problem *p, const tx_nan_site *s, int64_t bb, int64_t h,
+/* Whether b's mask tensor (if any) shows key j to row i of head h, sequence bb. */
+static int mask_shows(const tx_buffers *b, int64_t bb, int64_t h, int64_t i, int64_t j) {
+  const txattn_mask_layout *l = &b->t.mask_layout;
+  if (!b->mask) return 1;
+  size_t at = (size_t)(bb * l->batch + h * l->head + i * l->row + j * l->key);
+  if (b->p.mask_tensor == TXATTN_MASK_TENSOR_BOOL) return ((const unsigned char *)b->mask)[at] != 0;
+  return tx_elem_get(b->mask, b->p.mask_type, at) != -INFINITY;
+}
+
+/* Whether the row's visible keys, [0, sink_hi) and [lo, hi) less those the mask tensor hides,
+   hold the NaN site. */
+static int sees_nan(const tx_buffers *b, const tx_nan_site *s, int64_t bb, int64_t h, int64_t i,
                     int64_t sink_hi, int64_t lo, int64_t hi) {
+  const txattn_problem *p = &b->p;
   return s && s->where != TX_NAN_NONE && s->batch == bb &&
          h / (p->heads_q / p->heads_kv) == s->head_kv &&
-         ((lo <= s->key && s->key < hi) || s->key < sink_hi);
+         ((lo <= s->key && s->key < hi) || s->key < sink_hi) && mask_shows(b, bb, h, i, s->key);
+}
+
+/* Whether the row sees no key: its ranges are empty or the mask tensor hides all they hold. */
+static int row_empty(const tx_buffers *b, int64_t bb, int64_t h, int64_t i, int64_t sink_hi,
+                     int64_t lo, int64_t hi) {
+  for (int64_t j = 0; j < sink_hi; j++)
+    if (mask_shows(b, bb, h, i, j)) return 0;
+  for (int64_t j = lo; j < hi; j++)
+    if (mask_shows(b, bb, h, i, j)) return 0;
+  return 1;
 }
 
 /* The contract's rules for one output row; returns 1 if the row obeys them. */
@@ -147,14 +168,15 @@ void tx_verify(const tx_buffers *b, const void *o, const void *ref, const tx_nan
       for (int64_t i = 0; i < p->n_q; i++) {
         int64_t sink_hi, lo, hi;
         txattn_visible_ranges(&seq, i, &sink_hi, &lo, &hi);
-        const int empty = lo >= hi && sink_hi == 0;
+        const int empty =
+            b->mask ? row_empty(b, bb, h, i, sink_hi, lo, hi) : lo >= hi && sink_hi == 0;
         if (lse) {
           const tx_nan_site *k_site = site && site->where == TX_NAN_IN_K ? site : NULL;
-          check_lse(b, lse, lse_ref, empty, sees_nan(p, k_site, bb, h, sink_hi, lo, hi),
+          check_lse(b, lse, lse_ref, empty, sees_nan(b, k_site, bb, h, i, sink_hi, lo, hi),
                     b->lse_ref_bound, out, bb, h, i);
         }
         widen_row(b, o, bb, h, i, row);
-        if (!check_row(row, p->d_v, empty, sees_nan(p, site, bb, h, sink_hi, lo, hi), out, bb, h,
+        if (!check_row(row, p->d_v, empty, sees_nan(b, site, bb, h, i, sink_hi, lo, hi), out, bb, h,
                        i) ||
             !ref)
           continue;

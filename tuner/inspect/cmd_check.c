@@ -122,14 +122,17 @@ static int parse(check_run *r, int argc, char **argv) {
   tx_modifier_opts(&o->mods, r->mod_opts);
   r->groups[2] = (tx_opt_group){"Score modifiers (every shape)", r->mod_opts, TX_MODIFIER_N_OPTS};
   r->groups[3] = (tx_opt_group){"Library", r->ctx_opts, TX_CONTEXT_N_OPTS};
-  r->spec = (tx_cmd_spec){"check",
-                          "[--kernel NAME] [--quick] [--dtype TYPES|all] [--kv-lens L1,L2,...] "
-                          "[--lse] [--softcap C] [--alibi] [--sinks] [--sink-keys K] [--verbose] "
-                          "[--threads T] [--json]",
-                          about, r->groups, 4};
+  r->spec =
+      (tx_cmd_spec){"check",
+                    "[--kernel NAME] [--quick] [--dtype TYPES|all] [--kv-lens L1,L2,...] "
+                    "[--lse] [--softcap C] [--alibi] [--sinks] [--sink-keys K] [--doc-lens L1,...] "
+                    "[--bias relative] [--verbose] "
+                    "[--threads T] [--json]",
+                    about, r->groups, 4};
   int rc = tx_args_parse_cmd(&r->spec, argc, argv);
   if (rc >= 0) return rc;
   if ((rc = tx_serving_from_args(&r->spec, &o->serving, &r->serving)) != 0) return rc;
+  if ((rc = tx_modifier_parse(&r->spec, &o->mods)) != 0) return rc;
   const char *one = o->dtype ? o->dtype : "f32";
   int all = strcmp(one, "all") == 0;
   r->n_combos = all ? N_ALL_TYPES : 1;
