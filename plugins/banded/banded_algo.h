@@ -42,6 +42,15 @@
  * 256 keys in float and the chunks in double (banded_rows.c says why, banded.h why 256); rows of
  * narrower windows are one chunk, and their output never leaves registers before the store.
  *
+ * Score modifiers (banded_head says what a modified score is): softcap and ALiBi modify each score
+ * in registers as it leaves its block (mod_apply, before the keys a row does not see become -inf),
+ * so they cost a tanh, or one fused multiply-add, per score and no extra pass; a sink logit is one
+ * fp64 exp per row in its denominator (banded_denominator). Sink keys (StreamingLLM's first K keys
+ * beside a window): a row sees [0, K) and its range [lo, hi) apart (txattn_visible_ranges), so only
+ * those keys are computed: the K sink scores of each row in the first floats of its score row (a
+ * row block of scores), their exponentials counted in the row's max and sum, their weighted sum
+ * added after the range's (sink_wsum); a group takes rows with the same sink keys only.
+ *
  * Row strides are arbitrary (0, or less than d, included): every key and value row is addressed on
  * its own and only the element stride (1) is assumed.
  *
