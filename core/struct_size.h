@@ -28,8 +28,10 @@
 #define TXATTN__RELEASED_txattn_table_region    TXATTN_TABLE_REGION_SIZE_0_2
 #define TXATTN__RELEASED_txattn_table_exclusion                                                    \
   TXATTN_TABLE_EXCLUSION_SIZE_0_2, TXATTN_TABLE_EXCLUSION_SIZE_0_2_DTYPES
-#define TXATTN__RELEASED_txattn_table_plugin TXATTN_TABLE_PLUGIN_SIZE_0_2
-#define TXATTN__RELEASED_txattn_table_header TXATTN_TABLE_HEADER_SIZE_0_2
+#define TXATTN__RELEASED_txattn_table_plugin     TXATTN_TABLE_PLUGIN_SIZE_0_2
+#define TXATTN__RELEASED_txattn_table_header     TXATTN_TABLE_HEADER_SIZE_0_2
+#define TXATTN__RELEASED_txattn_model_info       TXATTN_MODEL_INFO_SIZE_0_2_MODELS
+#define TXATTN__RELEASED_txattn_model_layer_info TXATTN_MODEL_LAYER_INFO_SIZE_0_2_MODELS
 
 /* The sizes a public struct takes: the released ones and this header's, `cur`, up to a few KiB
    more (a newer header's); struct_size sits at byte `at`. */

@@ -292,6 +292,49 @@ static const struct mshape battery[] = {
      .max_bias = 8.0f,
      .sink_keys = 4,
      .ragged = 1},
+    /* StreamingLLM (sink keys beside a window) in groups of rows and row by row; a window wider
+       than one float chunk of the banded kernels with every modifier; decode rows (at most 4 rows
+       per kv head: tiled's direct path), f32 and f16 */
+    {.heads_q = 4,
+     .heads_kv = 2,
+     .n_q = 200,
+     .d = 32,
+     .mask = TXATTN_MASK_WINDOW,
+     .left = 60,
+     .right = 0,
+     .sink_keys = 4},
+    {.heads_q = 2,
+     .n_q = 40,
+     .n_kv = 700,
+     .d = 24,
+     .mask = TXATTN_MASK_WINDOW,
+     .left = 300,
+     .right = 0,
+     .softcap = 8.0f,
+     .max_bias = 8.0f,
+     .sink = 2.0f,
+     .sink_keys = 4,
+     .amplitude = 2.0f},
+    {.heads_q = 4,
+     .heads_kv = 1,
+     .n_q = 1,
+     .n_kv = 600,
+     .d = 40,
+     .mask = TXATTN_MASK_CAUSAL,
+     .softcap = 10.0f,
+     .max_bias = 4.0f,
+     .sink = 1.0f},
+    {.heads_q = 2,
+     .heads_kv = 1,
+     .n_q = 2,
+     .n_kv = 300,
+     .d = 32,
+     .mask = TXATTN_MASK_WINDOW,
+     .left = 200,
+     .right = 0,
+     .softcap = 3.0f,
+     .max_bias = 8.0f,
+     .type = TXATTN_DTYPE_F16},
     /* 16-bit tensors */
     {.heads_q = 2,
      .n_q = 50,
@@ -459,6 +502,39 @@ Test(modifiers, every_kernel_on_two_threads) {
 
 Test(modifiers, adversarial_values_stay_within_the_bound) {
   kernels_on(adversarial, N_ADVERSARIAL, 1);
+}
+
+/* The banded kernels, threaded or not, declare every modifier and run every unragged case of the
+   battery within the bound, on 1, 2 and 3 threads (banded_omp splits a head's rows between
+   threads, each range starting its own groups). */
+Test(modifiers, banded_kernels_take_every_modifier_on_every_thread_count) {
+  for (int threads = 1; threads <= 3; threads++) {
+    txattn_context *ctx = test_context(threads);
+    struct kernel_list l;
+    test_kernel_list(ctx, &l);
+    int kernels = 0;
+    for (size_t j = 0; j < l.n; j++) {
+      if (strncmp(l.k[j].name, "banded", 6) != 0 || !l.k[j].usable) continue;
+      kernels++;
+      cr_assert_eq(l.k[j].flags & TXATTN_KERNEL_MODIFIERS, TXATTN_KERNEL_MODIFIERS,
+                   "%s lacks a modifier's flag", l.k[j].name);
+      for (size_t i = 0; i < N_BATTERY; i++) {
+        if (battery[i].ragged) continue; /* the banded kernels take no ragged batch */
+        char name[256];
+        shape_name(&battery[i], name, sizeof name);
+        struct mcase c;
+        mcase_init(&c, &battery[i], 301 + i);
+        run_reference(&c);
+        double worst = 0.0;
+        cr_assert(check_kernel(ctx, &l.k[j], &c, name, &worst), "%s: %s declined it (%s)", name,
+                  l.k[j].name, txattn_last_error());
+        mcase_free(&c);
+      }
+    }
+    cr_assert(kernels >= 4, "%d banded kernels usable (scalar and a vector one, each threaded)",
+              kernels);
+    txattn_context_free(ctx);
+  }
 }
 
 /* Every kernel that takes all four modifiers is listed, with naive among them. */

@@ -250,3 +250,30 @@ Test(vexp, neon_clamp) {
   check_clamp(&tiled_ops_neon, TILED_EXP2_MAX_ULP_FMA);
 }
 #endif
+
+/* Decode with softcap and ALiBi (at most TILED_DIRECT_ROWS rows per kv head) takes the direct path,
+   which modifies its scores as the tiled path does; sink keys still take the tiled path. The
+   battery of tests/test_modifiers.c checks the results. */
+Test(tiled_direct, modified_decode_takes_the_direct_path) {
+  float slopes[4] = {0.5f, 0.25f, 0.125f, 0.0625f};
+  txattn_problem p = TXATTN_PROBLEM_INIT;
+  p.batch = 1;
+  p.heads_q = 4;
+  p.heads_kv = 1;
+  p.n_q = 1;
+  p.n_kv = 500;
+  p.d_qk = p.d_v = 64;
+  p.mask = TXATTN_MASK_CAUSAL;
+  p.window_left = p.window_right = 0;
+  p.scale = 0.125f;
+  p.softcap = 50.0f;
+  p.alibi = 1;
+  txattn_tensors t = TXATTN_TENSORS_INIT;
+  t.alibi_slopes = slopes;
+  tiled_geom g;
+  cr_assert(tiled_geom_init(&g, &p, &t, &tiled_ops_scalar, 64, 64));
+  cr_assert(g.modified && g.direct, "modified %d, direct %d", g.modified, g.direct);
+  p.sink_keys = 4;
+  cr_assert(tiled_geom_init(&g, &p, &t, &tiled_ops_scalar, 64, 64));
+  cr_assert(!g.direct, "sink keys took the direct path");
+}

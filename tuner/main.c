@@ -36,6 +36,8 @@ static const tx_command commands[] = {
      tx_cmd_plot},
     {"compare", "two tables point by point: do their winners differ by more than the noise?",
      tx_cmd_compare},
+    {"models", "the catalogue of real models and their attention layers (check/bench --model NAME)",
+     tx_cmd_models},
 };
 enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
 

@@ -473,6 +473,65 @@ TXATTN_API txattn_status txattn_alibi_slopes(int64_t heads_q, float max_bias, fl
    -1 if p is invalid. FLOPs are 2 * (d_qk + d_v) per visible pair. */
 TXATTN_API double txattn_problem_visible_pairs(const txattn_problem *p);
 
+/* The catalogue of real models: the attention layers of published models, as their configurations
+   give them, so that servers, txtune (`txtune models`, `check --model`, `bench --model`) and the
+   Python package read one table. Model i (0 <= i < txattn_model_count()) has n_kinds kinds of
+   attention layer, each read with txattn_model_layer. */
+typedef struct txattn_model_info {
+  size_t struct_size; /* TXATTN_MODEL_INFO_INIT */
+  const char *name;   /* what `txtune --model` takes: "llama-3.1-8b", "gemma-2-9b", ... */
+  const char *title;  /* "Llama 3.1 8B" */
+  /* Where the numbers come from: the published configuration (an address) and the fields read */
+  const char *source;
+  /* What txattn does not compute of the model's attention, or "" (T5's relative bias) */
+  const char *note;
+  int64_t n_kinds; /* kinds of attention layer, 1 to TXATTN_MODEL_MAX_KINDS */
+  int64_t layers;  /* the model's attention layers, all kinds together */
+} txattn_model_info;
+#define TXATTN_MODEL_INFO_INIT                                                                     \
+  { .struct_size = sizeof(txattn_model_info) }
+/* The sizes a caller's struct_size may have (see "Public structs grow" above): this one, what 0
+   means. */
+#define TXATTN_MODEL_INFO_SIZE_0_2_MODELS sizeof(txattn_model_info)
+#define TXATTN_MODEL_MAX_KINDS            4
+
+/* One kind of attention layer of a model: a txattn_problem for each call of it, but for the number
+   of tokens (n_q and n_kv 0 where they are the tokens). */
+typedef struct txattn_model_layer_info {
+  size_t struct_size; /* TXATTN_MODEL_LAYER_INFO_INIT */
+  const char *kind;   /* "self", "local", "global", "encoder", "cross", ... */
+  int64_t layers;     /* the model's layers of this kind */
+  int64_t heads_q, heads_kv, d_qk, d_v;
+  txattn_mask mask;
+  int64_t window_left, window_right; /* for TXATTN_MASK_WINDOW */
+  float scale;                       /* the query scale, as the model computes it */
+  float softcap;                     /* 0: none */
+  int alibi; /* 1: ALiBi, slopes txattn_alibi_slopes(heads_q, alibi_max_bias) */
+  float alibi_max_bias;
+  int sinks;         /* 1: a learned sink logit per query head */
+  int64_t sink_keys; /* 0: none */
+  /* Fixed lengths, 0 where they are the tokens: Whisper's cross-attention has n_q 448 (the
+     decoder's context) and n_kv 1500 (the encoder's frames) */
+  int64_t n_q, n_kv;
+  int decode;        /* 1: the layer runs for each generated token (n_q 1); 0: encoder only */
+  int ragged;        /* 1: batches of unequal lengths, padded (BERT): a ragged batch */
+  int relative_bias; /* 1: a learned relative position bias tensor (T5), not computed by txattn */
+} txattn_model_layer_info;
+#define TXATTN_MODEL_LAYER_INFO_INIT                                                               \
+  { .struct_size = sizeof(txattn_model_layer_info) }
+#define TXATTN_MODEL_LAYER_INFO_SIZE_0_2_MODELS sizeof(txattn_model_layer_info)
+
+/* The number of models in the catalogue. */
+TXATTN_API int64_t txattn_model_count(void);
+/* Model i; E_INVALID (out untouched) unless 0 <= i < txattn_model_count() and out is a
+   txattn_model_info of a size some header gave it. The strings are static. */
+TXATTN_API txattn_status txattn_model_get(int64_t i, txattn_model_info *out);
+/* Kind `kind` (0 <= kind < n_kinds) of model i; E_INVALID as txattn_model_get. */
+TXATTN_API txattn_status txattn_model_layer(int64_t i, int64_t kind, txattn_model_layer_info *out);
+/* The index of the model named `name` (as txattn_model_info.name spells it); E_NOT_FOUND with the
+   names the catalogue has in the message. */
+TXATTN_API txattn_status txattn_model_find(const char *name, int64_t *index);
+
 #ifdef __cplusplus
 }
 #endif

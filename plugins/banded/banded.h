@@ -58,6 +58,17 @@ typedef struct banded_head {
   int64_t q_row, k_row, v_row, o_row, lse_row;
   int64_t row0, row1; /* 0 <= row0 <= row1 <= n_q */
   void *workspace;    /* banded_workspace_bytes(p, kernel's panels) bytes, 64-byte aligned */
+  /* The score modifiers (txattn.h). Without softcap and ALiBi a score is sign(scale) q.k and the
+     softmax scales s - max by |scale| (exp2_scale, lse_scale = |scale|); with either ("modified")
+     a score is the modified score itself, fl(scale q.k) capped and biased (banded_modify), so
+     exp2_scale is fl(log2 e) and lse_scale 1. slope and sink are the head's ALiBi slope (0: none)
+     and sink logit (-inf: none); pos_shift = n_kv - n_q puts row i at key position i + pos_shift;
+     sink_keys > 0 adds keys [0, sink_keys) beside a row's range (txattn_visible_ranges), their
+     scores kept in the first sink_stride floats of each score row. */
+  int modified, alibi;
+  float abs_scale, exp2_scale, softcap, inv_softcap, slope;
+  double lse_scale, sink;
+  int64_t pos_shift, sink_keys, sink_stride;
 } banded_head;
 
 /* Computes query rows [row0, row1) of one head. The vector kernels group rows from row0 on, so a
@@ -146,8 +157,22 @@ static inline float *banded_lse_tensor(const txattn_problem *p, const txattn_ten
    of its weights exp((s - max) |scale|): |scale| max + log(sum), in double once per row. A row of
    no key gets -inf (banded_lse_empty); a NaN max gives NaN, as the row's o. */
 static inline void banded_lse_put(const banded_head *hd, int64_t i, float max, double sum) {
-  if (hd->lse)
-    hd->lse[i * hd->lse_row] = (float)(fabs((double)hd->p->scale) * (double)max + log(sum));
+  if (hd->lse) hd->lse[i * hd->lse_row] = (float)(hd->lse_scale * (double)max + log(sum));
+}
+/* The row's softmax denominator: the sum of its weights and, with a sink logit t, exp(t) in the
+   weights' units, exp(t - lse_scale max). A NaN max stays NaN through the sum. */
+static inline double banded_denominator(const banded_head *hd, float max, double sum) {
+  if (hd->sink == -INFINITY) return sum;
+  return sum + exp(hd->sink - hd->lse_scale * (double)max);
+}
+/* The modified score of key j (a position) for row i from s = sign(scale) q.k (exact), scalar:
+   fl(|scale| s) = fl(scale q.k), then c tanh(x / c) (softcap), then + m (j - pos(i)) in one fused
+   multiply-add (ALiBi; j - pos is exact below 2^24), as the tiled kernels compute it. */
+static inline float banded_modify_one(const banded_head *hd, float s, int64_t j, int64_t i) {
+  float x = s * hd->abs_scale;
+  if (hd->softcap > 0.0f) x = hd->softcap * tanhf(x * hd->inv_softcap);
+  if (hd->alibi) x = fmaf(hd->slope, (float)(j - i - hd->pos_shift), x);
+  return x;
 }
 static inline void banded_lse_empty(const banded_head *hd, int64_t i) {
   if (hd->lse) hd->lse[i * hd->lse_row] = -INFINITY;
@@ -169,9 +194,14 @@ static inline int64_t banded_round16(int64_t n) {
 static inline size_t banded_elem_size(txattn_dtype t) {
   return t == TXATTN_DTYPE_F32 ? sizeof(float) : sizeof(uint16_t);
 }
+/* Floats at the start of each score row for the sink keys' scores (0 without sink keys): whole
+   vectors, so the row's other scores stay aligned. */
+static inline int64_t banded_sink_stride(const txattn_problem *p) {
+  return banded_round16(txattn_sink_keys_of(p));
+}
 /* Floats per row of scores: a row's keys, or a group's union rounded out to whole vectors. */
 static inline int64_t banded_score_stride(const txattn_problem *p) {
-  return banded_round16(banded_max_range(p) + BANDED_MR + BANDED_PAD);
+  return banded_round16(banded_max_range(p) + BANDED_MR + BANDED_PAD) + banded_sink_stride(p);
 }
 /* Floats per widened q row and per fp32 o row (0: the tensor is f32 and used in place). */
 static inline int64_t banded_q_stride(const txattn_problem *p) {

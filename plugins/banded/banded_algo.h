@@ -42,6 +42,15 @@
  * 256 keys in float and the chunks in double (banded_rows.c says why, banded.h why 256); rows of
  * narrower windows are one chunk, and their output never leaves registers before the store.
  *
+ * Score modifiers (banded_head says what a modified score is): softcap and ALiBi modify each score
+ * in registers as it leaves its block (mod_apply, before the keys a row does not see become -inf),
+ * so they cost a tanh, or one fused multiply-add, per score and no extra pass; a sink logit is one
+ * fp64 exp per row in its denominator (banded_denominator). Sink keys (StreamingLLM's first K keys
+ * beside a window): a row sees [0, K) and its range [lo, hi) apart (txattn_visible_ranges), so only
+ * those keys are computed: the K sink scores of each row in the first floats of its score row (a
+ * row block of scores), their exponentials counted in the row's max and sum, their weighted sum
+ * added after the range's (sink_wsum); a group takes rows with the same sink keys only.
+ *
  * Row strides are arbitrary (0, or less than d, included): every key and value row is addressed on
  * its own and only the element stride (1) is assumed.
  *
@@ -170,6 +179,31 @@ static void rows_exp(float *s, int64_t s_row, int64_t xa, int64_t xb, int nm, co
   for (int m = 0; m < nm; m++) sum[m] = vf_hsum(acc[m]);
 }
 
+/* ---- score modifiers ---- */
+
+/* A head's softcap and ALiBi slope in vectors (banded_head says what a modified score is). */
+typedef struct banded_mod {
+  vf cap, inv, slope;
+  int capped, alibi;
+} banded_mod;
+
+static inline banded_mod mod_of(const banded_head *hd) {
+  return (banded_mod){.cap = vf_set1(hd->softcap),
+                      .inv = vf_set1(hd->inv_softcap),
+                      .slope = vf_set1(hd->slope),
+                      .capped = hd->softcap > 0.0f,
+                      .alibi = hd->alibi};
+}
+
+/* x = fl(scale q.k) of BW keys whose lane l is at key position pos(i) + rel + l: capped as
+   c tanh(x fl(1/c)), then + m (j - pos(i)) in one fused multiply-add, as banded_modify_one and the
+   tiled kernels compute them (j - pos is exact below 2^24). */
+BANDED_INLINE vf mod_apply(const banded_mod *md, vf x, int64_t rel) {
+  if (md->capped) x = vf_mul(md->cap, vf_tanh(vf_mul(x, md->inv)));
+  if (md->alibi) x = vf_fma(md->slope, vf_add(vf_set1((float)rel), vf_lane_index()), x);
+  return x;
+}
+
 /* ---- groups of MR rows ---- */
 
 /* The transposed keys of one head: panel p in slot p % n_slot, panels below `packed` done. */
@@ -204,7 +238,8 @@ static float *panel(const banded_head *hd, const panels *pk, int64_t p) {
    outside row m's [lo[m], hi[m]) become -inf in registers, and max[m] takes the row's max. */
 BANDED_INLINE void panel_block(const float *const *q, const float *const *pp, int64_t d, vf scale,
                                int64_t j0, const int64_t *lo, const int64_t *hi, float *s,
-                               int64_t s_row, vf *max, const int NP) {
+                               int64_t s_row, vf *max, const banded_mod *md, const int64_t *rel,
+                               const int NP) {
   vf acc[MR][BANDED_NP];
   for (int m = 0; m < MR; m++)
     for (int x = 0; x < NP; x++) acc[m][x] = vf_zero();
@@ -224,7 +259,9 @@ BANDED_INLINE void panel_block(const float *const *q, const float *const *pp, in
     vf e = vf_set1((float)min64(max64(hi[m] - j0, -1), NP * BW + 1));
     BANDED_UNROLL
     for (int x = 0; x < NP; x++) {
-      vf sc = vf_keep_range(vf_mul(acc[m][x], scale), vf_add(lane, vf_set1((float)(x * BW))), a, e);
+      vf sc = vf_mul(acc[m][x], scale);
+      if (md) sc = mod_apply(md, sc, rel[m] + j0 + x * BW);
+      sc = vf_keep_range(sc, vf_add(lane, vf_set1((float)(x * BW))), a, e);
       max[m] = vf_max(max[m], sc);
       vf_store(s + m * s_row + j0 + x * BW, sc);
     }
@@ -233,31 +270,47 @@ BANDED_INLINE void panel_block(const float *const *q, const float *const *pp, in
 
 /* Scores of MR rows over n_p panels from panel p0, keys outside each row's range -inf, and the
    rows' maxima: whole blocks of BANDED_NP panels, the last one overlapping its predecessor; fewer
-   panels than a block in one narrower block. */
-static void group_scores(const banded_head *hd, const panels *pk, const float *const *q, int64_t p0,
-                         int64_t n_p, const int64_t *lo, const int64_t *hi, float *s, int64_t s_row,
-                         float *max) {
+   panels than a block in one narrower block. md (NULL: unmodified scores) modifies each row's
+   scores, rel[m] being key 0 of the union's position relative to row m. */
+BANDED_INLINE void group_scores_with(const banded_head *hd, const panels *pk, const float *const *q,
+                                     int64_t p0, int64_t n_p, const int64_t *lo, const int64_t *hi,
+                                     float *s, int64_t s_row, float *max, const banded_mod *md,
+                                     const int64_t *rel) {
   const float *pp[BANDED_NP];
   const int64_t d = hd->p->d_qk;
-  vf scale = vf_set1(banded_score_sign(hd->p)), vmax[MR];
+  vf scale = vf_set1(md ? hd->p->scale : banded_score_sign(hd->p)), vmax[MR];
   for (int m = 0; m < MR; m++) vmax[m] = vf_set1(-INFINITY);
   if (n_p >= BANDED_NP) {
     for (int64_t x = 0; x < n_p; x += BANDED_NP) {
       int64_t b = min64(x, n_p - BANDED_NP);
       for (int y = 0; y < BANDED_NP; y++) pp[y] = panel(hd, pk, p0 + b + y);
-      panel_block(q, pp, d, scale, b * BW, lo, hi, s, s_row, vmax, BANDED_NP);
+      panel_block(q, pp, d, scale, b * BW, lo, hi, s, s_row, vmax, md, rel, BANDED_NP);
     }
   } else {
     for (int y = 0; y < n_p; y++) pp[y] = panel(hd, pk, p0 + y);
 #if BANDED_NP > 3
-    if (n_p == 3) panel_block(q, pp, d, scale, 0, lo, hi, s, s_row, vmax, 3);
+    if (n_p == 3) panel_block(q, pp, d, scale, 0, lo, hi, s, s_row, vmax, md, rel, 3);
 #endif
 #if BANDED_NP > 2
-    if (n_p == 2) panel_block(q, pp, d, scale, 0, lo, hi, s, s_row, vmax, 2);
+    if (n_p == 2) panel_block(q, pp, d, scale, 0, lo, hi, s, s_row, vmax, md, rel, 2);
 #endif
-    if (n_p == 1) panel_block(q, pp, d, scale, 0, lo, hi, s, s_row, vmax, 1);
+    if (n_p == 1) panel_block(q, pp, d, scale, 0, lo, hi, s, s_row, vmax, md, rel, 1);
   }
   for (int m = 0; m < MR; m++) max[m] = vf_hmax(vmax[m]);
+}
+
+/* group_scores_with, compiled apart for unmodified scores so that their blocks keep no check. */
+static void group_scores(const banded_head *hd, const panels *pk, const float *const *q, int64_t p0,
+                         int64_t n_p, const int64_t *lo, const int64_t *hi, float *s, int64_t s_row,
+                         float *max, int64_t i) {
+  if (!hd->modified) {
+    group_scores_with(hd, pk, q, p0, n_p, lo, hi, s, s_row, max, NULL, NULL);
+    return;
+  }
+  const banded_mod md = mod_of(hd);
+  int64_t rel[MR];
+  for (int m = 0; m < MR; m++) rel[m] = p0 * BW - (i + m + hd->pos_shift);
+  group_scores_with(hd, pk, q, p0, n_p, lo, hi, s, s_row, max, &md, rel);
 }
 
 /* Asks the cache for n_rows rows of `bytes` bytes, `row` bytes apart. Always inlined: as a

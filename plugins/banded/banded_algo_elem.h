@@ -111,51 +111,82 @@ static void TN(wsum_group)(const wsum_rows *a, float *const *dst, int64_t d_v, i
   }
 }
 
+/* The weighted sum of the sink keys [0, n_sink) of nm rows into the workspace's part rows (row m
+   at part + m * d_v), mul[m] times each: their weights at w + m * w_row, every row seeing all. */
+static void TN(sink_wsum)(const banded_head *hd, const float *w, int64_t w_row, int64_t n_sink,
+                          const float *mul, int nm, float *const *part) {
+  int64_t lo[MR] = {0}, hi[MR];
+  for (int m = 0; m < nm; m++) hi[m] = n_sink;
+  wsum_rows b = {.w = w,
+                 .v = hd->v,
+                 .w_row = w_row,
+                 .v_row = hd->v_row,
+                 .ja = 0,
+                 .jb = n_sink,
+                 .lo = lo,
+                 .hi = hi,
+                 .mul = mul};
+  TN(wsum_group)(&b, part, hd->p->d_v, nm);
+}
+
 /* nm rows whose scores s (row m at s + m * s_row, n_f floats, a multiple of BW; keys row m does not
    see are -inf) and maxima are in place: softmax, then the weighted sum of the value rows
    v + j * v_row over [lo[m], hi[m]) into out[m] (fp32 rows); row_sum[m] = the sum of row m's
-   weights, as its output was divided by it (for its lse). */
+   weights, as its output was divided by it (for its lse). With n_sink > 0 every row also sees the
+   sink keys [0, n_sink), whose scores are at s - hd->sink_stride (padded with -inf to whole
+   vectors) and count in the maxima already. A sink logit joins each row's denominator. */
 static void TN(rows_finish)(const banded_head *hd, float *s, int64_t s_row, const E_T *v,
                             int64_t n_f, const int64_t *lo, const int64_t *hi, const float *max,
-                            float *const *out, int nm, double *row_sum) {
+                            float *const *out, int nm, double *row_sum, int64_t n_sink) {
   const int64_t d_v = hd->p->d_v;
-  float sum[MR], mul[MR];
+  float sum[MR], mul[MR], sink_sum[MR] = {0}, *sink_s = s - hd->sink_stride, *part[MR];
   int64_t widest = 0, first = INT64_MAX, last = 0;
   for (int m = 0; m < nm; m++) {
     widest = max64(widest, hi[m] - lo[m]);
     first = min64(first, lo[m]);
     last = max64(last, hi[m]);
+    part[m] = banded_ws_part(hd) + m * d_v;
   }
+  if (n_sink > 0)
+    rows_exp(sink_s, s_row, 0, round_up(n_sink, BW), nm, max, hd->exp2_scale, sink_sum);
   wsum_rows a = {
       .w = s, .v = v, .w_row = s_row, .v_row = hd->v_row, .lo = lo, .hi = hi, .mul = mul};
   if (widest <= BANDED_VEC_CHUNK) { /* one float sum per row: straight into the output */
-    rows_exp(s, s_row, 0, n_f, nm, max, banded_exp2_scale(hd->p), sum);
+    rows_exp(s, s_row, 0, n_f, nm, max, hd->exp2_scale, sum);
     for (int m = 0; m < nm; m++) {
-      mul[m] = 1.0f / sum[m];
+      sum[m] += sink_sum[m];
+      mul[m] = hd->sink == -INFINITY ? 1.0f / sum[m]
+                                     : (float)(1.0 / banded_denominator(hd, max[m], sum[m]));
       row_sum[m] = sum[m];
     }
     a.ja = first;
     a.jb = last;
     TN(wsum_group)(&a, out, d_v, nm);
+    if (n_sink > 0) {
+      TN(sink_wsum)(hd, sink_s, s_row, n_sink, mul, nm, part);
+      for (int m = 0; m < nm; m++)
+        for (int64_t c = 0; c < d_v; c++) out[m][c] += part[m][c];
+    }
   } else {
     double *acc = banded_ws_acc(hd), total[MR] = {0};
-    float *part[MR];
-    for (int m = 0; m < nm; m++) {
-      part[m] = banded_ws_part(hd) + m * d_v;
-      mul[m] = 1.0f;
-    }
+    for (int m = 0; m < nm; m++) mul[m] = 1.0f;
     for (int64_t c = 0; c < nm * d_v; c++) acc[c] = 0.0;
     for (int64_t j = 0; j < n_f; j += BANDED_VEC_CHUNK) {
-      rows_exp(s, s_row, j, min64(j + BANDED_VEC_CHUNK, n_f), nm, max, banded_exp2_scale(hd->p),
-               sum);
+      rows_exp(s, s_row, j, min64(j + BANDED_VEC_CHUNK, n_f), nm, max, hd->exp2_scale, sum);
       a.ja = max64(j, first);
       a.jb = min64(j + BANDED_VEC_CHUNK, last);
       TN(wsum_group)(&a, part, d_v, nm);
       for (int m = 0; m < nm; m++) total[m] += sum[m];
       for (int64_t c = 0; c < nm * d_v; c++) acc[c] += part[0][c];
     }
+    if (n_sink > 0) {
+      TN(sink_wsum)(hd, sink_s, s_row, n_sink, mul, nm, part);
+      for (int m = 0; m < nm; m++) total[m] += sink_sum[m];
+      for (int64_t c = 0; c < nm * d_v; c++) acc[c] += part[0][c];
+    }
     for (int m = 0; m < nm; m++) {
-      for (int64_t c = 0; c < d_v; c++) out[m][c] = (float)(acc[m * d_v + c] / total[m]);
+      double den = banded_denominator(hd, max[m], total[m]);
+      for (int64_t c = 0; c < d_v; c++) out[m][c] = (float)(acc[m * d_v + c] / den);
       row_sum[m] = total[m];
     }
   }
@@ -212,9 +243,10 @@ static float TN(dot1)(const float *q, const E_T *k, int64_t d) {
 /* s[j] = sign(scale) (q . k_j) for the n keys from key row k (n >= 1), s[j] = -inf from n up to
    n rounded up to BANDED_ROW_KB: whole blocks of keys, then the last few keys one by one if they
    are fewer than a quarter block, else one more block whose missing keys repeat the last key
-   (their scores become -inf padding). */
-static void TN(row_scores)(const banded_head *hd, const float *q, const E_T *k, int64_t n,
-                           float *s) {
+   (their scores become -inf padding). With softcap or ALiBi the scores are modified (banded_head)
+   for row i, key j being at position key0 + j. */
+static void TN(row_scores)(const banded_head *hd, const float *q, const E_T *k, int64_t n, float *s,
+                           int64_t key0, int64_t i) {
   const txattn_problem *p = hd->p;
   const E_T *kp[BANDED_ROW_KB];
   int64_t n_f = round_up(n, BANDED_ROW_KB), j = 0;
@@ -225,6 +257,13 @@ static void TN(row_scores)(const banded_head *hd, const float *q, const E_T *k, 
     TN(row_block)(q, kp, p->d_qk, scale, s + j);
   }
   for (; j < n; j++) s[j] = banded_score_sign(p) * TN(dot1)(q, k + j * hd->k_row, p->d_qk);
+  if (hd->modified) {
+    const banded_mod md = mod_of(hd);
+    const vf abs_scale = vf_set1(hd->abs_scale);
+    const int64_t rel = key0 - (i + hd->pos_shift);
+    for (j = 0; j < n; j += BW)
+      vf_store(s + j, mod_apply(&md, vf_mul(vf_load(s + j), abs_scale), rel + j));
+  }
   for (j = n; j < n_f; j++) s[j] = -INFINITY;
 }
 

@@ -11,30 +11,43 @@
 #define VN(name)  BANDED_CAT(name##_, BANDED_VT)
 #define KVN(name) BANDED_CAT(BANDED_CAT(name##_, BANDED_KT), BANDED_CAT(_, BANDED_VT))
 
-/* Row i alone, over its visible keys [lo, hi), lo < hi. */
-static void KVN(one_row)(const banded_head *hd, int64_t i, int64_t lo, int64_t hi) {
+/* The scores of the sink keys [0, n_sink) of rows i .. i + nm - 1 (q[m] their q rows) into the
+   first floats of each score row (banded_sink_stride), and each row's max raised to theirs. */
+static void KVN(sink_scores)(const banded_head *hd, int64_t i, int nm, const float *const *q,
+                             float *sink_s, int64_t s_row, int64_t n_sink, float *max) {
+  for (int m = 0; m < nm; m++) {
+    float *sm = sink_s + m * s_row, mx;
+    KN(row_scores)(hd, q[m], (const KE_T *)hd->k, n_sink, sm, 0, i + m);
+    rows_max(sm, 0, 0, round_up(n_sink, BW), 1, &mx);
+    if (!(mx <= max[m])) max[m] = mx; /* a NaN row stays NaN through its own weights anyway */
+  }
+}
+
+/* Row i alone, over its visible keys: the sink keys [0, n_sink) and [lo, hi), lo < hi. */
+static void KVN(one_row)(const banded_head *hd, int64_t i, int64_t n_sink, int64_t lo, int64_t hi) {
   int64_t n = hi - lo, n_f = round_up(n, BANDED_ROW_KB), rlo = 0, rhi = n;
   const float *q;
-  float *s = banded_ws_scores(hd), *o, max;
+  float *s = banded_ws_scores(hd) + hd->sink_stride, *o, max;
   double sum;
   const VE_T *v = (const VE_T *)hd->v + lo * hd->v_row;
   q_rows(hd, i, 1, &q);
   o_rows(hd, i, 1, &o);
-  KN(row_scores)(hd, q, (const KE_T *)hd->k + lo * hd->k_row, n, s);
+  KN(row_scores)(hd, q, (const KE_T *)hd->k + lo * hd->k_row, n, s, lo, i);
   rows_max(s, 0, 0, n_f, 1, &max);
-  VN(rows_finish)(hd, s, 0, v, n_f, &rlo, &rhi, &max, &o, 1, &sum);
+  if (n_sink > 0) KVN(sink_scores)(hd, i, 1, &q, s - hd->sink_stride, 0, n_sink, &max);
+  VN(rows_finish)(hd, s, 0, v, n_f, &rlo, &rhi, &max, &o, 1, &sum, n_sink);
   o_store(hd, i, 1, &o);
   banded_lse_put(hd, i, max, sum);
 }
 
-/* Rows i .. i + MR - 1 together if every one sees a key and their union is at most twice the
-   shortest range; returns 0 (nothing done) otherwise. */
+/* Rows i .. i + MR - 1 together if every one sees a key, all see the same sink keys and their
+   union is at most twice the shortest range; returns 0 (nothing done) otherwise. */
 static int KVN(group_rows)(const banded_head *hd, panels *pk, int64_t i) {
   const txattn_problem *p = hd->p;
-  int64_t lo[MR], hi[MR], base = INT64_MAX, end = 0, shortest = INT64_MAX;
+  int64_t lo[MR], hi[MR], sink_hi[MR], base = INT64_MAX, end = 0, shortest = INT64_MAX;
   for (int m = 0; m < MR; m++) {
-    txattn_visible_range(p, i + m, &lo[m], &hi[m]);
-    if (lo[m] >= hi[m]) return 0;
+    txattn_visible_ranges(p, i + m, &sink_hi[m], &lo[m], &hi[m]);
+    if (lo[m] >= hi[m] || sink_hi[m] != sink_hi[0]) return 0;
     base = min64(base, lo[m]);
     end = max64(end, hi[m]);
     shortest = min64(shortest, hi[m] - lo[m]);
@@ -43,7 +56,7 @@ static int KVN(group_rows)(const banded_head *hd, panels *pk, int64_t i) {
   int64_t p0 = base / BW, n_p = (end + BW - 1) / BW - p0, first = p0 * BW, n_f = n_p * BW;
   int64_t s_row = banded_score_stride(p);
   const float *q[MR];
-  float *o[MR], *s = banded_ws_scores(hd), max[MR];
+  float *o[MR], *s = banded_ws_scores(hd) + hd->sink_stride, max[MR];
   double sum[MR];
   prefetch_next(hd, i, end, (int64_t)sizeof(KE_T), (int64_t)sizeof(VE_T));
   KN(pack_range)(hd, pk, p0, p0 + n_p);
@@ -53,9 +66,10 @@ static int KVN(group_rows)(const banded_head *hd, panels *pk, int64_t i) {
     lo[m] -= first;
     hi[m] -= first;
   }
-  group_scores(hd, pk, q, p0, n_p, lo, hi, s, s_row, max);
+  group_scores(hd, pk, q, p0, n_p, lo, hi, s, s_row, max, i);
+  if (sink_hi[0] > 0) KVN(sink_scores)(hd, i, MR, q, s - hd->sink_stride, s_row, sink_hi[0], max);
   const VE_T *v = (const VE_T *)hd->v + first * hd->v_row;
-  VN(rows_finish)(hd, s, s_row, v, n_f, lo, hi, max, o, MR, sum);
+  VN(rows_finish)(hd, s, s_row, v, n_f, lo, hi, max, o, MR, sum, sink_hi[0]);
   o_store(hd, i, MR, o);
   for (int m = 0; m < MR; m++) banded_lse_put(hd, i + m, max[m], sum[m]);
   return 1;
@@ -70,10 +84,10 @@ static void KVN(head)(const banded_head *hd) {
       i += MR;
       continue;
     }
-    int64_t lo, hi;
-    txattn_visible_range(p, i, &lo, &hi);
+    int64_t sink_hi, lo, hi;
+    txattn_visible_ranges(p, i, &sink_hi, &lo, &hi);
     if (lo < hi) {
-      KVN(one_row)(hd, i, lo, hi);
+      KVN(one_row)(hd, i, sink_hi, lo, hi);
     } else {
       o_zero(hd, i);
       banded_lse_empty(hd, i);

@@ -128,8 +128,13 @@ double banded_pairs_computed(const txattn_problem *p, int w, int np, int row_kb)
   return vector_head(p, w, np, row_kb, 0.0, INFINITY);
 }
 
+/* The sink keys' pairs, at most K a row beside the mask's range (txattn_visible_ranges). */
+static double sink_pairs(const txattn_problem *p) {
+  return (double)txattn_sink_keys_of(p) * (double)p->n_q * (double)p->batch * (double)p->heads_q;
+}
+
 double banded_vector_cost_pairs(const txattn_problem *p, int w, int np, int row_kb, double enough) {
-  return vector_head(p, w, np, row_kb, BANDED_ROW_COST_PAIRS, enough);
+  return vector_head(p, w, np, row_kb, BANDED_ROW_COST_PAIRS, enough) + sink_pairs(p);
 }
 
 /* The visible pairs of the rows plus the scalar kernel's per-row cost: a piece's ranges
@@ -147,5 +152,5 @@ double banded_scalar_cost_pairs(const txattn_problem *p, double enough) {
     per_head +=
         (double)(b - a) * (double)((hi - lo) + (hi_b - lo_b)) / 2; /* first + last, halved */
   }
-  return per_head * (double)p->batch * (double)p->heads_q;
+  return per_head * (double)p->batch * (double)p->heads_q + sink_pairs(p);
 }

@@ -72,7 +72,7 @@ static const txattn_kernel_desc banded_scalar = {
     .name = "banded.scalar",
     .summary = "only the visible scores of each row, auto-vectorised C (1 thread)",
     .isa = TXATTN_ISA_SCALAR,
-    .flags = TXATTN_KERNEL_SPARSE | TXATTN_KERNEL_LSE,
+    .flags = TXATTN_KERNEL_SPARSE | TXATTN_KERNEL_LSE | TXATTN_KERNEL_MODIFIERS,
     /* GFLOP/s of one thread, 2 * (d_qk + d_v) flops per visible pair, once the per-row work is
        counted apart: the slope of time against visible pairs (docs/measurements.md). */
     .speed_hint = 13.0f,
@@ -89,7 +89,7 @@ static const txattn_kernel_desc banded_avx2 = {
     .name = "banded.avx2",
     .summary = "only the visible scores, 4 query rows at a time, AVX2+FMA (1 thread)",
     .isa = TXATTN_ISA_AVX2,
-    .flags = TXATTN_KERNEL_SPARSE | TXATTN_KERNEL_LSE,
+    .flags = TXATTN_KERNEL_SPARSE | TXATTN_KERNEL_LSE | TXATTN_KERNEL_MODIFIERS,
     /* GFLOP/s of one thread over its computed pairs, 2 * (d_qk + d_v) flops each, once the per-row
        work is counted apart (BANDED_ROW_COST_PAIRS): the slope of time against visible pairs
        (docs/measurements.md). */
@@ -106,7 +106,7 @@ static const txattn_kernel_desc banded_avx512 = {
     .name = "banded.avx512",
     .summary = "only the visible scores, 4 query rows at a time, AVX-512 (1 thread)",
     .isa = KERNEL_ISA_AVX512,
-    .flags = TXATTN_KERNEL_SPARSE | TXATTN_KERNEL_LSE,
+    .flags = TXATTN_KERNEL_SPARSE | TXATTN_KERNEL_LSE | TXATTN_KERNEL_MODIFIERS,
     /* Not measured (no AVX-512 on the development VM): banded.avx2's 61 for twice the lanes per
        FMA. */
     .speed_hint = 122.0f,
@@ -124,7 +124,7 @@ static const txattn_kernel_desc banded_neon = {
     .name = "banded.neon",
     .summary = "only the visible scores, 4 query rows at a time, NEON (1 thread)",
     .isa = TXATTN_ISA_NEON,
-    .flags = TXATTN_KERNEL_SPARSE | TXATTN_KERNEL_LSE,
+    .flags = TXATTN_KERNEL_SPARSE | TXATTN_KERNEL_LSE | TXATTN_KERNEL_MODIFIERS,
     /* Not measured (no arm64 hardware here; qemu's timings say nothing about it): banded.avx2's 61
        scaled as the tiled plugin scales its NEON kernel against AVX2 (20 / 70). */
     .speed_hint = 17.0f,

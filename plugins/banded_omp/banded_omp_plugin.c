@@ -59,7 +59,8 @@ static double bomp_scalar_cost(const txattn_problem *p, double enough) {
       .name = "banded_omp." #id,                                                                   \
       .summary = SUMMARY,                                                                          \
       .isa = ISA_ENUM,                                                                             \
-      .flags = TXATTN_KERNEL_THREADED | TXATTN_KERNEL_SPARSE | TXATTN_KERNEL_LSE,                  \
+      .flags = TXATTN_KERNEL_THREADED | TXATTN_KERNEL_SPARSE | TXATTN_KERNEL_LSE |                 \
+               TXATTN_KERNEL_MODIFIERS,                                                            \
       .speed_hint = SPEED,                                                                         \
       .applicable = bomp_applicable,                                                               \
       .workspace_size = bomp_workspace_##id,                                                       \

@@ -30,7 +30,8 @@
  *     multiplied into it; every TD_SPAN_KEYS keys pv is added into acc with Kahan's compensation and
  *     restarted from zero (td_flush), so that a long row's output does not drift.
  * Padding columns of V make padding columns of acc, which are never written out. Same semantics as
- * the tiled path: unscaled scores and maxima, deferred normalisation, NaN spread over the row. */
+ * the tiled path: unscaled scores and maxima (modified scores with softcap or ALiBi, tl_modify_row
+ * between steps 1 and 2), deferred normalisation, NaN spread over the row. */
 #ifndef TILED_DIRECT_ALGO_H
 #define TILED_DIRECT_ALGO_H
 
@@ -217,6 +218,8 @@ static void td_load_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0
     txattn_visible_range(g->p, i, &lo, &hi);
     s->lo[r] = tl_clamp(lo, k0, k1);
     s->hi[r] = tl_clamp(hi, k0, k1);
+    s->pos[r] = i + g->p->n_kv - g->p->n_q;
+    s->slope[r] = g->slopes ? g->slopes[h] : 0.0f;
     s->m[r] = -INFINITY;
     s->l[r] = 0.0;
   }
@@ -419,6 +422,11 @@ TILED_INLINE void td_chunk_rows(const tiled_geom *g, const tiled_scratch *s, con
   const tiled_span sp = tl_rows_span(s, 0, nr, c0, nk);
   if (sp.ga < sp.gb) { /* else m, l, acc unchanged */
     td_scores(g, s, kc, kld, sp.ga, sp.gb, cp, nr, mode);
+    for (int r = 0; g->modified && r < nr; r++) { /* softcap, ALiBi, as the tiled path */
+      int64_t a, b;
+      tl_row_keys(s, r, c0, nk, &a, &b);
+      if (a < b) tl_modify_row(g, s->s + r * TD_SLD, a, b, c0, s->slope[r], s->pos[r]);
+    }
     tl_softmax_rows(g, s, 0, nr, TD_SLD, c0, nk);
     for (int r = 0; r < nr; r++) s->pv_alpha[r] *= s->alpha[r];
     td_pv(g, s, vc, vld, cp, &sp, c0, nk, nr, mode);

@@ -67,7 +67,9 @@ int tiled_geom_init(tiled_geom *g, const txattn_problem *p, const txattn_tensors
   g->modified = g->softcap > 0.0f ||
                 (p->struct_size >= offsetof(txattn_problem, alibi) + sizeof p->alibi && p->alibi) ||
                 g->mask != TXATTN_MASK_TENSOR_NONE;
-  g->direct = g->rows <= TILED_DIRECT_ROWS && !g->modified && g->sink_keys == 0;
+  /* the direct (decode) path takes softcap and ALiBi, not mask tensors or sink keys */
+  g->direct =
+      g->rows <= TILED_DIRECT_ROWS && g->mask == TXATTN_MASK_TENSOR_NONE && g->sink_keys == 0;
   g->scale2 = (float)((g->modified ? 1.0 : fabs((double)p->scale)) * 1.4426950408889634);
   g->qsign = p->scale < 0 && !g->modified ? -1.0f : 1.0f;
   g->lse_scale = g->modified ? 1.0 : fabs((double)p->scale);
@@ -85,7 +87,7 @@ static size_t direct_scratch_bytes(const tiled_geom *g) {
   return align_up(r * (size_t)g->dqkp * f) + 3 * align_up(r * (size_t)g->dvp * f) +
          3 * align_up(r * f) + align_up(r * sizeof(double)) +
          align_up(r * TILED_DIRECT_CHUNK_MAX * f) + align_up(2 * c * (size_t)g->dqkp * f) +
-         align_up(2 * c * (size_t)g->dvp * f) + 2 * align_up(r * sizeof(int64_t));
+         align_up(2 * c * (size_t)g->dvp * f) + 3 * align_up(r * sizeof(int64_t)) + align_up(r * f);
 }
 
 size_t tiled_scratch_bytes(const tiled_geom *g, const tiled_ops *ops, int streaming) {
@@ -124,8 +126,9 @@ static void direct_scratch_carve(const tiled_geom *g, char *cur, tiled_scratch *
   s->hi = take(&cur, r * sizeof(int64_t));
   s->spans = NULL;
   s->kv = NULL;
-  s->lo2 = s->hi2 = s->pos = NULL;
-  s->slope = NULL;
+  s->pos = take(&cur, r * sizeof(int64_t));
+  s->slope = take(&cur, r * f);
+  s->lo2 = s->hi2 = NULL;
   s->mrow = NULL;
   s->msum = NULL;
 }

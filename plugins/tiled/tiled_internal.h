@@ -69,7 +69,7 @@ typedef struct tiled_geom {
      score itself, fl(scale q.k) capped and biased in the block (tl_modify_rows), so scale2 is
      fl(log2(e)), qsign 1 and lse_scale 1; else lse_scale is |scale|. slopes and sinks are the
      tensors' (NULL: none); sink_keys > 0 adds a pass over keys [0, K) before each row's range.
-     Modified problems and sink keys take the tiled path, never the direct one. */
+     Sink keys take the tiled path, never the direct one; modified scores take either. */
   int modified;
   float scale, softcap, inv_softcap;
   double lse_scale;
@@ -108,8 +108,8 @@ typedef struct tiled_scratch {
   float *kv;      /* kv_block, or NULL: the key block being streamed when no packed head is given */
   float *kc, *vc; /* direct: two chunks' K and V rows, zero-padded to dqkp and dvp; else NULL */
   int64_t *lo, *hi; /* br: each row's visible keys, clipped to the key range being processed */
-  /* br each, tiled path only: with sink keys, the mask's range [lo2, hi2) each row sees after the
-     pass over the sink keys (held in lo, hi then); each row's position and ALiBi slope */
+  /* br each (lo2, hi2: tiled path only): with sink keys, the mask's range [lo2, hi2) each row sees
+     after the pass over the sink keys (held in lo, hi then); each row's position and ALiBi slope */
   int64_t *lo2, *hi2, *pos;
   float *slope;
   const void **mrow; /* br, tiled path with a mask tensor: each row's row of the mask */

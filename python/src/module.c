@@ -399,6 +399,61 @@ static PyObject *version(PyObject *self, PyObject *unused) {
   return Py_BuildValue("(is)", txattn_version(), txattn_version_string());
 }
 
+/* The catalogue of real models (txattn_model_*): a dict per model, its layer kinds as dicts. */
+static PyObject *model_kind(int64_t i, int64_t j) {
+  txattn_model_layer_info k = TXATTN_MODEL_LAYER_INFO_INIT;
+  txattn_status s = txattn_model_layer(i, j, &k);
+  if (s != TXATTN_OK) return txpy_raise_status(s, txattn_last_error());
+  PyObject *window = k.mask == TXATTN_MASK_WINDOW ? Py_BuildValue("(LL)", (long long)k.window_left,
+                                                                  (long long)k.window_right)
+                                                  : Py_NewRef(Py_None);
+  PyObject *softcap = k.softcap > 0.0f ? PyFloat_FromDouble(k.softcap) : Py_NewRef(Py_None);
+  PyObject *max_bias = k.alibi ? PyFloat_FromDouble(k.alibi_max_bias) : Py_NewRef(Py_None);
+  PyObject *n_q = k.n_q > 0 ? PyLong_FromLongLong(k.n_q) : Py_NewRef(Py_None);
+  PyObject *n_kv = k.n_kv > 0 ? PyLong_FromLongLong(k.n_kv) : Py_NewRef(Py_None);
+  if (!window || !softcap || !max_bias || !n_q || !n_kv) {
+    Py_XDECREF(window), Py_XDECREF(softcap), Py_XDECREF(max_bias), Py_XDECREF(n_q);
+    Py_XDECREF(n_kv);
+    return NULL;
+  }
+  return Py_BuildValue(
+      "{s:s,s:L,s:L,s:L,s:L,s:L,s:s,s:N,s:d,s:N,s:O,s:N,s:O,s:L,s:N,s:N,s:O,s:O,"
+      "s:O}",
+      "kind", k.kind, "layers", (long long)k.layers, "heads_q", (long long)k.heads_q, "heads_kv",
+      (long long)k.heads_kv, "d_qk", (long long)k.d_qk, "d_v", (long long)k.d_v, "mask",
+      txattn_mask_name(k.mask), "window", window, "scale", (double)k.scale, "softcap", softcap,
+      "alibi", k.alibi ? Py_True : Py_False, "alibi_max_bias", max_bias, "sinks",
+      k.sinks ? Py_True : Py_False, "sink_keys", (long long)k.sink_keys, "n_q", n_q, "n_kv", n_kv,
+      "decode", k.decode ? Py_True : Py_False, "ragged", k.ragged ? Py_True : Py_False,
+      "relative_bias", k.relative_bias ? Py_True : Py_False);
+}
+
+static PyObject *models(PyObject *self, PyObject *unused) {
+  (void)self, (void)unused;
+  PyObject *list = PyList_New(0);
+  for (int64_t i = 0; list != NULL && i < txattn_model_count(); i++) {
+    txattn_model_info m = TXATTN_MODEL_INFO_INIT;
+    txattn_status s = txattn_model_get(i, &m);
+    if (s != TXATTN_OK) {
+      Py_DECREF(list);
+      return txpy_raise_status(s, txattn_last_error());
+    }
+    PyObject *kinds = PyList_New(0);
+    for (int64_t j = 0; kinds != NULL && j < m.n_kinds; j++) {
+      PyObject *k = model_kind(i, j);
+      if (k == NULL || PyList_Append(kinds, k) < 0) Py_CLEAR(kinds);
+      Py_XDECREF(k);
+    }
+    PyObject *d = kinds ? Py_BuildValue("{s:s,s:s,s:s,s:s,s:L,s:N}", "name", m.name, "title",
+                                        m.title, "source", m.source, "note", m.note, "layers",
+                                        (long long)m.layers, "kinds", kinds)
+                        : NULL;
+    if (d == NULL || PyList_Append(list, d) < 0) Py_CLEAR(list);
+    Py_XDECREF(d);
+  }
+  return list;
+}
+
 #define FASTCALL_KW(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS
 
 static PyMethodDef module_methods[] = {
@@ -424,6 +479,7 @@ static PyMethodDef module_methods[] = {
     {"_alibi_slopes", (PyCFunction)(void (*)(void))txpy_alibi_slopes, METH_FASTCALL,
      "txattn_alibi_slopes (private: use txattn.alibi_slopes)."},
     {"version", version, METH_NOARGS, "(txattn_version(), txattn_version_string()) at run time."},
+    {"models", models, METH_NOARGS, "The catalogue of real models (private: use txattn.models)."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {

@@ -62,6 +62,7 @@ __all__ = [
     "default_context",
     "set_default_context",
     "library_version",
+    "models",
     "Error",
     "InvalidError",
     "UnsupportedError",
@@ -84,6 +85,17 @@ def library_version():
     """The libtxattn linked at run time: (txattn_version(), txattn_version_string()),
     e.g. (200, "0.2.0")."""
     return _c.version()
+
+
+def models():
+    """The catalogue of real models libtxattn carries (txattn_model_*, `txtune models`): a list
+    of dicts, one per model, {"name", "title", "source", "note", "layers", "kinds"}, "kinds" a
+    list of dicts, one per kind of attention layer: "kind", "layers", "heads_q", "heads_kv",
+    "d_qk", "d_v", "mask" ("none", "causal", "window"), "window" ((left, right) or None),
+    "scale", "softcap" (None: none), "alibi", "alibi_max_bias" (None without ALiBi), "sinks",
+    "sink_keys", "n_q" and "n_kv" (fixed lengths; None: the tokens), "decode", "ragged",
+    "relative_bias". docs/models.md says what each means."""
+    return _c.models()
 
 
 # ---- kinds of tensors ---------------------------------------------------------------------------

@@ -15,6 +15,7 @@
 #include "context_cli.h"
 #include "json.h"
 #include "kernels.h"
+#include "models_cli.h"
 #include "problem_cli.h"
 #include "roofline.h"
 #include "text_table.h"
@@ -85,6 +86,8 @@ static const char about[] =
     "sequence and the batch padded to the longest; --lse also writes and verifies the\n"
     "log-sum-exp and times the call without it; --merge P also times the keys in P parts, each\n"
     "a call with lse, and txattn_merge of the partials. How it times and verifies: docs/bench.md.\n"
+    "`txtune bench --model NAME` times every attention layer of a model of the catalogue instead\n"
+    "(txtune models; `txtune bench --model x --help`).\n"
     "Exit status: 0 ok; 1 a kernel failed or was not exact, a kernel named with --kernel was\n"
     "not run for --time-limit, or no kernel was measured (at any problem of a sweep); the last\n"
     "line on stderr then says which and why. A named kernel that cannot run here or declines\n"
@@ -900,6 +903,7 @@ static int run(bench_run *r, int argc, char **argv) {
 }
 
 int tx_cmd_bench(int argc, char **argv) {
+  if (tx_model_requested(argc, argv)) return tx_model_run("bench", argc, argv);
   bench_run r;
   memset(&r, 0, sizeof r);
   int rc = run(&r, argc, argv);

@@ -14,5 +14,6 @@ int tx_cmd_profile(int argc, char **argv);
 int tx_cmd_validate(int argc, char **argv);
 int tx_cmd_plot(int argc, char **argv);
 int tx_cmd_compare(int argc, char **argv);
+int tx_cmd_models(int argc, char **argv);
 
 #endif

@@ -13,6 +13,7 @@
 #include "context_cli.h"
 #include "json.h"
 #include "kernels.h"
+#include "models_cli.h"
 #include "problem_cli.h"
 #include "text_table.h"
 #include "timing.h"
@@ -98,7 +99,8 @@ static const char about[] =
     "one sequence per length, each with the shape's queries against its L keys (the keys past\n"
     "L are NaN, so reading one fails). --softcap, --alibi, --sinks and --sink-keys give every\n"
     "shape those score modifiers (a kernel that does not compute one declines it).\n"
-    "What passes: docs/inspect.md.\n"
+    "What passes: docs/inspect.md. `txtune check --model NAME` checks every attention layer of\n"
+    "a model of the catalogue instead (txtune models; `txtune check --model x --help`).\n"
     "Exit status: 0 all passed; 1 a kernel failed or could not be checked; 2 usage error.";
 
 /* Returns -1 to go on, else the exit code (help printed, or a usage error). */
@@ -677,6 +679,7 @@ static int run(check_run *r, int argc, char **argv) {
 }
 
 int tx_cmd_check(int argc, char **argv) {
+  if (tx_model_requested(argc, argv)) return tx_model_run("check", argc, argv);
   check_run r;
   memset(&r, 0, sizeof r);
   int rc = run(&r, argc, argv);
