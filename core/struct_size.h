@@ -12,9 +12,11 @@
 /* Every size a released header gave each public struct, the one struct_size 0 means first. A
    struct that grows keeps its old sizes here and adds its new one (TXATTN_*_SIZE_... in the public
    header); this header's own size is always taken and need not be listed. */
-#define TXATTN__RELEASED_txattn_options       TXATTN_OPTIONS_SIZE_0_2
-#define TXATTN__RELEASED_txattn_problem       TXATTN_PROBLEM_SIZE_0_2, TXATTN_PROBLEM_SIZE_0_2_SERVING
-#define TXATTN__RELEASED_txattn_tensors       TXATTN_TENSORS_SIZE_0_2, TXATTN_TENSORS_SIZE_0_2_SERVING
+#define TXATTN__RELEASED_txattn_options TXATTN_OPTIONS_SIZE_0_2
+#define TXATTN__RELEASED_txattn_problem                                                            \
+  TXATTN_PROBLEM_SIZE_0_2, TXATTN_PROBLEM_SIZE_0_2_SERVING, TXATTN_PROBLEM_SIZE_0_2_MODIFIERS
+#define TXATTN__RELEASED_txattn_tensors                                                            \
+  TXATTN_TENSORS_SIZE_0_2, TXATTN_TENSORS_SIZE_0_2_SERVING, TXATTN_TENSORS_SIZE_0_2_MODIFIERS
 #define TXATTN__RELEASED_txattn_kernel_info   TXATTN_KERNEL_INFO_SIZE_0_2
 #define TXATTN__RELEASED_txattn_rejected_info TXATTN_REJECTED_INFO_SIZE_0_2
 #define TXATTN__RELEASED_txattn_machine_info  TXATTN_MACHINE_INFO_SIZE_0_2

@@ -61,6 +61,7 @@ int tiled_geom_init(tiled_geom *g, const txattn_problem *p, const txattn_tensors
   g->slopes = txattn_alibi_slopes_of(p, t);
   g->sinks = txattn_sinks_of(p, t);
   g->sink_keys = txattn_sink_keys_of(p);
+  g->page_size = txattn_page_size_of(p);
   g->modified = g->softcap > 0.0f ||
                 (p->struct_size >= offsetof(txattn_problem, alibi) + sizeof p->alibi && p->alibi);
   g->direct = g->rows <= TILED_DIRECT_ROWS && !g->modified && g->sink_keys == 0;

@@ -75,6 +75,8 @@ typedef struct tiled_geom {
   double lse_scale;
   const float *slopes, *sinks;
   int64_t sink_keys;
+  /* paged K/V: keys per page (txattn_page_size_of), 0 if not paged; rows go through tl_kv_row */
+  int64_t page_size;
 } tiled_geom;
 
 /* What a group of mr rows sees of a key block: the union [ga, gb) and the common part [ca, cb). */
