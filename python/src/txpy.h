@@ -70,6 +70,7 @@ typedef struct txpy_call {
   txpy_view q, k, v, o, lse;
   int have_o, have_lse, ragged, torch; /* torch: q is a torch tensor (results are) */
   int64_t *q_lens, *kv_lens;
+  int32_t *table; /* block_table given: k and v are page pools, [n_pages, heads_kv, P, dim] */
   txattn_problem p;
   PyObject *o_obj, *lse_obj; /* the results' objects (references held) */
   PyObject *q_obj;           /* q as given (borrowed: the caller holds it) */
@@ -84,6 +85,7 @@ typedef struct txpy_opts {
   int64_t window_left, window_right;
   float scale;
   PyObject *q_lens, *kv_lens;
+  PyObject *block_table; /* NULL: k and v are [batch, heads_kv, n_kv, dim] */
   const char *kernel;
   int lse;
 } txpy_opts;

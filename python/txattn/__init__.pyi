@@ -110,6 +110,7 @@ def attention(
     out: Optional[Any] = ...,
     kernel: Optional[str] = ...,
     context: Optional[Context] = ...,
+    block_table: Optional[Any] = ...,
 ) -> Tensor: ...
 @overload
 def attention(
@@ -126,6 +127,7 @@ def attention(
     out: Optional[Tuple[Any, Any]] = ...,
     kernel: Optional[str] = ...,
     context: Optional[Context] = ...,
+    block_table: Optional[Any] = ...,
 ) -> Tuple[Tensor, Tensor]: ...
 @overload
 def reference(
@@ -140,6 +142,7 @@ def reference(
     q_lens: Lengths = ...,
     return_lse: Literal[False] = ...,
     out: Optional[Any] = ...,
+    block_table: Optional[Any] = ...,
 ) -> Tensor: ...
 @overload
 def reference(
@@ -154,6 +157,7 @@ def reference(
     q_lens: Lengths = ...,
     return_lse: Literal[True],
     out: Optional[Tuple[Any, Any]] = ...,
+    block_table: Optional[Any] = ...,
 ) -> Tuple[Tensor, Tensor]: ...
 @overload
 def error_bound(
@@ -169,6 +173,7 @@ def error_bound(
     return_lse: Literal[False] = ...,
     out: Optional[Any] = ...,
     out_dtype: Optional[DType] = ...,
+    block_table: Optional[Any] = ...,
 ) -> float: ...
 @overload
 def error_bound(
@@ -184,6 +189,7 @@ def error_bound(
     return_lse: Literal[True],
     out: Optional[Any] = ...,
     out_dtype: Optional[DType] = ...,
+    block_table: Optional[Any] = ...,
 ) -> Tuple[float, float, float]: ...
 def merge(
     outputs: Sequence[Tensor],
