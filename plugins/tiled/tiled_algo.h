@@ -92,7 +92,11 @@ TILED_INLINE const void *tl_kv_row(const tiled_geom *g, const void *base, const 
                                    const txattn_layout *l, int64_t b, int64_t h, int64_t key) {
   const int64_t P = g->page_size;
   if (P == 0) return tl_row_as(base, t, l, b, h, key);
-  return tl_row_as(base, t, l, g->t->block_table[b * g->p->max_pages + key / P], h, key % P);
+  const int32_t *pages = g->t->block_table + b * g->p->max_pages;
+  if ((P & (P - 1)) == 0) /* a shift and a mask, not a division per row */
+    return tl_row_as(base, t, l, pages[key >> __builtin_ctzll((unsigned long long)P)], h,
+                     key & (P - 1));
+  return tl_row_as(base, t, l, pages[key / P], h, key % P);
 }
 /* Element c of a row of type t, widened exactly. */
 TILED_INLINE float tl_elem_as(const void *row, const int t, int64_t c) {

@@ -74,6 +74,7 @@ typedef struct td_view {
   txattn_dtype kt, vt;
   int64_t key0, P, kpage, vpage;
   const int32_t *table;
+  int shift; /* log2(P) when P is a power of two (a shift and a mask per row), else -1 */
 } td_view;
 
 /* Key j's K (is_k) or V row in kv, elements of es bytes. */
@@ -81,8 +82,9 @@ TILED_INLINE const void *td_row(const td_view *kv, const int is_k, int64_t j, co
   const unsigned char *base = is_k ? kv->k : kv->v;
   const int64_t row = is_k ? kv->krow : kv->vrow;
   if (kv->P == 0) return base + (j - kv->key0) * row * es;
-  const int64_t page = kv->table[j / kv->P];
-  return base + (page * (is_k ? kv->kpage : kv->vpage) + (j % kv->P) * row) * es;
+  const int64_t page = kv->shift >= 0 ? kv->table[j >> kv->shift] : kv->table[j / kv->P];
+  const int64_t r = kv->shift >= 0 ? j & (kv->P - 1) : j % kv->P;
+  return base + (page * (is_k ? kv->kpage : kv->vpage) + r * row) * es;
 }
 
 /* n floats of a row (any alignment) into dst (aligned), zero up to np. */
@@ -553,7 +555,8 @@ static void td_run(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int6
                       P,
                       t->k_layout.batch,
                       t->v_layout.batch,
-                      P ? t->block_table + b * g->p->max_pages : NULL};
+                      P ? t->block_table + b * g->p->max_pages : NULL,
+                      P > 0 && (P & (P - 1)) == 0 ? __builtin_ctzll((unsigned long long)P) : -1};
   int64_t ja = k1, jb = k0;
   int pairs = 0;
   /* in place only on pages of whole chunks: smaller ones are copied through td_row */
