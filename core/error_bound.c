@@ -57,7 +57,7 @@ static double max_abs_visible_v(const txattn_problem *p, const txattn_tensors *t
     for (int64_t h = 0; h < p->heads_kv; h++)
       for (int64_t j = 0; j < p->n_kv; j++) {
         if (!seen[j]) continue;
-        const void *v = txattn_row_of(t->v_data, p->v_type, &t->v_layout, b, h, j);
+        const void *v = txattn_kv_row_of(p, t, t->v_data, p->v_type, &t->v_layout, b, h, j);
         for (int64_t c = 0; c < p->d_v; c++) {
           double x = fabs(txattn__load(v, p->v_type, c));
           if (isfinite(x) && x > m) m = x;
@@ -115,8 +115,8 @@ static double max_visible_abs_dot(const txattn_problem *p, const txattn_tensors 
             double bias = txattn__mask_value(p, t, b, h, i, j);
             if (bias == -INFINITY) continue; /* hidden by the mask tensor */
             if (!isfinite(bias)) continue;   /* +inf or NaN: the row is NaN */
-            double s =
-                abs_dot(p, q, txattn_row_of(t->k_data, p->k_type, &t->k_layout, b, h / group, j));
+            double s = abs_dot(
+                p, q, txattn_kv_row_of(p, t, t->k_data, p->k_type, &t->k_layout, b, h / group, j));
             if (s > m) m = s; /* NaN compares false: left out */
             if (modified && isfinite(s)) {
               double e = modifier_error(p, t, h, i, j, fabs((double)p->scale) * s, bias);

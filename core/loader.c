@@ -333,12 +333,17 @@ int txattn__kernel_applicable(const txattn__kernel *k, const txattn_problem *r, 
       *why = mods[i].why;
       return 0;
     }
-  /* a kernel without TXATTN_KERNEL_RAGGED runs each sequence as a problem of its own: it judges
-     the dense problem of the tensors' capacity */
+  if (r->page_size > 0 && !(d->flags & TXATTN_KERNEL_PAGED)) {
+    *why = "it does not read paged K/V";
+    return 0;
+  }
+  /* a kernel without TXATTN_KERNEL_RAGGED (or, for packed rows, TXATTN_KERNEL_PACKED) runs each
+     sequence as a problem of its own: it judges the dense problem of the tensors' capacity */
   txattn_problem dense = TXATTN_PROBLEM_INIT;
-  if (r->ragged && !(d->flags & TXATTN_KERNEL_RAGGED)) {
+  if (txattn__per_sequence(r, d->flags)) {
     dense = *r;
     dense.ragged = 0;
+    dense.packed = 0;
     r = &dense;
   }
   *why = NULL;

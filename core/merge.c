@@ -25,10 +25,18 @@ typedef struct part {
   char where[48]; /* "txattn_merge: parts[12]." */
 } part;
 
-static txattn_status check_part(const txattn_problem *r, const txattn_tensors *given, size_t i,
-                                part *p) {
+/* With packed rows (a packed problem seen as one sequence of all its rows), a zero layout means
+   [rows][heads][d]. */
+static void packed_layouts(txattn_tensors *t, const txattn_problem *r) {
+  txattn__packed_layout(&t->o_layout, r->heads_q, r->d_v);
+  txattn__packed_layout(&t->lse_layout, r->heads_q, 1);
+}
+
+static txattn_status check_part(const txattn_problem *r, int packed, const txattn_tensors *given,
+                                size_t i, part *p) {
   snprintf(p->where, sizeof p->where, "txattn_merge: parts[%zu].", i);
   TXATTN_FORWARD_IF_ERROR(TXATTN__STRUCT_IN(txattn_tensors, given, &p->t));
+  if (packed) packed_layouts(&p->t, r);
   p->o = (txattn__tensor){"o",
                           p->t.o_data,
                           &p->t.o_layout,
@@ -143,16 +151,30 @@ txattn_status txattn_merge(const txattn_problem *p, const txattn_tensors *parts,
   TXATTN_RETURN_IF(out == NULL, TXATTN_E_INVALID, "txattn_merge: out is NULL");
   TXATTN_RETURN_IF(n_parts > SIZE_MAX / sizeof(part) - 1, TXATTN_E_INVALID,
                    "txattn_merge: n_parts = %zu is too large", n_parts);
+  /* packed rows merge as one sequence of all of them: the merge is row by row */
+  const int packed = r.packed;
+  if (packed) {
+    txattn_tensors x = TXATTN_TENSORS_INIT;
+    int64_t total = 0;
+    TXATTN_FORWARD_IF_ERROR(TXATTN__STRUCT_IN(txattn_tensors, out, &x));
+    TXATTN_FORWARD_IF_ERROR(txattn__q_offsets_check(&r, &x, &total));
+    if (total == 0) return txattn__ok();
+    r.batch = 1;
+    r.n_q = total;
+    r.ragged = r.packed = 0;
+  }
   part *ps = malloc((n_parts + 1) * sizeof *ps);
   float *acc = malloc((size_t)r.d_v * sizeof *acc);
   txattn_status s = TXATTN_OK;
   if (ps == NULL || acc == NULL)
     s = txattn__fail(TXATTN_E_NOMEM, "txattn_merge: out of memory for %zu parts", n_parts);
-  for (size_t i = 0; s == TXATTN_OK && i < n_parts; i++) s = check_part(&r, &parts[i], i, &ps[i]);
+  for (size_t i = 0; s == TXATTN_OK && i < n_parts; i++)
+    s = check_part(&r, packed, &parts[i], i, &ps[i]);
   part *o = ps ? &ps[n_parts] : NULL;
   if (s == TXATTN_OK) {
     strcpy(o->where, "txattn_merge: out.");
     s = TXATTN__STRUCT_IN(txattn_tensors, out, &o->t);
+    if (packed) packed_layouts(&o->t, &r);
   }
   if (s == TXATTN_OK) {
     o->o = (txattn__tensor){"o",

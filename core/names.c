@@ -17,8 +17,9 @@ const char *txattn_mask_name(txattn_mask mask) {
 }
 
 const char *txattn_kernel_flag_name(unsigned flag) {
-  static const char *const names[] = {"threaded", "sparse", "lse",       "ragged",     "softcap",
-                                      "alibi",    "sinks",  "sink_keys", "mask_tensor"};
+  static const char *const names[] = {"threaded",    "sparse", "lse",   "ragged",
+                                      "softcap",     "alibi",  "sinks", "sink_keys",
+                                      "mask_tensor", "paged",  "packed"};
   for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++)
     if (flag == 1u << i) return names[i];
   return NULL;

@@ -146,7 +146,7 @@ static txattn_status prepare(txattn_plan *plan, const int64_t *chosen,
                              const txattn__tunable_override *ov) {
   const txattn_kernel_desc *d = plan->kernel->desc;
   plan->n_threads = (d->flags & TXATTN_KERNEL_THREADED) ? plan->ctx->n_threads : 1;
-  plan->per_sequence = plan->problem.ragged && !(d->flags & TXATTN_KERNEL_RAGGED);
+  plan->per_sequence = txattn__per_sequence(&plan->problem, d->flags);
   TXATTN_FORWARD_IF_ERROR(set_tunables(plan, chosen, ov));
   if (plan->per_sequence) {
     /* the largest sequence (batch 1 at full capacity, the tunables fitted to it), or one of 1 to
@@ -160,6 +160,7 @@ static txattn_status prepare(txattn_plan *plan, const int64_t *chosen,
       int64_t fitted[TXATTN_MAX_TUNABLES];
       one.batch = 1;
       one.ragged = 0;
+      one.packed = 0;
       if (few[i] > 0) {
         if (few[i] >= one.n_q) break;
         one.n_q = few[i];
@@ -358,7 +359,9 @@ static txattn_status run_ragged(const txattn_plan *plan, const txattn_tensors *x
                      "txattn_plan_execute: out of memory for the lengths of %" PRId64 " sequences",
                      r->batch);
     for (int64_t b = 0; b < r->batch; b++) {
-      lens[b] = x->q_lens ? x->q_lens[b] : r->n_q;
+      lens[b] = x->q_offsets ? x->q_offsets[b + 1] - x->q_offsets[b]
+                : x->q_lens  ? x->q_lens[b]
+                             : r->n_q;
       lens[r->batch + b] = x->kv_lens ? x->kv_lens[b] : r->n_kv;
     }
     t.q_lens = lens;

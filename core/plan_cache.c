@@ -38,7 +38,9 @@ static int same_problem(const txattn_problem *a, const txattn_problem *b) {
          a->k_type == b->k_type && a->v_type == b->v_type && a->o_type == b->o_type &&
          a->lse == b->lse && a->ragged == b->ragged && a->softcap == b->softcap &&
          a->alibi == b->alibi && a->sinks == b->sinks && a->sink_keys == b->sink_keys &&
-         a->mask_tensor == b->mask_tensor && a->mask_type == b->mask_type;
+         a->mask_tensor == b->mask_tensor && a->mask_type == b->mask_type &&
+         a->page_size == b->page_size && a->max_pages == b->max_pages && a->n_pages == b->n_pages &&
+         a->packed == b->packed;
 }
 
 /* The slot to fill: a free one, else the least recently used. */

@@ -98,6 +98,10 @@ static int kernel_fields_ok(const txattn_kernel_desc *k, char *why, size_t size)
   if (k->flags & ~TXATTN_KERNEL_FLAGS_ALL_)
     return txattn__why_not(why, size, "flags = 0x%x has unknown bits 0x%x", k->flags,
                            k->flags & ~TXATTN_KERNEL_FLAGS_ALL_);
+  if ((k->flags & TXATTN_KERNEL_PACKED) && !(k->flags & TXATTN_KERNEL_RAGGED))
+    return txattn__why_not(why, size,
+                           "flags has TXATTN_KERNEL_PACKED without TXATTN_KERNEL_RAGGED (packed "
+                           "rows are a ragged batch)");
   if (!(isfinite(k->speed_hint) && k->speed_hint > 0.0f))
     return txattn__why_not(why, size, "speed_hint = %g must be a positive GFLOP/s estimate",
                            (double)k->speed_hint);

@@ -131,10 +131,17 @@ static txattn_status extent_at_most(const char *field, int64_t v, int64_t max) {
 static txattn_status check_sizes(const txattn_problem *r) {
   TXATTN_FORWARD_IF_ERROR(
       tensor_size("q", "batch*heads_q*n_q*d_qk", r->batch, r->heads_q, r->n_q, r->d_qk));
-  TXATTN_FORWARD_IF_ERROR(
-      tensor_size("k", "batch*heads_kv*n_kv*d_qk", r->batch, r->heads_kv, r->n_kv, r->d_qk));
-  TXATTN_FORWARD_IF_ERROR(
-      tensor_size("v", "batch*heads_kv*n_kv*d_v", r->batch, r->heads_kv, r->n_kv, r->d_v));
+  if (r->page_size > 0) {
+    TXATTN_FORWARD_IF_ERROR(tensor_size("k", "n_pages*heads_kv*page_size*d_qk", r->n_pages,
+                                        r->heads_kv, r->page_size, r->d_qk));
+    TXATTN_FORWARD_IF_ERROR(tensor_size("v", "n_pages*heads_kv*page_size*d_v", r->n_pages,
+                                        r->heads_kv, r->page_size, r->d_v));
+  } else {
+    TXATTN_FORWARD_IF_ERROR(
+        tensor_size("k", "batch*heads_kv*n_kv*d_qk", r->batch, r->heads_kv, r->n_kv, r->d_qk));
+    TXATTN_FORWARD_IF_ERROR(
+        tensor_size("v", "batch*heads_kv*n_kv*d_v", r->batch, r->heads_kv, r->n_kv, r->d_v));
+  }
   TXATTN_FORWARD_IF_ERROR(
       tensor_size("o", "batch*heads_q*n_q*d_v", r->batch, r->heads_q, r->n_q, r->d_v));
   TXATTN_FORWARD_IF_ERROR(extent_at_most("batch", r->batch, TXATTN__MAX_ROWS));
@@ -154,6 +161,43 @@ static txattn_status resolve_serving(const txattn_problem *p, txattn_problem *r)
                    "txattn_problem.ragged = %d must be 0 or 1", p->ragged);
   r->lse = p->lse;
   r->ragged = p->ragged;
+  return TXATTN_OK;
+}
+
+/* Paged K/V and packed queries (past the modifiers). Packed rows are a ragged batch whose q lengths
+   come from q_offsets, so packed sets ragged. */
+static txattn_status resolve_kv_cache(const txattn_problem *p, txattn_problem *r) {
+  TXATTN_RETURN_IF(p->packed != 0 && p->packed != 1, TXATTN_E_INVALID,
+                   "txattn_problem.packed = %d must be 0 or 1", p->packed);
+  r->packed = p->packed;
+  if (r->packed) r->ragged = 1;
+  TXATTN_RETURN_IF(p->page_size < 0, TXATTN_E_INVALID,
+                   "txattn_problem.page_size = %" PRId64 " must be >= 0 (0: K and V are not paged)",
+                   p->page_size);
+  r->page_size = r->max_pages = r->n_pages = 0;
+  if (p->page_size == 0) {
+    TXATTN_RETURN_IF(p->max_pages != 0 || p->n_pages != 0, TXATTN_E_INVALID,
+                     "txattn_problem.max_pages = %" PRId64 " and n_pages = %" PRId64
+                     " are for paged K/V, but page_size is 0",
+                     p->max_pages, p->n_pages);
+    return TXATTN_OK;
+  }
+  TXATTN_FORWARD_IF_ERROR(extent_at_most("page_size", p->page_size, TXATTN__MAX_ROWS));
+  TXATTN_RETURN_IF(p->n_pages < 1, TXATTN_E_INVALID,
+                   "txattn_problem.n_pages = %" PRId64 " must be >= 1 with page_size %" PRId64
+                   " (the pages in the pool)",
+                   p->n_pages, p->page_size);
+  TXATTN_FORWARD_IF_ERROR(extent_at_most("n_pages", p->n_pages, TXATTN__MAX_ROWS));
+  const int64_t need = (r->n_kv + p->page_size - 1) / p->page_size;
+  TXATTN_FORWARD_IF_ERROR(count_or_default("max_pages", p->max_pages, need, &r->max_pages));
+  TXATTN_FORWARD_IF_ERROR(extent_at_most("max_pages", r->max_pages, TXATTN__MAX_ROWS));
+  /* a ragged batch's table rows are checked against each kv_len with the tensors */
+  TXATTN_RETURN_IF(!r->ragged && r->max_pages < need, TXATTN_E_INVALID,
+                   "txattn_problem.max_pages = %" PRId64 " pages of %" PRId64
+                   " keys hold fewer than n_kv = %" PRId64 " keys (it needs %" PRId64 ")",
+                   r->max_pages, p->page_size, r->n_kv, need);
+  r->page_size = p->page_size;
+  r->n_pages = p->n_pages;
   return TXATTN_OK;
 }
 
@@ -212,6 +256,7 @@ txattn_status txattn__problem_resolve(const txattn_problem *given, txattn_proble
   TXATTN_FORWARD_IF_ERROR(resolve_serving(p, &r));
   TXATTN_FORWARD_IF_ERROR(resolve_modifiers(p, &r));
   TXATTN_FORWARD_IF_ERROR(resolve_mask_tensor(p, &r));
+  TXATTN_FORWARD_IF_ERROR(resolve_kv_cache(p, &r));
   TXATTN_FORWARD_IF_ERROR(check_sizes(&r));
   *out = r;
   return TXATTN_OK;

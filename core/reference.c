@@ -38,7 +38,7 @@ static double scores(const txattn_problem *p, const txattn_tensors *t, const dou
       hidden[j] = bias == -INFINITY;
       if (hidden[j]) continue;
       ++*seen;
-      const void *kj = txattn_row_of(t->k_data, p->k_type, &t->k_layout, b, hk, j);
+      const void *kj = txattn_kv_row_of(p, t, t->k_data, p->k_type, &t->k_layout, b, hk, j);
       double dot = 0.0;
       for (int64_t c = 0; c < p->d_qk; c++) dot += q[c] * txattn__load(kj, p->k_type, c);
       s[j] = score(p, t, h, i, j, dot, bias);
@@ -85,7 +85,7 @@ static void reference_row(const txattn_problem *p, const txattn_tensors *t, int6
       if (hidden[j]) continue; /* a hidden key's V is never read */
       /* no skipping of zero weights: 0 * NaN must stay NaN */
       double w = exp(s[j] - m);
-      const void *vj = txattn_row_of(t->v_data, p->v_type, &t->v_layout, b, hk, j);
+      const void *vj = txattn_kv_row_of(p, t, t->v_data, p->v_type, &t->v_layout, b, hk, j);
       sum += w;
       for (int64_t c = 0; c < p->d_v; c++) acc[c] += w * txattn__load(vj, p->v_type, c);
     }

@@ -128,7 +128,7 @@ txattn_status txattn__head_floats_check(const char *field, const float *x, int64
 /* The mask tensor: not NULL, aligned, its four strides >= 0 (0 broadcasts) within the limits, its
    span representable, and apart from o and lse (the outputs). Its values are not read here. */
 static txattn_status mask_check(const txattn_problem *r, const txattn_tensors *c,
-                                const txattn__tensor *o) {
+                                const txattn__tensor *o, const txattn__tensor *lse) {
   TXATTN_RETURN_IF(c->mask == NULL, TXATTN_E_INVALID,
                    "txattn_tensors.mask is NULL, but txattn_problem.mask_tensor is %d (a "
                    "txattn_tensors whose struct_size stops before mask has none)",
@@ -163,14 +163,81 @@ static txattn_status mask_check(const txattn_problem *r, const txattn_tensors *c
   txattn__tensor m = {"mask", c->mask, &none, {1, 1, 1, 1}, span, elem, NULL};
   TXATTN_RETURN_IF(txattn__tensors_overlap(o, &m), TXATTN_E_INVALID,
                    "txattn_tensors.o overlaps mask");
-  if (c->lse != NULL) {
-    txattn_layout ll = c->lse_layout;
-    txattn__tensor lt = {"lse", c->lse, &ll, {r->batch, r->heads_q, r->n_q, 1}, 0, 4, NULL};
-    TXATTN_FORWARD_IF_ERROR(txattn__tensor_check(&lt));
-    TXATTN_RETURN_IF(txattn__tensors_overlap(&lt, &m), TXATTN_E_INVALID,
-                     "txattn_tensors.lse overlaps mask");
+  TXATTN_RETURN_IF(lse != NULL && txattn__tensors_overlap(lse, &m), TXATTN_E_INVALID,
+                   "txattn_tensors.lse overlaps mask");
+  return TXATTN_OK;
+}
+
+txattn_status txattn__q_offsets_check(const txattn_problem *r, const txattn_tensors *c,
+                                      int64_t *total) {
+  const int64_t *off = c->q_offsets;
+  TXATTN_RETURN_IF(off == NULL, TXATTN_E_INVALID,
+                   "txattn_tensors.q_offsets is NULL, but txattn_problem.packed is 1 (a "
+                   "txattn_tensors whose struct_size stops before q_offsets has none)");
+  TXATTN_RETURN_IF(c->q_lens != NULL, TXATTN_E_INVALID,
+                   "txattn_tensors.q_lens must be NULL when txattn_problem.packed is 1 (q_offsets "
+                   "gives each sequence's rows)");
+  TXATTN_RETURN_IF(off[0] != 0, TXATTN_E_INVALID,
+                   "txattn_tensors.q_offsets[0] = %" PRId64 " must be 0 (a prefix sum, cu_seqlens)",
+                   off[0]);
+  for (int64_t b = 0; b < r->batch; b++) {
+    TXATTN_RETURN_IF(off[b + 1] < off[b], TXATTN_E_INVALID,
+                     "txattn_tensors.q_offsets[%" PRId64 "] = %" PRId64
+                     " is below q_offsets[%" PRId64 "] = %" PRId64
+                     ": the offsets must not decrease (sequence %" PRId64 ")",
+                     b + 1, off[b + 1], b, off[b], b);
+    TXATTN_RETURN_IF(off[b + 1] - off[b] > r->n_q, TXATTN_E_INVALID,
+                     "txattn_tensors.q_offsets[%" PRId64 "] - q_offsets[%" PRId64 "] = %" PRId64
+                     " rows of sequence %" PRId64 " exceed txattn_problem.n_q = %" PRId64,
+                     b + 1, b, off[b + 1] - off[b], b, r->n_q);
+  }
+  TXATTN_RETURN_IF(off[r->batch] > TXATTN__MAX_ROWS, TXATTN_E_INVALID,
+                   "txattn_tensors.q_offsets[%" PRId64 "] = %" PRId64
+                   " rows exceed the limit %" PRId64,
+                   r->batch, off[r->batch], TXATTN__MAX_ROWS);
+  *total = off[r->batch];
+  return TXATTN_OK;
+}
+
+/* The block table of a paged problem: each sequence's kv_len fits in max_pages pages, and every
+   entry it reads names a page of the pool. */
+static txattn_status block_table_check(const txattn_problem *r, const txattn_tensors *c) {
+  TXATTN_RETURN_IF(c->block_table == NULL, TXATTN_E_INVALID,
+                   "txattn_tensors.block_table is NULL, but txattn_problem.page_size is %" PRId64
+                   " (a txattn_tensors whose struct_size stops before block_table has none)",
+                   r->page_size);
+  for (int64_t b = 0; b < r->batch; b++) {
+    const int64_t kv = c->kv_lens ? c->kv_lens[b] : r->n_kv;
+    const int64_t need = (kv + r->page_size - 1) / r->page_size;
+    TXATTN_RETURN_IF(need > r->max_pages, TXATTN_E_INVALID,
+                     "txattn_tensors.block_table: sequence %" PRId64 " has %" PRId64
+                     " keys, which need %" PRId64 " pages of %" PRId64
+                     ", but its row holds txattn_problem.max_pages = %" PRId64,
+                     b, kv, need, r->page_size, r->max_pages);
+    const int32_t *row = c->block_table + b * r->max_pages;
+    for (int64_t i = 0; i < need; i++)
+      TXATTN_RETURN_IF(row[i] < 0 || row[i] >= r->n_pages, TXATTN_E_INVALID,
+                       "txattn_tensors.block_table[%" PRId64 " * max_pages + %" PRId64
+                       "] = %" PRId32 " is not a page of the pool: 0..n_pages - 1 = %" PRId64
+                       " (sequence %" PRId64 ", keys from %" PRId64 ")",
+                       b, i, row[i], r->n_pages - 1, b, i * r->page_size);
   }
   return TXATTN_OK;
+}
+
+void txattn__packed_layout(txattn_layout *l, int64_t heads, int64_t d) {
+  if (l->batch == 0 && l->head == 0 && l->row == 0) {
+    l->head = d;
+    l->row = heads * d;
+  }
+  l->batch = 0; /* unused: q_offsets place the sequences */
+}
+
+/* A packed tensor's rows as one batch of `rows` (at least one, for the span). */
+static void packed_tensor(txattn__tensor *x, int64_t rows) {
+  txattn__packed_layout(x->layout, x->count[1], x->count[3]);
+  x->count[0] = 1;
+  x->count[2] = rows > 0 ? rows : 1;
 }
 
 txattn_status txattn__tensors_check(const txattn_problem *r, const txattn_tensors *t,
@@ -178,6 +245,10 @@ txattn_status txattn__tensors_check(const txattn_problem *r, const txattn_tensor
   TXATTN_RETURN_IF(t == NULL, TXATTN_E_INVALID, "txattn_tensors is NULL");
   txattn_tensors c = TXATTN_TENSORS_INIT;
   TXATTN_FORWARD_IF_ERROR(TXATTN__STRUCT_IN(txattn_tensors, t, &c));
+  const int paged = r->page_size > 0;
+  const int64_t kv_outer = paged ? r->n_pages : r->batch, kv_rows = paged ? r->page_size : r->n_kv;
+  int64_t total = 0;
+  if (r->packed) TXATTN_FORWARD_IF_ERROR(txattn__q_offsets_check(r, &c, &total));
   txattn__tensor ts[4] = {
       {"q",
        c.q,
@@ -189,14 +260,14 @@ txattn_status txattn__tensors_check(const txattn_problem *r, const txattn_tensor
       {"k",
        c.k,
        &c.k_layout,
-       {r->batch, r->heads_kv, r->n_kv, r->d_qk},
+       {kv_outer, r->heads_kv, kv_rows, r->d_qk},
        0,
        (int64_t)txattn_dtype_size(r->k_type),
        NULL},
       {"v",
        c.v,
        &c.v_layout,
-       {r->batch, r->heads_kv, r->n_kv, r->d_v},
+       {kv_outer, r->heads_kv, kv_rows, r->d_v},
        0,
        (int64_t)txattn_dtype_size(r->v_type),
        NULL},
@@ -208,16 +279,24 @@ txattn_status txattn__tensors_check(const txattn_problem *r, const txattn_tensor
        (int64_t)txattn_dtype_size(r->o_type),
        NULL},
   };
+  if (r->packed) {
+    packed_tensor(&ts[0], total);
+    packed_tensor(&ts[3], total);
+  }
   for (int i = 0; i < 4; i++) TXATTN_FORWARD_IF_ERROR(txattn__tensor_check(&ts[i]));
   TXATTN_FORWARD_IF_ERROR(txattn__tensor_no_self_alias(&ts[3]));
   for (int i = 0; i < 3; i++)
     TXATTN_RETURN_IF(txattn__tensors_overlap(&ts[3], &ts[i]), TXATTN_E_INVALID,
                      "txattn_tensors.o overlaps %s", ts[i].name);
+  txattn__tensor l, *lse = NULL; /* the checked lse, when the problem asks for it */
   if (r->lse) {
     TXATTN_RETURN_IF(c.lse == NULL, TXATTN_E_INVALID,
                      "txattn_tensors.lse is NULL, but txattn_problem.lse is 1 (a txattn_tensors "
                      "whose struct_size stops before lse has none)");
-    txattn__tensor l = {"lse", c.lse, &c.lse_layout, {r->batch, r->heads_q, r->n_q, 1}, 0, 4, NULL};
+    l = (txattn__tensor){"lse", c.lse, &c.lse_layout, {r->batch, r->heads_q, r->n_q, 1},
+                         0,     4,     NULL};
+    if (r->packed) packed_tensor(&l, total);
+    lse = &l;
     TXATTN_FORWARD_IF_ERROR(txattn__tensor_check(&l));
     TXATTN_FORWARD_IF_ERROR(txattn__tensor_no_self_alias(&l));
     for (int i = 0; i < 4; i++)
@@ -233,6 +312,11 @@ txattn_status txattn__tensors_check(const txattn_problem *r, const txattn_tensor
   } else {
     c.q_lens = c.kv_lens = NULL;
   }
+  if (!r->packed) c.q_offsets = NULL;
+  if (paged)
+    TXATTN_FORWARD_IF_ERROR(block_table_check(r, &c));
+  else
+    c.block_table = NULL;
   if (r->alibi)
     TXATTN_FORWARD_IF_ERROR(
         txattn__head_floats_check("alibi_slopes", c.alibi_slopes, r->heads_q, 0));
@@ -243,7 +327,7 @@ txattn_status txattn__tensors_check(const txattn_problem *r, const txattn_tensor
   else
     c.sinks = NULL;
   if (r->mask_tensor != TXATTN_MASK_TENSOR_NONE)
-    TXATTN_FORWARD_IF_ERROR(mask_check(r, &c, &ts[3]));
+    TXATTN_FORWARD_IF_ERROR(mask_check(r, &c, &ts[3], lse));
   else {
     c.mask = NULL;
     c.mask_layout = (txattn_mask_layout){0, 0, 0, 0};
@@ -261,19 +345,34 @@ void txattn__sequence(const txattn_problem *r, const txattn_tensors *x, int64_t 
   *sub = *r;
   sub->batch = 1;
   sub->ragged = 0;
+  sub->packed = 0;
   sub->n_q = x->q_lens ? x->q_lens[b] : r->n_q;
   sub->n_kv = x->kv_lens ? x->kv_lens[b] : r->n_kv;
   *st = *x;
   st->q_lens = st->kv_lens = NULL;
-  st->q_data = advance(x->q_data, b * x->q_layout.batch, r->q_type);
-  st->k_data = advance(x->k_data, b * x->k_layout.batch, r->k_type);
-  st->v_data = advance(x->v_data, b * x->v_layout.batch, r->v_type);
-  st->o_data = (void *)advance(x->o_data, b * x->o_layout.batch, r->o_type);
-  if (x->lse != NULL) st->lse = x->lse + b * x->lse_layout.batch;
-  if (x->mask != NULL)
+  st->q_offsets = NULL;
+  /* packed: rows from q_offsets[b] (the layouts' batch strides are 0); else batch b */
+  int64_t q = b * x->q_layout.batch, o = b * x->o_layout.batch,
+          l = x->lse ? b * x->lse_layout.batch : 0;
+  if (r->packed) {
+    sub->n_q = x->q_offsets[b + 1] - x->q_offsets[b];
+    q = x->q_offsets[b] * x->q_layout.row;
+    o = x->q_offsets[b] * x->o_layout.row;
+    l = x->q_offsets[b] * x->lse_layout.row;
+  }
+  st->q_data = advance(x->q_data, q, r->q_type);
+  st->o_data = (void *)advance(x->o_data, o, r->o_type);
+  if (x->lse != NULL) st->lse = x->lse + l;
+  if (x->mask != NULL) /* sequence b's own rows and keys, from 0 */
     st->mask =
         (const unsigned char *)x->mask + b * x->mask_layout.batch *
                                              (r->mask_tensor == TXATTN_MASK_TENSOR_BOOL
                                                   ? 1
                                                   : (int64_t)txattn_dtype_size(r->mask_type));
+  if (r->page_size > 0) { /* the pages stay where they are: the table's row b is the sequence's */
+    st->block_table = x->block_table + b * r->max_pages;
+    return;
+  }
+  st->k_data = advance(x->k_data, b * x->k_layout.batch, r->k_type);
+  st->v_data = advance(x->v_data, b * x->v_layout.batch, r->v_type);
 }

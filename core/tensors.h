@@ -34,6 +34,12 @@ txattn_status txattn__lens_check(const char *field, const int64_t *lens, int64_t
    minus_inf is 1); E_INVALID naming the head otherwise. */
 txattn_status txattn__head_floats_check(const char *field, const float *x, int64_t heads,
                                         int minus_inf);
+/* q_offsets of a packed batch (r->packed): batch + 1 entries from 0, none decreasing, no sequence
+   over n_q rows, q_lens NULL; *total = the last (the rows of q, o and lse). */
+txattn_status txattn__q_offsets_check(const txattn_problem *r, const txattn_tensors *c,
+                                      int64_t *total);
+/* A packed tensor's layout: all-zero strides mean [rows][heads][d]; batch is set to 0. */
+void txattn__packed_layout(txattn_layout *l, int64_t heads, int64_t d);
 /* Checks t against the resolved problem r and writes *out: t with every all-zero layout made
    explicit. Inputs may alias each other or broadcast (stride 0); o must not alias itself nor
    overlap q, k or v. Fails with TXATTN_E_INVALID and a message naming the field; never touches the
@@ -45,8 +51,9 @@ txattn_status txattn__head_floats_check(const char *field, const float *x, int64
 txattn_status txattn__tensors_check(const txattn_problem *r, const txattn_tensors *t,
                                     txattn_tensors *out);
 /* Sequence b of a checked call (x from txattn__tensors_check): *sub is r for that sequence alone
-   (batch 1, n_q and n_kv its q_len and kv_len, ragged 0; n_q or n_kv may be 0, which no public
-   problem has) and *st is x offset to it (q_lens and kv_lens NULL). */
+   (batch 1, n_q and n_kv its q_len and kv_len, ragged and packed 0; n_q or n_kv may be 0, which
+   no public problem has) and *st is x offset to it (q_lens, kv_lens and q_offsets NULL; a paged
+   problem keeps its pages and gets the block table's row b). */
 void txattn__sequence(const txattn_problem *r, const txattn_tensors *x, int64_t b,
                       txattn_problem *sub, txattn_tensors *st);
 

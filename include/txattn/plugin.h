@@ -35,7 +35,10 @@
  *        txattn_visible_ranges read them).
  *   1.7  TXATTN_KERNEL_MASK_TENSOR; txattn_problem.mask_tensor/.mask_type and
  *        txattn_tensors.mask/.mask_layout, read by kernels with the flag (txattn_mask_tensor_of,
- *        txattn_mask_row and txattn_mask_elem_size read them).
+ *        txattn_mask_row and txattn_mask_elem_size read them). TXATTN_KERNEL_PAGED and
+ *        TXATTN_KERNEL_PACKED; txattn_problem.page_size/.max_pages/.n_pages/.packed and
+ *        txattn_tensors.block_table/.q_offsets, read by kernels with those flags (txattn_kv_row_of
+ *        addresses a key's K or V row, paged or not).
  *
  * Writing a plugin (see plugins/naive for a complete one):
  *   - build it with -fvisibility=hidden and export only the entry, e.g. with TXATTN_PLUGIN_DEFINE(desc);
@@ -103,10 +106,19 @@ TXATTN_API const char *txattn_isa_name(txattn_isa isa);
    or additive, combined with the mask kind and every modifier. The host hands a problem with one
    only to kernels with this flag. */
 #define TXATTN_KERNEL_MASK_TENSOR (1u << 8)
+/* (1.7) run() reads paged K and V (problem->page_size > 0) through tensors->block_table, e.g. with
+   txattn_kv_row_of; the host hands a paged problem only to kernels with this flag. */
+#define TXATTN_KERNEL_PAGED (1u << 9)
+/* (1.7) run() takes packed queries (problem->packed: q, o and lse rows of sequence b from
+   tensors->q_offsets[b]); such a kernel also has TXATTN_KERNEL_RAGGED. A kernel without it never
+   sees one: the host runs each sequence as a call of its own, its rows offset to it. */
+#define TXATTN_KERNEL_PACKED (1u << 10)
 #define TXATTN_KERNEL_FLAGS_ALL_                                                                   \
   (TXATTN_KERNEL_THREADED | TXATTN_KERNEL_SPARSE | TXATTN_KERNEL_LSE | TXATTN_KERNEL_RAGGED |      \
-   TXATTN_KERNEL_MODIFIERS | TXATTN_KERNEL_MASK_TENSOR)
-/* "threaded", "sparse", "lse", "ragged", "softcap", "alibi", "sinks", "sink_keys", "mask_tensor" for one
+   TXATTN_KERNEL_MODIFIERS | TXATTN_KERNEL_MASK_TENSOR | TXATTN_KERNEL_PAGED |                     \
+   TXATTN_KERNEL_PACKED)
+/* "threaded", "sparse", "lse", "ragged", "softcap", "alibi", "sinks", "sink_keys", "mask_tensor",
+   "paged", "packed" for one
    TXATTN_KERNEL_* bit (as txtune list and txattn.kernels() spell them); NULL for anything else.
    The library implements it, for programs and txtune, as txattn_isa_name. */
 TXATTN_API const char *txattn_kernel_flag_name(unsigned flag);
@@ -326,6 +338,24 @@ static inline const void *txattn_mask_row(const txattn_problem *p, const txattn_
   const txattn_mask_layout *l = &t->mask_layout;
   return (const unsigned char *)t->mask +
          (b * l->batch + h * l->head + i * l->row) * txattn_mask_elem_size(p);
+}
+
+/* (1.7) The page size of a paged problem, 0 when K and V are plain tensors (or a host older than
+   1.7 passed a struct that stops before the field). */
+static inline int64_t txattn_page_size_of(const txattn_problem *p) {
+  return TXATTN__HAS_FIELD(p, txattn_problem, page_size) ? p->page_size : 0;
+}
+/* (1.7) The K or V row (layout l, element type `type`) of key j of kv head h in sequence b: row
+   j % P of page block_table[b * max_pages + j / P] when paged, else row j of batch b as
+   txattn_row_of has it. */
+static inline const void *txattn_kv_row_of(const txattn_problem *p, const txattn_tensors *t,
+                                           const void *base, txattn_dtype type,
+                                           const txattn_layout *l, int64_t b, int64_t h,
+                                           int64_t j) {
+  const int64_t P = txattn_page_size_of(p);
+  if (P == 0) return txattn_row_of(base, type, l, b, h, j);
+  const int64_t page = t->block_table[b * p->max_pages + j / P];
+  return txattn_row_of(base, type, l, page, h, j % P);
 }
 
 /* (1.6) The keys query row i sees with sink keys: [0, *sink_hi) and [*lo, *hi), disjoint, with

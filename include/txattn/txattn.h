@@ -174,12 +174,31 @@ typedef struct txattn_problem {      /* zero-initialised fields take the default
      mask_type [F32]: ADDITIVE's element type (F32, F16 or BF16; each is exact in fp32). */
   txattn_mask_tensor mask_tensor;
   txattn_dtype mask_type;
+  /* KV caches as servers keep them (after the mask tensor).
+     page_size [0: K and V are tensors as above] P >= 1: K and V live in a pool of n_pages pages of
+       P keys each, tensors.k/.v with k_layout/v_layout whose `batch` stride is the page's (all
+       zero: [n_pages][heads_kv][P][d]; token-major [n_pages][P][heads_kv][d] is batch = P heads_kv
+       d, head = d, row = heads_kv d). Key j of sequence b is row j % P of page
+       tensors.block_table[b * max_pages + j / P] (vLLM's block table, int32). Pages are read in
+       place and may be shared between sequences; only the ceil(kv_len / P) entries a sequence
+       needs are read, each within 0..n_pages - 1. n_kv stays each sequence's key count (or its
+       capacity when ragged).
+     max_pages [ceil(n_kv / page_size)]: the block table's row length; n_pages >= 1 when paged.
+     packed [0]: 1 stores q, o and lse without padding: sequence b's rows are rows q_offsets[b] ..
+       q_offsets[b + 1] - 1 (batch + 1 non-decreasing entries from 0, cu_seqlens) of tensors whose
+       layout's `row` and `head` strides address them (`batch` is not used; all zero:
+       [rows][heads][d], lse [rows][heads_q]); n_q is then the most rows a sequence may have.
+       Packed implies ragged (resolve sets it): kv_lens, when given, are each sequence's keys and
+       q_lens must be NULL. */
+  int64_t page_size, max_pages, n_pages;
+  int packed;
 } txattn_problem;
 #define TXATTN_PROBLEM_INIT                                                                        \
   { .struct_size = sizeof(txattn_problem) }
 /* The sizes a caller's struct_size may have: TXATTN_PROBLEM_SIZE_0_2 (also what 0 means),
    TXATTN_PROBLEM_SIZE_0_2_SERVING (with lse and ragged), TXATTN_PROBLEM_SIZE_0_2_MODIFIERS (with
-   the score modifiers) and sizeof(txattn_problem) (with the mask tensor); any other size is refused (see "Public structs grow" above). */
+   the score modifiers) and sizeof(txattn_problem) (with the mask tensor, paged K/V and packed
+   queries); any other size is refused (see "Public structs grow" above). */
 #define TXATTN_PROBLEM_SIZE_0_2           (offsetof(txattn_problem, struct_size) + sizeof(size_t))
 #define TXATTN_PROBLEM_SIZE_0_2_SERVING   offsetof(txattn_problem, softcap)
 #define TXATTN_PROBLEM_SIZE_0_2_MODIFIERS offsetof(txattn_problem, mask_tensor)
@@ -236,11 +255,17 @@ typedef struct txattn_tensors {
      row i and key j (its own, from 0) are element (b, h, i, j). */
   const void *mask;
   txattn_mask_layout mask_layout;
+  /* Paged K/V and packed queries (after the mask tensor), read where the problem
+     asks (txattn_problem.page_size, .packed): block_table [batch][max_pages] page indices;
+     q_offsets [batch + 1] the first row of each sequence in q, o and lse, then the total. */
+  const int32_t *block_table;
+  const int64_t *q_offsets;
 } txattn_tensors;
 #define TXATTN_TENSORS_INIT                                                                        \
   { .struct_size = sizeof(txattn_tensors) }
 /* Sizes as for txattn_problem: TXATTN_TENSORS_SIZE_0_2 (what 0 means), ..._SERVING (lse and the
-   lengths), ..._MODIFIERS (the modifiers' data) and sizeof(txattn_tensors) (the mask tensor). */
+   lengths), ..._MODIFIERS (the modifiers' data) and sizeof(txattn_tensors) (the mask tensor, the
+   block table and q_offsets). */
 #define TXATTN_TENSORS_SIZE_0_2           (offsetof(txattn_tensors, struct_size) + sizeof(size_t))
 #define TXATTN_TENSORS_SIZE_0_2_SERVING   offsetof(txattn_tensors, alibi_slopes)
 #define TXATTN_TENSORS_SIZE_0_2_MODIFIERS offsetof(txattn_tensors, mask)

@@ -76,7 +76,7 @@ static float attend_row(const txattn_kernel_call *call, int64_t b, int64_t h, in
       hidden[j] = bias == -INFINITY;
       if (hidden[j]) continue;
       seen++;
-      const void *k = txattn_row_of(t->k_data, p->k_type, &t->k_layout, b, h_kv, j);
+      const void *k = txattn_kv_row_of(p, t, t->k_data, p->k_type, &t->k_layout, b, h_kv, j);
       float d = dot(q, k, p->k_type, p->d_qk);
       scores[j] = modified ? modified_score(p, slope, pos, j, d) + bias : sign * d;
       /* Subtracting the row max keeps every exp() <= 1, so large logits cannot overflow. */
@@ -102,7 +102,8 @@ static float attend_row(const txattn_kernel_call *call, int64_t b, int64_t h, in
       for (int64_t j = range[2 * part]; j < range[2 * part + 1]; j++)
         if (!hidden[j]) /* a hidden key's V is never read */
           acc += (double)scores[j] *
-                 elem(txattn_row_of(t->v_data, p->v_type, &t->v_layout, b, h_kv, j), p->v_type, c);
+                 elem(txattn_kv_row_of(p, t, t->v_data, p->v_type, &t->v_layout, b, h_kv, j),
+                      p->v_type, c);
     out[c] = (float)(acc / den);
   }
   txattn_row_spread_nan(out, p->d_v);

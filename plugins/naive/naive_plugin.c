@@ -2,7 +2,8 @@
 /* The naive plugin's descriptor: one kernel, naive.scalar (see naive_kernel.c). */
 #include "naive.h"
 
-/* Every valid problem: the kernel reads only through txattn_row_of and txattn_visible_range, so no
+/* Every valid problem: the kernel reads only through txattn_row_of, txattn_kv_row_of (paged K/V
+   too) and txattn_visible_range, so no
    batch, head grouping, size, stride (0 included), mask or element type is out of its reach. */
 static int naive_applicable(const txattn_problem *p, const char **why) {
   (void)p;
@@ -17,7 +18,7 @@ static const txattn_kernel_desc naive_scalar = {
     .isa = TXATTN_ISA_SCALAR,
     /* SPARSE: only the visible keys of a row are touched, so the cost follows the visible pairs. */
     .flags = TXATTN_KERNEL_SPARSE | TXATTN_KERNEL_LSE | TXATTN_KERNEL_MODIFIERS |
-             TXATTN_KERNEL_MASK_TENSOR,
+             TXATTN_KERNEL_MASK_TENSOR | TXATTN_KERNEL_PAGED,
     /* GFLOP/s of one thread, 2 * (d_qk + d_v) flops per visible pair, at the larger n measured
        (docs/measurements.md). */
     .speed_hint = 2.0f,

@@ -87,6 +87,18 @@ TILED_INLINE const void *tl_row_as(const void *base, const int t, const txattn_l
   if (t == TXATTN_DTYPE_F32) return txattn_row(base, l, b, h, i);
   return txattn_row_of(base, (txattn_dtype)t, l, b, h, i);
 }
+/* Key `key`'s K or V row (base, layout l, type t) of (b, h): row key % P of its page when the
+   problem is paged (g->page_size = P), else tl_row_as's. Every K and V row is read through it. */
+TILED_INLINE const void *tl_kv_row(const tiled_geom *g, const void *base, const int t,
+                                   const txattn_layout *l, int64_t b, int64_t h, int64_t key) {
+  const int64_t P = g->page_size;
+  if (P == 0) return tl_row_as(base, t, l, b, h, key);
+  const int32_t *pages = g->t->block_table + b * g->p->max_pages;
+  if ((P & (P - 1)) == 0) /* a shift and a mask, not a division per row */
+    return tl_row_as(base, t, l, pages[key >> __builtin_ctzll((unsigned long long)P)], h,
+                     key & (P - 1));
+  return tl_row_as(base, t, l, pages[key / P], h, key % P);
+}
 /* Element c of a row of type t, widened exactly. */
 TILED_INLINE float tl_elem_as(const void *row, const int t, int64_t c) {
   if (t == TXATTN_DTYPE_F32) return ((const float *)row)[c];
@@ -140,7 +152,7 @@ TILED_INLINE void tl_prefetch_row(const tiled_geom *g, const void *base, const i
                                   const txattn_layout *l, int64_t b, int64_t kvh, int64_t key,
                                   int64_t len) {
   if (key >= g->p->n_kv) return;
-  const char *row = tl_row_as(base, t, l, b, kvh, key);
+  const char *row = tl_kv_row(g, base, t, l, b, kvh, key);
   const int64_t bytes = len * (t == TXATTN_DTYPE_F32 ? 4 : 2);
   for (int64_t c = 0; c < bytes; c += 64) __builtin_prefetch(row + c, 0, 0);
 }
@@ -154,7 +166,7 @@ TILED_INLINE void tl_pack_k_rows(const tiled_geom *g, int64_t b, int64_t kvh, in
   if (kt == TXATTN_DTYPE_F32) {
     const float *rows[VEC_W];
     for (int r = 0; r < VEC_W; r++) {
-      rows[r] = txattn_row(t->k, &t->k_layout, b, kvh, key + r);
+      rows[r] = tl_kv_row(g, t->k, kt, &t->k_layout, b, kvh, key + r);
       tl_prefetch_row(g, t->k, kt, &t->k_layout, b, kvh, key + r + TILED_PREFETCH_ROWS, g->dqk);
     }
     for (; c + VEC_W <= g->dqk; c += VEC_W) vf_transpose(rows, c, dst + c * TILED_KW, TILED_KW);
@@ -166,7 +178,7 @@ TILED_INLINE void tl_pack_k_rows(const tiled_geom *g, int64_t b, int64_t kvh, in
   _Alignas(64) float tmp[VEC_W * VEC_W];
   const float *tr[VEC_W];
   for (int r = 0; r < VEC_W; r++) {
-    rows[r] = tl_row_as(t->k_data, kt, &t->k_layout, b, kvh, key + r);
+    rows[r] = tl_kv_row(g, t->k_data, kt, &t->k_layout, b, kvh, key + r);
     tl_prefetch_row(g, t->k_data, kt, &t->k_layout, b, kvh, key + r + TILED_PREFETCH_ROWS, g->dqk);
     tr[r] = tmp + r * VEC_W;
   }
@@ -194,7 +206,7 @@ TILED_INLINE void tl_pack_k_as(const tiled_geom *g, int64_t b, int64_t kvh, int6
       }
       for (int64_t r = 0; r < VEC_W; r++) {
         const void *row =
-            j + r < nk ? tl_row_as(t->k_data, kt, &t->k_layout, b, kvh, k0 + j + r) : NULL;
+            j + r < nk ? tl_kv_row(g, t->k_data, kt, &t->k_layout, b, kvh, k0 + j + r) : NULL;
         for (int64_t c = 0; c < dqk; c++)
           panel[c * TILED_KW + jj + r] = row ? tl_elem_as(row, kt, c) : 0.0f;
       }
@@ -208,7 +220,7 @@ TILED_INLINE void tl_pack_v_as(const tiled_geom *g, int64_t b, int64_t kvh, int6
                                float *dst, const int vt) {
   const txattn_tensors *t = g->t;
   for (int64_t j = 0; j < nk; j++) {
-    const void *row = tl_row_as(t->v_data, vt, &t->v_layout, b, kvh, k0 + j);
+    const void *row = tl_kv_row(g, t->v_data, vt, &t->v_layout, b, kvh, k0 + j);
     tl_prefetch_row(g, t->v_data, vt, &t->v_layout, b, kvh, k0 + j + TILED_PREFETCH_ROWS, g->dv);
     for (int64_t col = 0; col < g->dvp; col += TILED_NRV * VEC_W) {
       const int64_t wt = tl_min(TILED_NRV * VEC_W, g->dvp - col), nv = tl_min(wt, g->dv - col);

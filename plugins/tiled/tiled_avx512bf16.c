@@ -118,7 +118,7 @@ static void tlp_pack_k(const tiled_geom *g, int64_t b, int64_t kvh, int64_t k0, 
       const uint16_t *rows[VEC_W];
       for (int r = 0; r < VEC_W; r++) {
         rows[r] = j + r < nk
-                      ? tl_row_as(t->k_data, TXATTN_DTYPE_BF16, &t->k_layout, b, kvh, k0 + j + r)
+                      ? tl_kv_row(g, t->k_data, TXATTN_DTYPE_BF16, &t->k_layout, b, kvh, k0 + j + r)
                       : NULL;
         tl_prefetch_row(g, t->k_data, TXATTN_DTYPE_BF16, &t->k_layout, b, kvh,
                         k0 + j + r + TILED_PREFETCH_ROWS, dqk);

@@ -66,13 +66,27 @@ enum { TD_COPY32, TD_COPY16, TD_F16, TD_BF16, TD_BF16X2 };
    same bytes in flight as fp32 rows one chunk ahead. */
 #define TD_AHEAD16 2
 
-/* K and V of one (batch, kv head), of element types kt, vt: row j at element j * krow of k, j *
-   vrow of v. */
+/* K and V of one (batch, kv head), of element types kt, vt: row j at element (j - key0) * krow of
+   k, (j - key0) * vrow of v; paged (P > 0), row j % P of page table[j / P], whose row 0 is at
+   element page * kpage of k (vpage of v). */
 typedef struct td_view {
   const void *k, *v;
   int64_t krow, vrow;
   txattn_dtype kt, vt;
+  int64_t key0, P, kpage, vpage;
+  const int32_t *table;
+  int shift; /* log2(P) when P is a power of two (a shift and a mask per row), else -1 */
 } td_view;
+
+/* Key j's K (is_k) or V row in kv, elements of es bytes. */
+TILED_INLINE const void *td_row(const td_view *kv, const int is_k, int64_t j, const int64_t es) {
+  const unsigned char *base = is_k ? kv->k : kv->v;
+  const int64_t row = is_k ? kv->krow : kv->vrow;
+  if (kv->P == 0) return base + (j - kv->key0) * row * es;
+  const int64_t page = kv->shift >= 0 ? kv->table[j >> kv->shift] : kv->table[j / kv->P];
+  const int64_t r = kv->shift >= 0 ? j & (kv->P - 1) : j % kv->P;
+  return base + (page * (is_k ? kv->kpage : kv->vpage) + r * row) * es;
+}
 
 /* n floats of a row (any alignment) into dst (aligned), zero up to np. */
 static void td_copy_row(const float *src, int64_t n, int64_t np, float *dst) {
@@ -120,30 +134,26 @@ TILED_INLINE void td_copy_some_as(td_copier *cp, int64_t n, const int mode) {
     const int64_t r = cp->next, j = r < cp->nk ? r : r - cp->nk, key = cp->c0 + j;
     if (mode == TD_COPY32) {
       const int64_t ahead = key + TD_KC;
-      const float *k = kv->k, *v = kv->v;
       if (r < cp->nk) {
-        if (ahead < cp->kend) td_prefetch_row(k + ahead * kv->krow, g->dqk, 4);
-        td_copy_row(k + key * kv->krow, g->dqk, dqkp, cp->kc + j * dqkp);
+        if (ahead < cp->kend) td_prefetch_row(td_row(kv, 1, ahead, 4), g->dqk, 4);
+        td_copy_row(td_row(kv, 1, key, 4), g->dqk, dqkp, cp->kc + j * dqkp);
       } else {
-        if (ahead < cp->kend) td_prefetch_row(v + ahead * kv->vrow, g->dv, 4);
-        td_copy_row(v + key * kv->vrow, g->dv, g->dvp, cp->vc + j * g->dvp);
+        if (ahead < cp->kend) td_prefetch_row(td_row(kv, 0, ahead, 4), g->dv, 4);
+        td_copy_row(td_row(kv, 0, key, 4), g->dv, g->dvp, cp->vc + j * g->dvp);
       }
       continue;
     }
     const int is_k = r < cp->nk;
     const txattn_dtype t = is_k ? kv->kt : kv->vt;
     const int64_t n_el = is_k ? g->dqk : g->dv, np = is_k ? dqkp : g->dvp;
-    const int64_t stride = is_k ? kv->krow : kv->vrow;
     float *dst = is_k ? cp->kc + j * dqkp : cp->vc + j * g->dvp;
     if (t == TXATTN_DTYPE_F32) {
-      const float *base = is_k ? kv->k : kv->v;
-      if (key + TD_KC < cp->kend) td_prefetch_row(base + (key + TD_KC) * stride, n_el, 4);
-      td_copy_row(base + key * stride, n_el, np, dst);
+      if (key + TD_KC < cp->kend) td_prefetch_row(td_row(kv, is_k, key + TD_KC, 4), n_el, 4);
+      td_copy_row(td_row(kv, is_k, key, 4), n_el, np, dst);
     } else {
-      const uint16_t *base = is_k ? kv->k : kv->v;
       const int64_t ahead = key + TD_AHEAD16 * TD_KC;
-      if (ahead < cp->kend) td_prefetch_row(base + ahead * stride, n_el, 2);
-      td_widen_row(base + key * stride, t, n_el, np, dst);
+      if (ahead < cp->kend) td_prefetch_row(td_row(kv, is_k, ahead, 2), n_el, 2);
+      td_widen_row(td_row(kv, is_k, key, 2), t, n_el, np, dst);
     }
   }
 }
@@ -500,36 +510,68 @@ TILED_INLINE void td_chunks(const tiled_geom *g, const td_view *kv, const tiled_
     else if (mode == TD_COPY16)
       td_chunk16(g, s, s->kc + cur * kcs, s->vc + cur * vcs, &nx, c0, nc, nr);
     else if (mode == TD_F16)
-      td_chunk_f16(g, s, (const uint16_t *)kv->k + c0 * kv->krow,
-                   (const uint16_t *)kv->v + c0 * kv->vrow, &nx, c0, nc, nr);
+      td_chunk_f16(g, s, (const uint16_t *)kv->k + (c0 - kv->key0) * kv->krow,
+                   (const uint16_t *)kv->v + (c0 - kv->key0) * kv->vrow, &nx, c0, nc, nr);
 #ifdef TL_BF16X2
     else if (mode == TD_BF16X2)
-      td_chunk_bf16x2(g, s, (const uint16_t *)kv->k + c0 * kv->krow,
-                      (const uint16_t *)kv->v + c0 * kv->vrow, &nx, c0, nc, nr);
+      td_chunk_bf16x2(g, s, (const uint16_t *)kv->k + (c0 - kv->key0) * kv->krow,
+                      (const uint16_t *)kv->v + (c0 - kv->key0) * kv->vrow, &nx, c0, nc, nr);
 #endif
     else
-      td_chunk_bf16(g, s, (const uint16_t *)kv->k + c0 * kv->krow,
-                    (const uint16_t *)kv->v + c0 * kv->vrow, &nx, c0, nc, nr);
+      td_chunk_bf16(g, s, (const uint16_t *)kv->k + (c0 - kv->key0) * kv->krow,
+                    (const uint16_t *)kv->v + (c0 - kv->key0) * kv->vrow, &nx, c0, nc, nr);
     if (i % (TD_SPAN_KEYS / ck) == TD_SPAN_KEYS / ck - 1) td_flush(g, s, nr);
+  }
+}
+
+/* td_chunks over [ja, jb) of a paged view: rows read in place (whole pages of at least a chunk)
+   go page by page, the view based at each page's first key and pv flushed after each; copied rows
+   go through td_row, chunks crossing pages. */
+TILED_INLINE void td_chunks_paged(const tiled_geom *g, const td_view *kv, const tiled_scratch *s,
+                                  int64_t nr, int64_t ja, int64_t jb, const int mode) {
+  if (kv->P == 0 || !TD_IN_PLACE(mode)) {
+    td_chunks(g, kv, s, nr, ja, jb, mode);
+    return;
+  }
+  const int64_t es = (int64_t)sizeof(uint16_t);
+  for (int64_t j = ja; j < jb;) {
+    const int64_t end = tl_min(jb, (j / kv->P + 1) * kv->P);
+    td_view pg = *kv;
+    pg.P = 0;
+    pg.key0 = j;
+    pg.k = td_row(kv, 1, j, es);
+    pg.v = td_row(kv, 0, j, es);
+    td_chunks(g, &pg, s, nr, j, end, mode);
+    td_flush(g, s, nr);
+    j = end;
   }
 }
 
 static void td_run(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int64_t t1, int64_t k0,
                    int64_t k1, const tiled_partial *out, const tiled_scratch *s) {
   const txattn_tensors *t = g->t;
-  const int64_t nr = t1 - t0;
+  const int64_t nr = t1 - t0, P = g->page_size;
   const txattn_dtype kt = g->p->k_type, vt = g->p->v_type;
-  const td_view kv = {txattn_row_of(t->k_data, kt, &t->k_layout, b, kvh, 0),
-                      txattn_row_of(t->v_data, vt, &t->v_layout, b, kvh, 0),
+  /* paged: the pool's page 0 at head kvh, the sequence's row of the block table */
+  const td_view kv = {txattn_row_of(t->k_data, kt, &t->k_layout, P ? 0 : b, kvh, 0),
+                      txattn_row_of(t->v_data, vt, &t->v_layout, P ? 0 : b, kvh, 0),
                       t->k_layout.row,
                       t->v_layout.row,
                       kt,
-                      vt};
+                      vt,
+                      0,
+                      P,
+                      t->k_layout.batch,
+                      t->v_layout.batch,
+                      P ? t->block_table + b * g->p->max_pages : NULL,
+                      P > 0 && (P & (P - 1)) == 0 ? __builtin_ctzll((unsigned long long)P) : -1};
   int64_t ja = k1, jb = k0;
   int pairs = 0;
+  /* in place only on pages of whole chunks: smaller ones are copied through td_row */
+  const int whole_pages = P == 0 || P >= TILED_DIRECT_CHUNK_IN_PLACE;
 #ifdef TL_BF16X2
   pairs = kt == TXATTN_DTYPE_BF16 && vt == TXATTN_DTYPE_BF16 && g->dqk % (2 * VEC_W) == 0 &&
-          g->dv % (2 * VEC_W) == 0;
+          g->dv % (2 * VEC_W) == 0 && whole_pages;
 #endif
   td_load_rows(g, b, kvh, t0, t1, k0, k1, s, pairs);
   for (int64_t r = 0; r < nr; r++) {
@@ -539,15 +581,16 @@ static void td_run(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int6
     }
   }
   if (ja < jb) {
-    const int whole = g->dqk % VEC_W == 0 && g->dv % VEC_W == 0; /* no column tails */
+    /* no column tails */
+    const int whole = g->dqk % VEC_W == 0 && g->dv % VEC_W == 0 && whole_pages;
     if (kt == TXATTN_DTYPE_F32 && vt == TXATTN_DTYPE_F32)
       td_chunks(g, &kv, s, nr, ja, jb, TD_COPY32);
     else if (pairs)
-      td_chunks(g, &kv, s, nr, ja, jb, TD_BF16X2);
+      td_chunks_paged(g, &kv, s, nr, ja, jb, TD_BF16X2);
     else if (whole && kt == TXATTN_DTYPE_F16 && vt == TXATTN_DTYPE_F16)
-      td_chunks(g, &kv, s, nr, ja, jb, TD_F16);
+      td_chunks_paged(g, &kv, s, nr, ja, jb, TD_F16);
     else if (whole && kt == TXATTN_DTYPE_BF16 && vt == TXATTN_DTYPE_BF16)
-      td_chunks(g, &kv, s, nr, ja, jb, TD_BF16);
+      td_chunks_paged(g, &kv, s, nr, ja, jb, TD_BF16);
     else
       td_chunks(g, &kv, s, nr, ja, jb, TD_COPY16);
   }

@@ -64,6 +64,7 @@ int tiled_geom_init(tiled_geom *g, const txattn_problem *p, const txattn_tensors
   g->mask =
       TXATTN__HAS_FIELD(p, txattn_problem, mask_type) ? p->mask_tensor : TXATTN_MASK_TENSOR_NONE;
   g->mask_key = g->mask != TXATTN_MASK_TENSOR_NONE && t ? t->mask_layout.key : 0;
+  g->page_size = txattn_page_size_of(p);
   g->modified = g->softcap > 0.0f ||
                 (p->struct_size >= offsetof(txattn_problem, alibi) + sizeof p->alibi && p->alibi) ||
                 g->mask != TXATTN_MASK_TENSOR_NONE;

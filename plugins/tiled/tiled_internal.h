@@ -79,6 +79,8 @@ typedef struct tiled_geom {
      its key stride; each row's mask row is in tiled_scratch.mrow. */
   txattn_mask_tensor mask;
   int64_t mask_key;
+  /* paged K/V: keys per page (txattn_page_size_of), 0 if not paged; rows go through tl_kv_row */
+  int64_t page_size;
 } tiled_geom;
 
 /* What a group of mr rows sees of a key block: the union [ga, gb) and the common part [ca, cb). */

@@ -114,7 +114,7 @@ static int tiled_applicable(const txattn_problem *p, const char **why) {
       .summary = SUMMARY,                                                                          \
       .isa = ISA_ENUM,                                                                             \
       .flags = TXATTN_KERNEL_SPARSE | TXATTN_KERNEL_LSE | TXATTN_KERNEL_MODIFIERS |                \
-               TXATTN_KERNEL_MASK_TENSOR,                                                          \
+               TXATTN_KERNEL_MASK_TENSOR | TXATTN_KERNEL_PAGED,                                    \
       .speed_hint = SPEED,                                                                         \
       .applicable = tiled_applicable,                                                              \
       .workspace_size = tiled_workspace_##id,                                                      \

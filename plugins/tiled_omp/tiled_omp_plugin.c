@@ -109,7 +109,7 @@ static int tomp_applicable(const txattn_problem *p, const char **why) {
       .summary = SUMMARY,                                                                          \
       .isa = ISA_ENUM,                                                                             \
       .flags = TXATTN_KERNEL_THREADED | TXATTN_KERNEL_SPARSE | TXATTN_KERNEL_LSE |                 \
-               TXATTN_KERNEL_MODIFIERS | TXATTN_KERNEL_MASK_TENSOR,                                \
+               TXATTN_KERNEL_MODIFIERS | TXATTN_KERNEL_MASK_TENSOR | TXATTN_KERNEL_PAGED,          \
       .speed_hint = SPEED,                                                                         \
       .applicable = tomp_applicable,                                                               \
       .workspace_size = tomp_workspace_##id,                                                       \

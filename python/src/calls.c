@@ -26,8 +26,10 @@ void txpy_call_release(txpy_call *c) {
   free(c->kv_lens);
   free(c->alibi_slopes);
   free(c->sinks);
+  free(c->table);
   c->q_lens = c->kv_lens = NULL;
   c->alibi_slopes = c->sinks = NULL;
+  c->table = NULL;
   Py_CLEAR(c->o_obj);
   Py_CLEAR(c->lse_obj);
 }
@@ -142,8 +144,10 @@ static int check_shapes(txpy_call *c) {
       txpy_need_ndim(&c->v, 4, bhnd))
     return -1;
   const int64_t *q = c->q.shape, *k = c->k.shape, *v = c->v.shape;
-  if (k[0] != q[0]) return mismatch(&c->k, "batch", k[0], &c->q, q[0], "");
-  if (v[0] != q[0]) return mismatch(&c->v, "batch", v[0], &c->q, q[0], "");
+  if (c->table == NULL && k[0] != q[0]) return mismatch(&c->k, "batch", k[0], &c->q, q[0], "");
+  if (c->table == NULL && v[0] != q[0]) return mismatch(&c->v, "batch", v[0], &c->q, q[0], "");
+  if (c->table != NULL && v[0] != k[0])
+    return mismatch(&c->v, "pages", v[0], &c->k, k[0], ": k and v share the block table");
   if (k[3] != q[3]) return mismatch(&c->k, "dim (d_qk)", k[3], &c->q, q[3], ": q . k needs both");
   if (v[1] != k[1]) return mismatch(&c->v, "heads", v[1], &c->k, k[1], "");
   if (v[2] != k[2]) return mismatch(&c->v, "rows", v[2], &c->k, k[2], ": one value per key");
@@ -156,7 +160,11 @@ static int check_shapes(txpy_call *c) {
   c->p.heads_q = q[1];
   c->p.heads_kv = k[1];
   c->p.n_q = q[2];
-  c->p.n_kv = k[2];
+  c->p.n_kv = c->table != NULL ? c->p.max_pages * k[2] : k[2];
+  if (c->table != NULL) { /* k[2] keys a page; every sequence up to max_pages of them */
+    c->p.page_size = k[2];
+    c->p.n_pages = k[0];
+  }
   c->p.d_qk = q[3];
   c->p.d_v = v[3];
   c->p.q_type = c->q.dtype;
@@ -265,6 +273,70 @@ int txpy_head_floats(PyObject *obj, const char *name, int64_t heads, const txpy_
   return *out != NULL ? 0 : -1;
 }
 
+/* block_table as batch rows of max_pages ints each (int32), copied: the pages of each sequence in
+   the pools k and v. Which entries name pages of the pool is the library's check (it reads only
+   those a sequence's kv_len needs). 0, or -1 with an exception. */
+static int parse_block_table(txpy_call *c, PyObject *obj) {
+  PyObject *list = NULL;
+  if (txpy_is_torch(obj) > 0)
+    obj = list = PyObject_CallMethod(obj, "tolist", NULL);
+  else if (obj != NULL && PyObject_HasAttrString(obj, "tolist"))
+    obj = list = PyObject_CallMethod(obj, "tolist", NULL);
+  PyObject *rows = obj != NULL ? PySequence_Fast(obj, "") : NULL;
+  Py_XDECREF(list);
+  const int64_t batch = c->q.ndim == 4 ? c->q.shape[0] : -1;
+  int rc = -1;
+  if (rows == NULL || PySequence_Fast_GET_SIZE(rows) != batch) {
+    if (rows == NULL) PyErr_Clear();
+    value_error("block_table must hold one row of page indices per sequence of %s (%lld "
+                "rows), as vLLM's block_tables [batch, max_pages]",
+                c->q.name, (long long)batch);
+    goto done;
+  }
+  for (Py_ssize_t b = 0; b < batch; b++) {
+    PyObject *row = PySequence_Fast(PySequence_Fast_GET_ITEM(rows, b), "");
+    if (row == NULL) {
+      PyErr_Clear();
+      value_error("block_table[%zd] must be a sequence of page indices", b);
+      goto done;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(row);
+    if (b == 0) {
+      c->p.max_pages = n;
+      c->table = malloc((size_t)(batch * n > 0 ? batch * n : 1) * sizeof *c->table);
+      if (c->table == NULL) {
+        Py_DECREF(row);
+        PyErr_NoMemory();
+        goto done;
+      }
+    }
+    if (n != c->p.max_pages || n == 0) {
+      Py_DECREF(row);
+      value_error("block_table[%zd] has %zd entries, block_table[0] %lld: every row has "
+                  "max_pages >= 1 entries",
+                  b, n, (long long)c->p.max_pages);
+      goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+      PyObject *index = PyNumber_Index(PySequence_Fast_GET_ITEM(row, i));
+      long long x = index != NULL ? PyLong_AsLongLong(index) : -1;
+      Py_XDECREF(index);
+      if ((x == -1 && PyErr_Occurred()) || x < INT32_MIN || x > INT32_MAX) {
+        PyErr_Clear();
+        Py_DECREF(row);
+        value_error("block_table[%zd][%zd] must be an int32 page index", b, i);
+        goto done;
+      }
+      c->table[b * n + i] = (int32_t)x;
+    }
+    Py_DECREF(row);
+  }
+  rc = 0;
+done:
+  Py_XDECREF(rows);
+  return rc;
+}
+
 int txpy_parse_lens(txpy_call *c, const txpy_view *ref, PyObject *obj, const char *name,
                     int64_t max, const char *max_name, int64_t **out) {
   if (obj == NULL || obj == Py_None) return 0;
@@ -336,6 +408,7 @@ static int make_tensors(txpy_call *c, txattn_tensors *t) {
   t->kv_lens = c->kv_lens;
   t->alibi_slopes = c->use_slopes;
   t->sinks = c->use_sinks;
+  t->block_table = c->table;
   if (c->have_mask) {
     t->mask = c->mask.data;
     t->mask_layout = c->mask_layout;
@@ -546,6 +619,7 @@ PyObject *txpy_call_run(txpy_call *c, PyObject *target, const txpy_opts *o) {
     c->p.lse = o->lse;
   else
     c->p.lse = c->have_lse;
+  if (o->block_table != NULL && parse_block_table(c, o->block_table)) return NULL;
   if (check_shapes(c) ||
       txpy_parse_lens(c, &c->q, o->q_lens, "q_lens", c->p.n_q, "n_q", &c->q_lens) ||
       txpy_parse_lens(c, &c->k, o->kv_lens, "kv_lens", c->p.n_kv, "n_kv", &c->kv_lens))

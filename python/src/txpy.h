@@ -78,6 +78,7 @@ typedef struct txpy_call {
   int64_t *q_lens, *kv_lens;
   float *alibi_slopes, *sinks;         /* owned: heads_q floats read from the caller's objects */
   const float *use_slopes, *use_sinks; /* what the call passes (these, or a plan's) */
+  int32_t *table; /* block_table given: k and v are page pools, [n_pages, heads_kv, P, dim] */
   txattn_problem p;
   PyObject *o_obj, *lse_obj; /* the results' objects (references held) */
   PyObject *q_obj;           /* q as given (borrowed: the caller holds it) */
@@ -94,6 +95,7 @@ typedef struct txpy_opts {
   int64_t window_left, window_right;
   float scale;
   PyObject *q_lens, *kv_lens;
+  PyObject *block_table; /* NULL: k and v are [batch, heads_kv, n_kv, dim] */
   const char *kernel;
   int lse;
   float softcap;

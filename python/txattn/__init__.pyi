@@ -123,6 +123,7 @@ def attention(
     alibi_slopes: HeadFloats = ...,
     sinks: HeadFloats = ...,
     sink_keys: int = ...,
+    block_table: Optional[Any] = ...,
 ) -> Tensor: ...
 @overload
 def attention(
@@ -144,6 +145,7 @@ def attention(
     alibi_slopes: HeadFloats = ...,
     sinks: HeadFloats = ...,
     sink_keys: int = ...,
+    block_table: Optional[Any] = ...,
 ) -> Tuple[Tensor, Tensor]: ...
 @overload
 def reference(
@@ -163,6 +165,7 @@ def reference(
     alibi_slopes: HeadFloats = ...,
     sinks: HeadFloats = ...,
     sink_keys: int = ...,
+    block_table: Optional[Any] = ...,
 ) -> Tensor: ...
 @overload
 def reference(
@@ -182,6 +185,7 @@ def reference(
     alibi_slopes: HeadFloats = ...,
     sinks: HeadFloats = ...,
     sink_keys: int = ...,
+    block_table: Optional[Any] = ...,
 ) -> Tuple[Tensor, Tensor]: ...
 @overload
 def error_bound(
@@ -202,6 +206,7 @@ def error_bound(
     alibi_slopes: HeadFloats = ...,
     sinks: HeadFloats = ...,
     sink_keys: int = ...,
+    block_table: Optional[Any] = ...,
 ) -> float: ...
 @overload
 def error_bound(
@@ -222,6 +227,7 @@ def error_bound(
     alibi_slopes: HeadFloats = ...,
     sinks: HeadFloats = ...,
     sink_keys: int = ...,
+    block_table: Optional[Any] = ...,
 ) -> Tuple[float, float, float]: ...
 def merge(
     outputs: Sequence[Tensor],

@@ -75,6 +75,11 @@ txattn_tensors tx_bench_explicit_tensors(const tx_buffers *b) {
   t.o_layout = b->o_str;
   if (b->lse) t.lse_layout = b->lse_str;
   t.kv_lens = t.q_lens = NULL;
+  /* the dense inputs, as a caller without pages or packed rows holds them */
+  t.k_data = b->k;
+  t.v_data = b->v;
+  t.block_table = NULL;
+  t.q_offsets = NULL;
   return t;
 }
 
@@ -82,7 +87,16 @@ static void *offset(void *base, txattn_dtype type, int64_t elements) {
   return (char *)base + (size_t)elements * txattn_dtype_size(type);
 }
 
-/* Sequence by sequence, each a batch-1 call of its own kv_len; sequences of none make no call. */
+/* p without pages or packed rows: what tx_bench_explicit_tensors holds. */
+static txattn_problem dense_of(const txattn_problem *p) {
+  txattn_problem d = *p;
+  d.page_size = d.max_pages = d.n_pages = 0;
+  d.packed = 0;
+  return d;
+}
+
+/* Sequence by sequence, each a batch-1 call of its own kv_len, on contiguous K and V; sequences of
+   none make no call. */
 static txattn_status per_sequence(const tx_buffers *b, const tx_serving *s, tx_bench_planner plan,
                                   void *arg, variant *v) {
   const txattn_problem *p = &b->p;
@@ -90,7 +104,7 @@ static txattn_status per_sequence(const tx_buffers *b, const tx_serving *s, tx_b
   for (size_t i = 0; i < s->n; i++) {
     const int64_t bb = (int64_t)i;
     if (s->kv_lens[i] == 0) continue;
-    txattn_problem one = *p;
+    txattn_problem one = dense_of(p);
     one.batch = 1;
     one.ragged = 0;
     one.n_kv = s->kv_lens[i];
@@ -136,7 +150,7 @@ static txattn_status per_document(const tx_buffers *b, tx_bench_planner plan, vo
 static txattn_status one_call(const tx_buffers *b, const txattn_problem *p, tx_bench_planner plan,
                               void *arg, variant *v) {
   if (variant_alloc(v, 1) != 0) return TXATTN_E_NOMEM;
-  txattn_tensors t = p->ragged ? b->t : tx_bench_explicit_tensors(b);
+  txattn_tensors t = p->ragged || p->page_size || p->packed ? b->t : tx_bench_explicit_tensors(b);
   return add_call(v, plan, arg, p, &t);
 }
 
@@ -160,7 +174,7 @@ void tx_bench_serving_compare(const tx_buffers *b, const tx_serving *s, tx_bench
                           some_keys, b->p.lse && s->lse_given,
                           docs,      b->p.mask_tensor != TXATTN_MASK_TENSOR_NONE};
   txattn_status st[N_VARIANTS] = {TXATTN_OK};
-  txattn_problem padded = b->p, plain = b->p, unmasked = b->p;
+  txattn_problem padded = dense_of(&b->p), plain = b->p, unmasked = b->p;
   padded.ragged = 0;
   padded.n_kv = s->max_kv;
   plain.lse = 0;

@@ -201,7 +201,9 @@ static int prepare(bench_run *r, tx_bench_point *pt) {
     return TX_EXIT_FAIL;
   }
   const tx_serving *sv = &r->serving;
-  if (tx_buffers_alloc(&r->b, &pt->p, TX_LAYOUT_CONTIGUOUS, pt->verified, err, sizeof err) != 0 ||
+  /* packed rows are the interleaved buffers' rows */
+  const tx_layout_kind kind = pt->p.packed ? TX_LAYOUT_INTERLEAVED : TX_LAYOUT_CONTIGUOUS;
+  if (tx_buffers_alloc(&r->b, &pt->p, kind, pt->verified, err, sizeof err) != 0 ||
       ((pt->p.lse || pt->p.ragged) &&
        tx_buffers_serving(&r->b, pt->p.lse, pt->p.ragged ? sv->kv_lens : NULL, sv->n, err,
                           sizeof err) != 0)) {
@@ -209,6 +211,10 @@ static int prepare(bench_run *r, tx_bench_point *pt) {
     return TX_EXIT_FAIL;
   }
   tx_buffers_fill(&r->b, SEED, 1.0f);
+  if (tx_buffers_page(&r->b, SEED, err, sizeof err) != 0) {
+    fprintf(stderr, "txtune bench: %s\n", err);
+    return TX_EXIT_FAIL;
+  }
   ask_dispatcher(r, pt);
   if (!pt->verified) return 0;
   double t0 = tx_clock();

@@ -252,7 +252,61 @@ void tx_buffers_free(tx_buffers *b) {
   free(b->slopes);
   free(b->sinks);
   free(b->mask);
+  free(b->k_pool);
+  free(b->v_pool);
+  free(b->table);
+  free(b->q_offsets);
   memset(b, 0, sizeof *b);
+}
+
+int tx_buffers_page(tx_buffers *b, uint64_t seed, char *err, size_t err_size) {
+  const txattn_problem *p = &b->p;
+  if (p->packed) {
+    if (b->kind != TX_LAYOUT_INTERLEAVED) {
+      snprintf(err, err_size, "packed rows need the interleaved [b,n,h,d] buffers");
+      return -1;
+    }
+    if (!(b->q_offsets = malloc((size_t)(p->batch + 1) * sizeof *b->q_offsets))) {
+      snprintf(err, err_size, "cannot allocate q_offsets");
+      return -1;
+    }
+    for (int64_t i = 0; i <= p->batch; i++) b->q_offsets[i] = i * p->n_q;
+    b->t.q_offsets = b->t_ref.q_offsets = b->q_offsets;
+  }
+  if (!p->page_size) return 0;
+  const int64_t P = p->page_size, per = p->max_pages, n = p->n_pages;
+  size_t kl = 0, vl = 0;
+  b->k_pool = alloc_tensor(n, p->heads_kv, P, p->d_qk, p->k_type, &kl);
+  b->v_pool = alloc_tensor(n, p->heads_kv, P, p->d_v, p->v_type, &vl);
+  b->table = malloc((size_t)n * sizeof *b->table);
+  if (!b->k_pool || !b->v_pool || !b->table || n != p->batch * per) {
+    snprintf(err, err_size, "cannot allocate the page pools of %lld pages", (long long)n);
+    return -1;
+  }
+  for (int64_t i = 0; i < n; i++) b->table[i] = (int32_t)i;
+  uint64_t st = seed;
+  for (int64_t i = n - 1; i > 0; i--) { /* Fisher-Yates */
+    int64_t j = (int64_t)(next_u64(&st) % (uint64_t)(i + 1));
+    int32_t x = b->table[i];
+    b->table[i] = b->table[j];
+    b->table[j] = x;
+  }
+  const size_t ks = txattn_dtype_size(p->k_type), vs = txattn_dtype_size(p->v_type);
+  for (int64_t bb = 0; bb < p->batch; bb++)
+    for (int64_t h = 0; h < p->heads_kv; h++)
+      for (int64_t j = 0; j < p->n_kv; j++) {
+        const int64_t page = b->table[bb * per + j / P], r = j % P;
+        memcpy((char *)b->k_pool + (size_t)(((page * p->heads_kv + h) * P + r) * p->d_qk) * ks,
+               (const char *)b->k + elem_index(&b->k_str, bb, h, j, 0) * ks, (size_t)p->d_qk * ks);
+        memcpy((char *)b->v_pool + (size_t)(((page * p->heads_kv + h) * P + r) * p->d_v) * vs,
+               (const char *)b->v + elem_index(&b->v_str, bb, h, j, 0) * vs, (size_t)p->d_v * vs);
+      }
+  b->t.k_data = b->t_ref.k_data = b->k_pool;
+  b->t.v_data = b->t_ref.v_data = b->v_pool;
+  b->t.k_layout = b->t.v_layout = (txattn_layout){0, 0, 0};
+  b->t_ref.k_layout = b->t_ref.v_layout = (txattn_layout){0, 0, 0};
+  b->t.block_table = b->t_ref.block_table = b->table;
+  return 0;
 }
 
 /* The largest |V| over the keys of each sequence (NaN skipped), 0 if none. */

@@ -44,6 +44,12 @@ typedef struct tx_buffers {
   float *slopes, *sinks;
   /* With p.mask_tensor, the tensor tx_mask_tensor_make made (t.mask, t.mask_layout), else NULL */
   void *mask;
+  /* With p.page_size (tx_buffers_page): K and V copied into pools of p.n_pages pages in a shuffled
+     order, heads-major, and the block table t and t_ref read them through; with p.packed,
+     q_offsets (every sequence n_q rows of the interleaved q, o and lse). NULL otherwise. */
+  void *k_pool, *v_pool;
+  int32_t *table;
+  int64_t *q_offsets;
 } tx_buffers;
 
 /* The mask tensor of resolved p, which tx_modifier_apply asked for: --doc-lens a boolean
@@ -66,6 +72,12 @@ void tx_buffers_free(tx_buffers *b);
    t and t_ref point at them. Returns 0, or -1 with the reason in err. */
 int tx_buffers_serving(tx_buffers *b, int lse, const int64_t *kv_lens, size_t n_seq, char *err,
                        size_t err_size);
+/* After the inputs are final (tx_buffers_fill, any planted values): with b->p.page_size, K and V
+   copied into their page pools (every key of each sequence, padding included) in a shuffled order
+   from seed, so the pages are not secretly contiguous; with b->p.packed (interleaved buffers only:
+   their rows are the packed rows), the q_offsets. t and t_ref then read them; k and v keep the
+   dense inputs (tx_elem_at). Returns 0, or -1 with the reason in err. */
+int tx_buffers_page(tx_buffers *b, uint64_t seed, char *err, size_t err_size);
 /* Sequence b's own problem: n_kv its kv_len when ragged, else the problem. */
 txattn_problem tx_buffers_sequence(const tx_buffers *b, int64_t batch);
 /* Every element of the K and V rows past each sequence's kv_len set to value (a NaN there makes

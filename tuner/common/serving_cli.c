@@ -8,6 +8,8 @@ void tx_serving_args_init(tx_serving_args *a) {
   a->kv_lens = NULL;
   a->lse = 0;
   a->merge = 0;
+  a->page_size = 0;
+  a->packed = 0;
 }
 
 void tx_serving_opts(tx_serving_args *a, tx_opt *o) {
@@ -15,6 +17,11 @@ void tx_serving_opts(tx_serving_args *a, tx_opt *o) {
                        "a ragged batch: a sequence per length L (0 allowed) with L keys and N "
                        "queries");
   o[1] = tx_opt_flag("lse", &a->lse, "also compute and verify the log-sum-exp of each row");
+  o[2] = tx_opt_int("page-size", &a->page_size, "P",
+                    "K and V in pages of P keys, in a shuffled pool read through a block table", 1,
+                    INT64_C(1) << 30);
+  o[3] = tx_opt_flag("packed", &a->packed,
+                     "q, o and lse packed without padding, each sequence's rows from q_offsets");
 }
 
 tx_opt tx_serving_merge_opt(tx_serving_args *a) {
@@ -31,6 +38,10 @@ int tx_serving_from_args(const tx_cmd_spec *spec, const tx_serving_args *a, tx_s
   out->lse_given = a->lse;
   out->merge = a->merge;
   out->lse = a->lse || a->merge > 0;
+  out->page_size = a->page_size;
+  out->packed = a->packed;
+  if (a->merge && (a->page_size || a->packed))
+    return tx_args_usage_error(spec, "--merge takes neither --page-size nor --packed");
   if (!a->kv_lens) return 0;
   for (const char *s = a->kv_lens;;) {
     size_t len = strcspn(s, ",");
@@ -92,6 +103,12 @@ void tx_serving_apply(const tx_serving *s, txattn_problem *p) {
   p->struct_size = sizeof *p;
   p->lse = s->lse;
   p->ragged = s->n > 0;
+  p->packed = s->packed;
+  if (!s->page_size) return;
+  const int64_t n_kv = p->n_kv ? p->n_kv : p->n_q, batch = p->batch ? p->batch : 1;
+  p->page_size = s->page_size;
+  p->max_pages = (n_kv + s->page_size - 1) / s->page_size;
+  p->n_pages = batch * p->max_pages;
 }
 
 int tx_serving_format(const tx_serving *s, char *buf, size_t size) {
@@ -110,6 +127,16 @@ int tx_serving_format(const tx_serving *s, char *buf, size_t size) {
   }
   if (s->lse) {
     w = snprintf(buf + len, size - len, " lse");
+    if (w < 0 || (size_t)w >= size - len) return w;
+    len += (size_t)w;
+  }
+  if (s->page_size) {
+    w = snprintf(buf + len, size - len, " page_size=%lld", (long long)s->page_size);
+    if (w < 0 || (size_t)w >= size - len) return w;
+    len += (size_t)w;
+  }
+  if (s->packed) {
+    w = snprintf(buf + len, size - len, " packed");
     if (w < 0 || (size_t)w >= size - len) return w;
     len += (size_t)w;
   }

@@ -2,7 +2,8 @@
 /* The serving options of txtune bench and check (issue 20): --kv-lens L1,L2,... (a ragged batch,
    one sequence per length) and --lse (the call also writes the log-sum-exp of each row); bench
    also takes --merge P (the keys split into P parts, each a call with lse, merged by
-   txattn_merge). */
+   txattn_merge). --page-size P puts K and V in pages of P keys in a shuffled pool read through a
+   block table, and --packed stores q, o and lse without padding (q_offsets). */
 #ifndef TXTUNE_SERVING_CLI_H
 #define TXTUNE_SERVING_CLI_H
 
@@ -13,14 +14,16 @@
 #include "problem_cli.h"
 #include "txattn/txattn.h"
 
-#define TX_SERVING_N_OPTS    2
+#define TX_SERVING_N_OPTS    4
 #define TX_SERVING_MAX_SEQ   4096 /* lengths --kv-lens takes */
 #define TX_SERVING_MAX_MERGE 64   /* parts --merge takes (at least 2) */
 
 typedef struct tx_serving_args {
   const char *kv_lens; /* --kv-lens as given; NULL: not ragged */
   int lse;
-  int64_t merge; /* --merge P; 0: not given */
+  int64_t merge;     /* --merge P; 0: not given */
+  int64_t page_size; /* --page-size P; 0: not paged */
+  int packed;
 } tx_serving_args;
 
 /* What the options resolve to: n kv lengths (n 0: not ragged), their largest, and lse (asked for
@@ -32,6 +35,8 @@ typedef struct tx_serving {
   int64_t max_kv;
   int lse, lse_given;
   int64_t merge;
+  int64_t page_size; /* 0: not paged */
+  int packed;
 } tx_serving;
 
 void tx_serving_args_init(tx_serving_args *a);
@@ -52,7 +57,9 @@ int tx_serving_apply_args(const tx_cmd_spec *spec, const tx_serving *s, tx_probl
    the run. Returns 0, or prints a usage error and returns TX_EXIT_USAGE. */
 int tx_serving_merge_check(const tx_cmd_spec *spec, const tx_serving *s,
                            const txattn_problem *probs, size_t n_probs);
-/* Sets p->lse and p->ragged (and struct_size, so the library reads them). */
+/* Sets p->lse and p->ragged, with --page-size the pages (page_size, max_pages = ceil(n_kv / P),
+   n_pages = batch * max_pages) and with --packed p->packed (and struct_size, so the library reads
+   them). */
 void tx_serving_apply(const tx_serving *s, txattn_problem *p);
 /* " kv_lens=1024,2048,... lse merge=8" (what the problem line adds; "" when none), at most the
    first 16 lengths then "... (N)". Returns what snprintf does. */

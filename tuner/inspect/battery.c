@@ -154,11 +154,19 @@ int tx_case_prepare(const tx_case *c, size_t index, const tx_dtypes *types, cons
     typed.batch = (int64_t)sv->n;
     typed.n_kv = sv->max_kv > 0 ? sv->max_kv : 1;
   }
+  if (sv) { /* pages and packing, sized to the shape */
+    tx_serving paging = *sv;
+    paging.n = 0;
+    paging.lse = 0;
+    tx_serving_apply(&paging, &typed);
+  }
   if (txattn_problem_resolve(&typed, &p) != TXATTN_OK) {
     snprintf(err, err_size, "battery shape %zu is invalid: %s", index, txattn_last_error());
     return -1;
   }
-  if (tx_buffers_alloc(b, &p, c->layout, 1, err, err_size) != 0) return -1;
+  /* packed rows are the interleaved buffers' rows */
+  if (tx_buffers_alloc(b, &p, p.packed ? TX_LAYOUT_INTERLEAVED : c->layout, 1, err, err_size) != 0)
+    return -1;
   if ((ragged || lse) && tx_buffers_serving(b, lse, ragged ? sv->kv_lens : NULL, ragged ? sv->n : 0,
                                             err, err_size) != 0) {
     tx_buffers_free(b);
@@ -178,6 +186,10 @@ int tx_case_prepare(const tx_case *c, size_t index, const tx_dtypes *types, cons
   if (ragged) tx_buffers_fill_padding(b, NAN);
   tx_nan_site site = tx_case_nan(c, b);
   tx_plant_nan(b, &site);
+  if (tx_buffers_page(b, UINT64_C(0x7061676573) + index, err, err_size) != 0) {
+    tx_buffers_free(b);
+    return -1;
+  }
   return 0;
 }
 

@@ -244,7 +244,8 @@ static int reference_ok(check_run *r, combo *co, const tx_case *c, size_t index,
 }
 
 static const tx_serving *serving_of(const check_run *r) {
-  return r->serving.n || r->serving.lse ? &r->serving : NULL;
+  return r->serving.n || r->serving.lse || r->serving.page_size || r->serving.packed ? &r->serving
+                                                                                     : NULL;
 }
 
 static int runs(const check_run *r, const combo *c, size_t k) {

@@ -1,0 +1,537 @@
+/* SPDX-License-Identifier: MIT */
+/* Paged K/V (txattn_problem.page_size, txattn_tensors.block_table) and packed queries
+ * (txattn_problem.packed, txattn_tensors.q_offsets). Each case is a ragged batch written twice: as
+ * padded tensors (one sequence after another, the layout of issue 20) and as a server keeps it,
+ * K/V in a pool of pages in shuffled order (shared pages too) and q, o, lse packed. The reference
+ * must give the same bits on both; every kernel with TXATTN_KERNEL_PAGED must meet
+ * txattn_error_bound and the lse bound on the paged form; every malformed table or offset list is
+ * refused with E_INVALID naming the field, the outputs untouched. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elements.h"
+#include "lse_tolerance.h"
+#include "test_context.h"
+#include "txattn/plugin.h"
+#include "txattn/txattn.h"
+
+TestSuite(paged, .init = test_env_clean, .fini = test_check_leaks, .timeout = 300);
+
+#define MAXB 4
+
+static uint64_t next_random(uint64_t *state) { /* splitmix64 */
+  uint64_t z = (*state += 0x9e3779b97f4a7c15u);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+  return z ^ (z >> 31);
+}
+static double uniform(uint64_t *s) {
+  return (double)(next_random(s) >> 11) * 0x1p-52 * 2.0 - 1.0;
+}
+
+struct pcase {
+  /* given */
+  int64_t batch, heads_q, heads_kv, d, P;
+  int64_t q_lens[MAXB], kv_lens[MAXB];
+  int token_major, share; /* share: sequence 1's first page is sequence 0's */
+  txattn_dtype type;      /* of q, k, v and o */
+  txattn_problem base;    /* mask, modifiers, lse */
+  /* made */
+  int64_t n_q, n_kv, n_pages, max_pages, total;
+  void *qd, *kd, *vd, *od, *qp, *kp, *vp, *op;
+  float *lsed, *lsep, slopes[16], sinks[16];
+  int32_t *table;
+  int64_t offsets[MAXB + 1];
+  txattn_problem dense_p, paged_p;
+  txattn_tensors dense_t, paged_t;
+};
+
+static void *alloc_elems(int64_t n, txattn_dtype t) {
+  void *x = calloc((size_t)n, elem_size(t));
+  cr_assert(x != NULL, "out of memory");
+  return x;
+}
+
+/* Element offset of row r of head h in page `page` of the pool. */
+static int64_t pool_at(const struct pcase *c, int64_t page, int64_t h, int64_t r) {
+  if (c->token_major) return ((page * c->P + r) * c->heads_kv + h) * c->d;
+  return ((page * c->heads_kv + h) * c->P + r) * c->d;
+}
+
+static void pcase_make(struct pcase *c, uint64_t seed) {
+  uint64_t st = seed;
+  const txattn_dtype t = c->type;
+  c->n_q = c->n_kv = 1;
+  for (int64_t b = 0; b < c->batch; b++) {
+    if (c->q_lens[b] > c->n_q) c->n_q = c->q_lens[b];
+    if (c->kv_lens[b] > c->n_kv) c->n_kv = c->kv_lens[b];
+  }
+  const int64_t hq = c->heads_q, hk = c->heads_kv, d = c->d;
+  c->qd = alloc_elems(c->batch * hq * c->n_q * d, t);
+  c->kd = alloc_elems(c->batch * hk * c->n_kv * d, t);
+  c->vd = alloc_elems(c->batch * hk * c->n_kv * d, t);
+  c->od = alloc_elems(c->batch * hq * c->n_q * d, t);
+  c->lsed = calloc((size_t)(c->batch * hq * c->n_q), sizeof(float));
+  for (int64_t i = 0; i < c->batch * hq * c->n_q * d; i++)
+    elem_store(c->qd, t, (size_t)i, uniform(&st));
+  for (int64_t i = 0; i < c->batch * hk * c->n_kv * d; i++) {
+    elem_store(c->kd, t, (size_t)i, uniform(&st));
+    elem_store(c->vd, t, (size_t)i, uniform(&st));
+  }
+  /* pages: each sequence's in a shuffled pool, two spare pages never named */
+  c->max_pages = (c->n_kv + c->P - 1) / c->P + 1;
+  int64_t need[MAXB], sum = 0;
+  for (int64_t b = 0; b < c->batch; b++) sum += need[b] = (c->kv_lens[b] + c->P - 1) / c->P;
+  c->n_pages = sum + 2;
+  int64_t *perm = malloc((size_t)c->n_pages * sizeof *perm);
+  for (int64_t i = 0; i < c->n_pages; i++) perm[i] = i;
+  for (int64_t i = c->n_pages - 1; i > 0; i--) {
+    int64_t j = (int64_t)(next_random(&st) % (uint64_t)(i + 1)), x = perm[i];
+    perm[i] = perm[j];
+    perm[j] = x;
+  }
+  c->table = malloc((size_t)(c->batch * c->max_pages) * sizeof *c->table);
+  for (int64_t i = 0; i < c->batch * c->max_pages; i++) c->table[i] = -7; /* never read */
+  int64_t used = 0;
+  for (int64_t b = 0; b < c->batch; b++)
+    for (int64_t i = 0; i < need[b]; i++) c->table[b * c->max_pages + i] = (int32_t)perm[used++];
+  free(perm);
+  if (c->share && c->batch > 1 && need[0] > 0 && need[1] > 0 && c->kv_lens[0] >= c->P &&
+      c->kv_lens[1] >= c->P) { /* sequence 1's first page is sequence 0's: same keys densely */
+    c->table[c->max_pages] = c->table[0];
+    for (int64_t h = 0; h < hk; h++)
+      for (int64_t j = 0; j < c->P; j++)
+        for (int64_t x = 0; x < d; x++) {
+          size_t from = (size_t)((h * c->n_kv + j) * d + x),
+                 to = (size_t)(((hk + h) * c->n_kv + j) * d + x);
+          elem_set_bits(c->kd, t, to, elem_bits(c->kd, t, from));
+          elem_set_bits(c->vd, t, to, elem_bits(c->vd, t, from));
+        }
+  }
+  c->kp = alloc_elems(c->n_pages * c->P * hk * d, t);
+  c->vp = alloc_elems(c->n_pages * c->P * hk * d, t);
+  for (int64_t b = 0; b < c->batch; b++)
+    for (int64_t h = 0; h < hk; h++)
+      for (int64_t j = 0; j < c->kv_lens[b]; j++)
+        for (int64_t x = 0; x < d; x++) {
+          size_t from = (size_t)(((b * hk + h) * c->n_kv + j) * d + x);
+          size_t to = (size_t)(pool_at(c, c->table[b * c->max_pages + j / c->P], h, j % c->P) + x);
+          elem_set_bits(c->kp, t, to, elem_bits(c->kd, t, from));
+          elem_set_bits(c->vp, t, to, elem_bits(c->vd, t, from));
+        }
+  /* packed q, o, lse: [rows][heads][d] */
+  c->offsets[0] = 0;
+  for (int64_t b = 0; b < c->batch; b++) c->offsets[b + 1] = c->offsets[b] + c->q_lens[b];
+  c->total = c->offsets[c->batch];
+  const int64_t rows = c->total > 0 ? c->total : 1;
+  c->qp = alloc_elems(rows * hq * d, t);
+  c->op = alloc_elems(rows * hq * d, t);
+  c->lsep = calloc((size_t)(rows * hq), sizeof(float));
+  for (int64_t b = 0; b < c->batch; b++)
+    for (int64_t h = 0; h < hq; h++)
+      for (int64_t i = 0; i < c->q_lens[b]; i++)
+        for (int64_t x = 0; x < d; x++)
+          elem_set_bits(c->qp, t, (size_t)(((c->offsets[b] + i) * hq + h) * d + x),
+                        elem_bits(c->qd, t, (size_t)(((b * hq + h) * c->n_q + i) * d + x)));
+  for (int64_t h = 0; h < hq; h++) {
+    c->slopes[h] = (float)(0.05 * (double)(h + 1));
+    c->sinks[h] = h % 2 ? -INFINITY : (float)uniform(&st);
+  }
+  c->dense_p = c->base;
+  c->dense_p.batch = c->batch;
+  c->dense_p.heads_q = hq;
+  c->dense_p.heads_kv = hk;
+  c->dense_p.n_q = c->n_q;
+  c->dense_p.n_kv = c->n_kv;
+  c->dense_p.d_qk = d;
+  c->dense_p.q_type = c->dense_p.k_type = c->dense_p.v_type = c->dense_p.o_type = t;
+  c->dense_p.ragged = 1;
+  c->dense_p.struct_size = sizeof(txattn_problem);
+  c->paged_p = c->dense_p;
+  c->paged_p.ragged = 0; /* packed implies it */
+  c->paged_p.packed = 1;
+  c->paged_p.page_size = c->P;
+  c->paged_p.max_pages = c->max_pages;
+  c->paged_p.n_pages = c->n_pages;
+  txattn_tensors dt = TXATTN_TENSORS_INIT, pt = TXATTN_TENSORS_INIT;
+  dt.q_data = c->qd;
+  dt.k_data = c->kd;
+  dt.v_data = c->vd;
+  dt.o_data = c->od;
+  dt.lse = c->base.lse ? c->lsed : NULL;
+  dt.q_lens = c->q_lens;
+  dt.kv_lens = c->kv_lens;
+  dt.alibi_slopes = c->slopes;
+  dt.sinks = c->sinks;
+  pt = dt;
+  pt.q_lens = NULL;
+  pt.q_data = c->qp;
+  pt.k_data = c->kp;
+  pt.v_data = c->vp;
+  pt.o_data = c->op;
+  pt.lse = c->base.lse ? c->lsep : NULL;
+  pt.block_table = c->table;
+  pt.q_offsets = c->offsets;
+  if (c->token_major) {
+    const txattn_layout l = {c->P * hk * d, d, hk * d};
+    pt.k_layout = pt.v_layout = l;
+  }
+  c->dense_t = dt;
+  c->paged_t = pt;
+}
+
+static void pcase_free(struct pcase *c) {
+  void *all[] = {c->qd, c->kd, c->vd,   c->od,   c->qp,   c->kp,
+                 c->vp, c->op, c->lsed, c->lsep, c->table};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
+}
+
+/* Packed row (b, h, i) of o against padded row (b, h, i) of the dense o: the same bits. */
+static void expect_same_rows(const struct pcase *c) {
+  const int64_t hq = c->heads_q, d = c->d;
+  for (int64_t b = 0; b < c->batch; b++)
+    for (int64_t h = 0; h < hq; h++)
+      for (int64_t i = 0; i < c->q_lens[b]; i++) {
+        for (int64_t x = 0; x < d; x++) {
+          uint32_t a = elem_bits(c->op, c->type, (size_t)(((c->offsets[b] + i) * hq + h) * d + x));
+          uint32_t e = elem_bits(c->od, c->type, (size_t)(((b * hq + h) * c->n_q + i) * d + x));
+          cr_assert_eq(a, e, "P %lld: o of sequence %lld head %lld row %lld col %lld: %x != %x",
+                       (long long)c->P, (long long)b, (long long)h, (long long)i, (long long)x, a,
+                       e);
+        }
+        if (c->base.lse) {
+          float a = c->lsep[(c->offsets[b] + i) * hq + h], e = c->lsed[(b * hq + h) * c->n_q + i];
+          cr_assert(memcmp(&a, &e, sizeof a) == 0, "lse of sequence %lld row %lld: %g != %g",
+                    (long long)b, (long long)i, (double)a, (double)e);
+        }
+      }
+}
+
+/* The reference on the paged, packed form equals the reference on the padded one, bit for bit. */
+static void reference_case(struct pcase *c, uint64_t seed) {
+  pcase_make(c, seed);
+  cr_assert_eq(txattn_reference(&c->dense_p, &c->dense_t), TXATTN_OK, "%s", txattn_last_error());
+  cr_assert_eq(txattn_reference(&c->paged_p, &c->paged_t), TXATTN_OK, "%s", txattn_last_error());
+  expect_same_rows(c);
+}
+
+static const int64_t page_sizes[] = {1, 3, 16, 128};
+
+static struct pcase mixed(int64_t P, int token_major, txattn_dtype t) {
+  struct pcase c = {.batch = 4,
+                    .heads_q = 4,
+                    .heads_kv = 2,
+                    .d = 16,
+                    .P = P,
+                    .q_lens = {1, 37, 0, 2},
+                    .kv_lens = {300, 333, 5, 0},
+                    .token_major = token_major,
+                    .share = 1,
+                    .type = t};
+  c.base.lse = 1;
+  return c;
+}
+
+Test(paged, reference_over_pages_equals_the_padded_batch) {
+  const txattn_mask masks[] = {TXATTN_MASK_NONE, TXATTN_MASK_CAUSAL, TXATTN_MASK_WINDOW};
+  for (size_t pi = 0; pi < sizeof page_sizes / sizeof page_sizes[0]; pi++)
+    for (int tm = 0; tm < 2; tm++)
+      for (int m = 0; m < 3; m++) {
+        struct pcase c = mixed(page_sizes[pi], tm, TXATTN_DTYPE_F32);
+        c.base.mask = masks[m];
+        c.base.window_left = 40;
+        c.base.window_right = 3;
+        reference_case(&c, 11 + (uint64_t)m);
+        pcase_free(&c);
+      }
+}
+
+Test(paged, reference_over_pages_with_every_modifier) {
+  for (size_t pi = 0; pi < sizeof page_sizes / sizeof page_sizes[0]; pi++) {
+    struct pcase c = mixed(page_sizes[pi], (int)pi % 2, TXATTN_DTYPE_BF16);
+    c.base.mask = TXATTN_MASK_WINDOW;
+    c.base.window_left = 20;
+    c.base.softcap = 5.0f;
+    c.base.alibi = c.base.sinks = 1;
+    c.base.sink_keys = 4;
+    reference_case(&c, 5);
+    pcase_free(&c);
+  }
+}
+
+/* Every kernel with TXATTN_KERNEL_PAGED on the paged, packed form: within txattn_error_bound of
+   the reference and lse within its bound; a kernel without the flag is refused. */
+static void kernels_case(struct pcase *c, uint64_t seed, int threads) {
+  pcase_make(c, seed);
+  txattn_problem *p = &c->paged_p;
+  cr_assert_eq(txattn_reference(p, &c->paged_t), TXATTN_OK, "%s", txattn_last_error());
+  const int64_t rows = (c->total > 0 ? c->total : 1) * c->heads_q;
+  void *want = alloc_elems(rows * c->d, c->type);
+  float *want_lse = malloc((size_t)rows * sizeof *want_lse);
+  memcpy(want, c->op, (size_t)(rows * c->d) * elem_size(c->type));
+  memcpy(want_lse, c->lsep, (size_t)rows * sizeof *want_lse);
+  double bound = 0.0;
+  cr_assert_eq(txattn_error_bound(p, &c->paged_t, &bound), TXATTN_OK, "%s", txattn_last_error());
+  lse_tolerance tol = lse_tolerance_of(p, &c->paged_t);
+  txattn_context *ctx = test_context(threads);
+  struct kernel_list l;
+  test_kernel_list(ctx, &l);
+  int ran = 0;
+  for (size_t k = 0; k <= l.n; k++) {
+    const char *name = k < l.n ? l.k[k].name : NULL; /* NULL: the dispatcher */
+    if (k < l.n && (!l.k[k].usable || !test_kernel_takes_types(&l.k[k], p))) continue;
+    txattn_plan *plan = NULL;
+    txattn_status s = txattn_plan_create(ctx, p, name, &plan);
+    if (k < l.n && !(l.k[k].flags & TXATTN_KERNEL_PAGED)) {
+      cr_expect_eq(s, TXATTN_E_UNSUPPORTED, "%s planned a paged problem without the flag", name);
+      txattn_plan_free(plan);
+      continue;
+    }
+    if (s == TXATTN_E_UNSUPPORTED) continue; /* declines the shape (not the pages) */
+    cr_assert_eq(s, TXATTN_OK, "%s: %s", name ? name : "dispatcher", txattn_last_error());
+    memset(c->op, 0xff, (size_t)(rows * c->d) * elem_size(c->type));
+    for (int64_t i = 0; i < rows; i++) c->lsep[i] = NAN;
+    cr_assert_eq(txattn_plan_execute(plan, &c->paged_t), TXATTN_OK, "%s: %s",
+                 txattn_plan_kernel(plan), txattn_last_error());
+    double worst = 0.0;
+    for (int64_t i = 0; i < rows * c->d; i++) {
+      double e = fabs(elem_load(c->op, c->type, (size_t)i) - elem_load(want, c->type, (size_t)i));
+      cr_assert(e <= bound, "%s P %lld: element %lld off by %g > bound %g",
+                txattn_plan_kernel(plan), (long long)c->P, (long long)i, e, bound);
+      if (e > worst) worst = e;
+    }
+    for (int64_t i = 0; c->base.lse && i < rows; i++) {
+      if (isinf(want_lse[i])) {
+        cr_assert_eq(c->lsep[i], want_lse[i], "%s: lse row %lld", txattn_plan_kernel(plan),
+                     (long long)i);
+        continue;
+      }
+      cr_assert(fabs((double)c->lsep[i] - want_lse[i]) <= lse_tolerance_at(tol, want_lse[i]),
+                "%s P %lld: lse row %lld %g, want %g", txattn_plan_kernel(plan), (long long)c->P,
+                (long long)i, (double)c->lsep[i], (double)want_lse[i]);
+    }
+    ran++;
+    txattn_plan_free(plan);
+  }
+  cr_assert(ran >= 2, "no paged kernel besides the dispatcher ran");
+  txattn_context_free(ctx);
+  free(want);
+  free(want_lse);
+}
+
+Test(paged, every_paged_kernel_meets_the_bound_on_pages) {
+  const txattn_dtype types[] = {TXATTN_DTYPE_F32, TXATTN_DTYPE_F16, TXATTN_DTYPE_BF16};
+  for (size_t pi = 0; pi < sizeof page_sizes / sizeof page_sizes[0]; pi++)
+    for (int tm = 0; tm < 2; tm++)
+      for (size_t ti = 0; ti < 3; ti++) {
+        struct pcase c = mixed(page_sizes[pi], tm, types[ti]);
+        c.base.mask = pi % 2 ? TXATTN_MASK_CAUSAL : TXATTN_MASK_NONE;
+        kernels_case(&c, 3 + pi, 1 + (int)(ti % 2));
+        pcase_free(&c);
+      }
+}
+
+/* Decode rows against long pages: the direct path, which reads 16-bit pages of 64 keys or more
+   in place and copies smaller ones row by row. */
+Test(paged, decode_rows_on_every_page_size) {
+  const txattn_dtype types[] = {TXATTN_DTYPE_F32, TXATTN_DTYPE_F16, TXATTN_DTYPE_BF16};
+  for (size_t pi = 0; pi < sizeof page_sizes / sizeof page_sizes[0]; pi++)
+    for (size_t ti = 0; ti < 3; ti++) {
+      struct pcase c = {.batch = 3,
+                        .heads_q = 8,
+                        .heads_kv = 2,
+                        .d = 64,
+                        .P = page_sizes[pi],
+                        .q_lens = {1, 1, 1},
+                        .kv_lens = {700, 129, 1000},
+                        .token_major = (int)ti % 2,
+                        .share = 1,
+                        .type = types[ti]};
+      c.base.lse = 1;
+      kernels_case(&c, 17 + ti, 2);
+      pcase_free(&c);
+    }
+}
+
+Test(paged, modifiers_and_sink_keys_on_pages) {
+  for (size_t pi = 0; pi < sizeof page_sizes / sizeof page_sizes[0]; pi++) {
+    struct pcase c = mixed(page_sizes[pi], 1, TXATTN_DTYPE_F32);
+    c.base.mask = TXATTN_MASK_WINDOW;
+    c.base.window_left = 30;
+    c.base.softcap = 4.0f;
+    c.base.alibi = c.base.sinks = 1;
+    c.base.sink_keys = 3;
+    kernels_case(&c, 23, 2);
+    pcase_free(&c);
+  }
+}
+
+/* A call refused: E_INVALID with `needle` in the message, o and lse as they were. */
+static void expect_refused(struct pcase *c, const char *needle) {
+  const int64_t rows = (c->total > 0 ? c->total : 1) * c->heads_q;
+  memset(c->op, 0x5a, (size_t)(rows * c->d) * elem_size(c->type));
+  txattn_context *ctx = test_context(1);
+  cr_assert_eq(txattn_attention(ctx, &c->paged_p, &c->paged_t), TXATTN_E_INVALID, "accepted (%s)",
+               needle);
+  cr_assert(strstr(txattn_last_error(), needle) != NULL, "\"%s\" does not name %s",
+            txattn_last_error(), needle);
+  cr_assert_eq(txattn_reference(&c->paged_p, &c->paged_t), TXATTN_E_INVALID);
+  for (int64_t i = 0; i < rows * c->d * (int64_t)elem_size(c->type); i++)
+    cr_assert_eq(((unsigned char *)c->op)[i], 0x5a, "o written on a refused call (%s)", needle);
+  txattn_context_free(ctx);
+}
+
+Test(paged, malformed_tables_and_offsets_are_refused) {
+  struct pcase c = mixed(16, 0, TXATTN_DTYPE_F32);
+  pcase_make(&c, 1);
+  int32_t saved = c.table[c.max_pages + 2];
+  c.table[c.max_pages + 2] = (int32_t)c.n_pages; /* one past the pool */
+  expect_refused(&c, "block_table[1 * max_pages + 2]");
+  c.table[c.max_pages + 2] = -1;
+  expect_refused(&c, "block_table[1 * max_pages + 2] = -1");
+  c.table[c.max_pages + 2] = saved;
+  c.paged_p.max_pages = 1; /* 333 keys need 21 pages of 16 */
+  expect_refused(&c, "txattn_tensors.block_table: sequence 0 has 300 keys, which need 19 pages");
+  c.paged_p.max_pages = c.max_pages;
+  c.offsets[2] = c.offsets[1] - 1;
+  expect_refused(&c, "txattn_tensors.q_offsets[2]");
+  c.offsets[2] = c.offsets[1];
+  c.offsets[0] = 1;
+  expect_refused(&c, "txattn_tensors.q_offsets[0] = 1 must be 0");
+  c.offsets[0] = 0;
+  c.paged_t.block_table = NULL;
+  expect_refused(&c, "txattn_tensors.block_table is NULL");
+  c.paged_t.block_table = c.table;
+  c.paged_t.q_offsets = NULL;
+  expect_refused(&c, "txattn_tensors.q_offsets is NULL");
+  c.paged_t.q_offsets = c.offsets;
+  c.paged_t.q_lens = c.q_lens;
+  expect_refused(&c, "q_lens must be NULL");
+  c.paged_t.q_lens = NULL;
+  c.paged_p.n_pages = 0;
+  expect_refused(&c, "txattn_problem.n_pages = 0");
+  c.paged_p.n_pages = c.n_pages;
+  c.paged_p.page_size = -2;
+  expect_refused(&c, "txattn_problem.page_size = -2");
+  c.paged_p.page_size = 0;
+  expect_refused(&c, "are for paged K/V, but page_size is 0");
+  c.paged_p.page_size = c.P;
+  c.paged_p.packed = 2;
+  expect_refused(&c, "txattn_problem.packed = 2");
+  c.paged_p.packed = 1;
+  /* and the well-formed call runs */
+  txattn_context *ctx = test_context(1);
+  cr_assert_eq(txattn_attention(ctx, &c.paged_p, &c.paged_t), TXATTN_OK, "%s", txattn_last_error());
+  txattn_context_free(ctx);
+  pcase_free(&c);
+}
+
+/* Without the problem's asking, the new fields are not read; an older caller's struct stops
+   before them. */
+Test(paged, older_structs_have_no_pages) {
+  struct pcase c = mixed(16, 0, TXATTN_DTYPE_F32);
+  pcase_make(&c, 2);
+  txattn_problem p = c.dense_p;
+  txattn_tensors t = c.dense_t;
+  p.struct_size = TXATTN_PROBLEM_SIZE_0_2_MODIFIERS;
+  t.struct_size = TXATTN_TENSORS_SIZE_0_2_MODIFIERS;
+  t.block_table = (const int32_t *)8; /* past the caller's struct: never read */
+  t.q_offsets = (const int64_t *)8;
+  cr_assert_eq(txattn_reference(&p, &t), TXATTN_OK, "%s", txattn_last_error());
+  txattn_problem r = TXATTN_PROBLEM_INIT;
+  cr_assert_eq(txattn_problem_resolve(&p, &r), TXATTN_OK);
+  cr_assert_eq(r.page_size, 0);
+  cr_assert_eq(r.packed, 0);
+  pcase_free(&c);
+}
+
+/* Merging partials of a packed batch over two halves of each sequence's pages equals the whole. */
+Test(paged, merge_of_packed_partials_equals_the_whole) {
+  struct pcase c = mixed(16, 1, TXATTN_DTYPE_F32);
+  c.kv_lens[3] = 40;
+  pcase_make(&c, 9);
+  cr_assert_eq(txattn_reference(&c.paged_p, &c.paged_t), TXATTN_OK, "%s", txattn_last_error());
+  const int64_t rows = c.total * c.heads_q;
+  float *whole = malloc((size_t)(rows * c.d) * sizeof(float));
+  float *whole_lse = malloc((size_t)rows * sizeof(float));
+  memcpy(whole, c.op, (size_t)(rows * c.d) * sizeof(float));
+  memcpy(whole_lse, c.lsep, (size_t)rows * sizeof(float));
+  /* part 0: each sequence's first 2 pages; part 1: the rest, as its own sequences of pages */
+  float *o[2], *l[2];
+  txattn_tensors parts[2] = {TXATTN_TENSORS_INIT, TXATTN_TENSORS_INIT};
+  for (int part = 0; part < 2; part++) {
+    txattn_problem p = c.paged_p;
+    p.mask = TXATTN_MASK_NONE;
+    int64_t kv[MAXB];
+    int32_t *tab = malloc((size_t)(c.batch * c.max_pages) * sizeof *tab);
+    for (int64_t b = 0; b < c.batch; b++) {
+      int64_t first = c.kv_lens[b] < 2 * c.P ? c.kv_lens[b] : 2 * c.P;
+      kv[b] = part == 0 ? first : c.kv_lens[b] - first;
+      for (int64_t i = 0; i < c.max_pages; i++)
+        tab[b * c.max_pages + i] = part == 0 || i + 2 >= c.max_pages
+                                       ? c.table[b * c.max_pages + i]
+                                       : c.table[b * c.max_pages + i + 2];
+    }
+    txattn_tensors t = c.paged_t;
+    o[part] = malloc((size_t)(rows * c.d) * sizeof(float));
+    l[part] = malloc((size_t)rows * sizeof(float));
+    t.o = o[part];
+    t.lse = l[part];
+    t.kv_lens = kv;
+    t.block_table = tab;
+    cr_assert_eq(txattn_reference(&p, &t), TXATTN_OK, "%s", txattn_last_error());
+    free(tab);
+    parts[part] = t;
+  }
+  txattn_tensors out = c.paged_t;
+  memset(c.op, 0, (size_t)(rows * c.d) * sizeof(float));
+  cr_assert_eq(txattn_merge(&c.paged_p, parts, 2, &out), TXATTN_OK, "%s", txattn_last_error());
+  for (int64_t i = 0; i < rows * c.d; i++)
+    cr_assert(fabsf(((float *)c.op)[i] - whole[i]) <= 1e-5f, "o element %lld: %g, want %g",
+              (long long)i, (double)((float *)c.op)[i], (double)whole[i]);
+  for (int64_t i = 0; i < rows; i++)
+    cr_assert(isinf(whole_lse[i]) ? c.lsep[i] == whole_lse[i]
+                                  : fabsf(c.lsep[i] - whole_lse[i]) <= 1e-5f,
+              "lse row %lld: %g, want %g", (long long)i, (double)c.lsep[i], (double)whole_lse[i]);
+  for (int part = 0; part < 2; part++) {
+    free(o[part]);
+    free(l[part]);
+  }
+  free(whole);
+  free(whole_lse);
+  pcase_free(&c);
+}
+
+/* A plan made for one problem is not reused for another that differs only in pages, packing or a
+   score modifier (the plan cache of txattn_attention compares them). */
+Test(paged, the_plan_cache_tells_problems_apart) {
+  struct pcase c = mixed(16, 0, TXATTN_DTYPE_F32);
+  pcase_make(&c, 4);
+  txattn_context *ctx = test_context(1);
+  cr_assert_eq(txattn_attention(ctx, &c.dense_p, &c.dense_t), TXATTN_OK, "%s", txattn_last_error());
+  txattn_problem capped = c.dense_p;
+  capped.softcap = 0.5f; /* scores of |s| <= 4 capped hard: o differs */
+  float *o1 = malloc((size_t)(c.batch * c.heads_q * c.n_q * c.d) * sizeof(float));
+  memcpy(o1, c.od, (size_t)(c.batch * c.heads_q * c.n_q * c.d) * sizeof(float));
+  cr_assert_eq(txattn_attention(ctx, &capped, &c.dense_t), TXATTN_OK, "%s", txattn_last_error());
+  float *o2 = c.od;
+  double bound = 0.0;
+  cr_assert_eq(txattn_error_bound(&capped, &c.dense_t, &bound), TXATTN_OK);
+  float *want = malloc((size_t)(c.batch * c.heads_q * c.n_q * c.d) * sizeof(float));
+  txattn_tensors t = c.dense_t;
+  t.o = want;
+  cr_assert_eq(txattn_reference(&capped, &t), TXATTN_OK);
+  for (int64_t b = 0; b < c.batch; b++)
+    for (int64_t i = 0; i < c.q_lens[b] * c.d; i++) {
+      int64_t at = b * c.heads_q * c.n_q * c.d + i;
+      cr_assert(fabsf(o2[at] - want[at]) <= bound, "softcap ignored by a cached plan at %lld",
+                (long long)at);
+    }
+  free(o1);
+  free(want);
+  txattn_context_free(ctx);
+  pcase_free(&c);
+}
