@@ -145,38 +145,28 @@ static void note_fault(profile_run *r, const prof_grid_class *gc, int64_t n, int
 
 /* ---- kernels that fail to plan ---- */
 
-/* The failure of pf whose kernel text names first (the dispatcher lists the kernels it tried in
-   order), SIZE_MAX if it names none. */
-static size_t first_named(const char *text, const prof_plan_failures *pf) {
-  size_t first = SIZE_MAX;
-  const char *at = NULL;
-  for (size_t i = 0; i < pf->n; i++) {
-    const char *p = strstr(text, pf->f[i].name);
-    if (p && (at == NULL || p < at)) at = p, first = i;
-  }
-  return first;
-}
-
 /* Which of the kernels that failed to plan p the estimate picks there (an index into pf), or
    SIZE_MAX if none: judged by the dispatcher itself, which the profile's contexts leave to the
-   estimate (no table). Either it cannot plan p (the kernel its message names, else the first
-   failure), or it planned another kernel and its reason names one of pf as having failed (it
-   falls back along its ranking and says which failed). `outcome` says which of the two. */
+   estimate (no table). Where it plans p, the first kernel it tried and saw fail
+   (txattn_plan_failed_get) that is one of pf; where it cannot, each kernel failed, and the first
+   of pf stands for its pick. `outcome` says which of the two. */
 static size_t estimate_pick(txattn_context *ctx, const txattn_problem *p,
                             const prof_plan_failures *pf, char *outcome, size_t size) {
   txattn_plan *plan = NULL;
   txattn_status s = txattn_plan_create(ctx, p, NULL, &plan);
-  size_t pick = SIZE_MAX;
   if (s != TXATTN_OK) {
-    const char *msg = txattn_last_error();
-    pick = first_named(msg, pf);
     snprintf(outcome, size, "without a table libtxattn cannot plan this point: %s: %s",
-             txattn_status_name(s), msg);
-    return pick == SIZE_MAX ? 0 : pick;
+             txattn_status_name(s), txattn_last_error());
+    return 0;
   }
-  const char *why = txattn_plan_why(plan);
-  if (strstr(why, "fail") || strstr(why, "could not") || strstr(why, "TXATTN_E_"))
-    pick = first_named(why, pf);
+  size_t pick = SIZE_MAX;
+  for (size_t i = 0; i < txattn_plan_failed_count(plan) && pick == SIZE_MAX; i++) {
+    const char *name;
+    txattn_status st;
+    if (txattn_plan_failed_get(plan, i, &name, &st) != TXATTN_OK) break;
+    for (size_t k = 0; k < pf->n && pick == SIZE_MAX; k++)
+      if (strcmp(pf->f[k].name, name) == 0) pick = k;
+  }
   snprintf(outcome, size, "without a table libtxattn falls back to %s here",
            txattn_plan_kernel(plan));
   txattn_plan_free(plan);
