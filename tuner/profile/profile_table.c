@@ -7,7 +7,7 @@
 #include "profile.h"
 
 txattn_table_candidate prof_table_candidate(const prof_cand *c) {
-  double spread = c->rough || !(c->spread >= 0) ? -1 : fmin(c->spread, PROF_MAX_SPREAD);
+  double spread = !(c->spread >= 0) ? -1 : fmin(c->spread, PROF_MAX_SPREAD);
   return (txattn_table_candidate){.struct_size = sizeof(txattn_table_candidate),
                                   .kernel = c->name,
                                   .n_tunables = c->n_tun,
