@@ -10,7 +10,6 @@
 #include "text_table.h"
 #include "verify.h"
 
-
 /* Everything the three timed variants read, planned and allocated before any of them runs. */
 typedef struct merge_setup {
   txattn_problem p;              /* the whole: lse, not ragged */
