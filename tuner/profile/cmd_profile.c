@@ -134,11 +134,11 @@ static void note_fault(profile_run *r, const prof_grid_class *gc, int64_t n, int
     describe_point(gc, n, rr, f->first_at, sizeof f->first_at);
     snprintf(f->first_why, sizeof f->first_why, "%s", why);
     r->n_faulty_by[fault]++;
+    f->left_out = fault == PROF_FAULT_HUNG || fault == PROF_FAULT_PRINTS || n != PROF_CHECK_N;
     prof_progress_end(&r->prog);
     fprintf(stderr, "txtune profile: %s in %s: %s; %s\n", c->name, f->first_at, why,
-            fault == PROF_FAULT_HUNG || fault == PROF_FAULT_PRINTS || n != PROF_CHECK_N
-                ? "it is left out of the rest of the profile"
-                : "it is excluded wherever it does so and the profile goes on");
+            f->left_out ? "it is left out of the rest of the profile"
+                        : "it is excluded wherever it does so and the profile goes on");
   }
   r->faulty[k].candidates++;
 }
@@ -781,10 +781,7 @@ static void say_faulty_kernels(const profile_run *r, FILE *f) {
     const prof_faulty_kernel *x = &r->faulty[k];
     fprintf(f, "  %s: %zu candidate%s, the first in %s: %s%s\n", x->name, x->candidates,
             plural(x->candidates), x->first_at, x->first_why,
-            x->fault == PROF_FAULT_HUNG || x->fault == PROF_FAULT_PRINTS ||
-                    strstr(x->first_why, "at a timed point") != NULL
-                ? "; left out of the rest of the profile"
-                : "");
+            x->left_out ? "; left out of the rest of the profile" : "");
   }
 }
 

@@ -156,6 +156,18 @@ static int type_list(prof_grid *g, const tx_cmd_spec *spec, const tx_strlist *dt
   return 0;
 }
 
+/* Whether every usable kernel of ctx declines the element types of p. */
+static int no_kernel_takes(const txattn_context *ctx, const txattn_problem *p) {
+  char why[96];
+  for (size_t k = 0; k < txattn_kernel_count(ctx); k++) {
+    txattn_kernel_info info = TXATTN_KERNEL_INFO_INIT;
+    if (txattn_kernel_get(ctx, k, &info) == TXATTN_OK && info.usable &&
+        !tx_kernel_declines_types(ctx, info.name, p, why, sizeof why))
+      return 0;
+  }
+  return 1;
+}
+
 /* A 16-bit class is measured only where some usable kernel takes its types: the estimate's plan
    for its smallest point says whether one does. The others leave the grid, with why. */
 static void drop_untaken(prof_grid *g) {
@@ -169,10 +181,9 @@ static void drop_untaken(prof_grid *g) {
     txattn_status s = typed ? txattn_plan_create(g->ctx[c->ctx], &p, NULL, &plan) : TXATTN_OK;
     txattn_plan_free(plan);
     if (s != TXATTN_OK && g->n_skipped < sizeof g->skipped / sizeof g->skipped[0]) {
-      char why[160];
       tx_dtypes d = tx_dtypes_of(&p);
       txattn_table_class_describe(k, g->skipped[g->n_skipped].cls, sizeof g->skipped[0].cls);
-      if (tx_declines_types(txattn_last_error(), why, sizeof why))
+      if (no_kernel_takes(g->ctx[c->ctx], &p))
         snprintf(g->skipped[g->n_skipped].why, sizeof g->skipped[0].why,
                  "no usable kernel takes q %s, k %s, v %s, o %s", txattn_dtype_name(d.t[0]),
                  txattn_dtype_name(d.t[1]), txattn_dtype_name(d.t[2]), txattn_dtype_name(d.t[3]));

@@ -42,6 +42,7 @@ typedef struct prof_faulty_kernel {
   size_t candidates;  /* its candidates excluded so */
   char first_at[160]; /* "none d16/16 g1 t1 n=64" */
   char first_why[256];
+  int left_out; /* it hung, printed or faulted at a timed point: out of the rest of the profile */
 } prof_faulty_kernel;
 
 /* The tensors of every point at one n of the classes of one type combination, dense or ragged (a
