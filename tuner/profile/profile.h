@@ -25,12 +25,10 @@
 /* ... and where either runs on several threads, whose speed drifts far more ("Threaded drift"). */
 #define PROF_TIE_MAX_THREADED 0.15
 /* After each round from the second, a candidate whose fastest run is slower than this x the
-   leader's median stops: no loser by 1.5x was ever within a tie at the next round ("Pruning
-   within a point"). */
+   leader's median stops ("Two runs before a drop", docs/measurements.md). */
 #define PROF_DROP_RATIO 1.5
-/* A candidate whose fastest run lost by this x to the winner's median at its series' last point
-   is not timed at the next: the old profile's candidates that lost by 3x never won a later point
-   ("Following candidates across n"). */
+/* A candidate whose fastest run lost by this x to the winner's median at a point of its series is
+   not timed at its later points ("Losers stay out", docs/measurements.md). */
 #define PROF_LOSER_RATIO 3.0
 /* No run may be predicted to end within this many seconds of the budget's end: writing the table
    takes milliseconds, a call can overrun its prediction ("Profile time"). */
@@ -47,7 +45,7 @@
 #define PROF_CHECK_TIMEOUT_S     60.0
 #define PROF_CHECK_TIMEOUT_SHARE 0.1
 /* A timed call is refused as impossible when its time implies this x the machine's roofs: the
-   fastest honest kernel stayed 5.4x above the floor ("No time below what the machine can do"). */
+   fastest honest kernel stayed 5.4x above the floor ("The floor", docs/measurements.md). */
 #define PROF_FLOOR_SLACK 4.0
 
 typedef enum prof_mode { PROF_QUICK, PROF_DEFAULT, PROF_PATIENT } prof_mode;
@@ -151,7 +149,7 @@ typedef enum prof_fault {
 typedef struct prof_checks prof_checks;
 prof_checks *prof_checks_new(void);
 void prof_checks_free(prof_checks *c);
-/* The seconds the next isolated checks may wait for an answer (default check_timeout_s); cut: the
+/* The seconds the next isolated checks may wait for an answer (default PROF_CHECK_TIMEOUT_S); cut: the
    budget's end cut it short, so that no answer within it is no hang (the candidate is dropped
    there, as one that cannot run, and its kernel is not left out). */
 void prof_checks_timeout(prof_checks *c, double timeout_s, int cut);
@@ -245,7 +243,6 @@ typedef struct prof_progress {
   int on;
   size_t done, total;
   double start, budget_s;
-  double predicted_end; /* tx_clock() time the plan expects to finish at (0: no plan yet) */
 } prof_progress;
 void prof_progress_init(prof_progress *p, size_t total, double budget_s);
 void prof_progress_show(prof_progress *p, const char *what);
