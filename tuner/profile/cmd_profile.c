@@ -240,7 +240,7 @@ static double deadline(const profile_run *r) {
 
 /* How long a check may take: PROF_CHECK_TIMEOUT_SHARE of the budget within 1 s ..
    PROF_CHECK_TIMEOUT_S, and never past the budget's end: a kernel that hangs costs that once,
-   since it is then left out (prof_check). */
+   since it is then left out (prof_check_fault). */
 static double check_timeout(const profile_run *r, int *cut) {
   double t = fmin(PROF_CHECK_TIMEOUT_S, fmax(1.0, PROF_CHECK_TIMEOUT_SHARE * r->budget_s));
   double left = deadline(r) - tx_clock();

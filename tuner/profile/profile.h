@@ -131,7 +131,7 @@ size_t prof_candidate_add(txattn_context *ctx, const txattn_problem *p, const ch
    it ended the check process), hung (no answer within the timeout), printed on stdout or wrote
    outside its output; or, timed, answered wrong on a later call than its first at a point, or took
    less time than the machine can compute its call in. A kernel that hung, printed or did one of the
-   last two is left out of the rest of the profile (prof_check). */
+   last two is left out of the rest of the profile (prof_check_fault). */
 typedef enum prof_fault {
   PROF_FAULT_NONE,
   PROF_FAULT_INEXACT,
@@ -159,8 +159,6 @@ void prof_checks_timeout(prof_checks *c, double timeout_s, int cut);
    was checked now, 0 if the answer was remembered. A kernel that hung or printed on one check
    fails every later one at once, with that reason (*fresh 1 the first time per class, r and
    tunables, so that the table's exclusions name it in each class). fault may be NULL. */
-int prof_check(prof_checks *c, txattn_context *ctx, size_t cls, const txattn_problem *small,
-               const prof_cand *cand, double *err, char *why, size_t why_size, int *fresh);
 int prof_check_fault(prof_checks *c, txattn_context *ctx, size_t cls, const txattn_problem *small,
                      const prof_cand *cand, double *err, prof_fault *fault, char *why,
                      size_t why_size, int *fresh);

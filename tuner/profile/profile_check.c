@@ -300,11 +300,6 @@ int prof_trial_run(prof_checks *c, txattn_context *ctx, size_t cls, const txattn
   return 0;
 }
 
-int prof_check(prof_checks *c, txattn_context *ctx, size_t cls, const txattn_problem *small,
-               const prof_cand *cand, double *err, char *why, size_t why_size, int *fresh) {
-  return prof_check_fault(c, ctx, cls, small, cand, err, NULL, why, why_size, fresh);
-}
-
 void prof_check_ban(prof_checks *c, const char *kernel, prof_fault fault, const char *why) {
   ban(c, kernel, fault, why, 1);
 }
