@@ -99,7 +99,9 @@ void tx_time(tx_run_fn fn, void *const *args, size_t n, const tx_timing_opts *o,
   double *samples = calloc(n * (size_t)want + 1, sizeof *samples);
   for (size_t i = 0; i < n; i++) {
     tm[i] = (tx_timing){0};
-    status[i] = e && samples ? fn(args[i]) : TXATTN_E_NOMEM;
+    status[i] = e && samples ? TXATTN_OK : TXATTN_E_NOMEM;
+    if (status[i] != TXATTN_OK || (o->deadline > 0 && tx_clock() >= o->deadline)) continue;
+    status[i] = fn(args[i]);
     if (status[i] != TXATTN_OK) continue;
     e[i].per_call = samples + i * (size_t)want;
     /* calibration: the repetitions double until a run lasts min_run_s */
