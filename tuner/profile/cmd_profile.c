@@ -96,17 +96,9 @@ static void describe_point(const prof_grid_class *gc, int64_t n, int64_t rr, cha
 /* c excluded at (n, rr) of gc's class; an inexact one counts in n_excluded. */
 static void add_exclusion(profile_run *r, const prof_grid_class *gc, int64_t n, int64_t rr,
                           const prof_cand *c, double err, const char *why, prof_fault fault) {
-  txattn_table_exclusion x = {.struct_size = sizeof(txattn_table_exclusion),
-                              .cls = gc->cls,
-                              .kernel = c->name,
-                              .n_tunables = c->n_tun,
-                              .tunable_names = c->tun_names,
-                              .tunable_values = c->tun_values,
-                              .n = n,
-                              .r = rr,
-                              .max_error = err,
-                              .reason = *why ? why : "not exact"};
-  if (txattn_table_add_exclusion(r->table, &x) == TXATTN_OK && fault == PROF_FAULT_INEXACT)
+  if (prof_table_exclude(r->table, &gc->cls, c->name, c->n_tun, c->tun_names, c->tun_values, n, rr,
+                         err, *why ? why : "not exact") == TXATTN_OK &&
+      fault == PROF_FAULT_INEXACT)
     r->n_excluded++;
 }
 
@@ -197,14 +189,8 @@ static void plan_failures(profile_run *r, const prof_grid_class *gc, int64_t n, 
     else
       snprintf(text, sizeof text, "failed to plan: %.380s", f->why);
     one_line(reason, sizeof reason, text);
-    txattn_table_exclusion x = {.struct_size = sizeof x,
-                                .cls = gc->cls,
-                                .kernel = f->name,
-                                .n = n,
-                                .r = rr,
-                                .max_error = NAN,
-                                .reason = reason};
-    txattn_status s = txattn_table_add_exclusion(r->table, &x);
+    txattn_status s =
+        prof_table_exclude(r->table, &gc->cls, f->name, 0, NULL, NULL, n, rr, NAN, reason);
     if (s != TXATTN_OK)
       tx_print_lib_error("profile", "cannot record a kernel that failed to plan", s);
     r->n_plan_failures++;
@@ -393,28 +379,13 @@ static int tensors_for(profile_run *r, const txattn_problem *p, txattn_tensors *
   return -1;
 }
 
-/* The class joins the table when its first point is measured. */
-static txattn_status add_class(profile_run *r, prof_grid_class *gc) {
-  if (gc->in_table) return TXATTN_OK;
-  txattn_status s = txattn_table_add_class(r->table, &gc->cls, &gc->table_index);
-  gc->in_table = s == TXATTN_OK;
-  return s;
-}
-
 /* A point the table refuses is left out (the class may then have none: see write_table). */
 static void record(profile_run *r, prof_grid_class *gc, int64_t n, int64_t rr, prof_cand *c,
                    size_t nc) {
-  txattn_table_candidate tc[PROF_MAX_CANDS] = {0};
-  size_t w = prof_choose(c, nc), m = 0, tw = 0;
+  size_t w = prof_choose(c, nc);
   if (w == nc) return;
-  for (size_t i = 0; i < nc; i++) {
-    if (c[i].n_runs == 0) continue;
-    if (i == w) tw = m;
-    tc[m++] = prof_table_candidate(&c[i]);
-  }
-  txattn_status s = add_class(r, gc);
-  if (s == TXATTN_OK)
-    s = txattn_table_add_point_chosen(r->table, gc->table_index, n, rr, tc, m, tw);
+  txattn_status s =
+      prof_table_add_point(r->table, &gc->cls, &gc->in_table, &gc->table_index, n, rr, c, nc, w);
   if (s != TXATTN_OK) {
     prof_progress_end(&r->prog);
     tx_print_lib_error("profile", "cannot record a point", s);

@@ -254,6 +254,16 @@ void prof_summary(const txattn_table *t, FILE *f);
 /* c as the table records it: its time and error, its spread (none with one run, at most
    PROF_MAX_SPREAD); the names and tunables stay c's. */
 txattn_table_candidate prof_table_candidate(const prof_cand *c);
+/* Records the point (n, r) of class cls: the candidates of c that were timed, c[winner] the
+   winner (prof_choose). The class joins t with its first point (*in_table, *index: its index). */
+txattn_status prof_table_add_point(txattn_table *t, const txattn_table_class *cls, int *in_table,
+                                   size_t *index, int64_t n, int64_t r, const prof_cand *c,
+                                   size_t nc, size_t winner);
+/* Records that kernel (with those tunables; n_tun 0: its defaults) is excluded at (cls, n, r):
+   err its error (NaN: none measured), reason why. */
+txattn_status prof_table_exclude(txattn_table *t, const txattn_table_class *cls, const char *kernel,
+                                 size_t n_tun, const char *const *names, const int64_t *values,
+                                 int64_t n, int64_t r, double err, const char *reason);
 /* The classes of t that have no point. A class joins the table before its first point is recorded
    (so that classes keep the grid's order), and the table can refuse that point: the format wants
    at least one point per class, so such a class must not be written. */
