@@ -608,8 +608,6 @@ static void measure_point(profile_run *r, size_t ni, size_t ci, size_t ri) {
   double started = tx_clock(), pairs = prof_grid_pairs(&p), left = deadline(r) - started;
   double foreseen = foresee(r, se, pairs);
   r->prog.done++;
-  fprintf(stderr, "DBG n=%lld stopped=%d foreseen=%g share=%g\n", (long long)n, se->stopped,
-          foreseen, left / (double)open_series(r, ni));
   if (se->stopped || foreseen > left / (double)open_series(r, ni) || left <= 0) {
     leave_out(r, gc, se);
     return;
