@@ -3,9 +3,9 @@
    machine and writes the dispatch table libtxattn follows, then summarises who wins where.
 
    The grid is measured n by n (every class at one n before any at the next), each point as
-   profile.h says; a point whose foreseen cost (its series' last point's seconds times the growth
-   of the visible pairs) exceeds the budget left shared by the series still open is left out with
-   every larger n of its series. */
+   profile.h says; a point whose foreseen cost (its series' last point's candidates, their calls
+   growing with the visible pairs) would not end within the budget is left out with every larger
+   n of its series. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -537,22 +537,6 @@ static void leave_out(profile_run *r, prof_grid_class *gc, prof_series *se) {
   gc->fate.over_budget++;
 }
 
-/* The series still open that have a point at the level ni or later. */
-static size_t open_series(const profile_run *r, size_t ni) {
-  size_t open = 0;
-  for (size_t ci = 0; ci < r->g.n_cls; ci++) {
-    const int64_t *rs;
-    size_t n_r = prof_grid_rs(&r->g, &r->g.cls[ci], &rs);
-    for (size_t ri = 0; ri < n_r; ri++) {
-      int later = 0;
-      for (size_t k = ni; k < r->g.n_n && !later; k++)
-        later = prof_grid_has_point(&r->g, &r->g.cls[ci], k, ri);
-      open += later && !r->g.cls[ci].series[ri].stopped;
-    }
-  }
-  return open ? open : 1;
-}
-
 /* Whether candidate c lost by PROF_LOSER_RATIO at an earlier point of the series. */
 static int lost(const prof_series *se, const prof_cand *c) {
   for (size_t k = 0; k < se->n_last; k++)
@@ -578,26 +562,21 @@ static void learn(prof_series *se, double pairs, const prof_cand *c, size_t nc) 
   se->pairs = pairs;
 }
 
-/* The seconds the timing of a point will take, foreseen from its series' last point, each
-   candidate's call growing with the visible pairs: a run of each call or min_run_s, whichever is
-   longer, for its calibration and its warm-up calls, and for its runs: all of them within
-   PROF_DROP_RATIO of the fastest, two otherwise; none for the losers (0 at a series' first
-   point). */
+/* The least seconds the timing of a point takes, foreseen from its series' last point: each
+   candidate not lost, its call grown with the visible pairs, for its first call, its calibration
+   and the check after its runs (three calls or min_run_s runs, whichever is longer); its runs stop at the budget's end (tx_time's
+   deadline). 0 at a series' first point. */
 static double foresee(const profile_run *r, const prof_series *se, double pairs) {
-  const prof_mode_knobs *m = &prof_modes[r->mode];
-  double best = INFINITY, s = 0;
-  for (size_t i = 0; i < se->n_last; i++) best = fmin(best, se->last[i].time_s);
-  for (size_t i = 0; i < se->n_last && se->pairs > 0; i++) {
-    double t = se->last[i].time_s, call = t * pairs / se->pairs;
-    int runs = t > PROF_DROP_RATIO * best ? 2 : m->runs;
-    if (!se->last[i].lost) s += 2 * (runs + 1) * fmax(call, m->min_run_s);
-  }
+  double s = 0;
+  for (size_t i = 0; i < se->n_last && se->pairs > 0; i++)
+    if (!se->last[i].lost)
+      s += 3 * fmax(se->last[i].time_s * pairs / se->pairs, prof_modes[r->mode].min_run_s);
   return s;
 }
 
 /* Checks, times and records the point (class ci, n index ni, r index ri). A point whose timing
-   (foresee) would take more than the budget left shared by the open series is left out with
-   every larger n of its series. */
+   (foresee) would not end before the budget's end is left out with every larger n of its series:
+   its class stops there, the others go on. */
 static void measure_point(profile_run *r, size_t ni, size_t ci, size_t ri) {
   prof_grid_class *gc = &r->g.cls[ci];
   prof_series *se = &gc->series[ri];
@@ -608,7 +587,7 @@ static void measure_point(profile_run *r, size_t ni, size_t ci, size_t ri) {
   double started = tx_clock(), pairs = prof_grid_pairs(&p), left = deadline(r) - started;
   double foreseen = foresee(r, se, pairs);
   r->prog.done++;
-  if (se->stopped || foreseen > left / (double)open_series(r, ni) || left <= 0) {
+  if (se->stopped || foreseen > left || left <= 0) {
     leave_out(r, gc, se);
     return;
   }
