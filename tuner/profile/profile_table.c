@@ -22,7 +22,7 @@ txattn_table_candidate prof_table_candidate(const prof_cand *c) {
 txattn_status prof_table_add_point(txattn_table *t, const txattn_table_class *cls, int *in_table,
                                    size_t *index, int64_t n, int64_t r, const prof_cand *c,
                                    size_t nc, size_t winner) {
-  txattn_table_candidate tc[PROF_MAX_CANDS];
+  txattn_table_candidate tc[PROF_MAX_CANDS] = {0}; /* each set from prof_table_candidate */
   size_t m = 0, tw = 0;
   for (size_t i = 0; i < nc && m < PROF_MAX_CANDS; i++) {
     if (c[i].n_runs == 0) continue;
