@@ -11,6 +11,7 @@
 #include <criterion/criterion.h>
 
 #include "profile.h"
+#include "timing.h"
 #include "scratch.h"
 #include "test_context.h"
 #include "test_plugin_names.h"
@@ -307,4 +308,59 @@ Test(profile_choice, a_call_faster_than_the_machine_is_refused) {
   cr_expect(strstr(s.why, "under the 10 s (a test floor)") != NULL, "%s", s.why);
   seen low = {0};
   cr_expect_eq(time_one_checked(&low, 1e-6, NULL), 1, "refused: %s", low.why);
+}
+
+/* ---- tx_time's last check ---- */
+
+typedef struct spin_entry {
+  double us;
+  int calls, since_turn, last_check_calls, checks;
+} spin_entry;
+
+static txattn_status spin_call(void *arg) {
+  spin_entry *e = arg;
+  double t0 = tx_clock();
+  while (tx_clock() - t0 < e->us * 1e-6) {
+  }
+  e->calls++;
+  e->since_turn++;
+  return TXATTN_OK;
+}
+
+static void spin_before(void *arg, size_t i) {
+  ((spin_entry *)arg)[i].since_turn = 0;
+}
+
+static int spin_after(void *arg, size_t i, int first, double per_call) {
+  spin_entry *e = &((spin_entry *)arg)[i];
+  (void)first;
+  (void)per_call;
+  e->last_check_calls = e->since_turn;
+  e->checks++;
+  return 0;
+}
+
+/* Every entry with a run, the one stopped early for losing too, ends with one checked call of its
+   own after its inputs were turned: a kernel cannot be exact only on the calls it could predict.
+   Premise (retried up to 10 times on a loaded machine): the 400 us entry stopped early. */
+Test(profile_choice, an_entry_stopped_early_still_gets_the_last_checked_call) {
+  int checked = 0;
+  for (int attempt = 0; attempt < 10 && !checked; attempt++) {
+    spin_entry e[2] = {{.us = 100}, {.us = 400}};
+    void *args[2] = {&e[0], &e[1]};
+    unsigned char refused[2] = {0};
+    tx_timing_check ck = {spin_before, spin_after, e, refused};
+    tx_timing tm[2];
+    txattn_status st[2];
+    tx_timing_opts o = {.min_run_s = 1e-3, .runs = 5, .drop_ratio = 1.5, .check = &ck};
+    /* the check's arg is the entries: tx_time calls spin_call with args[i] = &e[i] */
+    tx_time(spin_call, args, 2, &o, tm, st, NULL);
+    cr_assert(st[0] == TXATTN_OK && st[1] == TXATTN_OK);
+    if (tm[1].runs == 5) continue;
+    for (int i = 0; i < 2; i++)
+      cr_expect_eq(e[i].last_check_calls, 1, "entry %d: its last check followed %d calls, not 1", i,
+                   e[i].last_check_calls);
+    checked = 1;
+  }
+  cr_expect(checked, "the 400 us entry was never stopped early");
 }

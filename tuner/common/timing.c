@@ -130,8 +130,10 @@ void tx_time(tx_run_fn fn, void *const *args, size_t n, const tx_timing_opts *o,
       more = 1;
     }
   }
-  for (size_t i = 0; i < n; i++) { /* one more checked call, after inputs it has not seen */
-    if (status[i] != TXATTN_OK || !o->check || e[i].runs == 0 || e[i].done) continue;
+  /* one more checked call of each entry with a run, stopped early or not: after inputs it has not
+     seen, so that no entry is exact only on the calls it could predict */
+  for (size_t i = 0; i < n; i++) {
+    if (status[i] != TXATTN_OK || !o->check || e[i].runs == 0 || o->check->refused[i]) continue;
     int64_t reps = e[i].reps;
     e[i].reps = 1;
     status[i] = run_once(fn, args[i], i, o, &e[i], 0);
