@@ -123,8 +123,7 @@ void tx_time(tx_run_fn fn, void *const *args, size_t n, const tx_timing_opts *o,
       if (status[i] != TXATTN_OK || e[i].done || e[i].runs == 0 || e[i].runs >= want ||
           (o->limit_s > 0 && e[i].spent + e[i].last > o->limit_s) || too_late(o, &e[i], 1))
         continue;
-      /* a call that fills a run by itself leaves its own caches warm */
-      status[i] = run_once(fn, args[i], i, o, &e[i], o->warm_each_run && e[i].reps > 1);
+      status[i] = run_once(fn, args[i], i, o, &e[i], o->warm_each_run);
       if (status[i] == TXATTN_OK && !e[i].done)
         e[i].per_call[e[i].runs++] = e[i].last / (double)e[i].reps;
       more = 1;

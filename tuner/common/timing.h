@@ -47,8 +47,7 @@ typedef struct tx_timing_opts {
                         after (0: none) */
   double drop_ratio; /* after each round an entry with two runs or more whose fastest run is
                         slower than this x the leader's median stops (0: never) */
-  int warm_each_run; /* one untimed call before every run of more than one call, not only before
-                        the first */
+  int warm_each_run; /* one untimed call before every run, not only before the first */
   const tx_timing_check *check; /* NULL: outputs not checked */
 } tx_timing_opts;
 
