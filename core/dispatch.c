@@ -130,6 +130,7 @@ static void append(char *buf, size_t size, const char *sep, const char *text) {
 int txattn__failures_add(txattn__failures *f, const txattn_context *ctx, const txattn__kernel *k,
                          txattn_status s, const char *stage, const char *message) {
   if (f->n == TXATTN__MAX_FAILED) return 0;
+  f->status[f->n] = s;
   f->k[f->n++] = k;
   f->n_kernels = ctx->reg.n_kernels;
   if (f->first == TXATTN_E_UNSUPPORTED) f->first = s;

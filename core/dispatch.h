@@ -16,6 +16,7 @@
 typedef struct txattn__failures {
   size_t n;
   const txattn__kernel *k[TXATTN__MAX_FAILED];
+  txattn_status status[TXATTN__MAX_FAILED]; /* k[i]'s status */
   txattn_status first; /* the first status other than E_UNSUPPORTED; E_UNSUPPORTED if none */
   size_t n_kernels;    /* how many kernels the context has, for the final error */
   char list[640];      /* "a could not plan (TXATTN_E_PLUGIN: ...); b failed at run time (...)" */

@@ -258,6 +258,11 @@ txattn_status txattn__plan_make(txattn_context *ctx, const txattn_problem *r, co
   if (s != TXATTN_OK) return s;
   plan->fixed = d.fixed;
   set_why(plan, failed, why);
+  for (size_t i = 0; i < failed->n && plan->n_failed < sizeof plan->failed / sizeof plan->failed[0];
+       i++) {
+    plan->failed_status[plan->n_failed] = failed->status[i];
+    plan->failed[plan->n_failed++] = failed->k[i];
+  }
   log_plan(plan);
   *out = plan;
   return txattn__ok();
@@ -402,6 +407,22 @@ const char *txattn_plan_kernel(const txattn_plan *plan) {
     return NULL;
   }
   return plan->kernel->desc->name;
+}
+
+size_t txattn_plan_failed_count(const txattn_plan *plan) {
+  return plan ? plan->n_failed : 0;
+}
+
+txattn_status txattn_plan_failed_get(const txattn_plan *plan, size_t i, const char **kernel,
+                                     txattn_status *status) {
+  TXATTN_RETURN_IF(plan == NULL || kernel == NULL || status == NULL, TXATTN_E_INVALID,
+                   "txattn_plan_failed_get: plan, kernel or status is NULL");
+  TXATTN_RETURN_IF(i >= plan->n_failed, TXATTN_E_INVALID,
+                   "txattn_plan_failed_get: index %zu, but %zu kernels failed before this plan's",
+                   i, plan->n_failed);
+  *kernel = plan->failed[i]->desc->name;
+  *status = plan->failed_status[i];
+  return txattn__ok();
 }
 
 const char *txattn_plan_why(const txattn_plan *plan) {

@@ -28,6 +28,11 @@ struct txattn_plan {
   txattn__workspace_pool *pool; /* NULL when workspace_size is 0 */
   int fixed; /* the caller or TXATTN_FORCE_KERNEL named the kernel: no other may stand in */
   char why[768];
+  /* the kernels the dispatcher tried before this one that failed to plan, in order, as data
+     (txattn_plan_failed_get): what `why` says in words */
+  size_t n_failed;
+  const txattn__kernel *failed[8];
+  txattn_status failed_status[8];
 };
 
 void txattn__plan_retain(txattn_plan *plan);

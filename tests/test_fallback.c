@@ -70,6 +70,17 @@ Test(fallback, kernels_that_cannot_plan_hand_over_to_the_next_in_the_estimates_r
              *est = strstr(why, "estimate (");
   cr_expect(bad && huge && est && bad < huge && huge < est, "order: %s", why);
   cr_expect(strlen(why) < 768, "the reason is bounded: %zu characters", strlen(why));
+  /* the same failures as data, so that a tool need not read the reason */
+  cr_assert_eq(txattn_plan_failed_count(plan), 2);
+  const char *name = NULL;
+  txattn_status st = TXATTN_OK;
+  cr_assert_eq(txattn_plan_failed_get(plan, 0, &name, &st), TXATTN_OK);
+  cr_expect_str_eq(name, TEST_BADDEFAULT_KERNEL);
+  cr_expect_eq(st, TXATTN_E_PLUGIN);
+  cr_assert_eq(txattn_plan_failed_get(plan, 1, &name, &st), TXATTN_OK);
+  cr_expect_str_eq(name, TEST_HUGEWS_KERNEL);
+  cr_expect_eq(st, TXATTN_E_NOMEM);
+  cr_expect_eq(txattn_plan_failed_get(plan, 2, &name, &st), TXATTN_E_INVALID);
   txattn_plan_free(plan);
   case_run_reference(&c);
   case_run_kernel(ctx, &c, NULL, "after two kernels failed to plan");

@@ -63,17 +63,17 @@ Test(profile_table, a_stalled_run_leaves_a_spread_the_table_takes) {
   /* a run stalled 156 times its length, as one was under load: the raw spread is refused */
   prof_cand stalled = timed(ctx, "naive.scalar", 2e-6, 156.039);
   prof_cand calm = timed(ctx, "tiled.scalar", 3e-6, 0.02);
-  prof_cand rough = timed(ctx, "masked.scalar", 9e-6, 0.5);
-  rough.rough = 1;
+  prof_cand once = timed(ctx, "masked.scalar", 9e-6, -1); /* one run: no spread */
+  once.n_runs = 1;
   txattn_table_candidate raw = prof_table_candidate(&stalled);
   raw.spread = stalled.spread;
   cr_expect_eq(txattn_table_add_point(t, ci, 512, 0, &raw, 1), TXATTN_E_INVALID,
                "the format caps a spread at 100 (docs/dispatch_table.md)");
   txattn_table_candidate c[3] = {prof_table_candidate(&stalled), prof_table_candidate(&calm),
-                                 prof_table_candidate(&rough)};
+                                 prof_table_candidate(&once)};
   cr_expect_eq(c[0].spread, PROF_MAX_SPREAD);
   cr_expect_eq(c[1].spread, 0.02);
-  cr_expect_lt(c[2].spread, 0, "a rough candidate has no spread");
+  cr_expect_lt(c[2].spread, 0, "a candidate timed once has no spread");
   cr_expect_str_eq(c[0].kernel, "naive.scalar");
   cr_expect_eq(c[0].time_s, 2e-6);
   cr_expect_eq(c[0].max_error, 1e-7);

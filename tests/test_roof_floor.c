@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include "roof_measure.h"
 #include "roofline.h"
 
 static char why[512];
@@ -41,9 +42,25 @@ Test(roof_floor, without_a_roof_there_is_no_floor) {
 
 Test(roof_floor, the_roofs_are_measured) {
   tx_roof_ceiling c;
-  tx_roof_ceiling_measure(1, 1e6, &c);
+  tx_roof_ceiling_measure(1u << TXATTN_ISA_SCALAR, 1, 1e6, &c);
   cr_expect_gt(c.gflops_1t, 0, "no FMA peak measured");
   cr_expect_gt(c.read_gbs, 0, "no read bandwidth measured");
   cr_expect_eq(c.threads, 1);
   cr_expect_eq(c.cache_bytes, 1e6);
+}
+
+/* Which FMA loops may run is the library's answer (txattn_machine_info.isa_mask), not a cpuid of
+   txtune's own: an ISA outside the mask is not run, whatever the CPU has, and says why; the scalar
+   loop always runs. */
+Test(roof_floor, the_loops_follow_the_librarys_isa_mask) {
+  tx_peak_isa isas[TX_PEAK_MAX_ISAS];
+  size_t n = tx_peak_isas(0, isas);
+  cr_assert_geq(n, 1);
+  for (size_t i = 0; i < n; i++) {
+    cr_expect_eq(isas[i].usable, isas[i].isa == TXATTN_ISA_SCALAR, "%s",
+                 txattn_isa_name(isas[i].isa));
+    if (!isas[i].usable) cr_expect(strstr(isas[i].why, "machine info") != NULL, "%s", isas[i].why);
+  }
+  n = tx_peak_isas(~0u, isas);
+  for (size_t i = 0; i < n; i++) cr_expect(isas[i].usable, "%s", txattn_isa_name(isas[i].isa));
 }

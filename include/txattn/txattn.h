@@ -349,6 +349,13 @@ TXATTN_API const char *txattn_plan_kernel(const txattn_plan *plan);
 /* Why the dispatcher chose this kernel, in one line ("forced by TXATTN_FORCE_KERNEL", "estimate: ...",
    after any kernel that could not plan: "a.b could not plan (TXATTN_E_PLUGIN: ...); estimate: ...") */
 TXATTN_API const char *txattn_plan_why(const txattn_plan *plan);
+/* The same failures as data: the kernels the dispatcher tried before the plan's and that could not
+   plan the problem, each with its status (E_UNSUPPORTED: it declined when planned), in the order
+   tried (at most 8). *kernel lives as
+   long as the plan's context. E_INVALID for an index past txattn_plan_failed_count. */
+TXATTN_API size_t txattn_plan_failed_count(const txattn_plan *plan);
+TXATTN_API txattn_status txattn_plan_failed_get(const txattn_plan *plan, size_t i,
+                                                const char **kernel, txattn_status *status);
 /* The plan in one line: kernel, tunables, threads, problem. Returns what snprintf would. */
 TXATTN_API int txattn_plan_describe(const txattn_plan *plan, char *buf, size_t size);
 TXATTN_API void txattn_plan_free(txattn_plan *plan); /* NULL is fine */

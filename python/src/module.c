@@ -332,6 +332,27 @@ static PyObject *plan_why(txpy_plan *self, void *unused) {
   return str_or_none(txattn_plan_why(self->plan));
 }
 
+/* [(kernel, status name), ...]: the kernels the dispatcher tried before the plan's that could not
+   plan it (txattn_plan_failed_get). */
+static PyObject *plan_failed(txpy_plan *self, void *unused) {
+  (void)unused;
+  size_t n = txattn_plan_failed_count(self->plan);
+  PyObject *list = PyList_New(0);
+  for (size_t i = 0; list != NULL && i < n; i++) {
+    const char *kernel;
+    txattn_status st;
+    if (txattn_plan_failed_get(self->plan, i, &kernel, &st) != TXATTN_OK) continue;
+    PyObject *item = Py_BuildValue("(ss)", kernel, txattn_status_name(st));
+    if (item == NULL || PyList_Append(list, item) != 0) {
+      Py_XDECREF(item);
+      Py_DECREF(list);
+      return NULL;
+    }
+    Py_DECREF(item);
+  }
+  return list;
+}
+
 static PyObject *plan_describe(txpy_plan *self, void *unused) {
   (void)unused;
   char small[512];
@@ -374,6 +395,8 @@ static PyObject *plan_context(txpy_plan *self, void *unused) {
 static PyGetSetDef plan_getset[] = {
     {"kernel", (getter)plan_kernel, NULL, "The kernel the plan runs.", NULL},
     {"why", (getter)plan_why, NULL, "Why the dispatcher chose it.", NULL},
+    {"failed", (getter)plan_failed, NULL,
+     "The kernels tried before it that could not plan: [(kernel, status name), ...].", NULL},
     {"description", (getter)plan_describe, NULL, "The plan in one line.", NULL},
     {"tunables", (getter)plan_tunables, NULL, "Its tunables: name -> value.", NULL},
     {"problem", (getter)plan_problem, NULL, "The problem it was made for.", NULL},

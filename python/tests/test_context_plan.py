@@ -102,6 +102,8 @@ def test_plan(ctx):
     assert plan.kernel in [k["name"] for k in ctx.kernels()]
     assert plan.why and plan.kernel in plan.description
     assert isinstance(plan.tunables, dict) and plan.context is ctx
+    # the shipped kernels plan this problem: none failed before the pick (a list of pairs else)
+    assert plan.failed == []
     pr = plan.problem
     assert (pr["batch"], pr["heads_q"], pr["heads_kv"], pr["n_q"], pr["n_kv"], pr["d_qk"],
             pr["d_v"]) == (2, 4, 2, 33, 47, 16, 8)

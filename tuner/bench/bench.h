@@ -153,18 +153,6 @@ int tx_bench_parse_tunables(const tx_cmd_spec *spec, const tx_strlist *items,
 int tx_bench_expand_tunables(const tx_cmd_spec *spec, const txattn_context *ctx,
                              const tx_bench_tunable_args *a, const tx_kernel_sel *sel, size_t n_sel,
                              tx_kernel_sel **sel_out, tx_bench_tuning **tuning_out, size_t *n_out);
-/* Times n <= TX_BENCH_MAX_ENTRIES settings of one kernel as tx_measure times one, each already
-   called once (the caller's warm-up and check), but interleaved: after each one's calibration, a
-   run of each in turn, so that the machine's drift moves them alike. status[i] is i's first
-   failure, else TXATTN_OK with tm[i]. */
-void tx_bench_measure_interleaved(tx_run_fn fn, void *const *args, size_t n,
-                                  const tx_timing_opts *o, tx_timing *tm, txattn_status *status);
-/* The same, and also each entry's seconds per call of every timed run, in the order the runs were
-   made (the first is its calibration's last run, then one per round): runs[i * o->runs + k] for
-   k < tm[i].runs. o->runs is 1 to 1000 here. */
-void tx_bench_measure_interleaved_runs(tx_run_fn fn, void *const *args, size_t n,
-                                       const tx_timing_opts *o, tx_timing *tm,
-                                       txattn_status *status, double *runs);
 /* "block_q=12<sep>block_k=64", "-" when n is 0. */
 void tx_bench_tunables_text(const tx_bench_tunable *t, size_t n, const char *sep, char *buf,
                             size_t size);

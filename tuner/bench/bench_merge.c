@@ -10,8 +10,6 @@
 #include "text_table.h"
 #include "verify.h"
 
-#define POISON 1.0e30f /* the whole call's output, before the partials are merged over it */
-
 /* Everything the three timed variants read, planned and allocated before any of them runs. */
 typedef struct merge_setup {
   txattn_problem p;              /* the whole: lse, not ragged */
@@ -167,8 +165,8 @@ void tx_bench_merge_compare(const tx_buffers *b, const tx_serving *sv, tx_bench_
     if (i == MERGE && (n == 0 || idx[n - 1] != PARTS)) break;
     txattn_status st = run_step(&steps[i]);
     if (i == WHOLE) {
-      tx_fill_value(b->o, b->p.o_type, b->o_len, POISON);
-      tx_fill_value(b->lse, TXATTN_DTYPE_F32, b->lse_len, POISON);
+      tx_fill_value(b->o, b->p.o_type, b->o_len, TX_POISON);
+      tx_fill_value(b->lse, TXATTN_DTYPE_F32, b->lse_len, TX_POISON);
     }
     if (st != TXATTN_OK) {
       if (!*out->why)
@@ -182,7 +180,7 @@ void tx_bench_merge_compare(const tx_buffers *b, const tx_serving *sv, tx_bench_
   if (n && idx[n - 1] == MERGE) check_merged(b, sv->merge, out);
   tx_timing tm[N_STEPS];
   txattn_status ts[N_STEPS];
-  tx_bench_measure_interleaved(run_step, args, n, to, tm, ts);
+  tx_time(run_step, args, n, to, tm, ts, NULL);
   double *dest[N_STEPS] = {&out->call_s, &out->partials_s, &out->merge_s};
   for (size_t j = 0; j < n; j++) {
     if (ts[j] == TXATTN_OK)

@@ -205,7 +205,7 @@ void tx_bench_serving_compare(const tx_buffers *b, const tx_serving *s, tx_bench
   }
   tx_timing tm[N_VARIANTS];
   txattn_status ts[N_VARIANTS];
-  tx_bench_measure_interleaved(run_variant, args, n, to, tm, ts);
+  tx_time(run_variant, args, n, to, tm, ts, NULL);
   double *dest[N_VARIANTS] = {&out->call_s,   &out->per_sequence_s, &out->padded_s,
                               &out->no_lse_s, &out->per_doc_s,      &out->no_mask_s};
   for (size_t j = 0; j < n; j++) {

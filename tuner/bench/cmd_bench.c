@@ -27,7 +27,6 @@
 /* The fp64 reference is single-threaded: past this much work (visible pairs x (d_qk + d_v)) it
    would take longer than the whole benchmark, so verification becomes opt-in. */
 #define VERIFY_WORK_LIMIT 4e9
-#define POISON            1.0e30f /* see cmd_check.c: unwritten outputs must not pass */
 #define SEED              UINT64_C(0x62656e6368)
 #define N_RUN_OPTS        9
 
@@ -296,7 +295,9 @@ static txattn_status plan_for_compare(void *arg, const txattn_problem *p, txattn
 static void compare_serving(bench_run *r, const tx_bench_point *pt, size_t i, tx_bench_result *k) {
   if (k->state != TX_BENCH_OK) return;
   entry_planner e = {r, i};
-  tx_timing_opts to = {1e-3 * (double)r->o.min_time_ms, (int)r->o.reps, r->o.limit_s};
+  tx_timing_opts to = {.min_run_s = 1e-3 * (double)r->o.min_time_ms,
+                       .runs = (int)r->o.reps,
+                       .limit_s = r->o.limit_s};
   if (pt->p.ragged || r->serving.lse_given || pt->p.mask_tensor)
     tx_bench_serving_compare(&r->b, &r->serving, plan_for_compare, &e, &to, &k->cmp);
   if (r->serving.merge)
@@ -378,9 +379,11 @@ static int pairs_runs(const bench_run *r, const tx_bench_point *pt) {
    timed run right after a read run when pairs_runs (tx_roofline_measure_paired). */
 static void measure_entries(bench_run *r, const tx_bench_point *pt, void *const *args,
                             const size_t *idx, size_t m, tx_timing *tm, txattn_status *st) {
-  tx_timing_opts to = {1e-3 * (double)r->o.min_time_ms, (int)r->o.reps, r->o.limit_s};
+  tx_timing_opts to = {.min_run_s = 1e-3 * (double)r->o.min_time_ms,
+                       .runs = (int)r->o.reps,
+                       .limit_s = r->o.limit_s};
   if (!pairs_runs(r, pt)) {
-    tx_bench_measure_interleaved(exec_plan, args, m, &to, tm, st);
+    tx_time(exec_plan, args, m, &to, tm, st, NULL);
     return;
   }
   int threads[TX_BENCH_MAX_ENTRIES];
@@ -409,14 +412,16 @@ static void bench_kernel(bench_run *r, const tx_bench_point *pt, size_t i, tx_be
     return;
   }
   if (s == TXATTN_OK) {
-    tx_fill_value(r->b.o, r->b.p.o_type, r->b.o_len, POISON);
-    if (r->b.lse) tx_fill_value(r->b.lse, TXATTN_DTYPE_F32, r->b.lse_len, POISON);
+    tx_fill_value(r->b.o, r->b.p.o_type, r->b.o_len, TX_POISON);
+    if (r->b.lse) tx_fill_value(r->b.lse, TXATTN_DTYPE_F32, r->b.lse_len, TX_POISON);
     exec_arg a = {plan, &r->b.t};
-    tx_timing_opts to = {1e-3 * (double)r->o.min_time_ms, (int)r->o.reps, r->o.limit_s};
+    tx_timing_opts to = {.min_run_s = 1e-3 * (double)r->o.min_time_ms,
+                         .runs = (int)r->o.reps,
+                         .limit_s = r->o.limit_s};
     void *ap = &a;
     if (!pairs_runs(r, pt))
-      s = tx_measure(exec_plan, &a, &to, &k->tm);
-    else if ((s = exec_plan(&a)) == TXATTN_OK) /* the warm-up tx_measure makes */
+      tx_time(exec_plan, &ap, 1, &to, &k->tm, &s, NULL);
+    else if ((s = exec_plan(&a)) == TXATTN_OK) /* a call before the runs */
       measure_entries(r, pt, &ap, &i, 1, &k->tm, &s);
   }
   if (s == TXATTN_OK) {
@@ -430,7 +435,7 @@ static void bench_kernel(bench_run *r, const tx_bench_point *pt, size_t i, tx_be
 }
 
 /* Entries first .. first + n - 1, the settings of one kernel: each planned, run once and checked,
-   then timed interleaved (tx_bench_measure_interleaved). */
+   then timed interleaved (tx_time). */
 static void bench_settings(bench_run *r, const tx_bench_point *pt, size_t first, size_t n) {
   txattn_plan *plans[TX_BENCH_MAX_ENTRIES] = {0};
   exec_arg args[TX_BENCH_MAX_ENTRIES];
@@ -455,8 +460,8 @@ static void bench_settings(bench_run *r, const tx_bench_point *pt, size_t first,
     }
     if (s == TXATTN_OK) {
       record_tunables(plans[m], &r->tuning[i], k);
-      tx_fill_value(r->b.o, r->b.p.o_type, r->b.o_len, POISON);
-      if (r->b.lse) tx_fill_value(r->b.lse, TXATTN_DTYPE_F32, r->b.lse_len, POISON);
+      tx_fill_value(r->b.o, r->b.p.o_type, r->b.o_len, TX_POISON);
+      if (r->b.lse) tx_fill_value(r->b.lse, TXATTN_DTYPE_F32, r->b.lse_len, TX_POISON);
       args[m] = (exec_arg){plans[m], &r->b.t};
       s = exec_plan(&args[m]);
     }
@@ -823,8 +828,10 @@ static int close_output(bench_run *r) {
 /* Before the kernels, in the same run, so the ratios compare like with like. */
 static int measure_roofline(bench_run *r) {
   if (r->progress) fprintf(stderr, "\r\033[K  measuring the roofline ...");
-  int rc = tx_roofline_measure(&r->o.roof, r->setup.threads, 1e-3 * (double)r->o.min_time_ms,
-                               &r->roofline);
+  txattn_machine_info m = TXATTN_MACHINE_INFO_INIT;
+  txattn_context_machine(r->ctx, &m);
+  int rc = tx_roofline_measure(&r->o.roof, m.isa_mask, r->setup.threads,
+                               1e-3 * (double)r->o.min_time_ms, &r->roofline);
   if (r->progress) fprintf(stderr, "\r\033[K");
   if (rc == 0 && !r->o.json) tx_roofline_print(&r->roofline, stdout);
   fflush(stdout);

@@ -80,7 +80,10 @@ static double rate(tx_run_fn fn, tx_stream_arrays *s, int threads, const tx_timi
                    double bytes_per_element) {
   tx_stream_run p = {.s = s, .threads = threads};
   tx_timing tm;
-  if (tx_measure(fn, &p, t, &tm) != TXATTN_OK) return -1;
+  txattn_status st;
+  void *arg = &p;
+  tx_time(fn, &arg, 1, t, &tm, &st, NULL);
+  if (st != TXATTN_OK) return -1;
   return 1e-9 * bytes_per_element * (double)s->n / tm.min_s;
 }
 

@@ -14,10 +14,12 @@
 #define CEILING_LIMIT_S   0.15
 #define MIB               (1024.0 * 1024.0)
 
-void tx_roof_ceiling_measure(int threads, double cache_bytes, tx_roof_ceiling *c) {
-  tx_timing_opts t = {CEILING_MIN_RUN_S, CEILING_RUNS, CEILING_LIMIT_S};
+void tx_roof_ceiling_measure(unsigned isa_mask, int threads, double cache_bytes,
+                             tx_roof_ceiling *c) {
+  tx_timing_opts t = {
+      .min_run_s = CEILING_MIN_RUN_S, .runs = CEILING_RUNS, .limit_s = CEILING_LIMIT_S};
   tx_peak_isa isas[TX_PEAK_MAX_ISAS];
-  size_t n = tx_peak_isas(isas);
+  size_t n = tx_peak_isas(isa_mask, isas);
   *c = (tx_roof_ceiling){
       .gflops_1t = -1, .read_gbs = -1, .threads = threads, .cache_bytes = cache_bytes};
   /* every loop, the scalar one too: under an emulator (qemu) it may outrun the SIMD ones */

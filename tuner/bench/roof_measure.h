@@ -13,7 +13,8 @@
 #include "txattn/plugin.h"
 
 /* The ISAs of this build's target architecture, in report order, with whether the CPU and OS can run
-   each one's loop (cpuid + XGETBV on x86-64, HWCAP on arm64) and, if not, why. */
+   each one's loop (isa_mask: txattn_machine_info's, the library's check of the CPU and OS) and,
+   if not, why. */
 typedef struct tx_peak_isa {
   const tx_peak_loop *loop;
   txattn_isa isa; /* the loop's; txattn_isa_name() names it as kernels do */
@@ -21,7 +22,8 @@ typedef struct tx_peak_isa {
   char why[128];
 } tx_peak_isa;
 #define TX_PEAK_MAX_ISAS 3
-size_t tx_peak_isas(tx_peak_isa *out); /* returns how many it wrote (<= TX_PEAK_MAX_ISAS) */
+size_t tx_peak_isas(unsigned isa_mask,
+                    tx_peak_isa *out); /* how many it wrote (<= TX_PEAK_MAX_ISAS) */
 
 /* Each measurement runs `threads` threads at once (an OpenMP team) and returns the best rate over
    t->runs runs of at least t->min_run_s, or -1 on failure. The FMA peak sums the rates each thread

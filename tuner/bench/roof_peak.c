@@ -1,69 +1,34 @@
 /* SPDX-License-Identifier: MIT */
-/* FMA peak per ISA: which loops this CPU and OS can run, and their rate on a team of threads.
-   The check is the library's (core/cpu.c), redone here because txtune must not call an ISA's loop
-   that the OS does not enable, whatever plugins happen to be installed: cpuid says what the CPU
-   has, XGETBV whether the OS saves the registers (a hypervisor may hide the latter). */
+/* FMA peak per ISA: which loops this CPU and OS can run (the library's answer,
+   txattn_machine_info.isa_mask: txtune must not call a loop the OS does not enable), and their
+   rate on a team of threads. */
 #include <omp.h>
 #include <stdio.h>
 
 #include "roof_measure.h"
 
+size_t tx_peak_isas(unsigned isa_mask, tx_peak_isa *out) {
+  static const struct {
+    const tx_peak_loop *loop;
+    txattn_isa isa;
+  } loops[] = {
+    {&tx_peak_scalar, TXATTN_ISA_SCALAR},
 #if defined(__x86_64__)
-#include <cpuid.h>
+    {&tx_peak_avx2, TXATTN_ISA_AVX2},
+    {&tx_peak_avx512, TXATTN_ISA_AVX512},
 #elif defined(__aarch64__)
-#include <asm/hwcap.h>
-#include <sys/auxv.h>
+    {&tx_peak_neon, TXATTN_ISA_NEON},
 #endif
-
-#if defined(__x86_64__)
-static uint64_t read_xcr0(void) {
-  uint32_t lo, hi;
-  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0)); /* _xgetbv would need -mxsave */
-  return ((uint64_t)hi << 32) | lo;
-}
-
-static void check_x86(tx_peak_isa *avx2, tx_peak_isa *avx512) {
-  uint32_t a, b, c = 0, d, ebx7 = 0, ecx7, edx7;
-  __get_cpuid(1, &a, &b, &c, &d);
-  if (__get_cpuid_max(0, NULL) >= 7) __cpuid_count(7, 0, a, ebx7, ecx7, edx7);
-  int osxsave = (c >> 27) & 1u;
-  uint64_t xcr0 = osxsave ? read_xcr0() : 0;
-  if (!((c >> 28) & 1u) || !((c >> 12) & 1u) || !((ebx7 >> 5) & 1u))
-    snprintf(avx2->why, sizeof avx2->why, "CPU lacks AVX, FMA or AVX2 (cpuid)");
-  else if ((xcr0 & 0x6) != 0x6)
-    snprintf(avx2->why, sizeof avx2->why, "OS has not enabled YMM state (XCR0=0x%llx)",
-             (unsigned long long)xcr0);
-  else
-    avx2->usable = 1;
-  if (!((ebx7 >> 16) & 1u))
-    snprintf(avx512->why, sizeof avx512->why,
-             "not available on this CPU: it lacks AVX-512F (cpuid leaf 7 ebx bit 16)");
-  else if (!avx2->usable)
-    snprintf(avx512->why, sizeof avx512->why, "needs AVX2 too: %.100s", avx2->why);
-  else if ((xcr0 & 0xe0) != 0xe0)
-    snprintf(avx512->why, sizeof avx512->why,
-             "not available: the OS has not enabled ZMM state (XCR0=0x%llx)",
-             (unsigned long long)xcr0);
-  else
-    avx512->usable = 1;
-}
-#endif
-
-size_t tx_peak_isas(tx_peak_isa *out) {
-  size_t n = 0;
-  out[n++] = (tx_peak_isa){&tx_peak_scalar, TXATTN_ISA_SCALAR, 1, ""};
-#if defined(__x86_64__)
-  out[n++] = (tx_peak_isa){&tx_peak_avx2, TXATTN_ISA_AVX2, 0, ""};
-  out[n++] = (tx_peak_isa){&tx_peak_avx512, TXATTN_ISA_AVX512, 0, ""};
-  check_x86(&out[1], &out[2]);
-#elif defined(__aarch64__)
-  out[n] = (tx_peak_isa){&tx_peak_neon, TXATTN_ISA_NEON, 1, ""};
-  if (!(getauxval(AT_HWCAP) & HWCAP_ASIMD)) {
-    out[n].usable = 0;
-    snprintf(out[n].why, sizeof out[n].why, "CPU lacks Advanced SIMD (HWCAP_ASIMD)");
+  };
+  size_t n = sizeof loops / sizeof loops[0];
+  for (size_t i = 0; i < n; i++) {
+    int usable = loops[i].isa == TXATTN_ISA_SCALAR || (isa_mask & (1u << loops[i].isa));
+    out[i] = (tx_peak_isa){loops[i].loop, loops[i].isa, usable, ""};
+    if (!usable)
+      snprintf(out[i].why, sizeof out[i].why,
+               "not available: this CPU and OS do not enable %s (libtxattn's machine info)",
+               txattn_isa_name(loops[i].isa));
   }
-  n++;
-#endif
   return n;
 }
 

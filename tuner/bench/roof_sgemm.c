@@ -46,7 +46,9 @@ double tx_sgemm_gflops(tx_sgemm_bufs *g, int threads, const tx_timing_opts *t) {
   int saved = omp_get_max_threads();
   omp_set_num_threads(threads);
   tx_timing tm;
-  txattn_status s = tx_measure(sgemm, g, t, &tm);
+  txattn_status s;
+  void *arg = g;
+  tx_time(sgemm, &arg, 1, t, &tm, &s, NULL);
   omp_set_num_threads(saved);
   if (s != TXATTN_OK) return -1;
   double n = (double)g->n;

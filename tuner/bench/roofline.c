@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench.h" /* tx_bench_measure_interleaved_runs */
+#include "bench.h" /* TX_BENCH_MAX_ENTRIES */
 #include "text_table.h"
 
 #define MIB          (size_t)(1024 * 1024)
@@ -71,9 +71,9 @@ static size_t stream_bytes(const tx_roofline_args *a, size_t l3) {
   return bytes;
 }
 
-static void measure_peaks(tx_roofline *r, const tx_timing_opts *t) {
+static void measure_peaks(tx_roofline *r, unsigned isa_mask, const tx_timing_opts *t) {
   tx_peak_isa isas[TX_PEAK_MAX_ISAS];
-  r->n_peaks = tx_peak_isas(isas);
+  r->n_peaks = tx_peak_isas(isa_mask, isas);
   for (size_t i = 0; i < r->n_peaks; i++) {
     tx_roof_peak *p = &r->peaks[i];
     p->isa = isas[i];
@@ -112,7 +112,8 @@ static int measure_sgemm(tx_roofline *r, const tx_timing_opts *t) {
   return 0;
 }
 
-int tx_roofline_measure(const tx_roofline_args *a, int threads, double min_run_s, tx_roofline *r) {
+int tx_roofline_measure(const tx_roofline_args *a, unsigned isa_mask, int threads, double min_run_s,
+                        tx_roofline *r) {
   double start = tx_clock(), load[1];
   *r = (tx_roofline){.n_counts = threads > 1 ? 2 : 1,
                      .threads = {1, threads},
@@ -122,8 +123,8 @@ int tx_roofline_measure(const tx_roofline_args *a, int threads, double min_run_s
                      .runs = ROOF_RUNS,
                      .load_before = getloadavg(load, 1) == 1 ? load[0] : -1};
   r->stream_bytes = stream_bytes(a, r->l3_bytes);
-  tx_timing_opts t = {min_run_s, ROOF_RUNS, ROOF_LIMIT_S};
-  measure_peaks(r, &t);
+  tx_timing_opts t = {.min_run_s = min_run_s, .runs = ROOF_RUNS, .limit_s = ROOF_LIMIT_S};
+  measure_peaks(r, isa_mask, &t);
   int rc = measure_sgemm(r, &t);
   if (rc == 0) rc = measure_memory(r, &t);
   r->seconds = tx_clock() - start;
@@ -159,7 +160,7 @@ static double quantile(const double *v, size_t n, double q) {
 }
 
 /* Kernel run k pairs with read run k for k >= 1: both are made in round k, the read run first
-   (tx_bench_measure_interleaved_runs). scratch holds one value per run. */
+   (tx_time). scratch holds one value per run. */
 static tx_roof_paired pair_up(const double *read_s, int read_runs, const double *kernel_s,
                               int kernel_runs, double read_bytes, double bytes, double *scratch) {
   tx_roof_paired p = {0};
@@ -192,7 +193,7 @@ void tx_roofline_measure_paired(tx_roofline *r, double bytes, tx_run_fn fn, void
   double *runs = calloc(n2 * want + 1, sizeof *runs), *scratch = calloc(want + 1, sizeof *scratch);
   for (size_t i = 0; i < n; i++) out[i] = (tx_roof_paired){0};
   if (!ent || !reads || !argp || !tm2 || !st2 || !runs || !scratch || n2 > TX_BENCH_MAX_ENTRIES) {
-    tx_bench_measure_interleaved(fn, args, n, o, tm, status); /* unpaired */
+    tx_time(fn, args, n, o, tm, status, NULL); /* unpaired */
   } else {
     for (size_t i = 0; i < n; i++) {
       reads[i] = (tx_stream_run){.s = &r->stream, .threads = threads[i]};
@@ -200,7 +201,7 @@ void tx_roofline_measure_paired(tx_roofline *r, double bytes, tx_run_fn fn, void
       ent[2 * i + 1] = (paired_entry){fn, args[i]};
     }
     for (size_t i = 0; i < n2; i++) argp[i] = &ent[i];
-    tx_bench_measure_interleaved_runs(run_entry, argp, n2, &to, tm2, st2, runs);
+    tx_time(run_entry, argp, n2, &to, tm2, st2, runs);
     const double read_bytes = tx_stream_read_bytes(&r->stream);
     for (size_t i = 0; i < n; i++) {
       const size_t rd = 2 * i, k = 2 * i + 1;

@@ -52,8 +52,10 @@ typedef struct tx_roofline {
 } tx_roofline;
 
 /* Measures everything for 1 and `threads` threads, each rate the best of a few runs of at least
-   min_run_s. Returns 0, or prints why on stderr and returns TX_EXIT_FAIL. Takes a few seconds. */
-int tx_roofline_measure(const tx_roofline_args *a, int threads, double min_run_s, tx_roofline *r);
+   min_run_s, with the loops of the ISAs of isa_mask (txattn_machine_info's). Returns 0, or prints
+   why on stderr and returns TX_EXIT_FAIL. Takes a few seconds. */
+int tx_roofline_measure(const tx_roofline_args *a, unsigned isa_mask, int threads, double min_run_s,
+                        tx_roofline *r);
 void tx_roofline_free(tx_roofline *r); /* the arrays it keeps */
 void tx_roofline_print(const tx_roofline *r, FILE *f);
 void tx_roofline_json(tx_json *j, const tx_roofline *r); /* the value: one object */
@@ -74,8 +76,10 @@ typedef struct tx_roof_ceiling {
 /* 16-bit inputs may meet matrix units (AMX) that multiply them this many times faster than the
    FP32 FMA the peak measures. */
 #define TX_ROOF_MATRIX_UNITS 16
-/* Measures c (a fraction of a second; arrays of max(cache_bytes, 64 MiB) up to 512 MiB). */
-void tx_roof_ceiling_measure(int threads, double cache_bytes, tx_roof_ceiling *c);
+/* Measures c (a fraction of a second; arrays of max(cache_bytes, 64 MiB) up to 512 MiB), with the
+   loops of the ISAs of isa_mask (txattn_machine_info's). */
+void tx_roof_ceiling_measure(unsigned isa_mask, int threads, double cache_bytes,
+                             tx_roof_ceiling *c);
 /* The least seconds a call of `flops` that must read `bytes` can take on `threads` threads with
    `slack` x the roofs: its flops at the peak (x TX_ROOF_MATRIX_UNITS with half_inputs), and its
    bytes beyond the caches at the read bandwidth, whichever is longer (0: no roof known); why says
@@ -106,7 +110,7 @@ typedef struct tx_roof_paired {
 /* Whether a problem of work w has its kernels' timed runs paired with read runs: a decode (held to
    the read bandwidth), once the roofs are measured. */
 int tx_roofline_pairs(const tx_roofline *r, const tx_roof_work *w);
-/* Times n kernels fn(args[i]), each already called once, as tx_bench_measure_interleaved does
+/* Times n kernels fn(args[i]), each already called once, as tx_time does
    (tm and status as there), with a read-bandwidth run on threads[i] threads over r's arrays (at
    least o->min_run_s long) right before each timed run of kernel i; out[i] is its paired fraction
    for `bytes` per call, over the rounds (the calibration runs are not paired). More than

@@ -101,6 +101,9 @@ void tx_elem_put(void *base, txattn_dtype t, const txattn_layout *l, int64_t b, 
                  int64_t i, int64_t c, float x);
 /* n elements of type t set to value (rounded to t). */
 void tx_fill_value(void *x, txattn_dtype t, size_t n, float value);
+/* What an output holds before a checked call (bench, check, profile): a kernel that leaves a value
+   unwritten cannot pass for exact. */
+#define TX_POISON 1.0e30f
 /* The tensors' bytes (input and output once each, as a problem's tensors hold them). */
 double tx_buffers_bytes(const txattn_problem *p);
 

@@ -55,20 +55,19 @@ void tx_kernel_flags_text(unsigned flags, char *buf, size_t size) {
   if (size && !*buf) snprintf(buf, size, "-");
 }
 
-/* core/loader.c says "it does not take f16 k" (or "make ... o") when a kernel's descriptor lacks a
-   type: the only refusal that depends on the types alone. */
-int tx_declines_types(const char *message, char *why, size_t size) {
-  const char *at = strstr(message, "it does not take ");
-  if (!at) at = strstr(message, "it does not make ");
-  if (!at) return 0;
-  snprintf(why, size, "%s", at);
-  return 1;
-}
-
-int tx_kernel_declines_types(txattn_context *ctx, const char *name, const txattn_problem *p,
+int tx_kernel_declines_types(const txattn_context *ctx, const char *name, const txattn_problem *p,
                              char *why, size_t size) {
-  txattn_plan *plan = NULL;
-  txattn_status s = txattn_plan_create(ctx, p, name, &plan);
-  txattn_plan_free(plan);
-  return s == TXATTN_E_UNSUPPORTED && tx_declines_types(txattn_last_error(), why, size);
+  const txattn_dtype t[4] = {p->q_type, p->k_type, p->v_type, p->o_type};
+  for (size_t k = 0; k < txattn_kernel_count(ctx); k++) {
+    txattn_kernel_info info = TXATTN_KERNEL_INFO_INIT;
+    if (txattn_kernel_get(ctx, k, &info) != TXATTN_OK || strcmp(info.name, name) != 0) continue;
+    for (int i = 0; i < 4; i++)
+      if (!(info.dtypes[i] & TXATTN_DTYPE_BIT(t[i]))) {
+        snprintf(why, size, "it does not %s %s %c", i == 3 ? "make" : "take",
+                 txattn_dtype_name(t[i]), "qkvo"[i]);
+        return 1;
+      }
+    return 0;
+  }
+  return 0;
 }

@@ -19,14 +19,11 @@ typedef struct tx_kernel_sel {
    freed by the caller with free(). */
 int tx_kernels_select(const tx_cmd_spec *spec, const txattn_context *ctx, const tx_strlist *names,
                       tx_kernel_sel **out, size_t *n_out);
-/* Whether the library refuses kernel `name` the element types of p (txattn_kernel_desc.dtypes):
-   asks it for a plan for p. 1 with why ("it does not take f16 k") when it declines p for a type, 0
-   when it plans p or declines it for anything else. */
-int tx_kernel_declines_types(txattn_context *ctx, const char *name, const txattn_problem *p,
+/* Whether kernel `name` of ctx declines the element types of p, as its info says
+   (txattn_kernel_info.dtypes): 1 with why ("it does not take f16 k"), else 0 (also for a kernel
+   ctx does not have). */
+int tx_kernel_declines_types(const txattn_context *ctx, const char *name, const txattn_problem *p,
                              char *why, size_t size);
-/* Whether a message of the library says a kernel declines a problem's element types; why gets
-   its words from "it does not ..." on. */
-int tx_declines_types(const char *message, char *why, size_t size);
 /* "threaded,sparse,lse,ragged,softcap,alibi,sinks,sink_keys" (the flags set, in that order) or
    "-" */
 void tx_kernel_flags_text(unsigned flags, char *buf, size_t size);

@@ -2,7 +2,9 @@
 #define _POSIX_C_SOURCE 200809L
 #include "timing.h"
 
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 double tx_clock(void) {
@@ -39,32 +41,113 @@ double tx_sorted_spread(const double *v, size_t n) {
   return (v[n - 1] - v[0]) / sorted_median(v, n);
 }
 
-enum { MAX_RUNS = 1000 };
+/* One entry of a timing. */
+typedef struct entry {
+  double *per_call; /* [want] */
+  double spent, last;
+  int64_t reps;
+  int runs, done, checked;
+} entry;
 
-txattn_status tx_measure(tx_run_fn fn, void *arg, const tx_timing_opts *opts, tx_timing *out) {
-  double start = tx_clock(), t;
-  txattn_status s = fn(arg); /* warm-up: first touch of the output and of the kernel's workspace */
+/* One run of e->reps calls of entry i after its warm-up, checked by o->check. */
+static txattn_status run_once(tx_run_fn fn, void *arg, size_t i, const tx_timing_opts *o, entry *e,
+                              int warm) {
+  const tx_timing_check *ck = o->check;
+  txattn_status s = warm ? fn(arg) : TXATTN_OK;
   if (s != TXATTN_OK) return s;
-
-  /* The run that first lasts long enough is already a valid sample: keep it as run 1. */
-  int64_t reps = 1;
-  for (;;) {
-    if ((s = timed_run(fn, arg, reps, &t)) != TXATTN_OK) return s;
-    if (t >= opts->min_run_s || reps >= (INT64_C(1) << 40)) break;
-    reps *= 2;
+  if (ck && ck->before) ck->before(ck->arg, i);
+  if ((s = timed_run(fn, arg, e->reps, &e->last)) != TXATTN_OK) return s;
+  e->spent += e->last;
+  if (ck && ck->after && ck->after(ck->arg, i, e->checked++ == 0, e->last / (double)e->reps)) {
+    ck->refused[i] = 1;
+    e->done = 1;
   }
-  double per_call[MAX_RUNS];
-  int runs = 0, want = opts->runs < 1 ? 1 : opts->runs > MAX_RUNS ? MAX_RUNS : opts->runs;
-  per_call[runs++] = t / (double)reps;
-  while (runs < want && tx_clock() - start + t <= opts->limit_s) {
-    if ((s = timed_run(fn, arg, reps, &t)) != TXATTN_OK) return s;
-    per_call[runs++] = t / (double)reps;
-  }
-
-  out->median_s = tx_sort_median(per_call, (size_t)runs);
-  out->min_s = per_call[0];
-  out->max_s = per_call[runs - 1];
-  out->reps = reps;
-  out->runs = runs;
   return TXATTN_OK;
+}
+
+/* Whether a run of e, starting now, would end after o's deadline. */
+static int too_late(const tx_timing_opts *o, const entry *e, double factor) {
+  return o->deadline > 0 && tx_clock() + e->last * factor > o->deadline;
+}
+
+static double fastest(const entry *e) {
+  double m = e->per_call[0];
+  for (int k = 1; k < e->runs; k++) m = e->per_call[k] < m ? e->per_call[k] : m;
+  return m;
+}
+
+static double median_of(const entry *e) {
+  double v[1000];
+  for (int k = 0; k < e->runs; k++) v[k] = e->per_call[k];
+  return tx_sort_median(v, (size_t)e->runs);
+}
+
+/* After a round: entries with two runs or more whose fastest run is slower than drop_ratio x the
+   leader's median stop (one run can be a stall of the host). */
+static void drop_slow(entry *e, size_t n, const txattn_status *status, double ratio) {
+  double lead = INFINITY;
+  for (size_t i = 0; i < n; i++)
+    if (status[i] == TXATTN_OK && e[i].runs > 0 && median_of(&e[i]) < lead) lead = median_of(&e[i]);
+  for (size_t i = 0; i < n; i++)
+    if (status[i] == TXATTN_OK && e[i].runs > 1 && fastest(&e[i]) > ratio * lead) e[i].done = 1;
+}
+
+void tx_time(tx_run_fn fn, void *const *args, size_t n, const tx_timing_opts *o, tx_timing *tm,
+             txattn_status *status, double *runs_out) {
+  int want = o->runs < 1 ? 1 : o->runs > 1000 ? 1000 : o->runs;
+  entry *e = calloc(n + 1, sizeof *e);
+  double *samples = calloc(n * (size_t)want + 1, sizeof *samples);
+  for (size_t i = 0; i < n; i++) {
+    tm[i] = (tx_timing){0};
+    status[i] = e && samples ? TXATTN_OK : TXATTN_E_NOMEM;
+    if (status[i] != TXATTN_OK || (o->deadline > 0 && tx_clock() >= o->deadline)) continue;
+    status[i] = fn(args[i]);
+    if (status[i] != TXATTN_OK) continue;
+    e[i].per_call = samples + i * (size_t)want;
+    /* calibration: the repetitions double until a run lasts min_run_s */
+    for (e[i].reps = 1; status[i] == TXATTN_OK; e[i].reps *= 2) {
+      status[i] = run_once(fn, args[i], i, o, &e[i], 0);
+      if (status[i] != TXATTN_OK || e[i].done) break;
+      if (e[i].last >= o->min_run_s || e[i].reps >= (INT64_C(1) << 40)) {
+        e[i].per_call[e[i].runs++] = e[i].last / (double)e[i].reps;
+        break;
+      }
+      if (too_late(o, &e[i], 2)) break; /* no sample: the deadline came first */
+    }
+  }
+  for (int round = 1, more = 1; more; round++) {
+    more = 0;
+    if (o->drop_ratio > 0) drop_slow(e, n, status, o->drop_ratio);
+    for (size_t j = 0; j < n; j++) {
+      size_t i = round % 2 ? n - 1 - j : j; /* backward in odd rounds: the first ran first */
+      if (status[i] != TXATTN_OK || e[i].done || e[i].runs == 0 || e[i].runs >= want ||
+          (o->limit_s > 0 && e[i].spent + e[i].last > o->limit_s) || too_late(o, &e[i], 1))
+        continue;
+      status[i] = run_once(fn, args[i], i, o, &e[i], o->warm_each_run);
+      if (status[i] == TXATTN_OK && !e[i].done)
+        e[i].per_call[e[i].runs++] = e[i].last / (double)e[i].reps;
+      more = 1;
+    }
+  }
+  /* one more checked call of each entry with a run, stopped early or not: after inputs it has not
+     seen, so that no entry is exact only on the calls it could predict */
+  for (size_t i = 0; i < n; i++) {
+    if (status[i] != TXATTN_OK || !o->check || e[i].runs == 0 || o->check->refused[i]) continue;
+    int64_t reps = e[i].reps;
+    e[i].reps = 1;
+    status[i] = run_once(fn, args[i], i, o, &e[i], 0);
+    e[i].reps = reps;
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (status[i] != TXATTN_OK || e[i].runs == 0 || (o->check && o->check->refused[i])) continue;
+    if (runs_out)
+      memcpy(runs_out + i * (size_t)want, e[i].per_call, (size_t)e[i].runs * sizeof *runs_out);
+    tm[i].median_s = tx_sort_median(e[i].per_call, (size_t)e[i].runs);
+    tm[i].min_s = e[i].per_call[0];
+    tm[i].max_s = e[i].per_call[e[i].runs - 1];
+    tm[i].reps = e[i].reps;
+    tm[i].runs = e[i].runs;
+  }
+  free(samples);
+  free(e);
 }

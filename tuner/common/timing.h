@@ -25,21 +25,46 @@ double tx_sorted_spread(const double *v, size_t n);
 
 typedef txattn_status (*tx_run_fn)(void *arg);
 
+/* The check of timed calls (txtune profile's): before every timed run of entry i, before(arg, i)
+   may change its inputs and poison its output; after it, after(arg, i, first, per_call) judges the
+   output of the run's last call and its seconds per call (first: i's first checked run) and returns
+   nonzero to refuse i, which then stops (status TXATTN_OK, refused[i] set). One more call of each
+   entry after its last run is checked the same way, so that a kernel cannot be exact on the calls
+   it can predict only. */
+typedef struct tx_timing_check {
+  void (*before)(void *arg, size_t i);
+  int (*after)(void *arg, size_t i, int first, double per_call_s);
+  void *arg;
+  unsigned char *refused; /* [n], set by the timer */
+} tx_timing_check;
+
 typedef struct tx_timing_opts {
-  double min_run_s; /* one timed run lasts at least this long (repetitions are doubled until it
+  double min_run_s;  /* one timed run lasts at least this long (repetitions are doubled until it
                        does) */
-  int runs;         /* timed runs; the median is reported */
-  double
-      limit_s; /* stop adding runs once this much time has been spent (at least one run is made) */
+  int runs;          /* timed runs per entry (1..1000), interleaved; the median is reported */
+  double limit_s;    /* stop adding runs to an entry once it spent this much (0: no limit) */
+  double deadline;   /* a tx_clock() time no run may be predicted to end after, nor an entry start
+                        after (0: none) */
+  double drop_ratio; /* after each round an entry with two runs or more whose fastest run is
+                        slower than this x the leader's median stops (0: never) */
+  int warm_each_run; /* one untimed call before every run, not only before the first */
+  const tx_timing_check *check; /* NULL: outputs not checked */
 } tx_timing_opts;
 
 typedef struct tx_timing {
   double median_s, min_s, max_s; /* per call */
   int64_t reps;                  /* calls per timed run */
-  int runs;                      /* timed runs made (fewer than asked when limit_s was reached) */
+  int runs; /* timed runs made (fewer than asked: limit_s, the deadline or drop_ratio; 0: none) */
 } tx_timing;
 
-/* Returns the first status other than TXATTN_OK that fn returns, with *out unset. */
-txattn_status tx_measure(tx_run_fn fn, void *arg, const tx_timing_opts *opts, tx_timing *out);
+/* The one timer of txtune (bench, profile, validate), FFTW's: each of the n entries fn(args[i]) is
+   called once untimed, then its repetitions are doubled until one run lasts min_run_s (that run is
+   its first sample); then rounds of one run of each entry in turn, forward and backward in
+   alternate rounds, so that the machine's drift moves them alike and neither of two always runs
+   first, until each has `runs` runs. status[i] is i's first failure (its timing then unset), else
+   TXATTN_OK with tm[i]. runs_out (NULL: not wanted) gets each entry's seconds per call of every
+   run in the order made: runs_out[i * o->runs + k] for k < tm[i].runs. */
+void tx_time(tx_run_fn fn, void *const *args, size_t n, const tx_timing_opts *o, tx_timing *tm,
+             txattn_status *status, double *runs_out);
 
 #endif

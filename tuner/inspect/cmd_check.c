@@ -22,7 +22,6 @@
 
 /* Written into every output before a kernel runs: a value no kernel computes (Inf in f16), so rows
    a kernel leaves unwritten fail the comparison instead of passing on stale results. */
-#define POISON 1.0e30f
 
 /* --dtype all: fp32, 16-bit K and V (the KV cache of decode), every tensor 16-bit, and a mix with
    a 16-bit output of another type than its inputs. */
@@ -199,8 +198,8 @@ static void record(check_run *r, combo *c, result *res) {
 static void check_kernel(check_run *r, const tx_case *c, tx_buffers *b, result *res) {
   const char *name = r->sel[res->kernel].info.name;
   txattn_plan *plan = NULL;
-  tx_fill_value(b->o, b->p.o_type, b->o_len, POISON);
-  if (b->lse) tx_fill_value(b->lse, TXATTN_DTYPE_F32, b->lse_len, POISON);
+  tx_fill_value(b->o, b->p.o_type, b->o_len, TX_POISON);
+  if (b->lse) tx_fill_value(b->lse, TXATTN_DTYPE_F32, b->lse_len, TX_POISON);
   txattn_status s = txattn_plan_create(r->ctx, &b->p, name, &plan);
   if (s == TXATTN_E_UNSUPPORTED) {
     res->out = OUT_SKIP;

@@ -204,9 +204,9 @@ static txattn_status run_call(void *arg) {
   return txattn_plan_execute(c->plan, c->t);
 }
 
-/* The dispatcher's pick for the call and for the plain call (the modifiers off), timed in turns,
-   one timed run of each per round, so that both see the same load; each time the least of the
-   rounds' (seconds per call), NaN after saying why a call failed. */
+/* The dispatcher's pick for the call and for the plain call (the modifiers off), timed in turns
+   by the one timer (tx_time: --reps interleaved runs each), so that both see the same load; each
+   time the least of the runs' (seconds per call), NaN after saying why a call failed. */
 static void time_pair(const char *cmd, txattn_context *ctx, const model_args *a,
                       const txattn_problem *const p[2], const int64_t *kv_lens, size_t n_seq,
                       char (*kernel)[64], double *best) {
@@ -226,19 +226,29 @@ static void time_pair(const char *cmd, txattn_context *ctx, const model_args *a,
     snprintf(kernel[x], sizeof kernel[x], "%s", txattn_plan_kernel(c[x].plan));
     best[x] = INFINITY;
   }
-  const tx_timing_opts to = {1e-3 * a->min_time_ms, 1, a->limit_s / (double)a->reps};
-  for (int64_t r = 0; r < a->reps; r++)
-    for (int x = 0; x < 2; x++) {
-      tx_timing tm = {0};
-      if (isnan(best[x])) continue;
-      txattn_status s = tx_measure(run_call, &c[x], &to, &tm);
-      if (s != TXATTN_OK) {
-        tx_print_lib_error(cmd, "the call", s);
-        best[x] = NAN;
-      } else if (tm.median_s < best[x]) {
-        best[x] = tm.median_s;
-      }
+  void *args[2];
+  size_t idx[2], n = 0;
+  for (int x = 0; x < 2; x++)
+    if (!isnan(best[x])) {
+      args[n] = &c[x];
+      idx[n++] = (size_t)x;
     }
+  const tx_timing_opts to = {.min_run_s = 1e-3 * a->min_time_ms,
+                             .runs = a->reps < 1      ? 1
+                                     : a->reps > 1000 ? 1000
+                                                      : (int)a->reps,
+                             .limit_s = a->limit_s};
+  tx_timing tm[2];
+  txattn_status st[2];
+  if (n > 0) tx_time(run_call, args, n, &to, tm, st, NULL);
+  for (size_t j = 0; j < n; j++) {
+    if (st[j] != TXATTN_OK) {
+      tx_print_lib_error(cmd, "the call", st[j]);
+      best[idx[j]] = NAN;
+    } else {
+      best[idx[j]] = tm[j].min_s;
+    }
+  }
   for (int x = 0; x < 2; x++) {
     txattn_plan_free(c[x].plan);
     if (ok[x]) tx_buffers_free(&b[x]);

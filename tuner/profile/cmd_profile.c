@@ -2,11 +2,10 @@
 /* txtune profile: measures every exact kernel (x tunables) over a grid of shape classes on this
    machine and writes the dispatch table libtxattn follows, then summarises who wins where.
 
-   The grid is measured n by n (every class at one n before any at the next). Before each point a
-   plan predicts the time of every point left from what each class learnt at its last points
-   (profile_grid.c) and sets the runs of the planned (not optional) candidates so that the rest fits
-   the budget; the budget is a hard cap all the same (points that would not fit are left out).
-   Close calls are timed again at later n before they are recorded (profile_revisit.h). */
+   The grid is measured n by n (every class at one n before any at the next), each point as
+   profile.h says; a point whose foreseen cost (its series' last point's candidates, their calls
+   growing with the visible pairs) would not end within the budget is left out with every larger
+   n of its series. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,8 +17,13 @@
 #include "core_latency.h"
 #include "timing.h"
 
-#define MAX_CANDS 128
-#define SEED      UINT64_C(0x70726f66696c65)
+#define SEED UINT64_C(0x70726f66696c65)
+
+const prof_mode_knobs prof_modes[3] = {
+    {30, 1e-3, 3, 0},   /* --quick */
+    {180, 2e-3, 5, 1},  /* default */
+    {1800, 5e-3, 7, 2}, /* --patient */
+};
 
 static const char about[] =
     "Measures the installed kernels on this machine and writes the dispatch table libtxattn\n"
@@ -30,7 +34,7 @@ static const char about[] =
     "most threads), where a usable kernel takes those types; and a ragged-decode class: one call\n"
     "for 8 sequences of kv lengths n/32 .. n, from n = 1024 (--quick: on the most threads).\n"
     "Each candidate (kernel x tunables) is first checked against txattn_reference and excluded\n"
-    "if inexact; the candidates are then timed interleaved, close calls again at later n, and\n"
+    "if inexact; the candidates are then timed interleaved (the median of K runs each), and\n"
     "within the measured noise the preferred one wins. The budget is a hard cap: points that\n"
     "would not fit are left out. Modes: --quick (30 s, default tunables), default (3 min, one\n"
     "tile variant), --patient (30 min, a grid of tiles). The table is written atomically to -o\n"
@@ -79,12 +83,8 @@ static int parse(profile_run *r, int argc, char **argv) {
 }
 
 static void settings(profile_run *r) {
-  prof_mode mode = r->quick ? PROF_QUICK : r->patient ? PROF_PATIENT : PROF_DEFAULT;
-  const prof_mode_knobs *m = &prof_policy.modes[mode];
-  r->s = m->s;
-  r->cutoff = m->cutoff;
-  r->rv.visits = m->visits;
-  if (r->budget_s <= 0) r->budget_s = m->budget_s;
+  r->mode = r->quick ? PROF_QUICK : r->patient ? PROF_PATIENT : PROF_DEFAULT;
+  if (r->budget_s <= 0) r->budget_s = prof_modes[r->mode].budget_s;
   if (r->n_max <= 0) r->n_max = r->quick ? 4096 : 16384;
 }
 
@@ -96,17 +96,9 @@ static void describe_point(const prof_grid_class *gc, int64_t n, int64_t rr, cha
 /* c excluded at (n, rr) of gc's class; an inexact one counts in n_excluded. */
 static void add_exclusion(profile_run *r, const prof_grid_class *gc, int64_t n, int64_t rr,
                           const prof_cand *c, double err, const char *why, prof_fault fault) {
-  txattn_table_exclusion x = {.struct_size = sizeof(txattn_table_exclusion),
-                              .cls = gc->cls,
-                              .kernel = c->name,
-                              .n_tunables = c->n_tun,
-                              .tunable_names = c->tun_names,
-                              .tunable_values = c->tun_values,
-                              .n = n,
-                              .r = rr,
-                              .max_error = err,
-                              .reason = *why ? why : "not exact"};
-  if (txattn_table_add_exclusion(r->table, &x) == TXATTN_OK && fault == PROF_FAULT_INEXACT)
+  if (prof_table_exclude(r->table, &gc->cls, c->name, c->n_tun, c->tun_names, c->tun_values, n, rr,
+                         err, *why ? why : "not exact") == TXATTN_OK &&
+      fault == PROF_FAULT_INEXACT)
     r->n_excluded++;
 }
 
@@ -134,49 +126,39 @@ static void note_fault(profile_run *r, const prof_grid_class *gc, int64_t n, int
     describe_point(gc, n, rr, f->first_at, sizeof f->first_at);
     snprintf(f->first_why, sizeof f->first_why, "%s", why);
     r->n_faulty_by[fault]++;
+    f->left_out = fault == PROF_FAULT_HUNG || fault == PROF_FAULT_PRINTS || n != PROF_CHECK_N;
     prof_progress_end(&r->prog);
     fprintf(stderr, "txtune profile: %s in %s: %s; %s\n", c->name, f->first_at, why,
-            fault == PROF_FAULT_HUNG || fault == PROF_FAULT_PRINTS || n != prof_policy.check_n
-                ? "it is left out of the rest of the profile"
-                : "it is excluded wherever it does so and the profile goes on");
+            f->left_out ? "it is left out of the rest of the profile"
+                        : "it is excluded wherever it does so and the profile goes on");
   }
   r->faulty[k].candidates++;
 }
 
 /* ---- kernels that fail to plan ---- */
 
-/* The failure of pf whose kernel text names first (the dispatcher lists the kernels it tried in
-   order), SIZE_MAX if it names none. */
-static size_t first_named(const char *text, const prof_plan_failures *pf) {
-  size_t first = SIZE_MAX;
-  const char *at = NULL;
-  for (size_t i = 0; i < pf->n; i++) {
-    const char *p = strstr(text, pf->f[i].name);
-    if (p && (at == NULL || p < at)) at = p, first = i;
-  }
-  return first;
-}
-
 /* Which of the kernels that failed to plan p the estimate picks there (an index into pf), or
    SIZE_MAX if none: judged by the dispatcher itself, which the profile's contexts leave to the
-   estimate (no table). Either it cannot plan p (the kernel its message names, else the first
-   failure), or it planned another kernel and its reason names one of pf as having failed (it
-   falls back along its ranking and says which failed). `outcome` says which of the two. */
+   estimate (no table). Where it plans p, the first kernel it tried and saw fail
+   (txattn_plan_failed_get) that is one of pf; where it cannot, each kernel failed, and the first
+   of pf stands for its pick. `outcome` says which of the two. */
 static size_t estimate_pick(txattn_context *ctx, const txattn_problem *p,
                             const prof_plan_failures *pf, char *outcome, size_t size) {
   txattn_plan *plan = NULL;
   txattn_status s = txattn_plan_create(ctx, p, NULL, &plan);
-  size_t pick = SIZE_MAX;
   if (s != TXATTN_OK) {
-    const char *msg = txattn_last_error();
-    pick = first_named(msg, pf);
     snprintf(outcome, size, "without a table libtxattn cannot plan this point: %s: %s",
-             txattn_status_name(s), msg);
-    return pick == SIZE_MAX ? 0 : pick;
+             txattn_status_name(s), txattn_last_error());
+    return 0;
   }
-  const char *why = txattn_plan_why(plan);
-  if (strstr(why, "fail") || strstr(why, "could not") || strstr(why, "TXATTN_E_"))
-    pick = first_named(why, pf);
+  size_t pick = SIZE_MAX;
+  for (size_t i = 0; i < txattn_plan_failed_count(plan) && pick == SIZE_MAX; i++) {
+    const char *name;
+    txattn_status st;
+    if (txattn_plan_failed_get(plan, i, &name, &st) != TXATTN_OK) break;
+    for (size_t k = 0; k < pf->n && pick == SIZE_MAX; k++)
+      if (strcmp(pf->f[k].name, name) == 0) pick = k;
+  }
   snprintf(outcome, size, "without a table libtxattn falls back to %s here",
            txattn_plan_kernel(plan));
   txattn_plan_free(plan);
@@ -207,14 +189,8 @@ static void plan_failures(profile_run *r, const prof_grid_class *gc, int64_t n, 
     else
       snprintf(text, sizeof text, "failed to plan: %.380s", f->why);
     one_line(reason, sizeof reason, text);
-    txattn_table_exclusion x = {.struct_size = sizeof x,
-                                .cls = gc->cls,
-                                .kernel = f->name,
-                                .n = n,
-                                .r = rr,
-                                .max_error = NAN,
-                                .reason = reason};
-    txattn_status s = txattn_table_add_exclusion(r->table, &x);
+    txattn_status s =
+        prof_table_exclude(r->table, &gc->cls, f->name, 0, NULL, NULL, n, rr, NAN, reason);
     if (s != TXATTN_OK)
       tx_print_lib_error("profile", "cannot record a kernel that failed to plan", s);
     r->n_plan_failures++;
@@ -239,13 +215,21 @@ static void plan_failures(profile_run *r, const prof_grid_class *gc, int64_t n, 
   }
 }
 
-/* How long a check may take: check_timeout_s, or check_timeout_share of the budget if less (at
-   least check_timeout_min_s), and never past the budget's end: a kernel that hangs costs that
-   once, since it is then left out (prof_check). */
+double prof_now_s(const profile_run *r) {
+  return tx_clock() - r->start;
+}
+
+/* The hard end of the budget (a tx_clock() time): no run is predicted to end after it. */
+static double deadline(const profile_run *r) {
+  return r->start + r->budget_s - PROF_END_RESERVE_S;
+}
+
+/* How long a check may take: PROF_CHECK_TIMEOUT_SHARE of the budget within 1 s ..
+   PROF_CHECK_TIMEOUT_S, and never past the budget's end: a kernel that hangs costs that once,
+   since it is then left out (prof_check_fault). */
 static double check_timeout(const profile_run *r, int *cut) {
-  double t = fmin(prof_policy.check_timeout_s, fmax(prof_policy.check_timeout_min_s,
-                                                    prof_policy.check_timeout_share * r->budget_s));
-  double left = r->budget_s - prof_end_reserve(r) - prof_now_s(r);
+  double t = fmin(PROF_CHECK_TIMEOUT_S, fmax(1.0, PROF_CHECK_TIMEOUT_SHARE * r->budget_s));
+  double left = deadline(r) - tx_clock();
   *cut = left < t;
   return fmax(fmin(t, left), 0.05);
 }
@@ -255,7 +239,7 @@ static double check_timeout(const profile_run *r, int *cut) {
    that crashed, hung or printed. */
 static size_t keep_exact(profile_run *r, prof_grid_class *gc, int64_t rr, prof_cand *c, size_t n,
                          size_t *inexact, size_t *faulty) {
-  txattn_problem small = prof_grid_problem(gc, prof_policy.check_n, rr);
+  txattn_problem small = prof_grid_problem(gc, PROF_CHECK_N, rr);
   txattn_context *ctx = r->g.ctx[gc->ctx];
   size_t kept = 0;
   *inexact = *faulty = 0;
@@ -270,8 +254,7 @@ static size_t keep_exact(profile_run *r, prof_grid_class *gc, int64_t rr, prof_c
                                     sizeof why, &fresh);
     if (v == 0 && fresh) {
       add_exclusion(r, gc, small.n_kv, rr, &c[i], err, why, fault);
-      if (fault != PROF_FAULT_INEXACT)
-        note_fault(r, gc, prof_policy.check_n, rr, &c[i], fault, why);
+      if (fault != PROF_FAULT_INEXACT) note_fault(r, gc, PROF_CHECK_N, rr, &c[i], fault, why);
     }
     *inexact += v == 0 && fault == PROF_FAULT_INEXACT;
     *faulty += v == 0 && fault != PROF_FAULT_INEXACT;
@@ -286,12 +269,13 @@ static size_t keep_exact(profile_run *r, prof_grid_class *gc, int64_t rr, prof_c
 }
 
 /* The third-party candidates (not shipped with libtxattn) that survive their first call at the
-   point p in the check process (prof_trial_run), with check_timeout plus ten times the call's
-   predicted time to answer; one that crashes, hangs or prints there is excluded, named for it and
+   point p in the check process (prof_trial_run), with check_timeout plus ten times the foreseen
+   seconds of the point (`foreseen`) to answer; one that crashes, hangs or prints there is excluded, named for it and
    left out of the rest of the profile. The shipped ones are kept as they are. *faulty gets the
    number excluded. */
 static size_t keep_surviving(profile_run *r, prof_grid_class *gc, int64_t n, int64_t rr,
-                             const txattn_problem *p, prof_cand *c, size_t nc, size_t *faulty) {
+                             const txattn_problem *p, prof_cand *c, size_t nc, double foreseen,
+                             size_t *faulty) {
   txattn_context *ctx = r->g.ctx[gc->ctx];
   size_t kept = 0;
   *faulty = 0;
@@ -302,9 +286,9 @@ static size_t keep_surviving(profile_run *r, prof_grid_class *gc, int64_t n, int
     char why[256];
     if (txattn_kernel_get(ctx, c[i].kernel, &info) == TXATTN_OK && !prof_kernel_shipped(&info)) {
       int cut;
-      double t = check_timeout(r, &cut), left = r->budget_s - prof_end_reserve(r) - prof_now_s(r);
-      double timeout = fmin(t + 10 * c[i].predict_s, fmax(left, 0.05));
-      prof_checks_timeout(r->checks, timeout, cut || timeout < t + 10 * c[i].predict_s);
+      double t = check_timeout(r, &cut), left = deadline(r) - tx_clock();
+      double timeout = fmin(t + 10 * foreseen, fmax(left, 0.05));
+      prof_checks_timeout(r->checks, timeout, cut || timeout < t + 10 * foreseen);
       v = prof_trial_run(r->checks, ctx, gc->id, p, &c[i], timeout, &fault, why, sizeof why);
     }
     if (v == 0) {
@@ -316,71 +300,6 @@ static size_t keep_surviving(profile_run *r, prof_grid_class *gc, int64_t n, int
       c[kept++] = c[i];
     else
       txattn_plan_free(c[i].plan);
-  }
-  return kept;
-}
-
-/* Whether an OPTIONAL candidate is timed at a point (of work w) whose other candidates cost
-   `point_s`: with calls of optional_max_call_s at most, while the point's allowance lasts; a tile
-   its own kernel beat only if that was by the cutoff ratio at most (a near tie: both tiles' times
-   keep the table's comparisons honest); the dense kernel (the summary's baseline) if it costs no
-   more than the others; another one if it lost by optional_max_ratio at most or, threaded and
-   once planned, if it was last timed at recheck_growth times a smaller n: threads that wait
-   for a core another process holds can make a kernel lose by far for a while. */
-static int afford(profile_run *r, const prof_history *t, const prof_cand *c, const prof_work *w,
-                  double point_s) {
-  double cost = prof_cand_cost(r, PROF_OPTIONAL, c->predict_s, 0);
-  if (c->predict_s > prof_policy.optional_max_call_s || cost > r->optional_left) return 0;
-  if (t && !t->kernel_best && t->ratio[0] > r->cutoff.long_ratio) return 0;
-  if (t && t->dense && cost > point_s) return 0;
-  if (t && !t->dense && t->ratio[0] > prof_policy.optional_max_ratio &&
-      !(t->threaded && t->best_ratio <= r->cutoff.short_ratio &&
-        w->n >= prof_policy.recheck_growth * t->n))
-    return 0;
-  r->optional_left -= cost;
-  return 1;
-}
-
-static double last_ratio(const prof_series *se, const prof_cand *c) {
-  const prof_history *t = prof_series_history((prof_series *)se, c->kernel, c->slot);
-  return t ? t->ratio[0] : 0;
-}
-
-/* How each candidate is timed here (want, predict_s, optional); the OPTIONAL ones, closest first,
-   only as afford() allows, the others are dropped. Returns the new count. */
-static size_t plan_point(profile_run *r, prof_series *se, const prof_work *w, prof_cand *c,
-                         size_t n) {
-  double point_s = 0;
-  for (size_t i = 0; i < n; i++) {
-    const prof_history *t = prof_series_history(se, c[i].kernel, c[i].slot);
-    prof_effort effort = prof_series_effort(se, t, w, &r->cutoff);
-    c[i].predict_s = r->scale * prof_series_predict(se, t, w);
-    c[i].expect_s = c[i].predict_s;
-    c[i].history = t != NULL && t->pairs > 0;
-    /* a CONFIRM candidate is planned at two runs (it is likely to lose by the prune ratio after
-       them), but one that keeps up gets as many as the others */
-    c[i].want = effort == PROF_OPTIONAL ? 1 : prof_runs_for(r, r->target_s, c[i].predict_s);
-    c[i].optional = effort == PROF_OPTIONAL;
-    if (!c[i].optional) point_s += prof_cand_cost(r, effort, c[i].predict_s, r->target_s);
-  }
-  size_t kept = 0, opt;
-  for (size_t i = 0; i < n; i++) /* the optional ones last, then by their last ratio */
-    if (!c[i].optional) {
-      prof_cand x = c[kept];
-      c[kept++] = c[i];
-      c[i] = x;
-    }
-  for (opt = kept; opt < n; opt++) {
-    size_t m = opt;
-    for (size_t i = opt + 1; i < n; i++)
-      if (last_ratio(se, &c[i]) < last_ratio(se, &c[m])) m = i;
-    prof_cand x = c[opt];
-    c[opt] = c[m];
-    c[m] = x;
-    if (afford(r, prof_series_history(se, c[opt].kernel, c[opt].slot), &c[opt], w, point_s))
-      c[kept++] = c[opt];
-    else
-      txattn_plan_free(c[opt].plan);
   }
   return kept;
 }
@@ -460,29 +379,13 @@ static int tensors_for(profile_run *r, const txattn_problem *p, txattn_tensors *
   return -1;
 }
 
-/* The class joins the table when its first point is measured, so the table lists the classes in
-   the grid's order even when a point is recorded later (profile_revisit.h). */
-static txattn_status add_class(profile_run *r, prof_grid_class *gc) {
-  if (gc->in_table) return TXATTN_OK;
-  txattn_status s = txattn_table_add_class(r->table, &gc->cls, &gc->table_index);
-  gc->in_table = s == TXATTN_OK;
-  return s;
-}
-
 /* A point the table refuses is left out (the class may then have none: see write_table). */
 static void record(profile_run *r, prof_grid_class *gc, int64_t n, int64_t rr, prof_cand *c,
                    size_t nc) {
-  txattn_table_candidate tc[MAX_CANDS] = {0};
-  size_t w = prof_choose(c, nc), m = 0, tw = 0;
+  size_t w = prof_choose(c, nc);
   if (w == nc) return;
-  for (size_t i = 0; i < nc; i++) {
-    if (c[i].n_runs == 0) continue; /* a contender refused at a visit (visit_open): no time */
-    if (i == w) tw = m;
-    tc[m++] = prof_table_candidate(&c[i]);
-  }
-  txattn_status s = add_class(r, gc);
-  if (s == TXATTN_OK)
-    s = txattn_table_add_point_chosen(r->table, gc->table_index, n, rr, tc, m, tw);
+  txattn_status s =
+      prof_table_add_point(r->table, &gc->cls, &gc->in_table, &gc->table_index, n, rr, c, nc, w);
   if (s != TXATTN_OK) {
     prof_progress_end(&r->prog);
     tx_print_lib_error("profile", "cannot record a point", s);
@@ -500,18 +403,6 @@ static void record(profile_run *r, prof_grid_class *gc, int64_t n, int64_t rr, p
     r->spreads[r->n_spreads++] = c[w].spread;
 }
 
-/* Seconds the candidates (the optional ones, or the others) spent in timed calls, the checked call
-   after their runs counted as one of their median. */
-static double call_seconds(const prof_cand *c, size_t n, int optional) {
-  double s = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (c[i].optional != optional) continue;
-    s += c[i].first_s + c[i].time_s;
-    for (int k = 0; k < c[i].n_runs; k++) s += c[i].runs[k] * (double)c[i].reps;
-  }
-  return s;
-}
-
 /* The check of a point's timed calls (prof_run_check): its sampled rows (prof_rows) and the least
    time a call can take there (point_floor). */
 typedef struct point_rows {
@@ -519,38 +410,37 @@ typedef struct point_rows {
   const prof_grid_class *gc;
   txattn_problem p; /* resolved */
   int64_t rr;
-  prof_rows *rows;     /* NULL: the reference rows could not be made: the check's error stands */
-  prof_open_point *pt; /* at a visit of an open point: its candidates */
+  prof_rows *rows; /* NULL: the reference rows could not be made: the check's error stands */
   char floor_why[320];
   size_t dropped; /* candidates refused here */
   size_t faulty;  /* of them, those whose kernel cheated (PROF_FAULT_LATER, TOO_FAST) */
 } point_rows;
 
-/* The rows of p to check: check_rows, or as many (2 at least: the first and the last) as hold
-   check_row_work of the reference's work, a row's being its visible keys x (d_qk + d_v). */
+/* The rows of p to check: PROF_CHECK_ROWS, or as many (2 at least: the first and the last) as
+   hold PROF_CHECK_ROW_WORK of the reference's work, a row's being its visible keys x (d_qk + d_v). */
 static int rows_to_check(const txattn_problem *p) {
   int64_t keys = p->n_kv;
   if (p->mask == TXATTN_MASK_WINDOW && p->window_left >= 0 && p->window_right >= 0 &&
       p->window_left + p->window_right + 1 < keys)
     keys = p->window_left + p->window_right + 1;
-  double rows = floor(prof_policy.check_row_work / ((double)keys * (double)(p->d_qk + p->d_v)));
-  return rows < 2 ? 2 : rows > prof_policy.check_rows ? prof_policy.check_rows : (int)rows;
+  double rows = floor(PROF_CHECK_ROW_WORK / ((double)keys * (double)(p->d_qk + p->d_v)));
+  return rows < 2 ? 2 : rows > PROF_CHECK_ROWS ? PROF_CHECK_ROWS : (int)rows;
 }
 
 /* The least time a call of the point p (resolved) can take on its class's threads
-   (tx_roof_floor_s, with the policy's slack): its flops, and the K and V rows it must read, at
+   (tx_roof_floor_s, with PROF_FLOOR_SLACK): its flops, and the K and V rows it must read, at
    least as many per (batch, kv head) as the keys its rows see on average. */
 static double point_floor(const profile_run *r, const prof_grid_class *gc, const txattn_problem *p,
                           char *why, size_t size) {
-  prof_work w = prof_grid_work(p);
-  double flops = 2.0 * (double)(p->d_qk + p->d_v) * w.pairs;
-  double kv_rows = w.pairs / ((double)(p->heads_q / p->heads_kv) * (double)p->n_q);
+  double pairs = prof_grid_pairs(p);
+  double flops = 2.0 * (double)(p->d_qk + p->d_v) * pairs;
+  double kv_rows = pairs / ((double)(p->heads_q / p->heads_kv) * (double)p->n_q);
   double row_bytes = (double)p->d_qk * (double)txattn_dtype_size(p->k_type) +
                      (double)p->d_v * (double)txattn_dtype_size(p->v_type);
   int half = p->q_type != TXATTN_DTYPE_F32 || p->k_type != TXATTN_DTYPE_F32 ||
              p->v_type != TXATTN_DTYPE_F32;
   return tx_roof_floor_s(&r->ceiling, gc->cls.threads, flops, kv_rows * row_bytes, half,
-                         prof_policy.floor_slack, why, size);
+                         PROF_FLOOR_SLACK, why, size);
 }
 
 static void turn_rows(void *arg, const txattn_tensors *t) {
@@ -563,15 +453,14 @@ static int exact_rows(void *arg, const txattn_tensors *t, double *err, char *why
 
 /* prof_run_check's refusal at a point: an exclusion of the table. A candidate inexact on its first
    call is left out of the rest of its class and r; the kernel of one that cheated after it, or
-   was faster than the machine, out of the rest of the profile (and, at a visit, out of the open
-   point: its earlier times are not recorded). */
+   was faster than the machine, out of the rest of the profile. */
 static void point_refused(void *arg, prof_cand *c, prof_fault fault, double err, const char *why) {
   point_rows *pr = arg;
   profile_run *r = pr->r;
   add_exclusion(r, pr->gc, pr->p.n_kv, pr->rr, c, err, why, fault);
   pr->dropped++;
   if (fault == PROF_FAULT_INEXACT) {
-    txattn_problem small = prof_grid_problem(pr->gc, prof_policy.check_n, pr->rr);
+    txattn_problem small = prof_grid_problem(pr->gc, PROF_CHECK_N, pr->rr);
     prof_check_mark_inexact(r->checks, pr->gc->id, &small, c, err, why);
     r->n_inexact_at_point++;
   } else {
@@ -579,8 +468,6 @@ static void point_refused(void *arg, prof_cand *c, prof_fault fault, double err,
     note_fault(r, pr->gc, pr->p.n_kv, pr->rr, c, fault, why);
     prof_check_ban(r->checks, c->name, fault, why);
   }
-  for (size_t i = 0; pr->pt && i < pr->pt->nc; i++)
-    if (pr->pt->c[i].plan == c->plan) pr->pt->c[i].n_runs = 0;
 }
 
 /* The check of the timed calls of the point p of gc at tensors t: the sampled rows (said on stderr
@@ -602,21 +489,22 @@ static void point_check(profile_run *r, point_rows *pr, const txattn_problem *p,
   chk->exact = exact_rows;
 }
 
-/* Times the planned candidates, each timed call checked (point_check). Returns 1 if every one
-   that is not optional got a run (the optional ones that did not are removed), 0 if the point must
-   be left out for the budget, -1 if every candidate failed when it ran, -2 if every one was refused
-   here (*inexact: how many were found inexact, *faulty: how many cheated). */
+/* Times the candidates, each timed call checked (point_check). Returns 1 if every one that was
+   not refused got a run, 0 if the point must be left out for the budget, -1 if every candidate
+   failed when it ran, -2 if every one was refused here (*inexact: how many were found inexact,
+   *faulty: how many cheated). */
 static int time_point(profile_run *r, const prof_grid_class *gc, int64_t rr,
                       const txattn_problem *p, prof_cand *c, size_t *n, size_t *inexact,
                       size_t *faulty) {
   txattn_tensors t = TXATTN_TENSORS_INIT;
   point_rows pr = {.r = r, .gc = gc, .rr = rr, .p = TXATTN_PROBLEM_INIT}; /* ragged kept */
   prof_run_check chk;
+  size_t untimed = 0, asked = *n;
   *inexact = *faulty = 0;
   if (tensors_for(r, p, &t) != 0) return 0;
   point_check(r, &pr, p, &t, &chk);
-  txattn_status s =
-      prof_time_checked(c, n, &t, &r->s, r->start + r->budget_s - prof_end_reserve(r), &chk);
+  const prof_mode_knobs *m = &prof_modes[r->mode];
+  txattn_status s = prof_time(c, n, &t, m->min_run_s, m->runs, deadline(r), &chk, &untimed);
   prof_rows_free(pr.rows);
   *inexact = pr.dropped - pr.faulty;
   *faulty = pr.faulty;
@@ -624,20 +512,13 @@ static int time_point(profile_run *r, const prof_grid_class *gc, int64_t rr,
     prof_progress_end(&r->prog);
     tx_print_lib_error("profile", "a candidate failed and is left out", s);
   }
-  size_t kept = 0, untimed = 0;
-  int whole = 1;
-  for (size_t i = 0; i < *n; i++) {
-    if (c[i].n_runs > 0) {
-      c[kept++] = c[i];
-    } else {
-      whole &= c[i].optional;
-      untimed++;
-      txattn_plan_free(c[i].plan);
-    }
+  if (untimed > 0) { /* the budget's end came first: a point without them would mislead */
+    prof_candidates_free(c, *n);
+    *n = 0;
+    return 0;
   }
-  *n = kept;
-  if (kept == 0 && untimed == 0) return pr.dropped > 0 && s == TXATTN_OK ? -2 : -1;
-  return whole && kept > 0;
+  if (*n == 0) return pr.dropped == asked ? -2 : -1;
+  return 1;
 }
 
 static void describe_point(const prof_grid_class *gc, int64_t n, int64_t rr, char *buf,
@@ -656,37 +537,79 @@ static void leave_out(profile_run *r, prof_grid_class *gc, prof_series *se) {
   gc->fate.over_budget++;
 }
 
-/* Plans, checks, times and records the point at `at`; one that does not fit the budget is left out
-   with every larger n of its series. */
-static void measure_point(profile_run *r, prof_at at) {
-  prof_grid_class *gc = &r->g.cls[at.ci];
-  prof_series *se = &gc->series[at.ri];
+/* Whether candidate c lost by PROF_LOSER_RATIO at an earlier point of the series. */
+static int lost(const prof_series *se, const prof_cand *c) {
+  for (size_t k = 0; k < se->n_last; k++)
+    if (se->last[k].kernel == c->kernel && se->last[k].slot == c->slot) return se->last[k].lost;
+  return 0;
+}
+
+/* After a point: its candidates' times, which of them lost by PROF_LOSER_RATIO (their fastest run
+   against the winner's median), and the candidates that lost before, which stay lost. */
+static void learn(prof_series *se, double pairs, const prof_cand *c, size_t nc) {
+  double best = INFINITY;
+  size_t m = 0;
+  for (size_t i = 0; i < nc; i++) best = fmin(best, c[i].time_s);
+  for (size_t k = 0; k < se->n_last; k++) /* the lost ones first: no candidate of the point */
+    if (se->last[k].lost) se->last[m++] = se->last[k];
+  for (size_t i = 0; i < nc && m < PROF_MAX_CANDS; i++, m++) {
+    se->last[m].kernel = c[i].kernel;
+    se->last[m].slot = c[i].slot;
+    se->last[m].time_s = c[i].time_s;
+    se->last[m].lost = c[i].fastest_s > PROF_LOSER_RATIO * best;
+  }
+  se->n_last = m;
+  se->pairs = pairs;
+}
+
+/* The least seconds the timing of a point takes, foreseen from its series' last point: each
+   candidate not lost, its call grown with the visible pairs, for its first call, its calibration
+   and the check after its runs (three calls or min_run_s runs, whichever is longer); its runs stop at the budget's end (tx_time's
+   deadline). 0 at a series' first point. */
+static double foresee(const profile_run *r, const prof_series *se, double pairs) {
+  double s = 0;
+  for (size_t i = 0; i < se->n_last && se->pairs > 0; i++)
+    if (!se->last[i].lost)
+      s += 3 * fmax(se->last[i].time_s * pairs / se->pairs, prof_modes[r->mode].min_run_s);
+  return s;
+}
+
+/* Checks, times and records the point (class ci, n index ni, r index ri). A point whose timing
+   (foresee) would not end before the budget's end is left out with every larger n of its series:
+   its class stops there, the others go on. */
+static void measure_point(profile_run *r, size_t ni, size_t ci, size_t ri) {
+  prof_grid_class *gc = &r->g.cls[ci];
+  prof_series *se = &gc->series[ri];
   const int64_t *rs;
   prof_grid_rs(&r->g, gc, &rs);
-  int64_t n = r->g.n[at.ni], rr = rs[at.ri];
-  double started = tx_clock(), predicted = prof_plan(r, at);
+  int64_t n = r->g.n[ni], rr = rs[ri];
+  txattn_problem p = prof_grid_problem(gc, n, rr);
+  double started = tx_clock(), pairs = prof_grid_pairs(&p), left = deadline(r) - started;
+  double foreseen = foresee(r, se, pairs);
   r->prog.done++;
-  if (se->stopped || prof_now_s(r) + predicted > r->budget_s - prof_end_reserve(r)) {
+  if (se->stopped || foreseen > left || left <= 0) {
     leave_out(r, gc, se);
     return;
   }
-  prof_level *L = &r->levels[r->n_levels - 1];
-  L->target_lo = fmin(L->target_lo, r->target_s);
-  L->target_hi = fmax(L->target_hi, r->target_s);
   char what[160];
   describe_point(gc, n, rr, what, sizeof what);
   prof_progress_show(&r->prog, what);
-  txattn_problem p = prof_grid_problem(gc, n, rr);
-  prof_work w = prof_grid_work(&p);
-  prof_cand c[MAX_CANDS];
+  prof_cand c[PROF_MAX_CANDS];
   prof_plan_failures pf;
-  size_t nc = prof_candidates_failed(r->g.ctx[gc->ctx], &p, &r->s, c, MAX_CANDS, &pf);
-  if (r->update) nc = prof_update_candidates(r, gc, &p, n, rr, c, nc, MAX_CANDS, &pf);
+  txattn_context *ctx = r->g.ctx[gc->ctx];
+  size_t nc = prof_candidates(ctx, &p, prof_modes[r->mode].variants, 1, c, PROF_MAX_CANDS, &pf);
+  size_t kept = 0;
+  for (size_t i = 0; i < nc; i++) /* the candidates that lost by PROF_LOSER_RATIO are left out */
+    if (lost(se, &c[i]))
+      txattn_plan_free(c[i].plan);
+    else
+      c[kept++] = c[i];
+  nc = kept;
+  if (r->update) nc = prof_update_candidates(r, gc, &p, n, rr, c, nc, PROF_MAX_CANDS, &pf);
   if (pf.n > 0) plan_failures(r, gc, n, rr, &p, &pf, what);
-  size_t inexact, faulty, inexact_here = 0, faulty_timed = 0;
-  nc = keep_exact(r, gc, rr, c, plan_point(r, se, &w, c, nc), &inexact, &faulty);
-  size_t faulty_here;
-  nc = keep_surviving(r, gc, n, rr, &p, c, nc, &faulty_here);
+  size_t inexact, faulty, inexact_here = 0, faulty_timed = 0, faulty_here;
+  nc = keep_exact(r, gc, rr, c, nc, &inexact, &faulty);
+  nc = keep_surviving(r, gc, n, rr, &p, c, nc, foreseen, &faulty_here);
   faulty += faulty_here;
   int timed = nc > 0 ? time_point(r, gc, rr, &p, c, &nc, &inexact_here, &faulty_timed) : -2;
   inexact += inexact_here;
@@ -701,66 +624,12 @@ static void measure_point(profile_run *r, prof_at at) {
   } else if (timed == 0) {
     leave_out(r, gc, se);
   } else {
-    double optional = call_seconds(c, nc, 1), spent = tx_clock() - started - optional;
-    prof_series_learn(se, c, nc, &w, spent - call_seconds(c, nc, 0));
-    prof_learn_scale(r, predicted, spent);
-    L->predicted_s += predicted;
-    L->spent_s += spent;
-    L->optional_s += optional;
-    L->points++;
-    if (add_class(r, gc) == TXATTN_OK &&
-        prof_revisits_keep(&r->rv, at.ci, at.ri, n, rr, &p, c, nc)) {
-      r->n_revisited++;
-      nc = 0; /* the candidates and their plans are the open point's now */
-    } else {
-      record(r, gc, n, rr, c, nc);
-    }
+    learn(se, pairs, c, nc);
+    r->levels[r->n_levels - 1].spent_s += tx_clock() - started;
+    r->levels[r->n_levels - 1].points++;
+    record(r, gc, n, rr, c, nc);
   }
   prof_candidates_free(c, nc);
-}
-
-static void record_open(void *arg, prof_open_point *pt) {
-  profile_run *r = arg;
-  record(r, &r->g.cls[pt->ci], pt->n, pt->r, pt->c, pt->nc);
-}
-
-/* prof_visit_fns: an open point's tensors and the check of its timed calls at a visit. */
-static int visit_open(void *arg, prof_open_point *pt, txattn_tensors *t, prof_run_check *chk) {
-  profile_run *r = arg;
-  point_rows *pr = malloc(sizeof *pr);
-  if (!pr || tensors_of(r, &pt->p, t) != 0) {
-    free(pr);
-    return -1;
-  }
-  *pr = (point_rows){
-      .r = r, .gc = &r->g.cls[pt->ci], .rr = pt->r, .pt = pt, .p = TXATTN_PROBLEM_INIT};
-  point_check(r, pr, &pt->p, t, chk);
-  return 0;
-}
-
-static void visit_close(void *arg, prof_run_check *chk) {
-  point_rows *pr = chk->arg;
-  (void)arg;
-  prof_rows_free(pr->rows);
-  free(pr);
-}
-
-/* After the points at the level ni: one more visit of the close calls still open, on
-   revisit_share of the plan's slack (after the last n: all the time left); those that had all
-   their visits are recorded. */
-static void revisit(profile_run *r, size_t ni) {
-  double deadline = r->start + r->budget_s - prof_end_reserve(r), allowance = deadline - tx_clock();
-  if (ni + 1 < r->g.n_n) {
-    prof_plan(r, (prof_at){ni + 1, 0, 0});
-    allowance = prof_policy.revisit_share * r->slack;
-  }
-  if (r->rv.n > 0 && r->buf_n > 0) {
-    prof_visit_fns fns = {visit_open, visit_close, r};
-    prof_progress_show(&r->prog, "close calls, timed again");
-    r->levels[r->n_levels - 1].revisit_s +=
-        prof_revisits_visit(&r->rv, &fns, r->buf_n, &r->s, deadline, allowance);
-  }
-  prof_revisits_settle(&r->rv, 0, record_open, r);
 }
 
 /* CPUs paired with the first for the core round trip at each n (core_latency.h), each a short
@@ -773,21 +642,17 @@ static void measure_all(profile_run *r) {
   r->prog.start = r->start;
   for (size_t ni = 0; ni < r->g.n_n; ni++) {
     prof_level *L = &r->levels[r->n_levels++];
-    *L = (prof_level){.n = r->g.n[ni], .target_lo = INFINITY, .target_hi = 0};
+    *L = (prof_level){.n = r->g.n[ni]};
     /* how far apart the CPUs are now: a host can move them for minutes at a time */
     L->trip_ns = r->g.n_ctx > 1 ? tx_core_round_trip_ns(ROUND_TRIP_PAIRS) : -1;
     for (size_t ci = 0; ci < r->g.n_cls; ci++) {
       const int64_t *rs;
       size_t n_r = prof_grid_rs(&r->g, &r->g.cls[ci], &rs);
       for (size_t ri = 0; ri < n_r; ri++) /* beyond the class's n range, or not in --update's */
-        if (prof_grid_has_point(&r->g, &r->g.cls[ci], ni, ri))
-          measure_point(r, (prof_at){ni, ci, ri});
+        if (prof_grid_has_point(&r->g, &r->g.cls[ci], ni, ri)) measure_point(r, ni, ci, ri);
     }
-    revisit(r, ni);
     L->trip_end_ns = r->g.n_ctx > 1 ? tx_core_round_trip_ns(ROUND_TRIP_PAIRS) : -1;
   }
-  for (int k = 1; k < r->rv.visits && r->rv.n > 0; k++) revisit(r, r->g.n_n - 1);
-  prof_revisits_settle(&r->rv, 1, record_open, r);
   prof_progress_end(&r->prog);
   free_bufs(r);
 }
@@ -864,10 +729,7 @@ static void say_faulty_kernels(const profile_run *r, FILE *f) {
     const prof_faulty_kernel *x = &r->faulty[k];
     fprintf(f, "  %s: %zu candidate%s, the first in %s: %s%s\n", x->name, x->candidates,
             plural(x->candidates), x->first_at, x->first_why,
-            x->fault == PROF_FAULT_HUNG || x->fault == PROF_FAULT_PRINTS ||
-                    strstr(x->first_why, "at a timed point") != NULL
-                ? "; left out of the rest of the profile"
-                : "");
+            x->left_out ? "; left out of the rest of the profile" : "");
   }
 }
 
@@ -899,7 +761,7 @@ static int write_table(profile_run *r) {
   if (r->n_inexact_at_point)
     printf("%zu of the inexact candidates passed their check (n = %lld) and were found inexact at "
            "a timed point (its sampled rows against the reference)\n",
-           r->n_inexact_at_point, (long long)prof_policy.check_n);
+           r->n_inexact_at_point, (long long)PROF_CHECK_N);
   say_faulty_kernels(r, stdout);
   if (r->n_classes_out)
     printf("\nclasses left out of the table (no point of theirs is in it; libtxattn uses its "
@@ -973,19 +835,18 @@ static void measure_ceiling(profile_run *r) {
     cache = (double)m.n_cores *
             ((double)fmax(m.l1d_bytes, m.hw_l1d_bytes) + (double)fmax(m.l2_bytes, m.hw_l2_bytes) +
              (double)fmax(m.l3_bytes, m.hw_l3_bytes));
-  tx_roof_ceiling_measure(m.n_pus > 0 ? m.n_pus : 1, cache, &r->ceiling);
+  tx_roof_ceiling_measure(m.isa_mask, m.n_pus > 0 ? m.n_pus : 1, cache, &r->ceiling);
 }
 
 static int run_profile(profile_run *r) {
   r->start = tx_clock(); /* the budget covers the whole command */
   settings(r);
-  r->scale = 1;
   tx_cpu_use_sample(OTHERS_SAMPLE_S, &r->others_before, &r->steal_before);
   say_others("before the first point", r->others_before, r->steal_before);
   tx_cpu_use_now(&r->use_start);
   int rc = r->update ? prof_update_start(r)
                      : prof_grid_build(&r->g, &r->spec, &r->threads, &r->d, &r->dtypes, r->n_max,
-                                       r->s.mode, r->plugin_path);
+                                       r->mode, r->plugin_path);
   if (rc) return rc == -2 ? TX_EXIT_OK : rc;
   if (txattn_kernel_count(r->g.ctx[0]) == 0) { /* not "nothing measured within the budget" */
     fprintf(stderr, "txtune profile: no kernel was found on the plugin path, so nothing can be "
@@ -1028,7 +889,6 @@ int tx_cmd_profile(int argc, char **argv) {
   if (!r) return TX_EXIT_FAIL;
   int rc = parse(r, argc, argv);
   if (rc < 0) rc = run_profile(r);
-  prof_revisits_free(&r->rv);
   prof_update_free(r->up);
   txattn_table_free(r->table);
   prof_checks_free(r->checks);

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* txtune profile: the pieces shared by the command (cmd_profile.c), the measuring of one point
-   (profile_measure.c), the exactness checks (profile_check.c), the summary (profile_summary.c) and
-   the progress line (progress.c). The knobs and the winner's rule: profile_policy.h. */
+/* txtune profile, FFTW's planner for attention: for each class of shapes, from small n up, every
+   candidate (kernel x tunables) exact on a small shape is timed at each point with the one
+   interleaved timer (tx_time: repetitions doubled to a minimum run, K runs of each candidate in
+   turn, the median), the rule prof_choose picks the winner, and a class stops when the budget
+   left for it is spent. Every knob is here, with the measurement behind its value
+   (docs/measurements.md, "Profiling method"); docs/profiling.md describes the loop. */
 #ifndef TXTUNE_PROFILE_H
 #define TXTUNE_PROFILE_H
 
@@ -9,19 +12,63 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "profile_policy.h"
 #include "txattn/table.h"
 #include "txattn/txattn.h"
 
+/* ---- the knobs ---- */
+/* Within this fraction of the fastest is always a tie: the spread of back-to-back medians of one
+   kernel on a quiet VM ("Tie limits"). */
+#define PROF_TIE_MIN 0.03
+/* Beyond this never, on one thread: two tiles of one kernel a few percent apart flipped between
+   profiles up to it ("Tie limits"). */
+#define PROF_TIE_MAX 0.06
+/* ... and where either runs on several threads, whose speed drifts far more ("Threaded drift"). */
+#define PROF_TIE_MAX_THREADED 0.15
+/* After each round from the second, a candidate whose fastest run is slower than this x the
+   leader's median stops ("Two runs before a drop", docs/measurements.md). */
+#define PROF_DROP_RATIO 1.5
+/* A candidate whose fastest run lost by this x to the winner's median at a point of its series is
+   not timed at its later points ("Losers stay out", docs/measurements.md). */
+#define PROF_LOSER_RATIO 3.0
+/* No run may be predicted to end within this many seconds of the budget's end: at 0.5 s a loaded
+   VM's --quick profile ended 0.8 s past its 30 s ("The planner loop", docs/measurements.md). */
+#define PROF_END_RESERVE_S 1.0
+/* n of the small shape each candidate must be exact on: a multiple of no block. */
+#define PROF_CHECK_N 193
+/* Rows of every timed point the checked calls are compared on, fewer (2 at least) where they hold
+   more than PROF_CHECK_ROW_WORK keys x (d_qk + d_v): 8 rows at n = 4096, d = 128 cost the fp64
+   reference milliseconds ("Accuracy"). */
+#define PROF_CHECK_ROWS     8
+#define PROF_CHECK_ROW_WORK (8.0 * 4096 * 256)
+/* The check process's answer waits PROF_CHECK_TIMEOUT_SHARE of the budget, within 1 s ..
+   PROF_CHECK_TIMEOUT_S: a hung kernel costs that once (the slowest honest check took 0.2 s). */
+#define PROF_CHECK_TIMEOUT_S     60.0
+#define PROF_CHECK_TIMEOUT_SHARE 0.1
+/* A timed call is refused as impossible when its time implies this x the machine's roofs: the
+   fastest honest kernel stayed 5.4x above the floor ("The floor", docs/measurements.md). */
+#define PROF_FLOOR_SLACK 4.0
+
+typedef enum prof_mode { PROF_QUICK, PROF_DEFAULT, PROF_PATIENT } prof_mode;
+/* What a mode sets: its budget (a hard cap, unless --budget says), the shortest timed run, the
+   runs per candidate (K), and the tile variants (0: the default tunables; 1: one more; 2: a grid);
+   "Profile time" and "Stability and regret" have the figures. */
+typedef struct prof_mode_knobs {
+  double budget_s, min_run_s;
+  int runs, variants;
+} prof_mode_knobs;
+extern const prof_mode_knobs prof_modes[3];
+
 #define PROF_MAX_TUNABLES 8
-#define PROF_MAX_RUNS     16
+#define PROF_MAX_CANDS    128 /* candidates of one point */
+/* The most spread the table takes (docs/dispatch_table.md): a run that a loaded machine stalled
+   for a hundred times its length says no more than that. */
+#define PROF_MAX_SPREAD 100.0
 
 /* One candidate (kernel x tunables) at one point. */
 typedef struct prof_cand {
   size_t kernel; /* index for txattn_kernel_get */
   const char *name;
-  int slot; /* 0: the kernel's default tunables; k > 0: its k-th variant (the same slot at every n) */
-  int sparse;   /* its cost follows the visible pairs, not n_q x n_kv (TXATTN_KERNEL_SPARSE) */
+  int slot;     /* 0: the kernel's default tunables; k > 0: its k-th variant */
   int parallel; /* its kernel may start threads (TXATTN_KERNEL_THREADED) */
   int threaded; /* it runs on more than one thread here (parallel, in a context of more) */
   size_t n_tun;
@@ -29,27 +76,11 @@ typedef struct prof_cand {
   int64_t tun_values[PROF_MAX_TUNABLES];
   txattn_plan *plan;
   double max_error;
-  int want;         /* timed runs planned for it (0: the settings' rounds) */
-  int optional;     /* timed only because there was time to spare: a point stands without it */
-  double predict_s; /* expected time of one call (0: unknown), so a deadline is not overrun */
-  double expect_s;  /* the plan's prediction, which timing leaves alone (0: none) */
-  int history;      /* expect_s follows its own times at smaller n (else the point's best's) */
-  double first_s;   /* its first call, timed to predict the repetitions per run */
-  int64_t reps;
-  double runs[PROF_MAX_RUNS];
-  int n_runs;   /* 0 after prof_time: the deadline came first, it was not timed */
-  int rough;    /* pruned, or planned with one run: time_s is its fastest run, no spread */
-  int keep;     /* never pruned: validate times the dispatcher's pick in full */
-  int borrowed; /* the plan belongs to another copy (a visit's, profile_revisit.c): prof_time_until
-                   never frees it, and its first call is not its first at the point */
-  int refused;  /* a timed call of it failed its check (prof_run_check): it is dropped */
-  double time_s, spread;
+  int n_runs;       /* timed runs (0: not timed) */
+  double time_s;    /* the median of its runs */
+  double fastest_s; /* the fastest of them */
+  double spread;    /* their (max - min) / median (tx_sorted_spread); -1 with one run */
 } prof_cand;
-
-/* The seconds of a run of calls of t seconds, as the plan counts them: the repetitions that make it
-   last run_margin x min_run_s, or one call, and its warm-up's one call (none past
-   warm_up_max_call_s). */
-double prof_run_len(const prof_settings *s, double t);
 
 /* The ragged-decode classes (txattn_table_class.ragged): each point is one ragged decode call of
    a batch of sequences whose kv lengths are a fixed spread of its n, the longest: sequence b has
@@ -82,16 +113,13 @@ typedef struct prof_plan_failures {
   prof_plan_failure f[PROF_MAX_PLAN_FAILURES];
 } prof_plan_failures;
 
-/* The candidates of one point: every usable kernel that takes the problem (but one whose twin
-   stands in for it, if s->one_loop_once), with its default tunables and the variants the settings
-   ask for. Plans are made for p; names live as long as the plans. Returns the number of candidates
-   written to out (at most cap). A kernel that fails to plan p otherwise than by declining it is
-   left out. */
-size_t prof_candidates(txattn_context *ctx, const txattn_problem *p, const prof_settings *s,
-                       prof_cand *out, size_t cap);
-/* The same, and the kernels that failed to plan p go to *failed. */
-size_t prof_candidates_failed(txattn_context *ctx, const txattn_problem *p, const prof_settings *s,
-                              prof_cand *out, size_t cap, prof_plan_failures *failed);
+/* The candidates of one point: every usable kernel that takes the problem, but, where `twins`,
+   one whose one-thread twin (txattn/plugin.h: one_thread_same_as) stands in for it, with its
+   default tunables and the variants of prof_modes[].variants. Plans are made for p; names live as
+   long as the plans. Returns the number written to out (at most cap); the kernels that failed to
+   plan p otherwise than by declining it go to *failed (NULL: not wanted). */
+size_t prof_candidates(txattn_context *ctx, const txattn_problem *p, int variants, int twins,
+                       prof_cand *out, size_t cap, prof_plan_failures *failed);
 void prof_candidates_free(prof_cand *c, size_t n);
 /* Appends kernel with the given tunables (the others at their defaults) unless it is there already
    or the kernel declines; returns the new count. */
@@ -103,7 +131,7 @@ size_t prof_candidate_add(txattn_context *ctx, const txattn_problem *p, const ch
    it ended the check process), hung (no answer within the timeout), printed on stdout or wrote
    outside its output; or, timed, answered wrong on a later call than its first at a point, or took
    less time than the machine can compute its call in. A kernel that hung, printed or did one of the
-   last two is left out of the rest of the profile (prof_check). */
+   last two is left out of the rest of the profile (prof_check_fault). */
 typedef enum prof_fault {
   PROF_FAULT_NONE,
   PROF_FAULT_INEXACT,
@@ -121,7 +149,7 @@ typedef enum prof_fault {
 typedef struct prof_checks prof_checks;
 prof_checks *prof_checks_new(void);
 void prof_checks_free(prof_checks *c);
-/* The seconds the next isolated checks may wait for an answer (default check_timeout_s); cut: the
+/* The seconds the next isolated checks may wait for an answer (default PROF_CHECK_TIMEOUT_S); cut: the
    budget's end cut it short, so that no answer within it is no hang (the candidate is dropped
    there, as one that cannot run, and its kernel is not left out). */
 void prof_checks_timeout(prof_checks *c, double timeout_s, int cut);
@@ -131,8 +159,6 @@ void prof_checks_timeout(prof_checks *c, double timeout_s, int cut);
    was checked now, 0 if the answer was remembered. A kernel that hung or printed on one check
    fails every later one at once, with that reason (*fresh 1 the first time per class, r and
    tunables, so that the table's exclusions name it in each class). fault may be NULL. */
-int prof_check(prof_checks *c, txattn_context *ctx, size_t cls, const txattn_problem *small,
-               const prof_cand *cand, double *err, char *why, size_t why_size, int *fresh);
 int prof_check_fault(prof_checks *c, txattn_context *ctx, size_t cls, const txattn_problem *small,
                      const prof_cand *cand, double *err, prof_fault *fault, char *why,
                      size_t why_size, int *fresh);
@@ -180,31 +206,12 @@ void prof_rows_turn(prof_rows *r, const txattn_tensors *t);
 struct prof_isolation;
 void prof_checks_isolate(prof_checks *c, struct prof_isolation *iso);
 
-/* Times the candidates at one point on the tensors t: a timed first call each (first_s), which
-   sets the repetitions per run; then runs, each after its warm-up, round-robin (the candidates on
-   one thread first) until each has `want` (else the settings' rounds), pruning after each round
-   (rough; `keep` ones never are); last, the rough ones close to the leader are confirmed run for
-   run and count as timed in full (profile_measure.c; the knobs: profile_policy.h). The candidates
-   may be reordered. time_s is the median of the runs (a rough candidate's: the fastest; a
-   confirmed one's: the leader's time times the median ratio of its pairs), spread their (max -
-   min) / median (tx_sorted_spread), -1 with fewer than two runs. Returns TXATTN_OK, or the first
-   failure (the candidate is then dropped: n is updated; its plan freed unless borrowed). */
-txattn_status prof_time(prof_cand *c, size_t *n, const txattn_tensors *t, const prof_settings *s);
-/* The same, but no call starts that is predicted (predict_s, then the calls made) to end after
-   `deadline` (a tx_clock() time): a candidate left without a run has n_runs == 0. */
-txattn_status prof_time_until(prof_cand *c, size_t *n, const txattn_tensors *t,
-                              const prof_settings *s, double deadline);
-/* The check of a candidate's timed calls: its first call, each of its timed runs (the paired runs
-   that confirm it included), and one more call after its last run. Before each, turn(arg, t)
-   changes inputs and poisons outputs (as prof_rows_turn); after it, exact(arg, t, &err, why, size)
-   says whether t's output (of the run's last call) is exact (err its error, as prof_rows_check;
-   the first call's becomes the candidate's max_error, later ones raise it), and the run's time per
-   call must be floor_s at least: what the machine can compute the call in (0: no floor; floor_why
-   says how it follows from the machine's roofs). A candidate that fails is refused: refused(arg,
-   c, fault, err, why) is told (PROF_FAULT_INEXACT at its first call, PROF_FAULT_LATER at a later
-   one, PROF_FAULT_TOO_FAST) and it is dropped, which is no failure. turn and exact may be NULL
-   (outputs not checked). A kernel that is exact on the calls it can predict and not after cannot
-   pass: the last call comes after inputs it has not seen, on an output it did not write. */
+/* The check of a point's timed calls (tx_timing_check's): turn(arg, t) changes the sampled rows'
+   inputs and poisons their outputs (prof_rows_turn), exact(arg, t, &err, why, size) judges the
+   output (prof_rows_check), and a run's time per call must be floor_s at least (what the machine
+   can compute the call in; floor_why says how). A candidate that fails is refused: refused(arg, c,
+   fault, err, why) is told (PROF_FAULT_INEXACT on its first run, PROF_FAULT_LATER on a later one,
+   PROF_FAULT_TOO_FAST) and it is dropped. turn and exact may be NULL (outputs not checked). */
 typedef struct prof_run_check {
   void (*turn)(void *arg, const txattn_tensors *t);
   int (*exact)(void *arg, const txattn_tensors *t, double *err, char *why, size_t size);
@@ -213,24 +220,27 @@ typedef struct prof_run_check {
   void (*refused)(void *arg, prof_cand *c, prof_fault fault, double err, const char *why);
   void *arg;
 } prof_run_check;
-/* The same, each timed call checked by chk (NULL: none). */
-txattn_status prof_time_checked(prof_cand *c, size_t *n, const txattn_tensors *t,
-                                const prof_settings *s, double deadline, const prof_run_check *chk);
-/* The ratio of a's time to b's, run for run: `pairs` times one run of each, after its warm-up, b
-   first in even pairs and a first in odd ones, so that neither always follows the other (the
-   repetitions prof_time set for each; no run is recorded), ratios[k] the k-th pair's a / b. Both
-   must have been timed by prof_time. The host's speed drifts between the runs of one candidate; a
-   pair's two runs mostly share it. A failed call returns its status and leaves *failed (if not
-   NULL) at its candidate. */
-txattn_status prof_paired_runs(prof_cand *a, prof_cand *b, const txattn_tensors *t, int pairs,
-                               double *ratios, prof_cand **failed);
+/* Times the candidates of one point on the tensors t with tx_time (the candidates on one thread
+   first; min_run_s and `runs` as the mode's; one untimed call before every run; no run predicted
+   to end after `deadline`, a tx_clock() time, 0: none), each timed call checked by chk (NULL:
+   none). time_s is the median of a candidate's runs and spread their range over it (-1 with one
+   run); one that failed, was refused or got no run is dropped (n updated, its plan freed).
+   *untimed counts those the deadline left without a run. Returns TXATTN_OK or the first failure. */
+txattn_status prof_time(prof_cand *c, size_t *n, const txattn_tensors *t, double min_run_s,
+                        int runs, double deadline, const prof_run_check *chk, size_t *untimed);
+/* The winner of a point: the fastest timed candidate, unless others are within the noise of it:
+   within (1 + tol) x its time, tol the larger spread of the two kept within PROF_TIE_MIN ..
+   PROF_TIE_MAX (PROF_TIE_MAX_THREADED where either runs on several threads). Among those the
+   preferred one wins: one with a spread (timed more than once); then, where neither runs on
+   several threads, a kernel that starts no threads; then the kernel's default tunables; then the
+   faster; then by name and slot ("Tie limits", docs/measurements.md). n if none was timed. */
+size_t prof_choose(const prof_cand *c, size_t n);
 
 /* The progress line on stderr (only when it is a terminal). */
 typedef struct prof_progress {
   int on;
   size_t done, total;
   double start, budget_s;
-  double predicted_end; /* tx_clock() time the plan expects to finish at (0: no plan yet) */
 } prof_progress;
 void prof_progress_init(prof_progress *p, size_t total, double budget_s);
 void prof_progress_show(prof_progress *p, const char *what);
@@ -241,12 +251,19 @@ void prof_progress_end(prof_progress *p);
 void prof_summary(const txattn_table *t, FILE *f);
 
 /* ---- the table (profile_table.c) ---- */
-/* The most spread the table takes (docs/dispatch_table.md); a run that a loaded machine stalled for
-   a hundred times its length gives more, which is recorded as this: the point stands. */
-#define PROF_MAX_SPREAD 100.0
-/* c as the table records it: its time and error, its spread (none if rough, at most
+/* c as the table records it: its time and error, its spread (none with one run, at most
    PROF_MAX_SPREAD); the names and tunables stay c's. */
 txattn_table_candidate prof_table_candidate(const prof_cand *c);
+/* Records the point (n, r) of class cls: the candidates of c that were timed, c[winner] the
+   winner (prof_choose). The class joins t with its first point (*in_table, *index: its index). */
+txattn_status prof_table_add_point(txattn_table *t, const txattn_table_class *cls, int *in_table,
+                                   size_t *index, int64_t n, int64_t r, const prof_cand *c,
+                                   size_t nc, size_t winner);
+/* Records that kernel (with those tunables; n_tun 0: its defaults) is excluded at (cls, n, r):
+   err its error (NaN: none measured), reason why. */
+txattn_status prof_table_exclude(txattn_table *t, const txattn_table_class *cls, const char *kernel,
+                                 size_t n_tun, const char *const *names, const int64_t *values,
+                                 int64_t n, int64_t r, double err, const char *reason);
 /* The classes of t that have no point. A class joins the table before its first point is recorded
    (so that classes keep the grid's order), and the table can refuse that point: the format wants
    at least one point per class, so such a class must not be written. */

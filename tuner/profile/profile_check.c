@@ -17,7 +17,6 @@
 #include "verify.h"
 
 #define CHECK_SEED UINT64_C(0x70726f66)
-#define POISON     1.0e30f /* an output the kernel leaves unwritten must not pass */
 
 typedef struct check_entry {
   size_t cls, kernel;
@@ -61,7 +60,7 @@ struct prof_checks {
 
 prof_checks *prof_checks_new(void) {
   prof_checks *c = calloc(1, sizeof(prof_checks));
-  if (c) c->timeout_s = prof_policy.check_timeout_s;
+  if (c) c->timeout_s = PROF_CHECK_TIMEOUT_S;
   return c;
 }
 
@@ -192,7 +191,7 @@ static void run_check(txattn_context *ctx, check_shape *sh, const prof_cand *can
     t.o_data = o;
     memset(mem, GUARD_BYTE, GUARD_BYTES);
     memset(mem + GUARD_BYTES + bytes, GUARD_BYTE, GUARD_BYTES);
-    tx_fill_value(o, b->p.o_type, b->o_len, POISON);
+    tx_fill_value(o, b->p.o_type, b->o_len, TX_POISON);
     s = txattn_plan_execute(plan, &t);
     size_t before = guard_touched(mem, 1), after = guard_touched(mem + GUARD_BYTES + bytes, 0);
     if (before || after) {
@@ -299,11 +298,6 @@ int prof_trial_run(prof_checks *c, txattn_context *ctx, size_t cls, const txattn
   }
   ban(c, cand->name, *fault, why, 1);
   return 0;
-}
-
-int prof_check(prof_checks *c, txattn_context *ctx, size_t cls, const txattn_problem *small,
-               const prof_cand *cand, double *err, char *why, size_t why_size, int *fresh) {
-  return prof_check_fault(c, ctx, cls, small, cand, err, NULL, why, why_size, fresh);
 }
 
 void prof_check_ban(prof_checks *c, const char *kernel, prof_fault fault, const char *why) {
@@ -487,7 +481,7 @@ void prof_rows_turn(prof_rows *r, const txattn_tensors *t) {
   set_queries(r, t, r->turned ? -1.0f : 1.0f);
   for (int k = 0; k < r->n; k++)
     for (int64_t x = 0; x < p->d_v; x++)
-      tx_elem_put(t->o_data, p->o_type, &l, r->b[k], r->h[k], r->i[k], x, POISON);
+      tx_elem_put(t->o_data, p->o_type, &l, r->b[k], r->h[k], r->i[k], x, TX_POISON);
 }
 
 int prof_rows_check(const prof_rows *r, const txattn_tensors *t, double *err, char *why,

@@ -156,6 +156,18 @@ static int type_list(prof_grid *g, const tx_cmd_spec *spec, const tx_strlist *dt
   return 0;
 }
 
+/* Whether every usable kernel of ctx declines the element types of p. */
+static int no_kernel_takes(const txattn_context *ctx, const txattn_problem *p) {
+  char why[96];
+  for (size_t k = 0; k < txattn_kernel_count(ctx); k++) {
+    txattn_kernel_info info = TXATTN_KERNEL_INFO_INIT;
+    if (txattn_kernel_get(ctx, k, &info) == TXATTN_OK && info.usable &&
+        !tx_kernel_declines_types(ctx, info.name, p, why, sizeof why))
+      return 0;
+  }
+  return 1;
+}
+
 /* A 16-bit class is measured only where some usable kernel takes its types: the estimate's plan
    for its smallest point says whether one does. The others leave the grid, with why. */
 static void drop_untaken(prof_grid *g) {
@@ -169,10 +181,9 @@ static void drop_untaken(prof_grid *g) {
     txattn_status s = typed ? txattn_plan_create(g->ctx[c->ctx], &p, NULL, &plan) : TXATTN_OK;
     txattn_plan_free(plan);
     if (s != TXATTN_OK && g->n_skipped < sizeof g->skipped / sizeof g->skipped[0]) {
-      char why[160];
       tx_dtypes d = tx_dtypes_of(&p);
       txattn_table_class_describe(k, g->skipped[g->n_skipped].cls, sizeof g->skipped[0].cls);
-      if (tx_declines_types(txattn_last_error(), why, sizeof why))
+      if (no_kernel_takes(g->ctx[c->ctx], &p))
         snprintf(g->skipped[g->n_skipped].why, sizeof g->skipped[0].why,
                  "no usable kernel takes q %s, k %s, v %s, o %s", txattn_dtype_name(d.t[0]),
                  txattn_dtype_name(d.t[1]), txattn_dtype_name(d.t[2]), txattn_dtype_name(d.t[3]));
@@ -349,90 +360,15 @@ txattn_problem prof_grid_problem(const prof_grid_class *c, int64_t n, int64_t r)
   return p;
 }
 
-prof_history *prof_series_history(prof_series *c, size_t kernel, int slot) {
-  for (size_t i = 0; i < c->n_histories; i++)
-    if (c->histories[i].kernel == kernel && c->histories[i].slot == slot) return &c->histories[i];
-  return NULL;
-}
-
-prof_work prof_grid_work(const txattn_problem *p) {
-  txattn_problem dense = *p;
-  dense.mask = TXATTN_MASK_NONE;
-  prof_work w = {p->n_kv, txattn_problem_visible_pairs(p), txattn_problem_visible_pairs(&dense)};
-  /* a ragged point's work is that of its lengths (prof_ragged_lens), not of the capacity */
+double prof_grid_pairs(const txattn_problem *p) {
+  double pairs = txattn_problem_visible_pairs(p);
   if (p->ragged && p->batch <= 4096 && p->n_kv > 0) {
     int64_t lens[4096], sum = 0;
     prof_ragged_lens(p->n_kv, p->batch, lens);
     for (int64_t b = 0; b < p->batch; b++) sum += lens[b];
-    double share = (double)sum / ((double)p->batch * (double)p->n_kv);
-    w.pairs *= share;
-    w.dense *= share;
+    pairs *= (double)sum / ((double)p->batch * (double)p->n_kv);
   }
-  return w;
-}
-
-double prof_series_predict(const prof_series *c, const prof_history *t, const prof_work *w) {
-  if (!t || t->pairs <= 0) return c->pairs > 0 ? c->best_s * w->pairs / c->pairs : 0;
-  double grow = (t->sparse ? w->pairs : w->dense) / t->pairs;
-  /* a fixed cost weighs less as n grows: along the line through the last two points, but growing
-     by at least half the work's growth (and its square root) and by at most the work's growth */
-  if (t->prev_pairs > 0 && t->pairs > t->prev_pairs && grow > 1) {
-    double slope = (t->time_s - t->prev_time_s) / (t->pairs - t->prev_pairs);
-    double line = 1 + slope * t->pairs * (grow - 1) / t->time_s, lo = fmax(sqrt(grow), grow / 2);
-    grow = line < lo ? lo : line > grow ? grow : line;
-  }
-  return t->time_s * grow;
-}
-
-prof_effort prof_series_effort(const prof_series *c, const prof_history *t, const prof_work *w,
-                               const prof_cutoff *cutoff) {
-  if (!t || t->ratio[0] <= 0) return PROF_FULL;
-  /* the point's calls are long when its winner's are: a candidate slowed by a fixed cost (a thread
-     that waits for a core another process holds) is not judged by the long-call ratio for it */
-  int long_call = prof_series_predict(c, NULL, w) >= cutoff->long_call_s;
-  double x = long_call ? cutoff->long_ratio : cutoff->short_ratio;
-  if (t->ratio[0] <= x) /* at long calls, each kernel's best tile only */
-    return !t->kernel_best && long_call ? PROF_OPTIONAL : PROF_FULL;
-  if (t->ratio[1] <= x || t->ratio[0] * t->ratio[0] / t->ratio[1] <= x)
-    return PROF_CONFIRM; /* one loss, or closing in fast enough to win at the next point */
-  return PROF_OPTIONAL;
-}
-
-static prof_history *history_of(prof_series *c, const prof_cand *x) {
-  prof_history *t = prof_series_history(c, x->kernel, x->slot);
-  if (t || c->n_histories == GRID_MAX_HISTORIES) return t;
-  t = &c->histories[c->n_histories++];
-  memset(t, 0, sizeof *t);
-  t->kernel = x->kernel;
-  t->slot = x->slot;
-  t->dense = strncmp(x->name, "masked.", 7) == 0;
-  t->sparse = x->sparse;
-  t->threaded = x->threaded;
-  return t;
-}
-
-void prof_series_learn(prof_series *c, const prof_cand *x, size_t n, const prof_work *w,
-                       double overhead_s) {
-  double best = INFINITY;
-  for (size_t i = 0; i < n; i++)
-    if (x[i].n_runs > 0 && x[i].time_s < best) best = x[i].time_s;
-  if (!(best < INFINITY)) return;
-  for (size_t i = 0; i < n; i++) {
-    prof_history *t = x[i].n_runs > 0 ? history_of(c, &x[i]) : NULL;
-    if (!t) continue;
-    t->ratio[1] = t->ratio[0];
-    t->ratio[0] = x[i].time_s / best;
-    if (t->best_ratio <= 0 || t->ratio[0] < t->best_ratio) t->best_ratio = t->ratio[0];
-    t->prev_time_s = t->time_s;
-    t->prev_pairs = t->pairs;
-    t->time_s = x[i].time_s;
-    t->pairs = t->sparse ? w->pairs : w->dense;
-    t->n = w->n;
-    t->kernel_best = prof_choose_kernel(x, n, x[i].kernel) == i;
-  }
-  c->pairs = w->pairs;
-  c->best_s = best;
-  c->overhead_s = overhead_s;
+  return pairs;
 }
 
 size_t prof_grid_points(const prof_grid *g) {

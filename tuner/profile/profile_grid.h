@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* txtune profile's grid: the classes (mask, window, head size, GQA group, threads, decode) with a
-   library context per thread count, the n and r values measured, and per class and r what was
-   learnt along the way (each candidate's last times, so the next point's cost can be predicted
-   and candidates that keep losing are no longer timed in full). */
+   library context per thread count, the n and r values measured, and per class and r what its
+   last point cost (so that the next one's cost can be foreseen). */
 #ifndef TXTUNE_PROFILE_GRID_H
 #define TXTUNE_PROFILE_GRID_H
 
@@ -28,64 +27,23 @@
    where that is smaller. */
 #define GRID_RAGGED_N_MIN 1024
 
-#define GRID_MAX_HISTORIES 48 /* candidates followed per series */
-
-/* One candidate identity (kernel x variant slot) followed along n in one series: its timings. */
-typedef struct prof_history {
-  size_t kernel;
-  int slot;
-  int dense;    /* the dense masked.* kernel: the summary's baseline */
-  int sparse;   /* its cost follows the visible pairs; else the n_q x n_kv pairs */
-  int threaded; /* a threaded kernel: a core another process holds can slow it by far */
-  int64_t n;    /* the last n it was timed at */
-  /* its time at the last point it was timed and that point's work (pairs, visible ones if sparse),
-     then the same at the point before (0: none) */
-  double time_s, pairs, prev_time_s, prev_pairs;
-  double ratio[2]; /* its time over that point's best there and at the point before ([0] latest) */
-  double best_ratio; /* the smallest such ratio so far */
-  int kernel_best;   /* at the last point it was timed, the slot of its kernel that the point's
-                        rule (prof_choose) picks among that kernel's slots: the fastest, or the
-                        preferred one (default tunables) within the noise of it */
-} prof_history;
-
 /* A series of the grid: a class at one r (window classes have one series per r, the others one),
-   along n: what the points measured so far teach about the next. */
+   along n. */
 typedef struct prof_series {
-  int stopped;          /* a point did not fit the budget: larger n are left out */
-  double pairs, best_s; /* the last point's visible pairs and its winner's time */
-  double overhead_s;    /* the last point's seconds outside timed kernel calls */
-  size_t n_histories;
-  prof_history histories[GRID_MAX_HISTORIES];
+  int stopped;  /* a point did not fit the budget: larger n are left out */
+  double pairs; /* the last point's visible pairs (0: none yet) */
+  struct {
+    size_t kernel;
+    int slot;
+    double time_s;
+    int lost; /* it lost by PROF_LOSER_RATIO here or at an earlier point: no longer timed */
+  } last[PROF_MAX_CANDS]; /* the last point's candidates and their times per call */
+  size_t n_last;
 } prof_series;
 
-/* How much a candidate is timed at the next point of its series. FULL: its first call and the
-   runs the plan gives (at least min_runs). CONFIRM: the same, but the plan counts on min_runs: it
-   lost by more than the cutoff ratio at its last point only, or at its last two but closing in
-   fast enough to win at the next, and is likely to be pruned after two runs. OPTIONAL: it lost by
-   more than the cutoff ratio at its last two points, or, at long calls, it is a tile variant its
-   own kernel beat at its last point; timed (its first call and one run) only when the budget has
-   room to spare. The cutoff ratios are the mode's (prof_cutoff, profile_policy.h). */
-typedef enum prof_effort { PROF_FULL, PROF_CONFIRM, PROF_OPTIONAL } prof_effort;
-
-/* The work of a point: its n, its visible pairs and all its (query, key) pairs, n_q x n_kv x
-   heads. */
-typedef struct prof_work {
-  int64_t n;
-  double pairs, dense;
-} prof_work;
-prof_work prof_grid_work(const txattn_problem *p);
-
-prof_history *prof_series_history(prof_series *c, size_t kernel, int slot);
-prof_effort prof_series_effort(const prof_series *c, const prof_history *t, const prof_work *w,
-                               const prof_cutoff *cutoff);
-/* The expected seconds of one call of t (or, t NULL, of the last winner) at a point of work w:
-   along the line in its work through its last two measured points, but growing by at least half
-   the work's growth (and its square root) and by at most the work's growth; proportional to its
-   work with one point; 0 if nothing is known. */
-double prof_series_predict(const prof_series *c, const prof_history *t, const prof_work *w);
-/* Records a measured point: the candidates' times (c[0..n) with n_runs > 0). */
-void prof_series_learn(prof_series *c, const prof_cand *cand, size_t n, const prof_work *w,
-                       double overhead_s);
+/* The visible (query, key) pairs of a point, every head (a ragged one's: of its lengths,
+   prof_ragged_lens, not of its capacity). */
+double prof_grid_pairs(const txattn_problem *p);
 
 /* What became of a class's points: the profile's summary says why a class has none in the table. */
 typedef struct prof_class_fate {

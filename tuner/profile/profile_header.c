@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* txtune profile: the table header's profile object, which records the settings, the whole
-   protocol (the knobs of profile_policy.h: timing, confirmation, race, revisits, ties, plan) and,
-   per n, what the plans decided and cost, so that a table says how it was measured. */
+/* txtune profile: the table header's profile object, which records the settings, the knobs of
+   profile.h and, per n, what its points cost, so that a table says how it was measured. */
 #include <math.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -18,13 +17,6 @@ static void list_json(char *buf, size_t size, const int64_t *v, size_t n) {
   if (used < size) snprintf(buf + used, size - used, "]");
 }
 
-static void target_json(double t, char *buf, size_t size) {
-  if (isinf(t))
-    snprintf(buf, size, "null");
-  else
-    snprintf(buf, size, "%.4f", t);
-}
-
 /* v with printf format fmt, or null where it is unknown (< 0). */
 static void known_json(double v, const char *fmt, char *buf, size_t size) {
   if (v < 0)
@@ -33,25 +25,18 @@ static void known_json(double v, const char *fmt, char *buf, size_t size) {
     snprintf(buf, size, fmt, v);
 }
 
-/* Per n: the plans' targets (seconds of runs per planned candidate; null: the most runs), the
-   predicted and the spent seconds of the planned candidates, and those of the others. */
+/* Per n: its points, their seconds and the core round trips before and after them. */
 static void levels_json(const profile_run *r, char *buf, size_t size) {
   size_t used = (size_t)snprintf(buf, size, "[");
   for (size_t i = 0; i < r->n_levels && used < size; i++) {
     const prof_level *L = &r->levels[i];
-    char lo[32], hi[32];
-    target_json(L->target_lo, lo, sizeof lo);
-    target_json(L->target_hi, hi, sizeof hi);
     char trip[32], trip_end[32];
     known_json(L->trip_ns, "%.0f", trip, sizeof trip);
     known_json(L->trip_end_ns, "%.0f", trip_end, sizeof trip_end);
     used += (size_t)snprintf(buf + used, size - used,
-                             "%s{\"n\": %lld, \"points\": %zu, \"run_target_s\": [%s, %s], "
-                             "\"predicted_s\": %.2f, \"spent_s\": %.2f, \"optional_s\": %.2f, "
-                             "\"revisit_s\": %.2f, \"core_round_trip_ns\": %s, "
-                             "\"core_round_trip_end_ns\": %s}",
-                             i ? ", " : "", (long long)L->n, L->points, lo, hi, L->predicted_s,
-                             L->spent_s, L->optional_s, L->revisit_s, trip, trip_end);
+                             "%s{\"n\": %lld, \"points\": %zu, \"spent_s\": %.2f, "
+                             "\"core_round_trip_ns\": %s, \"core_round_trip_end_ns\": %s}",
+                             i ? ", " : "", (long long)L->n, L->points, L->spent_s, trip, trip_end);
   }
   if (used < size) snprintf(buf + used, size - used, "]");
 }
@@ -62,7 +47,7 @@ static void twins_json(const profile_run *r, char *buf, size_t size) {
   size_t used = (size_t)snprintf(buf, size, "{");
   for (size_t c = 0; c < r->g.n_ctx; c++) {
     txattn_context *ctx = r->g.ctx[c];
-    if (!r->s.one_loop_once || txattn_context_threads(ctx) != 1) continue;
+    if (txattn_context_threads(ctx) != 1) continue;
     for (size_t k = 0; k < txattn_kernel_count(ctx) && used < size; k++) {
       txattn_kernel_info info = TXATTN_KERNEL_INFO_INIT, twin = TXATTN_KERNEL_INFO_INIT;
       if (txattn_kernel_get(ctx, k, &info) != TXATTN_OK || !info.usable ||
@@ -184,67 +169,49 @@ void prof_set_header(profile_run *r, double elapsed) {
   known_json(r->steal_during, "%.3f", sd, sizeof sd);
   qsort(r->spreads, r->n_spreads, sizeof r->spreads[0], tx_cmp_double);
   double noise = r->n_spreads ? r->spreads[r->n_spreads / 2] : 0;
-  const prof_knobs *k = &prof_policy;
+  const prof_mode_knobs *m = &prof_modes[r->mode];
   snprintf(
       json, sizeof json,
       "{\"mode\": \"%s\", \"budget_s\": %g, \"elapsed_s\": %.1f, \"threads\": %s, \"d\": %s, "
       "\"n\": %s, \"window_r\": %s, \"heads_q\": \"GQA group x threads\", \"dtypes\": %s, "
       "\"ragged\": %s, "
-      "\"timing\": {\"first_call\": \"one timed call; it predicts the repetitions per run\", "
-      "\"warm_up\": \"untimed calls before each run: one, and first warm_up_s of them after a "
-      "run of the other kind (one thread, several); none where a call takes over "
-      "warm_up_max_call_s\", "
-      "\"warm_up_s\": %g, \"warm_up_max_call_s\": %g, "
-      "\"min_run_s\": %g, \"runs\": [%d, %d], \"max_run_target_s\": %g, \"first_prune_ratio\": %g, "
-      "\"prune_ratio\": %g, \"stall_ratio\": %g, \"time\": \"median of the runs; without a spread "
-      "(rough): one run, or stopped as slower by a prune ratio, the fastest run\"}, "
-      "\"confirm\": {\"ratio\": %g, \"ratio_threaded\": %g, \"pairs\": %d, \"share\": %g}, "
-      "\"race\": {\"drop_ratio_short\": %g, \"drop_ratio_long\": %g, \"long_call_s\": %g, "
-      "\"optional_max_call_s\": %g, \"optional_max_ratio\": %g, \"optional_share\": %g, "
-      "\"threaded_recheck_n_growth\": %d}, "
-      "\"revisits\": {\"visits\": %d, \"runs_per_visit\": %d, \"max_call_s\": %g, "
-      "\"close_single\": %g, \"close_threaded\": %g, \"points\": %zu, \"time\": \"median of "
-      "the visits' medians (the point's own runs the first), spread over them\"}, "
+      "\"timing\": {\"min_run_s\": %g, \"runs\": %d, \"drop_ratio\": %g, \"variants\": %d, "
+      "\"time\": \"per candidate: one untimed call, repetitions doubled until a run lasts "
+      "min_run_s, then runs of each candidate in turn (one untimed call before each), the median; "
+      "after each round a candidate whose fastest run is drop_ratio x the leader's median "
+      "stops\"}, "
       "\"ties\": {\"within\": [%g, %g], \"within_threaded\": %g, \"prefer\": \"a candidate "
-      "timed in full (not rough), then a kernel that starts no threads, then the kernel's default "
+      "timed more than once, then a kernel that starts no threads, then the kernel's default "
       "tunables; of candidates alike in these, the faster\", \"points\": %zu}, "
       "\"one_thread\": {\"left_to_twin\": %s, \"what\": \"a threaded kernel that runs another's "
       "loop on one thread (the plugin says so: one_thread_same_as) is not timed on one thread "
       "where that one takes the problem\"}, "
-      "\"plan\": {\"fill\": %g, \"model_scale\": %.3f}, \"points\": %zu, "
-      "\"points_left_out\": %zu, \"classes_left_out\": %s, \"plan_failures\": {\"kernels\": %zu, "
-      "\"kernel_points\": "
-      "%zu, \"estimate_pick_points\": %zu, \"what\": \"kernels that failed to plan a point "
-      "otherwise than by declining it: left out of that point (each an exclusion), and the points "
-      "where the estimate's pick was one of them\"}, "
-      "\"checks\": {\"n\": %lld, \"rows_per_point\": %d, \"timeout_s\": %g, "
+      "\"points\": %zu, \"points_left_out\": %zu, \"classes_left_out\": %s, "
+      "\"plan_failures\": {\"kernels\": %zu, \"kernel_points\": %zu, \"estimate_pick_points\": "
+      "%zu, \"what\": \"kernels that failed to plan a point otherwise than by declining it: left "
+      "out of that point (each an exclusion), and the points where the estimate's pick was one of "
+      "them\"}, "
+      "\"checks\": {\"n\": %d, \"rows_per_point\": %d, \"timeout_s\": %g, \"floor_slack\": %g, "
       "\"inexact_at_points\": %zu, \"faults\": %s, \"what\": \"each candidate checked once per "
       "class and r at n in a child process, a kernel that crashes, hangs (no answer within "
-      "timeout_s) or prints excluded (one that hangs or prints from then on); and each "
-      "candidate's first call at every point compared on rows_per_point rows with the reference "
-      "(max_error), one above the bound excluded there and for the rest of its class\"}, "
-      "\"noise_median_spread\": %.4f, "
-      "\"load_1min\": %s, "
+      "timeout_s) or prints excluded (one that hangs or prints from then on); and each timed run's "
+      "last call and one call after the last run compared on rows_per_point rows with the "
+      "reference (max_error), their inputs changed and outputs poisoned before, and held to "
+      "floor_slack x the machine's roofs\"}, "
+      "\"noise_median_spread\": %.4f, \"load_1min\": %s, "
       "\"cpu_others\": {\"before_cores\": %s, \"during_cores\": %s, \"steal_before_cores\": %s, "
       "\"steal_during_cores\": %s, \"what\": \"other processes' busy time (/proc/stat less "
       "txtune's own) and the hypervisor's steal, over the wall time: a short sleep before the "
       "first point, then the whole run\"}, \"core_round_trip_ns\": \"levels[].core_round_trip_ns: "
-      "a cache line's round trip "
-      "between two CPUs before the level's points, and core_round_trip_end_ns after them and the "
-      "visits that follow (the host can move a virtual machine's CPUs nearer or farther apart)\", "
-      "\"levels\": %s}",
-      names[r->s.mode], r->budget_s, elapsed, th, d, n, rs, dtypes, ragged, k->warm_up_s,
-      k->warm_up_max_call_s, r->s.min_run_s, k->min_runs, r->s.rounds, k->max_target_s,
-      fmax(k->first_prune_ratio, r->s.prune_ratio), r->s.prune_ratio, k->stall_ratio,
-      k->confirm_ratio.single, k->confirm_ratio.threaded, k->confirm_pairs, r->s.confirm_share,
-      r->cutoff.short_ratio, r->cutoff.long_ratio, r->cutoff.long_call_s, k->optional_max_call_s,
-      k->optional_max_ratio, k->optional_share, k->recheck_growth, r->rv.visits, k->visit_runs,
-      k->revisit_max_call_s, k->close.single, k->close.threaded, r->n_revisited, k->tie_min,
-      k->tie_max.single, k->tie_max.threaded, r->n_ties, twins, k->plan_fill, r->scale, r->n_points,
-      r->n_skipped, classes_out, r->n_failed_kernels, r->n_plan_failures, r->n_pick_failed,
-      (long long)k->check_n, k->check_rows,
-      fmin(k->check_timeout_s, fmax(k->check_timeout_min_s, k->check_timeout_share * r->budget_s)),
-      r->n_inexact_at_point, faults, noise, load, ob, od, sb, sd, levels);
+      "a cache line's round trip between two CPUs before the level's points, and "
+      "core_round_trip_end_ns after them (the host can move a virtual machine's CPUs nearer or "
+      "farther apart)\", \"levels\": %s}",
+      names[r->mode], r->budget_s, elapsed, th, d, n, rs, dtypes, ragged, m->min_run_s, m->runs,
+      PROF_DROP_RATIO, m->variants, PROF_TIE_MIN, PROF_TIE_MAX, PROF_TIE_MAX_THREADED, r->n_ties,
+      twins, r->n_points, r->n_skipped, classes_out, r->n_failed_kernels, r->n_plan_failures,
+      r->n_pick_failed, PROF_CHECK_N, PROF_CHECK_ROWS,
+      fmin(PROF_CHECK_TIMEOUT_S, fmax(1.0, PROF_CHECK_TIMEOUT_SHARE * r->budget_s)),
+      PROF_FLOOR_SLACK, r->n_inexact_at_point, faults, noise, load, ob, od, sb, sd, levels);
   txattn_status s = txattn_table_set_profile(r->table, json);
   if (s != TXATTN_OK) tx_print_lib_error("profile", "cannot record the settings", s);
 }

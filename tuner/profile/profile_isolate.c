@@ -26,7 +26,7 @@ extern char **environ;
 
 /* The child's first line, once its library is loaded: before it, a child that dies or does not
    answer within the timeout was never a checker (it could not be started), and the checks run in
-   the profile's process. A check shape is small (check_n): even the naive kernel under an
+   the profile's process. A check shape is small (PROF_CHECK_N): even the naive kernel under an
    emulator checks it in well under a second. */
 #define READY_LINE "txtune-check-server 1"
 

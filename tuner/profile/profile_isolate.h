@@ -4,12 +4,12 @@
    down: a third-party plugin's bug costs that kernel, not the table.
 
    The child is txtune itself, started again as `txtune __check-server` (from /proc/self/exe), with
-   the profile's plugin path; it answers one check a line (prof_check in its own process, with its
-   own inputs and reference). When it dies or does not answer within the timeout (check_timeout_s
+   the profile's plugin path; it answers one check a line (prof_check_fault in its own process, with its
+   own inputs and reference). When it dies or does not answer within the timeout (PROF_CHECK_TIMEOUT_S
    at most, a share of the budget: prof_check_timeout), the candidate being checked is excluded,
    with what happened, and the next check starts a new child. Where no child can
    be started (no /proc/self/exe, an emulator that cannot run it directly), the checks run in the
-   profile's own process, as prof_check does without isolation.
+   profile's own process, as prof_check_fault does without isolation.
 
    The same child also makes the first call of each third-party candidate (not shipped with
    libtxattn: prof_kernel_shipped) at each timed point before the profile times it in its own

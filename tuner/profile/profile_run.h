@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* txtune profile: the state of one run, shared by the command (cmd_profile.c: the points and the
-   table), its plan (profile_plan.c: the cost model and the runs per candidate) and the table
-   header's profile object (profile_header.c). */
+/* txtune profile: the state of one run, shared by the command (cmd_profile.c), the table
+   header's profile object (profile_header.c) and --update (profile_update.c). */
 #ifndef TXTUNE_PROFILE_RUN_H
 #define TXTUNE_PROFILE_RUN_H
 
@@ -13,26 +12,16 @@
 #include "profile.h"
 #include "profile_grid.h"
 #include "profile_isolate.h"
-#include "profile_revisit.h"
 #include "buffers.h"
 #include "roofline.h"
 
 #define MAX_LEVELS GRID_MAX_N
 
-/* Where the grid is: level (n index), class, r index. */
-typedef struct prof_at {
-  size_t ni, ci, ri;
-} prof_at;
-
-/* What the plans at one n decided and what it cost. */
+/* What one n cost, and the core round trip before and after its points (core_latency.h; < 0
+   none). */
 typedef struct prof_level {
   int64_t n;
-  double target_lo, target_hi; /* the plans' targets for planned candidates (inf: the most) */
-  double predicted_s, spent_s; /* the points' planned candidates, as planned (scaled) */
-  double optional_s;           /* seconds spent on optional candidates */
-  double revisit_s;            /* seconds spent on visits of close calls after the points */
-  double trip_ns, trip_end_ns; /* the core round trip before the points and after the visits
-                                   (core_latency.h); < 0 none */
+  double spent_s, trip_ns, trip_end_ns;
   size_t points;
 } prof_level;
 
@@ -53,6 +42,7 @@ typedef struct prof_faulty_kernel {
   size_t candidates;  /* its candidates excluded so */
   char first_at[160]; /* "none d16/16 g1 t1 n=64" */
   char first_why[256];
+  int left_out; /* it hung, printed or faulted at a timed point: out of the rest of the profile */
 } prof_faulty_kernel;
 
 /* The tensors of every point at one n of the classes of one type combination, dense or ragged (a
@@ -76,15 +66,12 @@ typedef struct profile_run {
   tx_opt opts[10];
   tx_opt_group groups[1];
   tx_cmd_spec spec;
-  prof_settings s;
-  prof_cutoff cutoff;
+  prof_mode mode;
   prof_grid g;
   txattn_table *table;
   prof_checks *checks;
   prof_isolation *iso;     /* the checks' child process (profile_isolate.h) */
   tx_roof_ceiling ceiling; /* the machine's roofs: no timed call may beat them (point_floor) */
-  prof_revisits rv;        /* close calls still open */
-  size_t n_revisited;
   prof_progress prog;
   double start;
   /* the tensors of every point of the current n, per type combination: each point uses the
@@ -94,11 +81,6 @@ typedef struct profile_run {
   int64_t buf_n;
   prof_level levels[MAX_LEVELS];
   size_t n_levels;
-  double target_s;      /* the plan in force: seconds of runs per planned candidate */
-  double optional_left; /* and what optional candidates may use at this point */
-  double slack;         /* the seconds the plan leaves free */
-  double scale;         /* measured over predicted seconds of recent points (scale_min..max) */
-  double scale_spent, scale_predicted; /* decaying sums behind it */
   size_t n_points, n_skipped, n_excluded, n_ties;
   size_t n_classes_out; /* classes with no point in the table (prof_class_fate says why) */
   /* kernels that failed to plan a point: left out of that point, each (kernel, point) an
@@ -117,21 +99,8 @@ typedef struct profile_run {
   tx_cpu_use use_start;
 } profile_run;
 
-/* Seconds since the run started, and how long before the budget's end no call may end: the
-   table is still to be written, and a call may take longer than predicted. */
+/* Seconds since the run started. */
 double prof_now_s(const profile_run *r);
-double prof_end_reserve(const profile_run *r);
-
-/* Timed runs for a planned candidate with target_s seconds of runs and calls of t seconds. */
-int prof_runs_for(const profile_run *r, double target_s, double t);
-/* Predicted seconds of a candidate of that effort: its first call, its runs and the checked call
-   after them (prof_run_check). */
-double prof_cand_cost(const profile_run *r, prof_effort effort, double t, double target_s);
-/* The plan before the point at `at` (target_s, slack, optional_left); returns the point's
-   predicted (scaled) seconds. */
-double prof_plan(profile_run *r, prof_at at);
-/* After a point: the model's correction learns how far its prediction was off. */
-void prof_learn_scale(profile_run *r, double predicted_s, double spent_s);
 
 /* The table header's profile object: the settings, the protocol and the measured noise. */
 void prof_set_header(profile_run *r, double elapsed);

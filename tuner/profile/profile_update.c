@@ -176,8 +176,7 @@ size_t prof_update_candidates(profile_run *r, const prof_grid_class *gc, const t
     return kept_n;
   size_t with_ref = prof_candidate_add(r->g.ctx[gc->ctx], p, w.kernel, w.tunable_names,
                                        w.tunable_values, w.n_tunables, c, kept_n, cap);
-  if (with_ref > kept_n) c[kept_n].keep = 1; /* timed in full: the new times are scaled by it */
-  return with_ref;
+  return with_ref; /* the reference: the new times are scaled by its */
 }
 
 /* ---- the merge ---- */

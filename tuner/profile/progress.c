@@ -16,16 +16,12 @@ void prof_progress_init(prof_progress *p, size_t total, double budget_s) {
   p->total = total ? total : 1;
   p->start = tx_clock();
   p->budget_s = budget_s;
-  p->predicted_end = 0;
 }
 
 void prof_progress_show(prof_progress *p, const char *what) {
   if (!p->on) return;
   double now = tx_clock(), elapsed = now - p->start, frac = (double)p->done / (double)p->total;
-  /* the profile's plan knows that later points are larger; without one, the budget is a ceiling */
-  double left = p->predicted_end > 0 ? p->predicted_end - now : p->budget_s - elapsed;
-  if (left > p->budget_s - elapsed) left = p->budget_s - elapsed;
-  if (left < 0) left = 0;
+  double left = p->budget_s - elapsed > 0 ? p->budget_s - elapsed : 0; /* the budget: a ceiling */
   char bar[BAR_WIDTH + 1];
   int full = (int)(frac * BAR_WIDTH);
   for (int i = 0; i < BAR_WIDTH; i++) bar[i] = i < full ? '#' : '.';

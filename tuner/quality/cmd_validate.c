@@ -19,12 +19,14 @@
 #include "buffers.h"
 #include "timing.h"
 
-#define MAX_CANDS 64
-/* The regret is the pick's time over the fastest's measured run for run (prof_paired_runs): the
+/* The regret is the pick's time over the fastest's measured run for run (paired_ratio): the
    median of this many pairs. Taken from each one's median, two candidates' times move apart with
    the host's speed modes ("Regret run for run", docs/measurements.md). */
 #define VALIDATE_PAIRS 7
 #define SEED           UINT64_C(0x76616c6964)
+/* Each candidate is timed as the default profile times it (prof_modes[PROF_DEFAULT]). */
+#define VALIDATE_MIN_RUN_S 2e-3
+#define VALIDATE_RUNS      5
 
 typedef struct validate_run {
   const char *table_path, *plugin_path, *fail_above;
@@ -36,7 +38,6 @@ typedef struct validate_run {
   char path[4096];
   txattn_table *t;
   uint64_t rng;
-  prof_settings s;
   double log_sum, worst;
   size_t n_done;
 } validate_run;
@@ -208,16 +209,15 @@ static size_t table_candidates(validate_run *r, txattn_context *ctx, const txatt
       txattn_table_candidate tc = TXATTN_TABLE_CANDIDATE_INIT;
       if (txattn_table_candidate_get(r->t, ci, i, k, &tc) == TXATTN_OK)
         n = prof_candidate_add(ctx, p, tc.kernel, tc.tunable_names, tc.tunable_values,
-                               tc.n_tunables, c, n, MAX_CANDS);
+                               tc.n_tunables, c, n, PROF_MAX_CANDS);
     }
   }
   return n;
 }
 
 /* Every applicable kernel with its default tunables, unless already there. */
-static size_t add_defaults(txattn_context *ctx, const txattn_problem *p, const prof_settings *s,
-                           prof_cand *c, size_t n) {
-  size_t end = n + prof_candidates(ctx, p, s, c + n, MAX_CANDS - n);
+static size_t add_defaults(txattn_context *ctx, const txattn_problem *p, prof_cand *c, size_t n) {
+  size_t end = n + prof_candidates(ctx, p, 0, 0, c + n, PROF_MAX_CANDS - n, NULL);
   for (size_t i = n; i < end; i++) {
     int known = 0;
     for (size_t j = 0; j < n && !known; j++)
@@ -257,13 +257,12 @@ static size_t gather(validate_run *r, txattn_context *ctx, const txattn_problem 
   for (size_t i = 0; i < nt && i < PROF_MAX_TUNABLES; i++)
     txattn_plan_tunable_get(pick, i, &names[i], &values[i]);
   size_t n =
-      prof_candidate_add(ctx, p, txattn_plan_kernel(pick), names, values, nt, c, 0, MAX_CANDS);
+      prof_candidate_add(ctx, p, txattn_plan_kernel(pick), names, values, nt, c, 0, PROF_MAX_CANDS);
   snprintf(why, why_size, "%s", txattn_plan_why(pick));
   txattn_plan_free(pick);
   if (n == 0) return 0;
-  c[0].keep = 1;
   n = table_candidates(r, ctx, p, threads, c, n);
-  return add_defaults(ctx, p, &r->s, c, n);
+  return add_defaults(ctx, p, c, n);
 }
 
 static void report(validate_run *r, tx_table *tab, const txattn_problem *p, int threads,
@@ -286,10 +285,40 @@ static void report(validate_run *r, tx_table *tab, const txattn_problem *p, int 
   tx_table_note(tab, "why: %.200s", why);
 }
 
+typedef struct exec_arg {
+  const txattn_plan *plan;
+  const txattn_tensors *t;
+} exec_arg;
+
+static txattn_status exec_plan(void *arg) {
+  const exec_arg *a = arg;
+  return txattn_plan_execute(a->plan, a->t);
+}
+
+/* a's time over b's, run for run: tx_time on the two, each round's runs in turn and the order
+   alternating, so that a pair's two runs share the host's speed of the moment; the median over
+   VALIDATE_PAIRS rounds (after the calibration runs), at least 1. Returns 0, or -1 if a call
+   failed. */
+static int paired_ratio(const prof_cand *a, const prof_cand *b, const txattn_tensors *t,
+                        double *ratio) {
+  exec_arg x[2] = {{a->plan, t}, {b->plan, t}};
+  void *args[2] = {&x[0], &x[1]};
+  enum { RUNS = VALIDATE_PAIRS + 1 };
+  double runs[2 * RUNS], ratios[VALIDATE_PAIRS];
+  tx_timing tm[2];
+  txattn_status st[2];
+  tx_timing_opts o = {.min_run_s = VALIDATE_MIN_RUN_S, .runs = RUNS, .warm_each_run = 1};
+  tx_time(exec_plan, args, 2, &o, tm, st, runs);
+  if (st[0] != TXATTN_OK || st[1] != TXATTN_OK || tm[0].runs < RUNS || tm[1].runs < RUNS) return -1;
+  for (int k = 0; k < VALIDATE_PAIRS; k++) ratios[k] = runs[1 + k] / runs[RUNS + 1 + k];
+  *ratio = fmax(1.0, tx_sort_median(ratios, VALIDATE_PAIRS));
+  return 0;
+}
+
 /* Times the pick and the alternatives on p and adds a row. Returns 0, or -1 if it could not. */
 static int one_shape(validate_run *r, txattn_context *ctx, const txattn_problem *p, int threads,
                      tx_table *tab) {
-  prof_cand c[MAX_CANDS];
+  prof_cand c[PROF_MAX_CANDS];
   char why[512], err[256];
   size_t n = gather(r, ctx, p, threads, c, why, sizeof why);
   tx_buffers b;
@@ -308,7 +337,8 @@ static int one_shape(validate_run *r, txattn_context *ctx, const txattn_problem 
   const char *pick_name = c[0].name; /* timing may reorder the candidates */
   int64_t pick_values[PROF_MAX_TUNABLES];
   memcpy(pick_values, c[0].tun_values, sizeof pick_values);
-  prof_time(c, &n, &b.t, &r->s);
+  size_t untimed;
+  prof_time(c, &n, &b.t, VALIDATE_MIN_RUN_S, VALIDATE_RUNS, 0, NULL, &untimed);
   size_t best = 0, at = SIZE_MAX;
   for (size_t i = 0; i < n; i++) {
     if (c[i].time_s < c[best].time_s) best = i;
@@ -316,13 +346,9 @@ static int one_shape(validate_run *r, txattn_context *ctx, const txattn_problem 
         memcmp(c[i].tun_values, pick_values, c[i].n_tun * sizeof(int64_t)) == 0)
       at = i;
   }
-  double ratio = 1, pairs[VALIDATE_PAIRS];
-  if (at != SIZE_MAX && at != best) {
-    if (prof_paired_runs(&c[at], &c[best], &b.t, VALIDATE_PAIRS, pairs, NULL) == TXATTN_OK)
-      ratio = fmax(1.0, tx_sort_median(pairs, VALIDATE_PAIRS));
-    else
-      at = SIZE_MAX;
-  }
+  double ratio = 1;
+  if (at != SIZE_MAX && at != best && paired_ratio(&c[at], &c[best], &b.t, &ratio) != 0)
+    at = SIZE_MAX;
   tx_buffers_free(&b);
   if (at != SIZE_MAX) report(r, tab, p, threads, &c[at], &c[best], ratio, why);
   prof_candidates_free(c, n);
@@ -404,7 +430,6 @@ int tx_cmd_validate(int argc, char **argv) {
   if (rc >= 0) return rc;
   if ((rc = load(&r)) != 0) return rc;
   r.rng = (uint64_t)r.seed;
-  r.s = (prof_settings){PROF_DEFAULT, 2e-3, 5, 3.0, 0, 0, 0.5}; /* every kernel, twins too */
   tx_table tab;
   tx_table_init(&tab, "SHAPE|>T|PICK|>PICK TIME|FASTEST|>FASTEST TIME|>PICK/FASTEST");
   rc = sample_all(&r, &tab);
