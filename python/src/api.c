@@ -51,7 +51,7 @@ static const unsigned takes_reference = COMMON;
 static const unsigned takes_bound = COMMON | BIT(A_OUT_DTYPE);
 static const unsigned takes_plan_call = BIT(A_Q) | BIT(A_K) | BIT(A_V) | BIT(A_Q_LENS) |
                                         BIT(A_KV_LENS) | BIT(A_OUT) | BIT(A_ALIBI_SLOPES) |
-                                        BIT(A_SINKS);
+                                        BIT(A_SINKS) | BIT(A_ATTN_MASK);
 
 /* q, k, v positional (or by name), the rest by keyword: values[a] is NULL where not given. */
 static int parse(const char *fn, unsigned takes, PyObject *const *args, Py_ssize_t nargs,
@@ -376,6 +376,7 @@ PyObject *txpy_plan_vectorcall(PyObject *self, PyObject *const *args, size_t nar
   txpy_opts o = {0};
   o.alibi_slopes = a[A_ALIBI_SLOPES];
   o.sinks = a[A_SINKS];
+  o.attn_mask = given(a[A_ATTN_MASK]) ? a[A_ATTN_MASK] : plan->attn_mask;
   o.q_lens = given(a[A_Q_LENS]) ? a[A_Q_LENS] : plan->q_lens;
   o.kv_lens = given(a[A_KV_LENS]) ? a[A_KV_LENS] : plan->kv_lens;
   txpy_call c;
@@ -401,7 +402,9 @@ done:
    op TXPY_OP_ATTENTION (target a Context or None; out an array) for scaled_dot_product_attention,
    with names the three names of q, k, v for messages; TXPY_OP_PLAN (target a Context; q, k, v
    tensors or (shape, dtype name) specs; out None or a spec, whose type the plan's results take;
-   lse a bool; a length True for ragged) returns a Plan. modifiers: None, or (softcap,
+   lse a bool; a length True for ragged; attn_mask a tensor, the calls' default, or the name of
+   its type, "bool", "f32", "f16" or "bf16", for a mask given with each call) returns a Plan.
+   modifiers: None, or (softcap,
    alibi_slopes, sinks, sink_keys) as attention() takes them (for a plan, alibi_slopes or sinks
    True: given with each call). */
 PyObject *txpy_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -617,10 +620,11 @@ const char txpy_error_bound_doc[] =
 
 const char txpy_plan_call_doc[] =
     "A plan: one problem, its kernel chosen once (Context.plan makes it). Calling it,\n"
-    "plan(q, k, v, *, q_lens=None, kv_lens=None, out=None, alibi_slopes=None, sinks=None), runs\n"
+    "plan(q, k, v, *, q_lens=None, kv_lens=None, out=None, alibi_slopes=None, sinks=None,\n"
+    "attn_mask=None), runs\n"
     "that kernel on tensors of the shapes and types it was made for (strides may differ per\n"
     "call) and returns o, or (o, lse) for a plan made with return_lse=True. q_lens, kv_lens: a\n"
     "ragged plan's lengths (default: those given to Context.plan, else every row); out: o, or\n"
-    "(o, lse), to write into; alibi_slopes, sinks: for a plan made with them, this call's values\n"
-    "(default: those given to Context.plan).\n"
+    "(o, lse), to write into; alibi_slopes, sinks, attn_mask: for a plan made with them, this\n"
+    "call's values (default: those given to Context.plan; a mask of the plan's kind and type).\n"
     "Safe to call from many threads at once.";

@@ -453,6 +453,50 @@ static int import_mask(txpy_call *c, PyObject *obj) {
   return 0;
 }
 
+/* A call's mask tensor (import_mask); for Context.plan, attn_mask a tensor (imported, the calls' default) or
+   the name of its type ("bool", "f32", "f16", "bf16": given with each call); for a plan's call,
+   a tensor of the kind and type the plan was made for, required when it was made with one and
+   refused when not. 0, or -1 with an exception. */
+static int call_mask(txpy_call *c, const txattn_problem *pp, PyObject *obj) {
+  const int given = obj != NULL && obj != Py_None;
+  if (c->op != TXPY_OP_EXECUTE) {
+    if (c->op != TXPY_OP_PLAN || !given || !PyUnicode_Check(obj)) return import_mask(c, obj);
+    const char *s = PyUnicode_AsUTF8(obj);
+    if (s == NULL) return -1;
+    static const char *const kinds[4] = {"bool", "f32", "f16", "bf16"};
+    static const txattn_dtype types[4] = {TXATTN_DTYPE_F32, TXATTN_DTYPE_F32, TXATTN_DTYPE_F16,
+                                          TXATTN_DTYPE_BF16};
+    for (int i = 0; i < 4; i++)
+      if (strcmp(s, kinds[i]) == 0) {
+        c->p.mask_tensor = i == 0 ? TXATTN_MASK_TENSOR_BOOL : TXATTN_MASK_TENSOR_ADDITIVE;
+        c->p.mask_type = types[i];
+        return 0;
+      }
+    return value_error("attn_mask = '%s': a plan takes a mask tensor or its type, bool, "
+                       "float32, float16 or bfloat16",
+                       s),
+           -1;
+  }
+  if (pp->mask_tensor == TXATTN_MASK_TENSOR_NONE) {
+    if (given)
+      return value_error("attn_mask given, but the plan was made without one: make it with "
+                         "attn_mask= (the mask, or its dtype to give one with each call)"),
+             -1;
+    return 0;
+  }
+  if (!given)
+    return value_error("the plan was made with a mask tensor: pass attn_mask= to each call"), -1;
+  if (import_mask(c, obj)) return -1;
+  if (c->p.mask_tensor != pp->mask_tensor || c->p.mask_type != pp->mask_type) {
+    const char *want =
+        pp->mask_tensor == TXATTN_MASK_TENSOR_BOOL ? "bool" : txpy_dtype_str(pp->mask_type);
+    value_error("attn_mask is %s but the plan was made for a %s mask: make a plan for it",
+                c->mask.dtype == TXPY_DTYPE_BOOL ? "bool" : txpy_dtype_str(c->mask.dtype), want);
+    return -1;
+  }
+  return 0;
+}
+
 /* No keys at all (n_kv 0): every row sees none, so o is 0 and lse -inf, as the library defines;
    rows past a sequence's q_len are left alone, as the library leaves them. */
 static void fill_no_keys(const txpy_call *c) {
@@ -565,6 +609,7 @@ static PyObject *new_plan(txpy_call *c, PyObject *context, const txpy_opts *o) {
   self->alibi_slopes = c->alibi_slopes; /* the calls' default, now the plan's */
   self->sinks = c->sinks;
   c->alibi_slopes = c->sinks = NULL;
+  self->attn_mask = c->have_mask ? Py_NewRef(o->attn_mask) : NULL;
   self->problem = (txattn_problem)TXATTN_PROBLEM_INIT; /* PyObject_New does not zero it */
   if (txattn_problem_resolve(&c->p, &self->problem) != TXATTN_OK) self->problem = c->p;
   return (PyObject *)self;
@@ -629,12 +674,13 @@ PyObject *txpy_call_run(txpy_call *c, PyObject *target, const txpy_opts *o) {
     const txattn_problem *pp = &((txpy_plan *)target)->problem;
     if (check_against_plan(c, pp)) return NULL;
     c->p = *pp;
+    if (call_mask(c, pp, o->attn_mask)) return NULL;
   } else {
     c->p.mask = (txattn_mask)o->mask;
     c->p.window_left = o->mask == TXATTN_MASK_WINDOW ? o->window_left : 0;
     c->p.window_right = o->mask == TXATTN_MASK_WINDOW ? o->window_right : 0;
     c->p.scale = o->scale;
-    if (import_mask(c, o->attn_mask)) return NULL;
+    if (call_mask(c, NULL, o->attn_mask)) return NULL;
   }
   if (set_modifiers(c, target, o)) return NULL;
   int empty = c->p.batch == 0 || c->p.heads_q == 0 || c->p.n_q == 0;
@@ -825,14 +871,19 @@ PyObject *txpy_problem_dict(const txattn_problem *p) {
     Py_DECREF(window);
     return NULL;
   }
-  return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:s,s:N,s:d,s:(ssss),s:O,s:O,s:N,s:O,s:O,s:L}",
-                       "batch", (long long)p->batch, "heads_q", (long long)p->heads_q, "heads_kv",
-                       (long long)p->heads_kv, "n_q", (long long)p->n_q, "n_kv", (long long)p->n_kv,
-                       "d_qk", (long long)p->d_qk, "d_v", (long long)p->d_v, "mask",
-                       txattn_mask_name(p->mask), "window", window, "scale", (double)p->scale,
-                       "dtypes", txattn_dtype_name(p->q_type), txattn_dtype_name(p->k_type),
-                       txattn_dtype_name(p->v_type), txattn_dtype_name(p->o_type), "lse",
-                       p->lse ? Py_True : Py_False, "ragged", p->ragged ? Py_True : Py_False,
-                       "softcap", softcap, "alibi", p->alibi ? Py_True : Py_False, "sinks",
-                       p->sinks ? Py_True : Py_False, "sink_keys", (long long)p->sink_keys);
+  /* the mask tensor's kind: None, "bool", or the additive mask's type */
+  const char *mask_tensor = p->mask_tensor == TXATTN_MASK_TENSOR_BOOL ? "bool"
+                            : p->mask_tensor == TXATTN_MASK_TENSOR_ADDITIVE
+                                ? txattn_dtype_name(p->mask_type)
+                                : NULL;
+  return Py_BuildValue(
+      "{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:s,s:N,s:d,s:(ssss),s:O,s:O,s:N,s:O,s:O,s:L,s:z}", "batch",
+      (long long)p->batch, "heads_q", (long long)p->heads_q, "heads_kv", (long long)p->heads_kv,
+      "n_q", (long long)p->n_q, "n_kv", (long long)p->n_kv, "d_qk", (long long)p->d_qk, "d_v",
+      (long long)p->d_v, "mask", txattn_mask_name(p->mask), "window", window, "scale",
+      (double)p->scale, "dtypes", txattn_dtype_name(p->q_type), txattn_dtype_name(p->k_type),
+      txattn_dtype_name(p->v_type), txattn_dtype_name(p->o_type), "lse",
+      p->lse ? Py_True : Py_False, "ragged", p->ragged ? Py_True : Py_False, "softcap", softcap,
+      "alibi", p->alibi ? Py_True : Py_False, "sinks", p->sinks ? Py_True : Py_False, "sink_keys",
+      (long long)p->sink_keys, "mask_tensor", mask_tensor);
 }

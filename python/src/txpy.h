@@ -28,6 +28,7 @@ typedef struct txpy_plan {
   PyObject *context;           /* the txattn.Context it was made in */
   PyObject *q_lens, *kv_lens;  /* NULL or the lengths given to Context.plan */
   float *alibi_slopes, *sinks; /* NULL or heads_q floats given to Context.plan (owned) */
+  PyObject *attn_mask;         /* NULL or the mask tensor given to Context.plan */
   txattn_problem problem;
 } txpy_plan;
 

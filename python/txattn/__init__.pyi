@@ -73,6 +73,7 @@ class Context:
         alibi_slopes: Union[HeadFloats, bool] = ...,
         sinks: Union[HeadFloats, bool] = ...,
         sink_keys: int = ...,
+        attn_mask: Optional[Union[Any, DType]] = ...,
     ) -> "Plan": ...
 
 class Plan:
@@ -89,6 +90,7 @@ class Plan:
         out: Any = ...,
         alibi_slopes: HeadFloats = ...,
         sinks: HeadFloats = ...,
+        attn_mask: Optional[Any] = ...,
     ) -> Union[Tensor, Tuple[Tensor, Tensor]]: ...
     @property
     def kernel(self) -> str: ...
