@@ -126,6 +126,7 @@ def attention(
     sinks: HeadFloats = ...,
     sink_keys: int = ...,
     block_table: Optional[Any] = ...,
+    q_offsets: Lengths = ...,
 ) -> Tensor: ...
 @overload
 def attention(
@@ -148,6 +149,7 @@ def attention(
     sinks: HeadFloats = ...,
     sink_keys: int = ...,
     block_table: Optional[Any] = ...,
+    q_offsets: Lengths = ...,
 ) -> Tuple[Tensor, Tensor]: ...
 @overload
 def reference(
@@ -168,6 +170,7 @@ def reference(
     sinks: HeadFloats = ...,
     sink_keys: int = ...,
     block_table: Optional[Any] = ...,
+    q_offsets: Lengths = ...,
 ) -> Tensor: ...
 @overload
 def reference(
@@ -188,6 +191,7 @@ def reference(
     sinks: HeadFloats = ...,
     sink_keys: int = ...,
     block_table: Optional[Any] = ...,
+    q_offsets: Lengths = ...,
 ) -> Tuple[Tensor, Tensor]: ...
 @overload
 def error_bound(
@@ -209,6 +213,7 @@ def error_bound(
     sinks: HeadFloats = ...,
     sink_keys: int = ...,
     block_table: Optional[Any] = ...,
+    q_offsets: Lengths = ...,
 ) -> float: ...
 @overload
 def error_bound(
@@ -230,6 +235,7 @@ def error_bound(
     sinks: HeadFloats = ...,
     sink_keys: int = ...,
     block_table: Optional[Any] = ...,
+    q_offsets: Lengths = ...,
 ) -> Tuple[float, float, float]: ...
 def merge(
     outputs: Sequence[Tensor],
