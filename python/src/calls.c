@@ -168,6 +168,10 @@ static int check_packed(txpy_call *c) {
                        c->lse.name, txpy_shape_str(&c->lse, so, sizeof so), (long long)rows,
                        (long long)heads, c->q.name, txpy_shape_str(&c->q, sq, sizeof sq)),
            -1;
+  if (c->table == NULL && c->k.ndim == 4 && c->k.shape[0] != c->p.batch)
+    return value_error("%s has batch %lld but q_offsets give %lld sequences (batch + 1 offsets)",
+                       c->k.name, (long long)c->k.shape[0], (long long)c->p.batch),
+           -1;
   int64_t n_q = 0;
   for (int64_t b = 0; b < c->p.batch; b++)
     if (c->q_offsets[b + 1] - c->q_offsets[b] > n_q) n_q = c->q_offsets[b + 1] - c->q_offsets[b];

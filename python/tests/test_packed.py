@@ -87,7 +87,7 @@ def test_offsets_are_checked_before_the_call():
         txattn.attention(q, k, v, q_offsets=[0, 3, 6])
     with pytest.raises(ValueError, match=r"q_offsets\[2\] = 9 is outside 0..q's rows = 7"):
         txattn.attention(q, k, v, q_offsets=[0, 3, 9])
-    with pytest.raises(ValueError, match="k has batch 2 but q has 3"):
+    with pytest.raises(ValueError, match=r"k has batch 2 but q_offsets give 3 sequences"):
         txattn.attention(q, k, v, q_offsets=[0, 3, 5, 7])
     with pytest.raises(ValueError, match="at least 2"):
         txattn.attention(q, k, v, q_offsets=[0])
