@@ -126,8 +126,9 @@ static const model_entry models[] = {
      "https://huggingface.co/google-t5/t5-base/blob/main/config.json: num_heads 12, d_kv 64, "
      "num_layers 12 (encoder) and num_decoder_layers 12, relative_attention_num_buckets 32; no "
      "score scale (1, folded into the weights' initialisation)",
-     "the relative position bias of the self-attention layers is a tensor txattn does not take "
-     "yet: those layers run without it",
+     "the relative position bias of the self-attention layers is a learned table of 32 buckets "
+     "per head: pass it as an additive mask tensor [heads][n_q][n_kv] (txtune check/bench "
+     "--model fill T5's buckets from a seeded table)",
      3,
      {{ENCODER("encoder", 12, 12, 12, 64, 64, NONE, 1.0), .relative_bias = 1},
       {KIND("decoder", 12, 12, 12, 64, 64, CAUSAL, 1.0), .relative_bias = 1},

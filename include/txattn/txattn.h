@@ -547,7 +547,7 @@ typedef struct txattn_model_layer_info {
   int64_t n_q, n_kv;
   int decode;        /* 1: the layer runs for each generated token (n_q 1); 0: encoder only */
   int ragged;        /* 1: batches of unequal lengths, padded (BERT): a ragged batch */
-  int relative_bias; /* 1: a learned relative position bias tensor (T5), not computed by txattn */
+  int relative_bias; /* 1: a learned relative position bias (T5): an additive mask tensor */
 } txattn_model_layer_info;
 #define TXATTN_MODEL_LAYER_INFO_INIT                                                               \
   { .struct_size = sizeof(txattn_model_layer_info) }

@@ -31,13 +31,14 @@ enum {
   A_SINKS,
   A_SINK_KEYS,
   A_BLOCK_TABLE,
+  A_Q_OFFSETS,
   A_COUNT
 };
 static const char *const arg_names[A_COUNT] = {
-    "q",          "k",         "v",          "causal",       "window", "scale",
-    "kv_lens",    "q_lens",    "return_lse", "out",          "kernel", "context",
-    "out_dtype",  "attn_mask", "softcap",    "alibi_slopes", "sinks",  "sink_keys",
-    "block_table"};
+    "q",           "k",         "v",          "causal",       "window", "scale",
+    "kv_lens",     "q_lens",    "return_lse", "out",          "kernel", "context",
+    "out_dtype",   "attn_mask", "softcap",    "alibi_slopes", "sinks",  "sink_keys",
+    "block_table", "q_offsets"};
 static PyObject *arg_strs[A_COUNT];
 
 /* Which arguments each function takes (bits of A_*) */
@@ -45,13 +46,14 @@ static PyObject *arg_strs[A_COUNT];
 #define COMMON                                                                                     \
   (BIT(A_Q) | BIT(A_K) | BIT(A_V) | BIT(A_CAUSAL) | BIT(A_WINDOW) | BIT(A_SCALE) |                 \
    BIT(A_KV_LENS) | BIT(A_Q_LENS) | BIT(A_RETURN_LSE) | BIT(A_OUT) | BIT(A_ATTN_MASK) |            \
-   BIT(A_SOFTCAP) | BIT(A_ALIBI_SLOPES) | BIT(A_SINKS) | BIT(A_SINK_KEYS) | BIT(A_BLOCK_TABLE))
+   BIT(A_SOFTCAP) | BIT(A_ALIBI_SLOPES) | BIT(A_SINKS) | BIT(A_SINK_KEYS) | BIT(A_BLOCK_TABLE) |   \
+   BIT(A_Q_OFFSETS))
 static const unsigned takes_attention = COMMON | BIT(A_KERNEL) | BIT(A_CONTEXT);
 static const unsigned takes_reference = COMMON;
 static const unsigned takes_bound = COMMON | BIT(A_OUT_DTYPE);
 static const unsigned takes_plan_call = BIT(A_Q) | BIT(A_K) | BIT(A_V) | BIT(A_Q_LENS) |
                                         BIT(A_KV_LENS) | BIT(A_OUT) | BIT(A_ALIBI_SLOPES) |
-                                        BIT(A_SINKS);
+                                        BIT(A_SINKS) | BIT(A_ATTN_MASK);
 
 /* q, k, v positional (or by name), the rest by keyword: values[a] is NULL where not given. */
 static int parse(const char *fn, unsigned takes, PyObject *const *args, Py_ssize_t nargs,
@@ -324,6 +326,7 @@ static PyObject *call(int op, const char *fn, unsigned takes, PyObject *const *a
   o.q_lens = a[A_Q_LENS];
   o.kv_lens = a[A_KV_LENS];
   o.block_table = given(a[A_BLOCK_TABLE]) ? a[A_BLOCK_TABLE] : NULL;
+  o.q_offsets = given(a[A_Q_OFFSETS]) ? a[A_Q_OFFSETS] : NULL;
   o.lse = want_lse;
   o.attn_mask = a[A_ATTN_MASK];
   PyObject *target = NULL;
@@ -332,6 +335,7 @@ static PyObject *call(int op, const char *fn, unsigned takes, PyObject *const *a
   txpy_call_init(&c, op);
   PyObject *result = NULL;
   if (txpy_call_inputs(&c, a[A_Q], a[A_K], a[A_V])) goto done;
+  c.packed = o.q_offsets != NULL;
   if (op == TXPY_OP_BOUND) { /* o gives the type; lse is not needed */
     PyObject *out = a[A_OUT];
     if (given(out) && (PyTuple_Check(out) || PyList_Check(out)) && PySequence_Size(out) == 2) {
@@ -376,6 +380,7 @@ PyObject *txpy_plan_vectorcall(PyObject *self, PyObject *const *args, size_t nar
   txpy_opts o = {0};
   o.alibi_slopes = a[A_ALIBI_SLOPES];
   o.sinks = a[A_SINKS];
+  o.attn_mask = given(a[A_ATTN_MASK]) ? a[A_ATTN_MASK] : plan->attn_mask;
   o.q_lens = given(a[A_Q_LENS]) ? a[A_Q_LENS] : plan->q_lens;
   o.kv_lens = given(a[A_KV_LENS]) ? a[A_KV_LENS] : plan->kv_lens;
   txpy_call c;
@@ -401,7 +406,9 @@ done:
    op TXPY_OP_ATTENTION (target a Context or None; out an array) for scaled_dot_product_attention,
    with names the three names of q, k, v for messages; TXPY_OP_PLAN (target a Context; q, k, v
    tensors or (shape, dtype name) specs; out None or a spec, whose type the plan's results take;
-   lse a bool; a length True for ragged) returns a Plan. modifiers: None, or (softcap,
+   lse a bool; a length True for ragged; attn_mask a tensor, the calls' default, or the name of
+   its type, "bool", "f32", "f16" or "bf16", for a mask given with each call) returns a Plan.
+   modifiers: None, or (softcap,
    alibi_slopes, sinks, sink_keys) as attention() takes them (for a plan, alibi_slopes or sinks
    True: given with each call). */
 PyObject *txpy_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -542,7 +549,8 @@ int txpy_api_init(void) {
 const char txpy_attention_doc[] =
     "attention($module, /, q, k, v, *, causal=False, window=None, scale=None, kv_lens=None, "
     "q_lens=None, attn_mask=None, return_lse=False, out=None, kernel=None, context=None, "
-    "softcap=None, alibi_slopes=None, sinks=None, sink_keys=0, block_table=None)\n--\n\n"
+    "softcap=None, alibi_slopes=None, sinks=None, sink_keys=0, block_table=None, "
+    "q_offsets=None)\n--\n\n"
     "O = softmax(scale * Q K^T + mask) V, exact (within txattn's error bound of the fp64\n"
     "reference), on the fastest kernel the dispatcher knows for the shape.\n\n"
     "q [batch, heads_q, n_q, d_qk], k [batch, heads_kv, n_kv, d_qk], v [batch, heads_kv, n_kv, "
@@ -573,6 +581,11 @@ const char txpy_attention_doc[] =
     "    block_table[b][j // P]; n_kv is max_pages * P, kv_lens each sequence's keys. Pages may "
     "be\n"
     "    shared; entries past what kv_len needs are not read.\n"
+    "q_offsets: packed queries (cu_seqlens, as flash_attn_varlen_func's cu_seqlens_q): batch + 1\n"
+    "    non-decreasing ints from 0 to q's rows; q is [total_rows, heads_q, d_qk] and o (and\n"
+    "    lse) [total_rows, heads_q, d_v] ([total_rows, heads_q]), sequence b's rows q_offsets[b]\n"
+    "    .. q_offsets[b + 1] - 1; the batch is k's (or block_table's), kv_lens each sequence's\n"
+    "    keys; q_lens must be None.\n"
     "return_lse: also return lse [batch, heads_q, n_q] float32, log(sum over visible keys of\n"
     "    exp(scale q.k)) (-inf for a row with no key), for merge().\n"
     "out: o to write into (any strides, any of the three types), or (o, lse) with return_lse.\n"
@@ -600,7 +613,7 @@ const char txpy_attention_doc[] =
 const char txpy_reference_doc[] =
     "reference($module, /, q, k, v, *, causal=False, window=None, scale=None, kv_lens=None, "
     "q_lens=None, attn_mask=None, return_lse=False, out=None, softcap=None, alibi_slopes=None, "
-    "sinks=None, sink_keys=0, block_table=None)\n--\n\n"
+    "sinks=None, sink_keys=0, block_table=None, q_offsets=None)\n--\n\n"
     "The fp64 oracle (txattn_reference): attention() computed in double precision on one thread,\n"
     "rounded once to the output's type. The arguments and results of attention(), without kernel\n"
     "and context.";
@@ -608,7 +621,7 @@ const char txpy_reference_doc[] =
 const char txpy_error_bound_doc[] =
     "error_bound($module, /, q, k, v, *, causal=False, window=None, scale=None, kv_lens=None, "
     "q_lens=None, attn_mask=None, return_lse=False, out=None, out_dtype=None, softcap=None, "
-    "alibi_slopes=None, sinks=None, sink_keys=0, block_table=None)\n--\n\n"
+    "alibi_slopes=None, sinks=None, sink_keys=0, block_table=None, q_offsets=None)\n--\n\n"
     "The largest max|O - O_ref| a kernel may have on these inputs (txattn_error_bound): what\n"
     "\"exact\" promises. The arguments of attention(); out (or out_dtype, default q's) gives the\n"
     "output's type, which the bound depends on (a 16-bit o adds its rounding); it is not read.\n\n"
@@ -617,10 +630,11 @@ const char txpy_error_bound_doc[] =
 
 const char txpy_plan_call_doc[] =
     "A plan: one problem, its kernel chosen once (Context.plan makes it). Calling it,\n"
-    "plan(q, k, v, *, q_lens=None, kv_lens=None, out=None, alibi_slopes=None, sinks=None), runs\n"
+    "plan(q, k, v, *, q_lens=None, kv_lens=None, out=None, alibi_slopes=None, sinks=None,\n"
+    "attn_mask=None), runs\n"
     "that kernel on tensors of the shapes and types it was made for (strides may differ per\n"
     "call) and returns o, or (o, lse) for a plan made with return_lse=True. q_lens, kv_lens: a\n"
     "ragged plan's lengths (default: those given to Context.plan, else every row); out: o, or\n"
-    "(o, lse), to write into; alibi_slopes, sinks: for a plan made with them, this call's values\n"
-    "(default: those given to Context.plan).\n"
+    "(o, lse), to write into; alibi_slopes, sinks, attn_mask: for a plan made with them, this\n"
+    "call's values (default: those given to Context.plan; a mask of the plan's kind and type).\n"
     "Safe to call from many threads at once.";

@@ -27,6 +27,8 @@ void txpy_call_release(txpy_call *c) {
   free(c->alibi_slopes);
   free(c->sinks);
   free(c->table);
+  free(c->q_offsets);
+  c->q_offsets = NULL;
   c->q_lens = c->kv_lens = NULL;
   c->alibi_slopes = c->sinks = NULL;
   c->table = NULL;
@@ -56,6 +58,7 @@ int txpy_need_ndim(const txpy_view *v, int ndim, const char *layout) {
 }
 
 static const char bhnd[] = "[batch, heads, rows, dim]";
+static const char rhd[] = "[total_rows, heads, dim] (packed by q_offsets)";
 
 /* "k has batch 3 but q has 2 (k (3, 2, 16, 8), q (2, 8, 16, 8))" */
 static int mismatch(const txpy_view *a, const char *what, int64_t av, const txpy_view *b,
@@ -98,13 +101,17 @@ static int allocate(txpy_call *c, int ndim, const int64_t *shape, txattn_dtype d
 
 int txpy_call_outputs(txpy_call *c, PyObject *out, int want_lse, int o_dtype, int ragged) {
   if (out == NULL || out == Py_None) {
-    if (txpy_need_ndim(&c->q, 4, bhnd) || txpy_need_ndim(&c->v, 4, bhnd)) return -1;
-    const int64_t shape[4] = {c->q.shape[0], c->q.shape[1], c->q.shape[2], c->v.shape[3]};
+    const int nd = c->packed ? 3 : 4; /* packed: [rows, heads, dim], lse [rows, heads] */
+    if (txpy_need_ndim(&c->q, nd, c->packed ? rhd : bhnd) || txpy_need_ndim(&c->v, 4, bhnd))
+      return -1;
+    int64_t shape[4] = {c->q.shape[0], c->q.shape[1], c->q.shape[2], c->v.shape[3]};
+    shape[nd - 1] = c->v.shape[3];
     txattn_dtype t = o_dtype >= 0 ? (txattn_dtype)o_dtype : c->q.dtype;
-    if (allocate(c, 4, shape, t, "out", ragged ? 1 : 0, &c->o_obj, &c->o)) return -1;
+    if (allocate(c, nd, shape, t, "out", ragged ? 1 : 0, &c->o_obj, &c->o)) return -1;
     c->have_o = 1;
     if (want_lse) {
-      if (allocate(c, 3, shape, TXATTN_DTYPE_F32, "lse out", ragged ? 2 : 0, &c->lse_obj, &c->lse))
+      if (allocate(c, nd - 1, shape, TXATTN_DTYPE_F32, "lse out", ragged ? 2 : 0, &c->lse_obj,
+                   &c->lse))
         return -1;
       c->have_lse = 1;
     }
@@ -138,8 +145,68 @@ int txpy_call_outputs(txpy_call *c, PyObject *out, int want_lse, int o_dtype, in
   return 0;
 }
 
+static int check_shapes(txpy_call *c);
+
+/* A packed call's shapes: q [rows, heads_q, d_qk], o and lse of its rows and heads, as a 4-D
+   call [batch, heads_q, n_q, d_qk] (n_q the most rows of a sequence) that check_shapes checks
+   against k and v; q_offsets are parsed and checked by then. 0, or -1 with an exception. */
+static int check_packed(txpy_call *c) {
+  if (txpy_need_ndim(&c->q, 3, rhd)) return -1;
+  char so[160], sq[160];
+  const int64_t rows = c->q.shape[0], heads = c->q.shape[1];
+  if (c->have_o && (c->o.ndim != 3 || c->o.shape[0] != rows || c->o.shape[1] != heads ||
+                    c->o.shape[2] != c->v.shape[c->v.ndim - 1]))
+    return value_error("%s has shape %s but the result has shape (%lld, %lld, %lld): [rows of %s, "
+                       "heads of %s, dim of %s] (%s %s)",
+                       c->o.name, txpy_shape_str(&c->o, so, sizeof so), (long long)rows,
+                       (long long)heads, (long long)c->v.shape[c->v.ndim - 1], c->q.name, c->q.name,
+                       c->v.name, c->q.name, txpy_shape_str(&c->q, sq, sizeof sq)),
+           -1;
+  if (c->have_lse && (c->lse.ndim != 2 || c->lse.shape[0] != rows || c->lse.shape[1] != heads))
+    return value_error("%s has shape %s but the log-sum-exp has shape (%lld, %lld): [rows, heads] "
+                       "of %s %s",
+                       c->lse.name, txpy_shape_str(&c->lse, so, sizeof so), (long long)rows,
+                       (long long)heads, c->q.name, txpy_shape_str(&c->q, sq, sizeof sq)),
+           -1;
+  if (c->table == NULL && c->k.ndim == 4 && c->k.shape[0] != c->p.batch)
+    return value_error("%s has batch %lld but q_offsets give %lld sequences (batch + 1 offsets)",
+                       c->k.name, (long long)c->k.shape[0], (long long)c->p.batch),
+           -1;
+  int64_t n_q = 0;
+  for (int64_t b = 0; b < c->p.batch; b++)
+    if (c->q_offsets[b + 1] - c->q_offsets[b] > n_q) n_q = c->q_offsets[b + 1] - c->q_offsets[b];
+  /* check_shapes on q, o and lse seen as [batch, heads, n_q, dim] views of the packed rows */
+  txpy_view q = c->q, o = c->o, lse = c->lse;
+  const int64_t q4[4] = {c->p.batch, heads, n_q, c->q.shape[2]};
+  const int64_t qs[4] = {0, c->q.strides[1], c->q.strides[0], c->q.strides[2]};
+  c->q.ndim = 4;
+  memcpy(c->q.shape, q4, sizeof q4);
+  memcpy(c->q.strides, qs, sizeof qs);
+  if (c->have_o) {
+    const int64_t os[4] = {0, o.strides[1], o.strides[0], o.strides[2]};
+    c->o.ndim = 4;
+    memcpy(c->o.shape, q4, sizeof q4);
+    c->o.shape[3] = o.shape[2];
+    memcpy(c->o.strides, os, sizeof os);
+  }
+  if (c->have_lse) {
+    const int64_t ls[3] = {0, lse.strides[1], lse.strides[0]};
+    c->lse.ndim = 3;
+    memcpy(c->lse.shape, q4, 3 * sizeof q4[0]);
+    memcpy(c->lse.strides, ls, sizeof ls);
+  }
+  c->packed = 0;
+  int rc = check_shapes(c);
+  c->packed = 1;
+  c->q = q, c->o = o, c->lse = lse; /* the views as given: make_tensors lays them out packed */
+  c->p.n_q = n_q;
+  c->p.packed = 1;
+  return rc;
+}
+
 /* The problem's sizes from q, k, v (and o, lse if given), each checked against the others. */
 static int check_shapes(txpy_call *c) {
+  if (c->packed) return check_packed(c);
   if (txpy_need_ndim(&c->q, 4, bhnd) || txpy_need_ndim(&c->k, 4, bhnd) ||
       txpy_need_ndim(&c->v, 4, bhnd))
     return -1;
@@ -284,7 +351,7 @@ static int parse_block_table(txpy_call *c, PyObject *obj) {
     obj = list = PyObject_CallMethod(obj, "tolist", NULL);
   PyObject *rows = obj != NULL ? PySequence_Fast(obj, "") : NULL;
   Py_XDECREF(list);
-  const int64_t batch = c->q.ndim == 4 ? c->q.shape[0] : -1;
+  const int64_t batch = c->packed ? c->p.batch : c->q.ndim == 4 ? c->q.shape[0] : -1;
   int rc = -1;
   if (rows == NULL || PySequence_Fast_GET_SIZE(rows) != batch) {
     if (rows == NULL) PyErr_Clear();
@@ -390,6 +457,52 @@ int txpy_parse_lens(txpy_call *c, const txpy_view *ref, PyObject *obj, const cha
   return 0;
 }
 
+/* q_offsets (cu_seqlens) of a packed call: batch + 1 ints from 0, non-decreasing, the last q's
+   rows; sets the batch. 0, or -1 with an exception. */
+static int parse_q_offsets(txpy_call *c, const txpy_opts *o) {
+  if (txpy_need_ndim(&c->q, 3, rhd)) return -1;
+  if (o->q_lens != NULL && o->q_lens != Py_None)
+    return value_error("q_lens must be None with q_offsets: the offsets give each sequence's "
+                       "rows"),
+           -1;
+  Py_ssize_t n = PyObject_Length(o->q_offsets);
+  if (n < 0) return -1;
+  if (n < 2) return value_error("q_offsets has %zd entries: batch + 1 (at least 2), from 0", n), -1;
+  const int64_t rows = c->q.shape[0];
+  c->p.batch = n; /* txpy_parse_lens reads one int per entry, each in 0..rows */
+  if (txpy_parse_lens(c, &c->q, o->q_offsets, "q_offsets", rows, "q's rows", &c->q_offsets))
+    return -1;
+  c->p.batch = n - 1;
+  const int64_t *off = c->q_offsets;
+  if (off[0] != 0) return value_error("q_offsets[0] = %lld must be 0", (long long)off[0]), -1;
+  for (Py_ssize_t b = 1; b < n; b++)
+    if (off[b] < off[b - 1])
+      return value_error("q_offsets[%zd] = %lld is below q_offsets[%zd] = %lld: they are "
+                         "non-decreasing (a prefix sum of the rows)",
+                         b, (long long)off[b], b - 1, (long long)off[b - 1]),
+             -1;
+  if (off[n - 1] != rows) {
+    char s[160];
+    return value_error("q_offsets[-1] = %lld but %s has %lld rows (%s): the last offset is the "
+                       "total",
+                       (long long)off[n - 1], c->q.name, (long long)rows,
+                       txpy_shape_str(&c->q, s, sizeof s)),
+           -1;
+  }
+  return 0;
+}
+
+/* A packed view [rows, heads(, dim)] as [1, heads, rows(, dim)], the layout a packed tensor
+   has for the library (its batch stride unused). */
+static txpy_view packed_as4(const txpy_view *v) {
+  txpy_view x = *v;
+  x.ndim = v->ndim + 1;
+  x.shape[0] = 1, x.shape[1] = v->shape[1], x.shape[2] = v->shape[0];
+  x.strides[0] = 0, x.strides[1] = v->strides[1], x.strides[2] = v->strides[0];
+  if (v->ndim == 3) x.shape[3] = v->shape[2], x.strides[3] = v->strides[2];
+  return x;
+}
+
 /* The tensors for the library. Every view is non-empty here. */
 static int make_tensors(txpy_call *c, txattn_tensors *t) {
   *t = (txattn_tensors)TXATTN_TENSORS_INIT;
@@ -397,13 +510,17 @@ static int make_tensors(txpy_call *c, txattn_tensors *t) {
   t->k_data = c->k.data;
   t->v_data = c->v.data;
   t->o_data = c->o.data;
-  if (txpy_view_layout(&c->q, &t->q_layout) || txpy_view_layout(&c->k, &t->k_layout) ||
-      txpy_view_layout(&c->v, &t->v_layout) || txpy_view_layout(&c->o, &t->o_layout))
+  const txpy_view q = c->packed ? packed_as4(&c->q) : c->q,
+                  o = c->packed ? packed_as4(&c->o) : c->o;
+  if (txpy_view_layout(&q, &t->q_layout) || txpy_view_layout(&c->k, &t->k_layout) ||
+      txpy_view_layout(&c->v, &t->v_layout) || txpy_view_layout(&o, &t->o_layout))
     return -1;
   if (c->have_lse) {
+    const txpy_view lse = c->packed ? packed_as4(&c->lse) : c->lse;
     t->lse = (float *)c->lse.data;
-    if (txpy_rows_layout(&c->lse, &t->lse_layout)) return -1;
+    if (txpy_rows_layout(&lse, &t->lse_layout)) return -1;
   }
+  t->q_offsets = c->q_offsets;
   t->q_lens = c->q_lens;
   t->kv_lens = c->kv_lens;
   t->alibi_slopes = c->use_slopes;
@@ -453,10 +570,64 @@ static int import_mask(txpy_call *c, PyObject *obj) {
   return 0;
 }
 
+/* A call's mask tensor (import_mask); for Context.plan, attn_mask a tensor (imported, the calls' default) or
+   the name of its type ("bool", "f32", "f16", "bf16": given with each call); for a plan's call,
+   a tensor of the kind and type the plan was made for, required when it was made with one and
+   refused when not. 0, or -1 with an exception. */
+static int call_mask(txpy_call *c, const txattn_problem *pp, PyObject *obj) {
+  const int given = obj != NULL && obj != Py_None;
+  if (c->op != TXPY_OP_EXECUTE) {
+    if (c->op != TXPY_OP_PLAN || !given || !PyUnicode_Check(obj)) return import_mask(c, obj);
+    const char *s = PyUnicode_AsUTF8(obj);
+    if (s == NULL) return -1;
+    static const char *const kinds[4] = {"bool", "f32", "f16", "bf16"};
+    static const txattn_dtype types[4] = {TXATTN_DTYPE_F32, TXATTN_DTYPE_F32, TXATTN_DTYPE_F16,
+                                          TXATTN_DTYPE_BF16};
+    for (int i = 0; i < 4; i++)
+      if (strcmp(s, kinds[i]) == 0) {
+        c->p.mask_tensor = i == 0 ? TXATTN_MASK_TENSOR_BOOL : TXATTN_MASK_TENSOR_ADDITIVE;
+        c->p.mask_type = types[i];
+        return 0;
+      }
+    return value_error("attn_mask = '%s': a plan takes a mask tensor or its type, bool, "
+                       "float32, float16 or bfloat16",
+                       s),
+           -1;
+  }
+  if (pp->mask_tensor == TXATTN_MASK_TENSOR_NONE) {
+    if (given)
+      return value_error("attn_mask given, but the plan was made without one: make it with "
+                         "attn_mask= (the mask, or its dtype to give one with each call)"),
+             -1;
+    return 0;
+  }
+  if (!given)
+    return value_error("the plan was made with a mask tensor: pass attn_mask= to each call"), -1;
+  if (import_mask(c, obj)) return -1;
+  if (c->p.mask_tensor != pp->mask_tensor || c->p.mask_type != pp->mask_type) {
+    const char *want =
+        pp->mask_tensor == TXATTN_MASK_TENSOR_BOOL ? "bool" : txpy_dtype_str(pp->mask_type);
+    value_error("attn_mask is %s but the plan was made for a %s mask: make a plan for it",
+                c->mask.dtype == TXPY_DTYPE_BOOL ? "bool" : txpy_dtype_str(c->mask.dtype), want);
+    return -1;
+  }
+  return 0;
+}
+
 /* No keys at all (n_kv 0): every row sees none, so o is 0 and lse -inf, as the library defines;
    rows past a sequence's q_len are left alone, as the library leaves them. */
 static void fill_no_keys(const txpy_call *c) {
   size_t esize = txattn_dtype_size(c->o.dtype);
+  if (c->packed) { /* every row of the packed tensors */
+    const txpy_view o = packed_as4(&c->o), lse = c->have_lse ? packed_as4(&c->lse) : c->lse;
+    for (int64_t h = 0; h < o.shape[1]; h++)
+      for (int64_t i = 0; i < o.shape[2]; i++) {
+        memset(o.data + (size_t)(h * o.strides[1] + i * o.strides[2]) * esize, 0,
+               (size_t)c->p.d_v * esize);
+        if (c->have_lse) ((float *)lse.data)[h * lse.strides[1] + i * lse.strides[2]] = -INFINITY;
+      }
+    return;
+  }
   for (int64_t b = 0; b < c->p.batch; b++) {
     int64_t rows = c->q_lens != NULL ? c->q_lens[b] : c->p.n_q;
     for (int64_t h = 0; h < c->p.heads_q; h++)
@@ -565,6 +736,7 @@ static PyObject *new_plan(txpy_call *c, PyObject *context, const txpy_opts *o) {
   self->alibi_slopes = c->alibi_slopes; /* the calls' default, now the plan's */
   self->sinks = c->sinks;
   c->alibi_slopes = c->sinks = NULL;
+  self->attn_mask = c->have_mask ? Py_NewRef(o->attn_mask) : NULL;
   self->problem = (txattn_problem)TXATTN_PROBLEM_INIT; /* PyObject_New does not zero it */
   if (txattn_problem_resolve(&c->p, &self->problem) != TXATTN_OK) self->problem = c->p;
   return (PyObject *)self;
@@ -619,6 +791,7 @@ PyObject *txpy_call_run(txpy_call *c, PyObject *target, const txpy_opts *o) {
     c->p.lse = o->lse;
   else
     c->p.lse = c->have_lse;
+  if (c->packed && parse_q_offsets(c, o)) return NULL;
   if (o->block_table != NULL && parse_block_table(c, o->block_table)) return NULL;
   if (check_shapes(c) ||
       txpy_parse_lens(c, &c->q, o->q_lens, "q_lens", c->p.n_q, "n_q", &c->q_lens) ||
@@ -629,12 +802,13 @@ PyObject *txpy_call_run(txpy_call *c, PyObject *target, const txpy_opts *o) {
     const txattn_problem *pp = &((txpy_plan *)target)->problem;
     if (check_against_plan(c, pp)) return NULL;
     c->p = *pp;
+    if (call_mask(c, pp, o->attn_mask)) return NULL;
   } else {
     c->p.mask = (txattn_mask)o->mask;
     c->p.window_left = o->mask == TXATTN_MASK_WINDOW ? o->window_left : 0;
     c->p.window_right = o->mask == TXATTN_MASK_WINDOW ? o->window_right : 0;
     c->p.scale = o->scale;
-    if (import_mask(c, o->attn_mask)) return NULL;
+    if (call_mask(c, NULL, o->attn_mask)) return NULL;
   }
   if (set_modifiers(c, target, o)) return NULL;
   int empty = c->p.batch == 0 || c->p.heads_q == 0 || c->p.n_q == 0;
@@ -825,14 +999,19 @@ PyObject *txpy_problem_dict(const txattn_problem *p) {
     Py_DECREF(window);
     return NULL;
   }
-  return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:s,s:N,s:d,s:(ssss),s:O,s:O,s:N,s:O,s:O,s:L}",
-                       "batch", (long long)p->batch, "heads_q", (long long)p->heads_q, "heads_kv",
-                       (long long)p->heads_kv, "n_q", (long long)p->n_q, "n_kv", (long long)p->n_kv,
-                       "d_qk", (long long)p->d_qk, "d_v", (long long)p->d_v, "mask",
-                       txattn_mask_name(p->mask), "window", window, "scale", (double)p->scale,
-                       "dtypes", txattn_dtype_name(p->q_type), txattn_dtype_name(p->k_type),
-                       txattn_dtype_name(p->v_type), txattn_dtype_name(p->o_type), "lse",
-                       p->lse ? Py_True : Py_False, "ragged", p->ragged ? Py_True : Py_False,
-                       "softcap", softcap, "alibi", p->alibi ? Py_True : Py_False, "sinks",
-                       p->sinks ? Py_True : Py_False, "sink_keys", (long long)p->sink_keys);
+  /* the mask tensor's kind: None, "bool", or the additive mask's type */
+  const char *mask_tensor = p->mask_tensor == TXATTN_MASK_TENSOR_BOOL ? "bool"
+                            : p->mask_tensor == TXATTN_MASK_TENSOR_ADDITIVE
+                                ? txattn_dtype_name(p->mask_type)
+                                : NULL;
+  return Py_BuildValue(
+      "{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:s,s:N,s:d,s:(ssss),s:O,s:O,s:N,s:O,s:O,s:L,s:z}", "batch",
+      (long long)p->batch, "heads_q", (long long)p->heads_q, "heads_kv", (long long)p->heads_kv,
+      "n_q", (long long)p->n_q, "n_kv", (long long)p->n_kv, "d_qk", (long long)p->d_qk, "d_v",
+      (long long)p->d_v, "mask", txattn_mask_name(p->mask), "window", window, "scale",
+      (double)p->scale, "dtypes", txattn_dtype_name(p->q_type), txattn_dtype_name(p->k_type),
+      txattn_dtype_name(p->v_type), txattn_dtype_name(p->o_type), "lse",
+      p->lse ? Py_True : Py_False, "ragged", p->ragged ? Py_True : Py_False, "softcap", softcap,
+      "alibi", p->alibi ? Py_True : Py_False, "sinks", p->sinks ? Py_True : Py_False, "sink_keys",
+      (long long)p->sink_keys, "mask_tensor", mask_tensor);
 }

@@ -311,6 +311,7 @@ static void plan_dealloc(txpy_plan *self) {
   Py_XDECREF(self->context);
   Py_XDECREF(self->q_lens);
   Py_XDECREF(self->kv_lens);
+  Py_XDECREF(self->attn_mask);
   free(self->alibi_slopes);
   free(self->sinks);
   Py_TYPE(self)->tp_free((PyObject *)self);

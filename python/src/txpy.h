@@ -28,6 +28,7 @@ typedef struct txpy_plan {
   PyObject *context;           /* the txattn.Context it was made in */
   PyObject *q_lens, *kv_lens;  /* NULL or the lengths given to Context.plan */
   float *alibi_slopes, *sinks; /* NULL or heads_q floats given to Context.plan (owned) */
+  PyObject *attn_mask;         /* NULL or the mask tensor given to Context.plan */
   txattn_problem problem;
 } txpy_plan;
 
@@ -70,6 +71,10 @@ typedef struct txpy_call {
   const char *names[3]; /* q, k, v as the caller named them, for messages */
   txpy_view q, k, v, o, lse;
   int have_o, have_lse, ragged, torch; /* torch: q is a torch tensor (results are) */
+  /* packed (q_offsets given): q [rows, heads_q, d_qk], o [rows, heads_q, d_v], lse [rows, heads_q];
+     q_offsets batch + 1 checked prefix sums (owned) */
+  int packed;
+  int64_t *q_offsets;
   /* attn_mask (have_mask): boolean or floating, broadcast to [batch, heads_q, n_q, n_kv] through
      mask_layout (stride 0 where its size is 1 or it has no such dimension) */
   txpy_view mask;
@@ -96,6 +101,7 @@ typedef struct txpy_opts {
   float scale;
   PyObject *q_lens, *kv_lens;
   PyObject *block_table; /* NULL: k and v are [batch, heads_kv, n_kv, dim] */
+  PyObject *q_offsets;   /* NULL: q is [batch, heads_q, n_q, d_qk]; else cu_seqlens */
   const char *kernel;
   int lse;
   float softcap;

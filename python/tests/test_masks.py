@@ -102,6 +102,47 @@ def test_strided_masks_are_read_in_place():
                                   txattn.attention(q, k, v, attn_mask=np.repeat(row, 20, axis=0)))
 
 
+def test_plans_take_masks():
+    """Context.plan(attn_mask=): a mask held as the calls' default, or its dtype for a mask given
+    with each call; the plan's output is attention()'s, and a call's mask replaces the default."""
+    ctx = txattn.Context()
+    q, k, v = inputs(nq=24, nkv=40, seed=7)
+    rng = np.random.default_rng(8)
+    bias = np.where(rng.random((4, 24, 40)) < 0.2, -np.inf, rng.standard_normal((4, 24, 40)))
+    bias = bias.astype(np.float16)
+    docs = rng.random((24, 40)) < 0.6
+    plan = ctx.plan(q, k, v, causal=True, attn_mask=bias)
+    assert plan.problem["mask_tensor"] == "f16" and ctx.plan(q, k, v).problem["mask_tensor"] is None
+    want = txattn.attention(q, k, v, causal=True, attn_mask=bias, context=ctx)
+    np.testing.assert_array_equal(plan(q, k, v), want)
+    assert np.max(np.abs(plan(q, k, v) - oracle(q, k, v, as_bias(bias), True))) <= \
+        txattn.error_bound(q, k, v, causal=True, attn_mask=bias) + 1e-7
+    other = (bias[:, ::-1, :] + 1).astype(np.float16)  # strided, and another default
+    np.testing.assert_array_equal(plan(q, k, v, attn_mask=other),
+                                  txattn.attention(q, k, v, causal=True, attn_mask=other, context=ctx))
+    for kind in ("bool", np.bool_, bool):
+        each = ctx.plan(q, k, v, attn_mask=kind, return_lse=True)
+        assert each.problem["mask_tensor"] == "bool"
+        o, lse = each(q, k, v, attn_mask=docs)
+        o2, lse2 = txattn.attention(q, k, v, attn_mask=docs, return_lse=True, context=ctx)
+        np.testing.assert_array_equal(o, o2)
+        np.testing.assert_array_equal(lse, lse2)
+        with pytest.raises(ValueError, match="pass attn_mask= to each call"):
+            each(q, k, v)
+        with pytest.raises(ValueError, match="attn_mask is float32 but the plan was made for a bool"):
+            each(q, k, v, attn_mask=docs.astype(np.float32))
+    with pytest.raises(ValueError, match="does not broadcast"):
+        ctx.plan(q, k, v, attn_mask="bool")(q, k, v, attn_mask=docs[:3])
+    with pytest.raises(ValueError, match="made without one"):
+        ctx.plan(q, k, v)(q, k, v, attn_mask=docs)
+    with pytest.raises(ValueError, match="attn_mask = 'int8'"):
+        ctx.plan(q, k, v, attn_mask="int8")
+    spec = ctx.plan(q.shape, k.shape, v.shape, attn_mask=np.float32)  # shapes only: a mask per call
+    np.testing.assert_array_equal(spec(q, k, v, attn_mask=bias.astype(np.float32)),
+                                  txattn.attention(q, k, v, attn_mask=bias.astype(np.float32),
+                                                   context=ctx))
+
+
 def test_refusals():
     q, k, v = inputs(b=1, hq=2, hkv=2, nq=8, nkv=8)
     with pytest.raises(ValueError, match="broadcast"):

@@ -293,7 +293,7 @@ class Context(_c.Context):
 
     def plan(self, q, k, v, *, causal=False, window=None, scale=None, q_lens=None, kv_lens=None,
              ragged=False, return_lse=False, kernel=None, out_dtype=None, dtype=None,
-             softcap=None, alibi_slopes=None, sinks=None, sink_keys=0):
+             softcap=None, alibi_slopes=None, sinks=None, sink_keys=0, attn_mask=None):
         """A Plan for one problem, to run many times: which kernel, why, and its tunables.
 
         q, k, v: tensors as attention() takes them, or shapes (tuples of 4 ints) of type dtype
@@ -303,6 +303,9 @@ class Context(_c.Context):
         q's). softcap, sink_keys: as for attention(), fixed in the plan. alibi_slopes, sinks: the
         heads_q values (copied here: the calls' default, which a call's alibi_slopes=/sinks=
         replaces), or True for a plan whose calls give them; None: the plan has none.
+        attn_mask: a mask as attention() takes it (held: the calls' default, which a call's
+        attn_mask= replaces), or its dtype (bool, float32, float16, bfloat16, by name, NumPy or
+        torch) for a plan whose calls give one; the plan takes masks of that kind and type.
         """
         qs, ks, vs = (_spec(x, n, dtype) for x, n in ((q, "q"), (k, "k"), (v, "v")))
         o_dtype = _dtype_arg(out_dtype, "out_dtype") or qs[1]
@@ -312,7 +315,7 @@ class Context(_c.Context):
         spec_o = (qs[0][:3] + vs[0][3:4], o_dtype)
         q_lens = q_lens if q_lens is not None else (True if is_ragged else None)
         return _c._run(_PLAN, self, qs, ks, vs, spec_o, bool(return_lse), mask, left, right,
-                       scale, q_lens, kv_lens, kernel, None, None,
+                       scale, q_lens, kv_lens, kernel, None, _mask_kind(attn_mask),
                        (softcap, alibi_slopes, sinks, sink_keys))
 
     def __repr__(self):
@@ -320,6 +323,19 @@ class Context(_c.Context):
 
 
 _c._register(Context)
+
+
+def _mask_kind(m):
+    """A plan's attn_mask: a tensor as it is, a dtype as txattn's name for it ("bool" too)."""
+    if m is None or not (isinstance(m, (str, type)) or _is_torch_dtype(m) or
+                         (_np is not None and isinstance(m, _np.dtype))):
+        return m
+    if m in ("bool", bool) or (_np is not None and not _is_torch_dtype(m) and
+                               not isinstance(m, str) and _np.dtype(m) == _np.bool_):
+        return "bool"
+    if _is_torch_dtype(m) and m is _sys.modules["torch"].bool:
+        return "bool"
+    return _dtype_arg(m, "attn_mask")
 
 
 def _spec(x, name, dtype):

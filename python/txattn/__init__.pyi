@@ -73,6 +73,7 @@ class Context:
         alibi_slopes: Union[HeadFloats, bool] = ...,
         sinks: Union[HeadFloats, bool] = ...,
         sink_keys: int = ...,
+        attn_mask: Optional[Union[Any, DType]] = ...,
     ) -> "Plan": ...
 
 class Plan:
@@ -89,6 +90,7 @@ class Plan:
         out: Any = ...,
         alibi_slopes: HeadFloats = ...,
         sinks: HeadFloats = ...,
+        attn_mask: Optional[Any] = ...,
     ) -> Union[Tensor, Tuple[Tensor, Tensor]]: ...
     @property
     def kernel(self) -> str: ...
@@ -126,6 +128,7 @@ def attention(
     sinks: HeadFloats = ...,
     sink_keys: int = ...,
     block_table: Optional[Any] = ...,
+    q_offsets: Lengths = ...,
 ) -> Tensor: ...
 @overload
 def attention(
@@ -148,6 +151,7 @@ def attention(
     sinks: HeadFloats = ...,
     sink_keys: int = ...,
     block_table: Optional[Any] = ...,
+    q_offsets: Lengths = ...,
 ) -> Tuple[Tensor, Tensor]: ...
 @overload
 def reference(
@@ -168,6 +172,7 @@ def reference(
     sinks: HeadFloats = ...,
     sink_keys: int = ...,
     block_table: Optional[Any] = ...,
+    q_offsets: Lengths = ...,
 ) -> Tensor: ...
 @overload
 def reference(
@@ -188,6 +193,7 @@ def reference(
     sinks: HeadFloats = ...,
     sink_keys: int = ...,
     block_table: Optional[Any] = ...,
+    q_offsets: Lengths = ...,
 ) -> Tuple[Tensor, Tensor]: ...
 @overload
 def error_bound(
@@ -209,6 +215,7 @@ def error_bound(
     sinks: HeadFloats = ...,
     sink_keys: int = ...,
     block_table: Optional[Any] = ...,
+    q_offsets: Lengths = ...,
 ) -> float: ...
 @overload
 def error_bound(
@@ -230,6 +237,7 @@ def error_bound(
     sinks: HeadFloats = ...,
     sink_keys: int = ...,
     block_table: Optional[Any] = ...,
+    q_offsets: Lengths = ...,
 ) -> Tuple[float, float, float]: ...
 def merge(
     outputs: Sequence[Tensor],

@@ -117,6 +117,10 @@ static int kind_problem(const txattn_model_layer_info *k, int decode, const mode
     p->alibi = k->alibi;
     p->sinks = k->sinks;
     p->sink_keys = k->sink_keys;
+    if (k->relative_bias) { /* tx_mask_tensor_make's T5 bias: bidirectional unless causal */
+      p->mask_tensor = TXATTN_MASK_TENSOR_ADDITIVE;
+      p->mask_type = p->q_type;
+    }
   }
   *n_seq = 0;
   if (k->ragged) { /* padded batches: sequences of the longest, 3/4, 1/2 and 1/4 of its length */
@@ -151,11 +155,13 @@ static int call_buffers(const char *cmd, const txattn_problem *p, const int64_t 
   return 0;
 }
 
-/* "n 256/256 b 4": the call's lengths */
+/* "n 256/256 b 4 bias": the call's lengths, and whether it adds a relative position bias */
 static void call_format(const txattn_problem *p, char *buf, size_t size) {
   int u = snprintf(buf, size, "n %" PRId64 "/%" PRId64, p->n_q, p->n_kv);
   if (p->batch > 1 && u >= 0 && (size_t)u < size)
-    snprintf(buf + u, size - (size_t)u, " b %" PRId64, p->batch);
+    u += snprintf(buf + u, size - (size_t)u, " b %" PRId64, p->batch);
+  if (p->mask_tensor == TXATTN_MASK_TENSOR_ADDITIVE && u >= 0 && (size_t)u < size)
+    snprintf(buf + u, size - (size_t)u, " bias");
 }
 
 /* Every usable kernel that plans the call, against the reference. Returns the kernels that failed;
@@ -260,15 +266,17 @@ static const char model_about[] =
     "them), prefill (--n queries, or the kind's fixed n_q) and decode (one query over --n-kv\n"
     "keys, or the kind's fixed n_kv), with the modifiers the model uses (softcap, ALiBi, sink\n"
     "logits, sink keys) and a ragged batch where the model pads (BERT: sequences of the\n"
-    "longest, 3/4, 1/2 and 1/4 of its length).\n"
+    "longest, 3/4, 1/2 and 1/4 of its length). A kind with T5's relative position bias gets\n"
+    "it as an additive mask tensor [heads][n_q][n_kv] (txtune's --bias relative: T5's buckets,\n"
+    "32 of them up to distance 128, bidirectional unless causal, over a seeded table per head);\n"
+    "its calls say `bias`.\n"
     "check: every usable kernel that takes the call against the fp64 reference and its bound\n"
     "(the fraction of the bound the worst kernel reached).\n"
     "bench: the dispatcher's pick and its time per call beside the plain call of the same shape\n"
     "(the modifiers off; the ratio is what the model's modifiers cost), timed in turns, the least\n"
     "of --reps rounds each; then per prefill and per generated token, the sum over the kinds of\n"
     "their time times their layer count.\n"
-    "A kind that needs what txattn does not compute (T5's relative position bias) runs without\n"
-    "it, and the output says so. --quick caps every length at --n, the kinds' fixed ones too.\n"
+    "--quick caps every length at --n, the kinds' fixed ones too.\n"
     "Exit status: 0 ok; 1 a kernel failed or was not exact, or the model is unknown; 2 usage\n"
     "error.";
 
@@ -337,10 +345,6 @@ int tx_model_run(const char *cmd, int argc, char **argv) {
     }
     kind_format(&k, desc, sizeof desc);
     if (!bench) printf("  [%s]\n", desc);
-    if (k.relative_bias)
-      printf("  %s: its relative position bias is not applied (txattn takes no bias tensor "
-             "yet)\n",
-             k.kind);
     for (int decode = 0; decode <= k.decode; decode++) {
       txattn_problem p = TXATTN_PROBLEM_INIT, plain = TXATTN_PROBLEM_INIT;
       int64_t kv_lens[4];
