@@ -405,6 +405,12 @@ static int serve(txattn_context *ctx, const options *o, txattn_dtype type) {
   t.block_table = s.table;
   t.q_offsets = s.q_offsets;
 
+  txattn_plan *plan = NULL; /* the kernel txattn_attention's cached plan will run, said once */
+  if (failed(txattn_plan_create(ctx, &p, NULL, &plan), "txattn_plan_create")) goto out;
+  printf("%s cache: kernel %s (%s)\n", txattn_dtype_name(type), txattn_plan_kernel(plan),
+         txattn_plan_why(plan));
+  txattn_plan_free(plan);
+
   tally ty = {0};
   int64_t running = 0, finished = 0;
   for (int64_t step = 0; finished < o->requests; step++) {
