@@ -157,11 +157,17 @@ static void page_release(server *s, int32_t page) {
   if (--s->refs[page] == 0) s->free_list[s->n_free++] = page;
 }
 
-/* K and V of token `pos` of r into its page; a prefix token's content is its group's. */
+/* The generator of the K and V of token `pos` of request r (number id): a prefix token's are its
+   group's, so every request of the group gives it the same values. */
+static uint64_t kv_state(const server *s, const request *r, int64_t id, int64_t pos) {
+  return pos < r->prefix ? token_state(s->o->seed, (uint64_t)r->group, pos, 1)
+                         : token_state(s->o->seed, (uint64_t)id, pos, 3);
+}
+
+/* K and V of token `pos` of r into its page. */
 static void write_kv(server *s, request *r, int64_t id, int64_t pos) {
   const int32_t page = page_for(s, r, pos);
-  const uint64_t content = pos < r->prefix ? (uint64_t)r->group : (uint64_t)(1000000 + id);
-  uint64_t st = token_state(s->o->seed, content, pos, 1);
+  uint64_t st = kv_state(s, r, id, pos);
   for (int64_t h = 0; h < s->hk; h++)
     for (int64_t x = 0; x < s->d; x++) {
       store(s->k_pool, s->type, pool_at(s, page, h, pos % s->P) + x, uniform(&st));
@@ -174,8 +180,7 @@ static void write_kv(server *s, request *r, int64_t id, int64_t pos) {
 static int cache_holds(const server *s, const request *r, const int32_t *row, int64_t id,
                        int64_t kv) {
   for (int64_t pos = 0; pos < kv; pos++) {
-    const uint64_t content = pos < r->prefix ? (uint64_t)r->group : (uint64_t)(1000000 + id);
-    uint64_t st = token_state(s->o->seed, content, pos, 1);
+    uint64_t st = kv_state(s, r, id, pos);
     const int64_t page = row[pos / s->P];
     for (int64_t h = 0; h < s->hk; h++)
       for (int64_t x = 0; x < s->d; x++) {
