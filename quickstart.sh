@@ -71,3 +71,6 @@ if [ "${#failed[@]}" -gt 0 ]; then
   exit 1
 fi
 echo "quickstart: every step succeeded"
+if [ -d build/python/txattn ]; then
+  echo "quickstart: to import txattn from any directory: export PYTHONPATH=\"$PWD/build/python\""
+fi
