@@ -34,19 +34,24 @@ endfunction()
 # battery shape through the parallel paths, with 2 threads and oversubscribed; and
 # <name>_test_team_check_alone: the same plans on 2 threads run by a team of one
 # (OMP_THREAD_LIMIT=1), as the team watch (plugins/common/team_watch.h) runs them when it caps
-# the team.
+# the team. Under the sanitizers (TXATTN_SANITIZE) they run the battery's quick part: the test
+# builds split any work as finely as they can, so its small shapes still take every parallel path.
 function(txattn_add_team_test_plugin name)
   cmake_parse_arguments(ARG "" "DEFINE" "SOURCES;LIBS" ${ARGN})
   set(dir "${CMAKE_CURRENT_BINARY_DIR}/test-team-plugins")
   txattn_add_plugin(${name}_test_team SOURCES ${ARG_SOURCES} LIBS ${ARG_LIBS} OUTPUT_DIR "${dir}"
                     NO_INSTALL)
   target_compile_definitions(txattn_plugin_${name}_test_team PRIVATE ${ARG_DEFINE})
+  set(battery)
+  if(TXATTN_SANITIZE)
+    set(battery --quick)
+  endif()
   foreach(threads 2 3)
     add_test(NAME ${name}_test_team_check_${threads}
-             COMMAND txtune check --plugin-path "${dir}" --threads ${threads})
+             COMMAND txtune check ${battery} --plugin-path "${dir}" --threads ${threads})
   endforeach()
   add_test(NAME ${name}_test_team_check_alone
-           COMMAND txtune check --plugin-path "${dir}" --threads 2)
+           COMMAND txtune check ${battery} --plugin-path "${dir}" --threads 2)
   set_tests_properties(${name}_test_team_check_alone PROPERTIES ENVIRONMENT OMP_THREAD_LIMIT=1)
 endfunction()
 
