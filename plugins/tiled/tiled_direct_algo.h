@@ -225,9 +225,12 @@ static void td_load_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0
       for (; c < g->dqk; c++) qr[c] = tl_elem(q, qt, c) * g->qsign;
     for (; c < dqkp; c++) qr[c] = 0.0f;
     if (pairs) td_pair_row(qr, dqkp);
-    txattn_visible_range(g->p, i, &lo, &hi);
+    int64_t sink_hi;
+    txattn_visible_ranges(g->p, i, &sink_hi, &lo, &hi);
     s->lo[r] = tl_clamp(lo, k0, k1);
     s->hi[r] = tl_clamp(hi, k0, k1);
+    s->lo2[r] = tl_clamp(0, k0, k1); /* the sink keys (td_run's first pass) */
+    s->hi2[r] = tl_clamp(sink_hi, k0, k1);
     s->pos[r] = i + g->p->n_kv - g->p->n_q;
     s->slope[r] = g->slopes ? g->slopes[h] : 0.0f;
     s->m[r] = -INFINITY;
@@ -547,33 +550,12 @@ TILED_INLINE void td_chunks_paged(const tiled_geom *g, const td_view *kv, const 
   }
 }
 
-static void td_run(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int64_t t1, int64_t k0,
-                   int64_t k1, const tiled_partial *out, const tiled_scratch *s) {
-  const txattn_tensors *t = g->t;
-  const int64_t nr = t1 - t0, P = g->page_size;
+/* Every row's keys [lo, hi) in the mode the element types and the head sizes allow. */
+static void td_keys(const tiled_geom *g, const td_view *kvp, const tiled_scratch *s, int64_t nr,
+                    int pairs, int whole_pages) {
+  const td_view kv = *kvp;
   const txattn_dtype kt = g->p->k_type, vt = g->p->v_type;
-  /* paged: the pool's page 0 at head kvh, the sequence's row of the block table */
-  const td_view kv = {txattn_row_of(t->k_data, kt, &t->k_layout, P ? 0 : b, kvh, 0),
-                      txattn_row_of(t->v_data, vt, &t->v_layout, P ? 0 : b, kvh, 0),
-                      t->k_layout.row,
-                      t->v_layout.row,
-                      kt,
-                      vt,
-                      0,
-                      P,
-                      t->k_layout.batch,
-                      t->v_layout.batch,
-                      P ? t->block_table + b * g->p->max_pages : NULL,
-                      P > 0 && (P & (P - 1)) == 0 ? __builtin_ctzll((unsigned long long)P) : -1};
-  int64_t ja = k1, jb = k0;
-  int pairs = 0;
-  /* in place only on pages of whole chunks: smaller ones are copied through td_row */
-  const int whole_pages = P == 0 || P >= TILED_DIRECT_CHUNK_IN_PLACE;
-#ifdef TL_BF16X2
-  pairs = kt == TXATTN_DTYPE_BF16 && vt == TXATTN_DTYPE_BF16 && g->dqk % (2 * VEC_W) == 0 &&
-          g->dv % (2 * VEC_W) == 0 && whole_pages;
-#endif
-  td_load_rows(g, b, kvh, t0, t1, k0, k1, s, pairs);
+  int64_t ja = g->p->n_kv, jb = 0;
   for (int64_t r = 0; r < nr; r++) {
     if (s->lo[r] < s->hi[r]) {
       ja = tl_min(ja, s->lo[r]);
@@ -594,6 +576,52 @@ static void td_run(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int6
     else
       td_chunks(g, &kv, s, nr, ja, jb, TD_COPY16);
   }
+}
+
+/* Swaps each row's ranges [lo, hi) and [lo2, hi2). */
+static void td_swap_ranges(const tiled_scratch *s, int64_t nr) {
+  for (int64_t r = 0; r < nr; r++) {
+    const int64_t lo = s->lo[r], hi = s->hi[r];
+    s->lo[r] = s->lo2[r];
+    s->hi[r] = s->hi2[r];
+    s->lo2[r] = lo;
+    s->hi2[r] = hi;
+  }
+}
+
+static void td_run(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int64_t t1, int64_t k0,
+                   int64_t k1, const tiled_partial *out, const tiled_scratch *s) {
+  const txattn_tensors *t = g->t;
+  const int64_t nr = t1 - t0, P = g->page_size;
+  const txattn_dtype kt = g->p->k_type, vt = g->p->v_type;
+  /* paged: the pool's page 0 at head kvh, the sequence's row of the block table */
+  const td_view kv = {txattn_row_of(t->k_data, kt, &t->k_layout, P ? 0 : b, kvh, 0),
+                      txattn_row_of(t->v_data, vt, &t->v_layout, P ? 0 : b, kvh, 0),
+                      t->k_layout.row,
+                      t->v_layout.row,
+                      kt,
+                      vt,
+                      0,
+                      P,
+                      t->k_layout.batch,
+                      t->v_layout.batch,
+                      P ? t->block_table + b * g->p->max_pages : NULL,
+                      P > 0 && (P & (P - 1)) == 0 ? __builtin_ctzll((unsigned long long)P) : -1};
+  int pairs = 0;
+  /* in place only on pages of whole chunks: smaller ones are copied through td_row */
+  const int whole_pages = P == 0 || P >= TILED_DIRECT_CHUNK_IN_PLACE;
+#ifdef TL_BF16X2
+  pairs = kt == TXATTN_DTYPE_BF16 && vt == TXATTN_DTYPE_BF16 && g->dqk % (2 * VEC_W) == 0 &&
+          g->dv % (2 * VEC_W) == 0 && whole_pages;
+#endif
+  td_load_rows(g, b, kvh, t0, t1, k0, k1, s, pairs);
+  if (g->sink_keys > 0) { /* the sink keys first: the online softmax takes keys in any order */
+    td_swap_ranges(s, nr);
+    td_keys(g, &kv, s, nr, pairs, whole_pages);
+    td_flush(g, s, nr);
+    td_swap_ranges(s, nr);
+  }
+  td_keys(g, &kv, s, nr, pairs, whole_pages);
   td_flush(g, s, nr);
   for (int64_t r = 0; pairs && r < nr; r++) {
     td_unpair_row(s->acc + r * g->dvp, g->dvp);
