@@ -398,8 +398,30 @@ static const struct kshape battery[] = {
      .hide = 0.3,
      .bias = 2.0,
      .type = TXATTN_DTYPE_BF16},
-    /* decode: a few rows against many keys */
+    /* decode: a few rows against many keys (tiled's direct path: chunks with hidden keys add the
+       shown runs only, the others as without a mask), f32 copied and f16 read in place */
     {.heads_q = 8, .heads_kv = 2, .n_q = 1, .n_kv = 700, .d = 32, .kind = BOOL_MASK, .hide = 0.5},
+    {.heads_q = 4,
+     .heads_kv = 1,
+     .n_q = 1,
+     .n_kv = 600,
+     .d = 64,
+     .mask = TXATTN_MASK_CAUSAL,
+     .kind = ADD_MASK,
+     .mask_type = TXATTN_DTYPE_F16,
+     .hide = 0.02,
+     .bias = 2.0,
+     .type = TXATTN_DTYPE_F16},
+    {.heads_q = 2,
+     .heads_kv = 1,
+     .n_q = 2,
+     .n_kv = 500,
+     .d = 32,
+     .mask = TXATTN_MASK_CAUSAL,
+     .kind = BOOL_MASK,
+     .pattern = DOCS,
+     .doc = 100,
+     .sink_keys = 3},
 };
 #define N_BATTERY (sizeof battery / sizeof battery[0])
 
@@ -567,6 +589,42 @@ Test(masks, non_finite_biases_and_hidden_nans) {
   for (int64_t i = 0; i < 40; i++)
     cr_assert((i == 5 || i == 9) == isnan(((float *)c.o_ref)[i * 16]), "reference row %lld",
               (long long)i);
+  kcase_free(&c);
+  txattn_context_free(ctx);
+}
+
+/* The same at decode (one query, four heads over one kv head): a NaN in the V row of a key the mask
+   hides from every row reaches no row. */
+Test(masks, hidden_nans_reach_no_decode_row) {
+  struct kshape s = {.heads_q = 4,
+                     .heads_kv = 1,
+                     .n_q = 1,
+                     .n_kv = 300,
+                     .d = 16,
+                     .kind = ADD_MASK,
+                     .hide = 0.0,
+                     .bias = 1.0};
+  txattn_context *ctx = test_context(1);
+  struct kernel_list l;
+  test_kernel_list(ctx, &l);
+  struct kcase c;
+  kcase_init(&c, &s, 19);
+  for (int64_t h = 0; h < 4; h++) ((float *)c.mask)[h * c.ml.head + 120] = -INFINITY;
+  for (int64_t x = 0; x < 16; x++) ((float *)c.v)[120 * 16 + x] = NAN;
+  int ran = 0;
+  for (size_t j = 0; j < l.n; j++) {
+    if (!l.k[j].usable || !(l.k[j].flags & TXATTN_KERNEL_MASK_TENSOR)) continue;
+    txattn_plan *plan = NULL;
+    if (txattn_plan_create(ctx, &c.p, l.k[j].name, &plan) != TXATTN_OK) continue;
+    txattn_tensors t = kcase_tensors(&c, 0);
+    cr_assert_eq(txattn_plan_execute(plan, &t), TXATTN_OK);
+    txattn_plan_free(plan);
+    ran += strncmp(l.k[j].name, "tiled", 5) == 0;
+    for (int64_t i = 0; i < 4 * 16; i++)
+      cr_assert(!isnan(((float *)c.o)[i]), "%s: head %lld column %lld is NaN", l.k[j].name,
+                (long long)(i / 16), (long long)(i % 16));
+  }
+  cr_assert(ran >= 1, "no tiled kernel ran the decode call");
   kcase_free(&c);
   txattn_context_free(ctx);
 }

@@ -254,8 +254,8 @@ Test(vexp, neon_clamp) {
 
 /* Decode with softcap, ALiBi and sink keys (at most TILED_DIRECT_ROWS rows per kv head) takes the
    direct path, which modifies its scores as the tiled path does and runs a pass over the sink keys
-   before each row's own range; a mask tensor takes the tiled path. The battery of
-   tests/test_modifiers.c checks the results (its decode shapes with sink keys beside a window). */
+   before each row's own range, and so does a mask tensor. The batteries of tests/test_modifiers.c
+   and tests/test_masks.c check the results (their decode shapes). */
 Test(tiled_direct, modified_decode_takes_the_direct_path) {
   float slopes[4] = {0.5f, 0.25f, 0.125f, 0.0625f};
   txattn_problem p = TXATTN_PROBLEM_INIT;
@@ -292,5 +292,6 @@ Test(tiled_direct, modified_decode_takes_the_direct_path) {
   t.mask_layout = (txattn_mask_layout){0, 0, 0, 1};
   p.mask_tensor = TXATTN_MASK_TENSOR_BOOL;
   cr_assert(tiled_geom_init(&g, &p, &t, &tiled_ops_scalar, 64, 64));
-  cr_assert(!g.direct, "a mask tensor took the direct path");
+  cr_assert(g.direct && g.mask == TXATTN_MASK_TENSOR_BOOL, "a mask tensor: direct %d", g.direct);
+  cr_assert_eq(tiled_mask_summary_bytes(&g), 0, "the direct path reads the mask row by row");
 }

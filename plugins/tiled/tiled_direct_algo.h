@@ -233,6 +233,7 @@ static void td_load_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0
     s->hi2[r] = tl_clamp(sink_hi, k0, k1);
     s->pos[r] = i + g->p->n_kv - g->p->n_q;
     s->slope[r] = g->slopes ? g->slopes[h] : 0.0f;
+    if (g->mask) s->mrow[r] = txattn_mask_row(g->p, t, b, h, i);
     s->m[r] = -INFINITY;
     s->l[r] = 0.0;
   }
@@ -422,6 +423,25 @@ TILED_INLINE void td_pv(const tiled_geom *g, const tiled_scratch *s, const void 
   }
 }
 
+/* td_pv where the mask tensor hides keys of the chunk: each row rescaled, then its runs of keys the
+   mask shows added, so that a hidden key's V (an Inf, a NaN) never meets its zero weight. */
+TILED_INLINE void td_pv_masked(const tiled_geom *g, const tiled_scratch *s, const void *vc,
+                               int64_t vld, td_copier *cp, int64_t c0, int64_t nk, const int nr,
+                               const int mode) {
+  for (int64_t r = 0; r < nr; r++) {
+    float *pv = s->pv + r * g->dvp;
+    int64_t a, b;
+    for (int64_t c = 0; c < g->dvp; c++) pv[c] *= s->alpha[r];
+    tl_row_keys(s, r, c0, nk, &a, &b);
+    for (int64_t j = a; j < b;) {
+      int64_t e = j;
+      while (e < b && txm_mask_value(g->p, g->t, s->mrow[r], c0 + e) != -INFINITY) e++;
+      if (e > j) td_pv_rows(g, pv, NULL, s->s + r * TD_SLD, vc, vld, j, e, 1, cp, mode);
+      j = e + 1; /* past the hidden key at e (or b) */
+    }
+  }
+}
+
 /* ---- drivers ---- */
 
 /* The chunk [c0, c0 + nk), already in kc and vc (or read in place there), for nr rows: scores,
@@ -435,14 +455,23 @@ TILED_INLINE void td_chunk_rows(const tiled_geom *g, const tiled_scratch *s, con
   const tiled_span sp = tl_rows_span(s, 0, nr, c0, nk);
   if (sp.ga < sp.gb) { /* else m, l, acc unchanged */
     td_scores(g, s, kc, kld, sp.ga, sp.gb, cp, nr, mode);
-    for (int r = 0; g->modified && r < nr; r++) { /* softcap, ALiBi, as the tiled path */
+    int hides = 0; /* whether the mask tensor hides a key of the chunk from some row */
+    for (int r = 0; g->modified && r < nr; r++) { /* softcap, ALiBi, the mask: as the tiled path */
       int64_t a, b;
       tl_row_keys(s, r, c0, nk, &a, &b);
-      if (a < b) tl_modify_row(g, s->s + r * TD_SLD, a, b, c0, s->slope[r], s->pos[r]);
+      if (a >= b) continue;
+      tl_modify_row(g, s->s + r * TD_SLD, a, b, c0, s->slope[r], s->pos[r]);
+      if (!g->mask) continue;
+      tl_mask_row(g, s->s + r * TD_SLD, s->mrow[r], a, b, c0);
+      hides |= (tiled_mask_scan(g, s->mrow[r], c0 + a, c0 + b, TILED_MASK_HIDES) &
+                TILED_MASK_HIDES) != 0;
     }
     tl_softmax_rows(g, s, 0, nr, TD_SLD, c0, nk);
     for (int r = 0; r < nr; r++) s->pv_alpha[r] *= s->alpha[r];
-    td_pv(g, s, vc, vld, cp, &sp, c0, nk, nr, mode);
+    if (hides)
+      td_pv_masked(g, s, vc, vld, cp, c0, nk, nr, mode);
+    else
+      td_pv(g, s, vc, vld, cp, &sp, c0, nk, nr, mode);
   }
   td_copy(cp, 2 * cp->nk, mode); /* what the micro-kernels left */
 }

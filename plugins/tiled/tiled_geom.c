@@ -69,8 +69,8 @@ int tiled_geom_init(tiled_geom *g, const txattn_problem *p, const txattn_tensors
   g->modified = g->softcap > 0.0f ||
                 (p->struct_size >= offsetof(txattn_problem, alibi) + sizeof p->alibi && p->alibi) ||
                 g->mask != TXATTN_MASK_TENSOR_NONE;
-  /* the direct (decode) path takes softcap, ALiBi, sinks and sink keys, not mask tensors */
-  g->direct = g->rows <= TILED_DIRECT_ROWS && g->mask == TXATTN_MASK_TENSOR_NONE;
+  /* the direct (decode) path takes every modifier and mask tensors */
+  g->direct = g->rows <= TILED_DIRECT_ROWS;
   g->scale2 = (float)((g->modified ? 1.0 : fabs((double)p->scale)) * 1.4426950408889634);
   g->qsign = p->scale < 0 && !g->modified ? -1.0f : 1.0f;
   g->lse_scale = g->modified ? 1.0 : fabs((double)p->scale);
@@ -88,7 +88,8 @@ static size_t direct_scratch_bytes(const tiled_geom *g) {
   return align_up(r * (size_t)g->dqkp * f) + 3 * align_up(r * (size_t)g->dvp * f) +
          3 * align_up(r * f) + align_up(r * sizeof(double)) +
          align_up(r * TILED_DIRECT_CHUNK_MAX * f) + align_up(2 * c * (size_t)g->dqkp * f) +
-         align_up(2 * c * (size_t)g->dvp * f) + 5 * align_up(r * sizeof(int64_t)) + align_up(r * f);
+         align_up(2 * c * (size_t)g->dvp * f) + 5 * align_up(r * sizeof(int64_t)) +
+         align_up(r * f) + align_up(r * sizeof(void *));
 }
 
 size_t tiled_scratch_bytes(const tiled_geom *g, const tiled_ops *ops, int streaming) {
@@ -131,7 +132,7 @@ static void direct_scratch_carve(const tiled_geom *g, char *cur, tiled_scratch *
   s->slope = take(&cur, r * f);
   s->lo2 = take(&cur, r * sizeof(int64_t));
   s->hi2 = take(&cur, r * sizeof(int64_t));
-  s->mrow = NULL;
+  s->mrow = take(&cur, r * sizeof(void *));
   s->msum = NULL;
 }
 

@@ -122,7 +122,7 @@ typedef struct tiled_scratch {
      td_run); each row's position and ALiBi slope */
   int64_t *lo2, *hi2, *pos;
   float *slope;
-  const void **mrow; /* br, tiled path with a mask tensor: each row's row of the mask */
+  const void **mrow; /* br (direct: R), with a mask tensor: each row's row of the mask */
   /* br x n_kblocks, tiled path with a mask tensor (NULL where that would pass TILED_MASK_SUMMARY):
      what the mask does to the row's keys of each block within its ranges (tiled_mask_scan's bits: a
      tile it shows wholly is not masked key by key, one it hides wholly is skipped), copied from g->vis or
