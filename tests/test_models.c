@@ -78,6 +78,26 @@ Test(models, the_numbers_are_the_published_ones) {
 }
 
 /* Every kind, with n tokens, is a problem the library takes, and the kinds' layers add up. */
+/* Kind k's problem with n_q queries over its fixed n_kv, else over n_kv keys. */
+static txattn_problem kind_problem(const txattn_model_layer_info *k, int64_t n_q, int64_t n_kv) {
+  txattn_problem p = TXATTN_PROBLEM_INIT;
+  p.heads_q = k->heads_q;
+  p.heads_kv = k->heads_kv;
+  p.d_qk = k->d_qk;
+  p.d_v = k->d_v;
+  p.mask = k->mask;
+  p.window_left = k->window_left;
+  p.window_right = k->window_right;
+  p.scale = k->scale;
+  p.softcap = k->softcap;
+  p.alibi = k->alibi;
+  p.sinks = k->sinks;
+  p.sink_keys = k->sink_keys;
+  p.n_q = n_q;
+  p.n_kv = k->n_kv > 0 ? k->n_kv : n_kv;
+  return p;
+}
+
 Test(models, every_kind_is_a_valid_problem) {
   for (int64_t i = 0; i < txattn_model_count(); i++) {
     txattn_model_info m = TXATTN_MODEL_INFO_INIT;
@@ -87,21 +107,7 @@ Test(models, every_kind_is_a_valid_problem) {
     for (int64_t j = 0; j < m.n_kinds; j++) {
       txattn_model_layer_info k = layer(i, j);
       layers += k.layers;
-      txattn_problem p = TXATTN_PROBLEM_INIT, r = TXATTN_PROBLEM_INIT;
-      p.heads_q = k.heads_q;
-      p.heads_kv = k.heads_kv;
-      p.d_qk = k.d_qk;
-      p.d_v = k.d_v;
-      p.mask = k.mask;
-      p.window_left = k.window_left;
-      p.window_right = k.window_right;
-      p.scale = k.scale;
-      p.softcap = k.softcap;
-      p.alibi = k.alibi;
-      p.sinks = k.sinks;
-      p.sink_keys = k.sink_keys;
-      p.n_q = k.n_q > 0 ? k.n_q : 64;
-      p.n_kv = k.n_kv > 0 ? k.n_kv : 64;
+      txattn_problem p = kind_problem(&k, k.n_q > 0 ? k.n_q : 64, 64), r = TXATTN_PROBLEM_INIT;
       cr_assert_eq(txattn_problem_resolve(&p, &r), TXATTN_OK, "%s %s: %s", m.name, k.kind,
                    txattn_last_error());
       cr_assert(isfinite(k.scale) && k.scale > 0.0f, "%s %s: scale %g", m.name, k.kind,
@@ -181,24 +187,10 @@ Test(models, the_estimate_picks_no_baseline_for_any_kind) {
       for (int64_t j = 0; j < m.n_kinds; j++) {
         txattn_model_layer_info k = layer(i, j);
         for (int decode = 0; decode <= k.decode; decode++) {
-          txattn_problem p = TXATTN_PROBLEM_INIT;
+          txattn_problem p = kind_problem(&k, decode ? 1 : k.n_q > 0 ? k.n_q : 1024, 4096);
           p.batch = k.ragged ? 4 : 1;
           p.ragged = k.ragged;
-          p.heads_q = k.heads_q;
-          p.heads_kv = k.heads_kv;
-          p.d_qk = k.d_qk;
-          p.d_v = k.d_v;
-          p.mask = k.mask;
-          p.window_left = k.window_left;
-          p.window_right = k.window_right;
-          p.scale = k.scale;
-          p.softcap = k.softcap;
-          p.alibi = k.alibi;
-          p.sinks = k.sinks;
-          p.sink_keys = k.sink_keys;
           if (k.relative_bias) p.mask_tensor = TXATTN_MASK_TENSOR_ADDITIVE;
-          p.n_q = decode ? 1 : k.n_q > 0 ? k.n_q : 1024;
-          p.n_kv = k.n_kv > 0 ? k.n_kv : 4096;
           txattn_plan *plan = NULL;
           cr_assert_eq(txattn_plan_create(ctx, &p, NULL, &plan), TXATTN_OK, "%s %s: %s", m.name,
                        k.kind, txattn_last_error());

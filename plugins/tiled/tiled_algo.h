@@ -777,8 +777,7 @@ static void tl_mask_summary(const tiled_geom *g, const tiled_scratch *s, int64_t
     for (int k = 0; k < 2; k++)
       for (int64_t j = ranges[k][0]; j < ranges[k][1];) {
         const int64_t kb = j / bc, e = tl_min((kb + 1) * bc, ranges[k][1]);
-        s->msum[r * nkb + kb] |=
-            (unsigned char)tiled_mask_scan(g, s->mrow[r], j, e, TILED_MASK_BOTH);
+        s->msum[r * nkb + kb] |= (unsigned char)tiled_mask_bits(g, s->mrow[r], j, e);
         j = e;
       }
   }
@@ -809,20 +808,6 @@ static int tl_mask_hides(const tiled_geom *g, const tiled_scratch *s, int64_t r,
   return !s->msum || (s->msum[r * g->n_kblocks + k0 / g->bc] & TILED_MASK_HIDES);
 }
 
-/* Whether the mask tensor may hide a key of the block from a row of a group that sees it. */
-static int tl_block_hides(const tiled_geom *g, const tiled_scratch *s, int64_t k0, int64_t nk,
-                          int64_t ngr) {
-  for (int64_t gi = 0; gi < ngr; gi++) {
-    if (s->spans[gi].ga >= s->spans[gi].gb) continue;
-    for (int64_t r = gi * TILED_MR; r < (gi + 1) * TILED_MR; r++) {
-      int64_t a, b;
-      tl_row_keys(s, r, k0, nk, &a, &b);
-      if (a < b && tl_mask_hides(g, s, r, k0)) return 1;
-    }
-  }
-  return 0;
-}
-
 /* Whether V's packed block (nk keys) is all finite: where it is not, a key the mask hides must not
    be multiplied into a row as 0 * Inf (tl_group_pv_masked). */
 static int tl_v_finite(const tiled_geom *g, const float *vblk, int64_t nk) {
@@ -843,9 +828,11 @@ static int tl_v_finite(const tiled_geom *g, const float *vblk, int64_t nk) {
 
 /* Every row of the groups that see the block: their scores modified, where the problem has
    softcap, ALiBi or a mask tensor, before the softmax reads them. A boolean mask that hides none of
-   the row's keys of the block adds nothing to its scores and is not read. */
-static void tl_modify_rows(const tiled_geom *g, const tiled_scratch *s, int64_t k0, int64_t nk,
-                           int64_t ngr) {
+   the row's keys of the block adds nothing to its scores and is not read. Returns whether the mask
+   may hide a key of the block from one of those rows. */
+static int tl_modify_rows(const tiled_geom *g, const tiled_scratch *s, int64_t k0, int64_t nk,
+                          int64_t ngr) {
+  int hides = 0;
   for (int64_t gi = 0; gi < ngr; gi++) {
     if (s->spans[gi].ga >= s->spans[gi].gb) continue;
     for (int64_t r = gi * TILED_MR; r < (gi + 1) * TILED_MR; r++) {
@@ -853,10 +840,13 @@ static void tl_modify_rows(const tiled_geom *g, const tiled_scratch *s, int64_t 
       tl_row_keys(s, r, k0, nk, &a, &b);
       if (a >= b) continue;
       tl_modify_row(g, s->s + r * g->bc, a, b, k0, s->slope[r], s->pos[r]);
-      if (g->mask && (g->mask != TXATTN_MASK_TENSOR_BOOL || tl_mask_hides(g, s, r, k0)))
+      const int h = g->mask && tl_mask_hides(g, s, r, k0);
+      if (h || (g->mask && g->mask != TXATTN_MASK_TENSOR_BOOL))
         tl_mask_row(g, s->s + r * g->bc, s->mrow[r], a, b, k0);
+      hides |= h;
     }
   }
+  return hides;
 }
 
 /* ---- the query block against one key block ---- */
@@ -947,11 +937,11 @@ static void tl_block(const tiled_geom *g, const tiled_scratch *s, const float *k
   }
   if (ua >= ub) return; /* no row sees this block */
   tl_block_scores(g, s, kvblk, ngr, ua, ub);
-  if (g->modified) tl_modify_rows(g, s, k0, nk, ngr);
+  const int hides = g->modified && tl_modify_rows(g, s, k0, nk, ngr);
   for (int64_t gi = 0; gi < ngr; gi++)
     if (s->spans[gi].ga < s->spans[gi].gb) tl_softmax_group(g, s, gi, k0, nk);
   const float *vblk = kvblk + g->bc * g->dqk;
-  const int masked_pv = g->mask && tl_block_hides(g, s, k0, nk, ngr) && !tl_v_finite(g, vblk, nk);
+  const int masked_pv = hides && !tl_v_finite(g, vblk, nk);
   for (int64_t gi = 0; gi < ngr; gi++) {
     if (s->spans[gi].ga >= s->spans[gi].gb) continue;
     if (masked_pv)

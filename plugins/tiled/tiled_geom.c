@@ -196,6 +196,11 @@ unsigned tiled_mask_scan(const tiled_geom *g, const void *row, int64_t j0, int64
   return seen;
 }
 
+unsigned tiled_mask_bits(const tiled_geom *g, const void *row, int64_t j0, int64_t j1) {
+  if (g->mask == TXATTN_MASK_TENSOR_BOOL) return tiled_mask_scan(g, row, j0, j1, TILED_MASK_BOTH);
+  return tiled_mask_scan(g, row, j0, j1, TILED_MASK_SHOWS) | TILED_MASK_HIDES;
+}
+
 void tiled_mask_summarise(tiled_geom *g, unsigned char *mem) {
   const txattn_problem *p = g->p;
   const int64_t nkb = g->n_kblocks, bc = g->bc;
@@ -213,7 +218,7 @@ void tiled_mask_summarise(tiled_geom *g, unsigned char *mem) {
         for (int64_t j = ranges[k][0]; j < ranges[k][1];) {
           const int64_t kb = j / bc,
                         e = (kb + 1) * bc < ranges[k][1] ? (kb + 1) * bc : ranges[k][1];
-          out[kb] |= (unsigned char)tiled_mask_scan(g, row, j, e, TILED_MASK_BOTH);
+          out[kb] |= (unsigned char)tiled_mask_bits(g, row, j, e);
           j = e;
         }
     }

@@ -211,6 +211,10 @@ size_t tiled_packed_head_bytes(const tiled_geom *g);
 #define TILED_MASK_BOTH  3u
 unsigned tiled_mask_scan(const tiled_geom *g, const void *row, int64_t j0, int64_t j1,
                          unsigned want);
+/* The summaries' bits for keys [j0, j1) of a mask row: a boolean row's exactly; an additive row's
+   TILED_MASK_SHOWS exactly (the scan stops at the first key shown) and TILED_MASK_HIDES always: its
+   values are added to every score anyway, and a scan for -inf would read every element. */
+unsigned tiled_mask_bits(const tiled_geom *g, const void *row, int64_t j0, int64_t j1);
 /* Bytes of the call's mask summary (g->vis), for any strides: 0 without a mask tensor or past
    TILED_MASK_SUMMARY (each query block then summarises its rows itself). */
 size_t tiled_mask_summary_bytes(const tiled_geom *g);
