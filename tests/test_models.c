@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "test_context.h"
 #include "txattn/txattn.h"
 
 static int64_t find(const char *name) {
@@ -77,6 +78,26 @@ Test(models, the_numbers_are_the_published_ones) {
 }
 
 /* Every kind, with n tokens, is a problem the library takes, and the kinds' layers add up. */
+/* Kind k's problem with n_q queries over its fixed n_kv, else over n_kv keys. */
+static txattn_problem kind_problem(const txattn_model_layer_info *k, int64_t n_q, int64_t n_kv) {
+  txattn_problem p = TXATTN_PROBLEM_INIT;
+  p.heads_q = k->heads_q;
+  p.heads_kv = k->heads_kv;
+  p.d_qk = k->d_qk;
+  p.d_v = k->d_v;
+  p.mask = k->mask;
+  p.window_left = k->window_left;
+  p.window_right = k->window_right;
+  p.scale = k->scale;
+  p.softcap = k->softcap;
+  p.alibi = k->alibi;
+  p.sinks = k->sinks;
+  p.sink_keys = k->sink_keys;
+  p.n_q = n_q;
+  p.n_kv = k->n_kv > 0 ? k->n_kv : n_kv;
+  return p;
+}
+
 Test(models, every_kind_is_a_valid_problem) {
   for (int64_t i = 0; i < txattn_model_count(); i++) {
     txattn_model_info m = TXATTN_MODEL_INFO_INIT;
@@ -86,21 +107,7 @@ Test(models, every_kind_is_a_valid_problem) {
     for (int64_t j = 0; j < m.n_kinds; j++) {
       txattn_model_layer_info k = layer(i, j);
       layers += k.layers;
-      txattn_problem p = TXATTN_PROBLEM_INIT, r = TXATTN_PROBLEM_INIT;
-      p.heads_q = k.heads_q;
-      p.heads_kv = k.heads_kv;
-      p.d_qk = k.d_qk;
-      p.d_v = k.d_v;
-      p.mask = k.mask;
-      p.window_left = k.window_left;
-      p.window_right = k.window_right;
-      p.scale = k.scale;
-      p.softcap = k.softcap;
-      p.alibi = k.alibi;
-      p.sinks = k.sinks;
-      p.sink_keys = k.sink_keys;
-      p.n_q = k.n_q > 0 ? k.n_q : 64;
-      p.n_kv = k.n_kv > 0 ? k.n_kv : 64;
+      txattn_problem p = kind_problem(&k, k.n_q > 0 ? k.n_q : 64, 64), r = TXATTN_PROBLEM_INIT;
       cr_assert_eq(txattn_problem_resolve(&p, &r), TXATTN_OK, "%s %s: %s", m.name, k.kind,
                    txattn_last_error());
       cr_assert(isfinite(k.scale) && k.scale > 0.0f, "%s %s: scale %g", m.name, k.kind,
@@ -156,4 +163,45 @@ Test(models, struct_size_zero_and_larger_structs) {
   cr_assert_eq(big.k.struct_size, sizeof(txattn_model_layer_info));
   cr_assert(big.k.heads_q > 0);
   for (size_t c = 0; c < sizeof big.newer; c++) cr_assert_eq(big.newer[c], 0);
+}
+
+/* Without a dispatch table, the estimate gives every kind of every model, prefill and decode, a
+   tiled, banded or (their threaded twins) kernel: never masked.scalar, the dense BLAS baseline that
+   pays for every key and a GEMV's overheads at decode, nor naive.scalar. Asserted where tiled.avx2
+   runs (x86-64 with AVX2), whose speed hint puts it clear of masked.scalar's in the estimate; a
+   decode call with a mask tensor counts as tiled's direct path, one row per query (no padding to a
+   register block, no packing). No timing: the estimate's ranking only. */
+Test(models, the_estimate_picks_no_baseline_for_any_kind) {
+  for (int threads = 1; threads <= 2; threads++) {
+    txattn_context *ctx = test_context(threads);
+    struct kernel_list l;
+    test_kernel_list(ctx, &l);
+    const txattn_kernel_info *avx2 = test_kernel_find(&l, "tiled.avx2");
+    if (!avx2 || !avx2->usable) {
+      txattn_context_free(ctx);
+      cr_skip_test("tiled.avx2 cannot run here");
+    }
+    for (int64_t i = 0; i < txattn_model_count(); i++) {
+      txattn_model_info m = TXATTN_MODEL_INFO_INIT;
+      cr_assert_eq(txattn_model_get(i, &m), TXATTN_OK);
+      for (int64_t j = 0; j < m.n_kinds; j++) {
+        txattn_model_layer_info k = layer(i, j);
+        for (int decode = 0; decode <= k.decode; decode++) {
+          txattn_problem p = kind_problem(&k, decode ? 1 : k.n_q > 0 ? k.n_q : 1024, 4096);
+          p.batch = k.ragged ? 4 : 1;
+          p.ragged = k.ragged;
+          if (k.relative_bias) p.mask_tensor = TXATTN_MASK_TENSOR_ADDITIVE;
+          txattn_plan *plan = NULL;
+          cr_assert_eq(txattn_plan_create(ctx, &p, NULL, &plan), TXATTN_OK, "%s %s: %s", m.name,
+                       k.kind, txattn_last_error());
+          const char *name = txattn_plan_kernel(plan);
+          cr_assert(strncmp(name, "masked.", 7) != 0 && strncmp(name, "naive.", 6) != 0,
+                    "%s %s %s, %d threads: the estimate picked %s", m.name, k.kind,
+                    decode ? "decode" : "prefill", threads, name);
+          txattn_plan_free(plan);
+        }
+      }
+    }
+    txattn_context_free(ctx);
+  }
 }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "battery.h"
 #include "elements.h"
 #include "scratch.h"
 #include "test_context.h"
@@ -28,17 +29,6 @@ static void cleanup(void) {
 }
 
 TestSuite(modifiers, .init = test_env_clean, .fini = cleanup, .timeout = 300);
-
-static uint64_t next_random(uint64_t *state) { /* splitmix64 */
-  uint64_t z = (*state += 0x9e3779b97f4a7c15u);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-  return z ^ (z >> 31);
-}
-
-static double uniform(uint64_t *state) { /* [-1, 1) */
-  return (double)(next_random(state) >> 11) * 0x1p-52 - 1.0;
-}
 
 /* One modified problem with contiguous inputs. Zero fields take the library's defaults. */
 struct mshape {
@@ -65,17 +55,6 @@ struct mcase {
   int64_t *q_lens, *kv_lens;
 };
 
-static size_t count(int64_t a, int64_t b, int64_t c, int64_t d) {
-  return (size_t)(a * b * c * d);
-}
-
-static void *buffer(size_t n, txattn_dtype t, uint64_t *state, double amp) {
-  void *x = malloc(n * elem_size(t) + 1);
-  cr_assert(x != NULL);
-  for (size_t i = 0; i < n; i++) elem_store(x, t, i, state ? amp * uniform(state) : NAN);
-  return x;
-}
-
 static void mcase_init(struct mcase *c, const struct mshape *s, uint64_t seed) {
   memset(c, 0, sizeof *c);
   c->s = *s;
@@ -100,13 +79,13 @@ static void mcase_init(struct mcase *c, const struct mshape *s, uint64_t seed) {
   c->p.alibi = s->max_bias != 0.0f;
   c->p.sinks = s->sink != 0.0f || s->sink_fixed;
   c->p.sink_keys = s->sink_keys;
-  c->q = buffer(count(b, hq, s->n_q, s->d), s->type, &st, amp);
-  c->k = buffer(count(b, hkv, nkv, s->d), s->type, &st, amp);
-  c->v = buffer(count(b, hkv, nkv, s->d), s->type, &st, 1.0);
-  c->o = buffer(count(b, hq, s->n_q, s->d), s->type, NULL, 0);
-  c->o_ref = buffer(count(b, hq, s->n_q, s->d), s->type, NULL, 0);
-  c->lse = buffer(count(b, hq, s->n_q, 1), TXATTN_DTYPE_F32, NULL, 0);
-  c->lse_ref = buffer(count(b, hq, s->n_q, 1), TXATTN_DTYPE_F32, NULL, 0);
+  c->q = battery_buffer(battery_count(b, hq, s->n_q, s->d), s->type, &st, amp);
+  c->k = battery_buffer(battery_count(b, hkv, nkv, s->d), s->type, &st, amp);
+  c->v = battery_buffer(battery_count(b, hkv, nkv, s->d), s->type, &st, 1.0);
+  c->o = battery_buffer(battery_count(b, hq, s->n_q, s->d), s->type, NULL, 0);
+  c->o_ref = battery_buffer(battery_count(b, hq, s->n_q, s->d), s->type, NULL, 0);
+  c->lse = battery_buffer(battery_count(b, hq, s->n_q, 1), TXATTN_DTYPE_F32, NULL, 0);
+  c->lse_ref = battery_buffer(battery_count(b, hq, s->n_q, 1), TXATTN_DTYPE_F32, NULL, 0);
   c->slopes = malloc((size_t)hq * sizeof *c->slopes);
   c->sinks = malloc((size_t)hq * sizeof *c->sinks);
   cr_assert(c->slopes && c->sinks);
@@ -115,7 +94,7 @@ static void mcase_init(struct mcase *c, const struct mshape *s, uint64_t seed) {
   else
     for (int64_t h = 0; h < hq; h++) c->slopes[h] = -s->max_bias * (float)(h + 1) / (float)hq;
   for (int64_t h = 0; h < hq; h++)
-    c->sinks[h] = s->sink_fixed ? s->sink_value : (float)(s->sink * uniform(&st));
+    c->sinks[h] = s->sink_fixed ? s->sink_value : (float)(s->sink * battery_uniform(&st));
   c->q_lens = malloc((size_t)b * sizeof *c->q_lens);
   c->kv_lens = malloc((size_t)b * sizeof *c->kv_lens);
   cr_assert(c->q_lens && c->kv_lens);
@@ -335,6 +314,30 @@ static const struct mshape battery[] = {
      .softcap = 3.0f,
      .max_bias = 8.0f,
      .type = TXATTN_DTYPE_F16},
+    /* decode with sink keys beside a window (tiled's direct path: a pass over the sink keys, then
+       the window), f32 copied and f16 read in place */
+    {.heads_q = 4,
+     .heads_kv = 1,
+     .n_q = 1,
+     .n_kv = 700,
+     .d = 64,
+     .mask = TXATTN_MASK_WINDOW,
+     .left = 100,
+     .right = 0,
+     .sink_keys = 4,
+     .max_bias = 8.0f,
+     .sink = 1.0f},
+    {.heads_q = 2,
+     .heads_kv = 1,
+     .n_q = 2,
+     .n_kv = 500,
+     .d = 64,
+     .mask = TXATTN_MASK_WINDOW,
+     .left = 200,
+     .right = 0,
+     .sink_keys = 5,
+     .softcap = 5.0f,
+     .type = TXATTN_DTYPE_F16},
     /* 16-bit tensors */
     {.heads_q = 2,
      .n_q = 50,
@@ -414,57 +417,17 @@ static unsigned needed_flags(const txattn_problem *p) {
          (p->sink_keys > 0 && p->mask != TXATTN_MASK_NONE ? TXATTN_KERNEL_SINK_KEYS : 0);
 }
 
-/* Runs kernel k on c and judges o and lse against the reference by the bounds. Returns 1 if it
-   ran, 0 if it (rightly) declined a modifier it does not declare. */
+/* Kernel k on c (battery_check_kernel): 1 if it ran within the bounds, 0 if it declined the shape,
+   or, rightly, a modifier it does not declare (saying so). */
 static int check_kernel(txattn_context *ctx, const txattn_kernel_info *k, struct mcase *c,
                         const char *name, double *worst) {
-  txattn_plan *plan = NULL;
-  txattn_status st = txattn_plan_create(ctx, &c->p, k->name, &plan);
-  unsigned need = needed_flags(&c->p);
-  if ((k->flags & need) != need) {
-    cr_assert_eq(st, TXATTN_E_UNSUPPORTED, "%s: %s lacks a modifier's flag but planned (%s)", name,
-                 k->name, txattn_status_name(st));
+  const struct battery_call call = {&c->p, mcase_tensors(c, 0), c->o_ref, c->lse_ref, c->q_lens};
+  const int ran = battery_check_kernel(ctx, k, needed_flags(&c->p), &call, name, worst);
+  if (ran < 0)
     cr_assert(strstr(txattn_last_error(), "does not compute") != NULL ||
                   strstr(txattn_last_error(), "does not write lse") != NULL,
               "%s: %s: %s", name, k->name, txattn_last_error());
-    return 0;
-  }
-  if (st == TXATTN_E_UNSUPPORTED) return 0; /* declined the shape itself (e.g. dtypes, masks) */
-  cr_assert_eq(st, TXATTN_OK, "%s: %s: %s", name, k->name, txattn_last_error());
-  txattn_tensors t = mcase_tensors(c, 0);
-  size_t n = count(c->p.batch, c->p.heads_q, c->p.n_q, c->p.d_qk);
-  for (size_t i = 0; i < n; i++) elem_store(c->o, c->p.o_type, i, NAN);
-  cr_assert_eq(txattn_plan_execute(plan, &t), TXATTN_OK, "%s: %s: %s", name, k->name,
-               txattn_last_error());
-  txattn_plan_free(plan);
-  double bound, lse_abs, lse_rel;
-  cr_assert_eq(txattn_error_bound(&c->p, &t, &bound), TXATTN_OK, "%s", txattn_last_error());
-  cr_assert_eq(txattn_lse_error_bound(&c->p, &t, &lse_abs, &lse_rel), TXATTN_OK);
-  for (int64_t b = 0; b < c->p.batch; b++)
-    for (int64_t h = 0; h < c->p.heads_q; h++)
-      for (int64_t i = 0; i < c->q_lens[b]; i++) {
-        size_t row = (size_t)((b * c->p.heads_q + h) * c->p.n_q + i);
-        for (int64_t x = 0; x < c->p.d_qk; x++) {
-          double got = elem_load(c->o, c->p.o_type, row * (size_t)c->p.d_qk + (size_t)x);
-          double want = elem_load(c->o_ref, c->p.o_type, row * (size_t)c->p.d_qk + (size_t)x);
-          double err = fabs(got - want);
-          cr_assert(err <= bound,
-                    "%s: %s: o(%lld, %lld, %lld, %lld) = %.9g, reference %.9g: %.3g "
-                    "past the bound %.3g",
-                    name, k->name, (long long)b, (long long)h, (long long)i, (long long)x, got,
-                    want, err, bound);
-          if (err / bound > *worst) *worst = err / bound;
-        }
-        float l = c->lse[row], lr = c->lse_ref[row];
-        if (lr == -INFINITY)
-          cr_assert(l == -INFINITY, "%s: %s: lse of an empty row is %g", name, k->name, l);
-        else
-          cr_assert(fabs((double)l - lr) <= lse_abs + lse_rel * fabs(lr),
-                    "%s: %s: lse (%lld, %lld, %lld) = %.9g, reference %.9g, bound %.3g", name,
-                    k->name, (long long)b, (long long)h, (long long)i, l, lr,
-                    lse_abs + lse_rel * fabs(lr));
-      }
-  return 1;
+  return ran > 0;
 }
 
 static void kernels_on(const struct mshape *set, size_t n, int threads) {
@@ -562,7 +525,7 @@ Test(modifiers, a_sink_of_minus_inf_is_no_sink) {
   test_kernel_list(ctx, &l);
   struct mcase c;
   mcase_init(&c, &s, 5);
-  size_t n = count(1, 2, 40, 16);
+  size_t n = battery_count(1, 2, 40, 16);
   float *plain = malloc(n * sizeof *plain);
   cr_assert(plain != NULL);
   for (size_t j = 0; j < l.n; j++) {
@@ -669,7 +632,7 @@ Test(modifiers, attention_caches_a_plan_per_modified_problem) {
       cr_assert_eq(txattn_attention(ctx, &c.p, &t), TXATTN_OK, "%s: %s", name, txattn_last_error());
       double bound = 0.0;
       cr_assert_eq(txattn_error_bound(&c.p, &r, &bound), TXATTN_OK);
-      for (size_t x = 0; x < count(1, 2, 9, 8); x++) {
+      for (size_t x = 0; x < battery_count(1, 2, 9, 8); x++) {
         double e = fabs((double)((float *)c.o)[x] - ((float *)c.o_ref)[x]);
         cr_assert(e <= bound, "%s, turn %d: |o - ref| = %.3g > %.3g at %zu", name, k, e, bound, x);
       }

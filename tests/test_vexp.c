@@ -13,6 +13,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tiled_internal.h"
@@ -251,9 +252,10 @@ Test(vexp, neon_clamp) {
 }
 #endif
 
-/* Decode with softcap and ALiBi (at most TILED_DIRECT_ROWS rows per kv head) takes the direct path,
-   which modifies its scores as the tiled path does; sink keys still take the tiled path. The
-   battery of tests/test_modifiers.c checks the results. */
+/* Decode with softcap, ALiBi and sink keys (at most TILED_DIRECT_ROWS rows per kv head) takes the
+   direct path, which modifies its scores as the tiled path does and runs a pass over the sink keys
+   before each row's own range, and so does a mask tensor. The batteries of tests/test_modifiers.c
+   and tests/test_masks.c check the results (their decode shapes). */
 Test(tiled_direct, modified_decode_takes_the_direct_path) {
   float slopes[4] = {0.5f, 0.25f, 0.125f, 0.0625f};
   txattn_problem p = TXATTN_PROBLEM_INIT;
@@ -274,6 +276,22 @@ Test(tiled_direct, modified_decode_takes_the_direct_path) {
   cr_assert(tiled_geom_init(&g, &p, &t, &tiled_ops_scalar, 64, 64));
   cr_assert(g.modified && g.direct, "modified %d, direct %d", g.modified, g.direct);
   p.sink_keys = 4;
+  p.mask = TXATTN_MASK_WINDOW;
+  p.window_left = 100;
   cr_assert(tiled_geom_init(&g, &p, &t, &tiled_ops_scalar, 64, 64));
-  cr_assert(!g.direct, "sink keys took the direct path");
+  cr_assert(g.direct && g.sink_keys == 4, "sink keys: direct %d", g.direct);
+  tiled_scratch s;
+  void *mem = malloc(tiled_scratch_bytes(&g, &tiled_ops_scalar, 0));
+  cr_assert(mem != NULL);
+  tiled_scratch_carve(&g, &tiled_ops_scalar, 0, mem, &s);
+  cr_assert(s.lo2 != NULL && s.hi2 != NULL,
+            "the direct path's scratch holds the sink keys' ranges");
+  free(mem);
+  unsigned char mask[500];
+  t.mask = mask;
+  t.mask_layout = (txattn_mask_layout){0, 0, 0, 1};
+  p.mask_tensor = TXATTN_MASK_TENSOR_BOOL;
+  cr_assert(tiled_geom_init(&g, &p, &t, &tiled_ops_scalar, 64, 64));
+  cr_assert(g.direct && g.mask == TXATTN_MASK_TENSOR_BOOL, "a mask tensor: direct %d", g.direct);
+  cr_assert_eq(tiled_mask_summary_bytes(&g), 0, "the direct path reads the mask row by row");
 }

@@ -44,6 +44,20 @@ static inline vf vf_exp2(vf x) {
   return vf_mul(p, vf_exp2_scale(t));
 }
 
+/* The softmax's weight 2^x (x <= 0: a score minus the max): vf_exp2(x) for x >= -VEC_WEIGHT_FLOOR,
+   +0 below. A weight below 2^-64 is nothing next to the max's 1, but its products with V are near
+   the subnormals: an FMA that rounds to a subnormal takes a microcode assist on x86 (about 150
+   cycles, not 1), and with ALiBi's steep slopes nearly every row met such weights in every key
+   block, which made the call up to 2x slower (docs/measurements.md). Dropping them moves l and O by
+   less than n_kv 2^-64 relative (docs/error_bound.md, "Weights below 2^-64"). Branch-free:
+   x + 2^32 min(0, x + 64) is x from -64 up and below -2^14 under it (x + 64 is exact near -64,
+   so it is at least 2^-17 away from 0 there), which vf_exp2 takes to +0; -inf and NaN pass. */
+#define VEC_WEIGHT_FLOOR 64.0f
+static inline vf vf_exp2_weight(vf x) {
+  const vf below = vf_min(vf_zero(), vf_add(x, vf_set1(VEC_WEIGHT_FLOOR)));
+  return vf_exp2(vf_fma(vf_set1(0x1p32f), below, x));
+}
+
 /* tanh(y) = sign(y) (1 - 2 / (2^(2 log2(e) |y|) + 1)), for the softcap c tanh(s / c): within 5.2
    u = 5.2 * 2^-24 of tanh(y) absolutely (not relatively near 0; docs/error_bound.md, "Score
    modifiers", derives it and tests/test_vexp.c measures it). +-inf gives +-1, NaN stays NaN,

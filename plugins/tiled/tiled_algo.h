@@ -319,6 +319,10 @@ static void tl_load_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0
         s->slope[r] = g->slopes ? g->slopes[h] : 0.0f;
       }
       if (g->mask) s->mrow[r] = txattn_mask_row(g->p, t, b, h, i);
+      if (g->vis && s->msum)
+        memcpy(s->msum + r * g->n_kblocks,
+               g->vis + ((b * g->vis_b + h * g->vis_h) * g->p->n_q + i) * g->n_kblocks,
+               (size_t)g->n_kblocks);
       if (g->sink_keys > 0) { /* the sink keys' pass first (tl_process_all) */
         s->lo2[r] = s->lo[r];
         s->hi2[r] = s->hi[r];
@@ -334,6 +338,8 @@ static void tl_load_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0
         s->slope[r] = s->slope[nr - 1];
       }
       if (g->mask) s->mrow[r] = s->mrow[nr - 1];
+      if (g->vis && s->msum)
+        memcpy(s->msum + r * g->n_kblocks, s->msum + (nr - 1) * g->n_kblocks, (size_t)g->n_kblocks);
       if (g->sink_keys > 0) {
         s->lo2[r] = s->lo2[nr - 1];
         s->hi2[r] = s->hi2[nr - 1];
@@ -576,15 +582,15 @@ TILED_INLINE float tl_row_exp(float *srow, int64_t a, int64_t b, float scale2, f
   vf sum0 = vf_zero(), sum1 = vf_zero();
   int64_t c = av;
   for (; c + 2 * VEC_W <= bv; c += 2 * VEC_W) {
-    vf p0 = vf_exp2(vf_mul(vf_sub(vf_load(srow + c), r), sc));
-    vf p1 = vf_exp2(vf_mul(vf_sub(vf_load(srow + c + VEC_W), r), sc));
+    vf p0 = vf_exp2_weight(vf_mul(vf_sub(vf_load(srow + c), r), sc));
+    vf p1 = vf_exp2_weight(vf_mul(vf_sub(vf_load(srow + c + VEC_W), r), sc));
     vf_store(srow + c, p0);
     vf_store(srow + c + VEC_W, p1);
     sum0 = vf_add(sum0, p0);
     sum1 = vf_add(sum1, p1);
   }
   if (c < bv) {
-    vf p0 = vf_exp2(vf_mul(vf_sub(vf_load(srow + c), r), sc));
+    vf p0 = vf_exp2_weight(vf_mul(vf_sub(vf_load(srow + c), r), sc));
     vf_store(srow + c, p0);
     sum0 = vf_add(sum0, p0);
   }
@@ -638,8 +644,8 @@ TILED_INLINE void tl_softmax_rows(const tiled_geom *g, const tiled_scratch *s, i
     s->m[r0 + r] = mnew;
   }
   for (int r = 0; r < nrp; r += VEC_W)
-    vf_store(alpha + r,
-             vf_exp2(vf_mul(vf_sub(vf_load(mold + r), vf_load(ref + r)), vf_set1(g->scale2))));
+    vf_store(alpha + r, vf_exp2_weight(vf_mul(vf_sub(vf_load(mold + r), vf_load(ref + r)),
+                                              vf_set1(g->scale2))));
   for (int r = 0; r < nr; r++) {
     float sum = a[r] < b[r] ? tl_row_exp(srows + r * sld, a[r], b[r], g->scale2, ref[r]) : 0.0f;
     s->l[r0 + r] = s->l[r0 + r] * (double)alpha[r] + (double)sum; /* fp64: tiled_scratch.l */
@@ -712,27 +718,56 @@ TILED_INLINE void tl_mask_row(const tiled_geom *g, float *srow, const void *mrow
   for (; j < b; j++) srow[j] += tl_elem(m, mt, j);
 }
 
-/* Whether the mask shows row mrow any key of [j0, j1) (key stride 1 scans bytes 8 at a time). */
-static int tl_mask_any(const tiled_geom *g, const void *mrow, int64_t j0, int64_t j1) {
-  if (g->mask == TXATTN_MASK_TENSOR_BOOL && g->mask_key == 1) {
-    const unsigned char *m = mrow;
-    int64_t j = j0;
-    for (; j + 8 <= j1; j += 8) {
-      uint64_t w;
-      memcpy(&w, m + j, 8);
-      if (w) return 1;
-    }
-    for (; j < j1; j++)
-      if (m[j]) return 1;
-    return 0;
+/* tiled_ops.bool_scan: with AVX-512 BW or AVX2, the bytes' max (some key shown if it is not 0)
+   and min (some key hidden if it is 0) over 4 vectors at a time; else 8 bytes at a time as words.
+   The summary streams the mask from memory through this loop, so it is kept lean. */
+static unsigned tl_bool_scan(const unsigned char *m, int64_t j0, int64_t j1, unsigned want) {
+  unsigned seen = 0;
+  int64_t j = j0;
+#if defined(__AVX512BW__) || defined(__AVX2__)
+#if defined(__AVX512BW__)
+  typedef __m512i vb;
+#define TL_VB_LOAD(p)  _mm512_loadu_si512((const void *)(p))
+#define TL_VB_MAX      _mm512_max_epu8
+#define TL_VB_MIN      _mm512_min_epu8
+#define TL_VB_SHOWS(x) (_mm512_test_epi8_mask(x, x) != 0)
+#define TL_VB_HIDES(x) (_mm512_test_epi8_mask(x, x) != ~(__mmask64)0)
+#else
+  typedef __m256i vb;
+#define TL_VB_LOAD(p)  _mm256_loadu_si256((const __m256i *)(p))
+#define TL_VB_MAX      _mm256_max_epu8
+#define TL_VB_MIN      _mm256_min_epu8
+#define TL_VB_SHOWS(x) (!_mm256_testz_si256(x, x))
+#define TL_VB_HIDES(x) (_mm256_movemask_epi8(_mm256_cmpeq_epi8(x, _mm256_setzero_si256())) != 0)
+#endif
+  const int64_t n = (int64_t)sizeof(vb);
+  for (; j + 4 * n <= j1 && (seen & want) != want; j += 4 * n) {
+    const vb a = TL_VB_LOAD(m + j), b = TL_VB_LOAD(m + j + n), c = TL_VB_LOAD(m + j + 2 * n),
+             d = TL_VB_LOAD(m + j + 3 * n);
+    const vb hi = TL_VB_MAX(TL_VB_MAX(a, b), TL_VB_MAX(c, d)),
+             lo = TL_VB_MIN(TL_VB_MIN(a, b), TL_VB_MIN(c, d));
+    seen |= (TL_VB_SHOWS(hi) ? TILED_MASK_SHOWS : 0u) | (TL_VB_HIDES(lo) ? TILED_MASK_HIDES : 0u);
   }
-  for (int64_t j = j0; j < j1; j++)
-    if (txm_mask_value(g->p, g->t, mrow, j) != -INFINITY) return 1;
-  return 0;
+#undef TL_VB_LOAD
+#undef TL_VB_MAX
+#undef TL_VB_MIN
+#undef TL_VB_SHOWS
+#undef TL_VB_HIDES
+#endif
+  const uint64_t ones = UINT64_C(0x0101010101010101), highs = UINT64_C(0x8080808080808080);
+  for (; j + 8 <= j1 && (seen & want) != want; j += 8) {
+    uint64_t w;
+    memcpy(&w, m + j, sizeof w);
+    /* (w - ones) & ~w & highs is not 0 exactly when some byte of w is 0 */
+    seen |= (w ? TILED_MASK_SHOWS : 0u) | ((w - ones) & ~w & highs ? TILED_MASK_HIDES : 0u);
+  }
+  for (; j < j1 && (seen & want) != want; j++) seen |= m[j] ? TILED_MASK_SHOWS : TILED_MASK_HIDES;
+  return seen;
 }
 
-/* s->msum for rows [0, nrp) over their ranges [lo, hi) (and [lo2, hi2) with sink keys): each
-   row's mask read once, in order. */
+/* s->msum for rows [0, nrp) over their ranges [lo, hi) (and [lo2, hi2) with sink keys), where the
+   call has no summary of its own (g->vis, copied by tl_load_rows): each row's mask read once, in
+   order. */
 static void tl_mask_summary(const tiled_geom *g, const tiled_scratch *s, int64_t nrp) {
   const int64_t nkb = g->n_kblocks, bc = g->bc;
   memset(s->msum, 0, (size_t)(nrp * nkb));
@@ -742,7 +777,7 @@ static void tl_mask_summary(const tiled_geom *g, const tiled_scratch *s, int64_t
     for (int k = 0; k < 2; k++)
       for (int64_t j = ranges[k][0]; j < ranges[k][1];) {
         const int64_t kb = j / bc, e = tl_min((kb + 1) * bc, ranges[k][1]);
-        s->msum[r * nkb + kb] |= (unsigned char)tl_mask_any(g, s->mrow[r], j, e);
+        s->msum[r * nkb + kb] |= (unsigned char)tiled_mask_bits(g, s->mrow[r], j, e);
         j = e;
       }
   }
@@ -760,11 +795,17 @@ static void tl_mask_skip(const tiled_geom *g, const tiled_scratch *s, int64_t k0
       int64_t a, b;
       tl_row_keys(s, r, k0, nk, &a, &b);
       if (a >= b) continue;
-      any = s->msum ? s->msum[r * g->n_kblocks + k0 / g->bc]
-                    : tl_mask_any(g, s->mrow[r], k0 + a, k0 + b);
+      any = (s->msum ? s->msum[r * g->n_kblocks + k0 / g->bc]
+                     : tiled_mask_scan(g, s->mrow[r], k0 + a, k0 + b, TILED_MASK_SHOWS)) &
+            TILED_MASK_SHOWS;
     }
     if (!any) *sp = (tiled_span){nk, 0, 0, nk};
   }
+}
+
+/* Whether the mask tensor may hide row r some key of the block at k0 (with no summary, it may). */
+static int tl_mask_hides(const tiled_geom *g, const tiled_scratch *s, int64_t r, int64_t k0) {
+  return !s->msum || (s->msum[r * g->n_kblocks + k0 / g->bc] & TILED_MASK_HIDES);
 }
 
 /* Whether V's packed block (nk keys) is all finite: where it is not, a key the mask hides must not
@@ -786,9 +827,12 @@ static int tl_v_finite(const tiled_geom *g, const float *vblk, int64_t nk) {
 }
 
 /* Every row of the groups that see the block: their scores modified, where the problem has
-   softcap, ALiBi or a mask tensor, before the softmax reads them. */
-static void tl_modify_rows(const tiled_geom *g, const tiled_scratch *s, int64_t k0, int64_t nk,
-                           int64_t ngr) {
+   softcap, ALiBi or a mask tensor, before the softmax reads them. A boolean mask that hides none of
+   the row's keys of the block adds nothing to its scores and is not read. Returns whether the mask
+   may hide a key of the block from one of those rows. */
+static int tl_modify_rows(const tiled_geom *g, const tiled_scratch *s, int64_t k0, int64_t nk,
+                          int64_t ngr) {
+  int hides = 0;
   for (int64_t gi = 0; gi < ngr; gi++) {
     if (s->spans[gi].ga >= s->spans[gi].gb) continue;
     for (int64_t r = gi * TILED_MR; r < (gi + 1) * TILED_MR; r++) {
@@ -796,9 +840,13 @@ static void tl_modify_rows(const tiled_geom *g, const tiled_scratch *s, int64_t 
       tl_row_keys(s, r, k0, nk, &a, &b);
       if (a >= b) continue;
       tl_modify_row(g, s->s + r * g->bc, a, b, k0, s->slope[r], s->pos[r]);
-      if (g->mask) tl_mask_row(g, s->s + r * g->bc, s->mrow[r], a, b, k0);
+      const int h = g->mask && tl_mask_hides(g, s, r, k0);
+      if (h || (g->mask && g->mask != TXATTN_MASK_TENSOR_BOOL))
+        tl_mask_row(g, s->s + r * g->bc, s->mrow[r], a, b, k0);
+      hides |= h;
     }
   }
+  return hides;
 }
 
 /* ---- the query block against one key block ---- */
@@ -889,11 +937,11 @@ static void tl_block(const tiled_geom *g, const tiled_scratch *s, const float *k
   }
   if (ua >= ub) return; /* no row sees this block */
   tl_block_scores(g, s, kvblk, ngr, ua, ub);
-  if (g->modified) tl_modify_rows(g, s, k0, nk, ngr);
+  const int hides = g->modified && tl_modify_rows(g, s, k0, nk, ngr);
   for (int64_t gi = 0; gi < ngr; gi++)
     if (s->spans[gi].ga < s->spans[gi].gb) tl_softmax_group(g, s, gi, k0, nk);
   const float *vblk = kvblk + g->bc * g->dqk;
-  const int masked_pv = g->mask && !tl_v_finite(g, vblk, nk);
+  const int masked_pv = hides && !tl_v_finite(g, vblk, nk);
   for (int64_t gi = 0; gi < ngr; gi++) {
     if (s->spans[gi].ga >= s->spans[gi].gb) continue;
     if (masked_pv)
@@ -938,7 +986,7 @@ static void tl_process_rows(const tiled_geom *g, const float *kv, int64_t b, int
    row's own range (lo2, hi2): the online softmax takes keys in any order. */
 static void tl_process_all(const tiled_geom *g, const float *kv, int64_t b, int64_t kvh, int64_t nr,
                            const tiled_scratch *s) {
-  if (s->msum) tl_mask_summary(g, s, (nr + TILED_MR - 1) / TILED_MR * TILED_MR);
+  if (s->msum && !g->vis) tl_mask_summary(g, s, (nr + TILED_MR - 1) / TILED_MR * TILED_MR);
   tl_process_rows(g, kv, b, kvh, nr, s);
   if (g->sink_keys == 0) return;
   const int64_t nrp = (nr + TILED_MR - 1) / TILED_MR * TILED_MR;
@@ -1029,6 +1077,7 @@ const tiled_ops TILED_OPS = {
     .exp2_array = tl_exp2_array,
     .tanh_array = tl_tanh_array,
     .narrow_row = tl_narrow_row,
+    .bool_scan = tl_bool_scan,
 };
 
 #endif /* TILED_ALGO_H */

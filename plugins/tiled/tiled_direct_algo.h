@@ -225,11 +225,15 @@ static void td_load_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0
       for (; c < g->dqk; c++) qr[c] = tl_elem(q, qt, c) * g->qsign;
     for (; c < dqkp; c++) qr[c] = 0.0f;
     if (pairs) td_pair_row(qr, dqkp);
-    txattn_visible_range(g->p, i, &lo, &hi);
+    int64_t sink_hi;
+    txattn_visible_ranges(g->p, i, &sink_hi, &lo, &hi);
     s->lo[r] = tl_clamp(lo, k0, k1);
     s->hi[r] = tl_clamp(hi, k0, k1);
+    s->lo2[r] = tl_clamp(0, k0, k1); /* the sink keys (td_run's first pass) */
+    s->hi2[r] = tl_clamp(sink_hi, k0, k1);
     s->pos[r] = i + g->p->n_kv - g->p->n_q;
     s->slope[r] = g->slopes ? g->slopes[h] : 0.0f;
+    if (g->mask) s->mrow[r] = txattn_mask_row(g->p, t, b, h, i);
     s->m[r] = -INFINITY;
     s->l[r] = 0.0;
   }
@@ -419,6 +423,25 @@ TILED_INLINE void td_pv(const tiled_geom *g, const tiled_scratch *s, const void 
   }
 }
 
+/* td_pv where the mask tensor hides keys of the chunk: each row rescaled, then its runs of keys the
+   mask shows added, so that a hidden key's V (an Inf, a NaN) never meets its zero weight. */
+TILED_INLINE void td_pv_masked(const tiled_geom *g, const tiled_scratch *s, const void *vc,
+                               int64_t vld, td_copier *cp, int64_t c0, int64_t nk, const int nr,
+                               const int mode) {
+  for (int64_t r = 0; r < nr; r++) {
+    float *pv = s->pv + r * g->dvp;
+    int64_t a, b;
+    for (int64_t c = 0; c < g->dvp; c++) pv[c] *= s->alpha[r];
+    tl_row_keys(s, r, c0, nk, &a, &b);
+    for (int64_t j = a; j < b;) {
+      int64_t e = j;
+      while (e < b && txm_mask_value(g->p, g->t, s->mrow[r], c0 + e) != -INFINITY) e++;
+      if (e > j) td_pv_rows(g, pv, NULL, s->s + r * TD_SLD, vc, vld, j, e, 1, cp, mode);
+      j = e + 1; /* past the hidden key at e (or b) */
+    }
+  }
+}
+
 /* ---- drivers ---- */
 
 /* The chunk [c0, c0 + nk), already in kc and vc (or read in place there), for nr rows: scores,
@@ -432,14 +455,23 @@ TILED_INLINE void td_chunk_rows(const tiled_geom *g, const tiled_scratch *s, con
   const tiled_span sp = tl_rows_span(s, 0, nr, c0, nk);
   if (sp.ga < sp.gb) { /* else m, l, acc unchanged */
     td_scores(g, s, kc, kld, sp.ga, sp.gb, cp, nr, mode);
-    for (int r = 0; g->modified && r < nr; r++) { /* softcap, ALiBi, as the tiled path */
+    int hides = 0; /* whether the mask tensor hides a key of the chunk from some row */
+    for (int r = 0; g->modified && r < nr; r++) { /* softcap, ALiBi, the mask: as the tiled path */
       int64_t a, b;
       tl_row_keys(s, r, c0, nk, &a, &b);
-      if (a < b) tl_modify_row(g, s->s + r * TD_SLD, a, b, c0, s->slope[r], s->pos[r]);
+      if (a >= b) continue;
+      tl_modify_row(g, s->s + r * TD_SLD, a, b, c0, s->slope[r], s->pos[r]);
+      if (!g->mask) continue;
+      tl_mask_row(g, s->s + r * TD_SLD, s->mrow[r], a, b, c0);
+      hides |= (tiled_mask_scan(g, s->mrow[r], c0 + a, c0 + b, TILED_MASK_HIDES) &
+                TILED_MASK_HIDES) != 0;
     }
     tl_softmax_rows(g, s, 0, nr, TD_SLD, c0, nk);
     for (int r = 0; r < nr; r++) s->pv_alpha[r] *= s->alpha[r];
-    td_pv(g, s, vc, vld, cp, &sp, c0, nk, nr, mode);
+    if (hides)
+      td_pv_masked(g, s, vc, vld, cp, c0, nk, nr, mode);
+    else
+      td_pv(g, s, vc, vld, cp, &sp, c0, nk, nr, mode);
   }
   td_copy(cp, 2 * cp->nk, mode); /* what the micro-kernels left */
 }
@@ -547,33 +579,12 @@ TILED_INLINE void td_chunks_paged(const tiled_geom *g, const td_view *kv, const 
   }
 }
 
-static void td_run(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int64_t t1, int64_t k0,
-                   int64_t k1, const tiled_partial *out, const tiled_scratch *s) {
-  const txattn_tensors *t = g->t;
-  const int64_t nr = t1 - t0, P = g->page_size;
+/* Every row's keys [lo, hi) in the mode the element types and the head sizes allow. */
+static void td_keys(const tiled_geom *g, const td_view *kvp, const tiled_scratch *s, int64_t nr,
+                    int pairs, int whole_pages) {
+  const td_view kv = *kvp;
   const txattn_dtype kt = g->p->k_type, vt = g->p->v_type;
-  /* paged: the pool's page 0 at head kvh, the sequence's row of the block table */
-  const td_view kv = {txattn_row_of(t->k_data, kt, &t->k_layout, P ? 0 : b, kvh, 0),
-                      txattn_row_of(t->v_data, vt, &t->v_layout, P ? 0 : b, kvh, 0),
-                      t->k_layout.row,
-                      t->v_layout.row,
-                      kt,
-                      vt,
-                      0,
-                      P,
-                      t->k_layout.batch,
-                      t->v_layout.batch,
-                      P ? t->block_table + b * g->p->max_pages : NULL,
-                      P > 0 && (P & (P - 1)) == 0 ? __builtin_ctzll((unsigned long long)P) : -1};
-  int64_t ja = k1, jb = k0;
-  int pairs = 0;
-  /* in place only on pages of whole chunks: smaller ones are copied through td_row */
-  const int whole_pages = P == 0 || P >= TILED_DIRECT_CHUNK_IN_PLACE;
-#ifdef TL_BF16X2
-  pairs = kt == TXATTN_DTYPE_BF16 && vt == TXATTN_DTYPE_BF16 && g->dqk % (2 * VEC_W) == 0 &&
-          g->dv % (2 * VEC_W) == 0 && whole_pages;
-#endif
-  td_load_rows(g, b, kvh, t0, t1, k0, k1, s, pairs);
+  int64_t ja = g->p->n_kv, jb = 0;
   for (int64_t r = 0; r < nr; r++) {
     if (s->lo[r] < s->hi[r]) {
       ja = tl_min(ja, s->lo[r]);
@@ -594,6 +605,52 @@ static void td_run(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int6
     else
       td_chunks(g, &kv, s, nr, ja, jb, TD_COPY16);
   }
+}
+
+/* Swaps each row's ranges [lo, hi) and [lo2, hi2). */
+static void td_swap_ranges(const tiled_scratch *s, int64_t nr) {
+  for (int64_t r = 0; r < nr; r++) {
+    const int64_t lo = s->lo[r], hi = s->hi[r];
+    s->lo[r] = s->lo2[r];
+    s->hi[r] = s->hi2[r];
+    s->lo2[r] = lo;
+    s->hi2[r] = hi;
+  }
+}
+
+static void td_run(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int64_t t1, int64_t k0,
+                   int64_t k1, const tiled_partial *out, const tiled_scratch *s) {
+  const txattn_tensors *t = g->t;
+  const int64_t nr = t1 - t0, P = g->page_size;
+  const txattn_dtype kt = g->p->k_type, vt = g->p->v_type;
+  /* paged: the pool's page 0 at head kvh, the sequence's row of the block table */
+  const td_view kv = {txattn_row_of(t->k_data, kt, &t->k_layout, P ? 0 : b, kvh, 0),
+                      txattn_row_of(t->v_data, vt, &t->v_layout, P ? 0 : b, kvh, 0),
+                      t->k_layout.row,
+                      t->v_layout.row,
+                      kt,
+                      vt,
+                      0,
+                      P,
+                      t->k_layout.batch,
+                      t->v_layout.batch,
+                      P ? t->block_table + b * g->p->max_pages : NULL,
+                      P > 0 && (P & (P - 1)) == 0 ? __builtin_ctzll((unsigned long long)P) : -1};
+  int pairs = 0;
+  /* in place only on pages of whole chunks: smaller ones are copied through td_row */
+  const int whole_pages = P == 0 || P >= TILED_DIRECT_CHUNK_IN_PLACE;
+#ifdef TL_BF16X2
+  pairs = kt == TXATTN_DTYPE_BF16 && vt == TXATTN_DTYPE_BF16 && g->dqk % (2 * VEC_W) == 0 &&
+          g->dv % (2 * VEC_W) == 0 && whole_pages;
+#endif
+  td_load_rows(g, b, kvh, t0, t1, k0, k1, s, pairs);
+  if (g->sink_keys > 0) { /* the sink keys first: the online softmax takes keys in any order */
+    td_swap_ranges(s, nr);
+    td_keys(g, &kv, s, nr, pairs, whole_pages);
+    td_flush(g, s, nr);
+    td_swap_ranges(s, nr);
+  }
+  td_keys(g, &kv, s, nr, pairs, whole_pages);
   td_flush(g, s, nr);
   for (int64_t r = 0; pairs && r < nr; r++) {
     td_unpair_row(s->acc + r * g->dvp, g->dvp);

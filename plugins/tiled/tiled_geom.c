@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "mask_value.h"
 #include "tiled_internal.h"
 #include "visible_pieces.h"
 
@@ -68,9 +69,8 @@ int tiled_geom_init(tiled_geom *g, const txattn_problem *p, const txattn_tensors
   g->modified = g->softcap > 0.0f ||
                 (p->struct_size >= offsetof(txattn_problem, alibi) + sizeof p->alibi && p->alibi) ||
                 g->mask != TXATTN_MASK_TENSOR_NONE;
-  /* the direct (decode) path takes softcap and ALiBi, not mask tensors or sink keys */
-  g->direct =
-      g->rows <= TILED_DIRECT_ROWS && g->mask == TXATTN_MASK_TENSOR_NONE && g->sink_keys == 0;
+  /* the direct (decode) path takes every modifier and mask tensors */
+  g->direct = g->rows <= TILED_DIRECT_ROWS;
   g->scale2 = (float)((g->modified ? 1.0 : fabs((double)p->scale)) * 1.4426950408889634);
   g->qsign = p->scale < 0 && !g->modified ? -1.0f : 1.0f;
   g->lse_scale = g->modified ? 1.0 : fabs((double)p->scale);
@@ -88,7 +88,8 @@ static size_t direct_scratch_bytes(const tiled_geom *g) {
   return align_up(r * (size_t)g->dqkp * f) + 3 * align_up(r * (size_t)g->dvp * f) +
          3 * align_up(r * f) + align_up(r * sizeof(double)) +
          align_up(r * TILED_DIRECT_CHUNK_MAX * f) + align_up(2 * c * (size_t)g->dqkp * f) +
-         align_up(2 * c * (size_t)g->dvp * f) + 3 * align_up(r * sizeof(int64_t)) + align_up(r * f);
+         align_up(2 * c * (size_t)g->dvp * f) + 5 * align_up(r * sizeof(int64_t)) +
+         align_up(r * f) + align_up(r * sizeof(void *));
 }
 
 size_t tiled_scratch_bytes(const tiled_geom *g, const tiled_ops *ops, int streaming) {
@@ -129,8 +130,9 @@ static void direct_scratch_carve(const tiled_geom *g, char *cur, tiled_scratch *
   s->kv = NULL;
   s->pos = take(&cur, r * sizeof(int64_t));
   s->slope = take(&cur, r * f);
-  s->lo2 = s->hi2 = NULL;
-  s->mrow = NULL;
+  s->lo2 = take(&cur, r * sizeof(int64_t));
+  s->hi2 = take(&cur, r * sizeof(int64_t));
+  s->mrow = take(&cur, r * sizeof(void *));
   s->msum = NULL;
 }
 
@@ -167,6 +169,61 @@ void tiled_scratch_carve(const tiled_geom *g, const tiled_ops *ops, int streamin
 /* Rounded up to 64 bytes, so that what follows it in a workspace stays aligned. */
 size_t tiled_packed_head_bytes(const tiled_geom *g) {
   return align_up((size_t)g->n_kblocks * (size_t)g->kv_block * sizeof(float));
+}
+
+/* The mask's planes: one per batch and query head where its strides are not 0. */
+static int64_t mask_planes(const tiled_geom *g, int64_t *vis_b, int64_t *vis_h) {
+  const txattn_mask_layout *l = &g->t->mask_layout;
+  *vis_h = l->head != 0 ? 1 : 0;
+  *vis_b = l->batch != 0 ? (l->head != 0 ? g->p->heads_q : 1) : 0;
+  return (l->batch != 0 ? g->p->batch : 1) * (l->head != 0 ? g->p->heads_q : 1);
+}
+
+/* Sized for a plane per batch and head whatever the strides: the workspace is sized without them. */
+size_t tiled_mask_summary_bytes(const tiled_geom *g) {
+  if (!g->mask || g->direct) return 0;
+  const int64_t n = checked3(checked3(g->p->batch, g->p->heads_q, 1), g->p->n_q, g->n_kblocks);
+  return n < 0 || n > TILED_MASK_SUMMARY ? 0 : align_up((size_t)n);
+}
+
+unsigned tiled_mask_scan(const tiled_geom *g, const void *row, int64_t j0, int64_t j1,
+                         unsigned want) {
+  unsigned seen = 0;
+  if (g->mask == TXATTN_MASK_TENSOR_BOOL && g->mask_key == 1)
+    return g->ops->bool_scan(row, j0, j1, want);
+  for (int64_t j = j0; j < j1 && (seen & want) != want; j++)
+    seen |= txm_mask_value(g->p, g->t, row, j) != -INFINITY ? TILED_MASK_SHOWS : TILED_MASK_HIDES;
+  return seen;
+}
+
+unsigned tiled_mask_bits(const tiled_geom *g, const void *row, int64_t j0, int64_t j1) {
+  if (g->mask == TXATTN_MASK_TENSOR_BOOL) return tiled_mask_scan(g, row, j0, j1, TILED_MASK_BOTH);
+  return tiled_mask_scan(g, row, j0, j1, TILED_MASK_SHOWS) | TILED_MASK_HIDES;
+}
+
+void tiled_mask_summarise(tiled_geom *g, unsigned char *mem) {
+  const txattn_problem *p = g->p;
+  const int64_t nkb = g->n_kblocks, bc = g->bc;
+  const int64_t planes = mask_planes(g, &g->vis_b, &g->vis_h);
+  const int64_t heads = g->vis_h ? p->heads_q : 1;
+  memset(mem, 0, (size_t)(planes * p->n_q * nkb));
+  for (int64_t pl = 0; pl < planes; pl++) {
+    const int64_t b = pl / heads, h = pl % heads;
+    for (int64_t i = 0; i < p->n_q; i++) {
+      unsigned char *out = mem + (pl * p->n_q + i) * nkb;
+      const void *row = txattn_mask_row(p, g->t, b, h, i);
+      int64_t ranges[2][2] = {{0, 0}, {0, 0}};
+      txattn_visible_ranges(p, i, &ranges[0][1], &ranges[1][0], &ranges[1][1]);
+      for (int k = 0; k < 2; k++)
+        for (int64_t j = ranges[k][0]; j < ranges[k][1];) {
+          const int64_t kb = j / bc,
+                        e = (kb + 1) * bc < ranges[k][1] ? (kb + 1) * bc : ranges[k][1];
+          out[kb] |= (unsigned char)tiled_mask_bits(g, row, j, e);
+          j = e;
+        }
+    }
+  }
+  g->vis = mem;
 }
 
 /* Visible ranges only move forward with the query position (txattn_visible_range), so the keys any

@@ -69,7 +69,7 @@ typedef struct tiled_geom {
      score itself, fl(scale q.k) capped and biased in the block (tl_modify_rows), so scale2 is
      fl(log2(e)), qsign 1 and lse_scale 1; else lse_scale is |scale|. slopes and sinks are the
      tensors' (NULL: none); sink_keys > 0 adds a pass over keys [0, K) before each row's range.
-     Sink keys take the tiled path, never the direct one; modified scores take either. */
+     Either path takes the modifiers: each runs a pass over the sink keys before the rows' own keys. */
   int modified;
   float scale, softcap, inv_softcap;
   double lse_scale;
@@ -81,6 +81,13 @@ typedef struct tiled_geom {
   int64_t mask_key;
   /* paged K/V: keys per page (txattn_page_size_of), 0 if not paged; rows go through tl_kv_row */
   int64_t page_size;
+  /* The call's summary of the mask tensor (tiled_mask_summarise), or NULL (each query block then
+     summarises its own rows): byte ((b vis_b + h vis_h) n_q + i) n_kblocks + kb is what the mask
+     does to the keys of block kb within the ranges of row i of (b, h) (tiled_mask_scan's bits: a
+     tile it shows wholly needs no pass over the mask). vis_b and vis_h are 0
+     where the mask's stride is 0, so a mask shared by every head is read once per batch. */
+  const unsigned char *vis;
+  int64_t vis_b, vis_h;
 } tiled_geom;
 
 /* What a group of mr rows sees of a key block: the union [ga, gb) and the common part [ca, cb). */
@@ -110,14 +117,17 @@ typedef struct tiled_scratch {
   float *kv;      /* kv_block, or NULL: the key block being streamed when no packed head is given */
   float *kc, *vc; /* direct: two chunks' K and V rows, zero-padded to dqkp and dvp; else NULL */
   int64_t *lo, *hi; /* br: each row's visible keys, clipped to the key range being processed */
-  /* br each (lo2, hi2: tiled path only): with sink keys, the mask's range [lo2, hi2) each row sees
-     after the pass over the sink keys (held in lo, hi then); each row's position and ALiBi slope */
+  /* br each: with sink keys, the mask's range [lo2, hi2) each row sees after the pass over the sink
+     keys (held in lo, hi then; the direct path holds the sink keys in lo2, hi2 until their pass,
+     td_run); each row's position and ALiBi slope */
   int64_t *lo2, *hi2, *pos;
   float *slope;
-  const void **mrow; /* br, tiled path with a mask tensor: each row's row of the mask */
+  const void **mrow; /* br (direct: R), with a mask tensor: each row's row of the mask */
   /* br x n_kblocks, tiled path with a mask tensor (NULL where that would pass TILED_MASK_SUMMARY):
-     1 where the mask shows the row a key of the block within its ranges, read once per query
-     block row by row (sequentially), so that a tile all hidden costs a byte per row to skip */
+     what the mask does to the row's keys of each block within its ranges (tiled_mask_scan's bits: a
+     tile it shows wholly is not masked key by key, one it hides wholly is skipped), copied from g->vis or
+     else read once per query block row by row (sequentially), so that a tile all hidden costs a
+     byte per row to skip */
   unsigned char *msum;
 } tiled_scratch;
 #define TILED_MASK_SUMMARY (INT64_C(1) << 24)
@@ -153,6 +163,9 @@ struct tiled_ops {
   void (*exp2_array)(const float *x, float *y, size_t n);
   /* y[i] = tanh(x[i]) with the softcap's vectorised tanh (vf_tanh, for tests). */
   void (*tanh_array)(const float *x, float *y, size_t n);
+  /* tiled_mask_scan's bits for the boolean bytes m[j0, j1) (a row of key stride 1), by vectors of
+     bytes where the ISA has them. */
+  unsigned (*bool_scan)(const unsigned char *m, int64_t j0, int64_t j1, unsigned want);
   /* n floats narrowed into a row of 16-bit type (f16 or bf16), round to nearest even (the vector
      layer's conversion: the bits of half.h's). */
   void (*narrow_row)(const float *src, int64_t n, void *dst, txattn_dtype type);
@@ -190,6 +203,24 @@ size_t tiled_scratch_bytes(const tiled_geom *g, const tiled_ops *ops, int stream
 void tiled_scratch_carve(const tiled_geom *g, const tiled_ops *ops, int streaming, void *mem,
                          tiled_scratch *s);
 size_t tiled_packed_head_bytes(const tiled_geom *g);
+/* What the mask tensor does to keys [j0, j1) of a row of it (txattn_mask_row): TILED_MASK_SHOWS if
+   it shows one of them, | TILED_MASK_HIDES if it hides one (a zero byte, an additive -inf); the scan
+   stops once it has seen every bit of want. Boolean rows of key stride 1 go 32 bytes at a time. */
+#define TILED_MASK_SHOWS 1u
+#define TILED_MASK_HIDES 2u
+#define TILED_MASK_BOTH  3u
+unsigned tiled_mask_scan(const tiled_geom *g, const void *row, int64_t j0, int64_t j1,
+                         unsigned want);
+/* The summaries' bits for keys [j0, j1) of a mask row: a boolean row's exactly; an additive row's
+   TILED_MASK_SHOWS exactly (the scan stops at the first key shown) and TILED_MASK_HIDES always: its
+   values are added to every score anyway, and a scan for -inf would read every element. */
+unsigned tiled_mask_bits(const tiled_geom *g, const void *row, int64_t j0, int64_t j1);
+/* Bytes of the call's mask summary (g->vis), for any strides: 0 without a mask tensor or past
+   TILED_MASK_SUMMARY (each query block then summarises its rows itself). */
+size_t tiled_mask_summary_bytes(const tiled_geom *g);
+/* Fills mem (tiled_mask_summary_bytes long, > 0) with the call's mask summary and points g->vis
+   at it: each distinct row of the mask within the rows' visible ranges read once, in order. */
+void tiled_mask_summarise(tiled_geom *g, unsigned char *mem);
 /* The key blocks [*kb0, *kb1) that some query row can see (the same for every (b, kv head)). */
 void tiled_key_span(const tiled_geom *g, int64_t *kb0, int64_t *kb1);
 /* The (query, key) score pairs one call computes, exactly, in O(1) of n (tiled_geom.c). */

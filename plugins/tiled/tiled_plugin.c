@@ -30,7 +30,7 @@ static size_t tiled_workspace(const tiled_ops *ops, const txattn_problem *p,
   blocks_of(ops, p, tunables, &br, &bc);
   if (!tiled_geom_init(&g, p, NULL, ops, br, bc)) return SIZE_MAX;
   return (streams(&g) ? 0 : tiled_packed_head_bytes(&g)) +
-         tiled_scratch_bytes(&g, ops, streams(&g));
+         tiled_scratch_bytes(&g, ops, streams(&g)) + tiled_mask_summary_bytes(&g);
 }
 
 static double tiled_pairs(const tiled_ops *ops, const txattn_problem *p, const int64_t *tunables) {
@@ -47,11 +47,12 @@ static txattn_status tiled_run(const tiled_ops *ops, const txattn_kernel_call *c
   blocks_of(ops, p, call->tunables, &br, &bc);
   if (!tiled_geom_init(&g, p, call->tensors, ops, br, bc)) return TXATTN_E_INTERNAL;
   const int stream = streams(&g);
-  const size_t head = stream ? 0 : tiled_packed_head_bytes(&g);
-  if (!call->workspace || call->workspace_size < head + tiled_scratch_bytes(&g, ops, stream))
-    return TXATTN_E_INTERNAL;
+  const size_t head = stream ? 0 : tiled_packed_head_bytes(&g),
+               scratch = tiled_scratch_bytes(&g, ops, stream), vis = tiled_mask_summary_bytes(&g);
+  if (!call->workspace || call->workspace_size < head + scratch + vis) return TXATTN_E_INTERNAL;
   float *kv = stream ? NULL : call->workspace;
   tiled_scratch_carve(&g, ops, stream, (char *)call->workspace + head, &s);
+  if (vis) tiled_mask_summarise(&g, (unsigned char *)call->workspace + head + scratch);
   tiled_key_span(&g, &kb0, &kb1);
   for (int64_t b = 0; b < p->batch; b++) {
     for (int64_t kvh = 0; kvh < p->heads_kv; kvh++) {
