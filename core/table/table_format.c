@@ -19,7 +19,6 @@
 #include "error.h"
 #include "table_model.h"
 #include "txattn/plugin.h"
-#include "table_regions.h"
 
 #define MAX_FILE_BYTES (INT64_C(64) << 20)
 #define MAX_PROFILE    65536
@@ -364,8 +363,7 @@ static int read_key(rd *r, const json_t *o, const char *path, txattn_table_class
       !get_bool(r, o, path, "decode", &decode) || !get_int(r, o, path, "batch", 1, BIG, &batch) ||
       !get_int(r, o, path, "heads_q", 1, BIG, &heads_q))
     return 0;
-  *c = (txattn_table_class){.struct_size = sizeof *c,
-                            .mask = (txattn_mask)mask,
+  *c = (txattn_table_class){.mask = (txattn_mask)mask,
                             .window = (txattn_table_window)(shape + 1),
                             .d_qk = d_qk,
                             .d_v = d_v,
@@ -408,7 +406,6 @@ static int read_record(rd *r, const json_t *o, const char *path, const txattn_ta
                                      "max_error", "spread", "chosen", "failed",   NULL};
   char p[PATH_LEN];
   txattn_table_candidate *c = &x->c;
-  c->struct_size = sizeof *c;
   c->spread = -1;
   if (!keys_ok(r, o, path, keys) || !get_int(r, o, path, "n", 1, BIG, &x->n) ||
       !read_r(r, o, path, key, &x->r) || !get_str(r, o, path, "kernel", &c->kernel) ||
@@ -623,7 +620,7 @@ txattn_status txattn_table_load(const char *path, txattn_table **out) {
   if (ok) ok = read_root(&r, root);
   json_decref(root);
   if (!ok) {
-    txattn__tm_free(r.t);
+    txattn_table_free(r.t);
     if (r.s == TXATTN_E_NOMEM)
       return txattn__fail(TXATTN_E_NOMEM, "out of memory reading the dispatch table %s", path);
     return txattn__fail(TXATTN_E_TABLE, "malformed dispatch table %s: %s", path, r.why);
