@@ -126,98 +126,51 @@ static json_t *table_json(const txattn_table *t) {
                    t->profile ? json_loads(t->profile, 0, NULL) : NULL, "classes", classes_json(t));
 }
 
-/* ---- layout: one line where it fits (a record always), else one member per line ---- */
+/* ---- layout ---- */
 
-typedef struct text {
-  char *buf;
-  size_t len, cap;
-  int oom;
-} text;
-
-static void add(text *t, const char *s, size_t n) {
-  if (t->oom) return;
-  if (t->len + n + 1 > t->cap) {
-    size_t cap = t->cap ? t->cap : 4096;
-    while (cap < t->len + n + 1) cap *= 2;
-    char *b = realloc(t->buf, cap);
-    if (b == NULL) {
-      t->oom = 1;
-      return;
-    }
-    t->buf = b;
-    t->cap = cap;
-  }
-  memcpy(t->buf + t->len, s, n);
-  t->len += n;
-  t->buf[t->len] = '\0';
-}
-
-static void add_s(text *t, const char *s) {
-  add(t, s, strlen(s));
-}
-
-static void indent(text *t, int n) {
-  for (int i = 0; i < n; i++) add(t, " ", 1);
-}
-
-static void add_dump(text *t, const json_t *v) {
-  char *s = json_dumps(v, DUMP_FLAGS);
-  if (s == NULL) {
-    t->oom = 1;
-    return;
-  }
-  add_s(t, s);
-  free(s);
-}
-
-static void layout(text *t, const json_t *v, int at, int used) {
-  char *flat = json_dumps(v, DUMP_FLAGS);
-  if (flat == NULL) {
-    t->oom = 1;
-    return;
-  }
-  int fits = used + (int)strlen(flat) <= LINE_WIDTH || !(json_is_object(v) || json_is_array(v)) ||
-             json_object_get(v, "kernel") != NULL ||
-             (json_is_object(v) ? json_object_size(v) : json_array_size(v)) == 0;
-  if (fits) add_s(t, flat);
+/* v, indented by at with `used` columns of its line taken: on that line where it fits (a record
+   always), else one member per line. 0 when out of memory. */
+static int layout(FILE *f, const json_t *v, int at, int used) {
+  char *flat = json_dumps(v, DUMP_FLAGS), *k;
+  size_t i = 0, n = json_is_object(v) ? json_object_size(v) : json_array_size(v);
+  int ok = flat != NULL, fits = ok && (used + (int)strlen(flat) <= LINE_WIDTH || n == 0 ||
+                                       json_object_get(v, "kernel") != NULL);
+  if (fits) fputs(flat, f);
   free(flat);
-  if (fits) return;
-  add_s(t, json_is_object(v) ? "{\n" : "[\n");
-  if (json_is_object(v)) {
-    const char *key;
-    json_t *x;
-    size_t i = 0, n = json_object_size(v);
-    json_object_foreach((json_t *)v, key, x) {
-      json_t *k = json_string(key);
-      indent(t, at + 2);
-      size_t before = t->len;
-      add_dump(t, k);
-      json_decref(k);
-      add_s(t, ": ");
-      layout(t, x, at + 2, at + 2 + (int)(t->len - before));
-      add_s(t, ++i < n ? ",\n" : "\n");
-    }
-  } else {
-    for (size_t i = 0, n = json_array_size(v); i < n; i++) {
-      indent(t, at + 2);
-      layout(t, json_array_get(v, i), at + 2, at + 2);
-      add_s(t, i + 1 < n ? ",\n" : "\n");
-    }
+  if (fits || !ok) return ok;
+  const char *key;
+  json_t *x;
+  fputs(json_is_object(v) ? "{\n" : "[\n", f);
+  json_object_foreach((json_t *)v, key, x) {
+    json_t *ks = json_string(key);
+    ok = ok && ks && (k = json_dumps(ks, DUMP_FLAGS)) != NULL;
+    json_decref(ks);
+    if (!ok) break;
+    fprintf(f, "%*s%s: ", at + 2, "", k);
+    ok = layout(f, x, at + 2, at + 4 + (int)strlen(k));
+    free(k);
+    fputs(++i < n ? ",\n" : "\n", f);
   }
-  indent(t, at);
-  add_s(t, json_is_object(v) ? "}" : "]");
+  for (i = 0; json_is_array(v) && ok && i < n; i++) {
+    fprintf(f, "%*s", at + 2, "");
+    ok = layout(f, json_array_get(v, i), at + 2, at + 2);
+    fputs(i + 1 < n ? ",\n" : "\n", f);
+  }
+  fprintf(f, "%*s%s", at, "", json_is_object(v) ? "}" : "]");
+  return ok;
 }
 
 /* The file's text, malloc'd; NULL when out of memory. */
 static char *render(const txattn_table *t) {
+  char *buf = NULL;
+  size_t len = 0;
   json_t *root = table_json(t);
-  if (root == NULL) return NULL;
-  text out = {0};
-  layout(&out, root, 0, 0);
-  add_s(&out, "\n");
+  FILE *f = root ? open_memstream(&buf, &len) : NULL;
+  int ok = f != NULL && layout(f, root, 0, 0) && fputs("\n", f) >= 0;
+  if (f != NULL && fclose(f) != 0) ok = 0;
   json_decref(root);
-  if (out.oom) free(out.buf);
-  return out.oom ? NULL : out.buf;
+  if (!ok) free(buf);
+  return ok ? buf : NULL;
 }
 
 txattn_status txattn_table_dump(const txattn_table *t, FILE *f) {
