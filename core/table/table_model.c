@@ -714,6 +714,7 @@ txattn_status txattn_table_header_get(const txattn_table *t, txattn_table_header
                                t->n_classes,
                                t->n_excluded,
                                t->machine};
+  out->machine.struct_size = sizeof out->machine; /* a whole txattn_machine_info */
   return txattn__ok();
 }
 
