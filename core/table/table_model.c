@@ -601,16 +601,9 @@ static int add_row(const txattn__class *c, const int32_t *grid, size_t ri, rect 
    other kernel) where its margin is smallest. */
 static txattn__region region_of(txattn__class *c, const int32_t *grid, const rect *q,
                                 size_t index) {
-  txattn__region g = {c->ns[q->ni_lo],
-                      c->ns[q->ni_hi],
-                      c->rs[q->ri_lo],
-                      c->rs[q->ri_hi],
-                      (size_t)q->point,
-                      INFINITY,
-                      0,
-                      0,
-                      NULL,
-                      0};
+  txattn__region g = {.point = (size_t)q->point, .t_min = INFINITY};
+  g.n_lo = c->ns[q->ni_lo], g.n_hi = c->ns[q->ni_hi];
+  g.r_lo = c->rs[q->ri_lo], g.r_hi = c->rs[q->ri_hi];
   for (size_t ri = q->ri_lo; ri <= q->ri_hi; ri++)
     for (size_t ni = q->ni_lo; ni <= q->ni_hi; ni++) {
       txattn__point *p = &c->points[grid[ri * c->n_ns + ni]];
