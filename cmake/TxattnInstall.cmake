@@ -14,9 +14,9 @@ install(TARGETS txattn EXPORT txattnTargets
   INCLUDES DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
 # the plugin scanner, found beside the library (core/scan/scan_spawn.c)
 install(TARGETS txattn_scan RUNTIME DESTINATION "${CMAKE_INSTALL_LIBDIR}/txattn")
-# plugin.h is the plugin ABI's documentation as well as its definition
+# plugin.h is the plugin ABI's documentation as well as its definition; table.h is txtune's, not
+# installed (docs/architecture.md)
 install(FILES "${PROJECT_SOURCE_DIR}/include/txattn/txattn.h" "${PROJECT_SOURCE_DIR}/include/txattn/plugin.h"
-              "${PROJECT_SOURCE_DIR}/include/txattn/table.h"
   DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/txattn")
 install(FILES "${PROJECT_SOURCE_DIR}/README.md" "${PROJECT_SOURCE_DIR}/LICENSE" DESTINATION "${CMAKE_INSTALL_DOCDIR}")
 

@@ -17,7 +17,6 @@
 #include "problem.h"
 #include "table/table_context.h"
 #include "table/table_lookup.h"
-#include "table/table_types.h"
 
 static const txattn__kernel *find(const txattn_context *ctx, const char *name) {
   for (size_t i = 0; i < ctx->reg.n_kernels; i++)

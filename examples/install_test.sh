@@ -40,6 +40,11 @@ step "cmake --install $build --prefix $prefix"
   fail "cmake --install"
 }
 
+step "the installed headers are the API and the plugin ABI, nothing of txtune's"
+headers=$(cd "$prefix/include" && find . -type f | LC_ALL=C sort | tr '\n' ' ')
+[[ $headers == "./txattn/plugin.h ./txattn/txattn.h " ]] ||
+  fail "installed headers: $headers (want txattn/plugin.h and txattn/txattn.h)"
+
 step "the licence is installed with the docs"
 grep -q '^MIT License' "$prefix/share/doc/txattn/LICENSE" 2>/dev/null ||
   fail "LICENSE is not installed in PREFIX/share/doc/txattn"

@@ -650,9 +650,8 @@ static void add_bighint_points(txattn_table *t, const txattn_table_class *cls, c
   for (size_t j = 0; j < n_rs; j++)
     for (size_t i = 0; i < n_ns && !(n_rs > 1 && j == n_rs - 1 && i == n_ns - 1); i++) {
       const double n = (double)ns[i], big = wins ? 1e-6 : 1e-3;
-      txattn_table_candidate c[] = {
-          {sizeof(txattn_table_candidate), BIGHINT_KERNEL, 0, NULL, NULL, big * n, 1e-7, -1},
-          {sizeof(txattn_table_candidate), "naive.scalar", 0, NULL, NULL, 1e-4 * n, 1e-7, -1}};
+      txattn_table_candidate c[] = {{BIGHINT_KERNEL, 0, NULL, NULL, big * n, 1e-7, -1},
+                                    {"naive.scalar", 0, NULL, NULL, 1e-4 * n, 1e-7, -1}};
       cr_assert_eq(txattn_table_add_point(t, ci, ns[i], rs[j], c, 2), TXATTN_OK, "%s",
                    txattn_last_error());
     }
@@ -672,8 +671,7 @@ Test(dispatch, a_third_party_kernel_a_table_measured_is_chosen_only_where_it_was
   txattn_context *maker = test_context_at(path, 1);
   txattn_table *t = NULL;
   cr_assert_eq(txattn_table_create(maker, &t), TXATTN_OK, "%s", txattn_last_error());
-  txattn_table_class cls = {.struct_size = sizeof(txattn_table_class),
-                            .mask = TXATTN_MASK_CAUSAL,
+  txattn_table_class cls = {.mask = TXATTN_MASK_CAUSAL,
                             .window = TXATTN_TABLE_WINDOW_NONE,
                             .d_qk = 16,
                             .d_v = 16,

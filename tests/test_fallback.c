@@ -238,8 +238,7 @@ Test(fallback, a_tables_choice_that_cannot_plan_hands_over_to_the_estimate) {
   txattn_context *maker = tc_context(path, "", 1);
   txattn_table *t;
   TC_ASSERT_OK(txattn_table_create(maker, &t));
-  txattn_table_class cls = {.struct_size = sizeof(txattn_table_class),
-                            .mask = TXATTN_MASK_CAUSAL,
+  txattn_table_class cls = {.mask = TXATTN_MASK_CAUSAL,
                             .window = TXATTN_TABLE_WINDOW_NONE,
                             .d_qk = TC_D,
                             .d_v = TC_D,

@@ -203,8 +203,7 @@ Test(limits, the_limits_themselves_are_accepted) {
 static txattn_table *one_class_table(txattn_context *ctx, size_t *cls) {
   txattn_table *t = NULL;
   cr_assert_eq(txattn_table_create(ctx, &t), TXATTN_OK, "%s", txattn_last_error());
-  txattn_table_class c = {.struct_size = sizeof(txattn_table_class),
-                          .mask = TXATTN_MASK_CAUSAL,
+  txattn_table_class c = {.mask = TXATTN_MASK_CAUSAL,
                           .d_qk = 16,
                           .d_v = 16,
                           .group = 1,
@@ -223,8 +222,7 @@ Test(limits, a_point_with_too_many_candidates_is_refused_and_repeats_are_named) 
   static txattn_table_candidate c[MAX_CANDS + 1];
   for (int i = 0; i <= MAX_CANDS; i++) {
     snprintf(names[i], sizeof names[i], "k%d.scalar", i);
-    c[i] = (txattn_table_candidate){
-        sizeof(txattn_table_candidate), names[i], 0, NULL, NULL, 1e-3 * (1 + i), 1e-7, -1};
+    c[i] = (txattn_table_candidate){names[i], 0, NULL, NULL, 1e-3 * (1 + i), 1e-7, -1};
   }
   cr_expect_eq(txattn_table_add_point(t, cls, 64, 0, c, MAX_CANDS + 1), TXATTN_E_INVALID);
   cr_expect(strstr(txattn_last_error(), "1..256 candidates, got 257"), "%s", txattn_last_error());
@@ -258,8 +256,7 @@ Test(limits, a_table_file_with_too_many_candidates_is_refused_by_the_cap) {
   txattn_context *ctx = test_context(1);
   size_t cls;
   txattn_table *t = one_class_table(ctx, &cls);
-  txattn_table_candidate one = {
-      sizeof(txattn_table_candidate), "naive.scalar", 0, NULL, NULL, 1e-3, 1e-7, -1};
+  txattn_table_candidate one = {"naive.scalar", 0, NULL, NULL, 1e-3, 1e-7, -1};
   cr_assert_eq(txattn_table_add_point(t, cls, 64, 0, &one, 1), TXATTN_OK, "%s",
                txattn_last_error());
   char dir[512], path[600];

@@ -89,8 +89,7 @@ static txattn_table *table_with_empty_classes(const txattn_context *ctx, size_t 
   txattn_table *t;
   TC_ASSERT_OK(txattn_table_create(ctx, &t));
   TC_ASSERT_OK(txattn_table_set_profile(t, "{\"mode\": \"quick\", \"budget_s\": 1}"));
-  txattn_table_class none = {.struct_size = sizeof(txattn_table_class),
-                             .mask = TXATTN_MASK_NONE,
+  txattn_table_class none = {.mask = TXATTN_MASK_NONE,
                              .d_qk = TC_D,
                              .d_v = TC_D,
                              .group = 1,
@@ -112,8 +111,7 @@ static txattn_table *table_with_empty_classes(const txattn_context *ctx, size_t 
   TC_ASSERT_OK(txattn_table_class_get(t, *causal, &cc, NULL, NULL));
   const txattn_table_class keys[] = {none, cc, none32};
   for (size_t i = 0; i < 3; i++) {
-    txattn_table_exclusion x = {.struct_size = sizeof(txattn_table_exclusion),
-                                .cls = keys[i],
+    txattn_table_exclusion x = {.cls = keys[i],
                                 .kernel = "sloppy.scalar",
                                 .n = 193,
                                 .max_error = i == 1 ? NAN : 1e-3,

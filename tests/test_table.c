@@ -52,8 +52,7 @@ static txattn_table *full_table(const txattn_context *ctx) {
   TC_ASSERT_OK(txattn_table_class_get(t, ci, &c, NULL, NULL));
   const char *names[] = {"block_rows"};
   int64_t values[] = {7};
-  txattn_table_exclusion x = {.struct_size = sizeof x,
-                              .kernel = "masked.scalar",
+  txattn_table_exclusion x = {.kernel = "masked.scalar",
                               .n_tunables = 1,
                               .tunable_names = names,
                               .tunable_values = values,
@@ -96,22 +95,18 @@ Test(table, builder_refuses_what_the_format_forbids) {
   TC_ASSERT_OK(txattn_table_class_get(t, ci, &c, NULL, NULL));
   cr_expect_eq(txattn_table_add_class(t, &c, NULL), TXATTN_E_INVALID, "a class twice");
   cr_expect(text_mentions(txattn_last_error(), "already", NULL), "%s", txattn_last_error());
-  txattn_table_candidate inexact = {
-      sizeof(txattn_table_candidate), "naive.scalar", 0, NULL, NULL, 1e-3, 2e-3, -1};
+  txattn_table_candidate inexact = {"naive.scalar", 0, NULL, NULL, 1e-3, 2e-3, -1};
   cr_expect_eq(txattn_table_add_point(t, ci, 100, 0, &inexact, 1), TXATTN_E_INVALID);
   cr_expect(text_mentions(txattn_last_error(), "not exact", "exclusion", NULL), "%s",
             txattn_last_error());
-  txattn_table_candidate ok = {
-      sizeof(txattn_table_candidate), "naive.scalar", 0, NULL, NULL, 1e-3, 1e-7, -1};
+  txattn_table_candidate ok = {"naive.scalar", 0, NULL, NULL, 1e-3, 1e-7, -1};
   cr_expect_eq(txattn_table_add_point(t, ci, 64, 0, &ok, 1), TXATTN_E_INVALID, "a point twice");
   cr_expect_eq(txattn_table_add_point(t, ci, 100, 5, &ok, 1), TXATTN_E_INVALID,
                "r outside windows");
   cr_expect_eq(txattn_table_add_point(t, ci, 0, 0, &ok, 1), TXATTN_E_INVALID, "n = 0");
-  txattn_table_candidate bad_name = {
-      sizeof(txattn_table_candidate), "Naive", 0, NULL, NULL, 1e-3, 1e-7, -1};
+  txattn_table_candidate bad_name = {"Naive", 0, NULL, NULL, 1e-3, 1e-7, -1};
   cr_expect_eq(txattn_table_add_point(t, ci, 100, 0, &bad_name, 1), TXATTN_E_INVALID);
-  txattn_table_candidate slow = {
-      sizeof(txattn_table_candidate), "naive.scalar", 0, NULL, NULL, -1, 1e-7, -1};
+  txattn_table_candidate slow = {"naive.scalar", 0, NULL, NULL, -1, 1e-7, -1};
   cr_expect_eq(txattn_table_add_point(t, ci, 100, 0, &slow, 1), TXATTN_E_INVALID, "time < 0");
   cr_expect_eq(txattn_table_set_profile(t, "[1, 2]"), TXATTN_E_INVALID, "a profile array");
   txattn_table_class window_without_shape = c;
@@ -275,8 +270,7 @@ static txattn_table *typed_table(const txattn_context *ctx, size_t *typed) {
   }
   tc_cand one[] = {{"naive.scalar", 1e-5, 0}};
   tc_add_point(ctx, t, bi, 64, 0, one, 1);
-  txattn_table_exclusion x = {.struct_size = sizeof(txattn_table_exclusion),
-                              .cls = kv,
+  txattn_table_exclusion x = {.cls = kv,
                               .kernel = "tiled.scalar",
                               .n = 193,
                               .max_error = 0.5,
@@ -424,8 +418,7 @@ Test(table, a_malformed_element_type_names_the_field) {
 static txattn_table *ragged_table(const txattn_context *ctx, size_t *ragged) {
   txattn_table *t;
   TC_ASSERT_OK(txattn_table_create(ctx, &t));
-  txattn_table_class dense = {.struct_size = sizeof(txattn_table_class),
-                              .mask = TXATTN_MASK_CAUSAL,
+  txattn_table_class dense = {.mask = TXATTN_MASK_CAUSAL,
                               .d_qk = TC_D,
                               .d_v = TC_D,
                               .group = 1,
@@ -445,8 +438,7 @@ static txattn_table *ragged_table(const txattn_context *ctx, size_t *ragged) {
     tc_add_point(ctx, t, di, n, 0, d, 2);
     tc_add_point(ctx, t, *ragged, n, 0, r, 2);
   }
-  txattn_table_exclusion x = {.struct_size = sizeof(txattn_table_exclusion),
-                              .cls = rag,
+  txattn_table_exclusion x = {.cls = rag,
                               .kernel = "masked.scalar",
                               .n = 193,
                               .max_error = 0.5,
@@ -558,8 +550,7 @@ static txattn_status add_tie_point(const txattn_context *ctx, txattn_table *t, s
   txattn_table_candidate c[3] = {0};
   for (size_t i = 0; i < 3; i++) {
     size_t nt = tc_tunables(ctx, kernels[i], 0, names[i], values[i]);
-    c[i] = (txattn_table_candidate){
-        sizeof(txattn_table_candidate), kernels[i], nt, names[i], values[i], times[i], 1e-7, 0.02};
+    c[i] = (txattn_table_candidate){kernels[i], nt, names[i], values[i], times[i], 1e-7, 0.02};
   }
   return txattn_table_add_point_chosen(t, ci, 512, 0, c, 3, chosen);
 }
@@ -1460,8 +1451,7 @@ Test(table, tunables_the_kernel_refuses_make_it_stale) {
   txattn_context *ctx = tc_context(NULL, "", 1);
   txattn_table *t;
   TC_ASSERT_OK(txattn_table_create(ctx, &t));
-  txattn_table_class c = {.struct_size = sizeof(txattn_table_class),
-                          .mask = TXATTN_MASK_NONE,
+  txattn_table_class c = {.mask = TXATTN_MASK_NONE,
                           .window = 0,
                           .d_qk = TC_D,
                           .d_v = TC_D,
@@ -1474,9 +1464,8 @@ Test(table, tunables_the_kernel_refuses_make_it_stale) {
   TC_ASSERT_OK(txattn_table_add_class(t, &c, &ci));
   const char *names[] = {"block_rows"};
   int64_t values[] = {0}; /* masked.scalar declares block_rows >= 1 */
-  txattn_table_candidate x[] = {
-      {sizeof(txattn_table_candidate), "naive.scalar", 0, NULL, NULL, 1e-4, 1e-7, -1},
-      {sizeof(txattn_table_candidate), "masked.scalar", 1, names, values, 2e-4, 1e-7, -1}};
+  txattn_table_candidate x[] = {{"naive.scalar", 0, NULL, NULL, 1e-4, 1e-7, -1},
+                                {"masked.scalar", 1, names, values, 2e-4, 1e-7, -1}};
   TC_ASSERT_OK(txattn_table_add_point(t, ci, 128, 0, x, 2));
   TC_ASSERT_OK(txattn_table_write(t, file));
   txattn_context *follower = tc_context(NULL, file, 1);

@@ -124,8 +124,7 @@ Test(table_lookup, between_two_winners_a_kernel_that_won_neither_does_not_take_t
   txattn_context *maker = tc_context(NULL, "", 1);
   txattn_table *t;
   TC_ASSERT_OK(txattn_table_create(maker, &t));
-  txattn_table_class c = {.struct_size = sizeof(txattn_table_class),
-                          .mask = TXATTN_MASK_CAUSAL,
+  txattn_table_class c = {.mask = TXATTN_MASK_CAUSAL,
                           .window = TXATTN_TABLE_WINDOW_NONE,
                           .d_qk = TC_D,
                           .d_v = TC_D,
@@ -290,8 +289,7 @@ Test(table_lookup, a_ragged_problem_follows_its_ragged_class_else_the_dense_one)
   txattn_context *maker = tc_context(NULL, "", 1);
   txattn_table *t;
   TC_ASSERT_OK(txattn_table_create(maker, &t));
-  txattn_table_class dense = {.struct_size = sizeof(txattn_table_class),
-                              .mask = TXATTN_MASK_CAUSAL,
+  txattn_table_class dense = {.mask = TXATTN_MASK_CAUSAL,
                               .d_qk = TC_D,
                               .d_v = TC_D,
                               .group = 1,
@@ -424,8 +422,7 @@ Test(table_lookup, unusable_declining_and_unknown_kernels_are_skipped) {
   txattn_context *maker = with_decoys("");
   txattn_table *t;
   TC_ASSERT_OK(txattn_table_create(maker, &t));
-  txattn_table_class c = {.struct_size = sizeof(txattn_table_class),
-                          .mask = TXATTN_MASK_CAUSAL,
+  txattn_table_class c = {.mask = TXATTN_MASK_CAUSAL,
                           .window = 0,
                           .d_qk = 32,
                           .d_v = 32,

@@ -122,8 +122,7 @@ static void two_plugins(char *a, char *b, size_t size) {
 static void good_and_spare_table(const txattn_context *maker) {
   txattn_table *t;
   TC_ASSERT_OK(txattn_table_create(maker, &t));
-  txattn_table_class c = {.struct_size = sizeof c,
-                          .mask = TXATTN_MASK_CAUSAL,
+  txattn_table_class c = {.mask = TXATTN_MASK_CAUSAL,
                           .d_qk = TC_D,
                           .d_v = TC_D,
                           .group = 1,

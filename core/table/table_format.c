@@ -4,8 +4,8 @@
  * and the first bad one is reported with its JSON path ("classes[2].points[0].n"). The file holds
  * what was measured, one record per kernel and shape; the records of a shape become a point (its
  * winner the fastest, or the one marked chosen) and the failed ones exclusions, through the same
- * builders as txattn_table_add_* (table_model.c), which derive the regions. A table is returned
- * whole or not at all. */
+ * builders as txtune's (table_model.c), which derive the regions. A table is returned whole or not
+ * at all. */
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -19,12 +19,12 @@
 #include "error.h"
 #include "table_model.h"
 #include "txattn/plugin.h"
-#include "table_regions.h"
 
 #define MAX_FILE_BYTES (INT64_C(64) << 20)
 #define MAX_PROFILE    65536
 #define BIG            (INT64_C(1) << 40)
 #define PATH_LEN       160
+#define MAX_CANDS      TXATTN__TABLE_MAX_CANDIDATES
 
 typedef struct rd {
   txattn_table *t;
@@ -39,136 +39,96 @@ static int err(rd *r, const char *path, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  snprintf(r->why, sizeof r->why, "%s%s%s%s", *path ? "at " : "", path, *path ? ": " : "", msg);
+  snprintf(r->why, sizeof r->why, "%s%s%s", *path ? "at " : "", path, *path ? ": " : "");
+  snprintf(r->why + strlen(r->why), sizeof r->why - strlen(r->why), "%s", msg);
   return 0;
 }
 
-/* A model builder's failure at path. */
+/* A builder's refusal (table_model.c) at path. */
 static int model_err(rd *r, const char *path, txattn_status s, const char *why) {
   if (s == TXATTN_E_NOMEM) r->s = s;
   return err(r, path, "%s", why);
 }
 
 static const char *kind(const json_t *v) {
-  switch (json_typeof(v)) {
-  case JSON_OBJECT:
-    return "an object";
-  case JSON_ARRAY:
-    return "an array";
-  case JSON_STRING:
-    return "a string";
-  case JSON_INTEGER:
-    return "an integer";
-  case JSON_REAL:
-    return "a real number";
-  case JSON_TRUE:
-  case JSON_FALSE:
-    return "a boolean";
-  case JSON_NULL:
-    return "null";
-  }
-  return "?";
+  static const char *const kinds[] = {
+      [JSON_OBJECT] = "an object",   [JSON_ARRAY] = "an array",     [JSON_STRING] = "a string",
+      [JSON_INTEGER] = "an integer", [JSON_REAL] = "a real number", [JSON_TRUE] = "a boolean",
+      [JSON_FALSE] = "a boolean",    [JSON_NULL] = "null"};
+  return kinds[json_typeof(v)];
 }
 
-/* JSON paths of fields; a path too long for messages ends in "..." */
-static void join(char *out, const char *path, const char *key) {
-  if (snprintf(out, PATH_LEN, "%s%s%s", path, *path ? "." : "", key) >= PATH_LEN)
-    memcpy(out + PATH_LEN - 4, "...", 4);
-}
-
-static void item(char *out, const char *path, size_t i) {
-  if (snprintf(out, PATH_LEN, "%s[%zu]", path, i) >= PATH_LEN) memcpy(out + PATH_LEN - 4, "...", 4);
+/* JSON paths of fields: path.key (i < 0) or path[i]; a path too long for messages ends in "..." */
+static const char *at(char *out, const char *path, const char *key, long i) {
+  int n = i < 0 ? snprintf(out, PATH_LEN, "%s%s%s", path, *path ? "." : "", key)
+                : snprintf(out, PATH_LEN, "%s[%ld]", path, i);
+  if (n >= PATH_LEN) memcpy(out + PATH_LEN - 4, "...", 4);
+  return out;
 }
 
 /* obj is an object whose keys are all in allowed (NULL-terminated). */
 static int keys_ok(rd *r, const json_t *obj, const char *path, const char *const *allowed) {
-  if (!json_is_object(obj)) return err(r, path, "expected an object, got %s", kind(obj));
   const char *key;
   json_t *v;
+  if (!json_is_object(obj)) return err(r, path, "expected an object, got %s", kind(obj));
   json_object_foreach((json_t *)obj, key, v) {
     size_t i = 0;
     while (allowed[i] && strcmp(allowed[i], key) != 0) i++;
-    if (allowed[i] == NULL) {
-      char list[256] = "";
-      for (size_t j = 0; allowed[j]; j++)
-        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", j ? ", " : "",
-                 allowed[j]);
-      return err(r, path, "unknown field \"%.60s\" (format_version %d has: %s)", key,
-                 TXATTN_TABLE_FORMAT_VERSION, list);
-    }
+    if (allowed[i] != NULL) continue;
+    char list[256] = "";
+    for (size_t j = 0; allowed[j]; j++)
+      snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", j ? ", " : "", allowed[j]);
+    return err(r, path, "unknown field \"%.60s\" (format_version %d has: %s)", key,
+               TXATTN_TABLE_FORMAT_VERSION, list);
   }
   return 1;
 }
 
-static json_t *field(rd *r, const json_t *obj, const char *path, const char *key) {
+/* The kinds a field may have, and how a message names them. */
+enum { INT, STR, NUM, NUM_OR_NULL, BOOL, ARRAY };
+static const char *const wanted[] = {"an integer",       "a string",      "a number",
+                                     "a number or null", "true or false", "an array"};
+
+/* obj[key] if it has the kind, else NULL with the error set. */
+static json_t *get(rd *r, const json_t *obj, const char *path, const char *key, int want) {
+  char p[PATH_LEN];
   json_t *v = json_object_get(obj, key);
-  if (v == NULL) err(r, path, "the field \"%s\" is missing", key);
+  if (v == NULL) return err(r, path, "the field \"%s\" is missing", key), NULL;
+  int ok = want == INT           ? json_is_integer(v)
+           : want == STR         ? json_is_string(v)
+           : want == NUM         ? json_is_number(v)
+           : want == NUM_OR_NULL ? json_is_number(v) || json_is_null(v)
+           : want == BOOL        ? json_is_boolean(v)
+                                 : json_is_array(v);
+  if (!ok) return err(r, at(p, path, key, -1), "expected %s, got %s", wanted[want], kind(v)), NULL;
+  if (want == STR && strlen(json_string_value(v)) != json_string_length(v))
+    return err(r, p, "the string holds a NUL character"), NULL;
   return v;
 }
 
 static int get_int(rd *r, const json_t *obj, const char *path, const char *key, int64_t lo,
                    int64_t hi, int64_t *out) {
   char p[PATH_LEN];
-  json_t *v = field(r, obj, path, key);
+  json_t *v = get(r, obj, path, key, INT);
   if (v == NULL) return 0;
-  join(p, path, key);
-  if (!json_is_integer(v)) return err(r, p, "expected an integer, got %s", kind(v));
-  json_int_t x = json_integer_value(v);
-  if (x < lo || x > hi)
-    return err(r, p, "%" PRId64 " is outside %" PRId64 "..%" PRId64, (int64_t)x, lo, hi);
-  *out = (int64_t)x;
+  *out = (int64_t)json_integer_value(v);
+  if (*out < lo || *out > hi)
+    return err(r, at(p, path, key, -1), "%" PRId64 " is outside %" PRId64 "..%" PRId64, *out, lo,
+               hi);
   return 1;
 }
 
 static int get_str(rd *r, const json_t *obj, const char *path, const char *key, const char **out) {
-  char p[PATH_LEN];
-  json_t *v = field(r, obj, path, key);
-  if (v == NULL) return 0;
-  join(p, path, key);
-  if (!json_is_string(v)) return err(r, p, "expected a string, got %s", kind(v));
-  if (strlen(json_string_value(v)) != json_string_length(v))
-    return err(r, p, "the string holds a NUL character");
-  *out = json_string_value(v);
-  return 1;
+  json_t *v = get(r, obj, path, key, STR);
+  return v && (*out = json_string_value(v)) != NULL;
 }
 
-/* A number (integer or real); null gives NaN when null_ok. */
+/* A number; null (when null_ok) gives NaN. */
 static int get_num(rd *r, const json_t *obj, const char *path, const char *key, int null_ok,
                    double *out) {
-  char p[PATH_LEN];
-  json_t *v = field(r, obj, path, key);
-  if (v == NULL) return 0;
-  join(p, path, key);
-  if (null_ok && json_is_null(v)) {
-    *out = NAN;
-    return 1;
-  }
-  if (!json_is_number(v))
-    return err(r, p, "expected a number%s, got %s", null_ok ? " or null" : "", kind(v));
-  *out = json_number_value(v);
-  return 1;
-}
-
-static int get_bool(rd *r, const json_t *obj, const char *path, const char *key, int *out) {
-  char p[PATH_LEN];
-  json_t *v = field(r, obj, path, key);
-  if (v == NULL) return 0;
-  join(p, path, key);
-  if (!json_is_boolean(v)) return err(r, p, "expected true or false, got %s", kind(v));
-  *out = json_is_true(v);
-  return 1;
-}
-
-static json_t *get_array(rd *r, const json_t *obj, const char *path, const char *key) {
-  char p[PATH_LEN];
-  json_t *v = field(r, obj, path, key);
-  if (v == NULL) return NULL;
-  join(p, path, key);
-  if (!json_is_array(v)) {
-    err(r, p, "expected an array, got %s", kind(v));
-    return NULL;
-  }
-  return v;
+  json_t *v = get(r, obj, path, key, null_ok ? NUM_OR_NULL : NUM);
+  if (v) *out = json_is_null(v) ? NAN : json_number_value(v);
+  return v != NULL;
 }
 
 /* One of choices (NULL-terminated): its index. */
@@ -177,116 +137,73 @@ static int get_choice(rd *r, const json_t *obj, const char *path, const char *ke
   const char *s;
   char p[PATH_LEN];
   if (!get_str(r, obj, path, key, &s)) return 0;
-  for (int i = 0; choices[i]; i++)
-    if (strcmp(choices[i], s) == 0) {
-      *out = i;
-      return 1;
-    }
-  join(p, path, key);
-  return err(r, p, "\"%.40s\" is not one of the allowed values", s);
+  for (*out = 0; choices[*out]; ++*out)
+    if (strcmp(choices[*out], s) == 0) return 1;
+  return err(r, at(p, path, key, -1), "\"%.40s\" is not one of the allowed values", s);
 }
 
 /* ---- header ---- */
 
-static int read_caches(rd *r, const json_t *m, const char *path, txattn_machine_info *out) {
-  static const char *const keys[] = {"l1d", "l2", "l3", NULL};
-  char p[PATH_LEN];
-  json_t *c = field(r, m, path, "caches");
-  if (c == NULL) return 0;
-  join(p, path, "caches");
-  return keys_ok(r, c, p, keys) && get_int(r, c, p, "l1d", 0, BIG, &out->l1d_bytes) &&
-         get_int(r, c, p, "l2", 0, BIG, &out->l2_bytes) &&
-         get_int(r, c, p, "l3", 0, BIG, &out->l3_bytes);
-}
-
-/* The txattn_isa named name, -1 if none. */
-static int isa_bit(const char *name) {
-  for (int i = 0; i < TXATTN_ISA_COUNT_; i++)
-    if (strcmp(txattn_isa_name((txattn_isa)i), name) == 0) return i;
-  return -1;
-}
-
-static int read_isa(rd *r, const json_t *m, const char *path, unsigned *mask) {
-  char p[PATH_LEN], q[PATH_LEN];
-  json_t *a = get_array(r, m, path, "isa");
-  if (a == NULL) return 0;
-  join(p, path, "isa");
-  *mask = 0;
-  for (size_t i = 0; i < json_array_size(a); i++) {
-    json_t *v = json_array_get(a, i);
-    item(q, p, i);
-    if (!json_is_string(v)) return err(r, q, "expected an ISA name, got %s", kind(v));
-    int bit = isa_bit(json_string_value(v));
-    if (bit < 0)
-      return err(r, q, "unknown ISA \"%.30s\" (known: scalar, avx2, avx512, neon, avx512bf16)",
-                 json_string_value(v));
-    if (*mask & (1u << bit)) return err(r, q, "%s is listed twice", json_string_value(v));
-    *mask |= 1u << bit;
-  }
-  return 1;
-}
-
-static int copy_text(rd *r, const char *path, const char *key, const char *s, char *dst,
-                     size_t size) {
-  char p[PATH_LEN];
-  join(p, path, key);
-  if (strlen(s) >= size) return err(r, p, "longer than %zu bytes", size - 1);
-  memcpy(dst, s, strlen(s) + 1);
-  return 1;
-}
-
 static int read_machine(rd *r, const json_t *root, txattn_machine_info *m) {
   static const char *const keys[] = {"vendor", "brand",  "family", "model", "stepping",
                                      "isa",    "caches", "cores",  NULL};
-  const char *vendor, *brand;
-  int64_t family, model, stepping, cores;
-  json_t *o = field(r, root, "", "machine");
-  memset(m, 0, sizeof *m);
-  if (o == NULL || !keys_ok(r, o, "machine", keys)) return 0;
-  if (!get_str(r, o, "machine", "vendor", &vendor) || !get_str(r, o, "machine", "brand", &brand) ||
-      !copy_text(r, "machine", "vendor", vendor, m->vendor, sizeof m->vendor) ||
-      !copy_text(r, "machine", "brand", brand, m->brand, sizeof m->brand) ||
-      !get_int(r, o, "machine", "family", 0, INT32_MAX, &family) ||
-      !get_int(r, o, "machine", "model", 0, INT32_MAX, &model) ||
-      !get_int(r, o, "machine", "stepping", 0, INT32_MAX, &stepping) ||
-      !read_isa(r, o, "machine", &m->isa_mask) || !read_caches(r, o, "machine", m) ||
-      !get_int(r, o, "machine", "cores", 1, 1 << 20, &cores))
-    return 0;
-  m->family = (int)family;
-  m->model = (int)model;
-  m->stepping = (int)stepping;
-  m->n_cores = (int)cores;
-  return 1;
-}
-
-static int read_plugins(rd *r, const json_t *root) {
-  static const char *const keys[] = {"name", "version", "build", NULL};
-  char p[PATH_LEN], why[512];
-  json_t *a = get_array(r, root, "", "plugins");
-  if (a == NULL) return 0;
-  for (size_t i = 0; i < json_array_size(a); i++) {
-    json_t *o = json_array_get(a, i);
-    const char *name, *version, *build;
-    item(p, "plugins", i);
-    if (!keys_ok(r, o, p, keys) || !get_str(r, o, p, "name", &name) ||
-        !get_str(r, o, p, "version", &version) || !get_str(r, o, p, "build", &build))
-      return 0;
-    txattn_status s = txattn__tm_add_plugin(r->t, name, version, build, why, sizeof why);
-    if (s != TXATTN_OK) return model_err(r, p, s, why);
+  static const char *const cache_keys[] = {"l1d", "l2", "l3", NULL};
+  const char *text[2];
+  int64_t v[4];
+  char p[PATH_LEN];
+  json_t *o = json_object_get(root, "machine"), *isa, *c;
+  if (o == NULL) return err(r, "", "the field \"machine\" is missing");
+  if (!keys_ok(r, o, "machine", keys)) return 0;
+  for (int i = 0; i < 2; i++) {
+    const char *key = i ? "brand" : "vendor";
+    size_t size = i ? sizeof m->brand : sizeof m->vendor;
+    if (!get_str(r, o, "machine", key, &text[i])) return 0;
+    if (strlen(text[i]) >= size)
+      return err(r, at(p, "machine", key, -1), "longer than %zu bytes", size - 1);
+    memcpy(i ? m->brand : m->vendor, text[i], strlen(text[i]) + 1);
   }
+  if (!get_int(r, o, "machine", "family", 0, INT32_MAX, &v[0]) ||
+      !get_int(r, o, "machine", "model", 0, INT32_MAX, &v[1]) ||
+      !get_int(r, o, "machine", "stepping", 0, INT32_MAX, &v[2]) ||
+      (isa = get(r, o, "machine", "isa", ARRAY)) == NULL)
+    return 0;
+  for (size_t i = 0; i < json_array_size(isa); i++) {
+    json_t *e = json_array_get(isa, i);
+    int bit = 0;
+    at(p, "machine.isa", "", (long)i);
+    if (!json_is_string(e)) return err(r, p, "expected an ISA name, got %s", kind(e));
+    while (bit < TXATTN_ISA_COUNT_ &&
+           strcmp(txattn_isa_name((txattn_isa)bit), json_string_value(e)))
+      bit++;
+    if (bit == TXATTN_ISA_COUNT_)
+      return err(r, p, "unknown ISA \"%.30s\" (known: scalar, avx2, avx512, neon, avx512bf16)",
+                 json_string_value(e));
+    if (m->isa_mask & (1u << bit)) return err(r, p, "%s is listed twice", json_string_value(e));
+    m->isa_mask |= 1u << bit;
+  }
+  if ((c = json_object_get(o, "caches")) == NULL)
+    return err(r, "machine", "the field \"caches\" is missing");
+  if (!keys_ok(r, c, "machine.caches", cache_keys) ||
+      !get_int(r, c, "machine.caches", "l1d", 0, BIG, &m->l1d_bytes) ||
+      !get_int(r, c, "machine.caches", "l2", 0, BIG, &m->l2_bytes) ||
+      !get_int(r, c, "machine.caches", "l3", 0, BIG, &m->l3_bytes) ||
+      !get_int(r, o, "machine", "cores", 1, 1 << 20, &v[3]))
+    return 0;
+  m->family = (int)v[0], m->model = (int)v[1], m->stepping = (int)v[2], m->n_cores = (int)v[3];
   return 1;
 }
 
 static int read_header(rd *r, const json_t *root) {
-  const char *lib, *created;
-  char why[512];
+  static const char *const keys[] = {"name", "version", "build", NULL};
+  const char *lib, *created, *name, *version, *build;
+  char why[512], p[PATH_LEN];
   txattn_machine_info m = TXATTN_MACHINE_INFO_INIT;
+  json_t *plugins, *profile = json_object_get(root, "profile");
   if (!get_str(r, root, "", "library_version", &lib) ||
       !get_str(r, root, "", "created", &created) || !read_machine(r, root, &m))
     return 0;
   txattn_status s = txattn__tm_set_header(r->t, lib, created, &m, why, sizeof why);
   if (s != TXATTN_OK) return model_err(r, "", s, why);
-  json_t *profile = json_object_get(root, "profile");
   if (profile != NULL) {
     if (!json_is_object(profile))
       return err(r, "profile", "expected an object, got %s", kind(profile));
@@ -295,101 +212,75 @@ static int read_header(rd *r, const json_t *root) {
     if (strlen(r->t->profile) > MAX_PROFILE)
       return err(r, "profile", "longer than %d bytes", MAX_PROFILE);
   }
-  return read_plugins(r, root);
+  if ((plugins = get(r, root, "", "plugins", ARRAY)) == NULL) return 0;
+  for (size_t i = 0; i < json_array_size(plugins); i++) {
+    json_t *o = json_array_get(plugins, i);
+    at(p, "plugins", "", (long)i);
+    if (!keys_ok(r, o, p, keys) || !get_str(r, o, p, "name", &name) ||
+        !get_str(r, o, p, "version", &version) || !get_str(r, o, p, "build", &build))
+      return 0;
+    if ((s = txattn__tm_add_plugin(r->t, name, version, build, why, sizeof why)) != TXATTN_OK)
+      return model_err(r, p, s, why);
+  }
+  return 1;
 }
 
 /* ---- classes ---- */
 
-/* A tunables object {"name": integer, ...}: names point into the JSON, alive with it. */
-typedef struct tun_view {
-  size_t n;
-  const char *names[64];
-  int64_t values[64];
-} tun_view;
-
-static int read_tunables(rd *r, const json_t *obj, const char *path, tun_view *out) {
-  char p[PATH_LEN], q[PATH_LEN];
-  json_t *t = field(r, obj, path, "tunables");
-  if (t == NULL) return 0;
-  join(p, path, "tunables");
-  if (!json_is_object(t)) return err(r, p, "expected an object, got %s", kind(t));
-  if (json_object_size(t) > 64) return err(r, p, "more than 64 tunables");
-  const char *key;
-  json_t *v;
-  out->n = 0;
-  json_object_foreach(t, key, v) {
-    join(q, p, key);
-    if (!json_is_integer(v)) return err(r, q, "expected an integer, got %s", kind(v));
-    out->names[out->n] = key;
-    out->values[out->n++] = (int64_t)json_integer_value(v);
-  }
-  return 1;
-}
-
-static const char *const shapes[] = {"sym", "left", NULL};
-
-/* The element types of a class: each of q_type ... o_type is optional, f32 when
-   absent (what the writer leaves out). */
-static int read_types(rd *r, const json_t *o, const char *path, txattn_table_class *c) {
-  static const char *const keys[4] = {"q_type", "k_type", "v_type", "o_type"};
-  const char *const names[] = {txattn_dtype_name(TXATTN_DTYPE_F32),
-                               txattn_dtype_name(TXATTN_DTYPE_F16),
-                               txattn_dtype_name(TXATTN_DTYPE_BF16), NULL};
-  txattn_dtype *out[4] = {&c->q_type, &c->k_type, &c->v_type, &c->o_type};
-  for (int i = 0; i < 4; i++) {
-    int t = 0;
-    *out[i] = TXATTN_DTYPE_F32;
-    if (json_object_get(o, keys[i]) == NULL) continue;
-    if (!get_choice(r, o, path, keys[i], names, &t)) return 0;
-    *out[i] = (txattn_dtype)t;
-  }
-  return 1;
-}
-
-/* The class key and measured shape, shared by classes and exclusions. */
+/* The class key and measured shape. The element types are each optional, f32 when absent, and
+   "ragged" true or absent (false): what the writer leaves out. */
 static int read_key(rd *r, const json_t *o, const char *path, txattn_table_class *c) {
-  int mask = 0, shape = -1, decode = 0;
-  int64_t d_qk, d_v, group, threads, batch, heads_q;
+  static const char *const shapes[] = {"sym", "left", NULL}, *const tkeys[4] = {"q_type", "k_type",
+                                                                                "v_type", "o_type"};
   const char *const masks[] = {txattn_mask_name(TXATTN_MASK_NONE),
                                txattn_mask_name(TXATTN_MASK_CAUSAL),
                                txattn_mask_name(TXATTN_MASK_WINDOW), NULL};
+  const char *const types[] = {txattn_dtype_name(TXATTN_DTYPE_F32),
+                               txattn_dtype_name(TXATTN_DTYPE_F16),
+                               txattn_dtype_name(TXATTN_DTYPE_BF16), NULL};
+  txattn_dtype *dtypes[4] = {&c->q_type, &c->k_type, &c->v_type, &c->o_type};
+  int mask = 0, shape = -1, t = 0;
+  int64_t v[6];
+  json_t *b;
   if (!get_choice(r, o, path, "mask", masks, &mask)) return 0;
-  json_t *w = json_object_get(o, "window");
   if (mask == TXATTN_MASK_WINDOW && !get_choice(r, o, path, "window", shapes, &shape)) return 0;
-  if (mask != TXATTN_MASK_WINDOW && w != NULL)
+  if (mask != TXATTN_MASK_WINDOW && json_object_get(o, "window") != NULL)
     return err(r, path, "\"window\" is only for mask \"window\", not \"%s\"", masks[mask]);
-  if (!get_int(r, o, path, "d_qk", 1, BIG, &d_qk) || !get_int(r, o, path, "d_v", 1, BIG, &d_v) ||
-      !get_int(r, o, path, "group", 1, BIG, &group) ||
-      !get_int(r, o, path, "threads", 1, 4096, &threads) ||
-      !get_bool(r, o, path, "decode", &decode) || !get_int(r, o, path, "batch", 1, BIG, &batch) ||
-      !get_int(r, o, path, "heads_q", 1, BIG, &heads_q))
+  if (!get_int(r, o, path, "d_qk", 1, BIG, &v[0]) || !get_int(r, o, path, "d_v", 1, BIG, &v[1]) ||
+      !get_int(r, o, path, "group", 1, BIG, &v[2]) ||
+      !get_int(r, o, path, "threads", 1, 4096, &v[3]) ||
+      (b = get(r, o, path, "decode", BOOL)) == NULL ||
+      !get_int(r, o, path, "batch", 1, BIG, &v[4]) ||
+      !get_int(r, o, path, "heads_q", 1, BIG, &v[5]))
     return 0;
-  *c = (txattn_table_class){.struct_size = sizeof *c,
-                            .mask = (txattn_mask)mask,
+  *c = (txattn_table_class){.mask = (txattn_mask)mask,
                             .window = (txattn_table_window)(shape + 1),
-                            .d_qk = d_qk,
-                            .d_v = d_v,
-                            .group = group,
-                            .threads = (int)threads,
-                            .decode = decode,
-                            .batch = batch,
-                            .heads_q = heads_q};
-  if (mask != TXATTN_MASK_WINDOW) c->window = TXATTN_TABLE_WINDOW_NONE;
-  if (!read_types(r, o, path, c)) return 0;
-  /* "ragged": true or absent (false, what the writer leaves out) */
-  if (json_object_get(o, "ragged") != NULL && !get_bool(r, o, path, "ragged", &c->ragged)) return 0;
+                            .d_qk = v[0],
+                            .d_v = v[1],
+                            .group = v[2],
+                            .threads = (int)v[3],
+                            .decode = json_is_true(b),
+                            .batch = v[4],
+                            .heads_q = v[5]};
+  for (int i = 0; i < 4; i++) {
+    *dtypes[i] = TXATTN_DTYPE_F32;
+    if (json_object_get(o, tkeys[i]) == NULL) continue;
+    if (!get_choice(r, o, path, tkeys[i], types, &t)) return 0;
+    *dtypes[i] = (txattn_dtype)t;
+  }
+  if (json_object_get(o, "ragged") != NULL) {
+    if ((b = get(r, o, path, "ragged", BOOL)) == NULL) return 0;
+    c->ragged = json_is_true(b);
+  }
   char why[256];
   return txattn__tm_class_ok(c, why, sizeof why) || err(r, path, "%s", why);
 }
 
-/* r of a point, region or exclusion: present exactly in window classes. */
-static int read_r(rd *r, const json_t *o, const char *path, const txattn_table_class *c,
-                  int64_t *out) {
-  *out = 0;
-  if (c->mask == TXATTN_MASK_WINDOW) return get_int(r, o, path, "r", 1, BIG, out);
-  if (json_object_get(o, "r") != NULL) return err(r, path, "\"r\" is only for window classes");
-  return 1;
-}
+/* A tunables object {"name": integer, ...}: names point into the JSON, alive with it. */
+typedef struct tun_view {
+  const char *names[64];
+  int64_t values[64];
+} tun_view;
 
 /* One record of a class: a kernel timed at (n, r), or one that failed there ("failed": why). Its
    tunables stay in the JSON (tun) until its point is built: a file may hold many records. */
@@ -403,36 +294,43 @@ typedef struct record {
 } record;
 
 static int read_record(rd *r, const json_t *o, const char *path, const txattn_table_class *key,
-                       record *x, tun_view *scratch) {
+                       record *x) {
   static const char *const keys[] = {"n",         "r",      "kernel", "tunables", "time_s",
                                      "max_error", "spread", "chosen", "failed",   NULL};
-  char p[PATH_LEN];
-  txattn_table_candidate *c = &x->c;
-  c->struct_size = sizeof *c;
-  c->spread = -1;
-  if (!keys_ok(r, o, path, keys) || !get_int(r, o, path, "n", 1, BIG, &x->n) ||
-      !read_r(r, o, path, key, &x->r) || !get_str(r, o, path, "kernel", &c->kernel) ||
-      !read_tunables(r, o, path, scratch))
-    return 0;
-  x->tun = json_object_get(o, "tunables");
+  char p[PATH_LEN], q[PATH_LEN];
+  const char *name;
+  json_t *v, *ch;
+  x->c.spread = -1;
+  if (!keys_ok(r, o, path, keys) || !get_int(r, o, path, "n", 1, BIG, &x->n)) return 0;
+  if (key->mask == TXATTN_MASK_WINDOW && !get_int(r, o, path, "r", 1, BIG, &x->r)) return 0;
+  if (key->mask != TXATTN_MASK_WINDOW && json_object_get(o, "r") != NULL)
+    return err(r, path, "\"r\" is only for window classes");
+  if (!get_str(r, o, path, "kernel", &x->c.kernel)) return 0;
+  if ((x->tun = json_object_get(o, "tunables")) == NULL)
+    return err(r, path, "the field \"tunables\" is missing");
+  at(p, path, "tunables", -1);
+  if (!json_is_object(x->tun)) return err(r, p, "expected an object, got %s", kind(x->tun));
+  if (json_object_size(x->tun) > 64) return err(r, p, "more than 64 tunables");
+  json_object_foreach((json_t *)x->tun, name, v) {
+    if (!json_is_integer(v))
+      return err(r, at(q, p, name, -1), "expected an integer, got %s", kind(v));
+  }
   if (json_object_get(o, "failed") != NULL) {
     static const char *const timed[] = {"time_s", "spread", "chosen"};
     for (int i = 0; i < 3; i++)
       if (json_object_get(o, timed[i]) != NULL)
         return err(r, path, "a failed record has no \"%s\"", timed[i]);
     return get_str(r, o, path, "failed", &x->failed) &&
-           get_num(r, o, path, "max_error", 1, &c->max_error);
+           get_num(r, o, path, "max_error", 1, &x->c.max_error);
   }
-  if (!get_num(r, o, path, "time_s", 0, &c->time_s) ||
-      !get_num(r, o, path, "max_error", 0, &c->max_error))
+  if (!get_num(r, o, path, "time_s", 0, &x->c.time_s) ||
+      !get_num(r, o, path, "max_error", 0, &x->c.max_error) ||
+      (json_object_get(o, "spread") && !get_num(r, o, path, "spread", 0, &x->c.spread)))
     return 0;
-  if (json_object_get(o, "spread") && !get_num(r, o, path, "spread", 0, &c->spread)) return 0;
-  join(p, path, "spread");
-  if (c->spread < 0 && json_object_get(o, "spread")) return err(r, p, "must be >= 0");
-  json_t *ch = json_object_get(o, "chosen");
-  join(p, path, "chosen");
-  if (ch != NULL && !json_is_true(ch))
-    return err(r, p, "expected true (or no \"chosen\"), got %s", kind(ch));
+  if (x->c.spread < 0 && json_object_get(o, "spread"))
+    return err(r, at(p, path, "spread", -1), "must be >= 0");
+  if ((ch = json_object_get(o, "chosen")) != NULL && !json_is_true(ch))
+    return err(r, at(p, path, "chosen", -1), "expected true (or no \"chosen\"), got %s", kind(ch));
   x->chosen = ch != NULL;
   return 1;
 }
@@ -442,12 +340,11 @@ static txattn_table_candidate with_tunables(const record *x, tun_view *tun) {
   const char *key;
   json_t *v;
   txattn_table_candidate c = x->c;
-  tun->n = 0;
+  c.n_tunables = 0;
   json_object_foreach((json_t *)x->tun, key, v) {
-    tun->names[tun->n] = key;
-    tun->values[tun->n++] = (int64_t)json_integer_value(v);
+    tun->names[c.n_tunables] = key;
+    tun->values[c.n_tunables++] = (int64_t)json_integer_value(v);
   }
-  c.n_tunables = tun->n;
   c.tunable_names = tun->names;
   c.tunable_values = tun->values;
   return c;
@@ -467,9 +364,9 @@ static int add_point(rd *r, size_t cls, const char *path, const record *recs, si
                      txattn_table_candidate *buf, tun_view *tun) {
   long chosen = -1;
   char why[512];
-  if (k > TXATTN__TABLE_MAX_CANDIDATES)
+  if (k > MAX_CANDS)
     return err(r, path, "%zu records at n = %" PRId64 ", r = %" PRId64 ": a shape holds 1..%d", k,
-               recs[0].n, recs[0].r, TXATTN__TABLE_MAX_CANDIDATES);
+               recs[0].n, recs[0].r, MAX_CANDS);
   for (size_t i = 0; i < k; i++) {
     if (recs[i].chosen && chosen >= 0)
       return err(r, path, "two records are chosen at n = %" PRId64 ", r = %" PRId64, recs[i].n,
@@ -486,16 +383,9 @@ static int add_exclusion(rd *r, const char *path, const txattn_table_class *key,
                          tun_view *tun) {
   char why[512];
   txattn_table_candidate c = with_tunables(x, tun);
-  txattn_table_exclusion e = TXATTN_TABLE_EXCLUSION_INIT;
-  e.cls = *key;
-  e.kernel = c.kernel;
-  e.n_tunables = c.n_tunables;
-  e.tunable_names = c.tunable_names;
-  e.tunable_values = c.tunable_values;
-  e.n = x->n;
-  e.r = x->r;
-  e.max_error = c.max_error;
-  e.reason = x->failed;
+  txattn_table_exclusion e = {c.kernel,         c.n_tunables, c.tunable_names,
+                              c.tunable_values, x->n,         x->r,
+                              c.max_error,      x->failed,    *key};
   txattn_status s = txattn__tm_add_exclusion(r->t, &e, why, sizeof why);
   return s == TXATTN_OK || model_err(r, path, s, why);
 }
@@ -509,21 +399,21 @@ static int read_class(rd *r, const json_t *o, const char *path) {
   txattn_table_class key = TXATTN_TABLE_CLASS_INIT;
   size_t cls = SIZE_MAX;
   char p[PATH_LEN], q[PATH_LEN], why[512];
-  if (!keys_ok(r, o, path, keys) || !read_key(r, o, path, &key)) return 0;
-  json_t *a = get_array(r, o, path, "points");
-  if (a == NULL) return 0;
-  join(p, path, "points");
+  json_t *a;
+  if (!keys_ok(r, o, path, keys) || !read_key(r, o, path, &key) ||
+      (a = get(r, o, path, "points", ARRAY)) == NULL)
+    return 0;
+  at(p, path, "points", -1);
   size_t n = json_array_size(a), timed = 0;
   if (n == 0) return err(r, p, "a class needs at least one record");
   record *recs = calloc(n, sizeof *recs);
-  txattn_table_candidate *buf = calloc(TXATTN__TABLE_MAX_CANDIDATES, sizeof *buf);
-  tun_view *tun = calloc(TXATTN__TABLE_MAX_CANDIDATES, sizeof *tun);
+  txattn_table_candidate *buf = calloc(MAX_CANDS, sizeof *buf);
+  tun_view *tun = calloc(MAX_CANDS, sizeof *tun);
   int ok = recs && buf && tun;
   if (!ok) model_err(r, p, TXATTN_E_NOMEM, "out of memory");
   for (size_t i = 0; ok && i < n; i++) {
-    item(q, p, i);
     recs[i].index = i;
-    ok = read_record(r, json_array_get(a, i), q, &key, &recs[i], tun);
+    ok = read_record(r, json_array_get(a, i), at(q, p, "", (long)i), &key, &recs[i]);
     timed += ok && recs[i].failed == NULL;
   }
   if (ok && timed > 0) {
@@ -531,9 +421,8 @@ static int read_class(rd *r, const json_t *o, const char *path) {
     if (s != TXATTN_OK) ok = model_err(r, path, s, why);
   }
   if (ok) qsort(recs, n, sizeof *recs, by_shape);
-  for (size_t i = 0, k; ok && i < n; i += k) {
-    item(q, p, recs[i].index);
-    k = 1;
+  for (size_t i = 0, k = 1; ok && i < n; i += k, k = 1) {
+    at(q, p, "", (long)recs[i].index);
     if (recs[i].failed != NULL) {
       ok = add_exclusion(r, q, &key, &recs[i], tun);
       continue;
@@ -551,18 +440,6 @@ static int read_class(rd *r, const json_t *o, const char *path) {
   return ok;
 }
 
-static int read_list(rd *r, const json_t *root, const char *key,
-                     int (*one)(rd *, const json_t *, const char *)) {
-  char p[PATH_LEN];
-  json_t *a = get_array(r, root, "", key);
-  if (a == NULL) return 0;
-  for (size_t i = 0; i < json_array_size(a); i++) {
-    item(p, key, i);
-    if (!one(r, json_array_get(a, i), p)) return 0;
-  }
-  return 1;
-}
-
 /* format and format_version first: a newer file gets "unsupported version", not "unknown field". */
 static int read_root(rd *r, const json_t *root) {
   static const char *const keys[] = {"format",  "format_version", "library_version",
@@ -570,6 +447,8 @@ static int read_root(rd *r, const json_t *root) {
                                      "profile", "classes",        NULL};
   const char *format;
   int64_t version;
+  char p[PATH_LEN];
+  json_t *classes;
   if (!json_is_object(root)) return err(r, "", "expected a JSON object, got %s", kind(root));
   if (!get_str(r, root, "", "format", &format)) return 0;
   if (strcmp(format, TXATTN_TABLE_FORMAT) != 0)
@@ -587,18 +466,12 @@ static int read_root(rd *r, const json_t *root) {
                "%" PRId64 " is not supported: this library (%s) reads format_version %d; "
                "`txtune profile` writes a table it can read",
                version, txattn_version_string(), TXATTN_TABLE_FORMAT_VERSION);
-  r->t->format_version = (int)version;
-  return keys_ok(r, root, "", keys) && read_header(r, root) &&
-         read_list(r, root, "classes", read_class);
-}
-
-static txattn_status open_error(const char *path, const json_error_t *e) {
-  if (json_error_code(e) == json_error_cannot_open_file)
-    return txattn__fail(TXATTN_E_IO, "cannot read the dispatch table %s: %s", path, e->text);
-  if (json_error_code(e) == json_error_out_of_memory)
-    return txattn__fail(TXATTN_E_NOMEM, "out of memory reading the dispatch table %s", path);
-  return txattn__fail(TXATTN_E_TABLE, "malformed dispatch table %s:%d:%d: %s", path, e->line,
-                      e->column, e->text);
+  if (!keys_ok(r, root, "", keys) || !read_header(r, root) ||
+      (classes = get(r, root, "", "classes", ARRAY)) == NULL)
+    return 0;
+  for (size_t i = 0; i < json_array_size(classes); i++)
+    if (!read_class(r, json_array_get(classes, i), at(p, "classes", "", (long)i))) return 0;
+  return 1;
 }
 
 txattn_status txattn_table_load(const char *path, txattn_table **out) {
@@ -616,16 +489,21 @@ txattn_status txattn_table_load(const char *path, txattn_table **out) {
                    path, (long long)st.st_size, (long long)MAX_FILE_BYTES);
   json_error_t e;
   json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &e);
-  if (root == NULL) return open_error(path, &e);
+  if (root == NULL && json_error_code(&e) == json_error_cannot_open_file)
+    return txattn__fail(TXATTN_E_IO, "cannot read the dispatch table %s: %s", path, e.text);
+  TXATTN_RETURN_IF(root == NULL && json_error_code(&e) == json_error_out_of_memory, TXATTN_E_NOMEM,
+                   "out of memory reading the dispatch table %s", path);
+  TXATTN_RETURN_IF(root == NULL, TXATTN_E_TABLE, "malformed dispatch table %s:%d:%d: %s", path,
+                   e.line, e.column, e.text);
   rd r = {.t = txattn__tm_new(), .s = TXATTN_E_TABLE};
   int ok = r.t != NULL && (r.t->path = strdup(path)) != NULL;
   if (!ok) r.s = TXATTN_E_NOMEM;
   if (ok) ok = read_root(&r, root);
   json_decref(root);
   if (!ok) {
-    txattn__tm_free(r.t);
-    if (r.s == TXATTN_E_NOMEM)
-      return txattn__fail(TXATTN_E_NOMEM, "out of memory reading the dispatch table %s", path);
+    txattn_table_free(r.t);
+    TXATTN_RETURN_IF(r.s == TXATTN_E_NOMEM, TXATTN_E_NOMEM,
+                     "out of memory reading the dispatch table %s", path);
     return txattn__fail(TXATTN_E_TABLE, "malformed dispatch table %s: %s", path, r.why);
   }
   *out = r.t;

@@ -19,15 +19,15 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "loader.h"
 #include "error.h"
-#include "struct_size.h"
+#include "loader.h"
 #include "table_context.h"
 #include "table_lookup.h"
-#include "table_model.h"
 
-int txattn__tm_class_of(const txattn_problem *p, int threads, txattn_table_class *cls, int64_t *n,
-                        int64_t *rr, char *why, size_t size) {
+/* The class key and coordinates of a resolved problem; 0 with the reason in why when no class
+   shape describes it. */
+static int class_of(const txattn_problem *p, int threads, txattn_table_class *cls, int64_t *n,
+                    int64_t *rr, char *why, size_t size) {
   int decode = p->n_q == 1;
   if (!decode && p->n_q != p->n_kv)
     return txattn__why_not(why, size,
@@ -50,8 +50,7 @@ int txattn__tm_class_of(const txattn_problem *p, int threads, txattn_table_class
                              p->window_left, p->window_right);
     *rr = p->window_left;
   }
-  *cls = (txattn_table_class){.struct_size = sizeof *cls,
-                              .mask = p->mask,
+  *cls = (txattn_table_class){.mask = p->mask,
                               .window = w,
                               .d_qk = p->d_qk,
                               .d_v = p->d_v,
@@ -80,13 +79,8 @@ txattn_status txattn_table_class_of(const txattn_problem *p, int threads, txattn
   txattn_problem q = TXATTN_PROBLEM_INIT; /* every field resolved, ragged included */
   char why[256];
   TXATTN_FORWARD_IF_ERROR(txattn_problem_resolve(p, &q));
-  txattn_table_class full = TXATTN_TABLE_CLASS_INIT;
-  int64_t at_n = 0, at_r = 0;
-  TXATTN_RETURN_IF(!txattn__tm_class_of(&q, threads, &full, &at_n, &at_r, why, sizeof why),
-                   TXATTN_E_UNSUPPORTED, "%s", why);
-  TXATTN_FORWARD_IF_ERROR(TXATTN__STRUCT_OUT(txattn_table_class, cls, &full));
-  *n = at_n;
-  *r = at_r;
+  TXATTN_RETURN_IF(!class_of(&q, threads, cls, n, r, why, sizeof why), TXATTN_E_UNSUPPORTED, "%s",
+                   why);
   return txattn__ok();
 }
 
@@ -321,18 +315,18 @@ static const txattn__class *lookup_class(const txattn_table *t, const txattn_pro
                                          size_t cls_size, char *why, size_t size) {
   txattn_table_class key = TXATTN_TABLE_CLASS_INIT;
   char inner[256];
-  if (!txattn__tm_class_of(r, threads, &key, n, rr, inner, sizeof inner)) {
+  if (!class_of(r, threads, &key, n, rr, inner, sizeof inner)) {
     txattn__why_not(why, size, "no table entry: %s", inner);
     return NULL;
   }
   const txattn__class *c = find_class(t, &key);
-  txattn__tm_class_text(&key, cls, cls_size);
+  txattn_table_class_describe(&key, cls, cls_size);
   if (c == NULL && key.ragged) { /* no ragged class: the dense class of the capacity */
     char ragged[96];
     snprintf(ragged, sizeof ragged, "%s", cls);
     key.ragged = 0;
     c = find_class(t, &key);
-    txattn__tm_class_text(&key, cls, cls_size);
+    txattn_table_class_describe(&key, cls, cls_size);
     if (c == NULL) {
       txattn__why_not(why, size, "no table entry: the table has no class %s nor %s", ragged, cls);
       return NULL;

@@ -10,11 +10,6 @@
 
 struct txattn__kernel; /* loader.h */
 
-/* The class key and coordinates of a resolved problem; 0 with the reason in why when no class
-   shape describes it. */
-int txattn__tm_class_of(const txattn_problem *r, int threads, txattn_table_class *cls, int64_t *n,
-                        int64_t *rr, char *why, size_t size);
-
 struct txattn__ctx_table; /* table_context.h */
 struct txattn__registry;  /* loader.h */
 

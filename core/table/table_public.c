@@ -1,18 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* The dispatch table functions of the public API that take a context: a table's header from a
- * context, its checks against one, and the table a context loaded with its state. They stand above
- * the context, which hands the table code (table_context.c, table_fingerprint.c, table_bind.c)
- * only its registry and machine. */
+/* The dispatch table functions that take a context: a table's header from a context, its checks
+ * against one, and the table a context loaded with its state. They stand above the context, which
+ * hands the table code below it (table_context.c) only its registry and machine. */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "context.h"
 #include "error.h"
-#include "table_bind.h"
 #include "table_context.h"
-#include "table_fingerprint.h"
-#include "table_model.h"
 #include "txattn/plugin.h"
 
 static void utc_now(char *buf, size_t size) {
@@ -43,7 +39,7 @@ txattn_status txattn_table_create(const txattn_context *ctx, txattn_table **out)
   TXATTN_RETURN_IF(t == NULL, TXATTN_E_NOMEM, "txattn_table_create: out of memory");
   txattn_status s = fill_header(t, ctx);
   if (s != TXATTN_OK) {
-    txattn__tm_free(t);
+    txattn_table_free(t);
     return s;
   }
   *out = t;

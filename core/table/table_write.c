@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Writing a dispatch table: the model as JSON (docs/dispatch_table.md), laid out for people (a
- * value that fits in a line stays on one line, so each candidate is one line), and written
+/* Writing a dispatch table: its records as JSON (docs/dispatch_table.md), laid out for people (a
+ * value that fits in a line stays on one line, so each record is one line), and written
  * atomically: a temporary file beside the target, fsync, rename over it, fsync of the directory.
  * A reader therefore sees the old table or the new one, never a part of one, even when the
  * writer is killed half way. */
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -21,86 +20,66 @@
 #include "txattn/plugin.h"
 
 #define LINE_WIDTH 132
-#define REAL_FLAGS JSON_REAL_PRECISION(6)
+#define DUMP_FLAGS (JSON_ENCODE_ANY | JSON_REAL_PRECISION(6))
 
-/* ---- the model as a jansson tree; NULL when out of memory ---- */
+/* ---- the records as a jansson tree; NULL when out of memory ---- */
 
-static json_t *num_or_null(double x) {
-  return isfinite(x) ? json_real(x) : json_null();
+/* Appends v to array a; 0 (and a is left as it was) when v is NULL or out of memory. */
+static int append(json_t *a, json_t *v) {
+  return v != NULL && json_array_append_new(a, v) == 0;
 }
 
-/* json_object_set_new that remembers a failure in *ok */
-static void put(json_t *o, const char *key, json_t *v, int *ok) {
-  if (v == NULL || json_object_set_new(o, key, v) != 0) *ok = 0;
-}
-
-static json_t *tunables_json(const txattn__tunables *t) {
-  json_t *o = json_object();
-  int ok = o != NULL;
-  for (size_t i = 0; ok && i < t->n; i++) put(o, t->names[i], json_integer(t->values[i]), &ok);
-  if (!ok) json_decref(o);
-  return ok ? o : NULL;
-}
-
-static void key_fields(json_t *o, const txattn_table_class *c, int *ok) {
-  put(o, "mask", json_string(txattn_mask_name(c->mask)), ok);
-  if (c->mask == TXATTN_MASK_WINDOW)
-    put(o, "window", json_string(c->window == TXATTN_TABLE_WINDOW_LEFT ? "left" : "sym"), ok);
-  put(o, "d_qk", json_integer(c->d_qk), ok);
-  put(o, "d_v", json_integer(c->d_v), ok);
-  put(o, "group", json_integer(c->group), ok);
-  put(o, "threads", json_integer(c->threads), ok);
-  put(o, "decode", json_boolean(c->decode), ok);
-  put(o, "batch", json_integer(c->batch), ok);
-  put(o, "heads_q", json_integer(c->heads_q), ok);
-  /* only the types that are not f32, and ragged only when set: absent means f32 and dense */
-  const char *const keys[4] = {"q_type", "k_type", "v_type", "o_type"};
-  const txattn_dtype types[4] = {c->q_type, c->k_type, c->v_type, c->o_type};
-  for (int i = 0; i < 4; i++)
-    if (types[i] != TXATTN_DTYPE_F32) put(o, keys[i], json_string(txattn_dtype_name(types[i])), ok);
-  if (c->ragged) put(o, "ragged", json_true(), ok);
-}
-
-/* One measurement of class key at (n, r): a candidate timed there (chosen: the point's winner
-   although not the fastest), or, with failed, one that failed there. */
+/* One record of class key at (n, r): a candidate timed there (chosen: the point's winner although
+   not the fastest), or, with failed, one that failed there. Absent fields are left out. */
 static json_t *record_json(const txattn_table_class *key, int64_t n, int64_t r,
                            const txattn__cand *c, const char *failed, int chosen) {
-  json_t *o = json_object();
-  int ok = o != NULL;
-  if (ok) {
-    put(o, "n", json_integer(n), &ok);
-    if (key->mask == TXATTN_MASK_WINDOW) put(o, "r", json_integer(r), &ok);
-    put(o, "kernel", json_string(c->kernel), &ok);
-    put(o, "tunables", tunables_json(&c->tun), &ok);
-    if (failed == NULL) put(o, "time_s", json_real(c->time_s), &ok);
-    put(o, "max_error", num_or_null(c->max_error), &ok);
-    if (failed == NULL && c->spread >= 0) put(o, "spread", json_real(c->spread), &ok);
-    if (chosen) put(o, "chosen", json_true(), &ok);
-    if (failed) put(o, "failed", json_string(failed), &ok);
-  }
-  if (!ok) json_decref(o);
-  return ok ? o : NULL;
+  json_t *tun = json_object();
+  for (size_t i = 0; tun && i < c->tun.n; i++)
+    if (json_object_set_new(tun, c->tun.names[i], json_integer(c->tun.values[i])) != 0)
+      json_decref(tun), tun = NULL;
+  return json_pack("{s:I, s:o*, s:s, s:o, s:o*, s:o, s:o*, s:o*, s:s*}", "n", (json_int_t)n, "r",
+                   key->mask == TXATTN_MASK_WINDOW ? json_integer(r) : NULL, "kernel", c->kernel,
+                   "tunables", tun, "time_s", failed ? NULL : json_real(c->time_s), "max_error",
+                   isfinite(c->max_error) ? json_real(c->max_error) : json_null(), "spread",
+                   failed == NULL && c->spread >= 0 ? json_real(c->spread) : NULL, "chosen",
+                   chosen ? json_true() : NULL, "failed", failed);
 }
 
-/* A class object with key's fields and the records: k's points (when k is not NULL), then every
-   exclusion of t from the first'th on with key's key. */
+/* A class object with key's fields and its records: k's points (k may be NULL), then every
+   exclusion of t from the first'th on with key's key. Only the element types that are not f32,
+   and ragged only when set: absent means f32 and dense. */
 static json_t *class_json(const txattn_table *t, const txattn_table_class *key,
                           const txattn__class *k, size_t first) {
-  json_t *o = json_object(), *recs = json_array();
+  static const char *const tkeys[4] = {"q_type", "k_type", "v_type", "o_type"};
+  const txattn_dtype types[4] = {key->q_type, key->k_type, key->v_type, key->o_type};
+  json_t *o = json_pack("{s:s, s:s*, s:I, s:I, s:I, s:i, s:b, s:I, s:I}", "mask",
+                        txattn_mask_name(key->mask), "window",
+                        key->mask != TXATTN_MASK_WINDOW           ? NULL
+                        : key->window == TXATTN_TABLE_WINDOW_LEFT ? "left"
+                                                                  : "sym",
+                        "d_qk", (json_int_t)key->d_qk, "d_v", (json_int_t)key->d_v, "group",
+                        (json_int_t)key->group, "threads", key->threads, "decode", key->decode,
+                        "batch", (json_int_t)key->batch, "heads_q", (json_int_t)key->heads_q);
+  json_t *recs = json_array();
   int ok = o && recs;
-  if (ok) key_fields(o, key, &ok);
+  for (int i = 0; ok && i < 4; i++)
+    if (types[i] != TXATTN_DTYPE_F32)
+      ok = json_object_set_new(o, tkeys[i], json_string(txattn_dtype_name(types[i]))) == 0;
+  if (ok && key->ragged) ok = json_object_set_new(o, "ragged", json_true()) == 0;
   for (size_t i = 0; ok && k && i < k->n_points; i++) {
     const txattn__point *p = &k->points[i];
     for (size_t j = 0; ok && j < p->n_cands; j++)
-      ok = json_array_append_new(
-               recs, record_json(key, p->n, p->r, &p->cands[j], NULL, p->tie && j == 0)) == 0;
+      ok = append(recs, record_json(key, p->n, p->r, &p->cands[j], NULL, p->tie && j == 0));
   }
   for (size_t i = first; ok && i < t->n_excluded; i++) {
     const txattn__exclusion *x = &t->excluded[i];
     if (txattn__tm_same_key(&x->key, key))
-      ok = json_array_append_new(recs, record_json(key, x->n, x->r, &x->c, x->reason, 0)) == 0;
+      ok = append(recs, record_json(key, x->n, x->r, &x->c, x->reason, 0));
   }
-  put(o, "points", recs, &ok);
+  if (ok)
+    ok = json_object_set_new(o, "points", recs) == 0; /* steals recs either way */
+  else
+    json_decref(recs);
   if (!ok) json_decref(o);
   return ok ? o : NULL;
 }
@@ -112,170 +91,86 @@ static json_t *classes_json(const txattn_table *t) {
   int ok = a != NULL;
   for (size_t i = 0; ok && i < t->n_classes; i++)
     if (t->classes[i].n_points > 0)
-      ok = json_array_append_new(a, class_json(t, &t->classes[i].key, &t->classes[i], 0)) == 0;
+      ok = append(a, class_json(t, &t->classes[i].key, &t->classes[i], 0));
   for (size_t i = 0; ok && i < t->n_excluded; i++) {
     const txattn_table_class *key = &t->excluded[i].key;
-    size_t j = 0;
+    size_t j = 0, e = 0;
     while (j < t->n_classes &&
            !(t->classes[j].n_points > 0 && txattn__tm_same_key(&t->classes[j].key, key)))
       j++;
-    size_t e = 0;
     while (e < i && !txattn__tm_same_key(&t->excluded[e].key, key)) e++;
-    if (j == t->n_classes && e == i)
-      ok = json_array_append_new(a, class_json(t, key, NULL, i)) == 0;
+    if (j == t->n_classes && e == i) ok = append(a, class_json(t, key, NULL, i));
   }
   if (!ok) json_decref(a);
   return ok ? a : NULL;
 }
 
-static json_t *machine_json(const txattn_machine_info *m) {
-  json_t *o = json_object(), *isa = json_array();
-  int ok = o && isa;
-  for (unsigned b = 0; ok && b < TXATTN_ISA_COUNT_; b++)
-    if (m->isa_mask & (1u << b))
-      ok = json_array_append_new(isa, json_string(txattn_isa_name((txattn_isa)b))) == 0;
-  if (ok) {
-    put(o, "vendor", json_string(m->vendor), &ok);
-    put(o, "brand", json_string(m->brand), &ok);
-    put(o, "family", json_integer(m->family), &ok);
-    put(o, "model", json_integer(m->model), &ok);
-    put(o, "stepping", json_integer(m->stepping), &ok);
-    put(o, "isa", isa, &ok);
-    isa = NULL;
-    put(o, "caches",
-        json_pack("{sIsIsI}", "l1d", (json_int_t)m->l1d_bytes, "l2", (json_int_t)m->l2_bytes, "l3",
-                  (json_int_t)m->l3_bytes),
-        &ok);
-    put(o, "cores", json_integer(m->n_cores), &ok);
-  }
-  json_decref(isa);
-  if (!ok) json_decref(o);
-  return ok ? o : NULL;
-}
-
-static json_t *list_json(size_t n, const void *base, size_t elem, json_t *(*one)(const void *)) {
-  json_t *a = json_array();
-  for (size_t i = 0; a && i < n; i++)
-    if (json_array_append_new(a, one((const char *)base + i * elem)) != 0) {
-      json_decref(a);
-      a = NULL;
-    }
-  return a;
-}
-
-static json_t *plugin_json(const void *p) {
-  const txattn__tplugin *x = p;
-  return json_pack("{ssssss}", "name", x->name, "version", x->version, "build", x->build);
-}
-
 static json_t *table_json(const txattn_table *t) {
-  json_t *o = json_object();
-  int ok = o != NULL;
-  if (!ok) return NULL;
-  put(o, "format", json_string(TXATTN_TABLE_FORMAT), &ok);
-  put(o, "format_version", json_integer(TXATTN_TABLE_FORMAT_VERSION), &ok);
-  put(o, "library_version", json_string(t->library_version ? t->library_version : ""), &ok);
-  put(o, "created", json_string(t->created ? t->created : ""), &ok);
-  put(o, "machine", machine_json(&t->machine), &ok);
-  put(o, "plugins", list_json(t->n_plugins, t->plugins, sizeof *t->plugins, plugin_json), &ok);
-  if (t->profile) put(o, "profile", json_loads(t->profile, 0, NULL), &ok);
-  put(o, "classes", classes_json(t), &ok);
-  if (!ok) json_decref(o);
-  return ok ? o : NULL;
+  const txattn_machine_info *m = &t->machine;
+  json_t *isa = json_array(), *plugins = json_array();
+  for (unsigned b = 0; isa && b < TXATTN_ISA_COUNT_; b++)
+    if ((m->isa_mask & (1u << b)) && !append(isa, json_string(txattn_isa_name((txattn_isa)b))))
+      json_decref(isa), isa = NULL;
+  for (size_t i = 0; plugins && i < t->n_plugins; i++)
+    if (!append(plugins, json_pack("{s:s, s:s, s:s}", "name", t->plugins[i].name, "version",
+                                   t->plugins[i].version, "build", t->plugins[i].build)))
+      json_decref(plugins), plugins = NULL;
+  return json_pack("{s:s, s:i, s:s, s:s, s:{s:s, s:s, s:i, s:i, s:i, s:o, s:{s:I, s:I, s:I}, s:i}, "
+                   "s:o, s:o*, s:o}",
+                   "format", TXATTN_TABLE_FORMAT, "format_version", TXATTN_TABLE_FORMAT_VERSION,
+                   "library_version", t->library_version ? t->library_version : "", "created",
+                   t->created ? t->created : "", "machine", "vendor", m->vendor, "brand", m->brand,
+                   "family", m->family, "model", m->model, "stepping", m->stepping, "isa", isa,
+                   "caches", "l1d", (json_int_t)m->l1d_bytes, "l2", (json_int_t)m->l2_bytes, "l3",
+                   (json_int_t)m->l3_bytes, "cores", m->n_cores, "plugins", plugins, "profile",
+                   t->profile ? json_loads(t->profile, 0, NULL) : NULL, "classes", classes_json(t));
 }
 
-/* ---- layout: one line where it fits (a record always), else one member per line ---- */
+/* ---- layout ---- */
 
-typedef struct text {
-  char *buf;
-  size_t len, cap;
-  int oom;
-} text;
-
-static void add(text *t, const char *s, size_t n) {
-  if (t->oom) return;
-  if (t->len + n + 1 > t->cap) {
-    size_t cap = t->cap ? t->cap : 4096;
-    while (cap < t->len + n + 1) cap *= 2;
-    char *b = realloc(t->buf, cap);
-    if (b == NULL) {
-      t->oom = 1;
-      return;
-    }
-    t->buf = b;
-    t->cap = cap;
-  }
-  memcpy(t->buf + t->len, s, n);
-  t->len += n;
-  t->buf[t->len] = '\0';
-}
-
-static void add_s(text *t, const char *s) {
-  add(t, s, strlen(s));
-}
-
-static void indent(text *t, int n) {
-  for (int i = 0; i < n; i++) add(t, " ", 1);
-}
-
-static void add_dump(text *t, const json_t *v) {
-  char *s = json_dumps(v, JSON_ENCODE_ANY | REAL_FLAGS);
-  if (s == NULL) {
-    t->oom = 1;
-    return;
-  }
-  add_s(t, s);
-  free(s);
-}
-
-static void layout(text *t, const json_t *v, int at, int used) {
-  char *flat = json_dumps(v, JSON_ENCODE_ANY | REAL_FLAGS);
-  if (flat == NULL) {
-    t->oom = 1;
-    return;
-  }
-  int fits = used + (int)strlen(flat) <= LINE_WIDTH || !(json_is_object(v) || json_is_array(v)) ||
-             json_object_get(v, "kernel") != NULL ||
-             (json_is_object(v) ? json_object_size(v) : json_array_size(v)) == 0;
-  if (fits) add_s(t, flat);
+/* v, indented by at with `used` columns of its line taken: on that line where it fits (a record
+   always), else one member per line. 0 when out of memory. */
+static int layout(FILE *f, const json_t *v, int at, int used) {
+  char *flat = json_dumps(v, DUMP_FLAGS), *k;
+  size_t i = 0, n = json_is_object(v) ? json_object_size(v) : json_array_size(v);
+  int ok = flat != NULL, fits = ok && (used + (int)strlen(flat) <= LINE_WIDTH || n == 0 ||
+                                       json_object_get(v, "kernel") != NULL);
+  if (fits) fputs(flat, f);
   free(flat);
-  if (fits) return;
-  add_s(t, json_is_object(v) ? "{\n" : "[\n");
-  if (json_is_object(v)) {
-    const char *key;
-    json_t *x;
-    size_t i = 0, n = json_object_size(v);
-    json_object_foreach((json_t *)v, key, x) {
-      json_t *k = json_string(key);
-      indent(t, at + 2);
-      size_t before = t->len;
-      add_dump(t, k);
-      json_decref(k);
-      add_s(t, ": ");
-      layout(t, x, at + 2, at + 2 + (int)(t->len - before));
-      add_s(t, ++i < n ? ",\n" : "\n");
-    }
-  } else {
-    for (size_t i = 0, n = json_array_size(v); i < n; i++) {
-      indent(t, at + 2);
-      layout(t, json_array_get(v, i), at + 2, at + 2);
-      add_s(t, i + 1 < n ? ",\n" : "\n");
-    }
+  if (fits || !ok) return ok;
+  const char *key;
+  json_t *x;
+  fputs(json_is_object(v) ? "{\n" : "[\n", f);
+  json_object_foreach((json_t *)v, key, x) {
+    json_t *ks = json_string(key);
+    ok = ok && ks && (k = json_dumps(ks, DUMP_FLAGS)) != NULL;
+    json_decref(ks);
+    if (!ok) break;
+    fprintf(f, "%*s%s: ", at + 2, "", k);
+    ok = layout(f, x, at + 2, at + 4 + (int)strlen(k));
+    free(k);
+    fputs(++i < n ? ",\n" : "\n", f);
   }
-  indent(t, at);
-  add_s(t, json_is_object(v) ? "}" : "]");
+  for (i = 0; json_is_array(v) && ok && i < n; i++) {
+    fprintf(f, "%*s", at + 2, "");
+    ok = layout(f, json_array_get(v, i), at + 2, at + 2);
+    fputs(i + 1 < n ? ",\n" : "\n", f);
+  }
+  fprintf(f, "%*s%s", at, "", json_is_object(v) ? "}" : "]");
+  return ok;
 }
 
 /* The file's text, malloc'd; NULL when out of memory. */
 static char *render(const txattn_table *t) {
+  char *buf = NULL;
+  size_t len = 0;
   json_t *root = table_json(t);
-  if (root == NULL) return NULL;
-  text out = {0};
-  layout(&out, root, 0, 0);
-  add_s(&out, "\n");
+  FILE *f = root ? open_memstream(&buf, &len) : NULL;
+  int ok = f != NULL && layout(f, root, 0, 0) && fputs("\n", f) >= 0;
+  if (f != NULL && fclose(f) != 0) ok = 0;
   json_decref(root);
-  if (out.oom) free(out.buf);
-  return out.oom ? NULL : out.buf;
+  if (!ok) free(buf);
+  return ok ? buf : NULL;
 }
 
 txattn_status txattn_table_dump(const txattn_table *t, FILE *f) {

@@ -2,6 +2,11 @@
 /* txattn dispatch tables: building, writing, reading and checking the measured table that
  * `txtune profile` writes and libtxattn's dispatcher follows.
  *
+ * Not installed: this is txtune's header (and the tests'). libtxattn exports these functions for the
+ * txtune built with it, from the same tree, so its structs need no struct_size: a program outside
+ * the tree reads a table through txtune (`txtune show`, `txtune explain`) or the file itself
+ * (docs/dispatch_table.md), never through this API.
+ *
  * The file format ("txtune-dispatch-table", format_version 5, JSON) is documented in
  * docs/dispatch_table.md. A file holds a header (library version, the machine's fingerprint, each
  * plugin's name, version and build) and, per class of problems, what was measured: a record per
@@ -53,15 +58,8 @@ typedef enum txattn_table_window {
   TXATTN_TABLE_WINDOW_LEFT = 2, /* window_left == r, window_right == 0 ("left": sliding window) */
 } txattn_table_window;
 
-/* Every struct below follows txattn/txattn.h's "Public structs grow": struct_size (set it with the
-   TXATTN_TABLE_*_INIT macros), 0 meaning the first layout (*_SIZE_0_2; a class grew twice since,
-   the element types and then ragged), unknown fields zero, outputs written only as far as
-   struct_size reaches. struct_size comes first, as in txattn_options: only callers and this
-   library read these structs, never a plugin, so no older reader expects other fields at the
-   start. A struct that holds a growable one by value holds it last, so that an older header's
-   struct, whose inner one is shorter, is still a prefix of this one's. */
+/* The TXATTN_TABLE_*_INIT macros give an empty struct of each kind. */
 typedef struct txattn_table_class {
-  size_t struct_size; /* TXATTN_TABLE_CLASS_INIT; 0: TXATTN_TABLE_CLASS_SIZE_0_2 */
   txattn_mask mask;
   txattn_table_window window; /* NONE unless mask == WINDOW */
   int64_t d_qk, d_v;
@@ -70,24 +68,17 @@ typedef struct txattn_table_class {
   int decode;    /* 1: n_q == 1 against n = n_kv keys; 0: n_q == n_kv == n */
   /* the shape the points were measured with; not part of the class key */
   int64_t batch, heads_q; /* heads_q a multiple of group */
-  /* part of the key (after 0.2's first struct: TXATTN_TABLE_CLASS_SIZE_0_2_DTYPES): the tensors'
-     element types (txattn_problem's; zero, f32, in a class from before they existed) */
+  /* part of the key: the tensors' element types (txattn_problem's) */
   txattn_dtype q_type, k_type, v_type, o_type;
-  /* part of the key (appended after the element types; zero: dense, as every class before it):
-     1 for a ragged decode batch (txattn_problem.ragged), whose points time one ragged call of
+  /* part of the key: 1 for a ragged decode batch (txattn_problem.ragged), whose points time one ragged call of
      `batch` sequences with the kv lengths docs/dispatch_table.md gives, n the longest */
   int ragged;
 } txattn_table_class;
 #define TXATTN_TABLE_CLASS_INIT                                                                    \
-  { .struct_size = sizeof(txattn_table_class) }
-/* The class as 0.2 first defined it (no element types), and with them but not ragged. */
-#define TXATTN_TABLE_CLASS_SIZE_0_2        offsetof(txattn_table_class, q_type)
-#define TXATTN_TABLE_CLASS_SIZE_0_2_DTYPES offsetof(txattn_table_class, ragged)
+  { 0 }
 
-/* One candidate (kernel x tunables) measured at a point. In an array (txattn_table_add_point), the
-   first element's struct_size is the array's stride and every element must have the same. */
+/* One candidate (kernel x tunables) measured at a point. */
 typedef struct txattn_table_candidate {
-  size_t struct_size; /* TXATTN_TABLE_CANDIDATE_INIT; 0: TXATTN_TABLE_CANDIDATE_SIZE_0_2 */
   const char *kernel;
   size_t n_tunables; /* names and values of the tunables it ran with (every declared one) */
   const char *const *tunable_names;
@@ -98,12 +89,10 @@ typedef struct txattn_table_candidate {
   double spread; /* the timings' relative spread (txtune: range / median); < 0: not measured */
 } txattn_table_candidate;
 #define TXATTN_TABLE_CANDIDATE_INIT                                                                \
-  { .struct_size = sizeof(txattn_table_candidate) }
-#define TXATTN_TABLE_CANDIDATE_SIZE_0_2 sizeof(txattn_table_candidate)
+  { 0 }
 
 typedef struct txattn_table_point {
-  size_t struct_size; /* TXATTN_TABLE_POINT_INIT */
-  int64_t n, r;       /* r is 0 in classes without a window */
+  int64_t n, r; /* r is 0 in classes without a window */
   size_t n_candidates;
   /* 1: candidate 0, the winner, is not the fastest: it was chosen among candidates whose times
      differ by less than their measured noise (txattn_table_add_point_chosen); 0: it is the
@@ -111,29 +100,24 @@ typedef struct txattn_table_point {
   int tie;
 } txattn_table_point;
 #define TXATTN_TABLE_POINT_INIT                                                                    \
-  { .struct_size = sizeof(txattn_table_point) }
-#define TXATTN_TABLE_POINT_SIZE_0_2 sizeof(txattn_table_point)
+  { 0 }
 
 /* A region: a rectangle of measured points (n_lo..n_hi, r_lo..r_hi) with one winner. */
 typedef struct txattn_table_region {
-  size_t struct_size;             /* TXATTN_TABLE_REGION_INIT */
   int64_t n_lo, n_hi, r_lo, r_hi; /* r: 0 in classes without a window */
   double time_min_s, time_max_s;  /* the winner's times over the region */
   double max_error;               /* the winner's largest error over the region */
   const char *runner_up;          /* the fastest other kernel where the margin is smallest */
   double margin;                  /* runner-up time / winner time there (> 1); 0: no runner-up */
-  /* time_s: the fastest of the region; spread: -1. Last, as txattn_table_exclusion's class: its
-     struct_size is set to the bytes of it written. */
+  /* time_s: the fastest of the region; spread: -1 */
   txattn_table_candidate winner;
 } txattn_table_region;
 #define TXATTN_TABLE_REGION_INIT                                                                   \
-  { .struct_size = sizeof(txattn_table_region), .winner = TXATTN_TABLE_CANDIDATE_INIT }
-#define TXATTN_TABLE_REGION_SIZE_0_2 sizeof(txattn_table_region)
+  { 0 }
 
 /* A candidate that failed (not exact, crashed, hung, could not plan...), and where; in the file, a
    failed record of its class. */
 typedef struct txattn_table_exclusion {
-  size_t struct_size; /* TXATTN_TABLE_EXCLUSION_INIT; 0: TXATTN_TABLE_EXCLUSION_SIZE_0_2 */
   const char *kernel;
   size_t n_tunables;
   const char *const *tunable_names;
@@ -141,30 +125,21 @@ typedef struct txattn_table_exclusion {
   int64_t n, r;       /* the shape it failed on */
   double max_error;   /* as txattn_table_candidate; NaN when the output was not finite */
   const char *reason; /* one line */
-  /* batch and heads_q as measured (read from a file: its class's). Last, so the exclusion grows with its class: struct_size covers
-     the class too, whose own struct_size says which of its fields are read (and is set, on
-     output, to the bytes of it written). */
+  /* batch and heads_q as measured (read from a file: its class's) */
   txattn_table_class cls;
 } txattn_table_exclusion;
 #define TXATTN_TABLE_EXCLUSION_INIT                                                                \
-  { .struct_size = sizeof(txattn_table_exclusion), .cls = TXATTN_TABLE_CLASS_INIT }
-#define TXATTN_TABLE_EXCLUSION_SIZE_0_2                                                            \
-  (offsetof(txattn_table_exclusion, cls) + TXATTN_TABLE_CLASS_SIZE_0_2)
-#define TXATTN_TABLE_EXCLUSION_SIZE_0_2_DTYPES                                                     \
-  (offsetof(txattn_table_exclusion, cls) + TXATTN_TABLE_CLASS_SIZE_0_2_DTYPES)
+  { 0 }
 
 typedef struct txattn_table_plugin {
-  size_t struct_size; /* TXATTN_TABLE_PLUGIN_INIT */
   const char *name, *version;
   const char
       *build; /* "fnv1a64x4:<16 hex digits>" of the plugin file, as txattn_kernel_info has it */
 } txattn_table_plugin;
 #define TXATTN_TABLE_PLUGIN_INIT                                                                   \
-  { .struct_size = sizeof(txattn_table_plugin) }
-#define TXATTN_TABLE_PLUGIN_SIZE_0_2 sizeof(txattn_table_plugin)
+  { 0 }
 
 typedef struct txattn_table_header {
-  size_t struct_size; /* TXATTN_TABLE_HEADER_INIT */
   int format_version;
   const char *library_version;
   const char *created; /* "2024-05-01T12:00:00Z" */
@@ -172,15 +147,11 @@ typedef struct txattn_table_header {
   const char *path;    /* the file it was loaded from, "" if built in memory */
   size_t n_plugins, n_classes, n_excluded;
   /* the fingerprint: vendor, brand, family, model, stepping, isa_mask, n_cores and l1d/l2/l3_bytes;
-     every other field is zero. Last, as txattn_table_exclusion's class: its struct_size is set to
-     the bytes of it written. */
+     every other field is zero */
   txattn_machine_info machine;
 } txattn_table_header;
 #define TXATTN_TABLE_HEADER_INIT                                                                   \
-  { .struct_size = sizeof(txattn_table_header), .machine = TXATTN_MACHINE_INFO_INIT }
-/* 0.2's first header held 0.2's first machine info */
-#define TXATTN_TABLE_HEADER_SIZE_0_2                                                               \
-  (offsetof(txattn_table_header, machine) + TXATTN_MACHINE_INFO_SIZE_0_2)
+  { 0 }
 
 /* ---- building ---- */
 /* An empty table whose header describes ctx: this library's version, ctx's machine
@@ -233,8 +204,7 @@ TXATTN_API txattn_status txattn_table_check(const txattn_table *t, const txattn_
                                             char *why, size_t size);
 /* Whether t measured ctx's kernel `kernel` (txattn_kernel_get's index) as ctx has it: *measured 1
    when t lists the kernel's plugin with the same version and build, else 0 (the plugin is new to
-   t, or t measured another version or build of it). why (may be NULL) says which, in one line.
-   Added after 0.2's first release. */
+   t, or t measured another version or build of it). why (may be NULL) says which, in one line. */
 TXATTN_API txattn_status txattn_table_kernel_measured(const txattn_table *t,
                                                       const txattn_context *ctx, size_t kernel,
                                                       int *measured, char *why, size_t size);

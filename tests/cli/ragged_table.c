@@ -33,8 +33,7 @@ static txattn_status candidate(const txattn_context *ctx, const char *kernel, do
     names[i] = t.name;
     values[i] = (t.min + t.multiple_of - 1) / t.multiple_of * t.multiple_of;
   }
-  *c = (txattn_table_candidate){
-      sizeof(txattn_table_candidate), kernel, nt, names, values, time_s, 0.0, -1.0};
+  *c = (txattn_table_candidate){kernel, nt, names, values, time_s, 0.0, -1.0};
   return TXATTN_OK;
 }
 
@@ -68,8 +67,7 @@ int main(int argc, char **argv) {
   txattn_status s = txattn_context_create(&o, &ctx);
   if (s != TXATTN_OK) return fail("context", s);
   if ((s = txattn_table_create(ctx, &t)) != TXATTN_OK) return fail("table", s);
-  txattn_table_class dense = {.struct_size = sizeof(txattn_table_class),
-                              .mask = TXATTN_MASK_CAUSAL,
+  txattn_table_class dense = {.mask = TXATTN_MASK_CAUSAL,
                               .d_qk = 16,
                               .d_v = 16,
                               .group = 1,

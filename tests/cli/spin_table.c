@@ -24,8 +24,7 @@ int main(int argc, char **argv) {
   txattn_status s = txattn_context_create(&o, &ctx);
   if (s != TXATTN_OK) return fail("context", s);
   if ((s = txattn_table_create(ctx, &t)) != TXATTN_OK) return fail("table", s);
-  txattn_table_class c = {.struct_size = sizeof(txattn_table_class),
-                          .mask = TXATTN_MASK_NONE,
+  txattn_table_class c = {.mask = TXATTN_MASK_NONE,
                           .d_qk = 16,
                           .d_v = 16,
                           .group = 1,
@@ -35,8 +34,7 @@ int main(int argc, char **argv) {
   size_t ci;
   const char *names[] = {"spin_us"};
   const int64_t values[] = {strtoll(argv[3], NULL, 10)};
-  txattn_table_candidate cand = {
-      sizeof(txattn_table_candidate), "spin.scalar", 1, names, values, values[0] * 1e-6, 0.0, -1.0};
+  txattn_table_candidate cand = {"spin.scalar", 1, names, values, values[0] * 1e-6, 0.0, -1.0};
   if ((s = txattn_table_add_class(t, &c, &ci)) != TXATTN_OK) return fail("class", s);
   for (int64_t n = 8; n <= 32; n *= 4)
     if ((s = txattn_table_add_point(t, ci, n, 0, &cand, 1)) != TXATTN_OK) return fail("point", s);

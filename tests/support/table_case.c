@@ -53,14 +53,8 @@ void tc_add_point(const txattn_context *ctx, txattn_table *t, size_t cls, int64_
   cr_assert(k <= 16);
   for (size_t i = 0; i < k; i++) {
     size_t nt = tc_tunables(ctx, c[i].kernel, c[i].variant, names[i], values[i]);
-    cands[i] = (txattn_table_candidate){sizeof(txattn_table_candidate),
-                                        c[i].kernel,
-                                        nt,
-                                        names[i],
-                                        values[i],
-                                        c[i].time_s,
-                                        1e-7,
-                                        -1};
+    cands[i] =
+        (txattn_table_candidate){c[i].kernel, nt, names[i], values[i], c[i].time_s, 1e-7, -1};
   }
   TC_ASSERT_OK(txattn_table_add_point(t, cls, n, r, cands, k));
 }
@@ -69,8 +63,7 @@ const int64_t tc_causal_ns[4] = {64, 256, 1024, 4096};
 const int64_t tc_window_ns[3] = {256, 1024, 4096}, tc_window_rs[3] = {16, 64, 256};
 
 size_t tc_add_causal(const txattn_context *ctx, txattn_table *t) {
-  txattn_table_class c = {.struct_size = sizeof(txattn_table_class),
-                          .mask = TXATTN_MASK_CAUSAL,
+  txattn_table_class c = {.mask = TXATTN_MASK_CAUSAL,
                           .window = TXATTN_TABLE_WINDOW_NONE,
                           .d_qk = TC_D,
                           .d_v = TC_D,
@@ -92,8 +85,7 @@ size_t tc_add_causal(const txattn_context *ctx, txattn_table *t) {
 }
 
 size_t tc_add_window(const txattn_context *ctx, txattn_table *t) {
-  txattn_table_class c = {.struct_size = sizeof(txattn_table_class),
-                          .mask = TXATTN_MASK_WINDOW,
+  txattn_table_class c = {.mask = TXATTN_MASK_WINDOW,
                           .window = TXATTN_TABLE_WINDOW_SYM,
                           .d_qk = TC_D,
                           .d_v = TC_D,

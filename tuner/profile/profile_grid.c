@@ -66,8 +66,7 @@ static prof_grid_class *add_class(prof_grid *g, size_t ctx, txattn_mask mask, in
   c->id = g->n_cls++;
   c->ctx = ctx;
   int t = g->threads[ctx];
-  c->cls = (txattn_table_class){.struct_size = sizeof(txattn_table_class),
-                                .mask = mask,
+  c->cls = (txattn_table_class){.mask = mask,
                                 .window = mask == TXATTN_MASK_WINDOW ? TXATTN_TABLE_WINDOW_SYM
                                                                      : TXATTN_TABLE_WINDOW_NONE,
                                 .d_qk = d,

@@ -9,8 +9,7 @@
 
 txattn_table_candidate prof_table_candidate(const prof_cand *c) {
   double spread = !(c->spread >= 0) ? -1 : fmin(c->spread, PROF_MAX_SPREAD);
-  return (txattn_table_candidate){.struct_size = sizeof(txattn_table_candidate),
-                                  .kernel = c->name,
+  return (txattn_table_candidate){.kernel = c->name,
                                   .n_tunables = c->n_tun,
                                   .tunable_names = c->tun_names,
                                   .tunable_values = c->tun_values,
@@ -40,8 +39,7 @@ txattn_status prof_table_add_point(txattn_table *t, const txattn_table_class *cl
 txattn_status prof_table_exclude(txattn_table *t, const txattn_table_class *cls, const char *kernel,
                                  size_t n_tun, const char *const *names, const int64_t *values,
                                  int64_t n, int64_t r, double err, const char *reason) {
-  txattn_table_exclusion x = {.struct_size = sizeof x,
-                              .cls = *cls,
+  txattn_table_exclusion x = {.cls = *cls,
                               .kernel = kernel,
                               .n_tunables = n_tun,
                               .tunable_names = names,
