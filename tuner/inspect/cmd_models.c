@@ -13,9 +13,8 @@
 
 #include "args.h"
 #include "buffers.h"
-#include "commands.h"
 #include "context_cli.h"
-#include "models_cli.h"
+#include "cmd_models.h"
 #include "problem_cli.h"
 #include "timing.h"
 #include "verify.h"

@@ -11,7 +11,7 @@
 #include <jansson.h>
 
 #include "args.h"
-#include "commands.h"
+#include "cmd_compare.h"
 #include "context_cli.h"
 #include "cpu_use.h"
 #include "json.h"

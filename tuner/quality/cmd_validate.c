@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "args.h"
-#include "commands.h"
+#include "cmd_validate.h"
 #include "context_cli.h"
 #include "problem_cli.h"
 #include "profile.h"
