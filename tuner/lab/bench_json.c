@@ -9,11 +9,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_serving.h"
+#include "bench_sweep.h"
 #include "buffers.h"
 #include "context_cli.h"
 #include "txattn/plugin.h"
-#include "bench_serving.h"
-#include "bench_sweep.h"
 
 static void json_problem(tx_json *j, const txattn_problem *p, const tx_serving *sv) {
   tx_json_key(j, "problem");

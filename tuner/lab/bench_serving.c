@@ -366,7 +366,6 @@ static txattn_status run_step(void *arg) {
   return s->fn(s->m);
 }
 
-
 static void setup_free(merge_setup *m) {
   txattn_plan_free(m->whole);
   txattn_plan_free(m->plans[0]);

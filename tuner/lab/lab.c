@@ -7,7 +7,6 @@
 #include "lab.h"
 
 #include <errno.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,10 +15,16 @@
 
 #include "args.h"
 #include "bench.h"
+#include "bench_json.h"
+#include "bench_serving.h"
+#include "bench_sweep.h"
 #include "buffers.h"
+#include "cmd_models.h"
 #include "context_cli.h"
 #include "json.h"
 #include "kernels.h"
+#include "plot_source.h"
+#include "plot_svg.h"
 #include "problem_cli.h"
 #include "roofline.h"
 #include "text_table.h"
@@ -27,12 +32,6 @@
 #include "txattn/plugin.h"
 #include "txattn/table.h"
 #include "verify.h"
-#include "bench_json.h"
-#include "bench_serving.h"
-#include "bench_sweep.h"
-#include "cmd_models.h"
-#include "plot_source.h"
-#include "plot_svg.h"
 
 /* The fp64 reference is single-threaded: past this much work (visible pairs x (d_qk + d_v)) it
    would take longer than the whole benchmark, so verification becomes opt-in. */
@@ -234,16 +233,6 @@ static int prepare(bench_run *r, tx_bench_point *pt) {
   return TX_EXIT_FAIL;
 }
 
-typedef struct exec_arg {
-  const txattn_plan *plan;
-  const txattn_tensors *t;
-} exec_arg;
-
-static txattn_status exec_plan(void *arg) {
-  const exec_arg *a = arg;
-  return txattn_plan_execute(a->plan, a->t);
-}
-
 static void verify_kernel(bench_run *r, const tx_bench_point *pt, tx_bench_result *k) {
   tx_verdict v;
   tx_verify(&r->b, r->b.o, pt->verified ? r->b.o_ref : NULL, NULL, &v);
@@ -388,62 +377,23 @@ static void measure_entries(bench_run *r, const tx_bench_point *pt, void *const 
                        .runs = (int)r->o.reps,
                        .limit_s = r->o.limit_s};
   if (!pairs_runs(r, pt)) {
-    tx_time(exec_plan, args, m, &to, tm, st, NULL);
+    tx_time(tx_plan_call_run, args, m, &to, tm, st, NULL);
     return;
   }
   int threads[TX_BENCH_MAX_ENTRIES];
   tx_roof_paired paired[TX_BENCH_MAX_ENTRIES];
   for (size_t j = 0; j < m; j++) threads[j] = tx_bench_entry_threads(&r->setup, idx[j]);
   tx_roof_work w = tx_roofline_work(&pt->p);
-  tx_roofline_measure_paired(&r->roofline, w.bytes, exec_plan, args, threads, m, &to, tm, st,
+  tx_roofline_measure_paired(&r->roofline, w.bytes, tx_plan_call_run, args, threads, m, &to, tm, st,
                              paired);
   for (size_t j = 0; j < m; j++) pt->res[idx[j]].paired = paired[j];
 }
 
-static void bench_kernel(bench_run *r, const tx_bench_point *pt, size_t i, tx_bench_result *k) {
-  const txattn_kernel_info *info = &r->sel[i].info;
-  k->rel_error = k->lse_error = NAN;
-  if (!info->usable) {
-    k->state = TX_BENCH_UNUSABLE;
-    snprintf(k->why, sizeof k->why, "%s", info->why_unusable ? info->why_unusable : "?");
-    record_tunables(NULL, &r->tuning[i], k);
-    return;
-  }
-  txattn_plan *plan = NULL;
-  txattn_status s = plan_entry(r, pt, i, &plan);
-  record_tunables(s == TXATTN_OK ? plan : NULL, &r->tuning[i], k);
-  if (s == TXATTN_OK && over_limit(r, pt, i, k)) {
-    txattn_plan_free(plan);
-    return;
-  }
-  if (s == TXATTN_OK) {
-    tx_fill_value(r->b.o, r->b.p.o_type, r->b.o_len, TX_POISON);
-    if (r->b.lse) tx_fill_value(r->b.lse, TXATTN_DTYPE_F32, r->b.lse_len, TX_POISON);
-    exec_arg a = {plan, &r->b.t};
-    tx_timing_opts to = {.min_run_s = 1e-3 * (double)r->o.min_time_ms,
-                         .runs = (int)r->o.reps,
-                         .limit_s = r->o.limit_s};
-    void *ap = &a;
-    if (!pairs_runs(r, pt))
-      tx_time(exec_plan, &ap, 1, &to, &k->tm, &s, NULL);
-    else if ((s = exec_plan(&a)) == TXATTN_OK) /* a call before the runs */
-      measure_entries(r, pt, &ap, &i, 1, &k->tm, &s);
-  }
-  if (s == TXATTN_OK) {
-    k->state = TX_BENCH_OK;
-    verify_kernel(r, pt, k);
-  } else {
-    set_failed(k, s);
-  }
-  txattn_plan_free(plan);
-  compare_serving(r, pt, i, k);
-}
-
-/* Entries first .. first + n - 1, the settings of one kernel: each planned, run once and checked,
-   then timed interleaved (tx_time). */
+/* Entries first .. first + n - 1, a kernel or the settings of one: each planned, run once and
+   checked, then timed interleaved (tx_time). */
 static void bench_settings(bench_run *r, const tx_bench_point *pt, size_t first, size_t n) {
   txattn_plan *plans[TX_BENCH_MAX_ENTRIES] = {0};
-  exec_arg args[TX_BENCH_MAX_ENTRIES];
+  tx_plan_call args[TX_BENCH_MAX_ENTRIES];
   void *argp[TX_BENCH_MAX_ENTRIES];
   size_t idx[TX_BENCH_MAX_ENTRIES], m = 0;
   for (size_t i = first; i < first + n; i++) {
@@ -467,8 +417,8 @@ static void bench_settings(bench_run *r, const tx_bench_point *pt, size_t first,
       record_tunables(plans[m], &r->tuning[i], k);
       tx_fill_value(r->b.o, r->b.p.o_type, r->b.o_len, TX_POISON);
       if (r->b.lse) tx_fill_value(r->b.lse, TXATTN_DTYPE_F32, r->b.lse_len, TX_POISON);
-      args[m] = (exec_arg){plans[m], &r->b.t};
-      s = exec_plan(&args[m]);
+      args[m] = (tx_plan_call){plans[m], &r->b.t};
+      s = tx_plan_call_run(&args[m]);
     }
     if (s != TXATTN_OK) {
       set_failed(k, s);
@@ -831,10 +781,7 @@ static int run_point(bench_run *r, size_t i) {
       fprintf(stderr, "\r\033[K  [%zu/%zu] timing %s%s ...", i + 1, r->n_pts,
               n > 1 ? r->sel[k].info.name : tx_bench_label(&r->setup, k),
               n > 1 ? ", its settings interleaved" : "");
-    if (n > 1)
-      bench_settings(r, pt, k, n);
-    else
-      bench_kernel(r, pt, k, &pt->res[k]);
+    bench_settings(r, pt, k, n);
   }
   if (r->progress) fprintf(stderr, "\r\033[K");
   tx_buffers_free(&r->b);
@@ -951,109 +898,6 @@ static int plot_parse(plot_run *r, int argc, char **argv) {
   return -1;
 }
 
-static int not_plottable(const char *path, const char *why) {
-  fprintf(stderr,
-          "txtune plot: %s is neither a dispatch table (\"format\": \"" TXATTN_TABLE_FORMAT
-          "\", from `txtune profile`) nor a bench sweep (\"format\": \"" TX_SWEEP_FORMAT
-          "\", from `txtune bench` with several n and -o FILE): %s\n",
-          path, why);
-  return TX_EXIT_FAIL;
-}
-
-static int from_json(plot_run *r, const json_t *root) {
-  const char *format = json_string_value(json_object_get(root, "format"));
-  char why[192];
-  if (format && strcmp(format, TXATTN_TABLE_FORMAT) == 0)
-    return tx_plot_from_table(r->path, &r->plot);
-  if (format && strcmp(format, TX_SWEEP_FORMAT) == 0)
-    return tx_plot_from_sweep(root, r->path, &r->plot);
-  if (!format && json_object_get(root, "kernels") && json_object_get(root, "problem"))
-    return not_plottable(r->path, "it is `txtune bench --json` output for a single problem; "
-                                  "give --n a list or a range (--n 1024..16384) for a sweep");
-  if (format)
-    snprintf(why, sizeof why, "its format is \"%.100s\"", format);
-  else
-    snprintf(why, sizeof why, "it has no \"format\" field");
-  return not_plottable(r->path, why);
-}
-
-/* The whole file, NUL-terminated; NULL (errno set) if it cannot be read. */
-static char *read_all(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  size_t cap = 1 << 16, n = 0;
-  errno = 0;
-  char *buf = malloc(cap + 1);
-  while (buf) {
-    n += fread(buf + n, 1, cap - n, f);
-    if (n < cap) break;
-    char *bigger = realloc(buf, 2 * cap + 1);
-    if (!bigger) free(buf);
-    buf = bigger;
-    cap *= 2;
-  }
-  int e = !buf ? ENOMEM : ferror(f) ? (errno ? errno : EIO) : 0; /* EISDIR for a directory */
-  fclose(f);
-  if (e) {
-    free(buf);
-    errno = e;
-    return NULL;
-  }
-  buf[n] = '\0';
-  *len = n;
-  return buf;
-}
-
-/* Not JSON: a damaged table still names its format, and its reader says where it breaks. */
-static int from_broken(plot_run *r, const char *text, const json_error_t *err) {
-  if (strstr(text, "\"" TXATTN_TABLE_FORMAT "\"")) return tx_plot_from_table(r->path, &r->plot);
-  if (strstr(text, "\"" TX_SWEEP_FORMAT "\"")) {
-    fprintf(stderr, "txtune plot: malformed bench sweep %s:%d:%d: %s\n", r->path, err->line,
-            err->column, err->text);
-    return TX_EXIT_FAIL;
-  }
-  char why[256];
-  snprintf(why, sizeof why, "not JSON (line %d, column %d: %s)", err->line, err->column, err->text);
-  return not_plottable(r->path, why);
-}
-
-/* --from: the content says what the file is. */
-static int load_any(plot_run *r) {
-  size_t len;
-  char *text = read_all(r->path, &len);
-  if (!text) {
-    fprintf(stderr, "txtune plot: cannot read %s: %s\n", r->path, strerror(errno));
-    return TX_EXIT_FAIL;
-  }
-  json_error_t err;
-  json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
-  int rc = !root                  ? from_broken(r, text, &err)
-           : json_is_object(root) ? from_json(r, root)
-                                  : not_plottable(r->path, "not a JSON object");
-  json_decref(root);
-  free(text);
-  return rc;
-}
-
-static int plot_load(plot_run *r) {
-  if (r->from_path || r->table_path)
-    snprintf(r->path, sizeof r->path, "%s", r->from_path ? r->from_path : r->table_path);
-  else if (txattn_table_default_path(r->path, sizeof r->path) != TXATTN_OK) {
-    fprintf(stderr, "txtune plot: %s\n", txattn_last_error());
-    return TX_EXIT_FAIL;
-  }
-  int rc = r->from_path ? load_any(r) : tx_plot_from_table(r->path, &r->plot);
-  if (rc) return rc;
-  if (r->plot.dropped)
-    fprintf(stderr,
-            "txtune plot: %zu measurements of %s left out: a panel holds at most %d n and "
-            "%d kernels\n",
-            r->plot.dropped, r->path, TX_PLOT_MAX_X, TX_PLOT_MAX_SERIES);
-  if (tx_plot_count_drawable(&r->plot) > 0) return 0;
-  fprintf(stderr, "txtune plot: %s holds no measured time to plot\n", r->path);
-  return TX_EXIT_FAIL;
-}
-
 static int write_file(plot_run *r, const char *out) {
   FILE *f = fopen(out, "w");
   if (!f) {
@@ -1073,7 +917,8 @@ int tx_cmd_plot(int argc, char **argv) {
   int rc = plot_parse(&r, argc, argv);
   if (rc >= 0) return rc;
   const char *out = r.out ? r.out : "txtune-profile.svg";
-  if ((rc = plot_load(&r)) == 0 && (rc = write_file(&r, out)) == 0)
+  if ((rc = tx_plot_load(r.from_path, r.table_path, &r.plot, r.path, sizeof r.path)) == 0 &&
+      (rc = write_file(&r, out)) == 0)
     printf("wrote %s (%s%zu panel%s of time against n per class, from %s)\n", out,
            tx_plot_has_best(&r.plot) ? "the price of attention, " : "",
            tx_plot_count_drawable(&r.plot), tx_plot_count_drawable(&r.plot) == 1 ? "" : "s",

@@ -3,15 +3,16 @@
    point of each class) or a bench sweep (each kernel's median at each n of each problem class). */
 #include "plot_source.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "args.h"
+#include "bench_sweep.h"
 #include "context_cli.h"
 #include "txattn/table.h"
-#include "bench_sweep.h"
 
 #define MAX_REACHES 64
 
@@ -157,7 +158,10 @@ static void fill_best(const txattn_table *t, size_t n_classes, tx_plot *pl) {
   pl->untimed = "dropped"; /* the profile stops timing a kernel that loses by far */
 }
 
-int tx_plot_from_table(const char *path, tx_plot *pl) {
+/* A dispatch table, strictly validated by libtxattn: one panel per class and window reach r, each
+   kernel's fastest time (any tunables) at each n; and for the first panel, per mask kind, the
+   chosen kernel's time at each n of one class (plot_source.c says which). */
+static int from_table(const char *path, tx_plot *pl) {
   txattn_table *t = NULL;
   txattn_status s = txattn_table_load(path, &t);
   if (s != TXATTN_OK) {
@@ -334,7 +338,10 @@ static void sweep_fill_best(const sweep_reader *r) {
   r->pl->untimed = "not measured";
 }
 
-int tx_plot_from_sweep(const void *root_, const char *path, tx_plot *pl) {
+/* A bench sweep document (bench_sweep.md) already parsed: `root` is a json_t *. One panel per
+   problem class (mask kind and window, head sizes, heads, batch); for the first panel, per mask
+   kind, the fastest exact kernel at each n of the class with the most n. */
+static int from_sweep(const void *root_, const char *path, tx_plot *pl) {
   const json_t *root = root_;
   sweep_reader r = {.path = path, .pl = pl};
   const json_t *version = json_object_get(root, "format_version");
@@ -359,4 +366,105 @@ int tx_plot_from_sweep(const void *root_, const char *path, tx_plot *pl) {
   if (!rc) sweep_fill_best(&r);
   free(r.classes);
   return rc;
+}
+
+static int not_plottable(const char *path, const char *why) {
+  fprintf(stderr,
+          "txtune plot: %s is neither a dispatch table (\"format\": \"" TXATTN_TABLE_FORMAT
+          "\", from `txtune profile`) nor a bench sweep (\"format\": \"" TX_SWEEP_FORMAT
+          "\", from `txtune bench` with several n and -o FILE): %s\n",
+          path, why);
+  return TX_EXIT_FAIL;
+}
+
+static int from_json(const char *path, tx_plot *pl, const json_t *root) {
+  const char *format = json_string_value(json_object_get(root, "format"));
+  char why[192];
+  if (format && strcmp(format, TXATTN_TABLE_FORMAT) == 0) return from_table(path, pl);
+  if (format && strcmp(format, TX_SWEEP_FORMAT) == 0) return from_sweep(root, path, pl);
+  if (!format && json_object_get(root, "kernels") && json_object_get(root, "problem"))
+    return not_plottable(path, "it is `txtune bench --json` output for a single problem; "
+                               "give --n a list or a range (--n 1024..16384) for a sweep");
+  if (format)
+    snprintf(why, sizeof why, "its format is \"%.100s\"", format);
+  else
+    snprintf(why, sizeof why, "it has no \"format\" field");
+  return not_plottable(path, why);
+}
+
+/* The whole file, NUL-terminated; NULL (errno set) if it cannot be read. */
+static char *read_all(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  size_t cap = 1 << 16, n = 0;
+  errno = 0;
+  char *buf = malloc(cap + 1);
+  while (buf) {
+    n += fread(buf + n, 1, cap - n, f);
+    if (n < cap) break;
+    char *bigger = realloc(buf, 2 * cap + 1);
+    if (!bigger) free(buf);
+    buf = bigger;
+    cap *= 2;
+  }
+  int e = !buf ? ENOMEM : ferror(f) ? (errno ? errno : EIO) : 0; /* EISDIR for a directory */
+  fclose(f);
+  if (e) {
+    free(buf);
+    errno = e;
+    return NULL;
+  }
+  buf[n] = '\0';
+  *len = n;
+  return buf;
+}
+
+/* Not JSON: a damaged table still names its format, and its reader says where it breaks. */
+static int from_broken(const char *path, tx_plot *pl, const char *text, const json_error_t *err) {
+  if (strstr(text, "\"" TXATTN_TABLE_FORMAT "\"")) return from_table(path, pl);
+  if (strstr(text, "\"" TX_SWEEP_FORMAT "\"")) {
+    fprintf(stderr, "txtune plot: malformed bench sweep %s:%d:%d: %s\n", path, err->line,
+            err->column, err->text);
+    return TX_EXIT_FAIL;
+  }
+  char why[256];
+  snprintf(why, sizeof why, "not JSON (line %d, column %d: %s)", err->line, err->column, err->text);
+  return not_plottable(path, why);
+}
+
+/* --from: the content says what the file is. */
+static int load_any(const char *path, tx_plot *pl) {
+  size_t len;
+  char *text = read_all(path, &len);
+  if (!text) {
+    fprintf(stderr, "txtune plot: cannot read %s: %s\n", path, strerror(errno));
+    return TX_EXIT_FAIL;
+  }
+  json_error_t err;
+  json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
+  int rc = !root                  ? from_broken(path, pl, text, &err)
+           : json_is_object(root) ? from_json(path, pl, root)
+                                  : not_plottable(path, "not a JSON object");
+  json_decref(root);
+  free(text);
+  return rc;
+}
+
+int tx_plot_load(const char *from, const char *table, tx_plot *pl, char *path, size_t size) {
+  if (from || table)
+    snprintf(path, size, "%s", from ? from : table);
+  else if (txattn_table_default_path(path, size) != TXATTN_OK) {
+    fprintf(stderr, "txtune plot: %s\n", txattn_last_error());
+    return TX_EXIT_FAIL;
+  }
+  int rc = from ? load_any(path, pl) : from_table(path, pl);
+  if (rc) return rc;
+  if (pl->dropped)
+    fprintf(stderr,
+            "txtune plot: %zu measurements of %s left out: a panel holds at most %d n and "
+            "%d kernels\n",
+            pl->dropped, path, TX_PLOT_MAX_X, TX_PLOT_MAX_SERIES);
+  if (tx_plot_count_drawable(pl) > 0) return 0;
+  fprintf(stderr, "txtune plot: %s holds no measured time to plot\n", path);
+  return TX_EXIT_FAIL;
 }
