@@ -79,17 +79,6 @@ static size_t group_names(const tx_bench_tunable_args *a, given_name *g) {
   return n;
 }
 
-static int kernel_index(const txattn_context *ctx, const char *name, size_t *out) {
-  size_t n = txattn_kernel_count(ctx);
-  txattn_kernel_info info = TXATTN_KERNEL_INFO_INIT;
-  for (size_t i = 0; i < n; i++)
-    if (txattn_kernel_get(ctx, i, &info) == TXATTN_OK && strcmp(info.name, name) == 0) {
-      *out = i;
-      return 1;
-    }
-  return 0;
-}
-
 static int declares(const txattn_context *ctx, size_t kernel, const char *name) {
   size_t n = txattn_kernel_tunable_count(ctx, kernel);
   txattn_tunable_info t = TXATTN_TUNABLE_INFO_INIT;
@@ -154,7 +143,8 @@ int tx_bench_expand_tunables(const tx_cmd_spec *spec, const txattn_context *ctx,
   int rc = e.sel && e.tuning ? 0 : tx_args_usage_error(spec, "out of memory");
   for (size_t k = 0; !rc && k < n_sel; k++) {
     size_t idx[TX_BENCH_MAX_TUNABLES], n_idx = 0, kernel = 0;
-    int found = kernel_index(ctx, sel[k].info.name, &kernel);
+    txattn_kernel_info info = TXATTN_KERNEL_INFO_INIT;
+    int found = tx_kernel_find(ctx, sel[k].info.name, &kernel, &info);
     for (size_t i = 0; found && !rc && i < n_g; i++) {
       if (!declares(ctx, kernel, g[i].name)) continue;
       g[i].declared = 1;

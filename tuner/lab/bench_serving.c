@@ -125,6 +125,22 @@ static txattn_status one_call(const tx_buffers *b, const txattn_problem *p, tx_b
   return add_call(v, plan, arg, p, &t);
 }
 
+/* Times the variants args[0 .. n) interleaved (idx[j]: which of names and dest entry j is), each
+   median into *dest[idx[j]]; the first failure, by name and status, into why if it is empty. */
+static void time_into(tx_run_fn fn, void *const *args, const size_t *idx, size_t n,
+                      const tx_timing_opts *to, const char *const *names, double *const *dest,
+                      char *why, size_t size) {
+  tx_timing tm[8]; /* n is at most 6 */
+  txattn_status ts[8];
+  tx_time(fn, args, n, to, tm, ts, NULL);
+  for (size_t j = 0; j < n; j++) {
+    if (ts[j] == TXATTN_OK)
+      *dest[idx[j]] = tm[j].median_s;
+    else if (!*why)
+      snprintf(why, size, "%s: %s", names[idx[j]], txattn_status_name(ts[j]));
+  }
+}
+
 void tx_bench_serving_compare(const tx_buffers *b, const tx_serving *s, tx_bench_planner plan,
                               void *arg, const tx_timing_opts *to, tx_bench_compare *out) {
   enum { CALL, PER_SEQ, PADDED, NO_LSE, PER_DOC, NO_MASK, N_VARIANTS };
@@ -174,33 +190,24 @@ void tx_bench_serving_compare(const tx_buffers *b, const tx_serving *s, tx_bench
       idx[n++] = i;
     }
   }
-  tx_timing tm[N_VARIANTS];
-  txattn_status ts[N_VARIANTS];
-  tx_time(run_variant, args, n, to, tm, ts, NULL);
   double *dest[N_VARIANTS] = {&out->call_s,   &out->per_sequence_s, &out->padded_s,
                               &out->no_lse_s, &out->per_doc_s,      &out->no_mask_s};
-  for (size_t j = 0; j < n; j++) {
-    if (ts[j] == TXATTN_OK)
-      *dest[idx[j]] = tm[j].median_s;
-    else if (!*out->why)
-      snprintf(out->why, sizeof out->why, "%s: %s", names[idx[j]], txattn_status_name(ts[j]));
-  }
+  time_into(run_variant, args, idx, n, to, names, dest, out->why, sizeof out->why);
   out->measured = 1;
   for (size_t i = 0; i < N_VARIANTS; i++) variant_free(&v[i]);
 }
 
-static void cell_ms(double s, char *buf, size_t size) {
-  if (isnan(s))
+/* A number in a table's cell, "-" for NaN (not measured). */
+static void cell(const char *fmt, double x, char *buf, size_t size) {
+  if (isnan(x))
     snprintf(buf, size, "-");
   else
-    snprintf(buf, size, "%.4g", 1e3 * s);
+    snprintf(buf, size, fmt, x);
 }
 
-static void cell_ratio(double a, double b, char *buf, size_t size) {
-  if (isnan(a) || isnan(b) || !(b > 0))
-    snprintf(buf, size, "-");
-  else
-    snprintf(buf, size, "%.2f", a / b);
+/* a / b, NaN where either was not measured. */
+static double ratio(double a, double b) {
+  return b > 0 ? a / b : NAN;
 }
 
 /* The entry whose ratios are said in words: the dispatcher's pick, else the fastest. */
@@ -220,11 +227,11 @@ static void mask_print(const tx_bench_setup *s, const tx_bench_point *pt, FILE *
     const tx_bench_compare *c = &pt->res[i].cmp;
     if (!c->measured) continue;
     char call[32], doc[32], xdoc[32], nom[32], xnom[32];
-    cell_ms(c->call_s, call, sizeof call);
-    cell_ms(c->per_doc_s, doc, sizeof doc);
-    cell_ratio(c->call_s, c->per_doc_s, xdoc, sizeof xdoc);
-    cell_ms(c->no_mask_s, nom, sizeof nom);
-    cell_ratio(c->call_s, c->no_mask_s, xnom, sizeof xnom);
+    cell("%.4g", 1e3 * c->call_s, call, sizeof call);
+    cell("%.4g", 1e3 * c->per_doc_s, doc, sizeof doc);
+    cell("%.2f", ratio(c->call_s, c->per_doc_s), xdoc, sizeof xdoc);
+    cell("%.4g", 1e3 * c->no_mask_s, nom, sizeof nom);
+    cell("%.2f", ratio(c->call_s, c->no_mask_s), xnom, sizeof xnom);
     const char *cells[6] = {tx_bench_label(s, i), call, doc, xdoc, nom, xnom};
     tx_table_add(&t, cells);
     if (*c->why) tx_table_note(&t, "%s", c->why);
@@ -260,13 +267,13 @@ void tx_bench_serving_print(const tx_bench_setup *s, const tx_bench_point *pt, F
     const tx_bench_compare *c = &pt->res[i].cmp;
     if (!c->measured) continue;
     char call[32], seq[32], xseq[32], pad[32], xpad[32], nol[32], xnol[32];
-    cell_ms(c->call_s, call, sizeof call);
-    cell_ms(c->per_sequence_s, seq, sizeof seq);
-    cell_ratio(c->call_s, c->per_sequence_s, xseq, sizeof xseq);
-    cell_ms(c->padded_s, pad, sizeof pad);
-    cell_ratio(c->padded_s, c->call_s, xpad, sizeof xpad);
-    cell_ms(c->no_lse_s, nol, sizeof nol);
-    cell_ratio(c->call_s, c->no_lse_s, xnol, sizeof xnol);
+    cell("%.4g", 1e3 * c->call_s, call, sizeof call);
+    cell("%.4g", 1e3 * c->per_sequence_s, seq, sizeof seq);
+    cell("%.2f", ratio(c->call_s, c->per_sequence_s), xseq, sizeof xseq);
+    cell("%.4g", 1e3 * c->padded_s, pad, sizeof pad);
+    cell("%.2f", ratio(c->padded_s, c->call_s), xpad, sizeof xpad);
+    cell("%.4g", 1e3 * c->no_lse_s, nol, sizeof nol);
+    cell("%.2f", ratio(c->call_s, c->no_lse_s), xnol, sizeof xnol);
     const char *cells[8] = {tx_bench_label(s, i), call};
     size_t n = 2;
     if (ragged) cells[n++] = seq, cells[n++] = xseq, cells[n++] = pad, cells[n++] = xpad;
@@ -299,10 +306,6 @@ void tx_bench_serving_print(const tx_bench_setup *s, const tx_bench_point *pt, F
   if (*line) fprintf(f, "%s:%s\n", tx_bench_label(s, (size_t)h), line);
 }
 
-static void kv_ratio(tx_json *j, const char *key, double a, double b) {
-  tx_json_kv_double(j, key, isnan(a) || isnan(b) || !(b > 0) ? NAN : a / b);
-}
-
 void tx_bench_serving_json(tx_json *j, const tx_bench_result *k) {
   const tx_bench_compare *c = &k->cmp;
   tx_json_key(j, "serving");
@@ -317,11 +320,11 @@ void tx_bench_serving_json(tx_json *j, const tx_bench_result *k) {
   tx_json_kv_double(j, "no_lse_s", c->no_lse_s);
   tx_json_kv_double(j, "per_doc_s", c->per_doc_s);
   tx_json_kv_double(j, "no_mask_s", c->no_mask_s);
-  kv_ratio(j, "x_per_doc", c->call_s, c->per_doc_s);
-  kv_ratio(j, "x_no_mask", c->call_s, c->no_mask_s);
-  kv_ratio(j, "x_per_sequence", c->call_s, c->per_sequence_s);
-  kv_ratio(j, "x_faster_than_padding", c->padded_s, c->call_s);
-  kv_ratio(j, "x_no_lse", c->call_s, c->no_lse_s);
+  tx_json_kv_double(j, "x_per_doc", ratio(c->call_s, c->per_doc_s));
+  tx_json_kv_double(j, "x_no_mask", ratio(c->call_s, c->no_mask_s));
+  tx_json_kv_double(j, "x_per_sequence", ratio(c->call_s, c->per_sequence_s));
+  tx_json_kv_double(j, "x_faster_than_padding", ratio(c->padded_s, c->call_s));
+  tx_json_kv_double(j, "x_no_lse", ratio(c->call_s, c->no_lse_s));
   tx_json_kv_string(j, "why", *c->why ? c->why : NULL);
   tx_json_end_object(j);
 }
@@ -490,16 +493,8 @@ void tx_bench_merge_compare(const tx_buffers *b, const tx_serving *sv, tx_bench_
     idx[n++] = i;
   }
   if (n && idx[n - 1] == MERGE) check_merged(b, sv->merge, out);
-  tx_timing tm[N_STEPS];
-  txattn_status ts[N_STEPS];
-  tx_time(run_step, args, n, to, tm, ts, NULL);
   double *dest[N_STEPS] = {&out->call_s, &out->partials_s, &out->merge_s};
-  for (size_t j = 0; j < n; j++) {
-    if (ts[j] == TXATTN_OK)
-      *dest[idx[j]] = tm[j].median_s;
-    else if (!*out->why)
-      snprintf(out->why, sizeof out->why, "%s: %s", names[idx[j]], txattn_status_name(ts[j]));
-  }
+  time_into(run_step, args, idx, n, to, names, dest, out->why, sizeof out->why);
   setup_free(m);
 }
 
@@ -511,13 +506,6 @@ static double share(const tx_bench_merge *c) {
 /* The larger of the o and lse errors, each over its bound. */
 static double of_bound(const tx_bench_merge *c) {
   return isnan(c->lse_of_bound) ? c->o_of_bound : fmax(c->o_of_bound, c->lse_of_bound);
-}
-
-static void cell(const char *fmt, double x, char *buf, size_t size) {
-  if (isnan(x))
-    snprintf(buf, size, "-");
-  else
-    snprintf(buf, size, fmt, x);
 }
 
 /* The entry said in words: the dispatcher's pick, else the fastest. */
