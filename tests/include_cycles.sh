@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Fails when the files of a source tree (core/) depend on each other in a cycle.
+# Fails when the files of a source tree (core/, tuner/) depend on each other in a cycle.
 #
 # A file depends on the headers it includes, a header X.h on its own source X.c (who includes X.h
 # calls into X.c, so files that call each other through their headers form a cycle), and a header
@@ -9,28 +9,32 @@
 # another file defines while that file includes it (the dispatch table's model header once declared
 # the lookup's, the reader's and the index's functions, all of which included it) is a cycle: each
 # declaration belongs in the header named after the file that defines it. Public headers
-# (txattn/..., outside the tree) are the API and are not followed.
+# (txattn/..., outside the tree) are the API and are not followed. The names followed are those
+# with the tree's prefix: txattn_ (the library's), or tx_ (txtune's, with PREFIX tx_).
 #
-#   include_cycles.sh DIR          check DIR (exit 1 and print every cycle found)
+#   include_cycles.sh DIR [PREFIX] check DIR (exit 1 and print every cycle found)
 #   include_cycles.sh --self-test  check that the check passes a layered tree and finds cycles
 set -eu
 
 check() {
   dir=$1
+  prefix=${2:-txattn_}
   files=$(find "$dir" -name '*.[ch]' | LC_ALL=C sort)
   [ -n "$files" ] || {
     echo "include_cycles: no C files under $dir" >&2
     return 2
   }
   # shellcheck disable=SC2086 # one file per word: the tree's paths have no blanks
-  awk -v root="$dir" '
+  awk -v root="$dir" -v prefix="$prefix" '
     function stem(path) { sub(/\.[ch]$/, "", path); return path }
-    # the txattn_ names a top-level line defines or declares (followed by "(", "[" or "=")
+    # the names with the prefix a top-level line defines or declares (followed by "(", "[" or
+    # "="), each a whole word
     function names(line, out,   n, m) {
       n = 0
-      while (match(line, /txattn_[A-Za-z0-9_]*[ \t]*[([=]/)) {
+      while (match(line, "(^|[^A-Za-z0-9_])" prefix "[A-Za-z0-9_]*[ \t]*[([=]")) {
         m = substr(line, RSTART, RLENGTH)
         sub(/[ \t]*[([=]$/, "", m)
+        sub(/^[^A-Za-z0-9_]/, "", m)
         out[++n] = m
         line = substr(line, RSTART + RLENGTH)
       }
@@ -113,8 +117,8 @@ self_test() {
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
   fails=0
-  expect() { # expect pass|fail TREE
-    if check "$tmp/$2" 2>"$tmp/$2.log" >/dev/null; then got=pass; else got=fail; fi
+  expect() { # expect pass|fail TREE [PREFIX]
+    if check "$tmp/$2" "${3-}" 2>"$tmp/$2.log" >/dev/null; then got=pass; else got=fail; fi
     if [ "$got" != "$1" ]; then
       echo "self-test: tree $2: expected $1, got $got" >&2
       cat "$tmp/$2.log" >&2
@@ -148,6 +152,19 @@ self_test() {
   printf '#include "c.h"\n#include "d.h"\nint txattn_d(void) { return 0 * txattn_c(); }\n' \
     >"$tmp/ring/d.c"
   expect fail ring
+  # the same ring in txtune's names, found with its prefix; ctx_ is not tx_
+  mkdir -p "$tmp/txring"
+  printf 'int tx_c(void);\nint ctx_e(void);\n' >"$tmp/txring/c.h"
+  printf 'int tx_d(void);\n' >"$tmp/txring/d.h"
+  printf '#include "c.h"\n#include "d.h"\nint tx_c(void) { return tx_d(); }\n' >"$tmp/txring/c.c"
+  printf '#include "c.h"\n#include "d.h"\nint tx_d(void) { return 0 * tx_c(); }\n' \
+    >"$tmp/txring/d.c"
+  expect fail txring tx_
+  # ctx_e, declared in c.h and defined in d.c, is no tx_ name: no cycle through it
+  mkdir -p "$tmp/ctx"
+  printf 'int ctx_e(void);\n' >"$tmp/ctx/c.h"
+  printf '#include "c.h"\nint ctx_e(void) { return 0; }\n' >"$tmp/ctx/d.c"
+  expect pass ctx tx_
   [ "$fails" = 0 ] && echo "self-test: the check passes a layered tree and finds every kind of cycle"
   return "$fails"
 }
@@ -159,7 +176,7 @@ case ${1-} in
   exit 2
   ;;
 *)
-  check "$1"
+  check "$1" "${2-}"
   echo "no include cycle among the files of $1"
   ;;
 esac

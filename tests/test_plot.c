@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* What txtune plot draws for each kernel (tuner/bench/plot_*.c), on made-up times: a colour and
+/* What txtune plot draws for each kernel (tuner/lab/plot*.c), on made-up times: a colour and
    marker of its own, the same in every panel and in every plot; a label at the end of its line
    that overlaps no other and stays inside the picture; a slope only from 3 points or more; and
    where a line stops before the panel's largest n, a note there saying why, with what the source
@@ -14,6 +14,8 @@
 
 #include "loglog_fit.h"
 #include "plot.h"
+#include "plot_style.h"
+#include "plot_svg.h"
 #include "txattn/txattn.h"
 
 TestSuite(plot, .timeout = 60);

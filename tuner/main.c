@@ -1,11 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /* txtune: the command-line face of libtxattn. main() only dispatches; each subcommand lives in its
-   own cmd_<name>.c (in inspect/, profile/, bench/ or quality/) and parses its own options. */
+   own cmd_<name>.c (in inspect/, profile/ or quality/; bench and plot in the lab's lab.c) and
+   parses its own options. */
 #include <stdio.h>
 #include <string.h>
 
 #include "args.h"
-#include "commands.h"
+#include "cmd_check.h"
+#include "cmd_compare.h"
+#include "cmd_explain.h"
+#include "cmd_list.h"
+#include "cmd_models.h"
+#include "cmd_profile.h"
+#include "cmd_show.h"
+#include "cmd_topo.h"
+#include "cmd_validate.h"
+#include "lab.h"
 #include "profile_isolate.h"
 #include "txattn/plugin.h"
 #include "txattn/txattn.h"

@@ -59,28 +59,18 @@ void tx_json_end_array(tx_json *j) {
 static void write_escaped(FILE *f, const char *s) {
   fputc('"', f);
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    switch (*p) {
-    case '"':
-      fputs("\\\"", f);
-      break;
-    case '\\':
-      fputs("\\\\", f);
-      break;
-    case '\n':
-      fputs("\\n", f);
-      break;
-    case '\r':
-      fputs("\\r", f);
-      break;
-    case '\t':
-      fputs("\\t", f);
-      break;
-    default:
-      if (*p < 0x20 || *p == 0x7f)
-        fprintf(f, "\\u%04x", *p);
-      else
-        fputc(*p, f);
-    }
+    const char *esc = *p == '"'    ? "\\\""
+                      : *p == '\\' ? "\\\\"
+                      : *p == '\n' ? "\\n"
+                      : *p == '\r' ? "\\r"
+                      : *p == '\t' ? "\\t"
+                                   : NULL;
+    if (esc)
+      fputs(esc, f);
+    else if (*p < 0x20 || *p == 0x7f)
+      fprintf(f, "\\u%04x", *p);
+    else
+      fputc(*p, f);
   }
   fputc('"', f);
 }

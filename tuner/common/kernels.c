@@ -7,11 +7,14 @@
 
 #include "txattn/plugin.h"
 
-static int find_kernel(const txattn_context *ctx, const char *name, txattn_kernel_info *out) {
-  size_t n = txattn_kernel_count(ctx);
-  for (size_t i = 0; i < n; i++) {
+int tx_kernel_find(const txattn_context *ctx, const char *name, size_t *index,
+                   txattn_kernel_info *out) {
+  for (size_t i = 0; i < txattn_kernel_count(ctx); i++) {
     *out = (txattn_kernel_info)TXATTN_KERNEL_INFO_INIT;
-    if (txattn_kernel_get(ctx, i, out) == TXATTN_OK && strcmp(out->name, name) == 0) return 1;
+    if (txattn_kernel_get(ctx, i, out) == TXATTN_OK && strcmp(out->name, name) == 0) {
+      if (index) *index = i;
+      return 1;
+    }
   }
   return 0;
 }
@@ -31,7 +34,7 @@ int tx_kernels_select(const tx_cmd_spec *spec, const txattn_context *ctx, const 
     size_t j = 0; /* a name given twice is checked or timed once */
     while (j < k && strcmp(sel[j].info.name, names->items[i]) != 0) j++;
     if (j < k) continue;
-    if (!find_kernel(ctx, names->items[i], &sel[k].info)) {
+    if (!tx_kernel_find(ctx, names->items[i], NULL, &sel[k].info)) {
       free(sel);
       return tx_args_usage_error(spec, "no kernel named '%s' ('txtune list' shows them)",
                                  names->items[i]);
@@ -58,16 +61,13 @@ void tx_kernel_flags_text(unsigned flags, char *buf, size_t size) {
 int tx_kernel_declines_types(const txattn_context *ctx, const char *name, const txattn_problem *p,
                              char *why, size_t size) {
   const txattn_dtype t[4] = {p->q_type, p->k_type, p->v_type, p->o_type};
-  for (size_t k = 0; k < txattn_kernel_count(ctx); k++) {
-    txattn_kernel_info info = TXATTN_KERNEL_INFO_INIT;
-    if (txattn_kernel_get(ctx, k, &info) != TXATTN_OK || strcmp(info.name, name) != 0) continue;
-    for (int i = 0; i < 4; i++)
-      if (!(info.dtypes[i] & TXATTN_DTYPE_BIT(t[i]))) {
-        snprintf(why, size, "it does not %s %s %c", i == 3 ? "make" : "take",
-                 txattn_dtype_name(t[i]), "qkvo"[i]);
-        return 1;
-      }
-    return 0;
-  }
+  txattn_kernel_info info = TXATTN_KERNEL_INFO_INIT;
+  if (!tx_kernel_find(ctx, name, NULL, &info)) return 0;
+  for (int i = 0; i < 4; i++)
+    if (!(info.dtypes[i] & TXATTN_DTYPE_BIT(t[i]))) {
+      snprintf(why, size, "it does not %s %s %c", i == 3 ? "make" : "take", txattn_dtype_name(t[i]),
+               "qkvo"[i]);
+      return 1;
+    }
   return 0;
 }

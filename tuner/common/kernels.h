@@ -19,6 +19,9 @@ typedef struct tx_kernel_sel {
    freed by the caller with free(). */
 int tx_kernels_select(const tx_cmd_spec *spec, const txattn_context *ctx, const tx_strlist *names,
                       tx_kernel_sel **out, size_t *n_out);
+/* Kernel `name` of ctx: 1 with its info (and its index, if index is not NULL), else 0. */
+int tx_kernel_find(const txattn_context *ctx, const char *name, size_t *index,
+                   txattn_kernel_info *out);
 /* Whether kernel `name` of ctx declines the element types of p, as its info says
    (txattn_kernel_info.dtypes): 1 with why ("it does not take f16 k"), else 0 (also for a kernel
    ctx does not have). */

@@ -13,6 +13,11 @@ double tx_clock(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+txattn_status tx_plan_call_run(void *arg) {
+  const tx_plan_call *c = arg;
+  return txattn_plan_execute(c->plan, c->t);
+}
+
 static txattn_status timed_run(tx_run_fn fn, void *arg, int64_t reps, double *seconds) {
   double t0 = tx_clock();
   for (int64_t r = 0; r < reps; r++) {

@@ -25,6 +25,13 @@ double tx_sorted_spread(const double *v, size_t n);
 
 typedef txattn_status (*tx_run_fn)(void *arg);
 
+/* One call of a plan on its tensors, as a tx_run_fn: tx_plan_call_run(arg) with a tx_plan_call. */
+typedef struct tx_plan_call {
+  const txattn_plan *plan;
+  const txattn_tensors *t;
+} tx_plan_call;
+txattn_status tx_plan_call_run(void *arg);
+
 /* The check of timed calls (txtune profile's): before every timed run of entry i, before(arg, i)
    may change its inputs and poison its output; after it, after(arg, i, first, per_call) judges the
    output of the run's last call and its seconds per call (first: i's first checked run) and returns

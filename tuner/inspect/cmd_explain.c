@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "args.h"
-#include "commands.h"
+#include "cmd_explain.h"
 #include "context_cli.h"
 #include "problem_cli.h"
 #include "serving_cli.h"

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 
 #include "args.h"
-#include "commands.h"
+#include "cmd_list.h"
 #include "context_cli.h"
 #include "json.h"
 #include "kernels.h"

@@ -13,9 +13,8 @@
 
 #include "args.h"
 #include "buffers.h"
-#include "commands.h"
+#include "cmd_models.h"
 #include "context_cli.h"
-#include "models_cli.h"
 #include "problem_cli.h"
 #include "timing.h"
 #include "verify.h"
@@ -200,16 +199,6 @@ static int check_call(txattn_context *ctx, const tx_buffers *b, int *ran, double
   return failed;
 }
 
-typedef struct timed_call {
-  txattn_plan *plan;
-  const txattn_tensors *t;
-} timed_call;
-
-static txattn_status run_call(void *arg) {
-  const timed_call *c = arg;
-  return txattn_plan_execute(c->plan, c->t);
-}
-
 /* The dispatcher's pick for the call and for the plain call (the modifiers off), timed in turns
    by the one timer (tx_time: --reps interleaved runs each), so that both see the same load; each
    time the least of the runs' (seconds per call), NaN after saying why a call failed. */
@@ -217,19 +206,20 @@ static void time_pair(const char *cmd, txattn_context *ctx, const model_args *a,
                       const txattn_problem *const p[2], const int64_t *kv_lens, size_t n_seq,
                       char (*kernel)[64], double *best) {
   tx_buffers b[2];
-  timed_call c[2] = {{NULL, NULL}, {NULL, NULL}};
+  txattn_plan *plan[2] = {NULL, NULL};
+  tx_plan_call c[2];
   int ok[2] = {0, 0};
   for (int x = 0; x < 2; x++) {
     best[x] = NAN;
     if (call_buffers(cmd, p[x], kv_lens, n_seq, 0, &b[x]) != 0) continue;
     ok[x] = 1;
-    c[x].t = &b[x].t;
-    txattn_status s = txattn_plan_create(ctx, &b[x].p, NULL, &c[x].plan);
+    txattn_status s = txattn_plan_create(ctx, &b[x].p, NULL, &plan[x]);
+    c[x] = (tx_plan_call){plan[x], &b[x].t};
     if (s != TXATTN_OK) {
       tx_print_lib_error(cmd, "txattn_plan_create", s);
       continue;
     }
-    snprintf(kernel[x], sizeof kernel[x], "%s", txattn_plan_kernel(c[x].plan));
+    snprintf(kernel[x], sizeof kernel[x], "%s", txattn_plan_kernel(plan[x]));
     best[x] = INFINITY;
   }
   void *args[2];
@@ -246,7 +236,7 @@ static void time_pair(const char *cmd, txattn_context *ctx, const model_args *a,
                              .limit_s = a->limit_s};
   tx_timing tm[2];
   txattn_status st[2];
-  if (n > 0) tx_time(run_call, args, n, &to, tm, st, NULL);
+  if (n > 0) tx_time(tx_plan_call_run, args, n, &to, tm, st, NULL);
   for (size_t j = 0; j < n; j++) {
     if (st[j] != TXATTN_OK) {
       tx_print_lib_error(cmd, "the call", st[j]);
@@ -256,7 +246,7 @@ static void time_pair(const char *cmd, txattn_context *ctx, const model_args *a,
     }
   }
   for (int x = 0; x < 2; x++) {
-    txattn_plan_free(c[x].plan);
+    txattn_plan_free(plan[x]);
     if (ok[x]) tx_buffers_free(&b[x]);
   }
 }

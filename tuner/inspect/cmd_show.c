@@ -3,13 +3,14 @@
    per class who wins where, by how much), or normalised JSON for scripts. */
 #include <errno.h>
 #include <inttypes.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "args.h"
-#include "commands.h"
+#include "cmd_show.h"
 #include "context_cli.h"
 #include "problem_cli.h"
 #include "text_table.h"
@@ -102,69 +103,21 @@ static void fmt_tunables(size_t n, const char *const *names, const int64_t *valu
 #define OUTLINE_PROSE_MAX  48
 #define OUTLINE_INLINE_MAX 8
 
-static void skip_ws(const char **p) {
-  while (**p == ' ' || **p == '\n' || **p == '\t' || **p == '\r') (*p)++;
-}
-
-/* Moves *p past one JSON value; 0 if it is malformed. */
-static int skip_value(const char **p) {
-  skip_ws(p);
-  char c = **p;
-  if (c == '"') {
-    for ((*p)++; **p && **p != '"'; (*p)++)
-      if (**p == '\\' && (*p)[1]) (*p)++;
-    if (**p != '"') return 0;
-    (*p)++;
-    return 1;
-  }
-  if (c == '{' || c == '[') {
-    char close = c == '{' ? '}' : ']';
-    (*p)++;
-    skip_ws(p);
-    if (**p == close) {
-      (*p)++;
-      return 1;
-    }
-    for (;;) {
-      if (c == '{') {
-        if (!skip_value(p)) return 0;
-        skip_ws(p);
-        if (**p != ':') return 0;
-        (*p)++;
-      }
-      if (!skip_value(p)) return 0;
-      skip_ws(p);
-      if (**p == ',') {
-        (*p)++;
-        continue;
-      }
-      if (**p != close) return 0;
-      (*p)++;
-      return 1;
-    }
-  }
-  const char *start = *p; /* a number, true, false or null */
-  while (**p && !strchr(",]}: \n\t\r", **p)) (*p)++;
-  return *p > start;
-}
-
-/* Appends the scalar JSON value [v, end) to buf as text: a string without quotes or escapes. */
-static void append_scalar(const char *v, const char *end, char *buf, size_t size) {
+/* Appends the scalar v to buf as text: a string without quotes, its line breaks and tabs blanks. */
+static void append_scalar(const json_t *v, char *buf, size_t size) {
   size_t used = strlen(buf);
-  if (*v == '"') {
-    v++, end--;
-  }
-  for (; v < end && used + 1 < size; v++) {
-    char c = *v;
-    if (c == '\\' && v + 1 < end) {
-      c = *++v;
-      if (c == 'u')
-        c = '?', v += (end - v > 4) ? 4 : 0;
-      else if (c == 'n' || c == 't' || c == 'r')
-        c = ' ';
-    }
-    buf[used++] = c;
-  }
+  char num[64];
+  const char *text = num;
+  if (json_is_string(v))
+    text = json_string_value(v);
+  else if (json_is_integer(v))
+    snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+  else if (json_is_real(v) && snprintf(num, sizeof num, "%.15g", json_real_value(v)) > 0 &&
+           !strpbrk(num, ".eni"))
+    strcat(num, ".0"); /* a real stays a real */
+  else if (!json_is_real(v))
+    text = json_is_true(v) ? "true" : json_is_false(v) ? "false" : "null";
+  for (; *text && used + 1 < size; text++) buf[used++] = strchr("\n\t\r", *text) ? ' ' : *text;
   buf[used] = '\0';
 }
 
@@ -173,75 +126,37 @@ static void append_text(char *buf, size_t size, const char *text) {
   snprintf(buf + used, size - used, "%s", text);
 }
 
-/* Summarises the array at *p (at '[') into buf and moves *p past it; 0 if malformed. */
-static int array_summary(const char **p, char *buf, size_t size) {
-  const char *first[3], *first_end[3], *last = NULL, *last_end = NULL, *obj = NULL;
-  size_t n = 0;
-  int scalars = 1;
-  (*p)++;
-  skip_ws(p);
-  while (**p != ']') {
-    skip_ws(p);
-    const char *v = *p;
-    if (!skip_value(p)) return 0;
-    if (*v == '{' || *v == '[') scalars = 0;
-    if (*v == '{' && obj == NULL) obj = v;
-    if (n < 3) first[n] = v, first_end[n] = *p;
-    last = v, last_end = *p, n++;
-    skip_ws(p);
-    if (**p == ',')
-      (*p)++;
-    else if (**p != ']')
-      return 0;
+/* The array a in a line: its values, else its first and last ones, else its length and the keys of
+   its first object. */
+static void array_summary(const json_t *a, char *buf, size_t size) {
+  const size_t n = json_array_size(a);
+  size_t i, objects = 0;
+  json_t *v, *obj = NULL;
+  json_array_foreach(a, i, v) {
+    objects += json_is_object(v) || json_is_array(v);
+    if (!obj && json_is_object(v)) obj = v;
   }
-  (*p)++;
   buf[0] = '\0';
-  if (n == 0) {
-    append_text(buf, size, "[]");
-  } else if (scalars && n <= OUTLINE_INLINE_MAX) {
-    append_text(buf, size, "[");
-    const char *q = first[0];
-    for (size_t i = 0; i < n; i++) {
-      skip_ws(&q);
-      const char *v = q;
-      skip_value(&q);
-      if (i) append_text(buf, size, ", ");
-      append_scalar(v, q, buf, size);
-      skip_ws(&q);
-      if (*q == ',') q++;
-    }
-    append_text(buf, size, "]");
-  } else if (scalars) {
-    snprintf(buf, size, "%zu values: ", n);
-    for (size_t i = 0; i < 3; i++) {
-      if (i) append_text(buf, size, ", ");
-      append_scalar(first[i], first_end[i], buf, size);
-    }
-    append_text(buf, size, n > 4 ? ", ..., " : ", ");
-    append_scalar(last, last_end, buf, size);
-  } else {
+  if (objects) {
     snprintf(buf, size, "%zu entr%s", n, n == 1 ? "y" : "ies");
-    if (obj != NULL) { /* the keys of the first object */
-      const char *q = obj + 1;
-      append_text(buf, size, ", each {");
-      for (int k = 0;; k++) {
-        skip_ws(&q);
-        if (*q != '"') break;
-        const char *key = q;
-        skip_value(&q);
-        if (k) append_text(buf, size, ", ");
-        append_scalar(key, q, buf, size);
-        skip_ws(&q);
-        q++; /* ':' */
-        skip_value(&q);
-        skip_ws(&q);
-        if (*q != ',') break;
-        q++;
-      }
-      append_text(buf, size, "}");
+    const char *key;
+    int k = 0;
+    if (obj) append_text(buf, size, ", each {");
+    json_object_foreach(obj, key, v) {
+      if (k++) append_text(buf, size, ", ");
+      append_text(buf, size, key);
     }
+    if (obj) append_text(buf, size, "}");
+    return;
   }
-  return 1;
+  if (n > OUTLINE_INLINE_MAX) snprintf(buf, size, "%zu values: ", n);
+  append_text(buf, size, n <= OUTLINE_INLINE_MAX ? "[" : "");
+  json_array_foreach(a, i, v) {
+    if (n > OUTLINE_INLINE_MAX && i >= 3 && i + 1 < n) continue; /* the first three, the last */
+    if (i) append_text(buf, size, n > OUTLINE_INLINE_MAX && i + 1 == n && n > 4 ? ", ..., " : ", ");
+    append_scalar(v, buf, size);
+  }
+  append_text(buf, size, n <= OUTLINE_INLINE_MAX ? "]" : "");
 }
 
 static void outline_line(int indent, const char *key, const char *value) {
@@ -251,55 +166,35 @@ static void outline_line(int indent, const char *key, const char *value) {
   printf("%s\n", line);
 }
 
-/* Prints the members of the object at *p (at '{') and moves *p past it; 0 if malformed. */
-static int outline_object(const char **p, int indent) {
-  (*p)++;
-  for (;;) {
-    skip_ws(p);
-    if (**p == '}') break;
-    const char *k = *p;
-    if (*k != '"' || !skip_value(p)) return 0;
-    char key[128] = "", value[1024] = "";
-    append_scalar(k, *p, key, sizeof key);
-    skip_ws(p);
-    if (**p != ':') return 0;
-    (*p)++;
-    skip_ws(p);
-    if (**p == '{') {
-      const char *q = *p + 1;
-      skip_ws(&q);
-      if (*q == '}') {
-        outline_line(indent, key, "{}");
-        *p = q + 1;
-      } else {
-        printf("%*s%s:\n", indent, "", key);
-        if (!outline_object(p, indent + 2)) return 0;
-      }
-    } else if (**p == '[') {
-      if (!array_summary(p, value, sizeof value)) return 0;
-      outline_line(indent, key, value);
-    } else {
-      const char *v = *p;
-      if (!skip_value(p)) return 0;
-      append_scalar(v, *p, value, sizeof value);
-      int prose = *v == '"' && strchr(value, ' ') != NULL && strlen(value) > OUTLINE_PROSE_MAX;
-      if (!prose) outline_line(indent, key, value);
+static void outline_object(const json_t *o, int indent) {
+  const char *key;
+  json_t *v;
+  json_object_foreach((json_t *)o, key, v) {
+    char value[1024] = "";
+    if (json_is_object(v) && json_object_size(v)) {
+      printf("%*s%s:\n", indent, "", key);
+      outline_object(v, indent + 2);
+      continue;
     }
-    skip_ws(p);
-    if (**p == ',')
-      (*p)++;
-    else if (**p != '}')
-      return 0;
+    if (json_is_object(v))
+      snprintf(value, sizeof value, "{}");
+    else if (json_is_array(v))
+      array_summary(v, value, sizeof value);
+    else
+      append_scalar(v, value, sizeof value);
+    int prose = json_is_string(v) && strchr(value, ' ') && strlen(value) > OUTLINE_PROSE_MAX;
+    if (!prose) outline_line(indent, key, value);
   }
-  (*p)++;
-  return 1;
 }
 
-static void print_profile(const char *json) {
-  const char *p = json;
-  skip_ws(&p);
+static void print_profile(const char *text) {
+  json_t *root = json_loads(text, 0, NULL);
   printf("  profile settings (with their explanations: txtune show --json):\n");
-  if (*p != '{' || !outline_object(&p, 4)) printf("    %s\n", json); /* not an object: as it is */
+  if (json_is_object(root))
+    outline_object(root, 4);
+  else
+    printf("    %s\n", text); /* not an object: as it is */
+  json_decref(root);
 }
 
 static void print_header(const show_run *r, const txattn_table_header *h) {

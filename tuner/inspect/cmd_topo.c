@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "args.h"
-#include "commands.h"
+#include "cmd_topo.h"
 #include "context_cli.h"
 #include "json.h"
 #include "text_table.h"

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commands.h"
+#include "cmd_profile.h"
 #include "context_cli.h"
 #include "profile_run.h"
 #include "core_latency.h"

@@ -13,7 +13,7 @@
 #include "profile_grid.h"
 #include "profile_isolate.h"
 #include "buffers.h"
-#include "roofline.h"
+#include "lab.h"
 
 #define MAX_LEVELS GRID_MAX_N
 

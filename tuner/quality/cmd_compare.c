@@ -11,11 +11,11 @@
 #include <jansson.h>
 
 #include "args.h"
-#include "commands.h"
+#include "cmd_compare.h"
 #include "context_cli.h"
+#include "core_latency.h"
 #include "cpu_use.h"
 #include "json.h"
-#include "core_latency.h"
 #include "text_table.h"
 #include "timing.h"
 #include "txattn/table.h"

@@ -11,12 +11,12 @@
 #include <string.h>
 
 #include "args.h"
-#include "commands.h"
+#include "buffers.h"
+#include "cmd_validate.h"
 #include "context_cli.h"
 #include "problem_cli.h"
 #include "profile.h"
 #include "text_table.h"
-#include "buffers.h"
 #include "timing.h"
 
 /* The regret is the pick's time over the fastest's measured run for run (paired_ratio): the
@@ -285,30 +285,20 @@ static void report(validate_run *r, tx_table *tab, const txattn_problem *p, int 
   tx_table_note(tab, "why: %.200s", why);
 }
 
-typedef struct exec_arg {
-  const txattn_plan *plan;
-  const txattn_tensors *t;
-} exec_arg;
-
-static txattn_status exec_plan(void *arg) {
-  const exec_arg *a = arg;
-  return txattn_plan_execute(a->plan, a->t);
-}
-
 /* a's time over b's, run for run: tx_time on the two, each round's runs in turn and the order
    alternating, so that a pair's two runs share the host's speed of the moment; the median over
    VALIDATE_PAIRS rounds (after the calibration runs), at least 1. Returns 0, or -1 if a call
    failed. */
 static int paired_ratio(const prof_cand *a, const prof_cand *b, const txattn_tensors *t,
                         double *ratio) {
-  exec_arg x[2] = {{a->plan, t}, {b->plan, t}};
+  tx_plan_call x[2] = {{a->plan, t}, {b->plan, t}};
   void *args[2] = {&x[0], &x[1]};
   enum { RUNS = VALIDATE_PAIRS + 1 };
   double runs[2 * RUNS], ratios[VALIDATE_PAIRS];
   tx_timing tm[2];
   txattn_status st[2];
   tx_timing_opts o = {.min_run_s = VALIDATE_MIN_RUN_S, .runs = RUNS, .warm_each_run = 1};
-  tx_time(exec_plan, args, 2, &o, tm, st, runs);
+  tx_time(tx_plan_call_run, args, 2, &o, tm, st, runs);
   if (st[0] != TXATTN_OK || st[1] != TXATTN_OK || tm[0].runs < RUNS || tm[1].runs < RUNS) return -1;
   for (int k = 0; k < VALIDATE_PAIRS; k++) ratios[k] = runs[1 + k] / runs[RUNS + 1 + k];
   *ratio = fmax(1.0, tx_sort_median(ratios, VALIDATE_PAIRS));

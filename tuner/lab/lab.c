@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* txtune bench: time every applicable kernel on one shape, or on a sweep of shapes (a list or
- * doubling range of n, a list of mask kinds), verify it, and show the dispatcher's pick. */
+/* The commands of the benchmark lab (lab.h). txtune bench: time every applicable kernel on one
+   shape, or on a sweep of shapes (a list or doubling range of n, a list of mask kinds), verify
+   it, and show the dispatcher's pick. txtune plot: a dispatch table or a bench sweep drawn as time
+   against n per kernel, one SVG. */
 #define _GNU_SOURCE /* getloadavg */
+#include "lab.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,17 +15,22 @@
 
 #include "args.h"
 #include "bench.h"
-#include "commands.h"
+#include "bench_json.h"
+#include "bench_serving.h"
+#include "bench_sweep.h"
+#include "buffers.h"
+#include "cmd_models.h"
 #include "context_cli.h"
 #include "json.h"
 #include "kernels.h"
-#include "models_cli.h"
+#include "plot_source.h"
+#include "plot_svg.h"
 #include "problem_cli.h"
 #include "roofline.h"
 #include "text_table.h"
-#include "buffers.h"
 #include "timing.h"
 #include "txattn/plugin.h"
+#include "txattn/table.h"
 #include "verify.h"
 
 /* The fp64 reference is single-threaded: past this much work (visible pairs x (d_qk + d_v)) it
@@ -224,16 +233,6 @@ static int prepare(bench_run *r, tx_bench_point *pt) {
   return TX_EXIT_FAIL;
 }
 
-typedef struct exec_arg {
-  const txattn_plan *plan;
-  const txattn_tensors *t;
-} exec_arg;
-
-static txattn_status exec_plan(void *arg) {
-  const exec_arg *a = arg;
-  return txattn_plan_execute(a->plan, a->t);
-}
-
 static void verify_kernel(bench_run *r, const tx_bench_point *pt, tx_bench_result *k) {
   tx_verdict v;
   tx_verify(&r->b, r->b.o, pt->verified ? r->b.o_ref : NULL, NULL, &v);
@@ -364,11 +363,6 @@ static void set_failed(tx_bench_result *k, txattn_status s) {
            s == TXATTN_E_UNSUPPORTED ? "" : ": ", txattn_last_error());
 }
 
-/* The threads entry i runs on: the context's if its kernel is threaded, else 1. */
-static int entry_threads(const tx_bench_setup *s, size_t i) {
-  return s->sel[i].info.flags & TXATTN_KERNEL_THREADED ? s->threads : 1;
-}
-
 /* With --roofline on a decode, a kernel's timed runs are paired with read-bandwidth runs. */
 static int pairs_runs(const bench_run *r, const tx_bench_point *pt) {
   tx_roof_work w = tx_roofline_work(&pt->p);
@@ -383,62 +377,23 @@ static void measure_entries(bench_run *r, const tx_bench_point *pt, void *const 
                        .runs = (int)r->o.reps,
                        .limit_s = r->o.limit_s};
   if (!pairs_runs(r, pt)) {
-    tx_time(exec_plan, args, m, &to, tm, st, NULL);
+    tx_time(tx_plan_call_run, args, m, &to, tm, st, NULL);
     return;
   }
   int threads[TX_BENCH_MAX_ENTRIES];
   tx_roof_paired paired[TX_BENCH_MAX_ENTRIES];
-  for (size_t j = 0; j < m; j++) threads[j] = entry_threads(&r->setup, idx[j]);
+  for (size_t j = 0; j < m; j++) threads[j] = tx_bench_entry_threads(&r->setup, idx[j]);
   tx_roof_work w = tx_roofline_work(&pt->p);
-  tx_roofline_measure_paired(&r->roofline, w.bytes, exec_plan, args, threads, m, &to, tm, st,
+  tx_roofline_measure_paired(&r->roofline, w.bytes, tx_plan_call_run, args, threads, m, &to, tm, st,
                              paired);
   for (size_t j = 0; j < m; j++) pt->res[idx[j]].paired = paired[j];
 }
 
-static void bench_kernel(bench_run *r, const tx_bench_point *pt, size_t i, tx_bench_result *k) {
-  const txattn_kernel_info *info = &r->sel[i].info;
-  k->rel_error = k->lse_error = NAN;
-  if (!info->usable) {
-    k->state = TX_BENCH_UNUSABLE;
-    snprintf(k->why, sizeof k->why, "%s", info->why_unusable ? info->why_unusable : "?");
-    record_tunables(NULL, &r->tuning[i], k);
-    return;
-  }
-  txattn_plan *plan = NULL;
-  txattn_status s = plan_entry(r, pt, i, &plan);
-  record_tunables(s == TXATTN_OK ? plan : NULL, &r->tuning[i], k);
-  if (s == TXATTN_OK && over_limit(r, pt, i, k)) {
-    txattn_plan_free(plan);
-    return;
-  }
-  if (s == TXATTN_OK) {
-    tx_fill_value(r->b.o, r->b.p.o_type, r->b.o_len, TX_POISON);
-    if (r->b.lse) tx_fill_value(r->b.lse, TXATTN_DTYPE_F32, r->b.lse_len, TX_POISON);
-    exec_arg a = {plan, &r->b.t};
-    tx_timing_opts to = {.min_run_s = 1e-3 * (double)r->o.min_time_ms,
-                         .runs = (int)r->o.reps,
-                         .limit_s = r->o.limit_s};
-    void *ap = &a;
-    if (!pairs_runs(r, pt))
-      tx_time(exec_plan, &ap, 1, &to, &k->tm, &s, NULL);
-    else if ((s = exec_plan(&a)) == TXATTN_OK) /* a call before the runs */
-      measure_entries(r, pt, &ap, &i, 1, &k->tm, &s);
-  }
-  if (s == TXATTN_OK) {
-    k->state = TX_BENCH_OK;
-    verify_kernel(r, pt, k);
-  } else {
-    set_failed(k, s);
-  }
-  txattn_plan_free(plan);
-  compare_serving(r, pt, i, k);
-}
-
-/* Entries first .. first + n - 1, the settings of one kernel: each planned, run once and checked,
-   then timed interleaved (tx_time). */
+/* Entries first .. first + n - 1, a kernel or the settings of one: each planned, run once and
+   checked, then timed interleaved (tx_time). */
 static void bench_settings(bench_run *r, const tx_bench_point *pt, size_t first, size_t n) {
   txattn_plan *plans[TX_BENCH_MAX_ENTRIES] = {0};
-  exec_arg args[TX_BENCH_MAX_ENTRIES];
+  tx_plan_call args[TX_BENCH_MAX_ENTRIES];
   void *argp[TX_BENCH_MAX_ENTRIES];
   size_t idx[TX_BENCH_MAX_ENTRIES], m = 0;
   for (size_t i = first; i < first + n; i++) {
@@ -462,8 +417,8 @@ static void bench_settings(bench_run *r, const tx_bench_point *pt, size_t first,
       record_tunables(plans[m], &r->tuning[i], k);
       tx_fill_value(r->b.o, r->b.p.o_type, r->b.o_len, TX_POISON);
       if (r->b.lse) tx_fill_value(r->b.lse, TXATTN_DTYPE_F32, r->b.lse_len, TX_POISON);
-      args[m] = (exec_arg){plans[m], &r->b.t};
-      s = exec_plan(&args[m]);
+      args[m] = (tx_plan_call){plans[m], &r->b.t};
+      s = tx_plan_call_run(&args[m]);
     }
     if (s != TXATTN_OK) {
       set_failed(k, s);
@@ -505,23 +460,6 @@ static void find_references(const bench_run *r, tx_bench_point *pt) {
         (pt->masked < 0 || t < pt->res[pt->masked].tm.median_s))
       pt->masked = (long)i;
   }
-}
-
-const char *tx_bench_label(const tx_bench_setup *s, size_t i) {
-  return s->tuning[i].label;
-}
-
-int tx_bench_kernel_failed(const tx_bench_setup *s, const tx_bench_point *pt, size_t i) {
-  const tx_bench_result *k = &pt->res[i];
-  return k->state == TX_BENCH_FAILED || (k->state == TX_BENCH_OK && !k->exact) ||
-         (k->state == TX_BENCH_OVER_LIMIT && s->sel[i].requested) || tx_bench_merge_failed(k);
-}
-
-int tx_bench_point_status(const tx_bench_setup *s, const tx_bench_point *pt) {
-  if (pt->fastest < 0) return TX_EXIT_FAIL; /* nothing was measured */
-  for (size_t i = 0; i < s->n_sel; i++)
-    if (tx_bench_kernel_failed(s, pt, i)) return TX_EXIT_FAIL;
-  return TX_EXIT_OK;
 }
 
 static int exit_code(const bench_run *r) {
@@ -744,16 +682,6 @@ static void table_row(const bench_run *r, const tx_bench_point *pt, tx_table *t,
     tx_table_note(t, "%s", k->why);
 }
 
-tx_roof_kernel tx_bench_roof_kernel(const tx_bench_setup *s, const tx_bench_point *pt, size_t i) {
-  const txattn_kernel_info *info = &s->sel[i].info;
-  const int ok = pt->res[i].state == TX_BENCH_OK;
-  tx_roof_work w = tx_roofline_work(&pt->p);
-  const tx_roof_paired *paired =
-      ok && tx_roofline_pairs(s->roofline, &w) ? &pt->res[i].paired : NULL;
-  return (tx_roof_kernel){tx_bench_label(s, i), info->isa, entry_threads(s, i),
-                          ok ? pt->res[i].tm.median_s : 0, paired};
-}
-
 static void print_roofline_fits(const bench_run *r, const tx_bench_point *pt) {
   tx_roof_kernel *ks = calloc(r->n_sel ? r->n_sel : 1, sizeof *ks);
   if (!ks) {
@@ -853,10 +781,7 @@ static int run_point(bench_run *r, size_t i) {
       fprintf(stderr, "\r\033[K  [%zu/%zu] timing %s%s ...", i + 1, r->n_pts,
               n > 1 ? r->sel[k].info.name : tx_bench_label(&r->setup, k),
               n > 1 ? ", its settings interleaved" : "");
-    if (n > 1)
-      bench_settings(r, pt, k, n);
-    else
-      bench_kernel(r, pt, k, &pt->res[k]);
+    bench_settings(r, pt, k, n);
   }
   if (r->progress) fprintf(stderr, "\r\033[K");
   tx_buffers_free(&r->b);
@@ -936,5 +861,68 @@ int tx_cmd_bench(int argc, char **argv) {
   tx_strlist_free(&r.o.tunable_items);
   tx_strlist_free(&r.o.n_items);
   tx_strlist_free(&r.o.mask_items);
+  return rc;
+}
+
+typedef struct plot_run {
+  const char *table_path, *from_path, *out;
+  tx_opt opts[3];
+  tx_opt_group groups[1];
+  tx_cmd_spec spec;
+  char path[4096];
+  tx_plot plot;
+} plot_run;
+
+static const char plot_about[] =
+    "Draws a dispatch table (`txtune profile`) or a bench sweep (`txtune bench --n A..B -o FILE`)\n"
+    "as an SVG of time against n, log-log: first the best kernel per mask kind (dense attention\n"
+    "bends toward slope 2, a window stays at 1), then a panel per class with each kernel's curve\n"
+    "and fitted slope. Without a file: the table libtxattn follows. How to read it: "
+    "docs/bench.md.\n"
+    "Exit status: 0 written; 1 a file could not be read, plotted or written; 2 usage error.";
+
+static int plot_parse(plot_run *r, int argc, char **argv) {
+  r->opts[0] = tx_opt_string("from", &r->from_path, "FILE",
+                             "a dispatch table or a bench sweep's JSON, told apart by content");
+  r->opts[1] = tx_opt_string("table", &r->table_path, "FILE",
+                             "the dispatch table [$TXATTN_TABLE, else the default]");
+  r->opts[2] = tx_opt_string("output", &r->out, "FILE.svg",
+                             "where to write the SVG (also -o) [txtune-profile.svg]");
+  r->groups[0] = (tx_opt_group){"Options", r->opts, 3};
+  r->spec =
+      (tx_cmd_spec){"plot", "[--from FILE | --table FILE] [-o FILE.svg]", plot_about, r->groups, 1};
+  int rc = tx_args_parse_cmd(&r->spec, argc, argv);
+  if (rc >= 0) return rc;
+  if (r->from_path && r->table_path)
+    return tx_args_usage_error(&r->spec, "give either --from or --table, not both");
+  return -1;
+}
+
+static int write_file(plot_run *r, const char *out) {
+  FILE *f = fopen(out, "w");
+  if (!f) {
+    fprintf(stderr, "txtune plot: cannot write %s: %s\n", out, strerror(errno));
+    return TX_EXIT_FAIL;
+  }
+  int bad = tx_plot_write_svg(&r->plot, r->path, f) != 0;
+  bad |= fclose(f) != 0;
+  if (!bad) return 0;
+  fprintf(stderr, "txtune plot: cannot write %s\n", out);
+  return TX_EXIT_FAIL;
+}
+
+int tx_cmd_plot(int argc, char **argv) {
+  plot_run r;
+  memset(&r, 0, sizeof r);
+  int rc = plot_parse(&r, argc, argv);
+  if (rc >= 0) return rc;
+  const char *out = r.out ? r.out : "txtune-profile.svg";
+  if ((rc = tx_plot_load(r.from_path, r.table_path, &r.plot, r.path, sizeof r.path)) == 0 &&
+      (rc = write_file(&r, out)) == 0)
+    printf("wrote %s (%s%zu panel%s of time against n per class, from %s)\n", out,
+           tx_plot_has_best(&r.plot) ? "the price of attention, " : "",
+           tx_plot_count_drawable(&r.plot), tx_plot_count_drawable(&r.plot) == 1 ? "" : "s",
+           r.path);
+  tx_plot_free(&r.plot);
   return rc;
 }

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* txtune bench sweeps: the problems of `--n A..B --mask none,causal,window`, and what the sweep
    shows beyond its tables: how each kernel's time grows with n, and which kernel wins where. */
+#include "bench_sweep.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
 #include "loglog_fit.h"
 #include "text_table.h"
 

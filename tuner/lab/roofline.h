@@ -62,32 +62,7 @@ void tx_roofline_json(tx_json *j, const tx_roofline *r); /* the value: one objec
 /* The fastest SIMD FMA peak at thread count index c, or NULL if no SIMD ISA is usable. */
 const tx_roof_peak *tx_roofline_best_simd(const tx_roofline *r, int c);
 
-/* ---- what no call can beat (roof_floor.c) ---- */
-
-/* The machine's roofs as the floor of a call's time: the best FMA peak of one thread over the ISAs
-   it can run (a team of threads has at most that many times as much), the read bandwidth of
-   `threads` threads from arrays beyond the caches, and the caches' bytes together (reads that fit
-   in them need not come from memory). A rate <= 0 is unknown. */
-typedef struct tx_roof_ceiling {
-  double gflops_1t, read_gbs;
-  int threads; /* the read bandwidth's */
-  double cache_bytes;
-} tx_roof_ceiling;
-/* 16-bit inputs may meet matrix units (AMX) that multiply them this many times faster than the
-   FP32 FMA the peak measures. */
-#define TX_ROOF_MATRIX_UNITS 16
-/* Measures c (a fraction of a second; arrays of max(cache_bytes, 64 MiB) up to 512 MiB), with the
-   loops of the ISAs of isa_mask (txattn_machine_info's). */
-void tx_roof_ceiling_measure(unsigned isa_mask, int threads, double cache_bytes,
-                             tx_roof_ceiling *c);
-/* The least seconds a call of `flops` that must read `bytes` can take on `threads` threads with
-   `slack` x the roofs: its flops at the peak (x TX_ROOF_MATRIX_UNITS with half_inputs), and its
-   bytes beyond the caches at the read bandwidth, whichever is longer (0: no roof known); why says
-   which, with the figures. */
-double tx_roof_floor_s(const tx_roof_ceiling *c, int threads, double flops, double bytes,
-                       int half_inputs, double slack, char *why, size_t size);
-
-/* ---- a kernel against the roofs (roofline_fit.c) ---- */
+/* ---- a kernel against the roofs ---- */
 
 typedef struct tx_roof_work {
   double flops;   /* 2 (d_qk + d_v) per visible pair */
@@ -113,8 +88,7 @@ int tx_roofline_pairs(const tx_roofline *r, const tx_roof_work *w);
 /* Times n kernels fn(args[i]), each already called once, as tx_time does
    (tm and status as there), with a read-bandwidth run on threads[i] threads over r's arrays (at
    least o->min_run_s long) right before each timed run of kernel i; out[i] is its paired fraction
-   for `bytes` per call, over the rounds (the calibration runs are not paired). More than
-   TX_BENCH_MAX_ENTRIES / 2 kernels are timed unpaired. */
+   for `bytes` per call, over the rounds (the calibration runs are not paired). */
 void tx_roofline_measure_paired(tx_roofline *r, double bytes, tx_run_fn fn, void *const *args,
                                 const int *threads, size_t n, const tx_timing_opts *o,
                                 tx_timing *tm, txattn_status *status, tx_roof_paired *out);

@@ -2,19 +2,18 @@
 /* txtune bench as JSON: the object of one problem (what `bench --json` has always printed) and the
    sweep document that wraps such objects with the machine and the settings (bench_sweep.md). */
 #define _POSIX_C_SOURCE 200809L /* gmtime_r */
+#include "bench_json.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "bench.h"
+#include "bench_serving.h"
+#include "bench_sweep.h"
 #include "buffers.h"
 #include "context_cli.h"
 #include "txattn/plugin.h"
-
-const tx_bench_env_var tx_bench_env[TX_BENCH_N_ENV] = {
-    {"OPENBLAS_CORETYPE", 1},   {"OPENBLAS_NUM_THREADS", 1}, {"OMP_NUM_THREADS", 1},
-    {"TXATTN_FORCE_KERNEL", 0}, {"TXATTN_MAX_ISA", 0},       {"TXATTN_TABLE", 0}};
 
 static void json_problem(tx_json *j, const txattn_problem *p, const tx_serving *sv) {
   tx_json_key(j, "problem");

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* txtune plot: time against n per kernel, in panels, whatever the measurements came from (a
-   dispatch table: plot_table.c; a bench sweep: plot_sweep.c), drawn as one SVG (plot_svg.c). */
+/* txtune plot's model (plot.c): time against n per kernel, in panels, whatever the measurements
+   came from (plot_source.c), drawn as one SVG (plot_svg.c). */
 #ifndef TXTUNE_PLOT_H
 #define TXTUNE_PLOT_H
 
@@ -78,56 +78,5 @@ int tx_plot_series_drawn(const tx_plot_series *s);
 int tx_plot_panel_drawn(const tx_plot_panel *p);
 /* Panels with at least one series drawn. */
 size_t tx_plot_count_drawable(const tx_plot *pl);
-/* The chart: first "the price of attention" (tx_plot_has_best), a row of its own, then one panel
-   per 2 columns, each with its curves, each labelled at its end (with its slope from 3 points
-   up), a note where one stops before the panel's largest n and why, slope 1 and slope 2 guides,
-   dashed lines where the fastest kernel changes, an x where one failed, and below the panel what
-   the source says about each n a kernel has no time at. A kernel has the same colour and marker
-   in every panel (tx_plot_styles). `source` names the input in the SVG's title. Returns 0, or -1
-   if writing failed or out of memory. */
-int tx_plot_write_svg(const tx_plot *pl, const char *source, FILE *f);
-
-/* ---- each kernel's colour and marker (plot_style.c) ---- */
-#define TX_PLOT_COLOURS 10
-#define TX_PLOT_MARKERS 7
-#define TX_PLOT_STYLES  (TX_PLOT_COLOURS * TX_PLOT_MARKERS)
-
-typedef struct tx_plot_style {
-  const char *colour; /* "#rrggbb" */
-  unsigned marker;    /* < TX_PLOT_MARKERS: the SVG symbol "#txm<marker>" (tx_plot_marker_defs) */
-} tx_plot_style;
-
-/* The styles of one plot's kernels. Style i is colour i % TX_PLOT_COLOURS and marker
-   i % TX_PLOT_MARKERS, so that two styles differ in colour, marker or both. The kernels shipped
-   with libtxattn hold fixed styles (in a fixed order of their names); any other name takes the
-   style its hash names, or the next free one when another kernel of the plot holds it (names
-   taken in sorted order): a kernel has its style in every plot that has no other unknown kernel
-   hashed alike. */
-typedef struct tx_plot_styles {
-  size_t n;
-  char (*name)[64];
-  unsigned *style;
-} tx_plot_styles;
-
-/* The styles of every kernel in pl (panels and first panel). Returns 0, or -1 out of memory. */
-int tx_plot_styles_init(tx_plot_styles *st, const tx_plot *pl);
-/* kernel's style; a kernel not in st gets the style its name alone gives. */
-tx_plot_style tx_plot_style_of(const tx_plot_styles *st, const char *kernel);
-void tx_plot_styles_free(tx_plot_styles *st);
-/* The <defs> of the markers, to be written once in the SVG. */
-void tx_plot_marker_defs(FILE *f);
-/* A marker of style s centred at (x, y), `scale` times its size, with a tooltip unless title is
-   NULL. */
-void tx_plot_marker(FILE *f, tx_plot_style s, double x, double y, double scale, const char *title);
-
-/* ---- sources: each returns 0, or prints why ("txtune plot: ...") and returns TX_EXIT_FAIL ---- */
-/* A dispatch table, strictly validated by libtxattn: one panel per class and window reach r, each
-   kernel's fastest time (any tunables) at each n; and for the first panel, per mask kind, the
-   chosen kernel's time at each n of one class (plot_table.c says which). */
-int tx_plot_from_table(const char *path, tx_plot *pl);
-/* A bench sweep document (bench_sweep.md) already parsed: `root` is a json_t *. One panel per
-   problem class (mask kind and window, head sizes, heads, batch); for the first panel, per mask
-   kind, the fastest exact kernel at each n of the class with the most n. */
-int tx_plot_from_sweep(const void *root, const char *path, tx_plot *pl);
 
 #endif

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* txtune bench --tunable NAME=VALUE: which kernels plan with which tunables. Every kernel that
-   declares a named tunable is planned with it through txattn_plan_create_tuned; the library, not
-   this file, judges whether a value is inside the kernel's declared range. */
+/* What txtune bench's files share (bench.h): the entries to time and what they ran with, a point's
+   verdict, the problem line, and --tunable NAME=VALUE: every kernel that declares a named tunable
+   is planned with it through txattn_plan_create_tuned; the library, not this file, judges whether
+   a value is inside the kernel's declared range. */
+#include "bench.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "bench.h"
 
 static int parse_pair(const char *item, tx_bench_tunable *out) {
   const char *eq = strchr(item, '=');
@@ -78,17 +79,6 @@ static size_t group_names(const tx_bench_tunable_args *a, given_name *g) {
   return n;
 }
 
-static int kernel_index(const txattn_context *ctx, const char *name, size_t *out) {
-  size_t n = txattn_kernel_count(ctx);
-  txattn_kernel_info info = TXATTN_KERNEL_INFO_INIT;
-  for (size_t i = 0; i < n; i++)
-    if (txattn_kernel_get(ctx, i, &info) == TXATTN_OK && strcmp(info.name, name) == 0) {
-      *out = i;
-      return 1;
-    }
-  return 0;
-}
-
 static int declares(const txattn_context *ctx, size_t kernel, const char *name) {
   size_t n = txattn_kernel_tunable_count(ctx, kernel);
   txattn_tunable_info t = TXATTN_TUNABLE_INFO_INIT;
@@ -153,7 +143,8 @@ int tx_bench_expand_tunables(const tx_cmd_spec *spec, const txattn_context *ctx,
   int rc = e.sel && e.tuning ? 0 : tx_args_usage_error(spec, "out of memory");
   for (size_t k = 0; !rc && k < n_sel; k++) {
     size_t idx[TX_BENCH_MAX_TUNABLES], n_idx = 0, kernel = 0;
-    int found = kernel_index(ctx, sel[k].info.name, &kernel);
+    txattn_kernel_info info = TXATTN_KERNEL_INFO_INIT;
+    int found = tx_kernel_find(ctx, sel[k].info.name, &kernel, &info);
     for (size_t i = 0; found && !rc && i < n_g; i++) {
       if (!declares(ctx, kernel, g[i].name)) continue;
       g[i].declared = 1;
@@ -180,4 +171,77 @@ int tx_bench_expand_tunables(const tx_cmd_spec *spec, const txattn_context *ctx,
   *tuning_out = e.tuning;
   *n_out = e.n;
   return 0;
+}
+
+int tx_bench_entry_threads(const tx_bench_setup *s, size_t i) {
+  return s->sel[i].info.flags & TXATTN_KERNEL_THREADED ? s->threads : 1;
+}
+
+const char *tx_bench_label(const tx_bench_setup *s, size_t i) {
+  return s->tuning[i].label;
+}
+
+int tx_bench_kernel_failed(const tx_bench_setup *s, const tx_bench_point *pt, size_t i) {
+  const tx_bench_result *k = &pt->res[i];
+  return k->state == TX_BENCH_FAILED || (k->state == TX_BENCH_OK && !k->exact) ||
+         (k->state == TX_BENCH_OVER_LIMIT && s->sel[i].requested) || tx_bench_merge_failed(k);
+}
+
+int tx_bench_point_status(const tx_bench_setup *s, const tx_bench_point *pt) {
+  if (pt->fastest < 0) return TX_EXIT_FAIL; /* nothing was measured */
+  for (size_t i = 0; i < s->n_sel; i++)
+    if (tx_bench_kernel_failed(s, pt, i)) return TX_EXIT_FAIL;
+  return TX_EXIT_OK;
+}
+
+tx_roof_kernel tx_bench_roof_kernel(const tx_bench_setup *s, const tx_bench_point *pt, size_t i) {
+  const txattn_kernel_info *info = &s->sel[i].info;
+  const int ok = pt->res[i].state == TX_BENCH_OK;
+  tx_roof_work w = tx_roofline_work(&pt->p);
+  const tx_roof_paired *paired =
+      ok && tx_roofline_pairs(s->roofline, &w) ? &pt->res[i].paired : NULL;
+  return (tx_roof_kernel){tx_bench_label(s, i), info->isa, tx_bench_entry_threads(s, i),
+                          ok ? pt->res[i].tm.median_s : 0, paired};
+}
+
+double tx_bench_pairs(const txattn_problem *p, const tx_serving *s) {
+  if (!p->ragged || !s->n) return txattn_problem_visible_pairs(p);
+  double pairs = 0;
+  for (size_t b = 0; b < s->n; b++) {
+    txattn_problem one = *p;
+    one.batch = 1;
+    one.ragged = 0;
+    one.n_kv = s->kv_lens[b];
+    if (one.n_kv > 0) pairs += txattn_problem_visible_pairs(&one);
+  }
+  return pairs;
+}
+
+void tx_bench_shape(const txattn_problem *p, const tx_serving *s, char *buf, size_t size) {
+  int len = tx_problem_format(p, buf, size);
+  if (len >= 0 && (size_t)len < size) tx_serving_format(s, buf + len, size - (size_t)len);
+}
+
+txattn_tensors tx_bench_explicit_tensors(const tx_buffers *b) {
+  txattn_tensors t = b->t;
+  t.q_layout = b->q_str;
+  t.k_layout = b->k_str;
+  t.v_layout = b->v_str;
+  t.o_layout = b->o_str;
+  if (b->lse) t.lse_layout = b->lse_str;
+  t.kv_lens = t.q_lens = NULL;
+  /* the dense inputs, as a caller without pages or packed rows holds them */
+  t.k_data = b->k;
+  t.v_data = b->v;
+  t.block_table = NULL;
+  t.q_offsets = NULL;
+  return t;
+}
+
+const tx_bench_env_var tx_bench_env[TX_BENCH_N_ENV] = {
+    {"OPENBLAS_CORETYPE", 1},   {"OPENBLAS_NUM_THREADS", 1}, {"OMP_NUM_THREADS", 1},
+    {"TXATTN_FORCE_KERNEL", 0}, {"TXATTN_MAX_ISA", 0},       {"TXATTN_TABLE", 0}};
+
+int tx_bench_merge_failed(const tx_bench_result *k) {
+  return k->state == TX_BENCH_OK && k->merge.measured && k->merge.checked && !k->merge.exact;
 }

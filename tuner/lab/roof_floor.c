@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* The least time a call can take on this machine: the roofs of `txtune bench --roofline`
-   (roof_measure.h) measured once, quickly, and the time a call's work needs under them. txtune
-   profile refuses a time below it: no kernel computes faster than the machine can. */
+/* The least time a call can take on this machine (roof_floor.h): no kernel computes faster than
+   the machine can. */
+#include "roof_floor.h"
+
 #include <math.h>
 #include <stdio.h>
 
-#include "roofline.h"
+#include "roof_measure.h"
 
 /* Each roof is the best of many short runs: on a busy machine some of them get a core (or the
    memory) to themselves, and a roof measured low would refuse honest kernels. */

@@ -1,14 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* Each kernel's colour and marker in a txtune plot: the same in every panel and in every plot. */
+#include "plot_style.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "plot.h"
-#include "plot_draw.h"
-
 /* Ten hues far apart (the Tableau 10 order), the light ones darkened to be read as text on white;
-   none is near-black or the first panel's teal (plot_price.c). */
+   none is near-black or the first panel's teal (plot_svg.c). */
 static const char *const colours[TX_PLOT_COLOURS] = {
     "#1f77b4", "#e8710a", "#2ca02c", "#d62728", "#9467bd",
     "#8c564b", "#d6479f", "#7f7f7f", "#9a9b12", "#0f9aab",
@@ -119,6 +118,30 @@ static const char *const marker_paths[TX_PLOT_MARKERS] = {
     "d='M3.2,0A3.2,3.2 0 1 1 -3.2,0A3.2,3.2 0 1 1 3.2,0Z' fill='white' stroke-width='1.6'",
     "d='M-2.9,-2.9H2.9V2.9H-2.9Z' fill='white' stroke-width='1.6'",
 };
+
+void tx_svg_text(FILE *f, const char *s) {
+  for (; *s; s++) {
+    switch (*s) {
+    case '<':
+      fputs("&lt;", f);
+      break;
+    case '>':
+      fputs("&gt;", f);
+      break;
+    case '&':
+      fputs("&amp;", f);
+      break;
+    case '\'':
+      fputs("&apos;", f);
+      break;
+    case '"':
+      fputs("&quot;", f);
+      break;
+    default:
+      fputc(*s, f);
+    }
+  }
+}
 
 void tx_plot_marker_defs(FILE *f) {
   fputs("<defs>\n", f);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* txtune bench: what one measured problem holds, shared by the command (cmd_bench.c), its JSON
-   (bench_json.c) and its sweeps over n and mask kinds (bench_sweep.c). */
+/* txtune bench: what one measured problem holds, shared by the command (lab.c), its serving
+   comparisons (bench_serving.c), its JSON (bench_json.c) and its sweeps (bench_sweep.c); and the
+   helpers they share (bench.c). */
 #ifndef TXTUNE_BENCH_H
 #define TXTUNE_BENCH_H
 
@@ -116,6 +117,8 @@ typedef struct tx_bench_setup {
   const tx_serving *serving; /* --kv-lens and --lse: never NULL */
 } tx_bench_setup;
 
+/* The threads entry i runs on: the context's if its kernel is threaded, else 1. */
+int tx_bench_entry_threads(const tx_bench_setup *s, size_t i);
 /* The name entry i is shown by: its label. */
 const char *tx_bench_label(const tx_bench_setup *s, size_t i);
 /* Kernel i failed at pt: it crashed, was not exact, or was named by --kernel and could not run. */
@@ -134,7 +137,7 @@ typedef struct tx_bench_env_var {
 #define TX_BENCH_N_ENV 6
 extern const tx_bench_env_var tx_bench_env[TX_BENCH_N_ENV];
 
-/* ---- --tunable (bench_tunables.c) ---- */
+/* ---- --tunable ---- */
 #define TX_BENCH_MAX_ENTRIES 256 /* settings of one kernel, and more entries than kernels */
 
 /* --tunable NAME=VALUE items, each pair once, in the order given. */
@@ -157,78 +160,18 @@ int tx_bench_expand_tunables(const tx_cmd_spec *spec, const txattn_context *ctx,
 void tx_bench_tunables_text(const tx_bench_tunable *t, size_t n, const char *sep, char *buf,
                             size_t size);
 
-/* ---- serving calls: --kv-lens and --lse (bench_serving.c) ---- */
+/* ---- the problem ---- */
 /* The visible (query, key) pairs of p (every head), each ragged sequence with its own kv_len. */
 double tx_bench_pairs(const txattn_problem *p, const tx_serving *s);
 /* "b=8 h=32/8 n_q=1 n_kv=32768 d=128 none kv_lens=1024,2048 lse": the problem line. */
 void tx_bench_shape(const txattn_problem *p, const tx_serving *s, char *buf, size_t size);
 /* Plans the entry being compared for problem p (its kernel, its tunables). */
 typedef txattn_status (*tx_bench_planner)(void *arg, const txattn_problem *p, txattn_plan **out);
-/* Fills out (tx_bench_compare) for the call of b->p on b's tensors, planned by plan(arg, ...).
-   Overwrites b's outputs. */
-void tx_bench_serving_compare(const tx_buffers *b, const tx_serving *s, tx_bench_planner plan,
-                              void *arg, const tx_timing_opts *to, tx_bench_compare *out);
-/* The comparisons of every kernel at pt as a table, and the dispatcher's pick's (else the
-   fastest's) ratios in words. Nothing without --kv-lens or --lse. */
-void tx_bench_serving_print(const tx_bench_setup *s, const tx_bench_point *pt, FILE *f);
-/* The kernel's "serving" object (null when not compared). */
-void tx_bench_serving_json(tx_json *j, const tx_bench_result *k);
-
 /* b's tensors with explicit strides, no lengths (a part of them is then still laid out as the
    whole). */
 txattn_tensors tx_bench_explicit_tensors(const tx_buffers *b);
 
-/* ---- --merge (bench_merge.c) ---- */
-/* Fills out for b->p (lse, not ragged, mask none, n_kv >= parts) split into s->merge parts,
-   planned by plan(arg, ...). Overwrites b's outputs with the merged result; verifies it against
-   b->o_ref where there is one. */
-void tx_bench_merge_compare(const tx_buffers *b, const tx_serving *s, tx_bench_planner plan,
-                            void *arg, const tx_timing_opts *to, tx_bench_merge *out);
-/* The merge of every kernel at pt as a table, and the dispatcher's pick's (else the fastest's) in
-   words. Nothing without --merge. */
-void tx_bench_merge_print(const tx_bench_setup *s, const tx_bench_point *pt, FILE *f);
-/* The kernel's "merge" object (null when not compared). */
-void tx_bench_merge_json(tx_json *j, const tx_bench_result *k);
 /* Kernel i's merged result at pt was checked and is not exact. */
 int tx_bench_merge_failed(const tx_bench_result *k);
-
-/* ---- JSON (bench_json.c) ---- */
-#define TX_SWEEP_FORMAT         "txtune-bench-sweep"
-#define TX_SWEEP_FORMAT_VERSION 1
-
-/* The object `txtune bench --json` prints for a single problem. */
-void tx_bench_json_single(tx_json *j, const tx_bench_setup *s, const tx_bench_point *pt);
-/* The sweep document (docs/bench_sweep.md): machine, settings, and every point. */
-void tx_bench_json_sweep(tx_json *j, const tx_bench_setup *s, const txattn_context *ctx,
-                         const tx_bench_point *pts, size_t n_pts);
-
-/* ---- sweeps (bench_sweep.c) ---- */
-#define TX_SWEEP_MAX_N     64
-#define TX_SWEEP_MAX_MASKS 8
-
-/* The swept values of --n and --mask: each --n item is N or A..B (A, 2A, 4A ... while <= B). */
-typedef struct tx_sweep_axes {
-  int64_t n[TX_SWEEP_MAX_N];
-  size_t n_n;
-  int mask[TX_SWEEP_MAX_MASKS]; /* txattn_mask values, in the order given; none given: -1 */
-  size_t n_mask;
-} tx_sweep_axes;
-
-/* Returns 0, or prints a usage error and returns TX_EXIT_USAGE. No --n leaves axes->n_n 0. */
-int tx_sweep_parse_n(const tx_cmd_spec *spec, const tx_strlist *items, tx_sweep_axes *axes);
-int tx_sweep_parse_mask(const tx_cmd_spec *spec, const tx_strlist *items, tx_sweep_axes *axes);
-/* The problems of the sweep, masks outer, n inner. a holds every other problem option; window
-   options apply to the window points only. Returns 0 with *out (free()) and *n_out, or prints a
-   usage error and returns TX_EXIT_USAGE. */
-int tx_sweep_problems(const tx_cmd_spec *spec, const tx_problem_args *a, const tx_sweep_axes *axes,
-                      txattn_problem **out, size_t *n_out);
-/* Two problems of one curve: they differ at most in n (n_q, and n_kv when it follows n_q). */
-int tx_sweep_same_class(const txattn_problem *a, const txattn_problem *b);
-/* The problem without its n: "d=64 window(8,8)", "h=4/2 n_kv=1000 d=64 causal". */
-void tx_sweep_class_label(const txattn_problem *p, char *buf, size_t size);
-/* Per mask kind: each kernel's fitted log-log slope of time against n, and where the fastest
-   kernel changes. */
-void tx_sweep_print_summary(const tx_bench_setup *s, const tx_bench_point *pts, size_t n_pts,
-                            FILE *f);
 
 #endif
