@@ -55,7 +55,7 @@ static txattn_status add_call(variant *v, tx_bench_planner plan, void *arg, cons
 }
 
 static void *offset(const void *base, txattn_dtype type, int64_t elements) {
-  return (char *)base + (size_t)elements * txattn_dtype_size(type);
+  return (char *)base + txattn_dtype_bytes(type, elements);
 }
 
 /* p without pages or packed rows: what tx_bench_explicit_tensors holds. */
