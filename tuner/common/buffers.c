@@ -291,6 +291,7 @@ void tx_buffers_free(tx_buffers *b) {
   free(b->lse);
   free(b->lse_ref);
   free(b->kv_lens);
+  free(b->q_lens);
   free(b->q);
   free(b->k);
   free(b->v);
@@ -318,7 +319,9 @@ int tx_buffers_page(tx_buffers *b, uint64_t seed, char *err, size_t err_size) {
       snprintf(err, err_size, "cannot allocate q_offsets");
       return -1;
     }
-    for (int64_t i = 0; i <= p->batch; i++) b->q_offsets[i] = i * p->n_q;
+    b->q_offsets[0] = 0; /* each sequence's rows (q_lens, else n_q) one after another */
+    for (int64_t i = 0; i < p->batch; i++)
+      b->q_offsets[i + 1] = b->q_offsets[i] + (b->q_lens ? b->q_lens[i] : p->n_q);
     b->t.q_offsets = b->t_ref.q_offsets = b->q_offsets;
   }
   if (!p->page_size) return 0;
@@ -423,7 +426,27 @@ int tx_buffers_serving(tx_buffers *b, int lse, const int64_t *kv_lens, size_t n_
 txattn_problem tx_buffers_sequence(const tx_buffers *b, int64_t batch) {
   txattn_problem s = b->p;
   if (b->p.ragged && b->kv_lens) s.n_kv = b->kv_lens[batch];
+  if (b->q_lens) s.n_q = b->q_lens[batch];
   return s;
+}
+
+int tx_buffers_q_lens(tx_buffers *b, const int64_t *q_lens, size_t n_seq, char *err,
+                      size_t err_size) {
+  if (!b->p.ragged || (int64_t)n_seq != b->p.batch ||
+      !(b->q_lens = malloc(n_seq * sizeof *b->q_lens))) {
+    snprintf(err, err_size, "cannot hold %zu query lengths for a ragged batch of %lld", n_seq,
+             (long long)b->p.batch);
+    return -1;
+  }
+  memcpy(b->q_lens, q_lens, n_seq * sizeof *q_lens);
+  if (!b->p.packed) b->t.q_lens = b->t_ref.q_lens = b->q_lens; /* packed: q_offsets say it */
+  return 0;
+}
+
+void tx_buffers_row_at(const tx_buffers *b, int64_t bb, int64_t i, int64_t *batch, int64_t *row) {
+  const int packed = b->p.packed && b->q_offsets;
+  *batch = packed ? 0 : bb;
+  *row = packed ? b->q_offsets[bb] + i : i;
 }
 
 void tx_buffers_fill_padding(tx_buffers *b, float value) {

@@ -39,6 +39,9 @@ typedef struct tx_buffers {
   size_t lse_len;
   txattn_layout lse_str;
   int64_t *kv_lens;
+  /* With --q-lens (tx_buffers_q_lens), q_lens[batch]: each sequence's query rows (t.q_lens, or
+     with p.packed the q_offsets' prefix sums); NULL: n_q for every sequence */
+  int64_t *q_lens;
   /* With p.alibi, the standard slopes (txattn_alibi_slopes, max_bias 8); with p.sinks, sink
      logits (tx_buffers_fill: 2 times standard normal); heads_q floats each, else NULL */
   float *slopes, *sinks;
@@ -81,7 +84,16 @@ int tx_buffers_serving(tx_buffers *b, int lse, const int64_t *kv_lens, size_t n_
    their rows are the packed rows), the q_offsets. t and t_ref then read them; k and v keep the
    dense inputs (tx_elem_at). Returns 0, or -1 with the reason in err. */
 int tx_buffers_page(tx_buffers *b, uint64_t seed, char *err, size_t err_size);
-/* Sequence b's own problem: n_kv its kv_len when ragged, else the problem. */
+/* After tx_buffers_serving with kv_lens: each sequence's query rows (n_seq = the batch, each
+   0..n_q), which t and t_ref read (packed: tx_buffers_page makes them the q_offsets). Returns 0, or
+   -1 with the reason in err. */
+int tx_buffers_q_lens(tx_buffers *b, const int64_t *q_lens, size_t n_seq, char *err,
+                      size_t err_size);
+/* Where row i of sequence bb lies in q, o and lse (their strides): (bb, i), or with packed rows
+   (0, q_offsets[bb] + i). */
+void tx_buffers_row_at(const tx_buffers *b, int64_t bb, int64_t i, int64_t *batch, int64_t *row);
+/* Sequence b's own problem: n_kv its kv_len when ragged and n_q its q_len with q_lens, else the
+   problem. */
 txattn_problem tx_buffers_sequence(const tx_buffers *b, int64_t batch);
 /* Every element of the K and V rows past each sequence's kv_len set to value (a NaN there makes
    a kernel that reads keys it must not read fail). */

@@ -6,6 +6,7 @@
 
 void tx_serving_args_init(tx_serving_args *a) {
   a->kv_lens = NULL;
+  a->q_lens = NULL;
   a->lse = 0;
   a->merge = 0;
   a->page_size = 0;
@@ -22,6 +23,36 @@ void tx_serving_opts(tx_serving_args *a, tx_opt *o) {
                     INT64_C(1) << 30);
   o[3] = tx_opt_flag("packed", &a->packed,
                      "q, o and lse packed without padding, each sequence's rows from q_offsets");
+  o[4] = tx_opt_string("q-lens", &a->q_lens, "L1,L2,...",
+                       "with --kv-lens, each sequence's query rows (0 allowed; ragged, or packed "
+                       "with --packed) instead of N for every one");
+}
+
+/* A list of lengths from 0 to big separated by commas (--kv-lens, --q-lens) into out[*n], with
+   their largest in *max. */
+static int parse_lens(const tx_cmd_spec *spec, const char *option, const char *text, int64_t *out,
+                      size_t *n, int64_t *max) {
+  const int64_t big = INT64_C(1) << 40; /* as --n-kv takes */
+  *n = 0;
+  *max = 0;
+  for (const char *s = text;;) {
+    size_t len = strcspn(s, ",");
+    char item[32];
+    int64_t v;
+    if (len == 0) return tx_args_usage_error(spec, "%s: empty item in '%s'", option, text);
+    if (*n == TX_SERVING_MAX_SEQ)
+      return tx_args_usage_error(spec, "%s: more than %d lengths", option, TX_SERVING_MAX_SEQ);
+    snprintf(item, sizeof item, "%.*s", (int)len, s);
+    if (len >= sizeof item || !tx_parse_int(item, &v) || v < 0 || v > big)
+      return tx_args_usage_error(spec,
+                                 "%s expects lengths from 0 to %lld separated by commas, "
+                                 "got '%.*s' in '%s'",
+                                 option, (long long)big, (int)len, s, text);
+    out[(*n)++] = v;
+    if (v > *max) *max = v;
+    if (s[len] == '\0') return 0;
+    s += len + 1;
+  }
 }
 
 tx_opt tx_serving_merge_opt(tx_serving_args *a) {
@@ -32,9 +63,8 @@ tx_opt tx_serving_merge_opt(tx_serving_args *a) {
 }
 
 int tx_serving_from_args(const tx_cmd_spec *spec, const tx_serving_args *a, tx_serving *out) {
-  const int64_t big = INT64_C(1) << 40; /* as --n-kv takes */
-  out->n = 0;
-  out->max_kv = 0;
+  out->n = out->n_q_lens = 0;
+  out->max_kv = out->max_q = 0;
   out->lse_given = a->lse;
   out->merge = a->merge;
   out->lse = a->lse || a->merge > 0;
@@ -42,25 +72,18 @@ int tx_serving_from_args(const tx_cmd_spec *spec, const tx_serving_args *a, tx_s
   out->packed = a->packed;
   if (a->merge && (a->page_size || a->packed))
     return tx_args_usage_error(spec, "--merge takes neither --page-size nor --packed");
+  if (a->q_lens && !a->kv_lens)
+    return tx_args_usage_error(spec, "--q-lens needs --kv-lens (one length of each per sequence)");
   if (!a->kv_lens) return 0;
-  for (const char *s = a->kv_lens;;) {
-    size_t len = strcspn(s, ",");
-    char item[32];
-    int64_t v;
-    if (len == 0) return tx_args_usage_error(spec, "--kv-lens: empty item in '%s'", a->kv_lens);
-    if (out->n == TX_SERVING_MAX_SEQ)
-      return tx_args_usage_error(spec, "--kv-lens: more than %d lengths", TX_SERVING_MAX_SEQ);
-    snprintf(item, sizeof item, "%.*s", (int)len, s);
-    if (len >= sizeof item || !tx_parse_int(item, &v) || v < 0 || v > big)
-      return tx_args_usage_error(spec,
-                                 "--kv-lens expects lengths from 0 to %lld separated by commas, "
-                                 "got '%.*s' in '%s'",
-                                 (long long)big, (int)len, s, a->kv_lens);
-    out->kv_lens[out->n++] = v;
-    if (v > out->max_kv) out->max_kv = v;
-    if (s[len] == '\0') return 0;
-    s += len + 1;
-  }
+  int rc = parse_lens(spec, "--kv-lens", a->kv_lens, out->kv_lens, &out->n, &out->max_kv);
+  if (rc || !a->q_lens) return rc;
+  rc = parse_lens(spec, "--q-lens", a->q_lens, out->q_lens, &out->n_q_lens, &out->max_q);
+  if (!rc && out->n_q_lens != out->n)
+    return tx_args_usage_error(spec,
+                               "--q-lens gives %zu lengths, --kv-lens %zu: one each per "
+                               "sequence",
+                               out->n_q_lens, out->n);
+  return rc;
 }
 
 int tx_serving_apply_args(const tx_cmd_spec *spec, const tx_serving *s, tx_problem_args *pa) {
@@ -74,6 +97,11 @@ int tx_serving_apply_args(const tx_cmd_spec *spec, const tx_serving *s, tx_probl
                                (long long)pa->n_kv, (long long)s->max_kv);
   pa->batch = (int64_t)s->n;
   if (pa->n_kv == TX_UNSET) pa->n_kv = s->max_kv > 0 ? s->max_kv : 1; /* a capacity of 0 is none */
+  if (!s->n_q_lens) return 0;
+  if (pa->n != TX_UNSET && pa->n < s->max_q)
+    return tx_args_usage_error(spec, "--n %lld is less than the longest of --q-lens, %lld",
+                               (long long)pa->n, (long long)s->max_q);
+  if (pa->n == TX_UNSET) pa->n = s->max_q > 0 ? s->max_q : 1;
   return 0;
 }
 
@@ -122,6 +150,11 @@ int tx_serving_format(const tx_serving *s, char *buf, size_t size) {
   }
   if (s->n > 16) {
     w = snprintf(buf + len, size - len, ",... (%zu)", s->n);
+    if (w < 0 || (size_t)w >= size - len) return w;
+    len += (size_t)w;
+  }
+  for (size_t i = 0; i < s->n_q_lens && i < 16; i++) {
+    w = snprintf(buf + len, size - len, "%s%lld", i ? "," : " q_lens=", (long long)s->q_lens[i]);
     if (w < 0 || (size_t)w >= size - len) return w;
     len += (size_t)w;
   }

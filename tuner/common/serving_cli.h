@@ -14,12 +14,13 @@
 #include "problem_cli.h"
 #include "txattn/txattn.h"
 
-#define TX_SERVING_N_OPTS    4
+#define TX_SERVING_N_OPTS    5
 #define TX_SERVING_MAX_SEQ   4096 /* lengths --kv-lens takes */
 #define TX_SERVING_MAX_MERGE 64   /* parts --merge takes (at least 2) */
 
 typedef struct tx_serving_args {
   const char *kv_lens; /* --kv-lens as given; NULL: not ragged */
+  const char *q_lens;  /* --q-lens as given; NULL: every sequence n_q rows */
   int lse;
   int64_t merge;     /* --merge P; 0: not given */
   int64_t page_size; /* --page-size P; 0: not paged */
@@ -33,6 +34,10 @@ typedef struct tx_serving {
   int64_t kv_lens[TX_SERVING_MAX_SEQ];
   size_t n;
   int64_t max_kv;
+  /* --q-lens: n_q_lens (0: none, else n) query rows per sequence, their largest max_q */
+  int64_t q_lens[TX_SERVING_MAX_SEQ];
+  size_t n_q_lens;
+  int64_t max_q;
   int lse, lse_given;
   int64_t merge;
   int64_t page_size; /* 0: not paged */
@@ -48,8 +53,9 @@ tx_opt tx_serving_merge_opt(tx_serving_args *a);
    with *out, or prints a usage error and returns TX_EXIT_USAGE. */
 int tx_serving_from_args(const tx_cmd_spec *spec, const tx_serving_args *a, tx_serving *out);
 /* With --kv-lens, the problem options it fixes: --batch must be the number of lengths and --n-kv
-   (the capacity per sequence) at least the largest; unset, they become those. Returns 0, or prints
-   a usage error and returns TX_EXIT_USAGE. */
+   (the capacity per sequence) at least the largest; unset, they become those. With --q-lens (as
+   many as --kv-lens), --n (the rows per sequence) at least their largest; unset, it becomes that.
+   Returns 0, or prints a usage error and returns TX_EXIT_USAGE. */
 int tx_serving_apply_args(const tx_cmd_spec *spec, const tx_serving *s, tx_problem_args *pa);
 /* With --merge, what it cannot take: --kv-lens (a part of every sequence's keys starts at a
    different key, which one call cannot offset), a mask other than none (a part of the keys of a

@@ -100,15 +100,20 @@ static double compare_row(const float *row, const float *ref, int64_t d_v, tx_ve
   return m;
 }
 
-/* Row (bb, h, i) of an output of o's type, widened into row (exact). */
+/* Row i of head h of sequence bb (packed rows too) of an output of o's type, widened into row
+   (exact). */
 static void widen_row(const tx_buffers *b, const void *o, int64_t bb, int64_t h, int64_t i,
                       float *row) {
+  int64_t at_b, at_i;
+  tx_buffers_row_at(b, bb, i, &at_b, &at_i);
   for (int64_t c = 0; c < b->p.d_v; c++)
-    row[c] = tx_elem_at(o, b->p.o_type, &b->o_str, bb, h, i, c);
+    row[c] = tx_elem_at(o, b->p.o_type, &b->o_str, at_b, h, at_i, c);
 }
 
 static float lse_at(const tx_buffers *b, const float *lse, int64_t bb, int64_t h, int64_t i) {
-  return lse[bb * b->lse_str.batch + h * b->lse_str.head + i * b->lse_str.row];
+  int64_t at_b, at_i;
+  tx_buffers_row_at(b, bb, i, &at_b, &at_i);
+  return lse[at_b * b->lse_str.batch + h * b->lse_str.head + at_i * b->lse_str.row];
 }
 
 /* Row (bb, h, i)'s lse: the contract's rules, then against the reference's within
@@ -163,9 +168,10 @@ void tx_verify(const tx_buffers *b, const void *o, const void *ref, const tx_nan
     return;
   }
   for (int64_t bb = 0; bb < p->batch; bb++) {
-    const txattn_problem seq = tx_buffers_sequence(b, bb); /* its own kv_len when ragged */
+    /* its own kv_len when ragged, its own rows with q_lens: rows past them are never written */
+    const txattn_problem seq = tx_buffers_sequence(b, bb);
     for (int64_t h = 0; h < p->heads_q; h++)
-      for (int64_t i = 0; i < p->n_q; i++) {
+      for (int64_t i = 0; i < seq.n_q; i++) {
         int64_t sink_hi, lo, hi;
         txattn_visible_ranges(&seq, i, &sink_hi, &lo, &hi);
         const int empty =

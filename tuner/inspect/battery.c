@@ -153,6 +153,7 @@ int tx_case_prepare(const tx_case *c, size_t index, const tx_dtypes *types, cons
   if (ragged) {
     typed.batch = (int64_t)sv->n;
     typed.n_kv = sv->max_kv > 0 ? sv->max_kv : 1;
+    if (sv->n_q_lens) typed.n_q = sv->max_q > 0 ? sv->max_q : 1; /* rows per sequence: --q-lens */
   }
   if (typed.k_type == TXATTN_DTYPE_Q8_0 || typed.v_type == TXATTN_DTYPE_Q8_0) {
     /* q8_0 rows are blocks of 32: a head size the blocks cannot hold is taken up to the next */
@@ -172,8 +173,9 @@ int tx_case_prepare(const tx_case *c, size_t index, const tx_dtypes *types, cons
   /* packed rows are the interleaved buffers' rows */
   if (tx_buffers_alloc(b, &p, p.packed ? TX_LAYOUT_INTERLEAVED : c->layout, 1, err, err_size) != 0)
     return -1;
-  if ((ragged || lse) && tx_buffers_serving(b, lse, ragged ? sv->kv_lens : NULL, ragged ? sv->n : 0,
-                                            err, err_size) != 0) {
+  if (((ragged || lse) && tx_buffers_serving(b, lse, ragged ? sv->kv_lens : NULL,
+                                             ragged ? sv->n : 0, err, err_size) != 0) ||
+      (ragged && sv->n_q_lens && tx_buffers_q_lens(b, sv->q_lens, sv->n_q_lens, err, err_size))) {
     tx_buffers_free(b);
     return -1;
   }

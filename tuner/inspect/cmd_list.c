@@ -111,7 +111,7 @@ static void types_of(unsigned set, char *out, size_t size) {
     return;
   }
   out[0] = '\0';
-  for (int t = TXATTN_DTYPE_F32; t <= TXATTN_DTYPE_BF16; t++)
+  for (int t = TXATTN_DTYPE_F32; t <= TXATTN_DTYPE_E5M2; t++) /* the 8-bit k/v too */
     if (set & TXATTN_DTYPE_BIT(t))
       snprintf(out + strlen(out), size - strlen(out), "%s%s", out[0] ? "/" : "",
                txattn_dtype_name((txattn_dtype)t));
@@ -232,7 +232,7 @@ static void json_kernel(tx_json *j, const txattn_context *ctx, const txattn_kern
   for (int i = 0; i < 4; i++) {
     tx_json_key(j, tensor[i]);
     tx_json_begin_array(j);
-    for (int t = TXATTN_DTYPE_F32; t <= TXATTN_DTYPE_BF16; t++)
+    for (int t = TXATTN_DTYPE_F32; t <= TXATTN_DTYPE_E5M2; t++) /* the 8-bit k/v too */
       if (k->dtypes[i] & TXATTN_DTYPE_BIT(t)) tx_json_string(j, txattn_dtype_name((txattn_dtype)t));
     tx_json_end_array(j);
   }

@@ -214,7 +214,9 @@ static int prepare(bench_run *r, tx_bench_point *pt) {
   if (tx_buffers_alloc(&r->b, &pt->p, kind, pt->verified, err, sizeof err) != 0 ||
       ((pt->p.lse || pt->p.ragged) &&
        tx_buffers_serving(&r->b, pt->p.lse, pt->p.ragged ? sv->kv_lens : NULL, sv->n, err,
-                          sizeof err) != 0)) {
+                          sizeof err) != 0) ||
+      (pt->p.ragged && sv->n_q_lens &&
+       tx_buffers_q_lens(&r->b, sv->q_lens, sv->n_q_lens, err, sizeof err) != 0)) {
     fprintf(stderr, "txtune bench: %s\n", err);
     return TX_EXIT_FAIL;
   }
