@@ -557,6 +557,18 @@ Test(masks, bool_and_additive_agree_and_an_open_mask_changes_nothing) {
   txattn_context_free(ctx);
 }
 
+/* Runs kernel k on c if it is usable, takes mask tensors and plans c; returns whether it ran. */
+static int run_masked(txattn_context *ctx, const txattn_kernel_info *k, struct kcase *c) {
+  txattn_plan *plan = NULL;
+  if (!k->usable || !(k->flags & TXATTN_KERNEL_MASK_TENSOR) ||
+      txattn_plan_create(ctx, &c->p, k->name, &plan) != TXATTN_OK)
+    return 0;
+  txattn_tensors t = kcase_tensors(c, 0);
+  cr_assert_eq(txattn_plan_execute(plan, &t), TXATTN_OK, "%s: %s", k->name, txattn_last_error());
+  txattn_plan_free(plan);
+  return 1;
+}
+
 /* +inf or NaN in an additive mask at a visible pair makes that row NaN and no other (as a NaN
    input does); a NaN in the V row of a key the mask hides from every row reaches no row. */
 Test(masks, non_finite_biases_and_hidden_nans) {
@@ -572,12 +584,7 @@ Test(masks, non_finite_biases_and_hidden_nans) {
   for (int64_t i = 0; i < 40; i++) m[i * 40 + 20] = -INFINITY; /* key 20 hidden from all */
   for (int64_t x = 0; x < 16; x++) ((float *)c.v)[20 * 16 + x] = NAN;
   for (size_t j = 0; j < l.n; j++) {
-    if (!l.k[j].usable || !(l.k[j].flags & TXATTN_KERNEL_MASK_TENSOR)) continue;
-    txattn_plan *plan = NULL;
-    if (txattn_plan_create(ctx, &c.p, l.k[j].name, &plan) != TXATTN_OK) continue;
-    txattn_tensors t = kcase_tensors(&c, 0);
-    cr_assert_eq(txattn_plan_execute(plan, &t), TXATTN_OK);
-    txattn_plan_free(plan);
+    if (!run_masked(ctx, &l.k[j], &c)) continue;
     for (int64_t i = 0; i < 40; i++)
       for (int64_t x = 0; x < 16; x++) {
         float o = ((float *)c.o)[i * 16 + x];
@@ -613,12 +620,7 @@ Test(masks, hidden_nans_reach_no_decode_row) {
   for (int64_t x = 0; x < 16; x++) ((float *)c.v)[120 * 16 + x] = NAN;
   int ran = 0;
   for (size_t j = 0; j < l.n; j++) {
-    if (!l.k[j].usable || !(l.k[j].flags & TXATTN_KERNEL_MASK_TENSOR)) continue;
-    txattn_plan *plan = NULL;
-    if (txattn_plan_create(ctx, &c.p, l.k[j].name, &plan) != TXATTN_OK) continue;
-    txattn_tensors t = kcase_tensors(&c, 0);
-    cr_assert_eq(txattn_plan_execute(plan, &t), TXATTN_OK);
-    txattn_plan_free(plan);
+    if (!run_masked(ctx, &l.k[j], &c)) continue;
     ran += strncmp(l.k[j].name, "tiled", 5) == 0;
     for (int64_t i = 0; i < 4 * 16; i++)
       cr_assert(!isnan(((float *)c.o)[i]), "%s: head %lld column %lld is NaN", l.k[j].name,
