@@ -58,9 +58,8 @@ struct kshape {
 struct kcase {
   struct kshape s;
   txattn_problem p;
-  void *q, *k, *v, *o, *o_ref, *mask;
-  float *lse, *lse_ref, *slopes, *sinks;
-  int64_t *q_lens, *kv_lens;
+  struct battery_data d;
+  void *mask;
   txattn_mask_layout ml;
 };
 
@@ -139,47 +138,21 @@ static void kcase_init(struct kcase *c, const struct kshape *s, uint64_t seed) {
   c->p.sink_keys = s->sink_keys;
   c->p.mask_tensor = s->kind;
   c->p.mask_type = s->kind == TXATTN_MASK_TENSOR_ADDITIVE ? s->mask_type : TXATTN_DTYPE_F32;
-  c->q = battery_buffer(battery_count(b, hq, s->n_q, s->d), s->type, &st, amp);
-  c->k = battery_buffer(battery_count(b, hkv, nkv, s->d), s->type, &st, amp);
-  c->v = battery_buffer(battery_count(b, hkv, nkv, s->d), s->type, &st, 1.0);
-  c->o = battery_buffer(battery_count(b, hq, s->n_q, s->d), s->type, NULL, 0);
-  c->o_ref = battery_buffer(battery_count(b, hq, s->n_q, s->d), s->type, NULL, 0);
-  c->lse = battery_buffer(battery_count(b, hq, s->n_q, 1), TXATTN_DTYPE_F32, NULL, 0);
-  c->lse_ref = battery_buffer(battery_count(b, hq, s->n_q, 1), TXATTN_DTYPE_F32, NULL, 0);
-  c->slopes = malloc((size_t)hq * sizeof *c->slopes);
-  c->sinks = malloc((size_t)hq * sizeof *c->sinks);
-  cr_assert(c->slopes && c->sinks);
+  battery_data_init(&c->d, &c->p, &st, amp);
   for (int64_t h = 0; h < hq; h++) {
-    c->slopes[h] = s->slope * (float)(h + 1) / (float)hq;
-    c->sinks[h] = (float)(s->sink * battery_uniform(&st));
-  }
-  c->q_lens = malloc((size_t)b * sizeof *c->q_lens);
-  c->kv_lens = malloc((size_t)b * sizeof *c->kv_lens);
-  cr_assert(c->q_lens && c->kv_lens);
-  for (int64_t i = 0; i < b; i++) {
-    c->q_lens[i] = s->ragged ? s->n_q - i % s->n_q : s->n_q;
-    c->kv_lens[i] = s->ragged ? (nkv - 2 * i > 0 ? nkv - 2 * i : 0) : nkv;
+    c->d.slopes[h] = s->slope * (float)(h + 1) / (float)hq;
+    c->d.sinks[h] = (float)(s->sink * battery_uniform(&st));
   }
   fill_mask(c, &st);
 }
 
 static void kcase_free(struct kcase *c) {
-  void *all[] = {c->q,       c->k,      c->v,     c->o,      c->o_ref,   c->lse,
-                 c->lse_ref, c->slopes, c->sinks, c->q_lens, c->kv_lens, c->mask};
-  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
+  battery_data_free(&c->d);
+  free(c->mask);
 }
 
 static txattn_tensors kcase_tensors(const struct kcase *c, int ref) {
-  txattn_tensors t = TXATTN_TENSORS_INIT;
-  t.q_data = c->q;
-  t.k_data = c->k;
-  t.v_data = c->v;
-  t.o_data = ref ? c->o_ref : c->o;
-  t.lse = ref ? c->lse_ref : c->lse;
-  t.q_lens = c->q_lens;
-  t.kv_lens = c->kv_lens;
-  t.alibi_slopes = c->slopes;
-  t.sinks = c->sinks;
+  txattn_tensors t = battery_tensors(&c->d, ref);
   t.mask = c->mask;
   t.mask_layout = c->ml;
   return t;
@@ -220,7 +193,7 @@ static void check_reference_by_words(const struct kcase *c, const char *name) {
   double *s = malloc((size_t)(p->n_kv + 1) * sizeof *s);
   cr_assert(d <= 64 && s != NULL);
   for (int64_t b = 0; b < p->batch; b++) {
-    int64_t nq = c->q_lens[b], nkv = c->kv_lens[b];
+    int64_t nq = c->d.q_lens[b], nkv = c->d.kv_lens[b];
     for (int64_t h = 0; h < hq; h++)
       for (int64_t i = 0; i < nq; i++) {
         double m = -INFINITY, z = 0.0, acc[64] = {0};
@@ -230,11 +203,12 @@ static void check_reference_by_words(const struct kcase *c, const char *name) {
           if (!in_kind(p, nq, nkv, i, j) || bias == -INFINITY) continue;
           double dot = 0.0;
           for (int64_t x = 0; x < d; x++)
-            dot += elem_load(c->q, t, (size_t)(((b * hq + h) * p->n_q + i) * d + x)) *
-                   elem_load(c->k, t, (size_t)(((b * hkv + h / (hq / hkv)) * p->n_kv + j) * d + x));
+            dot +=
+                elem_load(c->d.q, t, (size_t)(((b * hq + h) * p->n_q + i) * d + x)) *
+                elem_load(c->d.k, t, (size_t)(((b * hkv + h / (hq / hkv)) * p->n_kv + j) * d + x));
           double sc = (double)scale * dot;
           if (p->softcap > 0.0f) sc = p->softcap * tanh(sc / p->softcap);
-          if (p->alibi) sc += c->slopes[h] * (double)(j - (i + nkv - nq));
+          if (p->alibi) sc += c->d.slopes[h] * (double)(j - (i + nkv - nq));
           s[j] = sc + bias;
           if (s[j] > m) m = s[j];
         }
@@ -243,17 +217,17 @@ static void check_reference_by_words(const struct kcase *c, const char *name) {
           double w = exp(s[j] - m);
           z += w;
           for (int64_t x = 0; x < d; x++)
-            acc[x] += w * elem_load(c->v, t,
+            acc[x] += w * elem_load(c->d.v, t,
                                     (size_t)(((b * hkv + h / (hq / hkv)) * p->n_kv + j) * d + x));
         }
-        double den = z + (p->sinks && z > 0.0 ? exp(c->sinks[h] - m) : 0.0);
+        double den = z + (p->sinks && z > 0.0 ? exp(c->d.sinks[h] - m) : 0.0);
         size_t row = (size_t)((b * hq + h) * p->n_q + i);
         for (int64_t x = 0; x < d; x++) {
-          double want = z > 0.0 ? acc[x] / den : 0.0, got = elem_load(c->o_ref, t, row * d + x);
+          double want = z > 0.0 ? acc[x] / den : 0.0, got = elem_load(c->d.o_ref, t, row * d + x);
           cr_assert(z > 0.0 || got == 0.0, "%s: a wholly hidden row is not zero", name);
           if (fabs(got - want) > worst) worst = fabs(got - want);
         }
-        double lse = z > 0.0 ? m + log(z) : -INFINITY, got = c->lse_ref[row];
+        double lse = z > 0.0 ? m + log(z) : -INFINITY, got = c->d.lse_ref[row];
         cr_assert(got == (float)lse || fabs(got - lse) <= 1e-6 * (1.0 + fabs(lse)),
                   "%s: lse_ref of (%lld, %lld, %lld) is %.9g, the words give %.9g", name,
                   (long long)b, (long long)h, (long long)i, got, lse);
@@ -470,7 +444,8 @@ Test(masks, the_reference_follows_the_headers_words) {
    (a kernel without TXATTN_KERNEL_MASK_TENSOR must). */
 static int check_kernel(txattn_context *ctx, const txattn_kernel_info *k, struct kcase *c,
                         const char *name, double *worst) {
-  const struct battery_call call = {&c->p, kcase_tensors(c, 0), c->o_ref, c->lse_ref, c->q_lens};
+  const struct battery_call call = {&c->p, kcase_tensors(c, 0), c->d.o_ref, c->d.lse_ref,
+                                    c->d.q_lens};
   return battery_check_kernel(ctx, k, TXATTN_KERNEL_MASK_TENSOR, &call, name, worst) > 0;
 }
 
@@ -530,14 +505,14 @@ Test(masks, bool_and_additive_agree_and_an_open_mask_changes_nothing) {
   for (size_t i = 0; i < cells; i++) add[i] = ((unsigned char *)c.mask)[i] ? 0.0f : -INFINITY;
   txattn_tensors t = kcase_tensors(&c, 0);
   cr_assert_eq(txattn_attention(ctx, &c.p, &t), TXATTN_OK, "%s", txattn_last_error());
-  memcpy(bool_o, c.o, n * sizeof *bool_o);
+  memcpy(bool_o, c.d.o, n * sizeof *bool_o);
   c.p.mask_tensor = ADD_MASK;
   t.mask = add;
   cr_assert_eq(txattn_attention(ctx, &c.p, &t), TXATTN_OK, "%s", txattn_last_error());
   double bound;
   cr_assert_eq(txattn_error_bound(&c.p, &t, &bound), TXATTN_OK);
   for (size_t i = 0; i < n; i++)
-    cr_assert(fabs(bool_o[i] - ((float *)c.o)[i]) <= 2 * bound, "bool and additive differ at %zu",
+    cr_assert(fabs(bool_o[i] - ((float *)c.d.o)[i]) <= 2 * bound, "bool and additive differ at %zu",
               i);
   /* an open mask (all zero bias) is the plain call */
   for (size_t i = 0; i < cells; i++) add[i] = 0.0f;
@@ -545,16 +520,28 @@ Test(masks, bool_and_additive_agree_and_an_open_mask_changes_nothing) {
   cr_assert_eq(txattn_plan_create(ctx, &c.p, "naive.scalar", &plan), TXATTN_OK);
   cr_assert_eq(txattn_plan_execute(plan, &t), TXATTN_OK);
   txattn_plan_free(plan);
-  memcpy(bool_o, c.o, n * sizeof *bool_o);
+  memcpy(bool_o, c.d.o, n * sizeof *bool_o);
   c.p.mask_tensor = TXATTN_MASK_TENSOR_NONE;
   cr_assert_eq(txattn_plan_create(ctx, &c.p, "naive.scalar", &plan), TXATTN_OK);
   cr_assert_eq(txattn_plan_execute(plan, &t), TXATTN_OK);
   txattn_plan_free(plan);
-  cr_assert(memcmp(bool_o, c.o, n * sizeof *bool_o) == 0, "a zero bias changed naive's o");
+  cr_assert(memcmp(bool_o, c.d.o, n * sizeof *bool_o) == 0, "a zero bias changed naive's o");
   free(bool_o);
   free(add);
   kcase_free(&c);
   txattn_context_free(ctx);
+}
+
+/* Runs kernel k on c if it is usable, takes mask tensors and plans c; returns whether it ran. */
+static int run_masked(txattn_context *ctx, const txattn_kernel_info *k, struct kcase *c) {
+  txattn_plan *plan = NULL;
+  if (!k->usable || !(k->flags & TXATTN_KERNEL_MASK_TENSOR) ||
+      txattn_plan_create(ctx, &c->p, k->name, &plan) != TXATTN_OK)
+    return 0;
+  txattn_tensors t = kcase_tensors(c, 0);
+  cr_assert_eq(txattn_plan_execute(plan, &t), TXATTN_OK, "%s: %s", k->name, txattn_last_error());
+  txattn_plan_free(plan);
+  return 1;
 }
 
 /* +inf or NaN in an additive mask at a visible pair makes that row NaN and no other (as a NaN
@@ -570,24 +557,19 @@ Test(masks, non_finite_biases_and_hidden_nans) {
   m[5 * 40 + 7] = INFINITY;
   m[9 * 40 + 3] = NAN;
   for (int64_t i = 0; i < 40; i++) m[i * 40 + 20] = -INFINITY; /* key 20 hidden from all */
-  for (int64_t x = 0; x < 16; x++) ((float *)c.v)[20 * 16 + x] = NAN;
+  for (int64_t x = 0; x < 16; x++) ((float *)c.d.v)[20 * 16 + x] = NAN;
   for (size_t j = 0; j < l.n; j++) {
-    if (!l.k[j].usable || !(l.k[j].flags & TXATTN_KERNEL_MASK_TENSOR)) continue;
-    txattn_plan *plan = NULL;
-    if (txattn_plan_create(ctx, &c.p, l.k[j].name, &plan) != TXATTN_OK) continue;
-    txattn_tensors t = kcase_tensors(&c, 0);
-    cr_assert_eq(txattn_plan_execute(plan, &t), TXATTN_OK);
-    txattn_plan_free(plan);
+    if (!run_masked(ctx, &l.k[j], &c)) continue;
     for (int64_t i = 0; i < 40; i++)
       for (int64_t x = 0; x < 16; x++) {
-        float o = ((float *)c.o)[i * 16 + x];
+        float o = ((float *)c.d.o)[i * 16 + x];
         cr_assert((i == 5 || i == 9) == isnan(o), "%s: row %lld column %lld is %g", l.k[j].name,
                   (long long)i, (long long)x, o);
       }
   }
   run_reference(&c);
   for (int64_t i = 0; i < 40; i++)
-    cr_assert((i == 5 || i == 9) == isnan(((float *)c.o_ref)[i * 16]), "reference row %lld",
+    cr_assert((i == 5 || i == 9) == isnan(((float *)c.d.o_ref)[i * 16]), "reference row %lld",
               (long long)i);
   kcase_free(&c);
   txattn_context_free(ctx);
@@ -610,18 +592,13 @@ Test(masks, hidden_nans_reach_no_decode_row) {
   struct kcase c;
   kcase_init(&c, &s, 19);
   for (int64_t h = 0; h < 4; h++) ((float *)c.mask)[h * c.ml.head + 120] = -INFINITY;
-  for (int64_t x = 0; x < 16; x++) ((float *)c.v)[120 * 16 + x] = NAN;
+  for (int64_t x = 0; x < 16; x++) ((float *)c.d.v)[120 * 16 + x] = NAN;
   int ran = 0;
   for (size_t j = 0; j < l.n; j++) {
-    if (!l.k[j].usable || !(l.k[j].flags & TXATTN_KERNEL_MASK_TENSOR)) continue;
-    txattn_plan *plan = NULL;
-    if (txattn_plan_create(ctx, &c.p, l.k[j].name, &plan) != TXATTN_OK) continue;
-    txattn_tensors t = kcase_tensors(&c, 0);
-    cr_assert_eq(txattn_plan_execute(plan, &t), TXATTN_OK);
-    txattn_plan_free(plan);
+    if (!run_masked(ctx, &l.k[j], &c)) continue;
     ran += strncmp(l.k[j].name, "tiled", 5) == 0;
     for (int64_t i = 0; i < 4 * 16; i++)
-      cr_assert(!isnan(((float *)c.o)[i]), "%s: head %lld column %lld is NaN", l.k[j].name,
+      cr_assert(!isnan(((float *)c.d.o)[i]), "%s: head %lld column %lld is NaN", l.k[j].name,
                 (long long)(i / 16), (long long)(i % 16));
   }
   cr_assert(ran >= 1, "no tiled kernel ran the decode call");
@@ -792,9 +769,9 @@ Test(masks, partial_calls_merge_into_the_whole) {
     p.n_kv = k ? nkv - cut : cut;
     txattn_tensors t = TXATTN_TENSORS_INIT;
     int64_t k0 = k ? cut : 0;
-    t.q_data = c.q;
-    t.k_data = (const float *)c.k + k0 * 16;
-    t.v_data = (const float *)c.v + k0 * 16;
+    t.q_data = c.d.q;
+    t.k_data = (const float *)c.d.k + k0 * 16;
+    t.v_data = (const float *)c.d.v + k0 * 16;
     t.k_layout = t.v_layout = (txattn_layout){0, nkv * 16, 16};
     t.o = o[k];
     t.lse = l[k];
@@ -814,8 +791,8 @@ Test(masks, partial_calls_merge_into_the_whole) {
   double bound;
   cr_assert_eq(txattn_error_bound(&c.p, &rt, &bound), TXATTN_OK);
   for (size_t i = 0; i < n; i++)
-    cr_assert(fabs(mo[i] - ((float *)c.o_ref)[i]) <= 2 * bound + 1e-6, "merged o[%zu] %g vs %g", i,
-              mo[i], ((float *)c.o_ref)[i]);
+    cr_assert(fabs(mo[i] - ((float *)c.d.o_ref)[i]) <= 2 * bound + 1e-6, "merged o[%zu] %g vs %g",
+              i, mo[i], ((float *)c.d.o_ref)[i]);
   for (int k = 0; k < 2; k++) {
     free(o[k]);
     free(l[k]);

@@ -50,9 +50,7 @@ struct mshape {
 struct mcase {
   struct mshape s;
   txattn_problem p;
-  void *q, *k, *v, *o, *o_ref;
-  float *lse, *lse_ref, *slopes, *sinks;
-  int64_t *q_lens, *kv_lens;
+  struct battery_data d;
 };
 
 static void mcase_init(struct mcase *c, const struct mshape *s, uint64_t seed) {
@@ -79,49 +77,21 @@ static void mcase_init(struct mcase *c, const struct mshape *s, uint64_t seed) {
   c->p.alibi = s->max_bias != 0.0f;
   c->p.sinks = s->sink != 0.0f || s->sink_fixed;
   c->p.sink_keys = s->sink_keys;
-  c->q = battery_buffer(battery_count(b, hq, s->n_q, s->d), s->type, &st, amp);
-  c->k = battery_buffer(battery_count(b, hkv, nkv, s->d), s->type, &st, amp);
-  c->v = battery_buffer(battery_count(b, hkv, nkv, s->d), s->type, &st, 1.0);
-  c->o = battery_buffer(battery_count(b, hq, s->n_q, s->d), s->type, NULL, 0);
-  c->o_ref = battery_buffer(battery_count(b, hq, s->n_q, s->d), s->type, NULL, 0);
-  c->lse = battery_buffer(battery_count(b, hq, s->n_q, 1), TXATTN_DTYPE_F32, NULL, 0);
-  c->lse_ref = battery_buffer(battery_count(b, hq, s->n_q, 1), TXATTN_DTYPE_F32, NULL, 0);
-  c->slopes = malloc((size_t)hq * sizeof *c->slopes);
-  c->sinks = malloc((size_t)hq * sizeof *c->sinks);
-  cr_assert(c->slopes && c->sinks);
+  battery_data_init(&c->d, &c->p, &st, amp);
   if (s->max_bias > 0.0f)
-    cr_assert_eq(txattn_alibi_slopes(hq, s->max_bias, c->slopes), TXATTN_OK);
+    cr_assert_eq(txattn_alibi_slopes(hq, s->max_bias, c->d.slopes), TXATTN_OK);
   else
-    for (int64_t h = 0; h < hq; h++) c->slopes[h] = -s->max_bias * (float)(h + 1) / (float)hq;
+    for (int64_t h = 0; h < hq; h++) c->d.slopes[h] = -s->max_bias * (float)(h + 1) / (float)hq;
   for (int64_t h = 0; h < hq; h++)
-    c->sinks[h] = s->sink_fixed ? s->sink_value : (float)(s->sink * battery_uniform(&st));
-  c->q_lens = malloc((size_t)b * sizeof *c->q_lens);
-  c->kv_lens = malloc((size_t)b * sizeof *c->kv_lens);
-  cr_assert(c->q_lens && c->kv_lens);
-  for (int64_t i = 0; i < b; i++) {
-    c->q_lens[i] = s->ragged ? s->n_q - i % s->n_q : s->n_q;
-    c->kv_lens[i] = s->ragged ? (nkv - 2 * i > 0 ? nkv - 2 * i : 0) : nkv;
-  }
+    c->d.sinks[h] = s->sink_fixed ? s->sink_value : (float)(s->sink * battery_uniform(&st));
 }
 
 static void mcase_free(struct mcase *c) {
-  void *all[] = {c->q,       c->k,      c->v,     c->o,      c->o_ref,  c->lse,
-                 c->lse_ref, c->slopes, c->sinks, c->q_lens, c->kv_lens};
-  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
+  battery_data_free(&c->d);
 }
 
 static txattn_tensors mcase_tensors(const struct mcase *c, int ref) {
-  txattn_tensors t = TXATTN_TENSORS_INIT;
-  t.q_data = c->q;
-  t.k_data = c->k;
-  t.v_data = c->v;
-  t.o_data = ref ? c->o_ref : c->o;
-  t.lse = ref ? c->lse_ref : c->lse;
-  t.q_lens = c->q_lens;
-  t.kv_lens = c->kv_lens;
-  t.alibi_slopes = c->slopes;
-  t.sinks = c->sinks;
-  return t;
+  return battery_tensors(&c->d, ref);
 }
 
 static void shape_name(const struct mshape *s, char *buf, size_t size) {
@@ -155,7 +125,7 @@ static void check_reference_by_words(const struct mcase *c, const char *name) {
   int64_t d = p->d_qk, hkv = p->heads_kv, hq = p->heads_q;
   double worst = 0.0;
   for (int64_t b = 0; b < p->batch; b++) {
-    int64_t nq = c->q_lens[b], nkv = c->kv_lens[b];
+    int64_t nq = c->d.q_lens[b], nkv = c->d.kv_lens[b];
     for (int64_t h = 0; h < hq; h++)
       for (int64_t i = 0; i < nq; i++) {
         double m = -INFINITY, z = 0.0, acc[64] = {0};
@@ -165,12 +135,13 @@ static void check_reference_by_words(const struct mcase *c, const char *name) {
           if (!visible(p, nq, nkv, i, j)) continue;
           double dot = 0.0;
           for (int64_t x = 0; x < d; x++)
-            dot += elem_load(c->q, t, (size_t)(((b * hq + h) * p->n_q + i) * d + x)) *
-                   elem_load(c->k, t, (size_t)(((b * hkv + h / (hq / hkv)) * p->n_kv + j) * d + x));
+            dot +=
+                elem_load(c->d.q, t, (size_t)(((b * hq + h) * p->n_q + i) * d + x)) *
+                elem_load(c->d.k, t, (size_t)(((b * hkv + h / (hq / hkv)) * p->n_kv + j) * d + x));
           float scale = p->scale != 0.0f ? p->scale : (float)(1.0 / sqrt((double)d));
           double sc = (double)scale * dot;
           if (p->softcap > 0.0f) sc = p->softcap * tanh(sc / p->softcap);
-          if (p->alibi) sc += c->slopes[h] * (double)(j - (i + nkv - nq));
+          if (p->alibi) sc += c->d.slopes[h] * (double)(j - (i + nkv - nq));
           s[j] = sc;
           if (sc > m) m = sc;
         }
@@ -179,17 +150,17 @@ static void check_reference_by_words(const struct mcase *c, const char *name) {
           double w = exp(s[j] - m);
           z += w;
           for (int64_t x = 0; x < d; x++)
-            acc[x] += w * elem_load(c->v, t,
+            acc[x] += w * elem_load(c->d.v, t,
                                     (size_t)(((b * hkv + h / (hq / hkv)) * p->n_kv + j) * d + x));
         }
-        double den = z + (p->sinks && z > 0.0 ? exp(c->sinks[h] - m) : 0.0);
+        double den = z + (p->sinks && z > 0.0 ? exp(c->d.sinks[h] - m) : 0.0);
         size_t row = (size_t)((b * hq + h) * p->n_q + i);
         for (int64_t x = 0; x < d; x++) {
-          double want = z > 0.0 ? acc[x] / den : 0.0, got = elem_load(c->o_ref, t, row * d + x);
+          double want = z > 0.0 ? acc[x] / den : 0.0, got = elem_load(c->d.o_ref, t, row * d + x);
           double err = fabs(got - want);
           if (err > worst) worst = err;
         }
-        double lse = z > 0.0 ? m + log(z) : -INFINITY, got = c->lse_ref[row];
+        double lse = z > 0.0 ? m + log(z) : -INFINITY, got = c->d.lse_ref[row];
         cr_assert(got == (float)lse || fabs(got - lse) <= 1e-6 * (1.0 + fabs(lse)),
                   "%s: lse_ref of (%lld, %lld, %lld) is %.9g, the words give %.9g", name,
                   (long long)b, (long long)h, (long long)i, got, lse);
@@ -421,7 +392,8 @@ static unsigned needed_flags(const txattn_problem *p) {
    or, rightly, a modifier it does not declare (saying so). */
 static int check_kernel(txattn_context *ctx, const txattn_kernel_info *k, struct mcase *c,
                         const char *name, double *worst) {
-  const struct battery_call call = {&c->p, mcase_tensors(c, 0), c->o_ref, c->lse_ref, c->q_lens};
+  const struct battery_call call = {&c->p, mcase_tensors(c, 0), c->d.o_ref, c->d.lse_ref,
+                                    c->d.q_lens};
   const int ran = battery_check_kernel(ctx, k, needed_flags(&c->p), &call, name, worst);
   if (ran < 0)
     cr_assert(strstr(txattn_last_error(), "does not compute") != NULL ||
@@ -536,12 +508,13 @@ Test(modifiers, a_sink_of_minus_inf_is_no_sink) {
     cr_assert_eq(txattn_plan_create(ctx, &c.p, l.k[j].name, &plan), TXATTN_OK);
     cr_assert_eq(txattn_plan_execute(plan, &t), TXATTN_OK);
     txattn_plan_free(plan);
-    memcpy(plain, c.o, n * sizeof *plain);
+    memcpy(plain, c.d.o, n * sizeof *plain);
     c.p.sinks = 1;
     cr_assert_eq(txattn_plan_create(ctx, &c.p, l.k[j].name, &plan), TXATTN_OK);
     cr_assert_eq(txattn_plan_execute(plan, &t), TXATTN_OK);
     txattn_plan_free(plan);
-    cr_assert(memcmp(plain, c.o, n * sizeof *plain) == 0, "%s: a -inf sink changed o", l.k[j].name);
+    cr_assert(memcmp(plain, c.d.o, n * sizeof *plain) == 0, "%s: a -inf sink changed o",
+              l.k[j].name);
   }
   free(plain);
   mcase_free(&c);
@@ -633,7 +606,7 @@ Test(modifiers, attention_caches_a_plan_per_modified_problem) {
       double bound = 0.0;
       cr_assert_eq(txattn_error_bound(&c.p, &r, &bound), TXATTN_OK);
       for (size_t x = 0; x < battery_count(1, 2, 9, 8); x++) {
-        double e = fabs((double)((float *)c.o)[x] - ((float *)c.o_ref)[x]);
+        double e = fabs((double)((float *)c.d.o)[x] - ((float *)c.d.o_ref)[x]);
         cr_assert(e <= bound, "%s, turn %d: |o - ref| = %.3g > %.3g at %zu", name, k, e, bound, x);
       }
       mcase_free(&c);
@@ -657,8 +630,8 @@ Test(modifiers, merge_applies_the_sinks_once) {
                      .amplitude = 2.0f};
   struct mcase c;
   mcase_init(&c, &s, 77);
-  c.sinks[1] = 30.0f;     /* a dominating sink */
-  c.sinks[2] = -INFINITY; /* none */
+  c.d.sinks[1] = 30.0f;     /* a dominating sink */
+  c.d.sinks[2] = -INFINITY; /* none */
   run_reference(&c);
   float *po[3], *pl[3];
   txattn_tensors parts[3] = {TXATTN_TENSORS_INIT, TXATTN_TENSORS_INIT, TXATTN_TENSORS_INIT};
@@ -670,9 +643,9 @@ Test(modifiers, merge_applies_the_sinks_once) {
     pl[i] = malloc((size_t)(hq * nq) * sizeof(float));
     cr_assert(po[i] && pl[i]);
     txattn_tensors t = TXATTN_TENSORS_INIT;
-    t.q_data = c.q;
-    t.k = (const float *)c.k + cuts[i] * d;
-    t.v = (const float *)c.v + cuts[i] * d;
+    t.q_data = c.d.q;
+    t.k = (const float *)c.d.k + cuts[i] * d;
+    t.v = (const float *)c.d.v + cuts[i] * d;
     t.k_layout = t.v_layout = (txattn_layout){hq * nkv * d, nkv * d, d};
     t.o = po[i];
     t.lse = pl[i];
@@ -684,16 +657,16 @@ Test(modifiers, merge_applies_the_sinks_once) {
   txattn_tensors out = TXATTN_TENSORS_INIT;
   out.o = o;
   out.lse = lse;
-  out.sinks = c.sinks;
+  out.sinks = c.d.sinks;
   cr_assert_eq(txattn_merge(&c.p, parts, 3, &out), TXATTN_OK, "%s", txattn_last_error());
   double worst = 0.0;
   for (int64_t r = 0; r < hq * nq; r++) {
     for (int64_t x = 0; x < d; x++) {
-      double e = fabs((double)o[r * d + x] - ((float *)c.o_ref)[r * d + x]);
+      double e = fabs((double)o[r * d + x] - ((float *)c.d.o_ref)[r * d + x]);
       if (e > worst) worst = e;
     }
-    cr_assert(fabs(lse[r] - c.lse_ref[r]) <= 1e-6 * (1.0 + fabs(c.lse_ref[r])),
-              "row %lld: merged lse %.9g, whole %.9g", (long long)r, lse[r], c.lse_ref[r]);
+    cr_assert(fabs(lse[r] - c.d.lse_ref[r]) <= 1e-6 * (1.0 + fabs(c.d.lse_ref[r])),
+              "row %lld: merged lse %.9g, whole %.9g", (long long)r, lse[r], c.d.lse_ref[r]);
   }
   /* parts within u/2, 3 parts' merge within (3n + 3 + max|lse|) u max|V| (docs/error_bound.md) */
   cr_assert(worst <= 0x1p-24 * (12.0 + 10.0), "merged o is %.3g from the whole", worst);
@@ -858,13 +831,13 @@ Test(modifiers, the_bound_has_the_modifiers_terms) {
   cr_assert(fabs(abs1 - abs0 - 50.0 * 8.0 * 0x1p-24) <= 1e-12);
   p.softcap = 0.0f;
   p.alibi = 1;
-  for (int h = 0; h < 1; h++) c.slopes[h] = 4.0f;
+  for (int h = 0; h < 1; h++) c.d.slopes[h] = 4.0f;
   cr_assert_eq(txattn_error_bound(&p, &t, &alibi), TXATTN_OK);
   /* the farthest key of the last row: |bias| = 4 * 63 */
   cr_assert(alibi >= max_v * 0x1p-24 * 3.0 * 4.0 * 63.0, "%g", alibi / max_v);
   p.alibi = 0;
   p.sinks = 1;
-  c.sinks[0] = 5.0f;
+  c.d.sinks[0] = 5.0f;
   cr_assert_eq(txattn_error_bound(&p, &t, &sunk), TXATTN_OK);
   cr_assert_eq(sunk, plain);
   mcase_free(&c);

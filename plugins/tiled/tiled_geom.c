@@ -201,6 +201,17 @@ unsigned tiled_mask_bits(const tiled_geom *g, const void *row, int64_t j0, int64
   return tiled_mask_scan(g, row, j0, j1, TILED_MASK_SHOWS) | TILED_MASK_HIDES;
 }
 
+/* Prefetches a boolean row's first lines in [j0, j1) and the first lines of each later page: the
+   hardware prefetcher starts a stream only after a few misses in a page, and the summary reads the
+   rows' ranges one after another. */
+static void prefetch_row(const unsigned char *row, int64_t j0, int64_t j1) {
+  for (int64_t j = j0; j < j1 && j < j0 + 512; j += 64) __builtin_prefetch(row + j);
+  for (int64_t j = (j0 / 4096 + 1) * 4096; j < j1; j += 4096) {
+    __builtin_prefetch(row + j);
+    __builtin_prefetch(row + j + 64);
+  }
+}
+
 void tiled_mask_summarise(tiled_geom *g, unsigned char *mem) {
   const txattn_problem *p = g->p;
   const int64_t nkb = g->n_kblocks, bc = g->bc;
@@ -214,6 +225,11 @@ void tiled_mask_summarise(tiled_geom *g, unsigned char *mem) {
       const void *row = txattn_mask_row(p, g->t, b, h, i);
       int64_t ranges[2][2] = {{0, 0}, {0, 0}};
       txattn_visible_ranges(p, i, &ranges[0][1], &ranges[1][0], &ranges[1][1]);
+      if (g->mask == TXATTN_MASK_TENSOR_BOOL && g->mask_key == 1 && i + 1 < p->n_q) {
+        int64_t sink, lo, hi;
+        txattn_visible_ranges(p, i + 1, &sink, &lo, &hi);
+        prefetch_row(txattn_mask_row(p, g->t, b, h, i + 1), lo, hi);
+      }
       for (int k = 0; k < 2; k++)
         for (int64_t j = ranges[k][0]; j < ranges[k][1];) {
           const int64_t kb = j / bc,

@@ -121,6 +121,8 @@ static void lay_out(tomp_plan *pl) {
   } else {
     pl->total = pl->off_parts;
   }
+  pl->off_vis = pl->total;
+  pl->total = add_sat(pl->total, tiled_mask_summary_bytes(g));
 }
 
 int tomp_plan_init(tomp_plan *pl, const tiled_ops *ops, const txattn_problem *p,

@@ -47,8 +47,9 @@ typedef struct tomp_plan {
   int64_t chunks;       /* KSPLIT: key ranges per query block */
   size_t head_bytes, scratch_bytes, part_bytes;
   /* workspace: head_buffers packed heads, threads scratches, then (KSPLIT) units * chunks
-     tiled_partial descriptors and their arrays; total == workspace_size() */
-  size_t off_scratch, off_descs, off_parts, total;
+     tiled_partial descriptors and their arrays, then the call's mask summary (off_vis,
+     tiled_mask_summary_bytes); total == workspace_size() */
+  size_t off_scratch, off_descs, off_parts, off_vis, total;
 } tomp_plan;
 
 /* Fills pl for problem p (resolved) on n_threads threads with block sizes br, bc; t may be NULL when

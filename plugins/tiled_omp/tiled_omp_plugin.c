@@ -41,6 +41,9 @@ static txattn_status tomp_run_call(const tiled_ops *ops, const txattn_kernel_cal
     return TXATTN_E_INTERNAL;
   if (pl.total > 0 && (!call->workspace || call->workspace_size < pl.total))
     return TXATTN_E_INTERNAL;
+  /* the mask read once per call, before the threads start (one pass, bound by memory) */
+  if (tiled_mask_summary_bytes(&pl.g) > 0)
+    tiled_mask_summarise(&pl.g, (unsigned char *)call->workspace + pl.off_vis);
   tomp_run(&pl, call->workspace);
   return TXATTN_OK;
 }

@@ -29,6 +29,48 @@ void *battery_buffer(size_t n, txattn_dtype t, uint64_t *state, double amp) {
   return x;
 }
 
+void battery_data_init(struct battery_data *d, const txattn_problem *p, uint64_t *state,
+                       double amp) {
+  const int64_t b = p->batch, hq = p->heads_q, hkv = p->heads_kv, nq = p->n_q, nkv = p->n_kv;
+  const int64_t dd = p->d_qk;
+  d->q = battery_buffer(battery_count(b, hq, nq, dd), p->q_type, state, amp);
+  d->k = battery_buffer(battery_count(b, hkv, nkv, dd), p->q_type, state, amp);
+  d->v = battery_buffer(battery_count(b, hkv, nkv, dd), p->q_type, state, 1.0);
+  d->o = battery_buffer(battery_count(b, hq, nq, dd), p->q_type, NULL, 0);
+  d->o_ref = battery_buffer(battery_count(b, hq, nq, dd), p->q_type, NULL, 0);
+  d->lse = battery_buffer(battery_count(b, hq, nq, 1), TXATTN_DTYPE_F32, NULL, 0);
+  d->lse_ref = battery_buffer(battery_count(b, hq, nq, 1), TXATTN_DTYPE_F32, NULL, 0);
+  d->slopes = malloc((size_t)hq * sizeof *d->slopes);
+  d->sinks = malloc((size_t)hq * sizeof *d->sinks);
+  d->q_lens = malloc((size_t)b * sizeof *d->q_lens);
+  d->kv_lens = malloc((size_t)b * sizeof *d->kv_lens);
+  cr_assert(d->slopes && d->sinks && d->q_lens && d->kv_lens);
+  for (int64_t i = 0; i < b; i++) {
+    d->q_lens[i] = p->ragged ? nq - i % nq : nq;
+    d->kv_lens[i] = p->ragged ? (nkv - 2 * i > 0 ? nkv - 2 * i : 0) : nkv;
+  }
+}
+
+void battery_data_free(struct battery_data *d) {
+  void *all[] = {d->q,       d->k,      d->v,     d->o,      d->o_ref,  d->lse,
+                 d->lse_ref, d->slopes, d->sinks, d->q_lens, d->kv_lens};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
+}
+
+txattn_tensors battery_tensors(const struct battery_data *d, int ref) {
+  txattn_tensors t = TXATTN_TENSORS_INIT;
+  t.q_data = d->q;
+  t.k_data = d->k;
+  t.v_data = d->v;
+  t.o_data = ref ? d->o_ref : d->o;
+  t.lse = ref ? d->lse_ref : d->lse;
+  t.q_lens = d->q_lens;
+  t.kv_lens = d->kv_lens;
+  t.alibi_slopes = d->slopes;
+  t.sinks = d->sinks;
+  return t;
+}
+
 int battery_check_kernel(txattn_context *ctx, const txattn_kernel_info *k, unsigned need,
                          const struct battery_call *c, const char *name, double *worst) {
   const txattn_problem *p = c->p;

@@ -18,6 +18,21 @@ size_t battery_count(int64_t a, int64_t b, int64_t c, int64_t d);
    allocation). */
 void *battery_buffer(size_t n, txattn_dtype t, uint64_t *state, double amp);
 
+/* The tensors of one battery problem p (batch, heads, lengths, d_qk = d_v, element type, ragged),
+   contiguous: q and k uniform in [-amp, amp) and v in [-1, 1) from state (in that order), o, o_ref,
+   lse and lse_ref NaN, slopes and sinks heads_q floats for the caller to fill; sequence b has
+   q_lens[b] rows and kv_lens[b] keys (ragged: n_q - b % n_q and n_kv - 2 b, at least 0). */
+struct battery_data {
+  void *q, *k, *v, *o, *o_ref;
+  float *lse, *lse_ref, *slopes, *sinks;
+  int64_t *q_lens, *kv_lens;
+};
+void battery_data_init(struct battery_data *d, const txattn_problem *p, uint64_t *state,
+                       double amp);
+void battery_data_free(struct battery_data *d);
+/* d's tensors: the kernel's o and lse, or (ref) o_ref and lse_ref; no mask tensor. */
+txattn_tensors battery_tensors(const struct battery_data *d, int ref);
+
 /* One call with contiguous o [batch][heads_q][n_q][d_v] and lse, and the reference's o_ref and
    lse_ref; sequence b has q_lens[b] rows. */
 struct battery_call {
