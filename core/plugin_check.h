@@ -21,5 +21,8 @@
 int txattn__plugin_desc_ok(const txattn_plugin_desc *d, char *why, size_t size);
 /* 1 if v is an allowed value of t. */
 int txattn__tunable_value_ok(const txattn_tunable *t, int64_t v);
+/* The host's one gate before a kernel sees the resolved problem r (loader.h:
+   txattn__kernel_applicable, which the plugin scanner shares): 1, or 0 with *why. */
+int txattn__desc_applicable(const txattn_kernel_desc *d, const txattn_problem *r, const char **why);
 
 #endif

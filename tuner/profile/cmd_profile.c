@@ -116,6 +116,9 @@ static const char *fault_word(prof_fault f) {
    the first time (a hang or a print leaves the kernel out of the rest of the profile). */
 static void note_fault(profile_run *r, const prof_grid_class *gc, int64_t n, int64_t rr,
                        const prof_cand *c, prof_fault fault, const char *why) {
+  /* one that hung or printed would cost every later trial its timeout or print through the
+     profile's output; one that faulted at a timed point, or cheated there, cannot be believed */
+  int out = fault == PROF_FAULT_HUNG || fault == PROF_FAULT_PRINTS || n != PROF_CHECK_N;
   size_t k = 0;
   while (k < r->n_faulty && strcmp(r->faulty[k].name, c->name) != 0) k++;
   if (k == r->n_faulty) {
@@ -126,12 +129,12 @@ static void note_fault(profile_run *r, const prof_grid_class *gc, int64_t n, int
     describe_point(gc, n, rr, f->first_at, sizeof f->first_at);
     snprintf(f->first_why, sizeof f->first_why, "%s", why);
     r->n_faulty_by[fault]++;
-    f->left_out = fault == PROF_FAULT_HUNG || fault == PROF_FAULT_PRINTS || n != PROF_CHECK_N;
     prof_progress_end(&r->prog);
     fprintf(stderr, "txtune profile: %s in %s: %s; %s\n", c->name, f->first_at, why,
-            f->left_out ? "it is left out of the rest of the profile"
-                        : "it is excluded wherever it does so and the profile goes on");
+            out ? "it is left out of the rest of the profile"
+                : "it is excluded wherever it does so and the profile goes on");
   }
+  r->faulty[k].left_out |= out;
   r->faulty[k].candidates++;
 }
 
@@ -224,79 +227,160 @@ static double deadline(const profile_run *r) {
   return r->start + r->budget_s - PROF_END_RESERVE_S;
 }
 
-/* How long a check may take: PROF_CHECK_TIMEOUT_SHARE of the budget within 1 s ..
-   PROF_CHECK_TIMEOUT_S, and never past the budget's end: a kernel that hangs costs that once,
-   since it is then left out (prof_check_fault). */
-static double check_timeout(const profile_run *r, int *cut) {
-  double t = fmin(PROF_CHECK_TIMEOUT_S, fmax(1.0, PROF_CHECK_TIMEOUT_SHARE * r->budget_s));
+/* How long a trial may wait: a tenth of the budget within 1 s .. PROF_CHECK_TIMEOUT_S, and never
+   past the budget's end (*cut: the end cut it, so no answer is no hang). */
+static double check_timeout(const profile_run *r, double extra, int *cut) {
+  double t = fmin(PROF_CHECK_TIMEOUT_S, fmax(1.0, 0.1 * r->budget_s)) + extra;
   double left = deadline(r) - tx_clock();
   *cut = left < t;
   return fmax(fmin(t, left), 0.05);
 }
 
-/* Keeps the candidates that are exact on the class's small shape; the others are excluded (once)
-   or, if they cannot run it, dropped. *inexact gets the number found inexact, *faulty the number
-   that crashed, hung or printed. */
-static size_t keep_exact(profile_run *r, prof_grid_class *gc, int64_t rr, prof_cand *c, size_t n,
-                         size_t *inexact, size_t *faulty) {
-  txattn_problem small = prof_grid_problem(gc, PROF_CHECK_N, rr);
+/* c's call on p in the scanner's process (txattn_kernel_trial), compared with the reference on
+   its check (compare) or only run, before it is timed here. 1 it ran (*err its error as the table
+   counts it), or its call failed there at a timed point (the timing says so); 0 inexact or a fault
+   (*fault, why); -1 it cannot run p, or no answer came before the budget's end; -2 no scanner. */
+static int trial(profile_run *r, const prof_grid_class *gc, const txattn_problem *p,
+                 const prof_cand *c, int compare, double extra, double *err, prof_fault *fault,
+                 char *why, size_t size) {
+  int cut;
+  txattn_trial t = TXATTN_TRIAL_INIT;
+  t.timeout_s = check_timeout(r, extra, &cut);
+  t.compare = compare;
+  txattn_context *ctx = r->g.ctx[gc->ctx];
+  const char *on = compare ? "on its check" : "at a timed point";
+  long long n = (long long)p->n_kv;
+  *fault = PROF_FAULT_NONE;
+  *err = NAN;
+  if (txattn_kernel_trial(ctx, c->kernel, p, c->tun_names, c->tun_values, c->n_tun,
+                          txattn_context_threads(ctx), &t) != TXATTN_OK)
+    return -1;
+  for (char *q = t.why; *q; q++) /* one line, as the table's reasons are */
+    if ((unsigned char)*q < 0x20 || *q == '"') *q = '?';
+  switch (t.outcome) {
+  case TXATTN_TRIAL_RAN:
+    *err = t.error > 0 ? t.error / t.bound * TXATTN_EXACT_TOLERANCE : 0;
+    return 1;
+  case TXATTN_TRIAL_INEXACT:
+    *err = t.error / t.bound * TXATTN_EXACT_TOLERANCE;
+    *fault = PROF_FAULT_INEXACT;
+    snprintf(why, size, "%s", t.why);
+    return 0;
+  case TXATTN_TRIAL_FAILED:
+    *fault = compare ? PROF_FAULT_INEXACT : PROF_FAULT_NONE;
+    snprintf(why, size, "the kernel failed: %s: %.300s", txattn_status_name(t.status), t.why);
+    return compare ? 0 : 1;
+  case TXATTN_TRIAL_CRASHED:
+    *fault = PROF_FAULT_CRASHED;
+    if (t.signal)
+      snprintf(why, size, "crashed %s (n = %lld): %.300s", on, n, t.why);
+    else
+      snprintf(why, size, "crashed %s (n = %lld): exit status %d (it ended the process)", on, n,
+               t.exit_status);
+    return 0;
+  case TXATTN_TRIAL_HUNG:
+    if (cut) {
+      snprintf(why, size, "no answer %s before the budget's end", on);
+      return -1;
+    }
+    *fault = PROF_FAULT_HUNG;
+    snprintf(why, size, "hung (no answer within %.3g s) %s (n = %lld): stopped", t.timeout_s, on,
+             n);
+    return 0;
+  case TXATTN_TRIAL_PRINTED:
+    *fault = PROF_FAULT_PRINTS;
+    snprintf(why, size,
+             "prints to stdout (%zu bytes %s, the first: \"%.100s\"), which a kernel must not",
+             t.printed, on, t.why);
+    return 0;
+  case TXATTN_TRIAL_OUTSIDE:
+    *fault = PROF_FAULT_OVERRUN;
+    if (t.after || t.before)
+      snprintf(why, size,
+               "wrote outside its output: up to %zu bytes past the end of o, %zu before "
+               "its start",
+               t.after, t.before);
+    else
+      snprintf(why, size, "wrote outside its buffers: %.300s", t.why);
+    return 0;
+  case TXATTN_TRIAL_DECLINED:
+    snprintf(why, size, "%s", t.why);
+    return compare ? -1 : 1;
+  default:
+    return -2;
+  }
+}
+
+/* Whether the kernel of that name was left out of the rest of the profile (note_fault). */
+static int left_out(const profile_run *r, const char *name) {
+  for (size_t k = 0; k < r->n_faulty; k++)
+    if (r->faulty[k].left_out && strcmp(r->faulty[k].name, name) == 0) return 1;
+  return 0;
+}
+
+/* The check of a third-party candidate on its class's small shape, once per class, r and tunables
+   (remembered in r->checked): as trial says. *fresh: checked now. */
+static int check_small(profile_run *r, prof_grid_class *gc, int64_t rr, const prof_cand *c,
+                       double *err, prof_fault *fault, char *why, size_t size, int *fresh) {
+  prof_checked *e = NULL;
+  for (size_t i = 0; i < r->n_checked && !e; i++)
+    if (r->checked[i].cls == gc->id && r->checked[i].r == rr && r->checked[i].kernel == c->kernel &&
+        r->checked[i].n_tun == c->n_tun &&
+        !memcmp(r->checked[i].values, c->tun_values, c->n_tun * sizeof(int64_t)))
+      e = &r->checked[i];
+  *fresh = e == NULL;
+  if (!e) {
+    if (r->n_checked % 64 == 0) {
+      prof_checked *g = realloc(r->checked, (r->n_checked + 64) * sizeof *g);
+      if (!g) return -1;
+      r->checked = g;
+    }
+    e = &r->checked[r->n_checked++];
+    *e = (prof_checked){.cls = gc->id, .r = rr, .kernel = c->kernel, .n_tun = c->n_tun};
+    memcpy(e->values, c->tun_values, c->n_tun * sizeof(int64_t));
+    txattn_problem small = prof_grid_problem(gc, PROF_CHECK_N, rr);
+    e->verdict = trial(r, gc, &small, c, 1, 0, &e->err, &e->fault, e->why, sizeof e->why);
+  }
+  *err = e->err;
+  *fault = e->fault;
+  snprintf(why, size, "%s", e->why);
+  return e->verdict;
+}
+
+/* The candidates that may be timed at p: the shipped ones (the timed calls' checks hold them), and
+   the third-party ones exact on their class's small shape whose first call at p, in the scanner's
+   process, neither crashed, hung nor printed (with ten times the point's foreseen seconds more to
+   answer). The others are excluded (once per class, r and tunables), each fault said; a kernel
+   left out before is dropped. *inexact and *faulty count them. */
+static size_t keep_trusty(profile_run *r, prof_grid_class *gc, int64_t n, int64_t rr,
+                          const txattn_problem *p, prof_cand *c, size_t nc, double foreseen,
+                          size_t *inexact, size_t *faulty) {
   txattn_context *ctx = r->g.ctx[gc->ctx];
   size_t kept = 0;
   *inexact = *faulty = 0;
-  int cut;
-  double timeout = check_timeout(r, &cut);
-  prof_checks_timeout(r->checks, timeout, cut);
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0; i < nc; i++) {
+    txattn_kernel_info info = TXATTN_KERNEL_INFO_INIT;
     double err;
-    char why[256];
-    prof_fault fault;
-    int fresh, v = prof_check_fault(r->checks, ctx, gc->id, &small, &c[i], &err, &fault, why,
-                                    sizeof why, &fresh);
-    if (v == 0 && fresh) {
-      add_exclusion(r, gc, small.n_kv, rr, &c[i], err, why, fault);
-      if (fault != PROF_FAULT_INEXACT) note_fault(r, gc, PROF_CHECK_N, rr, &c[i], fault, why);
+    char why[512];
+    prof_fault fault = PROF_FAULT_NONE;
+    int fresh = 0, v = left_out(r, c[i].name) ? -1 : 1;
+    if (v == 1 && txattn_kernel_get(ctx, c[i].kernel, &info) == TXATTN_OK &&
+        !prof_kernel_shipped(&info)) {
+      v = check_small(r, gc, rr, &c[i], &err, &fault, why, sizeof why, &fresh);
+      if (v == 1) c[i].max_error = err;
+      if (v == 0 && fresh) {
+        add_exclusion(r, gc, PROF_CHECK_N, rr, &c[i], err, why, fault);
+        if (fault != PROF_FAULT_INEXACT) note_fault(r, gc, PROF_CHECK_N, rr, &c[i], fault, why);
+      }
+      if (v == 1 &&
+          (v = trial(r, gc, p, &c[i], 0, 10 * foreseen, &err, &fault, why, sizeof why)) == 0) {
+        add_exclusion(r, gc, n, rr, &c[i], NAN, why, fault);
+        note_fault(r, gc, n, rr, &c[i], fault, why);
+      }
     }
     *inexact += v == 0 && fault == PROF_FAULT_INEXACT;
     *faulty += v == 0 && fault != PROF_FAULT_INEXACT;
-    if (v == 1) {
-      c[i].max_error = err;
-      c[kept++] = c[i];
-    } else {
-      txattn_plan_free(c[i].plan);
-    }
-  }
-  return kept;
-}
-
-/* The third-party candidates (not shipped with libtxattn) that survive their first call at the
-   point p in the check process (prof_trial_run), with check_timeout plus ten times the foreseen
-   seconds of the point (`foreseen`) to answer; one that crashes, hangs or prints there is excluded, named for it and
-   left out of the rest of the profile. The shipped ones are kept as they are. *faulty gets the
-   number excluded. */
-static size_t keep_surviving(profile_run *r, prof_grid_class *gc, int64_t n, int64_t rr,
-                             const txattn_problem *p, prof_cand *c, size_t nc, double foreseen,
-                             size_t *faulty) {
-  txattn_context *ctx = r->g.ctx[gc->ctx];
-  size_t kept = 0;
-  *faulty = 0;
-  for (size_t i = 0; i < nc; i++) {
-    txattn_kernel_info info = TXATTN_KERNEL_INFO_INIT;
-    int v = 1;
-    prof_fault fault = PROF_FAULT_NONE;
-    char why[256];
-    if (txattn_kernel_get(ctx, c[i].kernel, &info) == TXATTN_OK && !prof_kernel_shipped(&info)) {
-      int cut;
-      double t = check_timeout(r, &cut), left = deadline(r) - tx_clock();
-      double timeout = fmin(t + 10 * foreseen, fmax(left, 0.05));
-      prof_checks_timeout(r->checks, timeout, cut || timeout < t + 10 * foreseen);
-      v = prof_trial_run(r->checks, ctx, gc->id, p, &c[i], timeout, &fault, why, sizeof why);
-    }
-    if (v == 0) {
-      add_exclusion(r, gc, n, rr, &c[i], NAN, why, fault);
-      note_fault(r, gc, n, rr, &c[i], fault, why);
-      (*faulty)++;
-    }
-    if (v == 1)
+    if (v == 1 || v == -2)
       c[kept++] = c[i];
     else
       txattn_plan_free(c[i].plan);
@@ -407,9 +491,10 @@ static void record(profile_run *r, prof_grid_class *gc, int64_t n, int64_t rr, p
    time a call can take there (point_floor). */
 typedef struct point_rows {
   profile_run *r;
-  const prof_grid_class *gc;
+  prof_grid_class *gc;
   txattn_problem p; /* resolved */
   int64_t rr;
+  size_t ri;
   prof_rows *rows; /* NULL: the reference rows could not be made: the check's error stands */
   char floor_why[320];
   size_t dropped; /* candidates refused here */
@@ -459,14 +544,13 @@ static void point_refused(void *arg, prof_cand *c, prof_fault fault, double err,
   profile_run *r = pr->r;
   add_exclusion(r, pr->gc, pr->p.n_kv, pr->rr, c, err, why, fault);
   pr->dropped++;
-  if (fault == PROF_FAULT_INEXACT) {
-    txattn_problem small = prof_grid_problem(pr->gc, PROF_CHECK_N, pr->rr);
-    prof_check_mark_inexact(r->checks, pr->gc->id, &small, c, err, why);
+  if (fault == PROF_FAULT_INEXACT) { /* not timed again in its series */
+    prof_series *se = &pr->gc->series[pr->ri];
+    if (se->n_last < PROF_MAX_CANDS) se->last[se->n_last++] = (prof_last){c->kernel, c->slot, 0, 1};
     r->n_inexact_at_point++;
   } else {
     pr->faulty++;
     note_fault(r, pr->gc, pr->p.n_kv, pr->rr, c, fault, why);
-    prof_check_ban(r->checks, c->name, fault, why);
   }
 }
 
@@ -493,11 +577,12 @@ static void point_check(profile_run *r, point_rows *pr, const txattn_problem *p,
    not refused got a run, 0 if the point must be left out for the budget, -1 if every candidate
    failed when it ran, -2 if every one was refused here (*inexact: how many were found inexact,
    *faulty: how many cheated). */
-static int time_point(profile_run *r, const prof_grid_class *gc, int64_t rr,
+static int time_point(profile_run *r, prof_grid_class *gc, int64_t rr, size_t ri,
                       const txattn_problem *p, prof_cand *c, size_t *n, size_t *inexact,
                       size_t *faulty) {
   txattn_tensors t = TXATTN_TENSORS_INIT;
-  point_rows pr = {.r = r, .gc = gc, .rr = rr, .p = TXATTN_PROBLEM_INIT}; /* ragged kept */
+  point_rows pr = {
+      .r = r, .gc = gc, .rr = rr, .ri = ri, .p = TXATTN_PROBLEM_INIT}; /* ragged kept */
   prof_run_check chk;
   size_t untimed = 0, asked = *n;
   *inexact = *faulty = 0;
@@ -607,11 +692,9 @@ static void measure_point(profile_run *r, size_t ni, size_t ci, size_t ri) {
   nc = kept;
   if (r->update) nc = prof_update_candidates(r, gc, &p, n, rr, c, nc, PROF_MAX_CANDS, &pf);
   if (pf.n > 0) plan_failures(r, gc, n, rr, &p, &pf, what);
-  size_t inexact, faulty, inexact_here = 0, faulty_timed = 0, faulty_here;
-  nc = keep_exact(r, gc, rr, c, nc, &inexact, &faulty);
-  nc = keep_surviving(r, gc, n, rr, &p, c, nc, foreseen, &faulty_here);
-  faulty += faulty_here;
-  int timed = nc > 0 ? time_point(r, gc, rr, &p, c, &nc, &inexact_here, &faulty_timed) : -2;
+  size_t inexact, faulty, inexact_here = 0, faulty_timed = 0;
+  nc = keep_trusty(r, gc, n, rr, &p, c, nc, foreseen, &inexact, &faulty);
+  int timed = nc > 0 ? time_point(r, gc, rr, ri, &p, c, &nc, &inexact_here, &faulty_timed) : -2;
   inexact += inexact_here;
   faulty += faulty_timed;
   if (timed == -2) {
@@ -858,9 +941,6 @@ static int run_profile(profile_run *r) {
     tx_print_lib_error("profile", "cannot start a table", s);
     return TX_EXIT_FAIL;
   }
-  if (!(r->checks = prof_checks_new()) || !(r->iso = prof_isolation_new(r->plugin_path)))
-    return TX_EXIT_FAIL;
-  prof_checks_isolate(r->checks, r->iso);
   measure_ceiling(r);
   if (!r->update || prof_update_kernels(r) > 0) measure_all(r);
   if (r->n_points == 0 && !r->update) {
@@ -891,8 +971,7 @@ int tx_cmd_profile(int argc, char **argv) {
   if (rc < 0) rc = run_profile(r);
   prof_update_free(r->up);
   txattn_table_free(r->table);
-  prof_checks_free(r->checks);
-  prof_isolation_free(r->iso);
+  free(r->checked);
   prof_grid_free(&r->g);
   tx_strlist_free(&r->threads);
   tx_strlist_free(&r->d);

@@ -29,15 +29,16 @@
 
 /* A series of the grid: a class at one r (window classes have one series per r, the others one),
    along n. */
+typedef struct prof_last {
+  size_t kernel;
+  int slot;
+  double time_s;
+  int lost; /* it lost by PROF_LOSER_RATIO, or was inexact, here or before: no longer timed */
+} prof_last;
 typedef struct prof_series {
-  int stopped;  /* a point did not fit the budget: larger n are left out */
-  double pairs; /* the last point's visible pairs (0: none yet) */
-  struct {
-    size_t kernel;
-    int slot;
-    double time_s;
-    int lost; /* it lost by PROF_LOSER_RATIO here or at an earlier point: no longer timed */
-  } last[PROF_MAX_CANDS]; /* the last point's candidates and their times per call */
+  int stopped;                    /* a point did not fit the budget: larger n are left out */
+  double pairs;                   /* the last point's visible pairs (0: none yet) */
+  prof_last last[PROF_MAX_CANDS]; /* the last point's candidates and their times per call */
   size_t n_last;
 } prof_series;
 
