@@ -22,12 +22,14 @@
 #define TXATTN__RELEASED_txattn_machine_info  TXATTN_MACHINE_INFO_SIZE_0_2
 #define TXATTN__RELEASED_txattn_tunable_info  TXATTN_TUNABLE_INFO_SIZE_0_2
 #define TXATTN__RELEASED_txattn_table_class                                                        \
-  TXATTN_TABLE_CLASS_SIZE_0_2, TXATTN_TABLE_CLASS_SIZE_0_2_DTYPES
+  TXATTN_TABLE_CLASS_SIZE_0_2, TXATTN_TABLE_CLASS_SIZE_0_2_DTYPES,                                 \
+      TXATTN_TABLE_CLASS_SIZE_0_2_RAGGED
 #define TXATTN__RELEASED_txattn_table_candidate TXATTN_TABLE_CANDIDATE_SIZE_0_2
 #define TXATTN__RELEASED_txattn_table_point     TXATTN_TABLE_POINT_SIZE_0_2
 #define TXATTN__RELEASED_txattn_table_region    TXATTN_TABLE_REGION_SIZE_0_2
 #define TXATTN__RELEASED_txattn_table_exclusion                                                    \
-  TXATTN_TABLE_EXCLUSION_SIZE_0_2, TXATTN_TABLE_EXCLUSION_SIZE_0_2_DTYPES
+  TXATTN_TABLE_EXCLUSION_SIZE_0_2, TXATTN_TABLE_EXCLUSION_SIZE_0_2_DTYPES,                         \
+      TXATTN_TABLE_EXCLUSION_SIZE_0_2_RAGGED
 #define TXATTN__RELEASED_txattn_table_plugin     TXATTN_TABLE_PLUGIN_SIZE_0_2
 #define TXATTN__RELEASED_txattn_table_header     TXATTN_TABLE_HEADER_SIZE_0_2
 #define TXATTN__RELEASED_txattn_model_info       TXATTN_MODEL_INFO_SIZE_0_2_MODELS

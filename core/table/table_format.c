@@ -378,6 +378,14 @@ static int read_key(rd *r, const json_t *o, const char *path, txattn_table_class
   if (!read_types(r, o, path, c)) return 0;
   /* "ragged": true or absent (false, what the writer leaves out) */
   if (json_object_get(o, "ragged") != NULL && !get_bool(r, o, path, "ragged", &c->ragged)) return 0;
+  /* "softcap": true or absent; "mask_tensor": "bool", "additive" or absent */
+  if (json_object_get(o, "softcap") != NULL && !get_bool(r, o, path, "softcap", &c->softcap))
+    return 0;
+  const char *mt = json_string_value(json_object_get(o, "mask_tensor"));
+  c->mask_tensor = mt && !strcmp(mt, "bool")           ? TXATTN_MASK_TENSOR_BOOL
+                   : mt && !strcmp(mt, "additive")     ? TXATTN_MASK_TENSOR_ADDITIVE
+                   : json_object_get(o, "mask_tensor") ? -1
+                                                       : TXATTN_MASK_TENSOR_NONE;
   char why[256];
   return txattn__tm_class_ok(c, why, sizeof why) || err(r, path, "%s", why);
 }
@@ -503,9 +511,10 @@ static int add_exclusion(rd *r, const char *path, const txattn_table_class *key,
 /* A class and its records: the timed ones become its points, the failed ones exclusions. A class
    with failed records only is not added (its records are exclusions alone). */
 static int read_class(rd *r, const json_t *o, const char *path) {
-  static const char *const keys[] = {"mask",   "window", "d_qk",    "d_v",    "group",  "threads",
-                                     "decode", "batch",  "heads_q", "q_type", "k_type", "v_type",
-                                     "o_type", "ragged", "points",  NULL};
+  static const char *const keys[] = {"mask",        "window", "d_qk",   "d_v",     "group",
+                                     "threads",     "decode", "batch",  "heads_q", "q_type",
+                                     "k_type",      "v_type", "o_type", "ragged",  "softcap",
+                                     "mask_tensor", "points", NULL};
   txattn_table_class key = TXATTN_TABLE_CLASS_INIT;
   size_t cls = SIZE_MAX;
   char p[PATH_LEN], q[PATH_LEN], why[512];

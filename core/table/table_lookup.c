@@ -64,7 +64,9 @@ int txattn__tm_class_of(const txattn_problem *p, int threads, txattn_table_class
                               .k_type = p->k_type,
                               .v_type = p->v_type,
                               .o_type = p->o_type,
-                              .ragged = p->ragged != 0};
+                              .ragged = p->ragged != 0,
+                              .softcap = p->softcap > 0.0f,
+                              .mask_tensor = (int)p->mask_tensor};
   /* a ragged problem's n is its capacity n_kv: the plan never sees the lengths, and a ragged
      class's points are measured with the longest length equal to n */
   *n = p->n_kv;
@@ -326,6 +328,10 @@ static const txattn__class *lookup_class(const txattn_table *t, const txattn_pro
     return NULL;
   }
   const txattn__class *c = find_class(t, &key);
+  if (c == NULL && (key.softcap || key.mask_tensor)) { /* no class of them: the plain one's */
+    key.softcap = key.mask_tensor = 0;
+    c = find_class(t, &key);
+  }
   txattn__tm_class_text(&key, cls, cls_size);
   if (c == NULL && key.ragged) { /* no ragged class: the dense class of the capacity */
     char ragged[96];

@@ -73,9 +73,12 @@ void txattn__tm_types_text(const txattn_table_class *c, char *buf, size_t size) 
 int txattn__tm_class_text(const txattn_table_class *c, char *buf, size_t size) {
   char types[48] = "";
   txattn__tm_types_text(c, types, sizeof types);
-  return snprintf(buf, size, "%s d%" PRId64 "/%" PRId64 " g%" PRId64 " t%d%s%s%s%s",
+  static const char *const tensors[] = {"", " mask=bool", " mask=additive"};
+  return snprintf(buf, size, "%s d%" PRId64 "/%" PRId64 " g%" PRId64 " t%d%s%s%s%s%s%s",
                   txattn__tm_mask_name(c), c->d_qk, c->d_v, c->group, c->threads,
-                  c->decode ? " decode" : "", c->ragged ? " ragged" : "", *types ? " " : "", types);
+                  c->decode ? " decode" : "", c->ragged ? " ragged" : "",
+                  c->softcap ? " softcap" : "", tensors[c->mask_tensor % 3], *types ? " " : "",
+                  types);
 }
 
 int txattn__tm_name_ok(const char *s, int need_dot) {
@@ -145,6 +148,8 @@ static void key_copy(txattn_table_class *dst, const txattn_table_class *src) {
   dst->v_type = src->v_type;
   dst->o_type = src->o_type;
   dst->ragged = src->ragged;
+  dst->softcap = src->softcap;
+  dst->mask_tensor = src->mask_tensor;
 }
 
 /* ---- checks ---- */
@@ -173,6 +178,11 @@ int txattn__tm_class_ok(const txattn_table_class *c, char *why, size_t size) {
                            c->heads_q, c->group);
   if (c->ragged != 0 && c->ragged != 1)
     return txattn__why_not(why, size, "ragged = %d is neither 0 nor 1", c->ragged);
+  if (c->softcap != 0 && c->softcap != 1)
+    return txattn__why_not(why, size, "softcap = %d is neither 0 nor 1", c->softcap);
+  if (c->mask_tensor < TXATTN_MASK_TENSOR_NONE || c->mask_tensor > TXATTN_MASK_TENSOR_ADDITIVE)
+    return txattn__why_not(why, size, "mask_tensor = %d is not a txattn_mask_tensor",
+                           c->mask_tensor);
   if (c->ragged && !c->decode)
     return txattn__why_not(why, size, "a ragged class is a decode class (n_q = 1 per sequence)");
   const txattn_dtype types[4] = {c->q_type, c->k_type, c->v_type, c->o_type};

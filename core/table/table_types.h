@@ -101,7 +101,8 @@ static inline int txattn__tm_same_key(const txattn_table_class *a, const txattn_
   return a->mask == b->mask && a->window == b->window && a->d_qk == b->d_qk && a->d_v == b->d_v &&
          a->group == b->group && a->threads == b->threads && a->decode == b->decode &&
          a->q_type == b->q_type && a->k_type == b->k_type && a->v_type == b->v_type &&
-         a->o_type == b->o_type && a->ragged == b->ragged;
+         a->o_type == b->o_type && a->ragged == b->ragged && a->softcap == b->softcap &&
+         a->mask_tensor == b->mask_tensor;
 }
 
 /* Whether any tensor of the class is not f32. */

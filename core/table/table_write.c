@@ -59,6 +59,9 @@ static void key_fields(json_t *o, const txattn_table_class *c, int *ok) {
   for (int i = 0; i < 4; i++)
     if (types[i] != TXATTN_DTYPE_F32) put(o, keys[i], json_string(txattn_dtype_name(types[i])), ok);
   if (c->ragged) put(o, "ragged", json_true(), ok);
+  if (c->softcap) put(o, "softcap", json_true(), ok);
+  if (c->mask_tensor)
+    put(o, "mask_tensor", json_string(c->mask_tensor == 1 ? "bool" : "additive"), ok);
 }
 
 /* One measurement of class key at (n, r): a candidate timed there (chosen: the point's winner

@@ -77,12 +77,16 @@ typedef struct txattn_table_class {
      1 for a ragged decode batch (txattn_problem.ragged), whose points time one ragged call of
      `batch` sequences with the kv lengths docs/dispatch_table.md gives, n the longest */
   int ragged;
+  /* part of the key (after ragged; zero in a class from before them): 1 for problems with a
+     softcap (txattn_problem.softcap > 0), and the kind of their mask tensor (mask_tensor) */
+  int softcap, mask_tensor;
 } txattn_table_class;
 #define TXATTN_TABLE_CLASS_INIT                                                                    \
   { .struct_size = sizeof(txattn_table_class) }
 /* The class as 0.2 first defined it (no element types), and with them but not ragged. */
 #define TXATTN_TABLE_CLASS_SIZE_0_2        offsetof(txattn_table_class, q_type)
 #define TXATTN_TABLE_CLASS_SIZE_0_2_DTYPES offsetof(txattn_table_class, ragged)
+#define TXATTN_TABLE_CLASS_SIZE_0_2_RAGGED offsetof(txattn_table_class, softcap)
 
 /* One candidate (kernel x tunables) measured at a point. In an array (txattn_table_add_point), the
    first element's struct_size is the array's stride and every element must have the same. */
@@ -152,6 +156,8 @@ typedef struct txattn_table_exclusion {
   (offsetof(txattn_table_exclusion, cls) + TXATTN_TABLE_CLASS_SIZE_0_2)
 #define TXATTN_TABLE_EXCLUSION_SIZE_0_2_DTYPES                                                     \
   (offsetof(txattn_table_exclusion, cls) + TXATTN_TABLE_CLASS_SIZE_0_2_DTYPES)
+#define TXATTN_TABLE_EXCLUSION_SIZE_0_2_RAGGED                                                     \
+  (offsetof(txattn_table_exclusion, cls) + TXATTN_TABLE_CLASS_SIZE_0_2_RAGGED)
 
 typedef struct txattn_table_plugin {
   size_t struct_size; /* TXATTN_TABLE_PLUGIN_INIT */

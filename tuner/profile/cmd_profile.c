@@ -1,11 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* txtune profile: measures every exact kernel (x tunables) over a grid of shape classes on this
-   machine and writes the dispatch table libtxattn follows, then summarises who wins where.
-
-   The grid is measured n by n (every class at one n before any at the next), each point as
-   profile.h says; a point whose foreseen cost (its series' last point's candidates, their calls
-   growing with the visible pairs) would not end within the budget is left out with every larger
-   n of its series. */
+/* txtune profile: the command, the loop (docs/profiling.md, "The loop"), the budget, the summary. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +7,7 @@
 
 #include "commands.h"
 #include "context_cli.h"
+#include "problem_cli.h"
 #include "profile_run.h"
 #include "core_latency.h"
 #include "timing.h"
@@ -27,22 +22,13 @@ const prof_mode_knobs prof_modes[3] = {
 
 static const char about[] =
     "Measures the installed kernels on this machine and writes the dispatch table libtxattn\n"
-    "follows from then on. The grid: head sizes --d, masks none, causal and centred windows,\n"
-    "decode and GQA, n doubling from 64 to --n-max, at each of --threads; and 16-bit classes at\n"
-    "the last head size: decode (GQA 4) and causal prefill (n <= 4096) with the K and V of each\n"
-    "--dtype (default kv=f16, and one all-bf16 prefill class; --quick: the decode class on the\n"
-    "most threads), where a usable kernel takes those types; and a ragged-decode class: one call\n"
-    "for 8 sequences of kv lengths n/32 .. n, from n = 1024 (--quick: on the most threads).\n"
-    "Each candidate (kernel x tunables) is first checked against txattn_reference and excluded\n"
-    "if inexact; the candidates are then timed interleaved (the median of K runs each), and\n"
-    "within the measured noise the preferred one wins. The budget is a hard cap: points that\n"
-    "would not fit are left out. Modes: --quick (30 s, default tunables), default (3 min, one\n"
-    "tile variant), --patient (30 min, a grid of tiles). The table is written atomically to -o\n"
-    "FILE, else $TXATTN_TABLE, else $XDG_CACHE_HOME/txtune/dispatch.json, else\n"
-    "~/.cache/txtune/dispatch.json. --update measures, at the points of that table, only the\n"
-    "kernels it did not measure (a plugin new to it, another build), each against the table's\n"
-    "winner there, and merges them in (docs/dispatch_table.md, \"Partly valid tables\").\n"
-    "How it measures and chooses: docs/profiling.md.";
+    "follows from then on: for each class of shapes (--threads, --d, --dtype; docs/profiling.md\n"
+    "lists them), from n = 64 up to --n-max, every exact candidate (kernel x tunables) is timed\n"
+    "interleaved with the others and the fastest within the noise wins. The budget is a hard cap.\n"
+    "Modes: --quick (30 s, default tunables), default (3 min, one tile variant), --patient\n"
+    "(30 min, a grid of tiles). The table goes to -o FILE, else $TXATTN_TABLE, else\n"
+    "$XDG_CACHE_HOME/txtune/dispatch.json, else ~/.cache/txtune/dispatch.json. --update measures,\n"
+    "at the points of that table, only the kernels it did not measure, and merges them in.";
 
 static int parse(profile_run *r, int argc, char **argv) {
   tx_opt *o = r->opts;
@@ -394,73 +380,81 @@ static void free_bufs(profile_run *r) {
   r->buf_n = 0;
 }
 
-/* Buffers for every class of the types at n, dense or ragged: allocated and filled once per n
-   (standard-normal inputs rounded to the types; the output is touched once, so no timed call pays
-   for its first touch). A ragged class's are a batch of its n_q = 1 rows against n keys per
-   sequence, with the lengths of prof_ragged_lens. NULL when they cannot be allocated. */
-static tx_buffers *bufs_for(profile_run *r, const tx_dtypes *types, int ragged, int64_t n) {
-  if (r->buf_n != n) free_bufs(r);
-  for (size_t i = 0; i < r->n_bufs; i++)
-    if (memcmp(&r->bufs[i].types, types, sizeof *types) == 0 && r->bufs[i].ragged == ragged)
-      return &r->bufs[i].b;
-  if (r->n_bufs == sizeof r->bufs / sizeof r->bufs[0]) return NULL;
-  txattn_problem big = {.batch = 1, .heads_q = 1, .heads_kv = 1, .n_q = ragged ? 1 : n, .d_qk = 1};
-  big.n_kv = n;
-  tx_dtypes_apply(types, &big);
-  for (size_t i = 0; i < r->g.n_cls; i++) {
-    const txattn_table_class *c = &r->g.cls[i].cls;
-    tx_dtypes ct = {{c->q_type, c->k_type, c->v_type, c->o_type}};
-    if (memcmp(&ct, types, sizeof ct) != 0 || c->ragged != ragged) continue;
-    int64_t hkv = c->heads_q / c->group;
-    big.heads_q = c->heads_q > big.heads_q ? c->heads_q : big.heads_q;
-    big.heads_kv = hkv > big.heads_kv ? hkv : big.heads_kv;
-    big.d_qk = c->d_qk > big.d_qk ? c->d_qk : big.d_qk;
-    if (ragged) big.batch = c->batch > big.batch ? c->batch : big.batch;
-  }
-  big.heads_q = (big.heads_q + big.heads_kv - 1) / big.heads_kv * big.heads_kv;
-  char err[256];
-  int64_t lens[PROF_RAGGED_SPREAD * 8];
-  prof_bufs *pb = &r->bufs[r->n_bufs];
-  if (ragged && big.batch > (int64_t)(sizeof lens / sizeof lens[0])) return NULL;
-  if (ragged) prof_ragged_lens(n, big.batch, lens);
-  if (txattn_problem_resolve(&big, &big) != TXATTN_OK ||
-      tx_buffers_alloc(&pb->b, &big, TX_LAYOUT_CONTIGUOUS, 0, err, sizeof err) != 0)
-    return NULL;
-  if (ragged && tx_buffers_serving(&pb->b, 0, lens, (size_t)big.batch, err, sizeof err) != 0) {
-    tx_buffers_free(&pb->b);
-    return NULL;
-  }
-  pb->types = *types;
-  pb->ragged = ragged;
-  tx_buffers_fill(&pb->b, SEED, 1.0f);
-  tx_fill_value(pb->b.o, big.o_type, pb->b.o_len, 0.0f);
-  r->n_bufs++;
-  r->buf_n = n;
-  return &pb->b;
-}
-
-/* The tensors of a point (of p's types, dense or ragged) at the current n: the start of that n's
-   buffers; a ragged point's lengths are its buffers' (the first p->batch of them). */
-static int tensors_of(void *arg, const txattn_problem *p, txattn_tensors *t) {
-  profile_run *r = arg;
-  tx_dtypes types = tx_dtypes_of(p);
-  tx_buffers *b = bufs_for(r, &types, p->ragged != 0, r->buf_n ? r->buf_n : p->n_kv);
-  if (!b) return -1;
-  *t = (txattn_tensors){.q_data = b->q, .k_data = b->k, .v_data = b->v, .o_data = b->o};
-  if (p->ragged) {
-    t->struct_size = sizeof *t;
-    t->kv_lens = b->kv_lens;
-  }
-  return 0;
-}
-
+/* The tensors of the point p: the start of buffers shared by every class of its types and kind
+   (dense, ragged or with the document mask tensor) at its n, allocated and filled once per n
+   (standard-normal inputs rounded to the types; the output touched once, so that no timed call
+   pays for its first touch). A ragged point's lengths are prof_ragged_lens of n; the document
+   mask's documents have n / PROF_DOC_PARTS keys. -1 when they cannot be allocated. */
 static int tensors_for(profile_run *r, const txattn_problem *p, txattn_tensors *t) {
-  if (r->buf_n != p->n_kv) free_bufs(r);
-  if (r->buf_n == 0) r->buf_n = p->n_kv;
-  if (tensors_of(r, p, t) == 0) return 0;
-  prof_progress_end(&r->prog);
-  fprintf(stderr, "txtune profile: cannot allocate the tensors at n = %lld\n", (long long)p->n_kv);
-  return -1;
+  tx_dtypes types = tx_dtypes_of(p);
+  int kind = p->ragged ? 1 : p->mask_tensor ? 2 : 0;
+  int64_t n = p->n_kv;
+  if (r->buf_n != n) free_bufs(r);
+  prof_bufs *pb = NULL;
+  for (size_t i = 0; i < r->n_bufs && !pb; i++)
+    if (!memcmp(&r->bufs[i].types, &types, sizeof types) && r->bufs[i].ragged == kind)
+      pb = &r->bufs[i];
+  if (!pb && r->n_bufs < sizeof r->bufs / sizeof r->bufs[0]) {
+    txattn_problem big = *p;
+    for (size_t i = 0; i < r->g.n_cls; i++) { /* the most heads and the largest d of them */
+      const prof_grid_class *gc = &r->g.cls[i];
+      txattn_problem q = prof_grid_problem(gc, n, 0);
+      if (memcmp(&types, &(tx_dtypes){{q.q_type, q.k_type, q.v_type, q.o_type}}, sizeof types) ||
+          (q.ragged        ? 1
+           : q.mask_tensor ? 2
+                           : 0) != kind)
+        continue;
+      big.heads_kv = q.heads_kv > big.heads_kv ? q.heads_kv : big.heads_kv;
+      big.heads_q = q.heads_q > big.heads_q ? q.heads_q : big.heads_q;
+      big.d_qk = big.d_v = q.d_qk > big.d_qk ? q.d_qk : big.d_qk;
+      big.batch = q.batch > big.batch ? q.batch : big.batch;
+    }
+    big.heads_q = (big.heads_q + big.heads_kv - 1) / big.heads_kv * big.heads_kv;
+    char err[256], docs[32];
+    int64_t lens[PROF_RAGGED_SPREAD * 8];
+    tx_modifier_args mods;
+    tx_modifier_args_init(&mods);
+    snprintf(docs, sizeof docs, "%lld",
+             (long long)(n / PROF_DOC_PARTS > 0 ? n / PROF_DOC_PARTS : 1));
+    mods.doc_lens = docs;
+    pb = &r->bufs[r->n_bufs];
+    int bad = big.batch > (int64_t)(sizeof lens / sizeof lens[0]) ||
+              (kind == 2 && tx_modifier_parse(&r->spec, &mods) != 0) ||
+              txattn_problem_resolve(&big, &big) != TXATTN_OK ||
+              tx_buffers_alloc(&pb->b, &big, TX_LAYOUT_CONTIGUOUS, 0, err, sizeof err) != 0;
+    if (!bad && kind == 1) {
+      prof_ragged_lens(n, big.batch, lens);
+      if (tx_buffers_serving(&pb->b, 0, lens, (size_t)big.batch, err, sizeof err) != 0) {
+        tx_buffers_free(&pb->b);
+        bad = 1;
+      }
+    }
+    if (!bad) {
+      pb->types = types;
+      pb->ragged = kind;
+      tx_buffers_fill(&pb->b, SEED, 1.0f);
+      tx_fill_value(pb->b.o, big.o_type, pb->b.o_len, 0.0f);
+      r->n_bufs++;
+      r->buf_n = n;
+    } else {
+      pb = NULL;
+    }
+  }
+  if (!pb) {
+    prof_progress_end(&r->prog);
+    fprintf(stderr, "txtune profile: cannot allocate the tensors at n = %lld\n", (long long)n);
+    return -1;
+  }
+  tx_buffers *b = &pb->b;
+  *t = (txattn_tensors){.q_data = b->q,
+                        .k_data = b->k,
+                        .v_data = b->v,
+                        .o_data = b->o,
+                        .struct_size = sizeof *t,
+                        .kv_lens = p->ragged ? b->kv_lens : NULL,
+                        .mask = b->mask,
+                        .mask_layout = b->t.mask_layout};
+  return 0;
 }
 
 /* A point the table refuses is left out (the class may then have none: see write_table). */

@@ -87,6 +87,10 @@ typedef struct prof_cand {
    1/2, 1, 3/32 and 5/8 (n = 32768 gives 1024, 2048, ..., 32768, 3072 and 20480: 2.69 n keys of
    the 8 n a padded batch reads). docs/dispatch_table.md says the same. */
 #define PROF_RAGGED_SPREAD 8
+/* The softcap class's cap (Gemma 2's) and the document-mask class's documents: a point of n keys
+   packs documents of n / PROF_DOC_PARTS keys (as --doc-lens builds its mask tensor). */
+#define PROF_SOFTCAP   50.0f
+#define PROF_DOC_PARTS 4
 void prof_ragged_lens(int64_t n, int64_t batch, int64_t *lens);
 
 /* The index (for txattn_kernel_get) of ctx's kernel of that name, its info in *info; SIZE_MAX if

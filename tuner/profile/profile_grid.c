@@ -90,8 +90,45 @@ static void set_types(prof_grid_class *c, const tx_dtypes *d, int64_t n_max) {
   c->n_max = n_max;
 }
 
-/* The 16-bit classes after the fp32 ones (profile_grid.h says which). */
-static void typed_classes(prof_grid *g, prof_mode mode, int defaults) {
+/* The fp32 classes of each thread count, in the grid's order: a class is measured wherever a
+   feature can change which kernel wins, and adding one is one entry here. */
+static const struct class_kind {
+  txattn_mask mask;
+  int every_d; /* at each --d, else at the first */
+  int64_t group;
+  int decode, ragged, softcap, doc_mask;
+  int quick_most; /* --quick: on the most threads only */
+} kinds[] = {
+    {TXATTN_MASK_NONE, 1, 1, 0, 0, 0, 0, 0},
+    {TXATTN_MASK_CAUSAL, 1, 1, 0, 0, 0, 0, 0},
+    {TXATTN_MASK_WINDOW, 1, 1, 0, 0, 0, 0, 0},
+    {TXATTN_MASK_CAUSAL, 0, 1, 1, 0, 0, 0, 0}, /* decode */
+    {TXATTN_MASK_CAUSAL, 0, 1, 1, 1, 0, 0, 1}, /* ragged decode (PROF_RAGGED_SPREAD sequences) */
+    {TXATTN_MASK_CAUSAL, 0, GQA_GROUP, 0, 0, 0, 0, 0},
+    {TXATTN_MASK_CAUSAL, 0, 1, 0, 0, 1, 0, 1}, /* softcap (PROF_SOFTCAP, Gemma 2's) */
+    {TXATTN_MASK_CAUSAL, 0, 1, 0, 0, 0, 1, 1}, /* documents packed in one (PROF_DOC_KEYS) */
+};
+
+static int classes(prof_grid *g, prof_mode mode, int defaults) {
+  size_t n_kinds = sizeof kinds / sizeof kinds[0];
+  g->cls = calloc(g->n_ctx * (g->n_d * n_kinds + 2 * g->n_types) + 2, sizeof *g->cls);
+  if (!g->cls) return TX_EXIT_FAIL;
+  for (size_t t = 0; t < g->n_ctx; t++)
+    for (size_t k = 0; k < n_kinds; k++) {
+      const struct class_kind *x = &kinds[k];
+      if (x->quick_most && mode == PROF_QUICK && t != g->n_ctx - 1) continue;
+      for (size_t i = 0; i < (x->every_d ? g->n_d : 1); i++) {
+        prof_grid_class *c = add_class(g, t, x->mask, g->d[i], x->group, x->decode);
+        c->cls.softcap = x->softcap;
+        c->cls.mask_tensor = x->doc_mask ? TXATTN_MASK_TENSOR_BOOL : TXATTN_MASK_TENSOR_NONE;
+        if (x->ragged) { /* its shortest sequence has n / 32 keys from GRID_RAGGED_N_MIN on */
+          c->cls.ragged = 1;
+          c->cls.batch = PROF_RAGGED_SPREAD;
+          c->n_min = g->n[g->n_n - 1] < GRID_RAGGED_N_MIN ? g->n[g->n_n - 1] : GRID_RAGGED_N_MIN;
+        }
+      }
+    }
+  /* the 16-bit classes at the last head size (profile_grid.h says which) */
   int64_t d = g->d[g->n_d - 1];
   for (size_t k = 0; k < g->n_types; k++)
     for (size_t t = mode == PROF_QUICK ? g->n_ctx - 1 : 0; t < g->n_ctx; t++) {
@@ -104,32 +141,6 @@ static void typed_classes(prof_grid *g, prof_mode mode, int defaults) {
     tx_dtypes bf16 = {{TXATTN_DTYPE_BF16, TXATTN_DTYPE_BF16, TXATTN_DTYPE_BF16, TXATTN_DTYPE_BF16}};
     set_types(add_class(g, 0, TXATTN_MASK_CAUSAL, d, 1, 0), &bf16, GRID_TYPED_PREFILL_N_MAX);
   }
-}
-
-/* The ragged-decode class of thread count t (profile_grid.h says which), right after the dense
-   decode class: a budget that runs out at an n leaves the classes last in the grid out first. */
-static void ragged_class(prof_grid *g, prof_mode mode, size_t t) {
-  if (mode == PROF_QUICK && t != g->n_ctx - 1) return;
-  prof_grid_class *c = add_class(g, t, TXATTN_MASK_CAUSAL, g->d[0], 1, 1);
-  c->cls.ragged = 1;
-  c->cls.batch = PROF_RAGGED_SPREAD;
-  c->n_min = g->n[g->n_n - 1] < GRID_RAGGED_N_MIN ? g->n[g->n_n - 1] : GRID_RAGGED_N_MIN;
-}
-
-static int classes(prof_grid *g, prof_mode mode, int defaults) {
-  g->cls = calloc(g->n_ctx * (g->n_d * 3 + 3 + 2 * g->n_types) + 1, sizeof *g->cls);
-  if (!g->cls) return TX_EXIT_FAIL;
-  for (size_t t = 0; t < g->n_ctx; t++) {
-    for (size_t i = 0; i < g->n_d; i++) {
-      add_class(g, t, TXATTN_MASK_NONE, g->d[i], 1, 0);
-      add_class(g, t, TXATTN_MASK_CAUSAL, g->d[i], 1, 0);
-      add_class(g, t, TXATTN_MASK_WINDOW, g->d[i], 1, 0);
-    }
-    add_class(g, t, TXATTN_MASK_CAUSAL, g->d[0], 1, 1); /* decode */
-    ragged_class(g, mode, t);
-    add_class(g, t, TXATTN_MASK_CAUSAL, g->d[0], GQA_GROUP, 0); /* GQA */
-  }
-  typed_classes(g, mode, defaults);
   return 0;
 }
 
@@ -353,10 +364,10 @@ txattn_problem prof_grid_problem(const prof_grid_class *c, int64_t n, int64_t r)
                       .v_type = c->cls.v_type,
                       .o_type = c->cls.o_type};
   if (p.mask == TXATTN_MASK_WINDOW) p.window_left = p.window_right = r;
-  if (c->cls.ragged) { /* the library reads ragged only where struct_size covers it */
-    p.struct_size = sizeof p;
-    p.ragged = 1;
-  }
+  p.struct_size = sizeof p; /* the library reads the fields past 0.2's where it covers them */
+  p.ragged = c->cls.ragged;
+  p.softcap = c->cls.softcap ? PROF_SOFTCAP : 0.0f;
+  p.mask_tensor = (txattn_mask_tensor)c->cls.mask_tensor;
   return p;
 }
 

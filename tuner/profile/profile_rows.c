@@ -106,6 +106,13 @@ static txattn_status reference_row(const prof_rows *r, const txattn_tensors *t, 
   ot.v_data = (const char *)t->v_data +
               elem_size(p->v_type) * (size_t)((b * p->heads_kv + hk) * p->n_kv * p->d_v);
   ot.o_data = o;
+  if (p->mask_tensor) { /* the row's mask elements, key j at j x key */
+    const txattn_mask_layout *l = &t->mask_layout;
+    size_t esz = p->mask_tensor == TXATTN_MASK_TENSOR_BOOL ? 1 : txattn_dtype_size(p->mask_type);
+    ot.struct_size = sizeof ot;
+    ot.mask = (const char *)t->mask + esz * (size_t)(b * l->batch + h * l->head + i * l->row);
+    ot.mask_layout = (txattn_mask_layout){0, 0, 0, l->key};
+  }
   double bound = 0;
   txattn_status s = txattn_reference(&one, &ot);
   if (s == TXATTN_OK) s = txattn_error_bound(&one, &ot, &bound);
