@@ -25,10 +25,11 @@
 
 /* The problem fields of a check request, NAME=VALUE each (integers in decimal, floats as %a); the
    others stay zero. */
+/* clang-format off */
 #define TXATTN_SCAN_PROBLEM_FIELDS(I, F)                                                           \
-  I(batch)                                                                                         \
-  I(heads_q) I(heads_kv) I(n_q) I(n_kv) I(d_qk) I(d_v) I(mask) I(window_left) I(window_right)      \
-      F(scale) I(q_type) I(k_type) I(v_type) I(o_type) I(lse) I(ragged) F(softcap) I(alibi)        \
-          I(sinks) I(sink_keys) I(mask_tensor) I(mask_type)
+  I(batch) I(heads_q) I(heads_kv) I(n_q) I(n_kv) I(d_qk) I(d_v) I(mask) I(window_left)             \
+  I(window_right) F(scale) I(q_type) I(k_type) I(v_type) I(o_type) I(lse) I(ragged) F(softcap)     \
+  I(alibi) I(sinks) I(sink_keys) I(mask_tensor) I(mask_type)
+/* clang-format on */
 
 #endif
