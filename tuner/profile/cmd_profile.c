@@ -11,6 +11,7 @@
 #include "profile_run.h"
 #include "core_latency.h"
 #include "timing.h"
+#include "verify.h"
 
 #define SEED UINT64_C(0x70726f66696c65)
 
@@ -222,10 +223,57 @@ static double check_timeout(const profile_run *r, double extra, int *cut) {
   return fmax(fmin(t, left), 0.05);
 }
 
+/* The document mask tx_mask_tensor_make builds from now on: documents of n / PROF_DOC_PARTS keys,
+   as --doc-lens would give them. */
+static int docs(profile_run *r, int64_t n) {
+  char lens[32];
+  tx_modifier_args mods;
+  tx_modifier_args_init(&mods);
+  snprintf(lens, sizeof lens, "%lld", (long long)(n / PROF_DOC_PARTS > 0 ? n / PROF_DOC_PARTS : 1));
+  mods.doc_lens = lens;
+  return tx_modifier_parse(&r->spec, &mods) == 0;
+}
+
+/* Where no scanner can be started (an emulator's user-mode run), c's check on the small shape p
+   in this process, against the reference by tx_verify: 1 exact (*err), 0 not (why), -1 it cannot
+   run p. */
+static int check_here(profile_run *r, const prof_grid_class *gc, const txattn_problem *p,
+                      const prof_cand *c, double *err, char *why, size_t size) {
+  txattn_problem q = TXATTN_PROBLEM_INIT;
+  tx_buffers b;
+  txattn_plan *plan = NULL;
+  int64_t lens[PROF_RAGGED_SPREAD];
+  int v = -1;
+  if (txattn_problem_resolve(p, &q) != TXATTN_OK || (q.mask_tensor && !docs(r, q.n_kv)) ||
+      tx_buffers_alloc(&b, &q, TX_LAYOUT_CONTIGUOUS, 1, why, size) != 0)
+    return -1;
+  if (q.ragged) prof_ragged_lens(q.n_kv, q.batch, lens);
+  if ((!q.ragged || tx_buffers_serving(&b, 0, lens, (size_t)q.batch, why, size) == 0) &&
+      txattn_plan_create_tuned(r->g.ctx[gc->ctx], &b.p, c->name, c->tun_names, c->tun_values,
+                               c->n_tun, &plan) == TXATTN_OK) {
+    tx_buffers_fill(&b, SEED, 1.0f);
+    txattn_status s = tx_buffers_reference(&b);
+    if (s == TXATTN_OK) s = txattn_plan_execute(plan, &b.t);
+    tx_verdict vd;
+    memset(&vd, 0, sizeof vd);
+    if (s == TXATTN_OK) tx_verify(&b, b.o, b.o_ref, NULL, &vd);
+    v = s == TXATTN_OK && tx_verdict_pass(&vd);
+    *err = s == TXATTN_OK ? vd.scaled_error : NAN;
+    if (s != TXATTN_OK)
+      snprintf(why, size, "the kernel failed: %s: %.300s", txattn_status_name(s),
+               txattn_last_error());
+    else if (!v)
+      tx_verdict_explain(&vd, why, size);
+  }
+  txattn_plan_free(plan);
+  tx_buffers_free(&b);
+  return v;
+}
+
 /* c's call on p in the scanner's process (txattn_kernel_trial), compared with the reference on
    its check (compare) or only run, before it is timed here. 1 it ran (*err its error as the table
    counts it), or its call failed there at a timed point (the timing says so); 0 inexact or a fault
-   (*fault, why); -1 it cannot run p, or no answer came before the budget's end; -2 no scanner. */
+   (*fault, why); -1 it cannot run p, or no answer came before the budget's end. */
 static int trial(profile_run *r, const prof_grid_class *gc, const txattn_problem *p,
                  const prof_cand *c, int compare, double extra, double *err, prof_fault *fault,
                  char *why, size_t size) {
@@ -292,8 +340,11 @@ static int trial(profile_run *r, const prof_grid_class *gc, const txattn_problem
   case TXATTN_TRIAL_DECLINED:
     snprintf(why, size, "%s", t.why);
     return compare ? -1 : 1;
-  default:
-    return -2;
+  default: /* no scanner: the check here, the first call at a timed point left to the timing */
+    if (!compare) return 1;
+    int v = check_here(r, gc, p, c, err, why, size);
+    *fault = v == 0 ? PROF_FAULT_INEXACT : PROF_FAULT_NONE;
+    return v;
   }
 }
 
@@ -366,7 +417,7 @@ static size_t keep_trusty(profile_run *r, prof_grid_class *gc, int64_t n, int64_
     }
     *inexact += v == 0 && fault == PROF_FAULT_INEXACT;
     *faulty += v == 0 && fault != PROF_FAULT_INEXACT;
-    if (v == 1 || v == -2)
+    if (v == 1)
       c[kept++] = c[i];
     else
       txattn_plan_free(c[i].plan);
@@ -410,16 +461,10 @@ static int tensors_for(profile_run *r, const txattn_problem *p, txattn_tensors *
       big.batch = q.batch > big.batch ? q.batch : big.batch;
     }
     big.heads_q = (big.heads_q + big.heads_kv - 1) / big.heads_kv * big.heads_kv;
-    char err[256], docs[32];
+    char err[256];
     int64_t lens[PROF_RAGGED_SPREAD * 8];
-    tx_modifier_args mods;
-    tx_modifier_args_init(&mods);
-    snprintf(docs, sizeof docs, "%lld",
-             (long long)(n / PROF_DOC_PARTS > 0 ? n / PROF_DOC_PARTS : 1));
-    mods.doc_lens = docs;
     pb = &r->bufs[r->n_bufs];
-    int bad = big.batch > (int64_t)(sizeof lens / sizeof lens[0]) ||
-              (kind == 2 && tx_modifier_parse(&r->spec, &mods) != 0) ||
+    int bad = big.batch > (int64_t)(sizeof lens / sizeof lens[0]) || (kind == 2 && !docs(r, n)) ||
               txattn_problem_resolve(&big, &big) != TXATTN_OK ||
               tx_buffers_alloc(&pb->b, &big, TX_LAYOUT_CONTIGUOUS, 0, err, sizeof err) != 0;
     if (!bad && kind == 1) {
