@@ -537,6 +537,118 @@ Test(table, ragged_classes_round_trip_through_a_file) {
   txattn_context_free(ctx);
 }
 
+/* ---- softcap and mask-tensor classes ---- */
+
+/* softcap and mask_tensor are part of the key: named, found apart from the plain class, written
+   only where set, read back, checked, and set by txattn_table_class_of from the problem. */
+Test(table, softcap_and_mask_tensor_classes_round_trip_through_a_file) {
+  new_dir();
+  txattn_context *ctx = tc_context(NULL, "", 1);
+  txattn_table *t, *u = NULL;
+  TC_ASSERT_OK(txattn_table_create(ctx, &t));
+  txattn_table_class plain = {.mask = TXATTN_MASK_CAUSAL,
+                              .d_qk = TC_D,
+                              .d_v = TC_D,
+                              .group = 1,
+                              .threads = 1,
+                              .batch = 1,
+                              .heads_q = 1},
+                     keys[3] = {plain, plain, plain};
+  keys[1].softcap = 1;
+  keys[2].mask_tensor = TXATTN_MASK_TENSOR_BOOL;
+  static const char *const names[3] = {"causal d16/16 g1 t1", "causal d16/16 g1 t1 softcap",
+                                       "causal d16/16 g1 t1 mask=bool"};
+  for (size_t i = 0; i < 3; i++) {
+    size_t ci, found;
+    char d[128];
+    TC_ASSERT_OK(txattn_table_add_class(t, &keys[i], &ci));
+    cr_expect_eq(ci, i);
+    tc_cand k[] = {{"naive.scalar", 1e-6, 0}};
+    tc_add_point(ctx, t, ci, 256, 0, k, 1);
+    txattn_table_class_describe(&keys[i], d, sizeof d);
+    cr_expect_str_eq(d, names[i]);
+    TC_ASSERT_OK(txattn_table_find_class(t, &keys[i], &found));
+    cr_expect_eq(found, i);
+  }
+  txattn_table_class bad = keys[1];
+  bad.softcap = 2;
+  cr_expect_eq(txattn_table_add_class(t, &bad, NULL), TXATTN_E_INVALID);
+  bad = keys[2];
+  bad.mask_tensor = 3;
+  cr_expect_eq(txattn_table_add_class(t, &bad, NULL), TXATTN_E_INVALID);
+  cr_expect(text_mentions(txattn_last_error(), "is not a txattn_mask_tensor", NULL), "%s",
+            txattn_last_error());
+  TC_ASSERT_OK(txattn_table_write(t, file));
+  TC_ASSERT_OK(txattn_table_load(file, &u));
+  expect_same_tables(t, u);
+  for (size_t i = 0; i < 3; i++) {
+    txattn_table_class c = TXATTN_TABLE_CLASS_INIT;
+    TC_ASSERT_OK(txattn_table_class_get(u, i, &c, NULL, NULL));
+    cr_expect(c.softcap == keys[i].softcap && c.mask_tensor == keys[i].mask_tensor, "class %zu", i);
+  }
+  json_error_t e;
+  json_t *root = json_load_file(file, 0, &e);
+  cr_assert(root != NULL, "%s", e.text);
+  json_t *classes = json_object_get(root, "classes");
+  cr_expect(json_object_get(json_array_get(classes, 0), "softcap") == NULL &&
+                json_object_get(json_array_get(classes, 0), "mask_tensor") == NULL,
+            "a plain class is written without \"softcap\" and \"mask_tensor\"");
+  cr_expect(json_is_true(json_object_get(json_array_get(classes, 1), "softcap")));
+  cr_expect_str_eq(json_string_value(json_object_get(json_array_get(classes, 2), "mask_tensor")),
+                   "bool");
+  static const struct {
+    size_t cls;
+    const char *key;
+    json_t *(*value)(void);
+    const char *pattern;
+  } cases[] = {
+      {1, "softcap", json_null, "classes\\[1\\]\\.softcap: expected true or false, got null"},
+      {2, "mask_tensor", json_true,
+       "classes\\[2\\]\\.mask_tensor: expected a string, got a boolean"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    json_t *copy = json_deep_copy(root);
+    json_object_set_new(json_array_get(json_object_get(copy, "classes"), cases[i].cls),
+                        cases[i].key, cases[i].value());
+    char path[SCRATCH_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/keys%zu.json", dir, i);
+    cr_assert(json_dump_file(copy, path, JSON_INDENT(1)) == 0);
+    json_decref(copy);
+    txattn_table *v = NULL;
+    cr_expect_eq(txattn_table_load(path, &v), TXATTN_E_TABLE, "case %zu", i);
+    cr_expect(v == NULL);
+    cr_expect(matches(txattn_last_error(), cases[i].pattern), "case %zu: %s", i,
+              txattn_last_error());
+  }
+  json_t *copy = json_deep_copy(root); /* a kind of mask tensor the format does not name */
+  json_object_set_new(json_array_get(json_object_get(copy, "classes"), 2), "mask_tensor",
+                      json_string("dense"));
+  char path[SCRATCH_PATH_MAX + 64];
+  snprintf(path, sizeof path, "%s/keys-dense.json", dir);
+  cr_assert(json_dump_file(copy, path, JSON_INDENT(1)) == 0);
+  json_decref(copy);
+  txattn_table *v = NULL;
+  cr_expect_eq(txattn_table_load(path, &v), TXATTN_E_TABLE);
+  cr_expect(matches(txattn_last_error(),
+                    "classes\\[2\\]\\.mask_tensor: \"dense\" is not one of the allowed values"),
+            "%s", txattn_last_error());
+  json_decref(root);
+  /* a problem's class: softcap when its softcap is positive, its mask tensor's kind */
+  txattn_problem p = TXATTN_PROBLEM_INIT;
+  p.n_q = 700;
+  p.d_qk = TC_D;
+  p.mask = TXATTN_MASK_CAUSAL;
+  p.softcap = 30.0f;
+  p.mask_tensor = TXATTN_MASK_TENSOR_ADDITIVE;
+  txattn_table_class c = TXATTN_TABLE_CLASS_INIT;
+  int64_t n, r;
+  TC_ASSERT_OK(txattn_table_class_of(&p, 1, &c, &n, &r));
+  cr_expect(c.softcap == 1 && c.mask_tensor == TXATTN_MASK_TENSOR_ADDITIVE && n == 700);
+  txattn_table_free(t);
+  txattn_table_free(u);
+  txattn_context_free(ctx);
+}
+
 /* ---- ties: a winner chosen among near-equal times ---- */
 
 /* The causal table with a point at n = 512 where masked.scalar is fastest by 1% and the caller
