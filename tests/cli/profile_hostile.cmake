@@ -173,38 +173,37 @@ endif()
 
 if(CASE STREQUAL "timed_faults")
   # hrun_segv_above_300.scalar and hrun_loop_above_300.scalar alone: exact up to n = 300, so they
-  # pass their checks (n = 193) and are timed up to n = 256; at n = 1024 one crashes and the other
-  # hangs in the check process, which makes each third-party candidate's first call at a timed
-  # point there: each is named for it and left out, and the profile writes its table (a second
-  # candidate of each is the ragged class's, first checked at n = 1024 after the ban). Both are
-  # met at the first point of n = 1024, so the run needs only reach it with the whole wait for
-  # the hang left before the budget's end (a wait the end cuts is no hang): a tenth of the budget
-  # plus the point's predicted time, which a sanitizer build on a loaded machine made 35 s. The
-  # budget is eight times --quick's, the most the ctest timeout (300 s) allows: once both are out,
-  # no candidate is left at any point, so the run ends with its grid (35 s unloaded, 40 s on a
-  # loaded machine under sanitizers), not with the budget.
-  run_profile(0 --quick --d 16 --n-max 1024 --threads 1 --budget 240 --plugin-path "${PLUGIN_PATH}"
+  # pass their checks (n = 193) and are timed up to n = 256; at n = 512 one crashes and the other
+  # hangs in the scanner, which makes each third-party candidate's first call at a timed point
+  # there: each is named for it and left out, and the profile writes its table. Both are met at
+  # the first point of n = 512, and a hang is one only if its whole wait fits before the budget's
+  # end (a wait the end cuts is no hang): a tenth of the budget plus ten times the point's
+  # foreseen timing, which grows with the step from n = 256 (a sanitizer build on a loaded
+  # machine foresaw 14 s at n = 1024, a wait of 162 s). Hence --n-max 512, the step a quarter of
+  # that to 1024, and a budget of eight times --quick's (the ctest timeout is 300 s): once both
+  # are out no candidate is left, so the run ends with its grid (28 s here), not with the budget.
+  run_profile(0 --quick --d 16 --n-max 512 --threads 1 --budget 240 --plugin-path "${PLUGIN_PATH}"
               -o "${OUT}")
   message(STATUS "profile:\n${out}${err}")
   expect("${out}" "the summary" "wrote [^\n]*: [1-9][0-9]* points[^\n]*, 1 kernel crashed, 1 kernel hung, in [0-9.]+ s\n")
-  expect("${out}" "the summary" "\n  hrun_segv_above_300.scalar: [12] candidates?, the first in [^\n]* n=1024( r=[0-9]+)?: crashed at a timed point \\(n = 1024\\): (signal 11|exit status 1)[^\n]*; left out of the rest of the profile\n")
-  expect("${out}" "the summary" "\n  hrun_loop_above_300.scalar: [12] candidates?, the first in [^\n]* n=1024( r=[0-9]+)?: hung \\(no answer within [0-9.]+ s\\) at a timed point \\(n = 1024\\)[^\n]*; left out of the rest of the profile\n")
+  expect("${out}" "the summary" "\n  hrun_segv_above_300.scalar: [12] candidates?, the first in [^\n]* n=512( r=[0-9]+)?: crashed at a timed point \\(n = 512\\): (signal 11|exit status 1)[^\n]*; left out of the rest of the profile\n")
+  expect("${out}" "the summary" "\n  hrun_loop_above_300.scalar: [12] candidates?, the first in [^\n]* n=512( r=[0-9]+)?: hung \\(no answer within [0-9.]+ s\\) at a timed point \\(n = 512\\)[^\n]*; left out of the rest of the profile\n")
   file(READ "${OUT}" table)
   records("${table}")
-  if(timed MATCHES "\\|1024\\|")
-    message(FATAL_ERROR "a point at n = 1024 has a timed record:\n${table}")
+  if(timed MATCHES "\\|512\\|")
+    message(FATAL_ERROR "a point at n = 512 has a timed record:\n${table}")
   endif()
   set(found "")
   foreach(rec IN LISTS failed)
     failed_fields("${rec}")
-    if(x_n EQUAL 1024 AND x_reason MATCHES "at a timed point \\(n = 1024\\)")
+    if(x_n EQUAL 512 AND x_reason MATCHES "at a timed point \\(n = 512\\)")
       list(APPEND found "${x_kernel}")
     endif()
   endforeach()
   list(FIND found "hrun_segv_above_300.scalar" segv_at)
   list(FIND found "hrun_loop_above_300.scalar" loop_at)
   if(segv_at EQUAL -1 OR loop_at EQUAL -1)
-    message(FATAL_ERROR "failed records should name both kernels at n = 1024 (found: ${found}):\n${table}")
+    message(FATAL_ERROR "failed records should name both kernels at n = 512 (found: ${found}):\n${table}")
   endif()
   return()
 endif()
