@@ -57,13 +57,6 @@ static inline const txattn__plugin *txattn__registry_plugin(const txattn__regist
    *why (never NULL then) says why; a paged r goes only to a kernel with TXATTN_KERNEL_PAGED. The
    host's one gate before a kernel sees a problem. */
 int txattn__kernel_applicable(const txattn__kernel *k, const txattn_problem *r, const char **why);
-/* Whether a kernel with these flags runs the resolved problem r one sequence at a time, the host
-   splitting it: a ragged batch without TXATTN_KERNEL_RAGGED, packed rows without
-   TXATTN_KERNEL_PACKED. */
-static inline int txattn__per_sequence(const txattn_problem *r, unsigned flags) {
-  return (r->ragged && !(flags & TXATTN_KERNEL_RAGGED)) ||
-         (r->packed && !(flags & TXATTN_KERNEL_PACKED));
-}
 /* The types k takes for tensor 0..3 (q, k, v, o): a set of TXATTN_DTYPE_BIT, f32 for a kernel that
    declares none. */
 unsigned txattn__kernel_dtypes(const txattn__kernel *k, int tensor);

@@ -196,3 +196,67 @@ int txattn__plugin_desc_ok(const txattn_plugin_desc *d, char *why, size_t size) 
   }
   return 1;
 }
+
+unsigned txattn__desc_dtypes(const txattn_kernel_desc *d, int tensor) {
+  unsigned takes = TXATTN_KERNEL_DESC_HAS(d, dtypes) ? d->dtypes[tensor] : 0;
+  return takes != 0 ? takes : TXATTN_DTYPE_BIT(TXATTN_DTYPE_F32);
+}
+
+int txattn__desc_applicable(const txattn_kernel_desc *d, const txattn_problem *r,
+                            const char **why) {
+#define TAKES_NOT(t)                                                                               \
+  {                                                                                                \
+    "it does not take " t " q", "it does not take " t " k", "it does not take " t " v",            \
+        "it does not make " t " o"                                                                 \
+  }
+  static const char *const declined[6][4] = {TAKES_NOT("f32"),  TAKES_NOT("f16"),
+                                             TAKES_NOT("bf16"), TAKES_NOT("q8_0"),
+                                             TAKES_NOT("e4m3"), TAKES_NOT("e5m2")};
+#undef TAKES_NOT
+  const txattn_dtype types[4] = {r->q_type, r->k_type, r->v_type, r->o_type};
+  for (int i = 0; i < 4; i++) {
+    if (!(txattn__desc_dtypes(d, i) & TXATTN_DTYPE_BIT(types[i]))) {
+      *why = declined[types[i]][i];
+      return 0;
+    }
+  }
+  if (r->lse && !(d->flags & TXATTN_KERNEL_LSE)) {
+    *why = "it does not write lse";
+    return 0;
+  }
+  /* the score modifiers (ABI 1.6) and a mask tensor (1.7) go only to kernels that declare them */
+  const struct {
+    int asked;
+    unsigned flag;
+    const char *why;
+  } mods[5] = {
+      {r->softcap > 0.0f, TXATTN_KERNEL_SOFTCAP, "it does not compute softcap"},
+      {r->alibi, TXATTN_KERNEL_ALIBI, "it does not compute ALiBi"},
+      {r->sinks, TXATTN_KERNEL_SINKS, "it does not compute sink logits"},
+      {r->sink_keys > 0, TXATTN_KERNEL_SINK_KEYS, "it does not compute sink keys"},
+      {r->mask_tensor != TXATTN_MASK_TENSOR_NONE, TXATTN_KERNEL_MASK_TENSOR,
+       "it does not take a mask tensor"},
+  };
+  for (int i = 0; i < 5; i++)
+    if (mods[i].asked && !(d->flags & mods[i].flag)) {
+      *why = mods[i].why;
+      return 0;
+    }
+  if (r->page_size > 0 && !(d->flags & TXATTN_KERNEL_PAGED)) {
+    *why = "it does not read paged K/V";
+    return 0;
+  }
+  /* a kernel without TXATTN_KERNEL_RAGGED (or, for packed rows, TXATTN_KERNEL_PACKED) runs each
+     sequence as a problem of its own: it judges the dense problem of the tensors' capacity */
+  txattn_problem dense = TXATTN_PROBLEM_INIT;
+  if (txattn__per_sequence(r, d->flags)) {
+    dense = *r;
+    dense.ragged = 0;
+    dense.packed = 0;
+    r = &dense;
+  }
+  *why = NULL;
+  if (d->applicable(r, why)) return 1;
+  if (*why == NULL) *why = "(the kernel gave no reason)";
+  return 0;
+}

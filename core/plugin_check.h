@@ -21,5 +21,18 @@
 int txattn__plugin_desc_ok(const txattn_plugin_desc *d, char *why, size_t size);
 /* 1 if v is an allowed value of t. */
 int txattn__tunable_value_ok(const txattn_tunable *t, int64_t v);
+/* Whether a kernel with these flags runs the resolved problem r one sequence at a time, the host
+   splitting it: a ragged batch without TXATTN_KERNEL_RAGGED, packed rows without
+   TXATTN_KERNEL_PACKED. */
+static inline int txattn__per_sequence(const txattn_problem *r, unsigned flags) {
+  return (r->ragged && !(flags & TXATTN_KERNEL_RAGGED)) ||
+         (r->packed && !(flags & TXATTN_KERNEL_PACKED));
+}
+/* The types d takes for tensor 0..3 (q, k, v, o): a set of TXATTN_DTYPE_BIT, f32 for a kernel that
+   declares none. */
+unsigned txattn__desc_dtypes(const txattn_kernel_desc *d, int tensor);
+/* The host's one gate before a kernel sees the resolved problem r (loader.h:
+   txattn__kernel_applicable, which the plugin scanner shares): 1, or 0 with *why. */
+int txattn__desc_applicable(const txattn_kernel_desc *d, const txattn_problem *r, const char **why);
 
 #endif

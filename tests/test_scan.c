@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -350,5 +351,54 @@ Test(scan, hung_plugin_child_is_killed_too, .timeout = 60) {
     left = alive_named("hfork_hang_kid");
   }
   cr_assert_eq(left, 0, "%d forked child(ren) of the hung plugin outlived the scan", left);
+  scratch_remove(registry);
+}
+
+/* txattn_kernel_trial: one call of a trusted directory's kernel in the scanner's process, each
+   fault said as data, the caller untouched; an exact kernel runs within the bound. */
+static txattn_trial trial_of(const char *mode, int compare) {
+  char dir[SCRATCH_PATH_MAX], trusted[2 * SCRATCH_PATH_MAX + 2], name[64];
+  hostile_dir(mode, dir, sizeof dir);
+  snprintf(trusted, sizeof trusted, "%s:%s", dir, TXATTN_TEST_PLUGIN_BUILD_DIR);
+  setenv("TXATTN_TRUSTED_PLUGIN_DIRS", trusted, 1);
+  snprintf(name, sizeof name, "h%s.scalar", mode);
+  txattn_context *ctx = test_context_at(dir, 1);
+  size_t k = 0;
+  txattn_kernel_info info = TXATTN_KERNEL_INFO_INIT;
+  while (txattn_kernel_get(ctx, k, &info) == TXATTN_OK && strcmp(info.name, name) != 0) k++;
+  cr_assert(k < txattn_kernel_count(ctx), "%s was not loaded", name);
+  txattn_problem p = {.heads_q = 2, .n_q = 193, .d_qk = 16, .mask = TXATTN_MASK_CAUSAL};
+  txattn_trial t = TXATTN_TRIAL_INIT;
+  t.timeout_s = 3;
+  t.compare = compare;
+  cr_assert_eq(txattn_kernel_trial(ctx, k, &p, NULL, NULL, 0, 1, &t), TXATTN_OK, "%s",
+               txattn_last_error());
+  txattn_context_free(ctx);
+  return t;
+}
+
+Test(scan, kernel_trial_says_what_happened, .timeout = 60) {
+  txattn_trial t = trial_of("run_sleeper", 1); /* exact on its first calls */
+  cr_assert_eq(t.outcome, TXATTN_TRIAL_RAN, "%d: %s", (int)t.outcome, t.why);
+  cr_assert(t.error >= 0 && t.error <= t.bound && t.seconds > 0, "error %g bound %g", t.error,
+            t.bound);
+  t = trial_of("run_segv", 1);
+  cr_assert(t.outcome == TXATTN_TRIAL_CRASHED && t.signal == SIGSEGV, "%d: %s", (int)t.outcome,
+            t.why);
+  t = trial_of("run_exit", 0);
+  cr_assert(t.outcome == TXATTN_TRIAL_CRASHED && t.exit_status == 3, "%d: %s", (int)t.outcome,
+            t.why);
+  t = trial_of("run_loop", 0);
+  cr_assert_eq(t.outcome, TXATTN_TRIAL_HUNG, "%d: %s", (int)t.outcome, t.why);
+  t = trial_of("run_prints", 0);
+  cr_assert(t.outcome == TXATTN_TRIAL_PRINTED && t.printed > 0, "%d: %s", (int)t.outcome, t.why);
+  t = trial_of("run_past_o", 0);
+  cr_assert(t.outcome == TXATTN_TRIAL_OUTSIDE && t.after == 256 && t.before == 0, "%d: %zu %zu",
+            (int)t.outcome, t.after, t.before);
+  t = trial_of("run_wrong", 1);
+  cr_assert(t.outcome == TXATTN_TRIAL_INEXACT && t.error > t.bound, "%d: %s", (int)t.outcome,
+            t.why);
+  t = trial_of("run_wrong", 0); /* not compared: it ran */
+  cr_assert_eq(t.outcome, TXATTN_TRIAL_RAN, "%d: %s", (int)t.outcome, t.why);
   scratch_remove(registry);
 }

@@ -353,6 +353,55 @@ Test(table_lookup, a_ragged_problem_follows_its_ragged_class_else_the_dense_one)
   txattn_context_free(maker);
 }
 
+/* A problem with a softcap follows the softcap class, else the class without it; a problem
+   without one never follows the softcap class. */
+Test(table_lookup, a_softcap_problem_follows_its_class_else_the_plain_one) {
+  scratch_dir(dir, sizeof dir, 0755);
+  snprintf(file, sizeof file, "%s/dispatch.json", dir);
+  txattn_context *maker = tc_context(NULL, "", 1);
+  txattn_table *t;
+  TC_ASSERT_OK(txattn_table_create(maker, &t));
+  tc_add_causal(maker, t);
+  TC_ASSERT_OK(txattn_table_write(t, file));
+  txattn_context *ctx = tc_context(NULL, file, 1);
+  txattn_problem plain = TXATTN_PROBLEM_INIT, capped = TXATTN_PROBLEM_INIT;
+  plain.n_q = 2000;
+  plain.d_qk = TC_D;
+  plain.mask = TXATTN_MASK_CAUSAL;
+  capped = plain;
+  capped.softcap = 30.0f;
+  char kernel[64], want[64], plain_pick[64], why[512];
+  tc_pick(ctx, &plain, plain_pick, sizeof plain_pick, why, sizeof why);
+  /* no softcap class: the plain class's first winner that computes softcap */
+  tc_pick(ctx, &capped, want, sizeof want, why, sizeof why);
+  cr_expect(text_mentions(why, "(class causal d16/16 g1 t1)", NULL), "%s", why);
+  cr_expect(strcmp(want, "naive.scalar") == 0 || strcmp(want, "tiled.scalar") == 0, "%s", why);
+  txattn_context_free(ctx);
+  /* the same table with a softcap class whose winner is the other kernel */
+  txattn_table_class c = TXATTN_TABLE_CLASS_INIT;
+  TC_ASSERT_OK(txattn_table_class_get(t, 0, &c, NULL, NULL));
+  c.softcap = 1;
+  size_t ci;
+  TC_ASSERT_OK(txattn_table_add_class(t, &c, &ci));
+  const char *other = strcmp(want, "naive.scalar") == 0 ? "tiled.scalar" : "naive.scalar";
+  for (int64_t n = 256; n <= 4096; n *= 4) {
+    tc_cand k[] = {{other, 1e-9 * (double)n, 0}, {want, 3e-9 * (double)n, 0}};
+    tc_add_point(maker, t, ci, n, 0, k, 2);
+  }
+  TC_ASSERT_OK(txattn_table_write(t, file));
+  ctx = tc_context(NULL, file, 1);
+  cr_assert_eq(txattn_context_table_status(ctx), TXATTN_TABLE_LOADED, "%s",
+               txattn_context_table_state(ctx));
+  tc_pick(ctx, &capped, kernel, sizeof kernel, why, sizeof why);
+  cr_expect_str_eq(kernel, other, "%s", why);
+  cr_expect(text_mentions(why, "(class causal d16/16 g1 t1 softcap)", NULL), "%s", why);
+  tc_pick(ctx, &plain, kernel, sizeof kernel, why, sizeof why);
+  cr_expect_str_eq(kernel, plain_pick, "a problem without softcap keeps its class: %s", why);
+  txattn_table_free(t);
+  txattn_context_free(ctx);
+  txattn_context_free(maker);
+}
+
 Test(table_lookup, a_forced_kernel_beats_the_table) {
   txattn_table *t;
   txattn_context *ctx = following(&t), *plain = tc_context(NULL, "", 1);

@@ -16,7 +16,6 @@
 #include "cmd_topo.h"
 #include "cmd_validate.h"
 #include "lab.h"
-#include "profile_isolate.h"
 #include "txattn/plugin.h"
 #include "txattn/txattn.h"
 
@@ -130,8 +129,6 @@ int main(int argc, char **argv) {
     return TX_EXIT_OK;
   }
   if (strcmp(cmd, "help") == 0) return help(argc, argv);
-  if (strcmp(cmd, "__check-server") == 0) /* txtune profile's own child (profile_isolate.h) */
-    return tx_cmd_check_server(argc - 1, argv + 1);
   const tx_command *c = find_command(cmd);
   if (!c) return unknown("txtune", cmd);
   return c->run(argc - 1, argv + 1);

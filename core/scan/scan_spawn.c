@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "scan/scan_protocol.h"
+#include "error.h"
 #include "scan/scan_spawn.h"
 
 static const char anchor = 0; /* an address inside libtxattn.so, for dladdr */
@@ -58,7 +59,8 @@ typedef struct child {
   char sample[48];
 } child;
 
-static int spawn(child *c, const char *exe, const char *path, unsigned isa_mask) {
+static int spawn(child *c, const char *exe, const char *path, unsigned isa_mask,
+                 char *const *extra) {
   int vp[2], op[2];
   if (pipe2(vp, O_CLOEXEC) != 0) return errno;
   if (pipe2(op, O_CLOEXEC) != 0) {
@@ -73,7 +75,8 @@ static int spawn(child *c, const char *exe, const char *path, unsigned isa_mask)
   close(op[1]);
   char mask[16];
   snprintf(mask, sizeof mask, "%x", isa_mask);
-  char *argv[] = {(char *)exe, mask, (char *)path, NULL};
+  char *argv[TXATTN__SCAN_MAX_ARGS + 4] = {(char *)exe, mask, (char *)path, NULL};
+  for (size_t i = 0; extra && extra[i] && i < TXATTN__SCAN_MAX_ARGS; i++) argv[3 + i] = extra[i];
   /* OpenMP threads sleep when idle; the sanitizers of a sanitizer build leave faults to us */
   char *env[] = {
       "LC_ALL=C",
@@ -213,23 +216,34 @@ static void where(const child *c, char *out, size_t size) {
     snprintf(out, size, "before loading it");
 }
 
+/* Runs the scanner with the extra arguments (NULL: a scan) and waits for it: the child's lines,
+   output and wait status in *c, *st and *hung; 0, or the errno when it could not be started. */
+static int run_scanner(const char *path, unsigned isa_mask, char *const *extra, double timeout_s,
+                       child *c, int *st, int *hung, char *exe, size_t exe_size) {
+  scanner_path(exe, exe_size);
+  memset(c, 0, sizeof *c);
+  c->verdict = c->out = -1;
+  int rc = spawn(c, exe, path, isa_mask, extra);
+  if (rc != 0) return rc;
+  double deadline = now() + timeout_s;
+  int ended = read_until_end(c, deadline);
+  *hung = 0;
+  *st = reap(c->pid, ended ? deadline : now(), hung);
+  if (c->verdict >= 0) close(c->verdict);
+  if (c->out >= 0) close(c->out);
+  return 0;
+}
+
 txattn__scan_result txattn__scan_spawn(const char *path, unsigned isa_mask, double timeout_s,
                                        char *why, size_t size) {
   char exe[PATH_MAX];
-  scanner_path(exe, sizeof exe);
   child c;
-  memset(&c, 0, sizeof c);
-  c.verdict = c.out = -1;
-  int rc = spawn(&c, exe, path, isa_mask);
+  int st, hung;
+  int rc = run_scanner(path, isa_mask, NULL, timeout_s, &c, &st, &hung, exe, sizeof exe);
   if (rc != 0) {
     snprintf(why, size, "cannot start the plugin scanner %s: %s", exe, strerror(rc));
     return TXATTN__SCAN_UNAVAILABLE;
   }
-  double deadline = now() + timeout_s;
-  int ended = read_until_end(&c, deadline), hung = 0;
-  int st = reap(c.pid, ended ? deadline : now(), &hung);
-  if (c.verdict >= 0) close(c.verdict);
-  if (c.out >= 0) close(c.out);
   char at[800];
   where(&c, at, sizeof at);
   if (!c.ready && !hung) {
@@ -268,4 +282,100 @@ txattn__scan_result txattn__scan_spawn(const char *path, unsigned isa_mask, doub
     return TXATTN__SCAN_DECLINED;
   }
   return TXATTN__SCAN_OK;
+}
+
+/* The check request's arguments (scan_protocol.h) in buf, pointed to by argv (NULL-terminated);
+   0 if they do not fit. */
+static int trial_args(const txattn_kernel_info *k, const txattn_problem *p,
+                      const char *const *names, const int64_t *values, size_t n, int n_threads,
+                      int compare, char *buf, size_t size, char **argv) {
+  size_t used = 0, a = 0;
+#define ARG(...)                                                                                   \
+  do {                                                                                             \
+    int len_ = snprintf(buf + used, size - used, __VA_ARGS__);                                     \
+    if (len_ < 0 || (size_t)len_ >= size - used || a + 1 >= TXATTN__SCAN_MAX_ARGS) return 0;       \
+    argv[a++] = buf + used;                                                                        \
+    used += (size_t)len_ + 1;                                                                      \
+  } while (0)
+  ARG("check");
+  ARG("%s", k->name);
+  ARG("%d", n_threads);
+  ARG("%d", compare != 0);
+#define PUT_INT(x)   ARG(#x "=%lld", (long long)p->x);
+#define PUT_FLOAT(x) ARG(#x "=%a", (double)p->x);
+  TXATTN_SCAN_PROBLEM_FIELDS(PUT_INT, PUT_FLOAT)
+#undef PUT_INT
+#undef PUT_FLOAT
+  for (size_t i = 0; i < n; i++) ARG("tunable.%s=%lld", names[i], (long long)values[i]);
+#undef ARG
+  argv[a] = NULL;
+  return 1;
+}
+
+txattn_status txattn_kernel_trial(const txattn_context *ctx, size_t kernel, const txattn_problem *p,
+                                  const char *const *names, const int64_t *values, size_t n,
+                                  int n_threads, txattn_trial *t) {
+  TXATTN_RETURN_IF(!ctx || !p || !t || (n && (!names || !values)), TXATTN_E_INVALID,
+                   "txattn_kernel_trial: an argument is NULL");
+  TXATTN_RETURN_IF(t->struct_size != sizeof *t, TXATTN_E_INVALID,
+                   "txattn_kernel_trial: struct_size %zu is not sizeof(txattn_trial), %zu",
+                   t->struct_size, sizeof *t);
+  txattn_kernel_info k = TXATTN_KERNEL_INFO_INIT;
+  TXATTN_FORWARD_IF_ERROR(txattn_kernel_get(ctx, kernel, &k));
+  txattn_problem q = TXATTN_PROBLEM_INIT;
+  TXATTN_FORWARD_IF_ERROR(txattn_problem_resolve(p, &q));
+  TXATTN_RETURN_IF(q.page_size || q.packed, TXATTN_E_UNSUPPORTED,
+                   "txattn_kernel_trial: paged K/V and packed queries are not tried");
+  char buf[8192], *argv[TXATTN__SCAN_MAX_ARGS], exe[PATH_MAX];
+  TXATTN_RETURN_IF(
+      !trial_args(&k, &q, names, values, n, n_threads, t->compare, buf, sizeof buf, argv),
+      TXATTN_E_INVALID, "txattn_kernel_trial: too many or too long tunables");
+  double timeout = t->timeout_s > 0 ? t->timeout_s : 60;
+  size_t keep = offsetof(txattn_trial, outcome);
+  memset((char *)t + keep, 0, sizeof *t - keep);
+  t->error = t->bound = -1;
+  child c;
+  int st, hung;
+  int rc = run_scanner(k.path, ~0u, argv, timeout, &c, &st, &hung, exe, sizeof exe);
+  char *last = c.last;
+  int at = 0;
+  if (rc != 0 || (!c.ready && !hung)) {
+    t->outcome = TXATTN_TRIAL_UNAVAILABLE;
+    snprintf(t->why, sizeof t->why, "the plugin scanner %.200s did not start: %.200s", exe,
+             rc ? strerror(rc) : "it ended first");
+  } else if (hung) {
+    t->outcome = TXATTN_TRIAL_HUNG;
+    snprintf(t->why, sizeof t->why, "no answer within %g s", timeout);
+  } else if (st != -1 && WIFSIGNALED(st)) {
+    t->outcome = TXATTN_TRIAL_CRASHED;
+    t->signal = WTERMSIG(st);
+    const char *name = sigdescr_np(t->signal);
+    snprintf(t->why, sizeof t->why, "signal %d (%s)", t->signal, name ? name : "?");
+  } else if (c.printed > 0) {
+    t->outcome = TXATTN_TRIAL_PRINTED;
+    t->printed = c.printed;
+    snprintf(t->why, sizeof t->why, "%s", c.sample);
+  } else if (sscanf(last, "ran %la %la %la", &t->seconds, &t->error, &t->bound) == 3) {
+    t->outcome = TXATTN_TRIAL_RAN;
+  } else if (sscanf(last, "inexact %la %la %la %n", &t->seconds, &t->error, &t->bound, &at) == 3 &&
+             at > 0) {
+    t->outcome = TXATTN_TRIAL_INEXACT;
+    snprintf(t->why, sizeof t->why, "%.500s", last + at);
+  } else if (sscanf(last, "failed %d %n", &rc, &at) == 1 && at > 0) {
+    t->outcome = TXATTN_TRIAL_FAILED;
+    t->status = (txattn_status)rc;
+    snprintf(t->why, sizeof t->why, "%.500s", last + at);
+  } else if (sscanf(last, "outside %zu %zu", &t->after, &t->before) == 2 ||
+             strncmp(last, "bad ", 4) == 0) {
+    t->outcome = TXATTN_TRIAL_OUTSIDE;
+    snprintf(t->why, sizeof t->why, "%.500s", last[0] == 'b' ? last + 4 : "its output");
+  } else if (strncmp(last, "declined ", 9) == 0) {
+    t->outcome = TXATTN_TRIAL_DECLINED;
+    snprintf(t->why, sizeof t->why, "%.500s", last + 9);
+  } else {
+    t->outcome = TXATTN_TRIAL_CRASHED; /* ended without its last line: exit() or _exit() */
+    t->exit_status = st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    snprintf(t->why, sizeof t->why, "exit status %d", t->exit_status);
+  }
+  return TXATTN_OK;
 }

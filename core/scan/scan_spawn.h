@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#define TXATTN__SCAN_MAX_ARGS 64 /* of a check request (txattn_kernel_trial) */
+
 typedef enum txattn__scan_result {
   TXATTN__SCAN_OK = 0,      /* every kernel ran right on every shape it takes */
   TXATTN__SCAN_FAULTY,      /* crashed, exited, hung, printed, computed wrongly or wrote outside */

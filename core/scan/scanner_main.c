@@ -4,7 +4,11 @@
  * wrongly or writes outside its buffers does so here and not in the program that would load it.
  *
  *   txattn-scan ISA_MASK PLUGIN_FILE
+ *   txattn-scan ISA_MASK PLUGIN_FILE check KERNEL THREADS COMPARE FIELD=VALUE... [tunable.NAME=V...]
  *
+ * The second form (txattn_kernel_trial, scan_trial.c) runs one kernel once on one problem (the
+ * fields of scan_protocol.h), on inputs of its own, and says how that went (scan_protocol.h); with
+ * COMPARE 1 its output is held to txattn_reference within txattn_error_bound, as the scan does.
  * ISA_MASK (hex) has bit (1u << txattn_isa) for each ISA the caller may run: kernels of other ISAs
  * are not run (their SIGILL would be this machine's, not the plugin's fault). The verdict goes to
  * file descriptor 3 (scan_protocol.h); the libtxattn that spawned us (scan_spawn.c) reads it.
@@ -26,6 +30,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "half.h"
@@ -80,15 +85,15 @@ static void say(const char *fmt, ...) {
 
 typedef struct guarded {
   unsigned char *map, *guard, *data; /* data ends at or before guard, which is one PROT_NONE page */
-  size_t map_len, len;
+  size_t map_len, len, tail;
 } guarded;
 
 static size_t page;
 
-/* len bytes, 64-byte aligned, ending at most 63 bytes before a guard page and after at least one
-   page of canary bytes. 0 if the mapping failed. */
-static int guarded_new(guarded *g, size_t len) {
-  size_t body = (len + 63) / 64 * 64;
+/* len bytes, 64-byte aligned, ending at most 63 + tail bytes before a guard page (tail bytes of
+   canary between) and after at least one page of canary bytes. 0 if the mapping failed. */
+static int guarded_new(guarded *g, size_t len, size_t tail) {
+  size_t body = (len + 63) / 64 * 64 + tail;
   size_t data_pages = (body + page - 1) / page + 1; /* one page of canary at least */
   memset(g, 0, sizeof *g);
   g->map_len = (data_pages + 1) * page;
@@ -97,6 +102,7 @@ static int guarded_new(guarded *g, size_t len) {
   g->map = m;
   g->guard = g->map + data_pages * page;
   g->data = g->guard - body;
+  g->tail = tail;
   g->len = len;
   memset(g->map, CANARY, data_pages * page);
   if (mprotect(g->guard, page, PROT_NONE) != 0) {
@@ -111,13 +117,16 @@ static void guarded_free(guarded *g) {
   memset(g, 0, sizeof *g);
 }
 
-/* 0 if a canary byte before or after the data changed; *where says which side. */
-static int canaries_ok(const guarded *g, const char **where) {
+/* 0 if a canary byte before or after the data changed; *where says which side, *before and *after
+   how far from the data the farthest changed byte on each side is. */
+static int canaries_ok(const guarded *g, const char **where, size_t *before, size_t *after) {
+  *before = *after = 0;
   for (unsigned char *p = g->map; p < g->data; p++)
-    if (*p != CANARY) return (*where = "before"), 0;
+    if (*p != CANARY && !*before) *before = (size_t)(g->data - p);
   for (unsigned char *p = g->data + g->len; p < g->guard; p++)
-    if (*p != CANARY) return (*where = "past"), 0;
-  return 1;
+    if (*p != CANARY) *after = (size_t)(p - g->data - g->len) + 1;
+  *where = *before ? "before" : "past";
+  return !*before && !*after;
 }
 
 static int in_range(const void *a, const void *lo, size_t len) {
@@ -233,6 +242,8 @@ typedef struct scan_run {
   int n_threads;
   int64_t tunables[TXATTN_MAX_TUNABLES];
   size_t ws_size;
+  int check;   /* a check request: structured answers (scan_protocol.h), o's tail of canaries */
+  int compare; /* against the reference (always in a scan) */
 } scan_run;
 
 /* The tunables the host would give this run, or 0 when the host would refuse them (the plan fails
@@ -256,72 +267,74 @@ static int set_tunables(scan_run *r) {
   return 1;
 }
 
-/* Compares o with the reference's; 0 after reporting a wrong result. */
-static int compare(const scan_run *r, const txattn_tensors *t, const void *ref, double bound) {
-  size_t n = (size_t)(r->p.heads_q * r->p.n_q * r->p.d_v);
+/* The largest |o - ref| over the output (*bad: a non-finite value where the reference is finite). */
+static double max_diff(const scan_run *r, const void *o, const void *ref, int *bad) {
+  size_t n = (size_t)(r->p.batch * r->p.heads_q * r->p.n_q * r->p.d_v);
   double worst = 0;
-  for (size_t i = 0; i < n; i++) {
-    double want = load_elem(ref, r->p.o_type, i), got = load_elem(t->o_data, r->p.o_type, i);
+  *bad = 0;
+  for (size_t i = 0; i < n && !*bad; i++) {
+    double want = load_elem(ref, r->p.o_type, i), got = load_elem(o, r->p.o_type, i);
     if (!isfinite(want)) continue;
-    if (!isfinite(got)) {
-      say("bad wrong result: kernel %s returned %s on %s where the reference is finite", r->k->name,
-          isnan(got) ? "NaN" : "Inf", r->shape);
-      return 0;
-    }
+    *bad = !isfinite(got);
     if (fabs(got - want) > worst) worst = fabs(got - want);
   }
-  if (worst > bound) {
-    say("bad wrong result: kernel %s on %s off by %.3g > bound %.3g", r->k->name, r->shape, worst,
-        bound);
-    return 0;
+  return *bad ? NAN : worst;
+}
+
+static void contiguous(txattn_layout *l, const txattn_problem *p, int64_t heads, int64_t rows,
+                       int64_t d) {
+  (void)p;
+  *l = (txattn_layout){heads * rows * d, rows * d, d};
+}
+
+/* The modifiers' inputs of r->p, in m (freed by the caller): standard ALiBi slopes, sink logits in
+   -1..1, each sequence's keys (the b-th of batch gets (b + 1) / batch of n_kv) and a boolean mask
+   tensor of documents of 61 keys (block-diagonal causal, broadcast over heads; an additive one is a
+   single 0). 0 if out of memory. */
+static int modifiers(const scan_run *r, txattn_tensors *t, void **m) {
+  const txattn_problem *p = &r->p;
+  float *f = malloc((size_t)(2 * p->heads_q) * sizeof *f);
+  int64_t *lens = malloc((size_t)p->batch * sizeof *lens);
+  unsigned char *mask = p->mask_tensor ? calloc((size_t)(p->n_q * p->n_kv) + 4, 1) : NULL;
+  m[0] = f, m[1] = lens, m[2] = mask;
+  if (!f || !lens || (p->mask_tensor && !mask)) return 0;
+  if (p->alibi) txattn_alibi_slopes(p->heads_q, 8.0f, f);
+  for (int64_t h = 0; h < p->heads_q; h++) f[p->heads_q + h] = (float)(h % 7) / 3.0f - 1.0f;
+  for (int64_t b = 0; b < p->batch; b++) lens[b] = p->n_kv * (b + 1) / p->batch;
+  t->alibi_slopes = p->alibi ? f : NULL;
+  t->sinks = p->sinks ? f + p->heads_q : NULL;
+  t->kv_lens = p->ragged ? lens : NULL;
+  t->mask = mask;
+  if (p->mask_tensor == TXATTN_MASK_TENSOR_BOOL) {
+    for (int64_t i = 0, shift = p->n_kv - p->n_q; i < p->n_q; i++)
+      for (int64_t j = 0; j <= i + shift && j < p->n_kv; j++)
+        mask[i * p->n_kv + j] = j / 61 == (i + shift) / 61;
+    t->mask_layout = (txattn_mask_layout){0, 0, p->n_kv, 1};
   }
   return 1;
 }
 
-/* Runs one kernel on one shape: 1 done (or not applicable), 0 after reporting a fault. */
-static int run_one(scan_run *r, const shape *s) {
+/* Runs r's kernel once on inputs of its own: 1 done (a scan's "ok" so far), 0 after saying a
+   fault (or, a check, its last line). */
+static int run_body(scan_run *r) {
   const txattn_kernel_desc *k = r->k;
-  txattn_problem in = TXATTN_PROBLEM_INIT;
-  in.batch = 1;
-  in.heads_q = s->heads_q;
-  in.heads_kv = s->heads_kv;
-  in.n_q = s->n_q;
-  in.n_kv = s->n_kv;
-  in.d_qk = in.d_v = s->d;
-  in.mask = s->mask;
-  in.window_left = s->window_left;
-  in.window_right = s->window_right;
-  txattn_dtype *types[4] = {&in.q_type, &in.k_type, &in.v_type, &in.o_type};
-  int same_as_f32 = 1;
-  for (int i = 0; i < 4; i++) {
-    *types[i] = pick_type(k, i, s->sixteen);
-    same_as_f32 &= *types[i] == pick_type(k, i, 0);
-  }
-  if (s->sixteen && same_as_f32) return 1; /* no other types: the other shapes cover them */
-  if (txattn_problem_resolve(&in, &r->p) != TXATTN_OK) return 1;
-  describe_shape(&r->p, r->shape, sizeof r->shape);
-  const char *why = NULL;
-  say("at applicable() of %s on %s", k->name, r->shape);
-  if (!k->applicable(&r->p, &why)) return 1;
-  if (!set_tunables(r)) return 1;
-  r->n_threads = (k->flags & TXATTN_KERNEL_THREADED) ? SCAN_THREADS : 1;
-  say("at workspace_size() of %s on %s", k->name, r->shape);
-  r->ws_size = k->workspace_size(&r->p, r->n_threads, k->n_tunables ? r->tunables : NULL);
-  if (r->ws_size > MAX_BUFFER) return 1;
-
   const txattn_problem *p = &r->p;
-  size_t nq = (size_t)(p->heads_q * p->n_q * p->d_qk),
-         nk = (size_t)(p->heads_kv * p->n_kv * p->d_qk);
-  size_t nv = (size_t)(p->heads_kv * p->n_kv * p->d_v), no = (size_t)(p->heads_q * p->n_q * p->d_v);
+  size_t nq = (size_t)(p->batch * p->heads_q * p->n_q * p->d_qk),
+         nk = (size_t)(p->batch * p->heads_kv * p->n_kv * p->d_qk);
+  size_t nv = (size_t)(p->batch * p->heads_kv * p->n_kv * p->d_v),
+         no = (size_t)(p->batch * p->heads_q * p->n_q * p->d_v);
   guarded q, kk, v, o, ws;
   memset(&ws, 0, sizeof ws);
-  int ok = guarded_new(&q, nq * txattn_dtype_size(p->q_type)) &&
-           guarded_new(&kk, nk * txattn_dtype_size(p->k_type)) &&
-           guarded_new(&v, nv * txattn_dtype_size(p->v_type)) &&
-           guarded_new(&o, no * txattn_dtype_size(p->o_type)) &&
-           (r->ws_size == 0 || guarded_new(&ws, r->ws_size));
-  void *ref = malloc(no * txattn_dtype_size(p->o_type));
-  if (!ok || ref == NULL) {
+  void *mods[3] = {NULL, NULL, NULL};
+  txattn_tensors t = TXATTN_TENSORS_INIT;
+  int ok = guarded_new(&q, nq * txattn_dtype_size(p->q_type), 0) &&
+           guarded_new(&kk, nk * txattn_dtype_size(p->k_type), 0) &&
+           guarded_new(&v, nv * txattn_dtype_size(p->v_type), 0) &&
+           guarded_new(&o, no * txattn_dtype_size(p->o_type), r->check ? 4096 : 0) &&
+           (r->ws_size == 0 || guarded_new(&ws, r->ws_size, 0)) && modifiers(r, &t, mods);
+  float *lse = p->lse ? malloc((size_t)(p->batch * p->heads_q * p->n_q) * sizeof *lse) : NULL;
+  void *ref = r->compare ? malloc(no * txattn_dtype_size(p->o_type)) : NULL;
+  if (!ok || (r->compare && ref == NULL) || (p->lse && lse == NULL)) {
     say("declined out of memory while scanning");
     exit(0);
   }
@@ -331,22 +344,20 @@ static int run_one(scan_run *r, const shape *s) {
   mprotect(q.map, q.map_len - page, PROT_READ);
   mprotect(kk.map, kk.map_len - page, PROT_READ);
   mprotect(v.map, v.map_len - page, PROT_READ);
-
-  txattn_tensors t = TXATTN_TENSORS_INIT;
   t.q_data = q.data;
   t.k_data = kk.data;
   t.v_data = v.data;
   t.o_data = o.data;
-  t.q_layout = (txattn_layout){p->heads_q * p->n_q * p->d_qk, p->n_q * p->d_qk, p->d_qk};
-  t.k_layout = (txattn_layout){p->heads_kv * p->n_kv * p->d_qk, p->n_kv * p->d_qk, p->d_qk};
-  t.v_layout = (txattn_layout){p->heads_kv * p->n_kv * p->d_v, p->n_kv * p->d_v, p->d_v};
-  t.o_layout = (txattn_layout){p->heads_q * p->n_q * p->d_v, p->n_q * p->d_v, p->d_v};
+  t.lse = lse;
+  contiguous(&t.q_layout, p, p->heads_q, p->n_q, p->d_qk);
+  contiguous(&t.k_layout, p, p->heads_kv, p->n_kv, p->d_qk);
+  contiguous(&t.v_layout, p, p->heads_kv, p->n_kv, p->d_v);
+  contiguous(&t.o_layout, p, p->heads_q, p->n_q, p->d_v);
   txattn_tensors tr = t;
   tr.o_data = ref;
-  double bound = 0;
-  int fine =
-      txattn_reference(p, &tr) == TXATTN_OK && txattn_error_bound(p, &tr, &bound) == TXATTN_OK;
-  if (!fine) {
+  double bound = -1;
+  if (r->compare &&
+      (txattn_reference(p, &tr) != TXATTN_OK || txattn_error_bound(p, &tr, &bound) != TXATTN_OK)) {
     say("declined the reference failed on %s", r->shape); /* a bug of ours, not the plugin's */
     exit(0);
   }
@@ -366,22 +377,45 @@ static int run_one(scan_run *r, const shape *s) {
   fault.in[1] = &kk;
   fault.in[2] = &v;
   say("at run() of %s on %s", k->name, r->shape);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   txattn_status st = k->run(&call);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
   memset(&fault, 0, sizeof fault);
 
   const char *side;
-  int verdict = 1;
-  if (!canaries_ok(&o, &side)) {
-    say("bad wrote %s o in run() of %s on %s", side, k->name, r->shape);
-    verdict = 0;
-  } else if (r->ws_size && !canaries_ok(&ws, &side)) {
+  size_t before, after;
+  int verdict = 0, bad = 0;
+  double err = r->compare && st == TXATTN_OK ? max_diff(r, o.data, ref, &bad) : -1;
+  if (!canaries_ok(&o, &side, &before, &after)) {
+    if (r->check)
+      say("outside %zu %zu", after, before);
+    else
+      say("bad wrote %s o in run() of %s on %s", side, k->name, r->shape);
+  } else if (r->ws_size && !canaries_ok(&ws, &side, &before, &after)) {
     say("bad wrote %s its workspace (%zu bytes) in run() of %s on %s", side, r->ws_size, k->name,
         r->shape);
-    verdict = 0;
-  } else if (st == TXATTN_OK) {
-    verdict = compare(r, &t, ref, bound);
+  } else if (st != TXATTN_OK) {
+    verdict = !r->check; /* a scan leaves failures to the plan: the loader says them */
+    if (r->check) say("failed %d the kernel returned %s", (int)st, txattn_status_name(st));
+  } else if (bad || err > bound) {
+    char why[400];
+    snprintf(why, sizeof why,
+             bad ? "kernel %s returned NaN or Inf on %s where the reference is finite"
+                 : "kernel %s on %s off by %.3g > bound %.3g",
+             k->name, r->shape, err, bound);
+    if (r->check)
+      say("inexact %a %a %a %s", secs, err, bound, why);
+    else
+      say("bad wrong result: %s", why);
+  } else {
+    verdict = 1;
+    if (r->check) say("ran %a %a %a", secs, err, bound);
   }
   free(ref);
+  free(lse);
+  for (int i = 0; i < 3; i++) free(mods[i]);
   guarded_free(&q);
   guarded_free(&kk);
   guarded_free(&v);
@@ -390,9 +424,104 @@ static int run_one(scan_run *r, const shape *s) {
   return verdict;
 }
 
+/* r->p (given, resolved here) and the kernel's tunables (r->tunables set unless `defaults`): the
+   run's shape, workspace and threads; 0 when the kernel does not take it. */
+static int prepare(scan_run *r, int defaults) {
+  const txattn_kernel_desc *k = r->k;
+  const char *why = NULL;
+  if (txattn_problem_resolve(&r->p, &r->p) != TXATTN_OK) return 0;
+  describe_shape(&r->p, r->shape, sizeof r->shape);
+  say("at applicable() of %s on %s", k->name, r->shape);
+  if (!txattn__desc_applicable(k, &r->p, &why) || (defaults && !set_tunables(r))) return 0;
+  /* the host runs a kernel without TXATTN_KERNEL_RAGGED one sequence at a time: the longest here */
+  if (r->p.ragged && !(k->flags & TXATTN_KERNEL_RAGGED)) r->p.ragged = 0;
+  r->n_threads = (k->flags & TXATTN_KERNEL_THREADED) ? r->n_threads : 1;
+  say("at workspace_size() of %s on %s", k->name, r->shape);
+  r->ws_size = k->workspace_size(&r->p, r->n_threads, k->n_tunables ? r->tunables : NULL);
+  return r->ws_size <= MAX_BUFFER;
+}
+
+/* Runs one kernel on one scan shape: 1 done (or not applicable), 0 after reporting a fault. */
+static int run_one(scan_run *r, const shape *s) {
+  const txattn_kernel_desc *k = r->k;
+  txattn_problem *in = &r->p;
+  in->batch = 1;
+  in->heads_q = s->heads_q;
+  in->heads_kv = s->heads_kv;
+  in->n_q = s->n_q;
+  in->n_kv = s->n_kv;
+  in->d_qk = in->d_v = s->d;
+  in->mask = s->mask;
+  in->window_left = s->window_left;
+  in->window_right = s->window_right;
+  txattn_dtype *types[4] = {&in->q_type, &in->k_type, &in->v_type, &in->o_type};
+  int same_as_f32 = 1;
+  for (int i = 0; i < 4; i++) {
+    *types[i] = pick_type(k, i, s->sixteen);
+    same_as_f32 &= *types[i] == pick_type(k, i, 0);
+  }
+  if (s->sixteen && same_as_f32) return 1; /* no other types: the other shapes cover them */
+  r->n_threads = SCAN_THREADS;
+  r->compare = 1;
+  return !prepare(r, 1) || run_body(r);
+}
+
+/* A check request (the usage above): kernel argv[0] of d on the problem of the fields that
+   follow, its tunables the defaults but for those named. */
+static int check(const txattn_plugin_desc *d, int argc, char **argv) {
+  scan_run r = {.p = TXATTN_PROBLEM_INIT, .check = 1};
+  for (size_t i = 0; i < d->n_kernels; i++)
+    if (strcmp(d->kernels[i]->name, argv[0]) == 0) r.k = d->kernels[i];
+  if (r.k == NULL) {
+    say("declined the plugin has no kernel %s", argv[0]);
+    return 0;
+  }
+  r.n_threads = atoi(argv[1]);
+  r.compare = atoi(argv[2]);
+  txattn_problem *p = &r.p;
+  for (int a = 3; a < argc; a++) {
+    char *eq = strchr(argv[a], '=');
+    if (!eq) continue;
+    *eq = '\0';
+    long long v = strtoll(eq + 1, NULL, 10);
+    double f = strtod(eq + 1, NULL);
+    (void)v, (void)f;
+#define SET_INT(x)                                                                                 \
+  if (strcmp(argv[a], #x) == 0) p->x = v;
+#define SET_FLOAT(x)                                                                               \
+  if (strcmp(argv[a], #x) == 0) p->x = (float)f;
+    TXATTN_SCAN_PROBLEM_FIELDS(SET_INT, SET_FLOAT)
+#undef SET_INT
+#undef SET_FLOAT
+    *eq = '=';
+  }
+  if (!prepare(&r, 1)) {
+    say("declined %s does not take %s", r.k->name, r.shape);
+    return 0;
+  }
+  for (int a = 3; a < argc; a++) /* tunable.NAME=VALUE, checked as the host checks them */
+    for (size_t i = 0; i < r.k->n_tunables && strncmp(argv[a], "tunable.", 8) == 0; i++) {
+      size_t len = strlen(r.k->tunables[i].name);
+      if (strncmp(argv[a] + 8, r.k->tunables[i].name, len) != 0 || argv[a][8 + len] != '=')
+        continue;
+      r.tunables[i] = strtoll(argv[a] + 9 + len, NULL, 10);
+      if (!txattn__tunable_value_ok(&r.k->tunables[i], r.tunables[i])) {
+        say("declined %s: %s outside its declaration", r.k->name, argv[a] + 8);
+        return 0;
+      }
+    }
+  r.ws_size = r.k->workspace_size(&r.p, r.n_threads, r.k->n_tunables ? r.tunables : NULL);
+  if (r.ws_size > MAX_BUFFER) {
+    say("declined a workspace of %zu bytes", r.ws_size);
+    return 0;
+  }
+  run_body(&r);
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: txattn-scan ISA_MASK PLUGIN_FILE (run by libtxattn)\n");
+  if (argc != 3 && !(argc >= 7 && strcmp(argv[3], "check") == 0)) {
+    fprintf(stderr, "usage: txattn-scan ISA_MASK PLUGIN_FILE [check ...] (run by libtxattn)\n");
     return 2;
   }
   /* a process group of its own (scan_spawn.c) takes it out of the terminal's job control: it ends
@@ -424,6 +553,7 @@ int main(int argc, char **argv) {
     say("declined %s", d == NULL ? "the entry returned NULL" : why);
     return 0;
   }
+  if (argc > 3) return check(d, argc - 4, argv + 4);
   size_t runs = 0;
   for (size_t i = 0; i < d->n_kernels; i++) {
     const txattn_kernel_desc *k = d->kernels[i];

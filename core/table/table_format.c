@@ -227,11 +227,13 @@ static int read_header(rd *r, const json_t *root) {
 
 /* ---- classes ---- */
 
-/* The class key and measured shape. The element types are each optional, f32 when absent, and
-   "ragged" true or absent (false): what the writer leaves out. */
+/* The class key and measured shape. The element types are each optional, f32 when absent;
+   "ragged" and "softcap" true or absent (false), "mask_tensor" "bool", "additive" or absent (none):
+   what the writer leaves out. */
 static int read_key(rd *r, const json_t *o, const char *path, txattn_table_class *c) {
   static const char *const shapes[] = {"sym", "left", NULL}, *const tkeys[4] = {"q_type", "k_type",
                                                                                 "v_type", "o_type"};
+  static const char *const tensors[] = {"bool", "additive", NULL};
   const char *const masks[] = {txattn_mask_name(TXATTN_MASK_NONE),
                                txattn_mask_name(TXATTN_MASK_CAUSAL),
                                txattn_mask_name(TXATTN_MASK_WINDOW), NULL};
@@ -271,6 +273,14 @@ static int read_key(rd *r, const json_t *o, const char *path, txattn_table_class
   if (json_object_get(o, "ragged") != NULL) {
     if ((b = get(r, o, path, "ragged", BOOL)) == NULL) return 0;
     c->ragged = json_is_true(b);
+  }
+  if (json_object_get(o, "softcap") != NULL) {
+    if ((b = get(r, o, path, "softcap", BOOL)) == NULL) return 0;
+    c->softcap = json_is_true(b);
+  }
+  if (json_object_get(o, "mask_tensor") != NULL) {
+    if (!get_choice(r, o, path, "mask_tensor", tensors, &t)) return 0;
+    c->mask_tensor = t + 1; /* TXATTN_MASK_TENSOR_BOOL or _ADDITIVE */
   }
   char why[256];
   return txattn__tm_class_ok(c, why, sizeof why) || err(r, path, "%s", why);
@@ -393,9 +403,10 @@ static int add_exclusion(rd *r, const char *path, const txattn_table_class *key,
 /* A class and its records: the timed ones become its points, the failed ones exclusions. A class
    with failed records only is not added (its records are exclusions alone). */
 static int read_class(rd *r, const json_t *o, const char *path) {
-  static const char *const keys[] = {"mask",   "window", "d_qk",    "d_v",    "group",  "threads",
-                                     "decode", "batch",  "heads_q", "q_type", "k_type", "v_type",
-                                     "o_type", "ragged", "points",  NULL};
+  static const char *const keys[] = {"mask",        "window", "d_qk",   "d_v",     "group",
+                                     "threads",     "decode", "batch",  "heads_q", "q_type",
+                                     "k_type",      "v_type", "o_type", "ragged",  "softcap",
+                                     "mask_tensor", "points", NULL};
   txattn_table_class key = TXATTN_TABLE_CLASS_INIT;
   size_t cls = SIZE_MAX;
   char p[PATH_LEN], q[PATH_LEN], why[512];

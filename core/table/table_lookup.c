@@ -63,7 +63,9 @@ static int class_of(const txattn_problem *p, int threads, txattn_table_class *cl
                               .k_type = p->k_type,
                               .v_type = p->v_type,
                               .o_type = p->o_type,
-                              .ragged = p->ragged != 0};
+                              .ragged = p->ragged != 0,
+                              .softcap = p->softcap > 0.0f,
+                              .mask_tensor = (int)p->mask_tensor};
   /* a ragged problem's n is its capacity n_kv: the plan never sees the lengths, and a ragged
      class's points are measured with the longest length equal to n */
   *n = p->n_kv;
@@ -307,8 +309,9 @@ static const txattn__class *find_class(const txattn_table *t, const txattn_table
   return NULL;
 }
 
-/* The class of t the lookup follows for the resolved problem r on `threads` threads (a ragged
-   problem without a ragged class: the dense class of its capacity), described in cls, and r's
+/* The class of t the lookup follows for the resolved problem r on `threads` threads (a problem
+   with a softcap or mask tensor but no class of them: the class without; a ragged problem without
+   a ragged class: the dense class of its capacity), described in cls, and r's
    coordinates in it; NULL, with why (after "no table entry: "), when there is none. */
 static const txattn__class *lookup_class(const txattn_table *t, const txattn_problem *r,
                                          int threads, int64_t *n, int64_t *rr, char *cls,
@@ -320,6 +323,10 @@ static const txattn__class *lookup_class(const txattn_table *t, const txattn_pro
     return NULL;
   }
   const txattn__class *c = find_class(t, &key);
+  if (c == NULL && (key.softcap || key.mask_tensor)) { /* no class of them: the plain one's */
+    key.softcap = key.mask_tensor = 0;
+    c = find_class(t, &key);
+  }
   txattn_table_class_describe(&key, cls, cls_size);
   if (c == NULL && key.ragged) { /* no ragged class: the dense class of the capacity */
     char ragged[96];

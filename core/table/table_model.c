@@ -64,9 +64,11 @@ int txattn_table_class_describe(const txattn_table_class *c, char *buf, size_t s
            o != TXATTN_DTYPE_F32)
     snprintf(types, sizeof types, " q,k,v,o=%s,%s,%s,%s", txattn_dtype_name(q),
              txattn_dtype_name(k), txattn_dtype_name(v), txattn_dtype_name(o));
-  return snprintf(buf, size, "%s d%" PRId64 "/%" PRId64 " g%" PRId64 " t%d%s%s%s", mask, c->d_qk,
-                  c->d_v, c->group, c->threads, c->decode ? " decode" : "",
-                  c->ragged ? " ragged" : "", types);
+  static const char *const tensors[] = {"", " mask=bool", " mask=additive"};
+  return snprintf(buf, size, "%s d%" PRId64 "/%" PRId64 " g%" PRId64 " t%d%s%s%s%s%s", mask,
+                  c->d_qk, c->d_v, c->group, c->threads, c->decode ? " decode" : "",
+                  c->ragged ? " ragged" : "", c->softcap ? " softcap" : "",
+                  tensors[(unsigned)c->mask_tensor % 3], types);
 }
 
 /* [a-z0-9_.-]{1,63}, with a '.' if need_dot */
@@ -102,7 +104,7 @@ static void key_copy(txattn_table_class *dst, const txattn_table_class *c) {
   dst->group = c->group, dst->threads = c->threads, dst->decode = c->decode;
   dst->batch = c->batch, dst->heads_q = c->heads_q, dst->ragged = c->ragged;
   dst->q_type = c->q_type, dst->k_type = c->k_type, dst->v_type = c->v_type;
-  dst->o_type = c->o_type;
+  dst->o_type = c->o_type, dst->softcap = c->softcap, dst->mask_tensor = c->mask_tensor;
 }
 
 int txattn__tm_class_ok(const txattn_table_class *c, char *why, size_t size) {
@@ -129,6 +131,11 @@ int txattn__tm_class_ok(const txattn_table_class *c, char *why, size_t size) {
                            c->heads_q, c->group);
   if (c->ragged != 0 && c->ragged != 1)
     return txattn__why_not(why, size, "ragged = %d is neither 0 nor 1", c->ragged);
+  if (c->softcap != 0 && c->softcap != 1)
+    return txattn__why_not(why, size, "softcap = %d is neither 0 nor 1", c->softcap);
+  if (c->mask_tensor < TXATTN_MASK_TENSOR_NONE || c->mask_tensor > TXATTN_MASK_TENSOR_ADDITIVE)
+    return txattn__why_not(why, size, "mask_tensor = %d is not a txattn_mask_tensor",
+                           c->mask_tensor);
   if (c->ragged && !c->decode)
     return txattn__why_not(why, size, "a ragged class is a decode class (n_q = 1 per sequence)");
   const txattn_dtype types[4] = {c->q_type, c->k_type, c->v_type, c->o_type};

@@ -73,6 +73,9 @@ typedef struct txattn_table_class {
   /* part of the key: 1 for a ragged decode batch (txattn_problem.ragged), whose points time one ragged call of
      `batch` sequences with the kv lengths docs/dispatch_table.md gives, n the longest */
   int ragged;
+  /* part of the key: 1 for problems with a softcap (txattn_problem.softcap > 0), and the kind of
+     their mask tensor (txattn_problem.mask_tensor, a txattn_mask_tensor) */
+  int softcap, mask_tensor;
 } txattn_table_class;
 #define TXATTN_TABLE_CLASS_INIT                                                                    \
   { 0 }

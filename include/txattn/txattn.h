@@ -509,6 +509,42 @@ TXATTN_API txattn_status txattn_plan_create_tuned(txattn_context *ctx, const txa
                                                   const int64_t *values, size_t n,
                                                   txattn_plan **out);
 
+/* One call of a kernel in the plugin scanner's process (txattn-scan, docs/plugins.md), where a
+   kernel that crashes, hangs, exits, prints or writes outside its buffers does so without harm to
+   the caller: kernel `kernel` of ctx (its index, as for txattn_kernel_get) on the problem p with
+   the n tunables names[i] = values[i] (the others its defaults), on n_threads threads if it is
+   threaded, on inputs the scanner makes; with compare, its output is held to txattn_reference
+   within txattn_error_bound. TXATTN_OK with the outcome in *t; E_INVALID for bad arguments,
+   E_UNSUPPORTED for paged or packed problems. */
+typedef enum txattn_trial_outcome {
+  TXATTN_TRIAL_RAN,         /* it returned OK (within the bound, where compared) */
+  TXATTN_TRIAL_INEXACT,     /* it returned OK above the bound, or not finite (error NaN) */
+  TXATTN_TRIAL_FAILED,      /* it returned status */
+  TXATTN_TRIAL_CRASHED,     /* a signal (signal) or an exit (exit_status) ended the process */
+  TXATTN_TRIAL_HUNG,        /* no answer within timeout_s */
+  TXATTN_TRIAL_PRINTED,     /* it wrote `printed` bytes to stdout, why the first of them */
+  TXATTN_TRIAL_OUTSIDE,     /* it wrote `after` bytes past o, `before` before it, or as why says */
+  TXATTN_TRIAL_DECLINED,    /* not run: the kernel does not take p or these tunables (why) */
+  TXATTN_TRIAL_UNAVAILABLE, /* the scanner could not be started (why): no verdict */
+} txattn_trial_outcome;
+typedef struct txattn_trial {
+  size_t struct_size; /* TXATTN_TRIAL_INIT */
+  double timeout_s;   /* in [60] */
+  int compare;        /* in: 1 compares the output with the reference (a small p: it is fp64) */
+  txattn_trial_outcome outcome;
+  txattn_status status;
+  int signal, exit_status;
+  double seconds, error, bound; /* the call's time, max|O - O_ref| (-1: not compared), the bound */
+  size_t printed, after, before;
+  char why[512];
+} txattn_trial;
+#define TXATTN_TRIAL_INIT                                                                          \
+  { .struct_size = sizeof(txattn_trial) }
+TXATTN_API txattn_status txattn_kernel_trial(const txattn_context *ctx, size_t kernel,
+                                             const txattn_problem *p, const char *const *names,
+                                             const int64_t *values, size_t n, int n_threads,
+                                             txattn_trial *t);
+
 /* The dispatch table a context follows (txattn/table.h builds and reads tables). The context loads
    it at creation from txattn_options.table_path, else $TXATTN_TABLE, else
    $XDG_CACHE_HOME/txtune/dispatch.json, else ~/.cache/txtune/dispatch.json. A missing, malformed

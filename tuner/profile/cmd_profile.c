@@ -1,11 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* txtune profile: measures every exact kernel (x tunables) over a grid of shape classes on this
-   machine and writes the dispatch table libtxattn follows, then summarises who wins where.
-
-   The grid is measured n by n (every class at one n before any at the next), each point as
-   profile.h says; a point whose foreseen cost (its series' last point's candidates, their calls
-   growing with the visible pairs) would not end within the budget is left out with every larger
-   n of its series. */
+/* txtune profile: the command, the loop (docs/profiling.md, "The loop"), the budget, the summary. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,9 +7,11 @@
 
 #include "cmd_profile.h"
 #include "context_cli.h"
+#include "problem_cli.h"
 #include "profile_run.h"
 #include "core_latency.h"
 #include "timing.h"
+#include "verify.h"
 
 #define SEED UINT64_C(0x70726f66696c65)
 
@@ -27,22 +23,13 @@ const prof_mode_knobs prof_modes[3] = {
 
 static const char about[] =
     "Measures the installed kernels on this machine and writes the dispatch table libtxattn\n"
-    "follows from then on. The grid: head sizes --d, masks none, causal and centred windows,\n"
-    "decode and GQA, n doubling from 64 to --n-max, at each of --threads; and 16-bit classes at\n"
-    "the last head size: decode (GQA 4) and causal prefill (n <= 4096) with the K and V of each\n"
-    "--dtype (default kv=f16, and one all-bf16 prefill class; --quick: the decode class on the\n"
-    "most threads), where a usable kernel takes those types; and a ragged-decode class: one call\n"
-    "for 8 sequences of kv lengths n/32 .. n, from n = 1024 (--quick: on the most threads).\n"
-    "Each candidate (kernel x tunables) is first checked against txattn_reference and excluded\n"
-    "if inexact; the candidates are then timed interleaved (the median of K runs each), and\n"
-    "within the measured noise the preferred one wins. The budget is a hard cap: points that\n"
-    "would not fit are left out. Modes: --quick (30 s, default tunables), default (3 min, one\n"
-    "tile variant), --patient (30 min, a grid of tiles). The table is written atomically to -o\n"
-    "FILE, else $TXATTN_TABLE, else $XDG_CACHE_HOME/txtune/dispatch.json, else\n"
-    "~/.cache/txtune/dispatch.json. --update measures, at the points of that table, only the\n"
-    "kernels it did not measure (a plugin new to it, another build), each against the table's\n"
-    "winner there, and merges them in (docs/dispatch_table.md, \"Partly valid tables\").\n"
-    "How it measures and chooses: docs/profiling.md.";
+    "follows from then on: for each class of shapes (--threads, --d, --dtype; docs/profiling.md\n"
+    "lists them), from n = 64 up to --n-max, every exact candidate (kernel x tunables) is timed\n"
+    "interleaved with the others and the fastest within the noise wins. The budget is a hard cap.\n"
+    "Modes: --quick (30 s, default tunables), default (3 min, one tile variant), --patient\n"
+    "(30 min, a grid of tiles). The table goes to -o FILE, else $TXATTN_TABLE, else\n"
+    "$XDG_CACHE_HOME/txtune/dispatch.json, else ~/.cache/txtune/dispatch.json. --update measures,\n"
+    "at the points of that table, only the kernels it did not measure, and merges them in.";
 
 static int parse(profile_run *r, int argc, char **argv) {
   tx_opt *o = r->opts;
@@ -116,6 +103,9 @@ static const char *fault_word(prof_fault f) {
    the first time (a hang or a print leaves the kernel out of the rest of the profile). */
 static void note_fault(profile_run *r, const prof_grid_class *gc, int64_t n, int64_t rr,
                        const prof_cand *c, prof_fault fault, const char *why) {
+  /* one that hung or printed would cost every later trial its timeout or print through the
+     profile's output; one that faulted at a timed point, or cheated there, cannot be believed */
+  int out = fault == PROF_FAULT_HUNG || fault == PROF_FAULT_PRINTS || n != PROF_CHECK_N;
   size_t k = 0;
   while (k < r->n_faulty && strcmp(r->faulty[k].name, c->name) != 0) k++;
   if (k == r->n_faulty) {
@@ -126,12 +116,12 @@ static void note_fault(profile_run *r, const prof_grid_class *gc, int64_t n, int
     describe_point(gc, n, rr, f->first_at, sizeof f->first_at);
     snprintf(f->first_why, sizeof f->first_why, "%s", why);
     r->n_faulty_by[fault]++;
-    f->left_out = fault == PROF_FAULT_HUNG || fault == PROF_FAULT_PRINTS || n != PROF_CHECK_N;
     prof_progress_end(&r->prog);
     fprintf(stderr, "txtune profile: %s in %s: %s; %s\n", c->name, f->first_at, why,
-            f->left_out ? "it is left out of the rest of the profile"
-                        : "it is excluded wherever it does so and the profile goes on");
+            out ? "it is left out of the rest of the profile"
+                : "it is excluded wherever it does so and the profile goes on");
   }
+  r->faulty[k].left_out |= out;
   r->faulty[k].candidates++;
 }
 
@@ -224,78 +214,209 @@ static double deadline(const profile_run *r) {
   return r->start + r->budget_s - PROF_END_RESERVE_S;
 }
 
-/* How long a check may take: PROF_CHECK_TIMEOUT_SHARE of the budget within 1 s ..
-   PROF_CHECK_TIMEOUT_S, and never past the budget's end: a kernel that hangs costs that once,
-   since it is then left out (prof_check_fault). */
-static double check_timeout(const profile_run *r, int *cut) {
-  double t = fmin(PROF_CHECK_TIMEOUT_S, fmax(1.0, PROF_CHECK_TIMEOUT_SHARE * r->budget_s));
+/* How long a trial may wait: a tenth of the budget within 1 s .. PROF_CHECK_TIMEOUT_S, and never
+   past the budget's end (*cut: the end cut it, so no answer is no hang). */
+static double check_timeout(const profile_run *r, double extra, int *cut) {
+  double t = fmin(PROF_CHECK_TIMEOUT_S, fmax(1.0, 0.1 * r->budget_s)) + extra;
   double left = deadline(r) - tx_clock();
   *cut = left < t;
   return fmax(fmin(t, left), 0.05);
 }
 
-/* Keeps the candidates that are exact on the class's small shape; the others are excluded (once)
-   or, if they cannot run it, dropped. *inexact gets the number found inexact, *faulty the number
-   that crashed, hung or printed. */
-static size_t keep_exact(profile_run *r, prof_grid_class *gc, int64_t rr, prof_cand *c, size_t n,
-                         size_t *inexact, size_t *faulty) {
-  txattn_problem small = prof_grid_problem(gc, PROF_CHECK_N, rr);
+/* The document mask tx_mask_tensor_make builds from now on: documents of n / PROF_DOC_PARTS keys,
+   as --doc-lens would give them. */
+static int docs(profile_run *r, int64_t n) {
+  char lens[32];
+  tx_modifier_args mods;
+  tx_modifier_args_init(&mods);
+  snprintf(lens, sizeof lens, "%lld", (long long)(n / PROF_DOC_PARTS > 0 ? n / PROF_DOC_PARTS : 1));
+  mods.doc_lens = lens;
+  return tx_modifier_parse(&r->spec, &mods) == 0;
+}
+
+/* Where no scanner can be started (an emulator's user-mode run), c's check on the small shape p
+   in this process, against the reference by tx_verify: 1 exact (*err), 0 not (why), -1 it cannot
+   run p. */
+static int check_here(profile_run *r, const prof_grid_class *gc, const txattn_problem *p,
+                      const prof_cand *c, double *err, char *why, size_t size) {
+  txattn_problem q = TXATTN_PROBLEM_INIT;
+  tx_buffers b;
+  txattn_plan *plan = NULL;
+  int64_t lens[PROF_RAGGED_SPREAD];
+  int v = -1;
+  if (txattn_problem_resolve(p, &q) != TXATTN_OK || (q.mask_tensor && !docs(r, q.n_kv)) ||
+      tx_buffers_alloc(&b, &q, TX_LAYOUT_CONTIGUOUS, 1, why, size) != 0)
+    return -1;
+  if (q.ragged) prof_ragged_lens(q.n_kv, q.batch, lens);
+  if ((!q.ragged || tx_buffers_serving(&b, 0, lens, (size_t)q.batch, why, size) == 0) &&
+      txattn_plan_create_tuned(r->g.ctx[gc->ctx], &b.p, c->name, c->tun_names, c->tun_values,
+                               c->n_tun, &plan) == TXATTN_OK) {
+    tx_buffers_fill(&b, SEED, 1.0f);
+    txattn_status s = tx_buffers_reference(&b);
+    if (s == TXATTN_OK) s = txattn_plan_execute(plan, &b.t);
+    tx_verdict vd;
+    memset(&vd, 0, sizeof vd);
+    if (s == TXATTN_OK) tx_verify(&b, b.o, b.o_ref, NULL, &vd);
+    v = s == TXATTN_OK && tx_verdict_pass(&vd);
+    *err = s == TXATTN_OK ? vd.scaled_error : NAN;
+    if (s != TXATTN_OK)
+      snprintf(why, size, "the kernel failed: %s: %.300s", txattn_status_name(s),
+               txattn_last_error());
+    else if (!v)
+      tx_verdict_explain(&vd, why, size);
+  }
+  txattn_plan_free(plan);
+  tx_buffers_free(&b);
+  return v;
+}
+
+/* c's call on p in the scanner's process (txattn_kernel_trial), compared with the reference on
+   its check (compare) or only run, before it is timed here. 1 it ran (*err its error as the table
+   counts it), or its call failed there at a timed point (the timing says so); 0 inexact or a fault
+   (*fault, why); -1 it cannot run p, or no answer came before the budget's end. */
+static int trial(profile_run *r, const prof_grid_class *gc, const txattn_problem *p,
+                 const prof_cand *c, int compare, double extra, double *err, prof_fault *fault,
+                 char *why, size_t size) {
+  int cut;
+  txattn_trial t = TXATTN_TRIAL_INIT;
+  t.timeout_s = check_timeout(r, extra, &cut);
+  t.compare = compare;
+  txattn_context *ctx = r->g.ctx[gc->ctx];
+  const char *on = compare ? "on its check" : "at a timed point";
+  long long n = (long long)p->n_kv;
+  *fault = PROF_FAULT_NONE;
+  *err = NAN;
+  if (txattn_kernel_trial(ctx, c->kernel, p, c->tun_names, c->tun_values, c->n_tun,
+                          txattn_context_threads(ctx), &t) != TXATTN_OK)
+    return -1;
+  for (char *q = t.why; *q; q++) /* one line, as the table's reasons are */
+    if ((unsigned char)*q < 0x20 || *q == '"') *q = '?';
+  switch (t.outcome) {
+  case TXATTN_TRIAL_RAN:
+    *err = t.error > 0 ? t.error / t.bound * TXATTN_EXACT_TOLERANCE : 0;
+    return 1;
+  case TXATTN_TRIAL_INEXACT:
+    *err = t.error / t.bound * TXATTN_EXACT_TOLERANCE;
+    *fault = PROF_FAULT_INEXACT;
+    snprintf(why, size, "%s", t.why);
+    return 0;
+  case TXATTN_TRIAL_FAILED:
+    *fault = compare ? PROF_FAULT_INEXACT : PROF_FAULT_NONE;
+    snprintf(why, size, "the kernel failed: %s: %.300s", txattn_status_name(t.status), t.why);
+    return compare ? 0 : 1;
+  case TXATTN_TRIAL_CRASHED:
+    *fault = PROF_FAULT_CRASHED;
+    if (t.signal)
+      snprintf(why, size, "crashed %s (n = %lld): %.300s", on, n, t.why);
+    else
+      snprintf(why, size, "crashed %s (n = %lld): exit status %d (it ended the process)", on, n,
+               t.exit_status);
+    return 0;
+  case TXATTN_TRIAL_HUNG:
+    if (cut) {
+      snprintf(why, size, "no answer %s before the budget's end", on);
+      return -1;
+    }
+    *fault = PROF_FAULT_HUNG;
+    snprintf(why, size, "hung (no answer within %.3g s) %s (n = %lld): stopped", t.timeout_s, on,
+             n);
+    return 0;
+  case TXATTN_TRIAL_PRINTED:
+    *fault = PROF_FAULT_PRINTS;
+    snprintf(why, size,
+             "prints to stdout (%zu bytes %s, the first: \"%.100s\"), which a kernel must not",
+             t.printed, on, t.why);
+    return 0;
+  case TXATTN_TRIAL_OUTSIDE:
+    *fault = PROF_FAULT_OVERRUN;
+    if (t.after || t.before)
+      snprintf(why, size,
+               "wrote outside its output: up to %zu bytes past the end of o, %zu before "
+               "its start",
+               t.after, t.before);
+    else
+      snprintf(why, size, "wrote outside its buffers: %.300s", t.why);
+    return 0;
+  case TXATTN_TRIAL_DECLINED:
+    snprintf(why, size, "%s", t.why);
+    return compare ? -1 : 1;
+  default: /* no scanner: the check here, the first call at a timed point left to the timing */
+    if (!compare) return 1;
+    int v = check_here(r, gc, p, c, err, why, size);
+    *fault = v == 0 ? PROF_FAULT_INEXACT : PROF_FAULT_NONE;
+    return v;
+  }
+}
+
+/* Whether the kernel of that name was left out of the rest of the profile (note_fault). */
+static int left_out(const profile_run *r, const char *name) {
+  for (size_t k = 0; k < r->n_faulty; k++)
+    if (r->faulty[k].left_out && strcmp(r->faulty[k].name, name) == 0) return 1;
+  return 0;
+}
+
+/* The check of a third-party candidate on its class's small shape, once per class, r and tunables
+   (remembered in r->checked): as trial says. *fresh: checked now. */
+static int check_small(profile_run *r, prof_grid_class *gc, int64_t rr, const prof_cand *c,
+                       double *err, prof_fault *fault, char *why, size_t size, int *fresh) {
+  prof_checked *e = NULL;
+  for (size_t i = 0; i < r->n_checked && !e; i++)
+    if (r->checked[i].cls == gc->id && r->checked[i].r == rr && r->checked[i].kernel == c->kernel &&
+        r->checked[i].n_tun == c->n_tun &&
+        !memcmp(r->checked[i].values, c->tun_values, c->n_tun * sizeof(int64_t)))
+      e = &r->checked[i];
+  *fresh = e == NULL;
+  if (!e) {
+    if (r->n_checked % 64 == 0) {
+      prof_checked *g = realloc(r->checked, (r->n_checked + 64) * sizeof *g);
+      if (!g) return -1;
+      r->checked = g;
+    }
+    e = &r->checked[r->n_checked++];
+    *e = (prof_checked){.cls = gc->id, .r = rr, .kernel = c->kernel, .n_tun = c->n_tun};
+    memcpy(e->values, c->tun_values, c->n_tun * sizeof(int64_t));
+    txattn_problem small = prof_grid_problem(gc, PROF_CHECK_N, rr);
+    e->verdict = trial(r, gc, &small, c, 1, 0, &e->err, &e->fault, e->why, sizeof e->why);
+  }
+  *err = e->err;
+  *fault = e->fault;
+  snprintf(why, size, "%s", e->why);
+  return e->verdict;
+}
+
+/* The candidates that may be timed at p: the shipped ones (the timed calls' checks hold them), and
+   the third-party ones exact on their class's small shape whose first call at p, in the scanner's
+   process, neither crashed, hung nor printed (with ten times the point's foreseen seconds more to
+   answer). The others are excluded (once per class, r and tunables), each fault said; a kernel
+   left out before is dropped. *inexact and *faulty count them. */
+static size_t keep_trusty(profile_run *r, prof_grid_class *gc, int64_t n, int64_t rr,
+                          const txattn_problem *p, prof_cand *c, size_t nc, double foreseen,
+                          size_t *inexact, size_t *faulty) {
   txattn_context *ctx = r->g.ctx[gc->ctx];
   size_t kept = 0;
   *inexact = *faulty = 0;
-  int cut;
-  double timeout = check_timeout(r, &cut);
-  prof_checks_timeout(r->checks, timeout, cut);
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0; i < nc; i++) {
+    txattn_kernel_info info = TXATTN_KERNEL_INFO_INIT;
     double err;
-    char why[256];
-    prof_fault fault;
-    int fresh, v = prof_check_fault(r->checks, ctx, gc->id, &small, &c[i], &err, &fault, why,
-                                    sizeof why, &fresh);
-    if (v == 0 && fresh) {
-      add_exclusion(r, gc, small.n_kv, rr, &c[i], err, why, fault);
-      if (fault != PROF_FAULT_INEXACT) note_fault(r, gc, PROF_CHECK_N, rr, &c[i], fault, why);
+    char why[512];
+    prof_fault fault = PROF_FAULT_NONE;
+    int fresh = 0, v = left_out(r, c[i].name) ? -1 : 1;
+    if (v == 1 && txattn_kernel_get(ctx, c[i].kernel, &info) == TXATTN_OK &&
+        !prof_kernel_shipped(&info)) {
+      v = check_small(r, gc, rr, &c[i], &err, &fault, why, sizeof why, &fresh);
+      if (v == 1) c[i].max_error = err;
+      if (v == 0 && fresh) {
+        add_exclusion(r, gc, PROF_CHECK_N, rr, &c[i], err, why, fault);
+        if (fault != PROF_FAULT_INEXACT) note_fault(r, gc, PROF_CHECK_N, rr, &c[i], fault, why);
+      }
+      if (v == 1 &&
+          (v = trial(r, gc, p, &c[i], 0, 10 * foreseen, &err, &fault, why, sizeof why)) == 0) {
+        add_exclusion(r, gc, n, rr, &c[i], NAN, why, fault);
+        note_fault(r, gc, n, rr, &c[i], fault, why);
+      }
     }
     *inexact += v == 0 && fault == PROF_FAULT_INEXACT;
     *faulty += v == 0 && fault != PROF_FAULT_INEXACT;
-    if (v == 1) {
-      c[i].max_error = err;
-      c[kept++] = c[i];
-    } else {
-      txattn_plan_free(c[i].plan);
-    }
-  }
-  return kept;
-}
-
-/* The third-party candidates (not shipped with libtxattn) that survive their first call at the
-   point p in the check process (prof_trial_run), with check_timeout plus ten times the foreseen
-   seconds of the point (`foreseen`) to answer; one that crashes, hangs or prints there is excluded, named for it and
-   left out of the rest of the profile. The shipped ones are kept as they are. *faulty gets the
-   number excluded. */
-static size_t keep_surviving(profile_run *r, prof_grid_class *gc, int64_t n, int64_t rr,
-                             const txattn_problem *p, prof_cand *c, size_t nc, double foreseen,
-                             size_t *faulty) {
-  txattn_context *ctx = r->g.ctx[gc->ctx];
-  size_t kept = 0;
-  *faulty = 0;
-  for (size_t i = 0; i < nc; i++) {
-    txattn_kernel_info info = TXATTN_KERNEL_INFO_INIT;
-    int v = 1;
-    prof_fault fault = PROF_FAULT_NONE;
-    char why[256];
-    if (txattn_kernel_get(ctx, c[i].kernel, &info) == TXATTN_OK && !prof_kernel_shipped(&info)) {
-      int cut;
-      double t = check_timeout(r, &cut), left = deadline(r) - tx_clock();
-      double timeout = fmin(t + 10 * foreseen, fmax(left, 0.05));
-      prof_checks_timeout(r->checks, timeout, cut || timeout < t + 10 * foreseen);
-      v = prof_trial_run(r->checks, ctx, gc->id, p, &c[i], timeout, &fault, why, sizeof why);
-    }
-    if (v == 0) {
-      add_exclusion(r, gc, n, rr, &c[i], NAN, why, fault);
-      note_fault(r, gc, n, rr, &c[i], fault, why);
-      (*faulty)++;
-    }
     if (v == 1)
       c[kept++] = c[i];
     else
@@ -310,73 +431,75 @@ static void free_bufs(profile_run *r) {
   r->buf_n = 0;
 }
 
-/* Buffers for every class of the types at n, dense or ragged: allocated and filled once per n
-   (standard-normal inputs rounded to the types; the output is touched once, so no timed call pays
-   for its first touch). A ragged class's are a batch of its n_q = 1 rows against n keys per
-   sequence, with the lengths of prof_ragged_lens. NULL when they cannot be allocated. */
-static tx_buffers *bufs_for(profile_run *r, const tx_dtypes *types, int ragged, int64_t n) {
-  if (r->buf_n != n) free_bufs(r);
-  for (size_t i = 0; i < r->n_bufs; i++)
-    if (memcmp(&r->bufs[i].types, types, sizeof *types) == 0 && r->bufs[i].ragged == ragged)
-      return &r->bufs[i].b;
-  if (r->n_bufs == sizeof r->bufs / sizeof r->bufs[0]) return NULL;
-  txattn_problem big = {.batch = 1, .heads_q = 1, .heads_kv = 1, .n_q = ragged ? 1 : n, .d_qk = 1};
-  big.n_kv = n;
-  tx_dtypes_apply(types, &big);
-  for (size_t i = 0; i < r->g.n_cls; i++) {
-    const txattn_table_class *c = &r->g.cls[i].cls;
-    tx_dtypes ct = {{c->q_type, c->k_type, c->v_type, c->o_type}};
-    if (memcmp(&ct, types, sizeof ct) != 0 || c->ragged != ragged) continue;
-    int64_t hkv = c->heads_q / c->group;
-    big.heads_q = c->heads_q > big.heads_q ? c->heads_q : big.heads_q;
-    big.heads_kv = hkv > big.heads_kv ? hkv : big.heads_kv;
-    big.d_qk = c->d_qk > big.d_qk ? c->d_qk : big.d_qk;
-    if (ragged) big.batch = c->batch > big.batch ? c->batch : big.batch;
-  }
-  big.heads_q = (big.heads_q + big.heads_kv - 1) / big.heads_kv * big.heads_kv;
-  char err[256];
-  int64_t lens[PROF_RAGGED_SPREAD * 8];
-  prof_bufs *pb = &r->bufs[r->n_bufs];
-  if (ragged && big.batch > (int64_t)(sizeof lens / sizeof lens[0])) return NULL;
-  if (ragged) prof_ragged_lens(n, big.batch, lens);
-  if (txattn_problem_resolve(&big, &big) != TXATTN_OK ||
-      tx_buffers_alloc(&pb->b, &big, TX_LAYOUT_CONTIGUOUS, 0, err, sizeof err) != 0)
-    return NULL;
-  if (ragged && tx_buffers_serving(&pb->b, 0, lens, (size_t)big.batch, err, sizeof err) != 0) {
-    tx_buffers_free(&pb->b);
-    return NULL;
-  }
-  pb->types = *types;
-  pb->ragged = ragged;
-  tx_buffers_fill(&pb->b, SEED, 1.0f);
-  tx_fill_value(pb->b.o, big.o_type, pb->b.o_len, 0.0f);
-  r->n_bufs++;
-  r->buf_n = n;
-  return &pb->b;
-}
-
-/* The tensors of a point (of p's types, dense or ragged) at the current n: the start of that n's
-   buffers; a ragged point's lengths are its buffers' (the first p->batch of them). */
-static int tensors_of(void *arg, const txattn_problem *p, txattn_tensors *t) {
-  profile_run *r = arg;
-  tx_dtypes types = tx_dtypes_of(p);
-  tx_buffers *b = bufs_for(r, &types, p->ragged != 0, r->buf_n ? r->buf_n : p->n_kv);
-  if (!b) return -1;
-  *t = (txattn_tensors){.q_data = b->q, .k_data = b->k, .v_data = b->v, .o_data = b->o};
-  if (p->ragged) {
-    t->struct_size = sizeof *t;
-    t->kv_lens = b->kv_lens;
-  }
-  return 0;
-}
-
+/* The tensors of the point p: the start of buffers shared by every class of its types and kind
+   (dense, ragged or with the document mask tensor) at its n, allocated and filled once per n
+   (standard-normal inputs rounded to the types; the output touched once, so that no timed call
+   pays for its first touch). A ragged point's lengths are prof_ragged_lens of n; the document
+   mask's documents have n / PROF_DOC_PARTS keys. -1 when they cannot be allocated. */
 static int tensors_for(profile_run *r, const txattn_problem *p, txattn_tensors *t) {
-  if (r->buf_n != p->n_kv) free_bufs(r);
-  if (r->buf_n == 0) r->buf_n = p->n_kv;
-  if (tensors_of(r, p, t) == 0) return 0;
-  prof_progress_end(&r->prog);
-  fprintf(stderr, "txtune profile: cannot allocate the tensors at n = %lld\n", (long long)p->n_kv);
-  return -1;
+  tx_dtypes types = tx_dtypes_of(p);
+  int kind = p->ragged ? 1 : p->mask_tensor ? 2 : 0;
+  int64_t n = p->n_kv;
+  if (r->buf_n != n) free_bufs(r);
+  prof_bufs *pb = NULL;
+  for (size_t i = 0; i < r->n_bufs && !pb; i++)
+    if (!memcmp(&r->bufs[i].types, &types, sizeof types) && r->bufs[i].ragged == kind)
+      pb = &r->bufs[i];
+  if (!pb && r->n_bufs < sizeof r->bufs / sizeof r->bufs[0]) {
+    txattn_problem big = *p;
+    for (size_t i = 0; i < r->g.n_cls; i++) { /* the most heads and the largest d of them */
+      const prof_grid_class *gc = &r->g.cls[i];
+      txattn_problem q = prof_grid_problem(gc, n, 0);
+      if (memcmp(&types, &(tx_dtypes){{q.q_type, q.k_type, q.v_type, q.o_type}}, sizeof types) ||
+          (q.ragged        ? 1
+           : q.mask_tensor ? 2
+                           : 0) != kind)
+        continue;
+      big.heads_kv = q.heads_kv > big.heads_kv ? q.heads_kv : big.heads_kv;
+      big.heads_q = q.heads_q > big.heads_q ? q.heads_q : big.heads_q;
+      big.d_qk = big.d_v = q.d_qk > big.d_qk ? q.d_qk : big.d_qk;
+      big.batch = q.batch > big.batch ? q.batch : big.batch;
+    }
+    big.heads_q = (big.heads_q + big.heads_kv - 1) / big.heads_kv * big.heads_kv;
+    char err[256];
+    int64_t lens[PROF_RAGGED_SPREAD * 8];
+    pb = &r->bufs[r->n_bufs];
+    int bad = big.batch > (int64_t)(sizeof lens / sizeof lens[0]) || (kind == 2 && !docs(r, n)) ||
+              txattn_problem_resolve(&big, &big) != TXATTN_OK ||
+              tx_buffers_alloc(&pb->b, &big, TX_LAYOUT_CONTIGUOUS, 0, err, sizeof err) != 0;
+    if (!bad && kind == 1) {
+      prof_ragged_lens(n, big.batch, lens);
+      if (tx_buffers_serving(&pb->b, 0, lens, (size_t)big.batch, err, sizeof err) != 0) {
+        tx_buffers_free(&pb->b);
+        bad = 1;
+      }
+    }
+    if (!bad) {
+      pb->types = types;
+      pb->ragged = kind;
+      tx_buffers_fill(&pb->b, SEED, 1.0f);
+      tx_fill_value(pb->b.o, big.o_type, pb->b.o_len, 0.0f);
+      r->n_bufs++;
+      r->buf_n = n;
+    } else {
+      pb = NULL;
+    }
+  }
+  if (!pb) {
+    prof_progress_end(&r->prog);
+    fprintf(stderr, "txtune profile: cannot allocate the tensors at n = %lld\n", (long long)n);
+    return -1;
+  }
+  tx_buffers *b = &pb->b;
+  *t = (txattn_tensors){.q_data = b->q,
+                        .k_data = b->k,
+                        .v_data = b->v,
+                        .o_data = b->o,
+                        .struct_size = sizeof *t,
+                        .kv_lens = p->ragged ? b->kv_lens : NULL,
+                        .mask = b->mask,
+                        .mask_layout = b->t.mask_layout};
+  return 0;
 }
 
 /* A point the table refuses is left out (the class may then have none: see write_table). */
@@ -407,9 +530,10 @@ static void record(profile_run *r, prof_grid_class *gc, int64_t n, int64_t rr, p
    time a call can take there (point_floor). */
 typedef struct point_rows {
   profile_run *r;
-  const prof_grid_class *gc;
+  prof_grid_class *gc;
   txattn_problem p; /* resolved */
   int64_t rr;
+  size_t ri;
   prof_rows *rows; /* NULL: the reference rows could not be made: the check's error stands */
   char floor_why[320];
   size_t dropped; /* candidates refused here */
@@ -459,14 +583,13 @@ static void point_refused(void *arg, prof_cand *c, prof_fault fault, double err,
   profile_run *r = pr->r;
   add_exclusion(r, pr->gc, pr->p.n_kv, pr->rr, c, err, why, fault);
   pr->dropped++;
-  if (fault == PROF_FAULT_INEXACT) {
-    txattn_problem small = prof_grid_problem(pr->gc, PROF_CHECK_N, pr->rr);
-    prof_check_mark_inexact(r->checks, pr->gc->id, &small, c, err, why);
+  if (fault == PROF_FAULT_INEXACT) { /* not timed again in its series */
+    prof_series *se = &pr->gc->series[pr->ri];
+    if (se->n_last < PROF_MAX_CANDS) se->last[se->n_last++] = (prof_last){c->kernel, c->slot, 0, 1};
     r->n_inexact_at_point++;
   } else {
     pr->faulty++;
     note_fault(r, pr->gc, pr->p.n_kv, pr->rr, c, fault, why);
-    prof_check_ban(r->checks, c->name, fault, why);
   }
 }
 
@@ -493,11 +616,12 @@ static void point_check(profile_run *r, point_rows *pr, const txattn_problem *p,
    not refused got a run, 0 if the point must be left out for the budget, -1 if every candidate
    failed when it ran, -2 if every one was refused here (*inexact: how many were found inexact,
    *faulty: how many cheated). */
-static int time_point(profile_run *r, const prof_grid_class *gc, int64_t rr,
+static int time_point(profile_run *r, prof_grid_class *gc, int64_t rr, size_t ri,
                       const txattn_problem *p, prof_cand *c, size_t *n, size_t *inexact,
                       size_t *faulty) {
   txattn_tensors t = TXATTN_TENSORS_INIT;
-  point_rows pr = {.r = r, .gc = gc, .rr = rr, .p = TXATTN_PROBLEM_INIT}; /* ragged kept */
+  point_rows pr = {
+      .r = r, .gc = gc, .rr = rr, .ri = ri, .p = TXATTN_PROBLEM_INIT}; /* ragged kept */
   prof_run_check chk;
   size_t untimed = 0, asked = *n;
   *inexact = *faulty = 0;
@@ -607,11 +731,9 @@ static void measure_point(profile_run *r, size_t ni, size_t ci, size_t ri) {
   nc = kept;
   if (r->update) nc = prof_update_candidates(r, gc, &p, n, rr, c, nc, PROF_MAX_CANDS, &pf);
   if (pf.n > 0) plan_failures(r, gc, n, rr, &p, &pf, what);
-  size_t inexact, faulty, inexact_here = 0, faulty_timed = 0, faulty_here;
-  nc = keep_exact(r, gc, rr, c, nc, &inexact, &faulty);
-  nc = keep_surviving(r, gc, n, rr, &p, c, nc, foreseen, &faulty_here);
-  faulty += faulty_here;
-  int timed = nc > 0 ? time_point(r, gc, rr, &p, c, &nc, &inexact_here, &faulty_timed) : -2;
+  size_t inexact, faulty, inexact_here = 0, faulty_timed = 0;
+  nc = keep_trusty(r, gc, n, rr, &p, c, nc, foreseen, &inexact, &faulty);
+  int timed = nc > 0 ? time_point(r, gc, rr, ri, &p, c, &nc, &inexact_here, &faulty_timed) : -2;
   inexact += inexact_here;
   faulty += faulty_timed;
   if (timed == -2) {
@@ -858,9 +980,6 @@ static int run_profile(profile_run *r) {
     tx_print_lib_error("profile", "cannot start a table", s);
     return TX_EXIT_FAIL;
   }
-  if (!(r->checks = prof_checks_new()) || !(r->iso = prof_isolation_new(r->plugin_path)))
-    return TX_EXIT_FAIL;
-  prof_checks_isolate(r->checks, r->iso);
   measure_ceiling(r);
   if (!r->update || prof_update_kernels(r) > 0) measure_all(r);
   if (r->n_points == 0 && !r->update) {
@@ -891,8 +1010,7 @@ int tx_cmd_profile(int argc, char **argv) {
   if (rc < 0) rc = run_profile(r);
   prof_update_free(r->up);
   txattn_table_free(r->table);
-  prof_checks_free(r->checks);
-  prof_isolation_free(r->iso);
+  free(r->checked);
   prof_grid_free(&r->g);
   tx_strlist_free(&r->threads);
   tx_strlist_free(&r->d);

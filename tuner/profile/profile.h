@@ -33,17 +33,16 @@
 /* No run may be predicted to end within this many seconds of the budget's end: at 0.5 s a loaded
    VM's --quick profile ended 0.8 s past its 30 s ("The planner loop", docs/measurements.md). */
 #define PROF_END_RESERVE_S 1.0
-/* n of the small shape each candidate must be exact on: a multiple of no block. */
+/* n of the small shape a third-party candidate must be exact on: a multiple of no block. */
 #define PROF_CHECK_N 193
 /* Rows of every timed point the checked calls are compared on, fewer (2 at least) where they hold
    more than PROF_CHECK_ROW_WORK keys x (d_qk + d_v): 8 rows at n = 4096, d = 128 cost the fp64
    reference milliseconds ("Accuracy"). */
 #define PROF_CHECK_ROWS     8
 #define PROF_CHECK_ROW_WORK (8.0 * 4096 * 256)
-/* The check process's answer waits PROF_CHECK_TIMEOUT_SHARE of the budget, within 1 s ..
-   PROF_CHECK_TIMEOUT_S: a hung kernel costs that once (the slowest honest check took 0.2 s). */
-#define PROF_CHECK_TIMEOUT_S     60.0
-#define PROF_CHECK_TIMEOUT_SHARE 0.1
+/* A trial in the scanner (txattn_kernel_trial) waits a tenth of the budget within 1 .. 60 s: a
+   hung kernel costs that once (the slowest honest check took 0.2 s). */
+#define PROF_CHECK_TIMEOUT_S 60.0
 /* A timed call is refused as impossible when its time implies this x the machine's roofs: the
    fastest honest kernel stayed 5.4x above the floor ("The floor", docs/measurements.md). */
 #define PROF_FLOOR_SLACK 4.0
@@ -88,11 +87,19 @@ typedef struct prof_cand {
    1/2, 1, 3/32 and 5/8 (n = 32768 gives 1024, 2048, ..., 32768, 3072 and 20480: 2.69 n keys of
    the 8 n a padded batch reads). docs/dispatch_table.md says the same. */
 #define PROF_RAGGED_SPREAD 8
+/* The softcap class's cap (Gemma 2's) and the document-mask class's documents: a point of n keys
+   packs documents of n / PROF_DOC_PARTS keys (as --doc-lens builds its mask tensor). */
+#define PROF_SOFTCAP   50.0f
+#define PROF_DOC_PARTS 4
 void prof_ragged_lens(int64_t n, int64_t batch, int64_t *lens);
 
 /* The index (for txattn_kernel_get) of ctx's kernel of that name, its info in *info; SIZE_MAX if
    there is none. */
 size_t prof_kernel_find(txattn_context *ctx, const char *name, txattn_kernel_info *info);
+/* 1 if k comes with libtxattn: a shipped plugin's kernel whose file lies in the library's own
+   plugin directory (docs/dispatch_table.md); else third-party, which the profile tries in the
+   scanner's process first. */
+int prof_kernel_shipped(const txattn_kernel_info *k);
 /* Whether, on one thread, the kernel `info` describes is left to its one-thread twin at p: ctx
    runs one thread, the kernel names a twin (one_thread_same_as) and the twin makes a plan for p
    (it is loaded, usable and applicable). */
@@ -127,11 +134,10 @@ size_t prof_candidate_add(txattn_context *ctx, const txattn_problem *p, const ch
                           const char *const *names, const int64_t *values, size_t n_tun,
                           prof_cand *out, size_t n, size_t cap);
 
-/* How a candidate failed its check: its answer (inexact), or what it did: crashed (a signal, or
-   it ended the check process), hung (no answer within the timeout), printed on stdout or wrote
-   outside its output; or, timed, answered wrong on a later call than its first at a point, or took
-   less time than the machine can compute its call in. A kernel that hung, printed or did one of the
-   last two is left out of the rest of the profile (prof_check_fault). */
+/* How a candidate failed its check: its answer (inexact), or what it did in the scanner's process
+   (txattn_kernel_trial): crashed (a signal, or it ended the process), hung, printed on stdout or
+   wrote outside its output; or, timed, answered wrong on a later call than its first at a point, or
+   took less time than the machine can compute its call in. */
 typedef enum prof_fault {
   PROF_FAULT_NONE,
   PROF_FAULT_INEXACT,
@@ -144,42 +150,7 @@ typedef enum prof_fault {
   PROF_FAULT_COUNT_
 } prof_fault;
 
-/* Exactness of candidates on a small shape of the class; results are remembered per class, r,
-   kernel and tunables so each is checked once. */
-typedef struct prof_checks prof_checks;
-prof_checks *prof_checks_new(void);
-void prof_checks_free(prof_checks *c);
-/* The seconds the next isolated checks may wait for an answer (default PROF_CHECK_TIMEOUT_S); cut: the
-   budget's end cut it short, so that no answer within it is no hang (the candidate is dropped
-   there, as one that cannot run, and its kernel is not left out). */
-void prof_checks_timeout(prof_checks *c, double timeout_s, int cut);
-/* small: the class's problem shrunk to a size the fp64 reference does quickly. Returns 1 if exact
-   (error in *err), 0 if not (err: NaN if not finite; why gets the reason, *fault how it failed),
-   -1 if the kernel cannot run the small shape (then it is not measured either). *fresh: 1 if it
-   was checked now, 0 if the answer was remembered. A kernel that hung or printed on one check
-   fails every later one at once, with that reason (*fresh 1 the first time per class, r and
-   tunables, so that the table's exclusions name it in each class). fault may be NULL. */
-int prof_check_fault(prof_checks *c, txattn_context *ctx, size_t cls, const txattn_problem *small,
-                     const prof_cand *cand, double *err, prof_fault *fault, char *why,
-                     size_t why_size, int *fresh);
-/* A third-party candidate (prof_kernel_shipped) before it is timed at the point p of class cls: its
-   first call there in the check process (prof_isolated_run), waiting timeout_s (the timeout of
-   prof_checks_timeout says whether the budget's end cut it). 1: time it here (it ran there, its
-   call failed, or no check process runs); 0: it crashed, hung or printed there (*fault, why), and
-   its kernel is left out of the rest of the profile; -1: no answer before the budget's end (drop
-   it here, no fault); -2: its kernel was left out before (*fault, why). */
-int prof_trial_run(prof_checks *c, txattn_context *ctx, size_t cls, const txattn_problem *p,
-                   const prof_cand *cand, double timeout_s, prof_fault *fault, char *why,
-                   size_t why_size);
-/* Records that cand, exact on its check, was found inexact at a larger point of its class (the
-   sampled rows below): its later checks in the class and r of `small` fail with `why`. */
-void prof_check_mark_inexact(prof_checks *c, size_t cls, const txattn_problem *small,
-                             const prof_cand *cand, double err, const char *why);
-/* Leaves the kernel of a candidate refused at a timed point (PROF_FAULT_LATER, TOO_FAST) out of the
-   rest of the profile: its later checks fail with `why`. */
-void prof_check_ban(prof_checks *c, const char *kernel, prof_fault fault, const char *why);
-
-/* The reference on sampled rows of one timed point (profile_check.c): rows spread over the
+/* The reference on sampled rows of one timed point (profile_rows.c): rows spread over the
    point's heads and rows (the first and last row among them), each computed by txattn_reference
    as a one-row problem that sees the same keys, and the point's bound (txattn_error_bound's, with
    max|V| over the point's V). Each candidate's first call there is compared with them, so that
@@ -201,11 +172,6 @@ int prof_rows_check(const prof_rows *r, const txattn_tensors *t, double *err, ch
    are poisoned. A kernel that leaves a row unwritten, or writes what it computed for other inputs,
    fails prof_rows_check after the call. */
 void prof_rows_turn(prof_rows *r, const txattn_tensors *t);
-/* From now on c's checks run in iso's child process (profile_isolate.h), where one can be started;
-   NULL: in this process. */
-struct prof_isolation;
-void prof_checks_isolate(prof_checks *c, struct prof_isolation *iso);
-
 /* The check of a point's timed calls (tx_timing_check's): turn(arg, t) changes the sampled rows'
    inputs and poisons their outputs (prof_rows_turn), exact(arg, t, &err, why, size) judges the
    output (prof_rows_check), and a run's time per call must be floor_s at least (what the machine

@@ -81,54 +81,69 @@ static prof_grid_class *add_class(prof_grid *g, size_t ctx, txattn_mask mask, in
   return c;
 }
 
-static void set_types(prof_grid_class *c, const tx_dtypes *d, int64_t n_max) {
-  c->cls.q_type = d->t[0];
-  c->cls.k_type = d->t[1];
-  c->cls.v_type = d->t[2];
-  c->cls.o_type = d->t[3];
-  c->n_max = n_max;
-}
-
-/* The 16-bit classes after the fp32 ones (profile_grid.h says which). */
-static void typed_classes(prof_grid *g, prof_mode mode, int defaults) {
-  int64_t d = g->d[g->n_d - 1];
-  for (size_t k = 0; k < g->n_types; k++)
-    for (size_t t = mode == PROF_QUICK ? g->n_ctx - 1 : 0; t < g->n_ctx; t++) {
-      set_types(add_class(g, t, TXATTN_MASK_CAUSAL, d, GQA_GROUP, 1), &g->types[k], 0);
-      if (mode != PROF_QUICK)
-        set_types(add_class(g, t, TXATTN_MASK_CAUSAL, d, 1, 0), &g->types[k],
-                  GRID_TYPED_PREFILL_N_MAX);
-    }
-  if (defaults && mode != PROF_QUICK) {
-    tx_dtypes bf16 = {{TXATTN_DTYPE_BF16, TXATTN_DTYPE_BF16, TXATTN_DTYPE_BF16, TXATTN_DTYPE_BF16}};
-    set_types(add_class(g, 0, TXATTN_MASK_CAUSAL, d, 1, 0), &bf16, GRID_TYPED_PREFILL_N_MAX);
-  }
-}
-
-/* The ragged-decode class of thread count t (profile_grid.h says which), right after the dense
-   decode class: a budget that runs out at an n leaves the classes last in the grid out first. */
-static void ragged_class(prof_grid *g, prof_mode mode, size_t t) {
-  if (mode == PROF_QUICK && t != g->n_ctx - 1) return;
-  prof_grid_class *c = add_class(g, t, TXATTN_MASK_CAUSAL, g->d[0], 1, 1);
-  c->cls.ragged = 1;
-  c->cls.batch = PROF_RAGGED_SPREAD;
-  c->n_min = g->n[g->n_n - 1] < GRID_RAGGED_N_MIN ? g->n[g->n_n - 1] : GRID_RAGGED_N_MIN;
-}
+/* The classes of each thread count, in the grid's order: a class is measured wherever a feature
+   can change which kernel wins, and adding one is one entry here (docs/profiling.md lists them). */
+enum { EVERY_D, FIRST_D, LAST_D };        /* at each --d, the first, the last */
+enum { QUICK_ALL, QUICK_MOST, NO_QUICK }; /* --quick: at every thread count, the most, none */
+enum { F32, EACH_DTYPE, BF16_DEFAULT };   /* the types: f32, each --dtype, all bf16 (no --dtype) */
+static const struct class_kind {
+  txattn_mask mask;
+  int d_at;
+  int64_t group;
+  int decode, ragged, softcap, doc_mask, quick, types, first_threads;
+  int64_t n_max;
+} kinds[] = {
+    {TXATTN_MASK_NONE, EVERY_D, 1, .decode = 0},
+    {TXATTN_MASK_CAUSAL, EVERY_D, 1, .decode = 0},
+    {TXATTN_MASK_WINDOW, EVERY_D, 1, .decode = 0},
+    {TXATTN_MASK_CAUSAL, FIRST_D, 1, .decode = 1},
+    {TXATTN_MASK_CAUSAL, FIRST_D, 1, .decode = 1, .ragged = 1, .quick = QUICK_MOST},
+    {TXATTN_MASK_CAUSAL, FIRST_D, GQA_GROUP, .decode = 0},
+    {TXATTN_MASK_CAUSAL, FIRST_D, 1, .softcap = 1, .quick = QUICK_MOST},  /* PROF_SOFTCAP */
+    {TXATTN_MASK_CAUSAL, FIRST_D, 1, .doc_mask = 1, .quick = QUICK_MOST}, /* PROF_DOC_PARTS */
+    {TXATTN_MASK_CAUSAL, LAST_D, GQA_GROUP, .decode = 1, .quick = QUICK_MOST, .types = EACH_DTYPE},
+    {TXATTN_MASK_CAUSAL, LAST_D, 1, .quick = NO_QUICK, .types = EACH_DTYPE,
+     .n_max = GRID_TYPED_PREFILL_N_MAX},
+    {TXATTN_MASK_CAUSAL, LAST_D, 1, .quick = NO_QUICK, .types = BF16_DEFAULT, .first_threads = 1,
+     .n_max = GRID_TYPED_PREFILL_N_MAX},
+};
 
 static int classes(prof_grid *g, prof_mode mode, int defaults) {
-  g->cls = calloc(g->n_ctx * (g->n_d * 3 + 3 + 2 * g->n_types) + 1, sizeof *g->cls);
+  const size_t n_kinds = sizeof kinds / sizeof kinds[0];
+  static const tx_dtypes bf16 = {
+      {TXATTN_DTYPE_BF16, TXATTN_DTYPE_BF16, TXATTN_DTYPE_BF16, TXATTN_DTYPE_BF16}};
+  g->cls = calloc(g->n_ctx * n_kinds * (g->n_d + g->n_types) + 1, sizeof *g->cls);
   if (!g->cls) return TX_EXIT_FAIL;
-  for (size_t t = 0; t < g->n_ctx; t++) {
-    for (size_t i = 0; i < g->n_d; i++) {
-      add_class(g, t, TXATTN_MASK_NONE, g->d[i], 1, 0);
-      add_class(g, t, TXATTN_MASK_CAUSAL, g->d[i], 1, 0);
-      add_class(g, t, TXATTN_MASK_WINDOW, g->d[i], 1, 0);
+  for (size_t t = 0; t < g->n_ctx; t++)
+    for (const struct class_kind *x = kinds; x < kinds + n_kinds; x++) {
+      int quick = mode == PROF_QUICK;
+      if ((quick && x->quick == NO_QUICK) ||
+          (quick && x->quick == QUICK_MOST && t != g->n_ctx - 1) || (x->first_threads && t != 0) ||
+          (x->types == BF16_DEFAULT && !defaults))
+        continue;
+      size_t n_d = x->d_at == EVERY_D ? g->n_d : 1,
+             n_types = x->types == EACH_DTYPE ? g->n_types : 1;
+      for (size_t i = 0; i < n_d; i++)
+        for (size_t k = 0; k < n_types; k++) {
+          const tx_dtypes *ty = x->types == EACH_DTYPE ? &g->types[k] : x->types ? &bf16 : NULL;
+          prof_grid_class *c = add_class(g, t, x->mask, g->d[x->d_at == LAST_D ? g->n_d - 1 : i],
+                                         x->group, x->decode);
+          c->cls.softcap = x->softcap;
+          c->cls.mask_tensor = x->doc_mask ? TXATTN_MASK_TENSOR_BOOL : TXATTN_MASK_TENSOR_NONE;
+          c->n_max = x->n_max;
+          if (ty) {
+            c->cls.q_type = ty->t[0];
+            c->cls.k_type = ty->t[1];
+            c->cls.v_type = ty->t[2];
+            c->cls.o_type = ty->t[3];
+          }
+          if (x->ragged) { /* its shortest sequence has n / 32 keys from GRID_RAGGED_N_MIN on */
+            c->cls.ragged = 1;
+            c->cls.batch = PROF_RAGGED_SPREAD;
+            c->n_min = g->n[g->n_n - 1] < GRID_RAGGED_N_MIN ? g->n[g->n_n - 1] : GRID_RAGGED_N_MIN;
+          }
+        }
     }
-    add_class(g, t, TXATTN_MASK_CAUSAL, g->d[0], 1, 1); /* decode */
-    ragged_class(g, mode, t);
-    add_class(g, t, TXATTN_MASK_CAUSAL, g->d[0], GQA_GROUP, 0); /* GQA */
-  }
-  typed_classes(g, mode, defaults);
   return 0;
 }
 
@@ -352,10 +367,10 @@ txattn_problem prof_grid_problem(const prof_grid_class *c, int64_t n, int64_t r)
                       .v_type = c->cls.v_type,
                       .o_type = c->cls.o_type};
   if (p.mask == TXATTN_MASK_WINDOW) p.window_left = p.window_right = r;
-  if (c->cls.ragged) { /* the library reads ragged only where struct_size covers it */
-    p.struct_size = sizeof p;
-    p.ragged = 1;
-  }
+  p.struct_size = sizeof p; /* the library reads the fields past 0.2's where it covers them */
+  p.ragged = c->cls.ragged;
+  p.softcap = c->cls.softcap ? PROF_SOFTCAP : 0.0f;
+  p.mask_tensor = (txattn_mask_tensor)c->cls.mask_tensor;
   return p;
 }
 

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* txtune profile's grid: the classes (mask, window, head size, GQA group, threads, decode) with a
-   library context per thread count, the n and r values measured, and per class and r what its
-   last point cost (so that the next one's cost can be foreseen). */
+/* txtune profile's grid: the classes with a library context per thread count, the n and r values,
+   and per class and r (a series) what its last point cost. */
 #ifndef TXTUNE_PROFILE_GRID_H
 #define TXTUNE_PROFILE_GRID_H
 
@@ -18,26 +17,21 @@
 #define GRID_MAX_R   4
 
 #define GRID_MAX_TYPES 4 /* type combinations of the 16-bit classes */
-/* The largest n of a 16-bit prefill class outside --quick: the shape of the issue's prefill
-   target, and a bound on what a class only a slow kernel may take costs the budget. */
+/* The largest n of a 16-bit prefill class: a bound on what a slow kernel costs the budget. */
 #define GRID_TYPED_PREFILL_N_MAX 4096
-
-/* The ragged-decode class (prof_ragged_lens): a batch of PROF_RAGGED_SPREAD sequences, measured
-   from this n on (its shortest sequence then has n / 32 keys), or at the grid's largest n alone
-   where that is smaller. */
+/* The ragged-decode class from this n on (its shortest sequence then has n / 32 keys). */
 #define GRID_RAGGED_N_MIN 1024
 
-/* A series of the grid: a class at one r (window classes have one series per r, the others one),
-   along n. */
+typedef struct prof_last {
+  size_t kernel;
+  int slot;
+  double time_s;
+  int lost; /* it lost by PROF_LOSER_RATIO, or was inexact, here or before: no longer timed */
+} prof_last;
 typedef struct prof_series {
-  int stopped;  /* a point did not fit the budget: larger n are left out */
-  double pairs; /* the last point's visible pairs (0: none yet) */
-  struct {
-    size_t kernel;
-    int slot;
-    double time_s;
-    int lost; /* it lost by PROF_LOSER_RATIO here or at an earlier point: no longer timed */
-  } last[PROF_MAX_CANDS]; /* the last point's candidates and their times per call */
+  int stopped;                    /* a point did not fit the budget: larger n are left out */
+  double pairs;                   /* the last point's visible pairs (0: none yet) */
+  prof_last last[PROF_MAX_CANDS]; /* the last point's candidates and their times per call */
   size_t n_last;
 } prof_series;
 
@@ -45,18 +39,12 @@ typedef struct prof_series {
    prof_ragged_lens, not of its capacity). */
 double prof_grid_pairs(const txattn_problem *p);
 
-/* What became of a class's points: the profile's summary says why a class has none in the table. */
+/* What became of a class's points (the summary says why a class has none in the table): recorded;
+   over the budget; no candidate left (and of their candidates: inexact, faulty, failed to plan);
+   every candidate failed when it ran; refused by the table (its first reason). */
 typedef struct prof_class_fate {
-  size_t recorded;     /* points in the table */
-  size_t over_budget;  /* left out: they did not fit the budget */
-  size_t no_candidate; /* no candidate left to time: every kernel declined the point, failed to plan
-                          it or was inexact on the class's small shape */
-  size_t inexact, faulty,
-      plan_failed; /* at those points: candidates inexact, crashed, hung or printed on their check,
-                      kernels that failed to plan */
-  size_t failed;   /* every candidate failed when it ran */
-  size_t refused;  /* measured, but the table refused the point */
-  char refused_why[256]; /* the table's first reason */
+  size_t recorded, over_budget, no_candidate, inexact, faulty, plan_failed, failed, refused;
+  char refused_why[256];
 } prof_class_fate;
 
 typedef struct prof_grid_class {
@@ -67,8 +55,7 @@ typedef struct prof_grid_class {
   size_t ctx;    /* index of the context with cls.threads */
   int in_table;
   size_t table_index;
-  /* txtune profile --update: only the points the table being updated has, bit ni of points[ri]
-     for the point at (n[ni], r[ri]) of the grid; 0: every point of n_min..n_max */
+  /* --update: only the table's points, bit ni of points[ri] for (n[ni], r[ri]) */
   int only_points;
   uint32_t points[GRID_MAX_R];
   prof_series series[GRID_MAX_R]; /* per r index (one, r = 0, without a window) */
@@ -97,32 +84,20 @@ typedef struct prof_grid {
   size_t n_skipped;
 } prof_grid;
 
-/* Builds the grid and opens a context (no table) per thread count. The fp32 classes: for every
-   thread count and head size none, causal and a centred window, and for the first head size
-   decode and GQA. The 16-bit classes, of each combination of dtypes (default kv=f16; "f32" alone:
-   none): at the last head size, causal decode with GQA group 4 and (not --quick) causal prefill up
-   to GRID_TYPED_PREFILL_N_MAX, at every thread count (--quick: the decode class at the largest
-   only); without dtypes also an all-bf16 prefill class on the first thread count (not --quick).
-   A 16-bit class no usable kernel takes is left out (g->skipped). The ragged-decode class (fp32,
-   the decode class's head size, group and heads, a batch of PROF_RAGGED_SPREAD sequences) from
-   n = GRID_RAGGED_N_MIN (or the largest n) on, at every thread count (--quick: the largest only). Returns 0, or the
-   exit code after printing why. */
+/* Builds the grid (profile_grid.c's class list, docs/profiling.md) and opens a context (no table)
+   per thread count; a 16-bit class no usable kernel takes is left out (g->skipped). Returns 0, or
+   the exit code after printing why. */
 int prof_grid_build(prof_grid *g, const tx_cmd_spec *spec, const tx_strlist *threads,
                     const tx_strlist *d, const tx_strlist *dtypes, int64_t n_max, prof_mode mode,
                     const char *plugin_path);
-/* Whether class c has a point at (g->n[ni], r index ri): n within its n_min..n_max, and, in a grid
-   made from a table, a point of the table there. */
+/* Whether class c has a point at (g->n[ni], r index ri). */
 int prof_grid_has_point(const prof_grid *g, const prof_grid_class *c, size_t ni, size_t ri);
-/* The grid of the table t (txtune profile --update): its classes, each with the points t has (n
-   and r values as t's, at most GRID_MAX_N and GRID_MAX_R of them, thread counts GRID_MAX_CTX),
-   and a context per thread count that follows no table. Returns 0, or the exit code after printing
-   why. */
+/* The grid of the table t (--update): its classes, each with the points t has. */
 int prof_grid_from_table(prof_grid *g, const txattn_table *t, const char *plugin_path);
 void prof_grid_free(prof_grid *g);
 /* The r values of class c (g->r for windows, else the single 0). */
 size_t prof_grid_rs(const prof_grid *g, const prof_grid_class *c, const int64_t **rs);
-/* The problem measured for class c at (n, r); a ragged class's is ragged (struct_size set), its
-   lengths prof_ragged_lens(n, batch). */
+/* The problem measured for class c at (n, r). */
 txattn_problem prof_grid_problem(const prof_grid_class *c, int64_t n, int64_t r);
 /* The number of points of the whole grid. */
 size_t prof_grid_points(const prof_grid *g);

@@ -1,5 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* txtune profile: the candidates of one point (kernel x tunables), their timing and the winner. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* dladdr */
+#endif
+#include <dlfcn.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -128,6 +133,32 @@ size_t prof_kernel_find(txattn_context *ctx, const char *name, txattn_kernel_inf
     if (txattn_kernel_get(ctx, k, info) == TXATTN_OK && strcmp(info->name, name) == 0) return k;
   }
   return SIZE_MAX;
+}
+
+/* The library's own plugin directory: "txattn/plugins" beside the libtxattn.so this program runs
+   with (the build tree mirrors the install), resolved. */
+static int own_plugin_dir(char *out) {
+  Dl_info info;
+  char dir[PATH_MAX];
+  if (dladdr((void *)txattn_version_string, &info) == 0 || info.dli_fname == NULL) return 0;
+  const char *slash = strrchr(info.dli_fname, '/');
+  int n = snprintf(dir, sizeof dir, "%.*s/txattn/plugins",
+                   slash ? (int)(slash - info.dli_fname) : 1, slash ? info.dli_fname : ".");
+  return n > 0 && (size_t)n < sizeof dir && realpath(dir, out) != NULL;
+}
+
+int prof_kernel_shipped(const txattn_kernel_info *k) {
+  static const char *const names[] = {"naive",      "masked", "banded",
+                                      "banded_omp", "tiled",  "tiled_omp"};
+  int named = 0;
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    named |= k->plugin != NULL && strcmp(k->plugin, names[i]) == 0;
+  char own[PATH_MAX], file[PATH_MAX];
+  if (!named || k->path == NULL || !own_plugin_dir(own) || realpath(k->path, file) == NULL)
+    return 0;
+  char *slash = strrchr(file, '/');
+  if (slash) *slash = '\0';
+  return slash && strcmp(file, own) == 0;
 }
 
 /* c's kernel fields: kernel k of ctx, as info describes it. */

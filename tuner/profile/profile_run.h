@@ -11,7 +11,6 @@
 #include "cpu_use.h"
 #include "profile.h"
 #include "profile_grid.h"
-#include "profile_isolate.h"
 #include "buffers.h"
 #include "lab.h"
 
@@ -53,6 +52,16 @@ typedef struct prof_bufs {
   tx_buffers b;
 } prof_bufs;
 
+/* A third-party candidate's check on the small shape of a class and r (cmd_profile.c). */
+typedef struct prof_checked {
+  size_t cls, kernel, n_tun;
+  int64_t r, values[PROF_MAX_TUNABLES];
+  int verdict; /* 1 exact, 0 not (fault), -1 cannot run it */
+  prof_fault fault;
+  double err;
+  char why[512];
+} prof_checked;
+
 /* --update (profile_update.c): the table being updated and the kernels it did not measure. */
 typedef struct prof_update prof_update;
 
@@ -69,8 +78,8 @@ typedef struct profile_run {
   prof_mode mode;
   prof_grid g;
   txattn_table *table;
-  prof_checks *checks;
-  prof_isolation *iso;     /* the checks' child process (profile_isolate.h) */
+  prof_checked *checked; /* the third-party candidates' checks on their classes' small shapes */
+  size_t n_checked;
   tx_roof_ceiling ceiling; /* the machine's roofs: no timed call may beat them (point_floor) */
   prof_progress prog;
   double start;
