@@ -334,8 +334,8 @@ Test(paged, every_paged_kernel_meets_the_bound_on_pages) {
       }
 }
 
-/* Decode rows against long pages: the direct path, which reads 16-bit pages of 64 keys or more
-   in place and copies smaller ones row by row. */
+/* Decode rows against long pages: the direct path, which reads pages of every size in place, its
+   chunks of 64 keys spanning pages smaller than that, and prefetches across pages. */
 Test(paged, decode_rows_on_every_page_size) {
   const txattn_dtype types[] = {TXATTN_DTYPE_F32, TXATTN_DTYPE_F16, TXATTN_DTYPE_BF16};
   for (size_t pi = 0; pi < sizeof page_sizes / sizeof page_sizes[0]; pi++)

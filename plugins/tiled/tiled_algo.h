@@ -23,7 +23,7 @@
  * 3. acc = acc * alpha + P V with the MR x (NRV * W) micro-kernel over the keys every row of a
  *    group sees, then row by row over the ragged rest: a key a row cannot see is never multiplied
  *    into it, so an Inf or NaN there cannot leak in as 0 * Inf. P V is summed from zero over at most
- *    TILED_PV_SPAN keys and added into acc with a Kahan term per element (tl_pv_tile_as).
+ *    TILED_PV_SPAN keys and added into acc with a Kahan term per element (tl_pv_tile).
  *
  * Finally O = acc / l, or exact zeros when l == 0 (no visible key). The max only ever grows, so acc
  * is rescaled in the same pass that adds P V (alpha == 1 when the max does not grow) and divided
@@ -111,6 +111,23 @@ TILED_INLINE vf tl_loadu_as(const void *row, const int t, int64_t c) {
   if (t == TXATTN_DTYPE_F16) return vf_loadu_f16((const uint16_t *)row + c);
   return vf_loadu_bf16((const uint16_t *)row + c);
 }
+/* Bytes of n elements of a row of type t (a constant at every call; TL_BF16X2 is bf16). */
+TILED_INLINE int64_t tl_elem_bytes(const int t, int64_t n) {
+  return n * (t == TXATTN_DTYPE_F32 ? 4 : 2);
+}
+/* n elements of a row of type t (any alignment) widened into dst (aligned), zero up to np. */
+static void tl_widen_row(const void *src, txattn_dtype t, int64_t n, int64_t np, float *dst) {
+  int64_t c = 0;
+  if (t == TXATTN_DTYPE_F16)
+    vf_row_from_f16(src, n, np, dst);
+  else if (t == TXATTN_DTYPE_BF16)
+    vf_row_from_bf16(src, n, np, dst);
+  else {
+    for (; c + VEC_W <= n; c += VEC_W) vf_store(dst + c, vf_loadu((const float *)src + c));
+    for (; c < n; c++) dst[c] = ((const float *)src)[c];
+    for (; c < np; c++) dst[c] = 0.0f;
+  }
+}
 /* Where the vector layer has vf_loadu_bf16x2 and the direct path's P V tiles are whole pairs of
    vectors: the row "type" of bf16 K and V read 2 VEC_W elements at a time as their even and their odd
    elements (tiled_direct_algo.h, TD_BF16X2), so register 2 c + 1 of a row holds the odd elements of
@@ -118,16 +135,6 @@ TILED_INLINE vf tl_loadu_as(const void *row, const int t, int64_t c) {
 #if defined(VF_HAVE_BF16X2) && TILED_DNT % 2 == 0
 #define TL_BF16X2 0x7F
 #endif
-/* The direct path reading 16-bit K and V rows in place on 16-float vectors (tiled_direct_algo.h)
-   prefetches each cache line it loads this many rows ahead into L2 (prefetcht1): 1.75x faster at
-   decode from memory on Zen 4 than the hardware prefetchers alone, where prefetching into L1 gained
-   1.1x (docs/measurements.md). */
-#define TL_AHEAD_ROWS 64
-/* The line at 16-bit element at + TL_AHEAD_ROWS rows of ld elements, into L2. Integer arithmetic:
-   the address may lie past the tensor, which a prefetch may touch but a pointer may not point to. */
-TILED_INLINE void tl_prefetch_ahead16(const uint16_t *at, int64_t ld) {
-  __builtin_prefetch((const void *)((uintptr_t)at + (uintptr_t)(TL_AHEAD_ROWS * 2 * ld)), 0, 2);
-}
 /* Element c of a row of (run-time) type t: the row loaders' Q, once per row. */
 static inline float tl_elem(const void *row, txattn_dtype t, int64_t c) {
   switch (t) {
@@ -373,33 +380,15 @@ static void tl_scores_panel(const float *qg, const float *panel, int64_t dqk, fl
     for (int n = 0; n < TILED_NRS; n++) vf_store(srow + r * sld + n * VEC_W, acc[r][n]);
 }
 
-/* o[r][n] += sum_{j in [j0, j1)} p[r][j] v[j][n W ..] for mr rows and nrv vectors of columns, V rows
-   of type vt (a constant): fp32 rows aligned to the vector size, or 16-bit rows read in place and
-   widened in registers, each line prefetched TL_AHEAD_ROWS rows ahead if pf (a constant). The key
-   loop of tl_pv_acc_as and tl_pv_tile_as. */
+/* o[r][n] += sum_{j in [j0, j1)} p[r][j] v[j][n W ..] for mr rows and nrv vectors of columns of
+   fp32 V rows vld floats apart, aligned to the vector size: the key loop of tl_pv_tile. */
 TILED_INLINE void tl_pv_keys(vf o[TILED_PV_ROWS][TILED_PV_COLS], const float *p, int64_t pld,
-                             const void *v, int64_t vld, int64_t j0, int64_t j1, const int mr,
-                             const int nrv, const int vt, const int pf) {
+                             const float *v, int64_t vld, int64_t j0, int64_t j1, const int mr,
+                             const int nrv) {
   for (int64_t j = j0; j < j1; j++) {
     vf vv[TILED_PV_COLS];
 #pragma GCC unroll 8
-    for (int n = 0; n < nrv; n++) {
-#ifdef TL_BF16X2
-      if (vt == TL_BF16X2) { /* nrv is even: the odd case only keeps the compiler content */
-        if (n + 1 == nrv && n % 2 == 0)
-          vv[n] = vf_zero();
-        else if (n % 2 == 0) {
-          vf_loadu_bf16x2((const uint16_t *)v + j * vld + n * VEC_W, &vv[n], &vv[n + 1]);
-          if (pf) tl_prefetch_ahead16((const uint16_t *)v + j * vld + n * VEC_W, vld);
-        }
-        continue;
-      }
-#endif
-      vv[n] = vt == TXATTN_DTYPE_F32 ? vf_load((const float *)v + j * vld + n * VEC_W)
-                                     : tl_loadu_as((const uint16_t *)v + j * vld, vt, n * VEC_W);
-      if (pf && vt != TXATTN_DTYPE_F32 && n * VEC_W * 2 % 64 == 0) /* a line of 16-bit values */
-        tl_prefetch_ahead16((const uint16_t *)v + j * vld + n * VEC_W, vld);
-    }
+    for (int n = 0; n < nrv; n++) vv[n] = vf_load(v + j * vld + n * VEC_W);
 #pragma GCC unroll 8
     for (int r = 0; r < mr; r++) {
       vf pb = vf_bcast(p + r * pld + j);
@@ -407,38 +396,6 @@ TILED_INLINE void tl_pv_keys(vf o[TILED_PV_ROWS][TILED_PV_COLS], const float *p,
       for (int n = 0; n < nrv; n++) o[r][n] = vf_fma(pb, vv[n], o[r][n]);
     }
   }
-}
-
-/* acc[r][0 .. nrv W) = acc * alpha[r] (if alpha) + sum_{j in [j0, j1)} p[r][j] v[j][0 .. nrv W) for
-   mr rows, one fp32 FMA per key into acc: the direct path's sum over a span of a few chunks
-   (tiled_direct_algo.h, td_flush), which tl_pv_tile_as's compensation would cost too much on. mr
-   and nrv are constants at every call, so the accumulators live in registers. V rows of type vt (a
-   constant): fp32 rows aligned to the vector size, or 16-bit rows read in place and widened in
-   registers (and prefetched if pf, tl_pv_keys). */
-TILED_INLINE void tl_pv_acc_as(float *acc, int64_t ald, const float *alpha, const float *p,
-                               int64_t pld, const void *v, int64_t vld, int64_t j0, int64_t j1,
-                               const int mr, const int nrv, const int vt, const int pf) {
-  vf o[TILED_PV_ROWS][TILED_PV_COLS];
-#pragma GCC unroll 8
-  for (int r = 0; r < mr; r++) {
-    vf a = alpha ? vf_bcast(alpha + r) : vf_set1(1.0f);
-#pragma GCC unroll 8
-    for (int n = 0; n < nrv; n++) {
-      o[r][n] = vf_load(acc + r * ald + n * VEC_W);
-      if (alpha) o[r][n] = vf_mul(o[r][n], a);
-    }
-  }
-  tl_pv_keys(o, p, pld, v, vld, j0, j1, mr, nrv, vt, pf);
-#pragma GCC unroll 8
-  for (int r = 0; r < mr; r++)
-#pragma GCC unroll 8
-    for (int n = 0; n < nrv; n++) vf_store(acc + r * ald + n * VEC_W, o[r][n]);
-}
-/* The same over fp32 V rows aligned to the vector size (the direct path's chunks). */
-TILED_INLINE void tl_pv_acc(float *acc, int64_t ald, const float *alpha, const float *p,
-                            int64_t pld, const float *v, int64_t vld, int64_t j0, int64_t j1,
-                            const int mr, const int nrv) {
-  tl_pv_acc_as(acc, ald, alpha, p, pld, v, vld, j0, j1, mr, nrv, TXATTN_DTYPE_F32, 0);
 }
 
 /* z with infinities replaced by +-FLT_MAX (NaN stays NaN). */
@@ -463,16 +420,16 @@ TILED_INLINE void tl_kahan_add(float *acc, float *cmp, vf x, vf a, int scale) {
 }
 
 /* The tiled path's P V: acc[r][0 .. nrv W) = acc * alpha[r] (if alpha) + sum_{j in [j0, j1)}
-   p[r][j] v[j][0 .. nrv W) for mr rows, as tl_pv_acc_as (V rows of type vt). The keys go in spans
+   p[r][j] v[j][0 .. nrv W) for mr rows (fp32 V rows vld floats apart, aligned). The keys go in spans
    of at most TILED_PV_SPAN, each summed from zero in registers and added to acc with Kahan's
    compensation, kept per element in cmp (same layout as acc, scaled by alpha with it; the true sum
    is acc - cmp, tl_fold_acc): a running output taking one fp32 rounding per key drifts by about
    n_kv u relative when V has a mean far from 0, this by about TILED_PV_SPAN u (docs/error_bound.md,
    the bound on O). */
 #define TILED_PV_SPAN 256
-TILED_INLINE void tl_pv_tile_as(float *acc, float *cmp, int64_t ald, const float *alpha,
-                                const float *p, int64_t pld, const void *v, int64_t vld, int64_t j0,
-                                int64_t j1, const int mr, const int nrv, const int vt) {
+TILED_INLINE void tl_pv_tile(float *acc, float *cmp, int64_t ald, const float *alpha,
+                             const float *p, int64_t pld, const float *v, int64_t vld, int64_t j0,
+                             int64_t j1, const int mr, const int nrv) {
   vf o[TILED_PV_ROWS][TILED_PV_COLS];
   int64_t j = j0;
   int first = 1;
@@ -482,7 +439,7 @@ TILED_INLINE void tl_pv_tile_as(float *acc, float *cmp, int64_t ald, const float
     for (int r = 0; r < mr; r++)
 #pragma GCC unroll 8
       for (int n = 0; n < nrv; n++) o[r][n] = vf_zero();
-    tl_pv_keys(o, p, pld, v, vld, j, je, mr, nrv, vt, 0);
+    tl_pv_keys(o, p, pld, v, vld, j, je, mr, nrv);
     j = je;
     int scale = 0; /* alpha is exactly 1 for every row unless some max grew: nothing to scale */
     if (first && alpha)
@@ -497,12 +454,6 @@ TILED_INLINE void tl_pv_tile_as(float *acc, float *cmp, int64_t ald, const float
     }
     first = 0;
   } while (j < j1);
-}
-/* The same over fp32 V rows aligned to the vector size (packed panels, the direct path's chunks). */
-TILED_INLINE void tl_pv_tile(float *acc, float *cmp, int64_t ald, const float *alpha,
-                             const float *p, int64_t pld, const float *v, int64_t vld, int64_t j0,
-                             int64_t j1, const int mr, const int nrv) {
-  tl_pv_tile_as(acc, cmp, ald, alpha, p, pld, v, vld, j0, j1, mr, nrv, TXATTN_DTYPE_F32);
 }
 
 /* acc = acc - cmp (the compensated sums) for nr rows of ld floats, before they are written or
