@@ -301,7 +301,9 @@ int txattn__kernel_applicable(const txattn__kernel *k, const txattn_problem *r, 
     "it does not take " t " q", "it does not take " t " k", "it does not take " t " v",            \
         "it does not make " t " o"                                                                 \
   }
-  static const char *const declined[3][4] = {TAKES_NOT("f32"), TAKES_NOT("f16"), TAKES_NOT("bf16")};
+  static const char *const declined[6][4] = {TAKES_NOT("f32"),  TAKES_NOT("f16"),
+                                             TAKES_NOT("bf16"), TAKES_NOT("q8_0"),
+                                             TAKES_NOT("e4m3"), TAKES_NOT("e5m2")};
 #undef TAKES_NOT
   const txattn_kernel_desc *d = k->desc;
   const txattn_dtype types[4] = {r->q_type, r->k_type, r->v_type, r->o_type};

@@ -121,10 +121,15 @@ static int kernel_fields_ok(const txattn_kernel_desc *k, char *why, size_t size)
       return txattn__why_not(why, size, "one_thread_same_as names the kernel itself");
   }
   if (TXATTN_KERNEL_DESC_HAS(k, dtypes))
-    for (int i = 0; i < 4; i++)
-      if (k->dtypes[i] & ~TXATTN_DTYPES_ALL)
-        return txattn__why_not(why, size, "dtypes[%d] = 0x%x has bits of no txattn_dtype", i,
-                               k->dtypes[i]);
+    for (int i = 0; i < 4; i++) { /* the 8-bit types are K's and V's only (1.8) */
+      const unsigned allowed = TXATTN_DTYPES_ALL | (i == 1 || i == 2 ? TXATTN_DTYPES_KV8 : 0u);
+      if (k->dtypes[i] & ~allowed)
+        return txattn__why_not(why, size, "dtypes[%d] = 0x%x has bits of no txattn_dtype %s takes",
+                               i, k->dtypes[i],
+                               i == 0   ? "q"
+                               : i == 3 ? "o"
+                                        : "k or v");
+    }
   return tunables_ok(k, why, size);
 }
 

@@ -16,7 +16,8 @@
 #define TXATTN__RELEASED_txattn_problem                                                            \
   TXATTN_PROBLEM_SIZE_0_2, TXATTN_PROBLEM_SIZE_0_2_SERVING, TXATTN_PROBLEM_SIZE_0_2_MODIFIERS
 #define TXATTN__RELEASED_txattn_tensors                                                            \
-  TXATTN_TENSORS_SIZE_0_2, TXATTN_TENSORS_SIZE_0_2_SERVING, TXATTN_TENSORS_SIZE_0_2_MODIFIERS
+  TXATTN_TENSORS_SIZE_0_2, TXATTN_TENSORS_SIZE_0_2_SERVING, TXATTN_TENSORS_SIZE_0_2_MODIFIERS,     \
+      TXATTN_TENSORS_SIZE_0_2_PAGED
 #define TXATTN__RELEASED_txattn_kernel_info   TXATTN_KERNEL_INFO_SIZE_0_2
 #define TXATTN__RELEASED_txattn_rejected_info TXATTN_REJECTED_INFO_SIZE_0_2
 #define TXATTN__RELEASED_txattn_machine_info  TXATTN_MACHINE_INFO_SIZE_0_2

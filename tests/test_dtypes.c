@@ -199,10 +199,10 @@ Test(dtypes, sixteen_bit_inputs_compute_what_their_fp32_values_compute) {
 
 Test(dtypes, types_and_alignment_are_checked) {
   float x[8] = {0};
-  txattn_problem p = {.n_q = 1, .d_qk = 2, .k_type = (txattn_dtype)3};
+  txattn_problem p = {.n_q = 1, .d_qk = 2, .k_type = (txattn_dtype)9};
   txattn_tensors t = {.q = x, .k = x, .v = x, .o = x + 4};
   cr_assert_eq(txattn_reference(&p, &t), TXATTN_E_INVALID);
-  cr_assert(strstr(txattn_last_error(), "txattn_problem.k_type = 3") != NULL, "%s",
+  cr_assert(strstr(txattn_last_error(), "txattn_problem.k_type = 9") != NULL, "%s",
             txattn_last_error());
   p.k_type = TXATTN_DTYPE_BF16;
   t.k_data = (const unsigned char *)x + 1;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* txattn plugin ABI, version 1.7: how a shared object adds attention kernels to libtxattn.
+/* txattn plugin ABI, version 1.8: how a shared object adds attention kernels to libtxattn.
  *
  * A plugin is a shared object that exports one symbol, `txattn_plugin_entry` (TXATTN_PLUGIN_ENTRY_SYMBOL):
  *
@@ -39,6 +39,13 @@
  *        TXATTN_KERNEL_PACKED; txattn_problem.page_size/.max_pages/.n_pages/.packed and
  *        txattn_tensors.block_table/.q_offsets, read by kernels with those flags (txattn_kv_row_of
  *        addresses a key's K or V row, paged or not).
+ *   1.8  8-bit K and V: TXATTN_DTYPE_Q8_0, _E4M3 and _E5M2 bits in dtypes[1] (k) and dtypes[2] (v)
+ *        only (TXATTN_DTYPES_KV8; the host refuses them in dtypes[0] and dtypes[3], and a plugin
+ *        older than 1.8 could not declare them, so it never sees them); txattn_tensors.k_scale/
+ *        .v_scale, read by kernels that declare an fp8 type (txattn_k_scale_of, txattn_v_scale_of).
+ *        txattn_row_of and txattn_kv_row_of address rows of every type (a Q8_0 row starts at a
+ *        block); txattn_block_q8_0, txattn_e4m3_value, txattn_e5m2_value and txattn_row_to_f32
+ *        decode them.
  *
  * Writing a plugin (see plugins/naive for a complete one):
  *   - build it with -fvisibility=hidden and export only the entry, e.g. with TXATTN_PLUGIN_DEFINE(desc);
@@ -64,7 +71,7 @@ extern "C" {
 #endif
 
 #define TXATTN_PLUGIN_ABI_VERSION  1u /* major: host and plugin agree on it both ways */
-#define TXATTN_PLUGIN_ABI_MINOR    7u /* the newest minor version this header describes */
+#define TXATTN_PLUGIN_ABI_MINOR    8u /* the newest minor version this header describes */
 #define TXATTN_PLUGIN_ENTRY_SYMBOL "txattn_plugin_entry"
 
 /* The instruction set a kernel needs. The host checks cpuid and XGETBV (x86) or HWCAP (arm64). */
@@ -194,7 +201,10 @@ typedef struct txattn_kernel_desc {
   /* (1.4) Optional: the element types the kernel takes for q, k, v and o, each a mask of
      TXATTN_DTYPE_BIT(type); it takes every combination of them. 0 (or a descriptor without the
      field): f32 only, so the host hands such a kernel only f32 problems. The tensors' pointers
-     point at elements of the types p->q_type ... p->o_type, the strides count elements. */
+     point at elements of the types p->q_type ... p->o_type, the strides count elements (values,
+     for Q8_0: multiples of 32). (1.8) dtypes[1] and dtypes[2] may add TXATTN_DTYPES_KV8 bits; a
+     kernel that declares one computes on the values txattn_row_to_f32 gives (or any rounding
+     docs/error_bound.md allows for them: one fp32 rounding of each fp8 value times its scale). */
   unsigned dtypes[4];
 } txattn_kernel_desc;
 /* TXATTN_DTYPE_BIT and TXATTN_DTYPES_ALL: txattn/txattn.h */
@@ -271,18 +281,116 @@ static inline float *txattn_row_mut(float *base, const txattn_layout *l, int64_t
   return base + b * l->batch + h * l->head + i * l->row;
 }
 
+/* Bytes from a tensor's start to its element number `at` (an offset in elements, b*batch + ...;
+   for Q8_0 a multiple of 32, which the host's checks make every row start). */
+static inline int64_t txattn_elem_offset(txattn_dtype type, int64_t at) {
+  switch (type) {
+  case TXATTN_DTYPE_F32:
+    return at * 4;
+  case TXATTN_DTYPE_F16:
+  case TXATTN_DTYPE_BF16:
+    return at * 2;
+  case TXATTN_DTYPE_Q8_0:
+    return at / 32 * 34;
+  default:
+    return at; /* E4M3, E5M2 */
+  }
+}
+
 /* Row i of head h in batch b of a tensor of element type `type` (strides count elements), for
-   kernels that take 16-bit tensors (ABI 1.4 dtypes). */
+   kernels that take 16-bit (ABI 1.4) or 8-bit (1.8) tensors. */
 static inline const void *txattn_row_of(const void *base, txattn_dtype type, const txattn_layout *l,
                                         int64_t b, int64_t h, int64_t i) {
   int64_t at = b * l->batch + h * l->head + i * l->row;
-  return (const unsigned char *)base + at * (type == TXATTN_DTYPE_F32 ? 4 : 2);
+  return (const unsigned char *)base + txattn_elem_offset(type, at);
 }
 static inline void *txattn_row_of_mut(void *base, txattn_dtype type, const txattn_layout *l,
                                       int64_t b, int64_t h, int64_t i) {
   return (void *)txattn_row_of(base, type, l, b, h, i);
 }
 
+/* (1.8) ggml's q8_0 block: 32 values q[c] * d, d an IEEE binary16 (its bits). A Q8_0 row of d
+   values is d / 32 of them back to back; the struct has no padding (34 bytes, 2-byte aligned). */
+typedef struct txattn_block_q8_0 {
+  uint16_t d;
+  int8_t qs[32];
+} txattn_block_q8_0;
+
+/* (1.8) The value of an IEEE binary16, an fp8 e4m3fn and an fp8 e5m2 (their bits), exactly. */
+static inline float txattn_f16_value(uint16_t h) {
+  const int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  const float v = e == 0    ? ldexpf((float)m, -24)
+                  : e == 31 ? (m ? NAN : INFINITY)
+                            : ldexpf((float)(m | 0x400), e - 25);
+  return h & 0x8000 ? -v : v;
+}
+static inline float txattn_e4m3_value(uint8_t x) {
+  const int e = (x >> 3) & 0xf, m = x & 0x7;
+  const float v = (x & 0x7f) == 0x7f ? NAN
+                  : e == 0           ? ldexpf((float)m, -9)
+                                     : ldexpf((float)(m | 0x8), e - 10);
+  return x & 0x80 ? -v : v;
+}
+static inline float txattn_e5m2_value(uint8_t x) {
+  const int e = (x >> 2) & 0x1f, m = x & 0x3;
+  const float v = e == 0    ? ldexpf((float)m, -16)
+                  : e == 31 ? (m ? NAN : INFINITY)
+                            : ldexpf((float)(m | 0x4), e - 17);
+  return x & 0x80 ? -v : v;
+}
+
+/* (1.8) The fp32 scales of an fp8 K (V): heads_kv floats, scale[h] for KV head h; NULL when
+   k_type (v_type) is not fp8 or a host older than 1.8 passed a struct that stops before them. */
+static inline const float *txattn_k_scale_of(const txattn_problem *p, const txattn_tensors *t) {
+  if (!t || (p->k_type != TXATTN_DTYPE_E4M3 && p->k_type != TXATTN_DTYPE_E5M2) ||
+      t->struct_size < offsetof(txattn_tensors, k_scale) + sizeof t->k_scale)
+    return NULL;
+  return t->k_scale;
+}
+static inline const float *txattn_v_scale_of(const txattn_problem *p, const txattn_tensors *t) {
+  if (!t || (p->v_type != TXATTN_DTYPE_E4M3 && p->v_type != TXATTN_DTYPE_E5M2) ||
+      t->struct_size < offsetof(txattn_tensors, v_scale) + sizeof t->v_scale)
+    return NULL;
+  return t->v_scale;
+}
+
+/* (1.8) The n values of a row of type `type` (from txattn_row_of / txattn_kv_row_of) as the fp32
+   values every kernel computes on: f32 as it is, f16/bf16 and q8_0 (q * d) exactly, fp8 times
+   `scale` (its head's) rounded to fp32 once; `scale` is ignored for the other types. n is a
+   multiple of 32 for Q8_0. */
+static inline void txattn_row_to_f32(const void *row, txattn_dtype type, float scale, int64_t n,
+                                     float *out) {
+  const unsigned char *r = (const unsigned char *)row;
+  for (int64_t c = 0; c < n; c++) {
+    switch (type) {
+    case TXATTN_DTYPE_F32:
+      out[c] = ((const float *)row)[c];
+      break;
+    case TXATTN_DTYPE_F16:
+      out[c] = txattn_f16_value(((const uint16_t *)row)[c]);
+      break;
+    case TXATTN_DTYPE_BF16: {
+      union {
+        uint32_t u;
+        float f;
+      } w = {(uint32_t)((const uint16_t *)row)[c] << 16};
+      out[c] = w.f;
+      break;
+    }
+    case TXATTN_DTYPE_Q8_0: {
+      const txattn_block_q8_0 *blk = (const txattn_block_q8_0 *)row + c / 32;
+      out[c] = (float)blk->qs[c % 32] * txattn_f16_value(blk->d);
+      break;
+    }
+    case TXATTN_DTYPE_E4M3:
+      out[c] = txattn_e4m3_value(r[c]) * scale;
+      break;
+    default:
+      out[c] = txattn_e5m2_value(r[c]) * scale;
+      break;
+    }
+  }
+}
 /* (1.5) Where this call's lse goes: tensors->lse when problem->lse is 1 and both structs are long
    enough to hold the fields (a host older than ABI 1.5 passes shorter ones, whose lse fields must
    not be read); NULL otherwise, t NULL included. Rows go through tensors->lse_layout. */

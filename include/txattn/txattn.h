@@ -25,6 +25,13 @@
  *    kernels compute in fp32, so the bound is the same; a 16-bit o is rounded to nearest even (f16
  *    overflow becomes Inf), once by the kernel and once by txattn_reference, so the bound adds one
  *    ulp of o's type at max|V| + the fp32 bound (half an ulp for each rounding).
+ *  - 8-bit K and V (q8_0, e4m3, e5m2): the kernels compute in fp32 on the values the cache stores
+ *    (q8_0: int8 * its block's f16 scale, exact in fp32; fp8: the fp8 value * its head's fp32
+ *    scale, which a kernel may round to fp32 once), and txattn_reference on the exact products
+ *    (in double). An fp8 K adds 2^-24 * L to the L term (the coefficient is 4 + sqrt(d_qk)), an
+ *    fp8 V adds 2^-24 * max|V|; q8_0 adds nothing (docs/error_bound.md, "8-bit K and V"). max|V|
+ *    is over the dequantized values. What quantising to 8 bits loses is the caller's choice
+ *    (txattn_convert) and not part of any bound.
  *
  * Errors: every function returns a status; txattn_last_error() gives this thread's last failure in words.
  * The library never prints unless TXATTN_VERBOSE is set, and never aborts or exits.
@@ -89,18 +96,39 @@ TXATTN_API const char *txattn_mask_name(txattn_mask mask);
 
 /* The element type of a tensor. Products of two 16-bit values are exact in fp32, and kernels
    compute in fp32, so "exact" means the same for every type; a 16-bit o adds the rounding of O to
-   it (see txattn_error_bound). */
+   it (see txattn_error_bound).
+   The 8-bit types are for k and v only (k_type, v_type; refused for q, o and the mask tensor):
+   Q8_0 is ggml's block format as llama.cpp's `-ctk q8_0` cache holds it: each run of 32 values of
+     a row is one 34-byte block, an IEEE f16 scale d then 32 int8 q (txattn_block_q8_0 of
+     txattn/plugin.h), value = q * d (exact in fp32: 8 + 11 significant bits). d_qk (for k) and d_v
+     (for v) must be multiples of 32, and so must the layout's strides, which count values as for
+     every type (element (b, h, i, c) is value c % 32 of block (b*batch + h*head + i*row + c) / 32,
+     at 34 bytes each): a cache's layout is the same numbers whatever its type.
+   E4M3 and E5M2 are the OCP 8-bit floats as vLLM's `kv_cache_dtype=fp8` stores them, one byte per
+     value, each times an fp32 scale per KV head (txattn_tensors.k_scale / v_scale): value =
+     fp8 * scale. E4M3 is "e4m3fn": bias 7, no infinities, 0x7f/0xff NaN, largest 448, smallest
+     subnormal 2^-9; E5M2 is IEEE-like: bias 15, infinities 0x7c/0xfc, NaNs above, largest 57344,
+     smallest subnormal 2^-16. */
 typedef enum txattn_dtype {
   TXATTN_DTYPE_F32 = 0,  /* IEEE binary32 (the default) */
   TXATTN_DTYPE_F16 = 1,  /* IEEE binary16 */
   TXATTN_DTYPE_BF16 = 2, /* bfloat16: the upper half of a binary32 */
+  TXATTN_DTYPE_Q8_0 = 3, /* k and v only: ggml's q8_0 blocks (32 int8, one f16 scale) */
+  TXATTN_DTYPE_E4M3 = 4, /* k and v only: fp8 e4m3fn, times k_scale / v_scale */
+  TXATTN_DTYPE_E5M2 = 5, /* k and v only: fp8 e5m2, times k_scale / v_scale */
 } txattn_dtype;
-/* "f32", "f16", "bf16" (as txtune's --dtype spells them); "unknown" outside the enum, never NULL. */
+/* "f32", "f16", "bf16", "q8_0", "e4m3", "e5m2" (as txtune's --dtype spells them); "unknown"
+   outside the enum, never NULL. */
 /* A set of element types: TXATTN_DTYPE_BIT(t) | ... */
 #define TXATTN_DTYPE_BIT(type) (1u << (unsigned)(type))
+/* The types every tensor may have (q, k, v, o alike) */
 #define TXATTN_DTYPES_ALL                                                                          \
   (TXATTN_DTYPE_BIT(TXATTN_DTYPE_F32) | TXATTN_DTYPE_BIT(TXATTN_DTYPE_F16) |                       \
    TXATTN_DTYPE_BIT(TXATTN_DTYPE_BF16))
+/* The 8-bit types, which only k and v may have */
+#define TXATTN_DTYPES_KV8                                                                          \
+  (TXATTN_DTYPE_BIT(TXATTN_DTYPE_Q8_0) | TXATTN_DTYPE_BIT(TXATTN_DTYPE_E4M3) |                     \
+   TXATTN_DTYPE_BIT(TXATTN_DTYPE_E5M2))
 TXATTN_API const char *txattn_dtype_name(txattn_dtype dtype);
 
 /* The kind of a mask tensor (txattn_problem.mask_tensor). */
@@ -109,8 +137,14 @@ typedef enum txattn_mask_tensor {
   TXATTN_MASK_TENSOR_BOOL = 1,     /* one byte per element, nonzero: the key is visible */
   TXATTN_MASK_TENSOR_ADDITIVE = 2, /* of txattn_problem.mask_type, added to the score */
 } txattn_mask_tensor;
-/* Bytes of one element: 4, 2, 2; 0 outside the enum. */
+/* Bytes of one block of txattn_dtype_block(dtype) values: 4, 2, 2, 34, 1, 1 (for every type
+   but Q8_0 a block is one element); 0 outside the enum. */
 TXATTN_API size_t txattn_dtype_size(txattn_dtype dtype);
+/* Values per block: 32 for Q8_0, 1 for the others; 0 outside the enum. */
+TXATTN_API int64_t txattn_dtype_block(txattn_dtype dtype);
+/* Bytes of n >= 0 consecutive values from a block's start: ceil(n / block) blocks (n itself for
+   an element type); 0 for n < 0 or a dtype outside the enum. */
+TXATTN_API int64_t txattn_dtype_bytes(txattn_dtype dtype, int64_t n);
 
 /* Public structs grow by appending fields, and each says how much of it the caller has in
  * struct_size, as the plugin ABI's do. Set it with the TXATTN_*_INIT macros (or to sizeof the
@@ -204,7 +238,8 @@ typedef struct txattn_problem {      /* zero-initialised fields take the default
 #define TXATTN_PROBLEM_SIZE_0_2_MODIFIERS offsetof(txattn_problem, mask_tensor)
 
 /* Element (b, h, i, c) of a tensor is at data[b*batch + h*head + i*row + c] (strides in elements of
-   the tensor's type, >= 0). All-zero strides mean contiguous [batch][heads][rows][dim]. */
+   the tensor's type, >= 0; for Q8_0 in values, each a multiple of 32: see txattn_dtype). All-zero
+   strides mean contiguous [batch][heads][rows][dim]. */
 typedef struct txattn_layout {
   int64_t batch, head, row;
 } txattn_layout;
@@ -260,15 +295,24 @@ typedef struct txattn_tensors {
      q_offsets [batch + 1] the first row of each sequence in q, o and lse, then the total. */
   const int32_t *block_table;
   const int64_t *q_offsets;
+  /* 8-bit K/V scales (after q_offsets, TXATTN_TENSORS_SIZE_0_2_PAGED): heads_kv fp32 scales
+     each, read when k_type (k_scale) or v_type (v_scale) is E4M3 or E5M2: K/V head h's value is
+     its fp8 value times k_scale[h] (v_scale[h]); one scale for the whole cache (vLLM's per-tensor
+     scale) is that scale repeated. Each is finite and > 0, and small and large enough that every
+     fp8 value times it is a normal fp32 or 0: 2^-117 <= s <= FLT_MAX / 448 for E4M3,
+     2^-110 <= s <= FLT_MAX / 57344 for E5M2 (so its rounding is relative, 2^-24 at most). Must be
+     NULL for the other types, where no scale applies (Q8_0 blocks carry their own). */
+  const float *k_scale, *v_scale;
 } txattn_tensors;
 #define TXATTN_TENSORS_INIT                                                                        \
   { .struct_size = sizeof(txattn_tensors) }
 /* Sizes as for txattn_problem: TXATTN_TENSORS_SIZE_0_2 (what 0 means), ..._SERVING (lse and the
-   lengths), ..._MODIFIERS (the modifiers' data) and sizeof(txattn_tensors) (the mask tensor, the
-   block table and q_offsets). */
+   lengths), ..._MODIFIERS (the modifiers' data), ..._PAGED (the mask tensor, the block table and
+   q_offsets) and sizeof(txattn_tensors) (the 8-bit scales). */
 #define TXATTN_TENSORS_SIZE_0_2           (offsetof(txattn_tensors, struct_size) + sizeof(size_t))
 #define TXATTN_TENSORS_SIZE_0_2_SERVING   offsetof(txattn_tensors, alibi_slopes)
 #define TXATTN_TENSORS_SIZE_0_2_MODIFIERS offsetof(txattn_tensors, mask)
+#define TXATTN_TENSORS_SIZE_0_2_PAGED     offsetof(txattn_tensors, k_scale)
 
 /* struct_size comes first here, where version 0.1 had plugin_path: a 0.1-style positional
    initialiser such as {"plugins", "table.json", 4} still compiles (with int-conversion warnings)
@@ -490,6 +534,33 @@ TXATTN_API txattn_table_status txattn_context_table_status(const txattn_context 
 TXATTN_API const char *txattn_context_table_state(const txattn_context *ctx);
 /* The table file the context looked for; "" when none (tables off, or no location known). */
 TXATTN_API const char *txattn_context_table_path(const txattn_context *ctx);
+
+/* Conversions between element types, so that a caller never writes the 8-bit formats by hand.
+   Converts the n values at src (of src_type) to dst_type at dst: one row of a tensor, or any run
+   of values contiguous in both (a whole cache, its heads and rows back to back). With Q8_0 on
+   either side, n is a multiple of 32 and the run starts at a block. src and dst must not overlap.
+   `scale` is the fp32 scale of an fp8 side (txattn_tensors.k_scale[h] of the head the values
+   belong to; finite, > 0) and must be 1 otherwise. E_INVALID names what is wrong (nothing is
+   written then); 8-bit to 8-bit is refused (convert through F32).
+   To Q8_0 (src f32, f16 or bf16): as ggml's quantize_row_q8_0: per block amax = max |x|,
+     d = amax / 127, q = roundf(x * (1 / d)) (half away from zero; all q 0 when amax is 0), d
+     stored as f16 (nearest even). Refused, naming the value, for a NaN or infinite value or one
+     whose block's d overflows f16 (|x| > 65504 * 127).
+   To E4M3 / E5M2: x / scale in fp32, then rounded to nearest even in the fp8 format; values past
+     the largest (448, 57344), infinities included, saturate to it with their sign (as vLLM's
+     saturating cast); NaN stays NaN.
+   From 8 bits (to f32, f16, bf16): the value the kernels compute on (q * d, exact; fp8 * scale
+     rounded to fp32 once), then rounded to nearest even to dst_type.
+   Between f32, f16 and bf16: rounded to nearest even (f16 overflow becomes Inf), as kernels round
+   their o. */
+TXATTN_API txattn_status txattn_convert(const void *src, txattn_dtype src_type, void *dst,
+                                        txattn_dtype dst_type, int64_t n, float scale);
+/* The scale that maps the largest |x| of n values at src (f32, f16 or bf16; NaN skipped) onto
+   fp8_type's largest value: amax / 448 (E4M3) or amax / 57344 (E5M2), rounded to fp32, as vLLM
+   computes its dynamic scale; 1 when every value is 0. E_INVALID for an infinite value or a type
+   that is not fp8. */
+TXATTN_API txattn_status txattn_convert_scale(const void *src, txattn_dtype src_type, int64_t n,
+                                              txattn_dtype fp8_type, float *scale);
 
 /* Helpers for callers and tools */
 /* Validates p and writes it to *out with every default filled in. */
