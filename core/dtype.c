@@ -2,6 +2,7 @@
 /* Elements of every txattn_dtype, for the reference and the error bound. */
 #include "dtype.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -67,4 +68,28 @@ double txattn__ulp(txattn_dtype t, double x) {
     e = e - 1 < f.emin ? f.emin : e - 1;
   }
   return ldexp(1.0, e - f.p + 1);
+}
+
+void txattn__fp8_range(txattn_dtype t, double *lo, double *hi, double *largest) {
+  const int e4m3 = t == TXATTN_DTYPE_E4M3;
+  *largest = e4m3 ? 448.0 : 57344.0;
+  *lo = e4m3 ? 0x1p-117 : 0x1p-110; /* the smallest subnormal (2^-9, 2^-16) times it is 2^-126 */
+  *hi = FLT_MAX / *largest;
+}
+
+uint8_t txattn__fp8_bits(txattn_dtype t, float x) {
+  const int e4m3 = t == TXATTN_DTYPE_E4M3, mbits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15;
+  const format f = {mbits + 1, 1 - bias, e4m3 ? 8 : 15};
+  const uint8_t sign = signbit(x) ? 0x80 : 0;
+  if (isnan(x)) return sign | (e4m3 ? 0x7f : 0x7e);
+  double lo, hi, largest;
+  txattn__fp8_range(t, &lo, &hi, &largest);
+  double a = isinf(x) ? largest : fmin(round_to(fabs((double)x), f), largest);
+  if (a == 0.0) return sign;
+  int e;
+  frexp(a, &e);
+  e -= 1;                                                          /* a in [2^e, 2^(e+1)) */
+  if (e < f.emin) return sign | (uint8_t)ldexp(a, mbits - f.emin); /* subnormal: the mantissa */
+  const int m = (int)ldexp(a, mbits - e) - (1 << mbits);
+  return sign | (uint8_t)(((e + bias) << mbits) | m);
 }

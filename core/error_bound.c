@@ -9,7 +9,8 @@
  * sqrt(d_qk) u L (the probabilistic analysis of Higham and Mary, lambda = 1). Score errors of at
  * most delta move a softmax-weighted average of V rows by at most delta * max|V| to first order.
  * Everything else (exp, sums, P V, the running max) does not grow with L and fits in the tolerance.
- * 16-bit inputs are exact in fp32, so they change nothing. A 16-bit o is rounded to its type twice,
+ * 16-bit inputs are exact in fp32, so they change nothing, and so are q8_0's (q * d: 8 + 11 bits);
+ * an fp8 value times its fp32 scale may round once: 2^-24 L more for K, 2^-24 max|V| for V. A 16-bit o is rounded to its type twice,
  * by the kernel and by the reference, each by at most half an ulp of the largest |O|: the bound adds
  * one ulp of max|V| + the fp32 bound (|O| <= max|V|, a convex combination of V rows).
  * docs/error_bound.md has the derivation and the measurements behind the constant. In a ragged
@@ -31,9 +32,9 @@
 /* sum_c |q_c k_c| in double (each product of two floats is exact in double; q is the query row
    widened once); NaN if it is not finite, so that a NaN or infinite input never counts (its rows
    follow the NaN rule). */
-static double abs_dot(const txattn_problem *p, const double *q, const void *k) {
+static double abs_dot(const txattn_problem *p, const double *q, const void *k, double ks) {
   double s = 0.0;
-  for (int64_t c = 0; c < p->d_qk; c++) s += fabs(q[c] * txattn__load(k, p->k_type, c));
+  for (int64_t c = 0; c < p->d_qk; c++) s += fabs(q[c] * (txattn__load(k, p->k_type, c) * ks));
   return isfinite(s) ? s : NAN;
 }
 
@@ -58,8 +59,9 @@ static double max_abs_visible_v(const txattn_problem *p, const txattn_tensors *t
       for (int64_t j = 0; j < p->n_kv; j++) {
         if (!seen[j]) continue;
         const void *v = txattn_kv_row_of(p, t, t->v_data, p->v_type, &t->v_layout, b, h, j);
+        const double vs = txattn__kv_scale(t->v_scale, h);
         for (int64_t c = 0; c < p->d_v; c++) {
-          double x = fabs(txattn__load(v, p->v_type, c));
+          double x = fabs(txattn__load(v, p->v_type, c) * vs);
           if (isfinite(x) && x > m) m = x;
         }
       }
@@ -116,7 +118,8 @@ static double max_visible_abs_dot(const txattn_problem *p, const txattn_tensors 
             if (bias == -INFINITY) continue; /* hidden by the mask tensor */
             if (!isfinite(bias)) continue;   /* +inf or NaN: the row is NaN */
             double s = abs_dot(
-                p, q, txattn_kv_row_of(p, t, t->k_data, p->k_type, &t->k_layout, b, h / group, j));
+                p, q, txattn_kv_row_of(p, t, t->k_data, p->k_type, &t->k_layout, b, h / group, j),
+                txattn__kv_scale(t->k_scale, h / group));
             if (s > m) m = s; /* NaN compares false: left out */
             if (modified && isfinite(s)) {
               double e = modifier_error(p, t, h, i, j, fabs((double)p->scale) * s, bias);
@@ -183,10 +186,16 @@ static txattn_status bound_terms(const char *who, const txattn_problem *p, const
   return txattn__ok();
 }
 
-/* c = 3 + sqrt(d_qk): each fp32 score is within c u L + mod of its exact value, mod the score
-   modifiers' own error (docs/error_bound.md). */
+/* Whether k or v (the type) is fp8, whose values times their scale a kernel may round to fp32
+   once: 2^-24 relative to each (docs/error_bound.md, "8-bit K and V"). */
+static int fp8(txattn_dtype type) {
+  return type == TXATTN_DTYPE_E4M3 || type == TXATTN_DTYPE_E5M2;
+}
+
+/* c = 3 + sqrt(d_qk), 4 + sqrt(d_qk) for an fp8 k: each fp32 score is within c u L + mod of its
+   exact value, mod the score modifiers' own error (docs/error_bound.md). */
 static double score_term(const txattn_problem *r, double l, double mod) {
-  return (3.0 + sqrt((double)r->d_qk)) * 0x1p-24 * l + mod;
+  return (3.0 + fp8(r->k_type) + sqrt((double)r->d_qk)) * 0x1p-24 * l + mod;
 }
 
 /* The bound on O from its terms (txattn_error_bound). A sink logit adds nothing: the kernels
@@ -195,6 +204,7 @@ static double score_term(const txattn_problem *r, double l, double mod) {
 static double o_bound(const txattn_problem *r, double max_v, double l, double mod) {
   double rel = score_term(r, l, mod);
   double e = max_v * (rel > TXATTN_EXACT_TOLERANCE ? rel : TXATTN_EXACT_TOLERANCE);
+  if (fp8(r->v_type)) e += 0x1p-24 * max_v; /* each V value, or the weighted sum, rounded once */
   if (r->o_type != TXATTN_DTYPE_F32) e += txattn__ulp(r->o_type, max_v + e);
   return e;
 }
@@ -209,7 +219,7 @@ static double o_bound(const txattn_problem *r, double max_v, double l, double mo
 static void lse_bound(const txattn_problem *r, double l, double mod, int64_t keys, double out[2]) {
   const double u = 0x1p-24, d = (double)(r->d_qk - 1), n = keys > 1 ? (double)keys : 1.0;
   const double a = fmin(d, 6.0 * sqrt(d)), b = fmin(4.6 * (n - 1.0), 6.0 * sqrt(8.76 * (n - 1.0)));
-  out[0] = (2.0 + a) * u * l + (3.0 + 3.0 * log(n) + b) * u + mod;
+  out[0] = (2.0 + fp8(r->k_type) + a) * u * l + (3.0 + 3.0 * log(n) + b) * u + mod;
   out[1] = 2.0 * u;
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* txattn_reference: the oracle. Plain loops in double, one row at a time, no cleverness: every
- * kernel is measured against this. 16-bit inputs are read exactly; the output is rounded once, from
+ * kernel is measured against this. 16-bit and 8-bit inputs are read exactly (an fp8 value times
+ * its head's scale, q8_0's q * d, both exact in double); the output is rounded once, from
  * double to o's type, and so is lse (p->lse) to fp32. A ragged batch is computed one sequence at a
  * time, each as a problem of its own lengths (txattn__sequence). */
 #include <math.h>
@@ -39,8 +40,8 @@ static double scores(const txattn_problem *p, const txattn_tensors *t, const dou
       if (hidden[j]) continue;
       ++*seen;
       const void *kj = txattn_kv_row_of(p, t, t->k_data, p->k_type, &t->k_layout, b, hk, j);
-      double dot = 0.0;
-      for (int64_t c = 0; c < p->d_qk; c++) dot += q[c] * txattn__load(kj, p->k_type, c);
+      double dot = 0.0, ks = txattn__kv_scale(t->k_scale, hk);
+      for (int64_t c = 0; c < p->d_qk; c++) dot += q[c] * (txattn__load(kj, p->k_type, c) * ks);
       s[j] = score(p, t, h, i, j, dot, bias);
       if (isnan(s[j]) || isnan(m))
         m = NAN;
@@ -77,7 +78,7 @@ static void reference_row(const txattn_problem *p, const txattn_tensors *t, int6
     if (lse) *lse = -INFINITY;
     return;
   }
-  double sum = 0.0;
+  double sum = 0.0, vs = txattn__kv_scale(t->v_scale, hk);
   int nan = 0;
   for (int64_t c = 0; c < p->d_v; c++) acc[c] = 0.0;
   for (int part = 0; part < 2; part++)
@@ -87,7 +88,7 @@ static void reference_row(const txattn_problem *p, const txattn_tensors *t, int6
       double w = exp(s[j] - m);
       const void *vj = txattn_kv_row_of(p, t, t->v_data, p->v_type, &t->v_layout, b, hk, j);
       sum += w;
-      for (int64_t c = 0; c < p->d_v; c++) acc[c] += w * txattn__load(vj, p->v_type, c);
+      for (int64_t c = 0; c < p->d_v; c++) acc[c] += w * (txattn__load(vj, p->v_type, c) * vs);
     }
   double den = p->sinks ? sum + exp((double)t->sinks[h] - m) : sum;
   for (int64_t c = 0; c < p->d_v; c++) nan |= isnan(acc[c] / den);

@@ -5,10 +5,12 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "dtype.h"
 #include "error.h"
 #include "problem.h"
 #include "struct_size.h"
 #include "tensors.h"
+#include "txattn/plugin.h"
 
 #define WHERE(t) ((t)->where != NULL ? (t)->where : "txattn_tensors.")
 
@@ -240,6 +242,59 @@ static void packed_tensor(txattn__tensor *x, int64_t rows) {
   x->count[2] = rows > 0 ? rows : 1;
 }
 
+/* A q8_0 tensor (its layout in values, made explicit here when all zero) as the checks see it:
+   strides that are multiples of 32 (so every row starts at a block) and, for the checks of
+   alignment, span and overlap, a tensor of 2-byte units, 17 to a 34-byte block (its f16 scale
+   needs 2-byte alignment). `units` receives the layout in units. */
+static txattn_status q8_0_tensor(txattn__tensor *x, txattn_layout *units) {
+  txattn_layout *l = x->layout;
+  if (l->batch == 0 && l->head == 0 && l->row == 0) {
+    l->row = x->count[3];
+    l->head = x->count[2] * l->row;
+    l->batch = x->count[1] * l->head;
+  }
+  int64_t *const v[3] = {&l->batch, &l->head, &l->row};
+  int64_t *const u[3] = {&units->batch, &units->head, &units->row};
+  for (int i = 0; i < 3; i++) {
+    TXATTN_RETURN_IF(*v[i] < 0 || *v[i] % 32 != 0, TXATTN_E_INVALID,
+                     "txattn_tensors.%s_layout.%s = %" PRId64
+                     " must be >= 0 and a multiple of 32, which %s_type q8_0 needs (strides "
+                     "count values; every row starts at a block of 32)",
+                     x->name, stride_names[i], *v[i], x->name);
+    *u[i] = *v[i] / 32 * 17;
+  }
+  x->layout = units;
+  x->count[3] = x->count[3] / 32 * 17;
+  x->elem = 2;
+  return TXATTN_OK;
+}
+
+/* The fp8 scales of k or v: heads_kv floats, each one whose product with every value of the
+   type is a normal fp32 or 0 (txattn/txattn.h); NULL for the other types. */
+static txattn_status kv_scale_check(const char *field, const float *s, txattn_dtype type,
+                                    const char *type_field, int64_t heads_kv) {
+  const int fp8 = type == TXATTN_DTYPE_E4M3 || type == TXATTN_DTYPE_E5M2;
+  if (!fp8) {
+    TXATTN_RETURN_IF(s != NULL, TXATTN_E_INVALID,
+                     "txattn_tensors.%s is set, but txattn_problem.%s is %s: only e4m3 and e5m2 "
+                     "take a scale (set it to NULL)",
+                     field, type_field, txattn_dtype_name(type));
+    return TXATTN_OK;
+  }
+  TXATTN_RETURN_IF(s == NULL, TXATTN_E_INVALID,
+                   "txattn_tensors.%s is NULL, but txattn_problem.%s is %s (heads_kv fp32 scales; "
+                   "a txattn_tensors whose struct_size stops before %s has none)",
+                   field, type_field, txattn_dtype_name(type), field);
+  double lo, hi, largest;
+  txattn__fp8_range(type, &lo, &hi, &largest);
+  for (int64_t h = 0; h < heads_kv; h++)
+    TXATTN_RETURN_IF(!(s[h] >= lo && s[h] <= hi), TXATTN_E_INVALID,
+                     "txattn_tensors.%s[%" PRId64 "] = %g must be finite and within %g .. %g "
+                     "(> 0, and every %s value times it a normal fp32)",
+                     field, h, (double)s[h], lo, hi, txattn_dtype_name(type));
+  return TXATTN_OK;
+}
+
 txattn_status txattn__tensors_check(const txattn_problem *r, const txattn_tensors *t,
                                     txattn_tensors *out) {
   TXATTN_RETURN_IF(t == NULL, TXATTN_E_INVALID, "txattn_tensors is NULL");
@@ -283,6 +338,10 @@ txattn_status txattn__tensors_check(const txattn_problem *r, const txattn_tensor
     packed_tensor(&ts[0], total);
     packed_tensor(&ts[3], total);
   }
+  txattn_layout units[2];
+  for (int i = 1; i < 3; i++)
+    if ((i == 1 ? r->k_type : r->v_type) == TXATTN_DTYPE_Q8_0)
+      TXATTN_FORWARD_IF_ERROR(q8_0_tensor(&ts[i], &units[i - 1]));
   for (int i = 0; i < 4; i++) TXATTN_FORWARD_IF_ERROR(txattn__tensor_check(&ts[i]));
   TXATTN_FORWARD_IF_ERROR(txattn__tensor_no_self_alias(&ts[3]));
   for (int i = 0; i < 3; i++)
@@ -317,6 +376,8 @@ txattn_status txattn__tensors_check(const txattn_problem *r, const txattn_tensor
     TXATTN_FORWARD_IF_ERROR(block_table_check(r, &c));
   else
     c.block_table = NULL;
+  TXATTN_FORWARD_IF_ERROR(kv_scale_check("k_scale", c.k_scale, r->k_type, "k_type", r->heads_kv));
+  TXATTN_FORWARD_IF_ERROR(kv_scale_check("v_scale", c.v_scale, r->v_type, "v_type", r->heads_kv));
   if (r->alibi)
     TXATTN_FORWARD_IF_ERROR(
         txattn__head_floats_check("alibi_slopes", c.alibi_slopes, r->heads_q, 0));
@@ -337,7 +398,7 @@ txattn_status txattn__tensors_check(const txattn_problem *r, const txattn_tensor
 }
 
 static const void *advance(const void *base, int64_t elements, txattn_dtype type) {
-  return (const unsigned char *)base + elements * (int64_t)txattn_dtype_size(type);
+  return (const unsigned char *)base + txattn_elem_offset(type, elements);
 }
 
 void txattn__sequence(const txattn_problem *r, const txattn_tensors *x, int64_t b,

@@ -134,6 +134,10 @@ static const struct defect defects[] = {
      "broken_twin_name.scalar",
      "a one-thread twin named \"Naive\"",
      {"one_thread_same_as", "name", NULL}},
+    {BROKEN("kv8_q"),
+     "broken_kv8_q.scalar",
+     "a kernel declaring q8_0 q (the 8-bit types are k's and v's only)",
+     {"dtypes[0]", NULL}},
     {"bad.so", NULL, "a text file named .so", {"elf", "dlopen", "load", "shared object", NULL}},
 };
 #define N_DEFECTS (sizeof defects / sizeof defects[0])

@@ -6,7 +6,8 @@
  * txattn_attention holding every running request's prefill chunk or decode row. Sampled steps
  * check the sampled sequences' rows against txattn_reference within txattn_error_bound, and the
  * cache pages against the values their tokens were given. Prints tokens per second (prefill and
- * decode) and cache memory for f32 and f16 caches. Exits 1 if a library call fails, a row is not
+ * decode) and cache memory for f32, f16 and q8_0 caches (ggml's blocks, filled by txattn_convert;
+ * q and o f16 then). Exits 1 if a library call fails, a row is not
  * exact, the cache holds a wrong value or a page is not back on the free list at the end; 2 on a
  * bad option. `serving --help` lists the options. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
@@ -26,7 +27,7 @@ typedef struct options {
   uint64_t seed;
   int threads, require_sharing, n_types;
   const char *inject; /* self-test: break one thing the checks must catch */
-  txattn_dtype types[2];
+  txattn_dtype types[3];
 } options;
 
 /* ---- synthetic values ---- */
@@ -106,7 +107,7 @@ typedef struct group {
 
 typedef struct server {
   const options *o;
-  txattn_dtype type;
+  txattn_dtype type, qtype; /* the cache's (K and V) and q's and o's: f16 beside a q8_0 cache */
   int64_t P, hk, d, hq, max_pages, n_pages, max_ctx;
   void *k_pool, *v_pool, *q, *out, *out_ref;
   int32_t *free_list, *refs, *table;
@@ -131,13 +132,15 @@ static int inject(server *s, const char *what, int64_t step) {
   if (strcmp(what, "leak") != 0 && (s->o->check_every == 0 || step % s->o->check_every != 0))
     return 0;
   if (strcmp(what, "row") == 0) /* the step's first output element (a sampled row's), 2^-6 off */
-    store(s->out, s->type, 0, load(s->out, s->type, 0) * (1 + 0x1p-6) + 0x1p-6);
+    store(s->out, s->qtype, 0, load(s->out, s->qtype, 0) * (1 + 0x1p-6) + 0x1p-6);
   s->injected = 1;
   return 1;
 }
 
+/* The byte offset of a row of a page: heads-major pages (all-zero layout), rows of d values,
+   whole q8_0 blocks when the cache is q8_0 (d is a multiple of 32). */
 static int64_t pool_at(const server *s, int64_t page, int64_t h, int64_t row) {
-  return ((page * s->hk + h) * s->P + row) * s->d; /* heads-major pages: all-zero layout */
+  return txattn_dtype_bytes(s->type, ((page * s->hk + h) * s->P + row) * s->d);
 }
 
 /* The page for token `pos` of r, taken from the free list when pos starts a page. The admission
@@ -164,35 +167,56 @@ static uint64_t kv_state(const server *s, const request *r, int64_t id, int64_t 
                          : token_state(s->o->seed, (uint64_t)id, pos, 3);
 }
 
-/* K and V of token `pos` of r into its page. */
-static void write_kv(server *s, request *r, int64_t id, int64_t pos) {
-  const int32_t page = page_for(s, r, pos);
+/* The K and V rows of token `pos` of r, head h, as the cache stores them (txattn_convert from
+   the fp32 values: rounded to f16, or quantised to q8_0 as ggml does) into k and v, each
+   txattn_dtype_bytes(type, d) bytes. */
+static int token_rows(const server *s, const request *r, int64_t id, int64_t pos, void *k,
+                      void *v) {
   uint64_t st = kv_state(s, r, id, pos);
-  for (int64_t h = 0; h < s->hk; h++)
+  float kf[512], vf[512]; /* d <= 512 */
+  int rc = 0;
+  for (int64_t h = 0; h < s->hk; h++) {
     for (int64_t x = 0; x < s->d; x++) {
-      store(s->k_pool, s->type, pool_at(s, page, h, pos % s->P) + x, uniform(&st));
-      store(s->v_pool, s->type, pool_at(s, page, h, pos % s->P) + x, uniform(&st));
+      kf[x] = (float)uniform(&st);
+      vf[x] = (float)uniform(&st);
     }
+    const int64_t row = txattn_dtype_bytes(s->type, s->d);
+    rc |= failed(txattn_convert(kf, TXATTN_DTYPE_F32, (char *)k + h * row, s->type, s->d, 1.0f),
+                 "txattn_convert");
+    rc |= failed(txattn_convert(vf, TXATTN_DTYPE_F32, (char *)v + h * row, s->type, s->d, 1.0f),
+                 "txattn_convert");
+  }
+  return rc;
+}
+
+/* K and V of token `pos` of r into its page. */
+static int write_kv(server *s, request *r, int64_t id, int64_t pos) {
+  const int32_t page = page_for(s, r, pos);
+  char k[512 * 4 * 16], v[sizeof k]; /* heads_kv <= 16 rows of d <= 512 values */
+  if (token_rows(s, r, id, pos, k, v)) return 1;
+  const int64_t row = txattn_dtype_bytes(s->type, s->d);
+  for (int64_t h = 0; h < s->hk; h++) {
+    memcpy((char *)s->k_pool + pool_at(s, page, h, pos % s->P), k + h * row, (size_t)row);
+    memcpy((char *)s->v_pool + pool_at(s, page, h, pos % s->P), v + h * row, (size_t)row);
+  }
+  return 0;
 }
 
 /* Whether the pages a block table row names hold the values write_kv gave the tokens 0 .. kv - 1
    of request r (shared pages too). */
 static int cache_holds(const server *s, const request *r, const int32_t *row, int64_t id,
                        int64_t kv) {
+  char k[512 * 4 * 16], v[sizeof k];
+  const int64_t bytes = txattn_dtype_bytes(s->type, s->d);
   for (int64_t pos = 0; pos < kv; pos++) {
-    uint64_t st = kv_state(s, r, id, pos);
     const int64_t page = row[pos / s->P];
-    for (int64_t h = 0; h < s->hk; h++)
-      for (int64_t x = 0; x < s->d; x++) {
-        const double k = uniform(&st), v = uniform(&st);
-        const int64_t at = pool_at(s, page, h, pos % s->P) + x;
-        float kf = (float)k, vf = (float)v;
-        if (s->type == TXATTN_DTYPE_F16) {
-          kf = f16_to_float(f16_from_float(kf));
-          vf = f16_to_float(f16_from_float(vf));
-        }
-        if (load(s->k_pool, s->type, at) != kf || load(s->v_pool, s->type, at) != vf) return 0;
-      }
+    if (token_rows(s, r, id, pos, k, v)) return 0;
+    for (int64_t h = 0; h < s->hk; h++) {
+      const int64_t at = pool_at(s, page, h, pos % s->P);
+      if (memcmp((const char *)s->k_pool + at, k + h * bytes, (size_t)bytes) != 0 ||
+          memcmp((const char *)s->v_pool + at, v + h * bytes, (size_t)bytes) != 0)
+        return 0;
+    }
   }
   return 1;
 }
@@ -273,9 +297,8 @@ static int check_sequence(server *s, const txattn_problem *p, const txattn_tenso
   sp.batch = 1;
   const int64_t off = s->q_offsets[b], rows = s->rows[b], row_elems = s->hq * s->d;
   const int64_t offsets[2] = {0, rows}, kv[1] = {s->kv_lens[b]};
-  const size_t esize = txattn_dtype_size(s->type);
   txattn_tensors st = *t;
-  st.q_data = (const char *)t->q_data + (size_t)(off * row_elems) * esize;
+  st.q_data = (const char *)t->q_data + txattn_dtype_bytes(s->qtype, off * row_elems);
   st.o_data = s->out_ref;
   st.q_offsets = offsets;
   st.kv_lens = kv;
@@ -287,7 +310,7 @@ static int check_sequence(server *s, const txattn_problem *p, const txattn_tenso
   double err = 0;
   for (int64_t i = 0; i < rows * row_elems; i++) {
     const double e =
-        fabs(load(s->out, s->type, off * row_elems + i) - load(s->out_ref, s->type, i));
+        fabs(load(s->out, s->qtype, off * row_elems + i) - load(s->out_ref, s->qtype, i));
     if (!(e <= err)) err = e; /* a NaN sticks */
   }
   ty->checked_rows += rows;
@@ -324,8 +347,13 @@ static void server_free(server *s) {
 
 /* Serves every request with the cache of `type`; 0 on success. */
 static int serve(txattn_context *ctx, const options *o, txattn_dtype type) {
-  server s = {
-      .o = o, .type = type, .P = o->page_size, .hk = o->heads_kv, .d = o->d, .hq = o->heads_q};
+  server s = {.o = o,
+              .type = type,
+              .qtype = type == TXATTN_DTYPE_Q8_0 ? TXATTN_DTYPE_F16 : type,
+              .P = o->page_size,
+              .hk = o->heads_kv,
+              .d = o->d,
+              .hq = o->heads_q};
   int rc = 1;
   uint64_t st = o->seed;
   s.req = zalloc(o->requests, sizeof *s.req);
@@ -362,13 +390,14 @@ static int serve(txattn_context *ctx, const options *o, txattn_dtype type) {
   }
   const int64_t page_elems = s.P * s.hk * s.d, row_elems = s.hq * s.d;
   const int64_t max_rows = o->max_running * o->chunk;
-  const size_t esize = txattn_dtype_size(type);
+  const size_t esize = txattn_dtype_size(s.qtype),
+               pool_bytes = (size_t)txattn_dtype_bytes(type, page_elems);
   for (int64_t i = 0; i < o->requests; i++)
     if (!(s.req[i].pages = zalloc(s.max_pages, sizeof(int32_t)))) goto oom;
   for (int64_t g = 0; g < o->groups; g++)
     if (!(s.grp[g].pages = zalloc(s.max_pages, sizeof(int32_t)))) goto oom;
-  s.k_pool = zalloc(s.n_pages * page_elems, esize);
-  s.v_pool = zalloc(s.n_pages * page_elems, esize);
+  s.k_pool = zalloc(s.n_pages, pool_bytes);
+  s.v_pool = zalloc(s.n_pages, pool_bytes);
   s.q = zalloc(max_rows * row_elems, esize);
   s.out = zalloc(max_rows * row_elems, esize);
   s.out_ref = zalloc(o->chunk * row_elems, esize);
@@ -396,7 +425,8 @@ static int serve(txattn_context *ctx, const options *o, txattn_dtype type) {
   p.n_kv = s.max_ctx;
   p.d_qk = s.d;
   p.mask = TXATTN_MASK_CAUSAL; /* bottom-right within each sequence */
-  p.q_type = p.k_type = p.v_type = p.o_type = type;
+  p.k_type = p.v_type = type;
+  p.q_type = p.o_type = s.qtype;
   p.page_size = s.P;
   p.max_pages = s.max_pages;
   p.n_pages = s.n_pages;
@@ -412,8 +442,8 @@ static int serve(txattn_context *ctx, const options *o, txattn_dtype type) {
 
   txattn_plan *plan = NULL; /* the kernel txattn_attention's cached plan will run, said once */
   if (failed(txattn_plan_create(ctx, &p, NULL, &plan), "txattn_plan_create")) goto out;
-  printf("%s cache: kernel %s (%s)\n", txattn_dtype_name(type), txattn_plan_kernel(plan),
-         txattn_plan_why(plan));
+  printf("%s cache: kernel %s (%s; q and o %s)\n", txattn_dtype_name(type),
+         txattn_plan_kernel(plan), txattn_plan_why(plan), txattn_dtype_name(s.qtype));
   txattn_plan_free(plan);
 
   tally ty = {0};
@@ -433,10 +463,10 @@ static int serve(txattn_context *ctx, const options *o, txattn_dtype type) {
       s.rows[b] = rows;
       for (int64_t i = 0; i < rows; i++) { /* the new tokens' K/V into their pages, their Q rows */
         const int64_t pos = r->kv + i;
-        write_kv(&s, r, id, pos);
+        if (write_kv(&s, r, id, pos)) goto out;
         uint64_t qs = token_state(o->seed, (uint64_t)id, pos, 2);
         for (int64_t x = 0; x < row_elems; x++)
-          store(s.q, type, (total + i) * row_elems + x, uniform(&qs));
+          store(s.q, s.qtype, (total + i) * row_elems + x, uniform(&qs));
         if (r->state == PREFILL)
           prefill_pairs += (double)(pos + 1);
         else
@@ -494,8 +524,7 @@ static int serve(txattn_context *ctx, const options *o, txattn_dtype type) {
     }
   }
 
-  const double mib = 1.0 / (1024.0 * 1024.0),
-               page_bytes = 2.0 * (double)(page_elems * (int64_t)esize);
+  const double mib = 1.0 / (1024.0 * 1024.0), page_bytes = 2.0 * (double)pool_bytes;
   printf("%s cache: %" PRId64 " requests in %" PRId64 " steps; prefill %" PRId64
          " tokens, %.0f tokens/s; decode %" PRId64 " tokens, %.0f tokens/s\n",
          txattn_dtype_name(type), o->requests, ty.steps, ty.prefill_tokens,
@@ -536,12 +565,14 @@ oom:
 
 static void usage(FILE *f) {
   fprintf(f, "usage: serving [--requests N] [--seed S] [--page-size P] [--chunk C] [--heads HQ]\n"
-             "               [--heads-kv HK] [--d D] [--dtype f32|f16|both] [--max-running B]\n"
+             "               [--heads-kv HK] [--d D] [--dtype f32|f16|q8_0|both|all]\n"
+             "               [--max-running B]\n"
              "               [--pages N] [--groups G] [--prompt-max L] [--output-max L]\n"
              "               [--check-every K] [--threads T] [--require-sharing]\n"
              "               [--inject leak|wrong-page|row]\n"
              "Serves N requests (prompt up to L tokens, a prefix shared within each of G groups)\n"
              "with a paged K/V cache, B requests at a time, one packed call per step; checks\n"
+             "(both: f32 and f16 caches; all, the default: also q8_0, with f16 q and o)\n"
              "every K-th step's sampled rows against txattn_reference (0: never).\n"
              "--inject breaks one thing on purpose (a page kept, a block table out of order, an\n"
              "output element off) to show that the checks catch it.\n");
@@ -568,8 +599,8 @@ int main(int argc, char **argv) {
                .output_max = 48,
                .check_every = 16,
                .seed = 1,
-               .n_types = 2,
-               .types = {TXATTN_DTYPE_F32, TXATTN_DTYPE_F16}};
+               .n_types = 3,
+               .types = {TXATTN_DTYPE_F32, TXATTN_DTYPE_F16, TXATTN_DTYPE_Q8_0}};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     int64_t n = 0;
@@ -607,8 +638,12 @@ int main(int argc, char **argv) {
       o.n_types = 1, o.types[0] = TXATTN_DTYPE_F32, i++;
     } else if (strcmp(a, "--dtype") == 0 && v && strcmp(v, "f16") == 0) {
       o.n_types = 1, o.types[0] = TXATTN_DTYPE_F16, i++;
+    } else if (strcmp(a, "--dtype") == 0 && v && strcmp(v, "q8_0") == 0) {
+      o.n_types = 1, o.types[0] = TXATTN_DTYPE_Q8_0, i++;
     } else if (strcmp(a, "--dtype") == 0 && v && strcmp(v, "both") == 0) {
       o.n_types = 2, i++;
+    } else if (strcmp(a, "--dtype") == 0 && v && strcmp(v, "all") == 0) {
+      o.n_types = 3, i++;
     } else if (strcmp(a, "--inject") == 0 && v &&
                (strcmp(v, "leak") == 0 || strcmp(v, "wrong-page") == 0 || strcmp(v, "row") == 0)) {
       o.inject = v, i++;
@@ -628,6 +663,18 @@ int main(int argc, char **argv) {
             o.heads_q, o.heads_kv);
     return 2;
   }
+  if (o.d > 512 || o.heads_kv > 16) {
+    fprintf(stderr, "serving: --d is at most 512 and --heads-kv at most 16\n");
+    return 2;
+  }
+  for (int i = 0; i < o.n_types; i++)
+    if (o.types[i] == TXATTN_DTYPE_Q8_0 && o.d % 32 != 0) {
+      fprintf(stderr,
+              "serving: a q8_0 cache needs --d a multiple of 32 (its blocks), not %" PRId64
+              "; --dtype both leaves it out\n",
+              o.d);
+      return 2;
+    }
   txattn_options opts = TXATTN_OPTIONS_INIT;
   opts.n_threads = o.threads;
   txattn_context *ctx = NULL;

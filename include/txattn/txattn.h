@@ -540,7 +540,7 @@ TXATTN_API const char *txattn_context_table_path(const txattn_context *ctx);
    of values contiguous in both (a whole cache, its heads and rows back to back). With Q8_0 on
    either side, n is a multiple of 32 and the run starts at a block. src and dst must not overlap.
    `scale` is the fp32 scale of an fp8 side (txattn_tensors.k_scale[h] of the head the values
-   belong to; finite, > 0) and must be 1 otherwise. E_INVALID names what is wrong (nothing is
+   belong to, within the range k_scale takes) and must be 1 otherwise. E_INVALID names what is wrong (nothing is
    written then); 8-bit to 8-bit is refused (convert through F32).
    To Q8_0 (src f32, f16 or bf16): as ggml's quantize_row_q8_0: per block amax = max |x|,
      d = amax / 127, q = roundf(x * (1 / d)) (half away from zero; all q 0 when amax is 0), d
@@ -557,8 +557,9 @@ TXATTN_API txattn_status txattn_convert(const void *src, txattn_dtype src_type, 
                                         txattn_dtype dst_type, int64_t n, float scale);
 /* The scale that maps the largest |x| of n values at src (f32, f16 or bf16; NaN skipped) onto
    fp8_type's largest value: amax / 448 (E4M3) or amax / 57344 (E5M2), rounded to fp32, as vLLM
-   computes its dynamic scale; 1 when every value is 0. E_INVALID for an infinite value or a type
-   that is not fp8. */
+   computes its dynamic scale; raised to the least scale txattn_tensors.k_scale takes (2^-117,
+   2^-110) when smaller, and 1 when every value is 0. E_INVALID for an infinite value, a src_type
+   that is 8-bit or an fp8_type that is not fp8. */
 TXATTN_API txattn_status txattn_convert_scale(const void *src, txattn_dtype src_type, int64_t n,
                                               txattn_dtype fp8_type, float *scale);
 

@@ -10,7 +10,8 @@
  * keys broadcast with stride 0; docs/measurements.md).
  *
  * 16-bit tensors: every element is widened to float as it is read (exactly) and the output row is
- * rounded to o's type at the end (half.h), so the arithmetic is the fp32 path's.
+ * rounded to o's type at the end (half.h), so the arithmetic is the fp32 path's. 8-bit K and V
+ * the same way: q8_0's q * d exactly, an fp8 value times its head's scale rounded to fp32.
  */
 #include <math.h>
 
@@ -18,11 +19,25 @@
 #include "mask_value.h"
 #include "naive.h"
 
-/* Element c of a row of type t, as a float (exact). */
-static float elem(const void *row, txattn_dtype t, int64_t c) {
-  if (t == TXATTN_DTYPE_F32) return ((const float *)row)[c];
-  uint16_t bits = ((const uint16_t *)row)[c];
-  return t == TXATTN_DTYPE_F16 ? txh_f16_to_f32(bits) : txh_bf16_to_f32(bits);
+/* Element c of a row of type t as the float every kernel computes on: exact for the 16-bit
+   types and q8_0 (q * d), an fp8 value times its head's scale rounded once (txattn_row_to_f32). */
+static float elem(const void *row, txattn_dtype t, float scale, int64_t c) {
+  switch (t) {
+  case TXATTN_DTYPE_F32:
+    return ((const float *)row)[c];
+  case TXATTN_DTYPE_F16:
+    return txh_f16_to_f32(((const uint16_t *)row)[c]);
+  case TXATTN_DTYPE_BF16:
+    return txh_bf16_to_f32(((const uint16_t *)row)[c]);
+  case TXATTN_DTYPE_Q8_0: {
+    const txattn_block_q8_0 *blk = (const txattn_block_q8_0 *)row + c / 32;
+    return (float)blk->qs[c % 32] * txattn_f16_value(blk->d);
+  }
+  case TXATTN_DTYPE_E4M3:
+    return txattn_e4m3_value(((const uint8_t *)row)[c]) * scale;
+  default:
+    return txattn_e5m2_value(((const uint8_t *)row)[c]) * scale;
+  }
 }
 
 /* A max that keeps a NaN once it has seen one. fmaxf(m, a) and (a > m ? a : m) both skip a NaN
@@ -32,9 +47,9 @@ static float max_keep_nan(float m, float a) {
   return (a > m || isnan(a)) ? a : m;
 }
 
-static float dot(const float *a, const void *b, txattn_dtype b_type, int64_t n) {
+static float dot(const float *a, const void *b, txattn_dtype b_type, float b_scale, int64_t n) {
   float sum = 0.0f;
-  for (int64_t c = 0; c < n; c++) sum += a[c] * elem(b, b_type, c);
+  for (int64_t c = 0; c < n; c++) sum += a[c] * elem(b, b_type, b_scale, c);
   return sum;
 }
 
@@ -67,6 +82,8 @@ static float attend_row(const txattn_kernel_call *call, int64_t b, int64_t h, in
   const float sign = !modified && p->scale < 0.0f ? -1.0f : 1.0f,
               mag = modified ? 1.0f : fabsf(p->scale);
   const float slope = slopes ? slopes[h] : 0.0f;
+  const float *ks = txattn_k_scale_of(p, t), *vs = txattn_v_scale_of(p, t);
+  const float k_scale = ks ? ks[h_kv] : 1.0f, v_scale = vs ? vs[h_kv] : 1.0f;
   const int64_t pos = i + (p->n_kv - p->n_q);
   float max = -INFINITY;
   int64_t seen = 0;
@@ -77,7 +94,7 @@ static float attend_row(const txattn_kernel_call *call, int64_t b, int64_t h, in
       if (hidden[j]) continue;
       seen++;
       const void *k = txattn_kv_row_of(p, t, t->k_data, p->k_type, &t->k_layout, b, h_kv, j);
-      float d = dot(q, k, p->k_type, p->d_qk);
+      float d = dot(q, k, p->k_type, k_scale, p->d_qk);
       scores[j] = modified ? modified_score(p, slope, pos, j, d) + bias : sign * d;
       /* Subtracting the row max keeps every exp() <= 1, so large logits cannot overflow. */
       max = max_keep_nan(max, scores[j]);
@@ -103,7 +120,7 @@ static float attend_row(const txattn_kernel_call *call, int64_t b, int64_t h, in
         if (!hidden[j]) /* a hidden key's V is never read */
           acc += (double)scores[j] *
                  elem(txattn_kv_row_of(p, t, t->v_data, p->v_type, &t->v_layout, b, h_kv, j),
-                      p->v_type, c);
+                      p->v_type, v_scale, c);
     out[c] = (float)(acc / den);
   }
   txattn_row_spread_nan(out, p->d_v);
@@ -148,7 +165,7 @@ txattn_status naive_run(const txattn_kernel_call *call) {
           row_lse = -INFINITY; /* log of an empty sum */
         } else {
           const void *qi = txattn_row_of(t->q_data, p->q_type, &t->q_layout, b, h, i);
-          for (int64_t c = 0; c < p->d_qk; c++) q[c] = elem(qi, p->q_type, c);
+          for (int64_t c = 0; c < p->d_qk; c++) q[c] = elem(qi, p->q_type, 1.0f, c);
           row_lse = attend_row(call, b, h, i, q, range, scores, hidden, out);
         }
         store_row(out, txattn_row_of_mut(t->o_data, p->o_type, &t->o_layout, b, h, i), p->o_type,

@@ -25,7 +25,9 @@ static const txattn_kernel_desc naive_scalar = {
     .applicable = naive_applicable,
     .workspace_size = naive_workspace_size,
     .run = naive_run,
-    .dtypes = {TXATTN_DTYPES_ALL, TXATTN_DTYPES_ALL, TXATTN_DTYPES_ALL, TXATTN_DTYPES_ALL},
+    /* every type each tensor may have: 8-bit K and V too, so every call has an exact kernel */
+    .dtypes = {TXATTN_DTYPES_ALL, TXATTN_DTYPES_ALL | TXATTN_DTYPES_KV8,
+               TXATTN_DTYPES_ALL | TXATTN_DTYPES_KV8, TXATTN_DTYPES_ALL},
 };
 
 static const txattn_kernel_desc *const naive_kernels[] = {&naive_scalar};

@@ -32,13 +32,16 @@ enum {
   A_SINK_KEYS,
   A_BLOCK_TABLE,
   A_Q_OFFSETS,
+  A_KV_DTYPE,
+  A_K_SCALE,
+  A_V_SCALE,
   A_COUNT
 };
 static const char *const arg_names[A_COUNT] = {
     "q",           "k",         "v",          "causal",       "window", "scale",
     "kv_lens",     "q_lens",    "return_lse", "out",          "kernel", "context",
     "out_dtype",   "attn_mask", "softcap",    "alibi_slopes", "sinks",  "sink_keys",
-    "block_table", "q_offsets"};
+    "block_table", "q_offsets", "kv_dtype",   "k_scale",      "v_scale"};
 static PyObject *arg_strs[A_COUNT];
 
 /* Which arguments each function takes (bits of A_*) */
@@ -47,7 +50,7 @@ static PyObject *arg_strs[A_COUNT];
   (BIT(A_Q) | BIT(A_K) | BIT(A_V) | BIT(A_CAUSAL) | BIT(A_WINDOW) | BIT(A_SCALE) |                 \
    BIT(A_KV_LENS) | BIT(A_Q_LENS) | BIT(A_RETURN_LSE) | BIT(A_OUT) | BIT(A_ATTN_MASK) |            \
    BIT(A_SOFTCAP) | BIT(A_ALIBI_SLOPES) | BIT(A_SINKS) | BIT(A_SINK_KEYS) | BIT(A_BLOCK_TABLE) |   \
-   BIT(A_Q_OFFSETS))
+   BIT(A_Q_OFFSETS) | BIT(A_KV_DTYPE) | BIT(A_K_SCALE) | BIT(A_V_SCALE))
 static const unsigned takes_attention = COMMON | BIT(A_KERNEL) | BIT(A_CONTEXT);
 static const unsigned takes_reference = COMMON;
 static const unsigned takes_bound = COMMON | BIT(A_OUT_DTYPE);
@@ -298,6 +301,19 @@ PyObject *txpy_set_default_context(PyObject *self, PyObject *context) {
   Py_RETURN_NONE;
 }
 
+/* kv_dtype: None, or "q8_0", "e4m3" or "e5m2" (the 8-bit caches k and v hold as uint8) */
+static int parse_kv_dtype(PyObject *x, int *out) {
+  if (!given(x)) return 0;
+  const char *s = PyUnicode_Check(x) ? PyUnicode_AsUTF8(x) : NULL;
+  for (int t = TXATTN_DTYPE_Q8_0; s != NULL && t <= TXATTN_DTYPE_E5M2; t++)
+    if (strcmp(s, txattn_dtype_name((txattn_dtype)t)) == 0) {
+      *out = t;
+      return 0;
+    }
+  PyErr_Format(PyExc_ValueError, "kv_dtype must be None, 'q8_0', 'e4m3' or 'e5m2'; got %R", x);
+  return -1;
+}
+
 /* The context a call runs in: the one given, else the default */
 static PyObject *context_of(PyObject *given_context) {
   if (!given(given_context)) return txpy_default_context(NULL, NULL);
@@ -329,10 +345,15 @@ static PyObject *call(int op, const char *fn, unsigned takes, PyObject *const *a
   o.q_offsets = given(a[A_Q_OFFSETS]) ? a[A_Q_OFFSETS] : NULL;
   o.lse = want_lse;
   o.attn_mask = a[A_ATTN_MASK];
+  o.k_scale = a[A_K_SCALE];
+  o.v_scale = a[A_V_SCALE];
+  int kv_dtype = -1;
+  if (parse_kv_dtype(a[A_KV_DTYPE], &kv_dtype)) return NULL;
   PyObject *target = NULL;
   if (op == TXPY_OP_ATTENTION && (target = context_of(a[A_CONTEXT])) == NULL) return NULL;
   txpy_call c;
   txpy_call_init(&c, op);
+  c.kv_dtype = kv_dtype;
   PyObject *result = NULL;
   if (txpy_call_inputs(&c, a[A_Q], a[A_K], a[A_V])) goto done;
   c.packed = o.q_offsets != NULL;
@@ -550,7 +571,7 @@ const char txpy_attention_doc[] =
     "attention($module, /, q, k, v, *, causal=False, window=None, scale=None, kv_lens=None, "
     "q_lens=None, attn_mask=None, return_lse=False, out=None, kernel=None, context=None, "
     "softcap=None, alibi_slopes=None, sinks=None, sink_keys=0, block_table=None, "
-    "q_offsets=None)\n--\n\n"
+    "q_offsets=None, kv_dtype=None, k_scale=None, v_scale=None)\n--\n\n"
     "O = softmax(scale * Q K^T + mask) V, exact (within txattn's error bound of the fp64\n"
     "reference), on the fastest kernel the dispatcher knows for the shape.\n\n"
     "q [batch, heads_q, n_q, d_qk], k [batch, heads_kv, n_kv, d_qk], v [batch, heads_kv, n_kv, "
@@ -604,7 +625,12 @@ const char txpy_attention_doc[] =
     "alone\n"
     "    (merge(..., sinks=) applies sinks to parts computed without them).\n"
     "sink_keys: K >= 0: the first K keys of each sequence are visible to every row beside what\n"
-    "    causal or window shows (StreamingLLM's sink tokens; without a mask every key is).\n\n"
+    "    causal or window shows (StreamingLLM's sink tokens; without a mask every key is).\n"
+    "kv_dtype: 'q8_0', 'e4m3' or 'e5m2': k and v are 8-bit caches held as uint8 arrays\n"
+    "    (quantize() makes them): e4m3/e5m2 one byte a value, q8_0 ggml's 34-byte blocks of 32\n"
+    "    values, its last dimension d / 32 * 34 bytes. Exact on the values the cache holds.\n"
+    "k_scale, v_scale: for fp8, the fp32 scale of each KV head (heads_kv numbers, or one float\n"
+    "    for every head): a value is its fp8 value times its head's scale.\n\n"
     "Returns o (same kind as q: NumPy array or torch tensor, q's dtype), or (o, lse). Raises\n"
     "ValueError (naming the argument and the shapes) for malformed arguments, TypeError for "
     "objects\n"
@@ -613,7 +639,8 @@ const char txpy_attention_doc[] =
 const char txpy_reference_doc[] =
     "reference($module, /, q, k, v, *, causal=False, window=None, scale=None, kv_lens=None, "
     "q_lens=None, attn_mask=None, return_lse=False, out=None, softcap=None, alibi_slopes=None, "
-    "sinks=None, sink_keys=0, block_table=None, q_offsets=None)\n--\n\n"
+    "sinks=None, sink_keys=0, block_table=None, q_offsets=None, kv_dtype=None, k_scale=None, "
+    "v_scale=None)\n--\n\n"
     "The fp64 oracle (txattn_reference): attention() computed in double precision on one thread,\n"
     "rounded once to the output's type. The arguments and results of attention(), without kernel\n"
     "and context.";
@@ -621,7 +648,8 @@ const char txpy_reference_doc[] =
 const char txpy_error_bound_doc[] =
     "error_bound($module, /, q, k, v, *, causal=False, window=None, scale=None, kv_lens=None, "
     "q_lens=None, attn_mask=None, return_lse=False, out=None, out_dtype=None, softcap=None, "
-    "alibi_slopes=None, sinks=None, sink_keys=0, block_table=None, q_offsets=None)\n--\n\n"
+    "alibi_slopes=None, sinks=None, sink_keys=0, block_table=None, q_offsets=None, "
+    "kv_dtype=None, k_scale=None, v_scale=None)\n--\n\n"
     "The largest max|O - O_ref| a kernel may have on these inputs (txattn_error_bound): what\n"
     "\"exact\" promises. The arguments of attention(); out (or out_dtype, default q's) gives the\n"
     "output's type, which the bound depends on (a 16-bit o adds its rounding); it is not read.\n\n"
@@ -638,3 +666,62 @@ const char txpy_plan_call_doc[] =
     "(o, lse), to write into; alibi_slopes, sinks, attn_mask: for a plan made with them, this\n"
     "call's values (default: those given to Context.plan; a mask of the plan's kind and type).\n"
     "Safe to call from many threads at once.";
+
+/* _convert(src, dst, src_type, dst_type, scale): txattn_convert over two C-contiguous buffers
+   (NumPy arrays), every value of src into dst, whose size must be what they make. _convert_scale(
+   src, src_type, fp8_type): txattn_convert_scale. Types are txattn_dtype numbers. */
+PyObject *txpy_convert(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  (void)self;
+  if (nargs != 5) {
+    PyErr_SetString(PyExc_TypeError, "_convert takes 5 arguments");
+    return NULL;
+  }
+  const long st = PyLong_AsLong(args[2]), dt = PyLong_AsLong(args[3]);
+  const double scale = PyFloat_AsDouble(args[4]);
+  if (PyErr_Occurred()) return NULL;
+  if (txattn_dtype_size((txattn_dtype)st) == 0 || txattn_dtype_size((txattn_dtype)dt) == 0)
+    return txpy_value_error("_convert: types %ld, %ld are not txattn_dtypes", st, dt);
+  Py_buffer src, dst;
+  if (PyObject_GetBuffer(args[0], &src, PyBUF_C_CONTIGUOUS) != 0) return NULL;
+  if (PyObject_GetBuffer(args[1], &dst, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) != 0) {
+    PyBuffer_Release(&src);
+    return NULL;
+  }
+  const int64_t n = (int64_t)src.len / (int64_t)txattn_dtype_size((txattn_dtype)st) *
+                    txattn_dtype_block((txattn_dtype)st);
+  PyObject *result = NULL;
+  if (txattn_dtype_bytes((txattn_dtype)dt, n) != (int64_t)dst.len) {
+    txpy_value_error("_convert: %lld values make %lld bytes of %s, not %zd", (long long)n,
+                     (long long)txattn_dtype_bytes((txattn_dtype)dt, n),
+                     txattn_dtype_name((txattn_dtype)dt), dst.len);
+  } else {
+    PyThreadState *unlocked = PyEval_SaveThread();
+    txattn_status s =
+        txattn_convert(src.buf, (txattn_dtype)st, dst.buf, (txattn_dtype)dt, n, (float)scale);
+    PyEval_RestoreThread(unlocked);
+    result = s == TXATTN_OK ? Py_NewRef(Py_None) : txpy_raise_status(s, txattn_last_error());
+  }
+  PyBuffer_Release(&src);
+  PyBuffer_Release(&dst);
+  return result;
+}
+
+PyObject *txpy_convert_scale(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  (void)self;
+  if (nargs != 3) {
+    PyErr_SetString(PyExc_TypeError, "_convert_scale takes 3 arguments");
+    return NULL;
+  }
+  const long st = PyLong_AsLong(args[1]), ft = PyLong_AsLong(args[2]);
+  if (PyErr_Occurred()) return NULL;
+  if (txattn_dtype_size((txattn_dtype)st) == 0)
+    return txpy_value_error("_convert_scale: type %ld is not a txattn_dtype", st);
+  Py_buffer src;
+  if (PyObject_GetBuffer(args[0], &src, PyBUF_C_CONTIGUOUS) != 0) return NULL;
+  float scale = 0.0f;
+  txattn_status s = txattn_convert_scale(
+      src.buf, (txattn_dtype)st, (int64_t)src.len / (int64_t)txattn_dtype_size((txattn_dtype)st),
+      (txattn_dtype)ft, &scale);
+  PyBuffer_Release(&src);
+  return s == TXATTN_OK ? PyFloat_FromDouble(scale) : txpy_raise_status(s, txattn_last_error());
+}

@@ -17,6 +17,7 @@ void txpy_call_init(txpy_call *c, int op) {
   c->op = op;
   c->p = (txattn_problem)TXATTN_PROBLEM_INIT;
   c->names[0] = "q", c->names[1] = "k", c->names[2] = "v";
+  c->kv_dtype = -1;
 }
 
 void txpy_call_release(txpy_call *c) {
@@ -26,6 +27,9 @@ void txpy_call_release(txpy_call *c) {
   free(c->kv_lens);
   free(c->alibi_slopes);
   free(c->sinks);
+  free(c->k_scale);
+  free(c->v_scale);
+  c->k_scale = c->v_scale = NULL;
   free(c->table);
   free(c->q_offsets);
   c->q_offsets = NULL;
@@ -37,7 +41,10 @@ void txpy_call_release(txpy_call *c) {
 }
 
 const char *txpy_dtype_str(txattn_dtype d) {
-  return d == TXATTN_DTYPE_F32 ? "float32" : d == TXATTN_DTYPE_F16 ? "float16" : "bfloat16";
+  return d == TXATTN_DTYPE_F32    ? "float32"
+         : d == TXATTN_DTYPE_F16  ? "float16"
+         : d == TXATTN_DTYPE_BF16 ? "bfloat16"
+                                  : txattn_dtype_name(d); /* the 8-bit caches: "q8_0" ... */
 }
 
 PyObject *txpy_value_error(const char *fmt, ...) {
@@ -73,9 +80,15 @@ static int mismatch(const txpy_view *a, const char *what, int64_t av, const txpy
 int txpy_call_inputs(txpy_call *c, PyObject *q, PyObject *k, PyObject *v) {
   c->q_obj = q;
   int flags = c->op == TXPY_OP_PLAN ? TXPY_SPEC_OK : TXPY_READ;
-  return txpy_import(q, c->names[0], flags, &c->q, &c->torch) ||
-         txpy_import(k, c->names[1], flags, &c->k, NULL) ||
-         txpy_import(v, c->names[2], flags, &c->v, NULL);
+  const int kv8 = c->kv_dtype >= 0 ? TXPY_KV8 : 0;
+  if (txpy_import(q, c->names[0], flags, &c->q, &c->torch) ||
+      txpy_import(k, c->names[1], flags | kv8, &c->k, NULL) ||
+      txpy_import(v, c->names[2], flags | kv8, &c->v, NULL))
+    return -1;
+  return kv8 && (txpy_view_kv8(&c->k, (txattn_dtype)c->kv_dtype) ||
+                 txpy_view_kv8(&c->v, (txattn_dtype)c->kv_dtype))
+             ? -1
+             : 0;
 }
 
 /* Whether q is contiguous with this shape and type (its like is then a result's) */
@@ -509,6 +522,8 @@ static int make_tensors(txpy_call *c, txattn_tensors *t) {
   t->q_data = c->q.data;
   t->k_data = c->k.data;
   t->v_data = c->v.data;
+  t->k_scale = c->k_scale;
+  t->v_scale = c->v_scale;
   t->o_data = c->o.data;
   const txpy_view q = c->packed ? packed_as4(&c->q) : c->q,
                   o = c->packed ? packed_as4(&c->o) : c->o;
@@ -717,6 +732,36 @@ static int set_modifiers(txpy_call *c, PyObject *target, const txpy_opts *o) {
   return 0;
 }
 
+/* k_scale and v_scale: heads_kv floats each for an fp8 cache (the library checks their range),
+   none for any other type. */
+static int kv_scales(txpy_call *c, const txpy_opts *o) {
+  PyObject *objs[2] = {o->k_scale, o->v_scale};
+  float **out[2] = {&c->k_scale, &c->v_scale};
+  const txpy_view *views[2] = {&c->k, &c->v};
+  const int fp8 = c->kv_dtype == TXATTN_DTYPE_E4M3 || c->kv_dtype == TXATTN_DTYPE_E5M2;
+  for (int w = 0; w < 2; w++) {
+    const char *name = w == 0 ? "k_scale" : "v_scale";
+    const int given = objs[w] != NULL && objs[w] != Py_None;
+    if (given != fp8)
+      return value_error(fp8 ? "kv_dtype '%s' needs %s= (heads_kv fp32 scales, or one float)"
+                             : "%s given, but only kv_dtype 'e4m3' or 'e5m2' takes scales (%s)",
+                         fp8 ? txattn_dtype_name((txattn_dtype)c->kv_dtype) : name,
+                         fp8 ? name : "q8_0 blocks carry their own"),
+             -1;
+    if (!given) continue;
+    if (PyFloat_Check(objs[w]) || PyLong_Check(objs[w])) { /* one scale for every head */
+      const double x = PyFloat_AsDouble(objs[w]);
+      if (x == -1.0 && PyErr_Occurred()) return -1;
+      if (!(*out[w] = malloc((size_t)(c->p.heads_kv > 0 ? c->p.heads_kv : 1) * sizeof(float))))
+        return PyErr_NoMemory(), -1;
+      for (int64_t h = 0; h < c->p.heads_kv; h++) (*out[w])[h] = (float)x;
+    } else if (txpy_head_floats(objs[w], name, c->p.heads_kv, views[w], 0, out[w])) {
+      return -1;
+    }
+  }
+  return 0;
+}
+
 static PyObject *new_plan(txpy_call *c, PyObject *context, const txpy_opts *o) {
   txattn_plan *plan = NULL;
   PyThreadState *unlocked = PyEval_SaveThread();
@@ -810,7 +855,7 @@ PyObject *txpy_call_run(txpy_call *c, PyObject *target, const txpy_opts *o) {
     c->p.scale = o->scale;
     if (call_mask(c, NULL, o->attn_mask)) return NULL;
   }
-  if (set_modifiers(c, target, o)) return NULL;
+  if (set_modifiers(c, target, o) || kv_scales(c, o)) return NULL;
   int empty = c->p.batch == 0 || c->p.heads_q == 0 || c->p.n_q == 0;
   if (c->op == TXPY_OP_PLAN) {
     if (empty || c->p.n_kv == 0) {

@@ -502,6 +502,10 @@ static PyMethodDef module_methods[] = {
      "(shape, dtype name) of a tensor (private: plans)."},
     {"_alibi_slopes", (PyCFunction)(void (*)(void))txpy_alibi_slopes, METH_FASTCALL,
      "txattn_alibi_slopes (private: use txattn.alibi_slopes)."},
+    {"_convert", (PyCFunction)(void (*)(void))txpy_convert, METH_FASTCALL,
+     "txattn_convert (private: use txattn.quantize and txattn.dequantize)."},
+    {"_convert_scale", (PyCFunction)(void (*)(void))txpy_convert_scale, METH_FASTCALL,
+     "txattn_convert_scale (private: use txattn.fp8_scale)."},
     {"version", version, METH_NOARGS, "(txattn_version(), txattn_version_string()) at run time."},
     {"models", models, METH_NOARGS, "The catalogue of real models (private: use txattn.models)."},
     {NULL, NULL, 0, NULL}};

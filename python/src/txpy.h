@@ -84,6 +84,10 @@ typedef struct txpy_call {
   float *alibi_slopes, *sinks;         /* owned: heads_q floats read from the caller's objects */
   const float *use_slopes, *use_sinks; /* what the call passes (these, or a plan's) */
   int32_t *table; /* block_table given: k and v are page pools, [n_pages, heads_kv, P, dim] */
+  /* kv_dtype given (>= 0): k and v are uint8 arrays of that 8-bit type (txpy_view_kv8), with
+     k_scale / v_scale (owned, heads_kv floats) for fp8 */
+  int kv_dtype;
+  float *k_scale, *v_scale;
   txattn_problem p;
   PyObject *o_obj, *lse_obj; /* the results' objects (references held) */
   PyObject *q_obj;           /* q as given (borrowed: the caller holds it) */
@@ -107,12 +111,14 @@ typedef struct txpy_opts {
   float softcap;
   int64_t sink_keys;
   PyObject *alibi_slopes, *sinks;
-  PyObject *attn_mask; /* NULL or None: no mask tensor */
+  PyObject *attn_mask;         /* NULL or None: no mask tensor */
+  PyObject *k_scale, *v_scale; /* NULL or None: none (fp8 k and v need them) */
 } txpy_opts;
 
 void txpy_call_init(txpy_call *c, int op);
 void txpy_call_release(txpy_call *c);
-/* Imports q, k, v (specs allowed for plans); 0 or -1 */
+/* Imports q, k, v (specs allowed for plans; k and v uint8 caches of c->kv_dtype when it is set);
+   0 or -1 */
 int txpy_call_inputs(txpy_call *c, PyObject *q, PyObject *k, PyObject *v);
 /* The outputs: out (o, or (o, lse) with want_lse) imported, or new ones of q's kind and type
    o_dtype (-1: q's), zero and -inf where a ragged call leaves rows unwritten; 0 or -1 */
@@ -148,6 +154,8 @@ PyObject *txpy_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *txpy_merge(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *txpy_spec(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *txpy_alibi_slopes(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *txpy_convert(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *txpy_convert_scale(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *txpy_plan_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
                                PyObject *kwnames);
 int txpy_api_init(void);

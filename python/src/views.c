@@ -44,6 +44,7 @@ static int dtype_of_format(const char *format, Py_ssize_t itemsize) {
   if (strcmp(format, "f") == 0 && itemsize == 4) return TXATTN_DTYPE_F32;
   if (strcmp(format, "e") == 0 && itemsize == 2) return TXATTN_DTYPE_F16;
   if (strcmp(format, "?") == 0 && itemsize == 1) return (int)TXPY_DTYPE_BOOL;
+  if (strcmp(format, "B") == 0 && itemsize == 1) return (int)TXPY_DTYPE_U8;
   return -1;
 }
 
@@ -145,6 +146,8 @@ static int from_capsule(PyObject *capsule, const char *name, txpy_view *v) {
     v->dtype = TXATTN_DTYPE_BF16;
   else if (d.lanes == 1 && d.code == 6 && d.bits == 8) /* kDLBool */
     v->dtype = TXPY_DTYPE_BOOL;
+  else if (d.lanes == 1 && d.code == 1 && d.bits == 8) /* kDLUInt: an 8-bit cache's bytes */
+    v->dtype = TXPY_DTYPE_U8;
   else {
     static const char *const codes[] = {"int",    "uint",    "float", "opaque",
                                         "bfloat", "complex", "bool"};
@@ -229,11 +232,20 @@ static int from_spec(PyObject *obj, const char *name, txpy_view *v) {
 /* What every use needs of a tensor beyond its type: the last dimension contiguous, and the element
    pointer aligned (the buffer protocol allows neither to be otherwise). */
 size_t txpy_elem_size(const txpy_view *v) {
-  return v->dtype == TXPY_DTYPE_BOOL ? 1 : txattn_dtype_size(v->dtype);
+  return v->dtype == TXPY_DTYPE_BOOL || v->dtype == TXPY_DTYPE_U8 || v->dtype == TXATTN_DTYPE_Q8_0
+             ? 1 /* q8_0's alignment is the library's to check */
+             : txattn_dtype_size(v->dtype);
 }
 
 int txpy_view_check(const txpy_view *v, const char *name, int flags) {
   if (v->dtype == TXPY_DTYPE_BOOL && !(flags & TXPY_MASK)) return dtype_error(name, "bool");
+  if (v->dtype == TXPY_DTYPE_U8 && !(flags & TXPY_KV8))
+    return PyErr_Format(PyExc_ValueError,
+                        "%s has dtype uint8: an 8-bit K/V cache is k or v with kv_dtype "
+                        "'q8_0', 'e4m3' or 'e5m2' (txattn.quantize makes one); else convert it, "
+                        "e.g. %s.astype(np.float32)",
+                        name, name),
+           -1;
   if (txpy_view_count(v) == 0) return 0;
   if (!(flags & (TXPY_ROWS | TXPY_MASK)) && v->ndim >= 1 && v->shape[v->ndim - 1] > 1 &&
       v->strides[v->ndim - 1] != 1) {
@@ -321,7 +333,39 @@ static void extent(const txpy_view *v, uintptr_t *lo, uintptr_t *hi) {
   uint64_t last = 0;
   for (int i = 0; i < v->ndim; i++) last += (uint64_t)(v->shape[i] - 1) * (uint64_t)v->strides[i];
   *lo = (uintptr_t)v->data;
-  *hi = *lo + (uintptr_t)((last + 1) * txpy_elem_size(v));
+  *hi = *lo + (uintptr_t)(v->dtype == TXATTN_DTYPE_Q8_0
+                              ? (uint64_t)txattn_dtype_bytes(v->dtype, (int64_t)last + 1)
+                              : (last + 1) * txpy_elem_size(v));
+}
+
+int txpy_view_kv8(txpy_view *v, txattn_dtype t) {
+  if (v->dtype != TXPY_DTYPE_U8)
+    return PyErr_Format(PyExc_ValueError,
+                        "%s must be a uint8 array holding the %s cache (txattn.quantize makes "
+                        "one), not %s",
+                        v->name, txattn_dtype_name(t),
+                        v->dtype == TXPY_DTYPE_BOOL ? "bool" : txattn_dtype_name(v->dtype)),
+           -1;
+  v->dtype = t;
+  if (t != TXATTN_DTYPE_Q8_0 || v->ndim == 0) return 0;
+  const int last = v->ndim - 1;
+  if (v->shape[last] % 34 != 0)
+    return PyErr_Format(PyExc_ValueError,
+                        "%s's last dimension has %lld bytes, not whole 34-byte q8_0 blocks (32 "
+                        "values each)",
+                        v->name, (long long)v->shape[last]),
+           -1;
+  v->shape[last] = v->shape[last] / 34 * 32;
+  for (int i = 0; i < last; i++) {
+    if (v->strides[i] % 34 != 0 && v->shape[i] > 1)
+      return PyErr_Format(PyExc_ValueError,
+                          "%s has a stride of %lld bytes in dimension %d, not whole q8_0 blocks "
+                          "of 34 bytes",
+                          v->name, (long long)v->strides[i], i),
+             -1;
+    v->strides[i] = v->strides[i] / 34 * 32;
+  }
+  return 0;
 }
 
 int txpy_views_overlap(const txpy_view *a, const txpy_view *b) {

@@ -56,9 +56,20 @@ typedef struct txpy_view {
 
 /* TXPY_ROWS: a tensor of rows without an element dimension (lse): its last stride may be any.
    TXPY_MASK: an attention mask: booleans too (TXPY_DTYPE_BOOL), and any last stride. */
-enum { TXPY_READ = 0, TXPY_WRITE = 1, TXPY_SPEC_OK = 2, TXPY_ROWS = 4, TXPY_MASK = 8 };
+/* TXPY_KV8: an 8-bit K or V cache: uint8 too (TXPY_DTYPE_U8), which txpy_view_kv8 reads as the
+   cache's type. */
+enum {
+  TXPY_READ = 0,
+  TXPY_WRITE = 1,
+  TXPY_SPEC_OK = 2,
+  TXPY_ROWS = 4,
+  TXPY_MASK = 8,
+  TXPY_KV8 = 16
+};
 /* A view's dtype for a boolean mask (one byte per element): no txattn_dtype. */
 #define TXPY_DTYPE_BOOL ((txattn_dtype)15)
+/* A view's dtype for the bytes of an 8-bit cache, before txpy_view_kv8 */
+#define TXPY_DTYPE_U8 ((txattn_dtype)14)
 /* Bytes of one element of v (1 for a boolean mask) */
 size_t txpy_elem_size(const txpy_view *v);
 
@@ -69,6 +80,11 @@ size_t txpy_elem_size(const txpy_view *v);
    held. */
 int txpy_view_import(PyObject *obj, const char *name, int flags, txpy_view *v);
 void txpy_view_release(txpy_view *v);
+/* A uint8 view (TXPY_KV8) as the 8-bit cache of type t: e4m3 and e5m2 one value a byte; q8_0
+   rows of 34-byte blocks, its last dimension's bytes (a multiple of 34) becoming 32 values a
+   block and every other stride (a multiple of 34 bytes) counted in values. 0, or -1 and
+   ValueError. */
+int txpy_view_kv8(txpy_view *v, txattn_dtype t);
 /* The checks txpy_view_import makes of every tensor once it knows its pointer and strides: the
    last dimension contiguous (unless TXPY_ROWS) and the data aligned; 0, or -1 and ValueError. */
 int txpy_view_check(const txpy_view *v, const char *name, int flags);

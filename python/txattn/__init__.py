@@ -56,6 +56,9 @@ __all__ = [
     "error_bound",
     "merge",
     "alibi_slopes",
+    "quantize",
+    "dequantize",
+    "fp8_scale",
     "kernels",
     "Context",
     "Plan",
@@ -389,6 +392,105 @@ def alibi_slopes(heads, max_bias=8.0):
     """
     slopes = _c._alibi_slopes(heads, max_bias)
     return slopes if _np is None else _np.array(slopes, dtype=_np.float32)
+
+
+# ---- 8-bit K/V caches ----------------------------------------------------------------------------
+
+_KV8 = {"q8_0": 3, "e4m3": 4, "e5m2": 5}  # txattn_dtype numbers
+_F32, _F16 = 0, 1
+
+
+def _kv8_code(dtype):
+    if dtype not in _KV8:
+        raise ValueError("dtype must be 'q8_0', 'e4m3' or 'e5m2'; got %r" % (dtype,))
+    return _KV8[dtype]
+
+
+def _host_array(x, name):
+    """x as a C-contiguous NumPy array (a torch tensor through .numpy(), bfloat16 widened to
+    float32, which holds it exactly), and whether it was a torch tensor."""
+    if _is_torch(x):
+        import torch
+
+        t = x.detach().cpu()
+        if t.dtype == torch.bfloat16:
+            t = t.float()
+        return _np.ascontiguousarray(t.numpy()), True
+    if _np is None:
+        raise ValueError("%s: quantize and dequantize need NumPy or torch tensors" % name)
+    return _np.ascontiguousarray(x), False
+
+
+def quantize(x, dtype, scale=1.0):
+    """The 8-bit cache of x (float32, float16 or bfloat16 values; rows along the last
+    dimension) as txattn.attention(..., kv_dtype=dtype) reads it: a uint8 array (a torch tensor
+    for a torch x) of x's shape, but for q8_0 a last dimension of d / 32 * 34 bytes (ggml's
+    blocks: an f16 scale and 32 int8, quantised as ggml's quantize_row_q8_0 does; d a multiple
+    of 32). For 'e4m3' and 'e5m2' each value is x / scale rounded to nearest even, saturating
+    at the largest finite value (448, 57344) as vLLM's cast does; give the same scale as
+    k_scale / v_scale (fp8_scale(x, dtype) computes vLLM's amax / 448). txattn_convert."""
+    code = _kv8_code(dtype)
+    a, torch_out = _host_array(x, "x")
+    if a.dtype == _np.float32:
+        src = _F32
+    elif a.dtype == _np.float16:
+        src = _F16
+    else:
+        raise ValueError("x has dtype %s; quantize takes float32, float16 or bfloat16" % a.dtype)
+    shape = a.shape
+    if code == _KV8["q8_0"]:
+        if a.ndim == 0 or shape[-1] % 32:
+            raise ValueError("q8_0 rows are blocks of 32: x's last dimension %s is not a multiple "
+                             "of 32" % (shape[-1:] or "(none)",))
+        shape = shape[:-1] + (shape[-1] // 32 * 34,)
+    out = _np.empty(shape, _np.uint8)
+    _c._convert(a, out, src, code, float(scale) if code != _KV8["q8_0"] else 1.0)
+    if torch_out:
+        import torch
+
+        return torch.from_numpy(out)
+    return out
+
+
+def dequantize(data, dtype, scale=1.0, out_dtype=None):
+    """The values an 8-bit cache (uint8, as quantize makes it) holds, as the kernels compute on
+    them: q8_0's q * d exactly, an fp8 value times scale rounded to float32 once; float32 (or
+    float16 with out_dtype=numpy.float16). A NumPy array, or a torch tensor for torch data."""
+    code = _kv8_code(dtype)
+    a, torch_out = _host_array(data, "data")
+    if a.dtype != _np.uint8:
+        raise ValueError("data has dtype %s; an 8-bit cache is uint8" % a.dtype)
+    shape = a.shape
+    if code == _KV8["q8_0"]:
+        if a.ndim == 0 or shape[-1] % 34:
+            raise ValueError("q8_0 rows are 34-byte blocks: data's last dimension %s is not"
+                             % (shape[-1:] or "(none)",))
+        shape = shape[:-1] + (shape[-1] // 34 * 32,)
+    np_out = _np.dtype(out_dtype if out_dtype is not None else _np.float32)
+    if np_out not in (_np.dtype(_np.float32), _np.dtype(_np.float16)):
+        raise ValueError("out_dtype must be float32 or float16")
+    out = _np.empty(shape, np_out)
+    dst = _F32 if np_out == _np.float32 else _F16
+    _c._convert(a, out, code, dst, float(scale) if code != _KV8["q8_0"] else 1.0)
+    if torch_out:
+        import torch
+
+        return torch.from_numpy(out)
+    return out
+
+
+def fp8_scale(x, dtype="e4m3"):
+    """vLLM's dynamic fp8 scale of x: max |x| / 448 ('e4m3') or / 57344 ('e5m2') in float32,
+    no smaller than the least scale txattn takes, 1.0 for an all-zero x (txattn_convert_scale).
+    """
+    code = _kv8_code(dtype)
+    if code == _KV8["q8_0"]:
+        raise ValueError("q8_0 needs no scale: its blocks carry their own")
+    a, _ = _host_array(x, "x")
+    src = _F32 if a.dtype == _np.float32 else _F16 if a.dtype == _np.float16 else None
+    if src is None:
+        raise ValueError("x has dtype %s; fp8_scale takes float32, float16 or bfloat16" % a.dtype)
+    return _c._convert_scale(a, src, code)
 
 
 def kernels(context=None):

@@ -129,6 +129,9 @@ def attention(
     sink_keys: int = ...,
     block_table: Optional[Any] = ...,
     q_offsets: Lengths = ...,
+    kv_dtype: Optional[str] = ...,
+    k_scale: HeadFloats = ...,
+    v_scale: HeadFloats = ...,
 ) -> Tensor: ...
 @overload
 def attention(
@@ -152,6 +155,9 @@ def attention(
     sink_keys: int = ...,
     block_table: Optional[Any] = ...,
     q_offsets: Lengths = ...,
+    kv_dtype: Optional[str] = ...,
+    k_scale: HeadFloats = ...,
+    v_scale: HeadFloats = ...,
 ) -> Tuple[Tensor, Tensor]: ...
 @overload
 def reference(
@@ -173,6 +179,9 @@ def reference(
     sink_keys: int = ...,
     block_table: Optional[Any] = ...,
     q_offsets: Lengths = ...,
+    kv_dtype: Optional[str] = ...,
+    k_scale: HeadFloats = ...,
+    v_scale: HeadFloats = ...,
 ) -> Tensor: ...
 @overload
 def reference(
@@ -194,6 +203,9 @@ def reference(
     sink_keys: int = ...,
     block_table: Optional[Any] = ...,
     q_offsets: Lengths = ...,
+    kv_dtype: Optional[str] = ...,
+    k_scale: HeadFloats = ...,
+    v_scale: HeadFloats = ...,
 ) -> Tuple[Tensor, Tensor]: ...
 @overload
 def error_bound(
@@ -216,6 +228,9 @@ def error_bound(
     sink_keys: int = ...,
     block_table: Optional[Any] = ...,
     q_offsets: Lengths = ...,
+    kv_dtype: Optional[str] = ...,
+    k_scale: HeadFloats = ...,
+    v_scale: HeadFloats = ...,
 ) -> float: ...
 @overload
 def error_bound(
@@ -238,6 +253,9 @@ def error_bound(
     sink_keys: int = ...,
     block_table: Optional[Any] = ...,
     q_offsets: Lengths = ...,
+    kv_dtype: Optional[str] = ...,
+    k_scale: HeadFloats = ...,
+    v_scale: HeadFloats = ...,
 ) -> Tuple[float, float, float]: ...
 def merge(
     outputs: Sequence[Tensor],
@@ -248,6 +266,9 @@ def merge(
     sinks: HeadFloats = ...,
 ) -> Tuple[Tensor, Optional[Tensor]]: ...
 def alibi_slopes(heads: int, max_bias: float = ...) -> Any: ...  # numpy.ndarray of float32
+def quantize(x: Tensor, dtype: str, scale: float = ...) -> Any: ...  # uint8 array or tensor
+def dequantize(data: Any, dtype: str, scale: float = ..., out_dtype: Any = ...) -> Tensor: ...
+def fp8_scale(x: Tensor, dtype: str = ...) -> float: ...
 def kernels(context: Optional[Context] = ...) -> List[Dict[str, Any]]: ...
 def scaled_dot_product_attention(
     query: Tensor,

@@ -40,6 +40,10 @@ MAYBE_UNUSED static const txattn_kernel_desc kernel = {
 #else
     .flags = 0,
 #endif
+#if defined(BREAK_KV8_Q) /* 8-bit q: only k and v may be 8-bit */
+    .dtypes = {TXATTN_DTYPE_BIT(TXATTN_DTYPE_Q8_0), TXATTN_DTYPES_ALL, TXATTN_DTYPES_ALL,
+               TXATTN_DTYPES_ALL},
+#endif
     .speed_hint = 0.1f,
     .applicable = test_exact_applicable,
     .workspace_size = test_exact_workspace,

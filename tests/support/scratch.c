@@ -70,6 +70,7 @@ const char *scratch_everything(char *dir, size_t dir_size, char *path, size_t pa
                                       "txattn_test_broken_twin_not_threaded.so",
                                       "txattn_test_broken_twin_self.so",
                                       "txattn_test_broken_twin_name.so",
+                                      "txattn_test_broken_kv8_q.so",
                                       TEST_GOOD_FILE,
                                       TEST_FOREIGN_FILE,
                                       TEST_DUPLICATE_FILE};

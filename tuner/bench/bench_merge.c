@@ -51,7 +51,7 @@ static txattn_status run_step(void *arg) {
 }
 
 static void *offset(const void *base, txattn_dtype type, int64_t elements) {
-  return (char *)base + (size_t)elements * txattn_dtype_size(type);
+  return (char *)base + txattn_dtype_bytes(type, elements);
 }
 
 static void setup_free(merge_setup *m) {

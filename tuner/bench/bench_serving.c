@@ -84,7 +84,7 @@ txattn_tensors tx_bench_explicit_tensors(const tx_buffers *b) {
 }
 
 static void *offset(void *base, txattn_dtype type, int64_t elements) {
-  return (char *)base + (size_t)elements * txattn_dtype_size(type);
+  return (char *)base + txattn_dtype_bytes(type, elements);
 }
 
 /* p without pages or packed rows: what tx_bench_explicit_tensors holds. */

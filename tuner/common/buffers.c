@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "half.h" /* plugins/common: the kernels' own scalar f16 and bf16 conversions */
+#include "txattn/plugin.h"
 
 float tx_elem_get(const void *base, txattn_dtype t, size_t i) {
   switch (t) {
@@ -15,13 +16,42 @@ float tx_elem_get(const void *base, txattn_dtype t, size_t i) {
     return txh_f16_to_f32(((const uint16_t *)base)[i]);
   case TXATTN_DTYPE_BF16:
     return txh_bf16_to_f32(((const uint16_t *)base)[i]);
+  case TXATTN_DTYPE_Q8_0: {
+    const txattn_block_q8_0 *blk = (const txattn_block_q8_0 *)base + i / 32;
+    return (float)blk->qs[i % 32] * txattn_f16_value(blk->d);
+  }
+  case TXATTN_DTYPE_E4M3:
+    return txattn_e4m3_value(((const uint8_t *)base)[i]); /* txtune's fp8 scales are 1 */
+  case TXATTN_DTYPE_E5M2:
+    return txattn_e5m2_value(((const uint8_t *)base)[i]);
   default:
     return ((const float *)base)[i];
   }
 }
 
+/* A q8_0 value cannot be set alone: its block is quantised again with x in it (ggml's rounding),
+   and a NaN makes the block's scale, and so the whole block, NaN. */
+static void q8_0_set(txattn_block_q8_0 *blk, size_t c, float x) {
+  float row[32];
+  if (x != x) {
+    blk->d = 0x7e00;
+    return;
+  }
+  txattn_convert(blk, TXATTN_DTYPE_Q8_0, row, TXATTN_DTYPE_F32, 32, 1.0f);
+  row[c] = x;
+  if (txattn_convert(row, TXATTN_DTYPE_F32, blk, TXATTN_DTYPE_Q8_0, 32, 1.0f) != TXATTN_OK)
+    blk->d = 0x7c00; /* beyond q8_0's range: Inf, as a 16-bit type overflows */
+}
+
 void tx_elem_set(void *base, txattn_dtype t, size_t i, float x) {
   switch (t) {
+  case TXATTN_DTYPE_Q8_0:
+    q8_0_set((txattn_block_q8_0 *)base + i / 32, i % 32, x);
+    break;
+  case TXATTN_DTYPE_E4M3:
+  case TXATTN_DTYPE_E5M2: /* nearest even, saturating (scale 1) */
+    txattn_convert(&x, TXATTN_DTYPE_F32, (uint8_t *)base + i, t, 1, 1.0f);
+    break;
   case TXATTN_DTYPE_F16:
     ((uint16_t *)base)[i] = txh_f32_to_f16(x);
     break;
@@ -54,10 +84,10 @@ void tx_fill_value(void *x, txattn_dtype t, size_t n, float value) {
 double tx_buffers_bytes(const txattn_problem *p) {
   double q_rows = (double)p->batch * (double)p->heads_q * (double)p->n_q;
   double kv_rows = (double)p->batch * (double)p->heads_kv * (double)p->n_kv;
-  return q_rows * ((double)p->d_qk * (double)txattn_dtype_size(p->q_type) +
-                   (double)p->d_v * (double)txattn_dtype_size(p->o_type)) +
-         kv_rows * ((double)p->d_qk * (double)txattn_dtype_size(p->k_type) +
-                    (double)p->d_v * (double)txattn_dtype_size(p->v_type));
+  return q_rows * (double)(txattn_dtype_bytes(p->q_type, p->d_qk) +
+                           txattn_dtype_bytes(p->o_type, p->d_v)) +
+         kv_rows * (double)(txattn_dtype_bytes(p->k_type, p->d_qk) +
+                            txattn_dtype_bytes(p->v_type, p->d_v));
 }
 
 static txattn_layout strides(tx_layout_kind kind, int64_t heads, int64_t rows, int64_t dim) {
@@ -79,7 +109,7 @@ static void *alloc_tensor(int64_t batch, int64_t heads, int64_t rows, int64_t di
   double n = (double)batch * (double)heads * (double)rows * (double)dim;
   if (n > (double)(SIZE_MAX / 8)) return NULL;
   *len = (size_t)n;
-  size_t bytes = (*len * txattn_dtype_size(t) + 63) / 64 * 64;
+  size_t bytes = ((size_t)txattn_dtype_bytes(t, (int64_t)*len) + 63) / 64 * 64;
   return aligned_alloc(64, bytes ? bytes : 64);
 }
 
@@ -189,6 +219,14 @@ int tx_buffers_alloc(tx_buffers *b, const txattn_problem *p, tx_layout_kind kind
     tx_buffers_free(b);
     return -1;
   }
+  const int fp8k = p->k_type == TXATTN_DTYPE_E4M3 || p->k_type == TXATTN_DTYPE_E5M2,
+            fp8v = p->v_type == TXATTN_DTYPE_E4M3 || p->v_type == TXATTN_DTYPE_E5M2;
+  if ((fp8k || fp8v) && !(b->kv_scales = malloc((size_t)p->heads_kv * sizeof *b->kv_scales))) {
+    snprintf(err, err_size, "cannot allocate the fp8 scales");
+    tx_buffers_free(b);
+    return -1;
+  }
+  for (int64_t h = 0; (fp8k || fp8v) && h < p->heads_kv; h++) b->kv_scales[h] = 1.0f;
   b->t = (txattn_tensors){.q_data = b->q,
                           .k_data = b->k,
                           .v_data = b->v,
@@ -197,7 +235,9 @@ int tx_buffers_alloc(tx_buffers *b, const txattn_problem *p, tx_layout_kind kind
                           .alibi_slopes = p->alibi ? b->slopes : NULL,
                           .sinks = p->sinks ? b->sinks : NULL,
                           .mask = b->mask,
-                          .mask_layout = ml};
+                          .mask_layout = ml,
+                          .k_scale = fp8k ? b->kv_scales : NULL,
+                          .v_scale = fp8v ? b->kv_scales : NULL};
   if (kind != TX_LAYOUT_CONTIGUOUS) { /* contiguous stays all-zero: the default users rely on */
     b->t.q_layout = b->q_str;
     b->t.k_layout = b->k_str;
@@ -225,6 +265,13 @@ static double uniform_open0(uint64_t *state) { /* in (0, 1], so log() below is f
    a shape gives the same inputs, as nearly as the type allows, whatever the types. */
 static void fill_normal(void *x, txattn_dtype t, size_t n, uint64_t *state, float scale) {
   const double two_pi = 6.283185307179586;
+  float *f = t == TXATTN_DTYPE_Q8_0 ? malloc(n * sizeof *f) : NULL;
+  if (f) { /* whole blocks, quantised as ggml does */
+    fill_normal(f, TXATTN_DTYPE_F32, n, state, scale);
+    txattn_convert(f, TXATTN_DTYPE_F32, x, t, (int64_t)n, 1.0f);
+    free(f);
+    return;
+  }
   for (size_t i = 0; i < n; i += 2) { /* Box-Muller gives two values per pair of uniforms */
     double r = sqrt(-2.0 * log(uniform_open0(state))), a = two_pi * uniform_open0(state);
     tx_elem_set(x, t, i, scale * (float)(r * cos(a)));
@@ -252,6 +299,7 @@ void tx_buffers_free(tx_buffers *b) {
   free(b->slopes);
   free(b->sinks);
   free(b->mask);
+  free(b->kv_scales);
   free(b->k_pool);
   free(b->v_pool);
   free(b->table);
@@ -291,15 +339,21 @@ int tx_buffers_page(tx_buffers *b, uint64_t seed, char *err, size_t err_size) {
     b->table[i] = b->table[j];
     b->table[j] = x;
   }
-  const size_t ks = txattn_dtype_size(p->k_type), vs = txattn_dtype_size(p->v_type);
+  const txattn_dtype kt = p->k_type, vt = p->v_type;
   for (int64_t bb = 0; bb < p->batch; bb++)
     for (int64_t h = 0; h < p->heads_kv; h++)
-      for (int64_t j = 0; j < p->n_kv; j++) {
+      for (int64_t j = 0; j < p->n_kv; j++) { /* offsets in bytes: every row starts a q8_0 block */
         const int64_t page = b->table[bb * per + j / P], r = j % P;
-        memcpy((char *)b->k_pool + (size_t)(((page * p->heads_kv + h) * P + r) * p->d_qk) * ks,
-               (const char *)b->k + elem_index(&b->k_str, bb, h, j, 0) * ks, (size_t)p->d_qk * ks);
-        memcpy((char *)b->v_pool + (size_t)(((page * p->heads_kv + h) * P + r) * p->d_v) * vs,
-               (const char *)b->v + elem_index(&b->v_str, bb, h, j, 0) * vs, (size_t)p->d_v * vs);
+        memcpy((char *)b->k_pool +
+                   txattn_dtype_bytes(kt, ((page * p->heads_kv + h) * P + r) * p->d_qk),
+               (const char *)b->k +
+                   txattn_dtype_bytes(kt, (int64_t)elem_index(&b->k_str, bb, h, j, 0)),
+               (size_t)txattn_dtype_bytes(kt, p->d_qk));
+        memcpy((char *)b->v_pool +
+                   txattn_dtype_bytes(vt, ((page * p->heads_kv + h) * P + r) * p->d_v),
+               (const char *)b->v +
+                   txattn_dtype_bytes(vt, (int64_t)elem_index(&b->v_str, bb, h, j, 0)),
+               (size_t)txattn_dtype_bytes(vt, p->d_v));
       }
   b->t.k_data = b->t_ref.k_data = b->k_pool;
   b->t.v_data = b->t_ref.v_data = b->v_pool;

@@ -50,6 +50,9 @@ typedef struct tx_buffers {
   void *k_pool, *v_pool;
   int32_t *table;
   int64_t *q_offsets;
+  /* With an fp8 k or v, heads_kv scales of 1 (t.k_scale, t.v_scale): the values are the fp8
+     values themselves, standard normal rounded to them */
+  float *kv_scales;
 } tx_buffers;
 
 /* The mask tensor of resolved p, which tx_modifier_apply asked for: --doc-lens a boolean
@@ -91,7 +94,8 @@ void tx_buffers_fill_padding(tx_buffers *b, float value);
 txattn_status tx_buffers_reference(tx_buffers *b);
 
 /* Elements of a tensor of type t: element i widened to float (exact for every type), and x stored
-   at element i rounded to t (to nearest, ties to even; beyond the type's range +-Inf). */
+   at element i rounded to t (to nearest, ties to even; beyond the type's range +-Inf; fp8
+   saturates, and a q8_0 element's block is quantised again with it, NaN making the block NaN). */
 float tx_elem_get(const void *base, txattn_dtype t, size_t i);
 void tx_elem_set(void *base, txattn_dtype t, size_t i, float x);
 /* Element c of row (b, h, i) of a tensor of type t laid out by l. */

@@ -154,6 +154,11 @@ int tx_case_prepare(const tx_case *c, size_t index, const tx_dtypes *types, cons
     typed.batch = (int64_t)sv->n;
     typed.n_kv = sv->max_kv > 0 ? sv->max_kv : 1;
   }
+  if (typed.k_type == TXATTN_DTYPE_Q8_0 || typed.v_type == TXATTN_DTYPE_Q8_0) {
+    /* q8_0 rows are blocks of 32: a head size the blocks cannot hold is taken up to the next */
+    typed.d_qk = (typed.d_qk + 31) / 32 * 32;
+    typed.d_v = (typed.d_v + 31) / 32 * 32;
+  }
   if (sv) { /* pages and packing, sized to the shape */
     tx_serving paging = *sv;
     paging.n = 0;
