@@ -111,22 +111,73 @@ TILED_INLINE vf tl_loadu_as(const void *row, const int t, int64_t c) {
   if (t == TXATTN_DTYPE_F16) return vf_loadu_f16((const uint16_t *)row + c);
   return vf_loadu_bf16((const uint16_t *)row + c);
 }
-/* Bytes of n elements of a row of type t (a constant at every call; TL_BF16X2 is bf16). */
+/* Bytes before element n of a K or V row of type t (a constant at every call; TL_BF16X2 is bf16):
+   exact where n starts a q8_0 block (strides); within a block, n % 32 bytes past its start. */
 TILED_INLINE int64_t tl_elem_bytes(const int t, int64_t n) {
-  return n * (t == TXATTN_DTYPE_F32 ? 4 : 2);
+  switch (t) {
+  case TXATTN_DTYPE_F32:
+    return 4 * n;
+  case TXATTN_DTYPE_Q8_0:
+    return n / 32 * (int64_t)sizeof(txattn_block_q8_0) + n % 32;
+  case TXATTN_DTYPE_E4M3:
+  case TXATTN_DTYPE_E5M2:
+    return n;
+  default:
+    return 2 * n;
+  }
 }
-/* n elements of a row of type t (any alignment) widened into dst (aligned), zero up to np. */
-static void tl_widen_row(const void *src, txattn_dtype t, int64_t n, int64_t np, float *dst) {
+/* The f16 at p (any alignment) in every lane. */
+TILED_INLINE vf tl_bcast_f16(const void *p) {
+  uint16_t h;
+  memcpy(&h, p, sizeof h);
+  return vf_set1_f16(h);
+}
+/* VEC_W values of a K or V row of type t (a constant) from element c (for q8_0 within one block),
+   as every kernel computes on them (txattn_row_to_f32): f32, 16-bit and q8_0 (q times its block's
+   f16 scale) exactly, fp8 times its head's scale sc (in every lane), rounded to fp32 once. */
+TILED_INLINE vf tl_loadu_kv(const void *row, const int t, int64_t c, vf sc) {
+  const unsigned char *r = (const unsigned char *)row;
+  if (t == TXATTN_DTYPE_Q8_0) {
+    const unsigned char *blk = r + c / 32 * (int64_t)sizeof(txattn_block_q8_0);
+    return vf_mul(vf_loadu_i8((const int8_t *)blk + 2 + c % 32), tl_bcast_f16(blk));
+  }
+  if (t == TXATTN_DTYPE_E4M3) return vf_mul(vf_loadu_e4m3(r + c), sc);
+  if (t == TXATTN_DTYPE_E5M2) return vf_mul(vf_loadu_e5m2(r + c), sc);
+  return tl_loadu_as(row, t, c);
+}
+/* Element c of such a row, one value (txattn_row_to_f32's). */
+TILED_INLINE float tl_elem_kv(const void *row, const int t, int64_t c, float sc) {
+  const unsigned char *r = (const unsigned char *)row;
+  if (t == TXATTN_DTYPE_Q8_0) {
+    const unsigned char *blk = r + c / 32 * (int64_t)sizeof(txattn_block_q8_0);
+    uint16_t h;
+    memcpy(&h, blk, sizeof h);
+    return (float)(int8_t)blk[2 + c % 32] * txh_f16_to_f32(h);
+  }
+  if (t == TXATTN_DTYPE_E4M3) return txattn_e4m3_value(r[c]) * sc;
+  if (t == TXATTN_DTYPE_E5M2) return txattn_e5m2_value(r[c]) * sc;
+  return tl_elem_as(row, t, c);
+}
+/* n values of a K or V row of type t (any alignment; fp8 times sc) into dst (aligned), zero up to
+   np. */
+static void tl_widen_row(const void *src, txattn_dtype t, float sc, int64_t n, int64_t np,
+                         float *dst) {
   int64_t c = 0;
+  const vf scv = vf_set1(sc);
   if (t == TXATTN_DTYPE_F16)
     vf_row_from_f16(src, n, np, dst);
   else if (t == TXATTN_DTYPE_BF16)
     vf_row_from_bf16(src, n, np, dst);
   else {
-    for (; c + VEC_W <= n; c += VEC_W) vf_store(dst + c, vf_loadu((const float *)src + c));
-    for (; c < n; c++) dst[c] = ((const float *)src)[c];
+    for (; c + VEC_W <= n; c += VEC_W) vf_store(dst + c, tl_loadu_kv(src, t, c, scv));
+    for (; c < n; c++) dst[c] = tl_elem_kv(src, t, c, sc);
     for (; c < np; c++) dst[c] = 0.0f;
   }
+}
+/* The fp32 scale of KV head kvh's K (is_k) or V where that is fp8, else 1 (unused). */
+static inline float tl_kv_scale(const tiled_geom *g, int is_k, int64_t kvh) {
+  const float *sc = is_k ? txattn_k_scale_of(g->p, g->t) : txattn_v_scale_of(g->p, g->t);
+  return sc ? sc[kvh] : 1.0f;
 }
 /* Where the vector layer has vf_loadu_bf16x2 and the direct path's P V tiles are whole pairs of
    vectors: the row "type" of bf16 K and V read 2 VEC_W elements at a time as their even and their odd
@@ -160,12 +211,14 @@ TILED_INLINE void tl_prefetch_row(const tiled_geom *g, const void *base, const i
                                   int64_t len) {
   if (key >= g->p->n_kv) return;
   const char *row = tl_kv_row(g, base, t, l, b, kvh, key);
-  const int64_t bytes = len * (t == TXATTN_DTYPE_F32 ? 4 : 2);
+  const int64_t bytes = tl_elem_bytes(t, len);
   for (int64_t c = 0; c < bytes; c += 64) __builtin_prefetch(row + c, 0, 0);
+  __builtin_prefetch(row + bytes - 1, 0, 0); /* rows not aligned to lines (q8_0's) */
 }
 
-/* Keys [key, key + W) of a K panel of type kt, all present: W x W transposes (a 16-bit block is
-   widened into tmp first), then the columns past the last full vector one by one. */
+/* Keys [key, key + W) of a K panel of type kt, all present: W x W transposes (a block of another
+   type is widened into tmp first, fp8 times the head's scale), then the columns past the last full
+   vector one by one. */
 TILED_INLINE void tl_pack_k_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t key,
                                  float *dst, const int kt) {
   const txattn_tensors *t = g->t;
@@ -181,20 +234,22 @@ TILED_INLINE void tl_pack_k_rows(const tiled_geom *g, int64_t b, int64_t kvh, in
       for (int r = 0; r < VEC_W; r++) dst[c * TILED_KW + r] = rows[r][c];
     return;
   }
-  const uint16_t *rows[VEC_W];
+  const void *rows[VEC_W];
   _Alignas(64) float tmp[VEC_W * VEC_W];
   const float *tr[VEC_W];
+  const float sc = tl_kv_scale(g, 1, kvh);
+  const vf scv = vf_set1(sc);
   for (int r = 0; r < VEC_W; r++) {
     rows[r] = tl_kv_row(g, t->k_data, kt, &t->k_layout, b, kvh, key + r);
     tl_prefetch_row(g, t->k_data, kt, &t->k_layout, b, kvh, key + r + TILED_PREFETCH_ROWS, g->dqk);
     tr[r] = tmp + r * VEC_W;
   }
   for (; c + VEC_W <= g->dqk; c += VEC_W) {
-    for (int r = 0; r < VEC_W; r++) vf_store(tmp + r * VEC_W, tl_loadu_as(rows[r], kt, c));
+    for (int r = 0; r < VEC_W; r++) vf_store(tmp + r * VEC_W, tl_loadu_kv(rows[r], kt, c, scv));
     vf_transpose(tr, 0, dst + c * TILED_KW, TILED_KW);
   }
   for (; c < g->dqk; c++)
-    for (int r = 0; r < VEC_W; r++) dst[c * TILED_KW + r] = tl_elem_as(rows[r], kt, c);
+    for (int r = 0; r < VEC_W; r++) dst[c * TILED_KW + r] = tl_elem_kv(rows[r], kt, c, sc);
 }
 
 /* K of keys [k0, k0 + nk) as panels of KW keys, each [dqk][KW], zero beyond nk so that padded
@@ -203,6 +258,7 @@ TILED_INLINE void tl_pack_k_as(const tiled_geom *g, int64_t b, int64_t kvh, int6
                                float *dst, const int kt) {
   const txattn_tensors *t = g->t;
   const int64_t dqk = g->dqk, npanels = (nk + TILED_KW - 1) / TILED_KW;
+  const float sc = tl_kv_scale(g, 1, kvh);
   for (int64_t pn = 0; pn < npanels; pn++) {
     float *panel = dst + pn * TILED_KW * dqk;
     for (int64_t jj = 0; jj < TILED_KW; jj += VEC_W) {
@@ -215,7 +271,7 @@ TILED_INLINE void tl_pack_k_as(const tiled_geom *g, int64_t b, int64_t kvh, int6
         const void *row =
             j + r < nk ? tl_kv_row(g, t->k_data, kt, &t->k_layout, b, kvh, k0 + j + r) : NULL;
         for (int64_t c = 0; c < dqk; c++)
-          panel[c * TILED_KW + jj + r] = row ? tl_elem_as(row, kt, c) : 0.0f;
+          panel[c * TILED_KW + jj + r] = row ? tl_elem_kv(row, kt, c, sc) : 0.0f;
       }
     }
   }
@@ -226,6 +282,8 @@ TILED_INLINE void tl_pack_k_as(const tiled_geom *g, int64_t b, int64_t kvh, int6
 TILED_INLINE void tl_pack_v_as(const tiled_geom *g, int64_t b, int64_t kvh, int64_t k0, int64_t nk,
                                float *dst, const int vt) {
   const txattn_tensors *t = g->t;
+  const float sc = tl_kv_scale(g, 0, kvh);
+  const vf scv = vf_set1(sc);
   for (int64_t j = 0; j < nk; j++) {
     const void *row = tl_kv_row(g, t->v_data, vt, &t->v_layout, b, kvh, k0 + j);
     tl_prefetch_row(g, t->v_data, vt, &t->v_layout, b, kvh, k0 + j + TILED_PREFETCH_ROWS, g->dv);
@@ -233,8 +291,8 @@ TILED_INLINE void tl_pack_v_as(const tiled_geom *g, int64_t b, int64_t kvh, int6
       const int64_t wt = tl_min(TILED_NRV * VEC_W, g->dvp - col), nv = tl_min(wt, g->dv - col);
       float *dv = dst + col * g->bc + j * wt;
       int64_t c = 0;
-      for (; c + VEC_W <= nv; c += VEC_W) vf_store(dv + c, tl_loadu_as(row, vt, col + c));
-      for (; c < nv; c++) dv[c] = tl_elem_as(row, vt, col + c);
+      for (; c + VEC_W <= nv; c += VEC_W) vf_store(dv + c, tl_loadu_kv(row, vt, col + c, scv));
+      for (; c < nv; c++) dv[c] = tl_elem_kv(row, vt, col + c, sc);
       for (; c < wt; c++) dv[c] = 0.0f;
     }
   }
@@ -253,6 +311,9 @@ TILED_INLINE void tl_pack_v_as(const tiled_geom *g, int64_t b, int64_t kvh, int6
 TILED_PACK_TYPE(f32, TXATTN_DTYPE_F32)
 TILED_PACK_TYPE(f16, TXATTN_DTYPE_F16)
 TILED_PACK_TYPE(bf16, TXATTN_DTYPE_BF16)
+TILED_PACK_TYPE(q8_0, TXATTN_DTYPE_Q8_0)
+TILED_PACK_TYPE(e4m3, TXATTN_DTYPE_E4M3)
+TILED_PACK_TYPE(e5m2, TXATTN_DTYPE_E5M2)
 
 /* One packed key block: both micro-kernels then stream contiguous, aligned fp32 panels. Strides (0
    included), interleaved layouts and element types are only ever read here. */
@@ -270,6 +331,15 @@ static void tl_pack_block(const tiled_geom *g, int64_t b, int64_t kvh, int64_t k
     tl_pack_k_bf16(g, b, kvh, k0, nk, dst);
 #endif
     break;
+  case TXATTN_DTYPE_Q8_0:
+    tl_pack_k_q8_0(g, b, kvh, k0, nk, dst);
+    break;
+  case TXATTN_DTYPE_E4M3:
+    tl_pack_k_e4m3(g, b, kvh, k0, nk, dst);
+    break;
+  case TXATTN_DTYPE_E5M2:
+    tl_pack_k_e5m2(g, b, kvh, k0, nk, dst);
+    break;
   default:
     tl_pack_k_f32(g, b, kvh, k0, nk, dst);
     break;
@@ -280,6 +350,15 @@ static void tl_pack_block(const tiled_geom *g, int64_t b, int64_t kvh, int64_t k
     break;
   case TXATTN_DTYPE_BF16:
     tl_pack_v_bf16(g, b, kvh, k0, nk, vdst);
+    break;
+  case TXATTN_DTYPE_Q8_0:
+    tl_pack_v_q8_0(g, b, kvh, k0, nk, vdst);
+    break;
+  case TXATTN_DTYPE_E4M3:
+    tl_pack_v_e4m3(g, b, kvh, k0, nk, vdst);
+    break;
+  case TXATTN_DTYPE_E5M2:
+    tl_pack_v_e5m2(g, b, kvh, k0, nk, vdst);
     break;
   default:
     tl_pack_v_f32(g, b, kvh, k0, nk, vdst);

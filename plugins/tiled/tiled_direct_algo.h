@@ -39,25 +39,34 @@
 /* How the chunk loop reads K and V, a constant in each of its instantiations:
  *  TD_COPY    rows copied into the fp32 chunk buffers, each widened from its own type (K and V of
  *             different types, or a head size with a column tail);
- *  TD_F32, TD_F16, TD_BF16  K and V both of that type, head sizes whole vectors: the micro-kernels
- *             read the rows in place, widen them in registers and prefetch the next chunk's;
+ *  TD_F32, TD_F16, TD_BF16, TD_Q8_0, TD_E4M3, TD_E5M2  K and V both of that type, head sizes
+ *             whole vectors: the micro-kernels read the rows in place, widen them in registers (q8_0
+ *             times each block's scale, fp8 times the head's: tl_loadu_kv) and prefetch the next
+ *             chunk's;
  *  TD_BF16X2  bf16 K and V read in place 2 VEC_W elements at a time as their even and their odd
  *             elements (TL_BF16X2: one op a vector where widening takes two), head sizes whole pairs
  *             of vectors: the queries and the accumulators hold each pair of vectors' columns in
  *             that order too (td_load_rows, td_unpair_row). */
-enum { TD_COPY, TD_F32, TD_F16, TD_BF16, TD_BF16X2 };
+enum { TD_COPY, TD_F32, TD_F16, TD_BF16, TD_Q8_0, TD_E4M3, TD_E5M2, TD_BF16X2 };
 #define TD_IN_PLACE(mode) ((mode) != TD_COPY)
 /* The element type the micro-kernels read (the chunk buffers' fp32 when copied). */
 #ifdef TL_BF16X2
+#define TD_BF16X2_TYPE TL_BF16X2
+#else
+#define TD_BF16X2_TYPE TXATTN_DTYPE_BF16 /* never used */
+#endif
 #define TD_SRC_TYPE(mode)                                                                          \
   ((mode) == TD_F16      ? TXATTN_DTYPE_F16                                                        \
    : (mode) == TD_BF16   ? TXATTN_DTYPE_BF16                                                       \
-   : (mode) == TD_BF16X2 ? TL_BF16X2                                                               \
+   : (mode) == TD_Q8_0   ? TXATTN_DTYPE_Q8_0                                                       \
+   : (mode) == TD_E4M3   ? TXATTN_DTYPE_E4M3                                                       \
+   : (mode) == TD_E5M2   ? TXATTN_DTYPE_E5M2                                                       \
+   : (mode) == TD_BF16X2 ? TD_BF16X2_TYPE                                                          \
                          : TXATTN_DTYPE_F32)
-#else
-#define TD_SRC_TYPE(mode)                                                                          \
-  ((mode) == TD_F16 ? TXATTN_DTYPE_F16 : (mode) == TD_BF16 ? TXATTN_DTYPE_BF16 : TXATTN_DTYPE_F32)
-#endif
+/* Rows of these types need not be aligned to lines (q8_0's 34-byte blocks, token-major fp8 pages):
+   their last line is prefetched apart. */
+#define TD_8BIT(t)                                                                                 \
+  ((t) == TXATTN_DTYPE_Q8_0 || (t) == TXATTN_DTYPE_E4M3 || (t) == TXATTN_DTYPE_E5M2)
 /* Keys per chunk in each mode (tiled_internal.h). */
 #define TD_CHUNK_KEYS(mode) (TD_IN_PLACE(mode) ? TILED_DIRECT_CHUNK_IN_PLACE : TD_KC)
 /* Copied rows are prefetched this many chunks ahead of the chunk being copied (fp32 rows one,
@@ -66,12 +75,13 @@ enum { TD_COPY, TD_F32, TD_F16, TD_BF16, TD_BF16X2 };
 
 /* K and V of one (batch, kv head), of element types kt, vt, addressed in bytes: key j's K row at
    k + j * krow (V's at v + j * vrow); paged (P > 0), row j % P of page table[j / P], whose row 0
-   is at k + page * kpage (v + page * vpage). */
+   is at k + page * kpage (v + page * vpage). ksc, vsc: the head's fp8 scales (else unused). */
 typedef struct td_view {
   const unsigned char *k, *v;
   int64_t krow, vrow, kpage, vpage, P;
   txattn_dtype kt, vt;
   const int32_t *table;
+  float ksc, vsc;
 } td_view;
 
 /* The K and V rows of keys [j, j + n): kr[i] and vr[i] for key j + i, one page-table lookup (and
@@ -122,7 +132,8 @@ static void td_copy_some(td_copier *cp, int64_t n) {
     const txattn_dtype t = is_k ? kv->kt : kv->vt;
     const int64_t n_el = is_k ? g->dqk : g->dv, np = is_k ? g->dqkp : g->dvp;
     if (j < cp->npf) td_prefetch_row(is_k ? cp->pk[j] : cp->pv[j], tl_elem_bytes(t, n_el));
-    tl_widen_row(is_k ? cp->k[j] : cp->v[j], t, n_el, np, is_k ? cp->kc + j * np : cp->vc + j * np);
+    tl_widen_row(is_k ? cp->k[j] : cp->v[j], t, is_k ? kv->ksc : kv->vsc, n_el, np,
+                 is_k ? cp->kc + j * np : cp->vc + j * np);
   }
 }
 TILED_INLINE void td_copy(td_copier *cp, int64_t n, const int mode) {
@@ -224,7 +235,7 @@ TILED_INLINE int64_t td_line_in(const int t, int64_t c) {
    place; if pf, each line of the rows pk[n] (the next chunk's) as the same line of kr[n] is read. */
 TILED_INLINE void td_dot(const float *q, const void *const *kr, const void *const *pk, int64_t dp,
                          float *s, int64_t sld, const int nr, const int nk, const int kt,
-                         const int pf) {
+                         const int pf, vf sc) {
   vf a[TD_RG][TILED_DNK];
 #pragma GCC unroll 8
   for (int r = 0; r < nr; r++)
@@ -248,19 +259,33 @@ TILED_INLINE void td_dot(const float *q, const void *const *kr, const void *cons
     }
   } else
 #endif
-    for (int64_t c = 0; c < dp; c += VEC_W) {
-      vf kv[TILED_DNK];
-      const int64_t line = pf ? td_line_in(kt, c) : -1;
+    /* q8_0 a block at a time, its scale widened once for the block's vectors */
+    for (int64_t cb = 0; cb < dp; cb += kt == TXATTN_DTYPE_Q8_0 ? 32 : VEC_W) {
+      const int64_t ce = kt == TXATTN_DTYPE_Q8_0 ? cb + 32 : cb + VEC_W;
+      vf bs[TILED_DNK];
 #pragma GCC unroll 8
-      for (int n = 0; n < nk; n++) {
-        kv[n] = tl_loadu_as(kr[n], kt, c);
-        if (line >= 0) __builtin_prefetch((const char *)pk[n] + line, 0, 2);
-      }
+      for (int n = 0; n < nk; n++)
+        bs[n] = kt == TXATTN_DTYPE_Q8_0 ? tl_bcast_f16((const char *)kr[n] + tl_elem_bytes(kt, cb))
+                                        : sc;
+#pragma GCC unroll 4
+      for (int64_t c = cb; c < ce; c += VEC_W) {
+        vf kv[TILED_DNK];
+        const int64_t line = pf ? td_line_in(kt, c) : -1;
+        const int end = pf && TD_8BIT(kt) && c + VEC_W == dp; /* the last line of the row */
 #pragma GCC unroll 8
-      for (int r = 0; r < nr; r++) {
-        vf qv = vf_load(q + r * dp + c);
+        for (int n = 0; n < nk; n++) {
+          kv[n] = kt == TXATTN_DTYPE_Q8_0
+                      ? vf_mul(vf_loadu_i8((const int8_t *)kr[n] + tl_elem_bytes(kt, c) + 2), bs[n])
+                      : tl_loadu_kv(kr[n], kt, c, bs[n]);
+          if (line >= 0) __builtin_prefetch((const char *)pk[n] + line, 0, 2);
+          if (end) __builtin_prefetch((const char *)pk[n] + tl_elem_bytes(kt, dp) - 1, 0, 2);
+        }
 #pragma GCC unroll 8
-        for (int n = 0; n < nk; n++) a[r][n] = vf_fma(qv, kv[n], a[r][n]);
+        for (int r = 0; r < nr; r++) {
+          vf qv = vf_load(q + r * dp + c);
+#pragma GCC unroll 8
+          for (int n = 0; n < nk; n++) a[r][n] = vf_fma(qv, kv[n], a[r][n]);
+        }
       }
     }
 #ifdef VF_HAVE_HSUM16
@@ -284,14 +309,14 @@ TILED_INLINE void td_copy_step(td_copier *cp, const int mode) {
 /* Scores of the nr rows against the chunk's keys [ua, ub) (K rows kr, the next chunk's pk). */
 TILED_INLINE void td_scores(const tiled_geom *g, const tiled_scratch *s, const void *const *kr,
                             const void *const *pk, int64_t ua, int64_t ub, td_copier *cp,
-                            const int nr, const int mode) {
+                            const int nr, const int mode, vf sc) {
   const int kt = TD_SRC_TYPE(mode), pf = TD_IN_PLACE(mode);
   int64_t j = ua;
   for (; j + TILED_DNK <= ub; j += TILED_DNK) {
     td_copy_step(cp, mode);
-    td_dot(s->qp, kr + j, pk + j, g->dqkp, s->s + j, TD_SLD, nr, TILED_DNK, kt, pf);
+    td_dot(s->qp, kr + j, pk + j, g->dqkp, s->s + j, TD_SLD, nr, TILED_DNK, kt, pf, sc);
   }
-  for (; j < ub; j++) td_dot(s->qp, kr + j, pk + j, g->dqkp, s->s + j, TD_SLD, nr, 1, kt, pf);
+  for (; j < ub; j++) td_dot(s->qp, kr + j, pk + j, g->dqkp, s->s + j, TD_SLD, nr, 1, kt, pf, sc);
 }
 
 /* ---- 3. acc = acc * alpha + P V ---- */
@@ -302,10 +327,13 @@ TILED_INLINE void td_scores(const tiled_geom *g, const tiled_scratch *s, const v
    rows vr[j] of type vt (a constant), widened in registers; if pf, the lines of the next chunk's
    rows pv[j] are prefetched as td_dot's. */
 TILED_INLINE void td_pv_acc(float *acc, int64_t ald, const float *alpha, const float *p,
-                            const void *const *vr, const void *const *pv, int64_t col, int64_t j0,
-                            int64_t j1, const int mr, const int nrv, const int vt, const int pf) {
+                            const void *const *vr, const void *const *pv, int64_t col, int64_t dp,
+                            int64_t j0, int64_t j1, const int mr, const int nrv, const int vt,
+                            const int pf, vf sc) {
   vf o[TILED_PV_ROWS][TILED_PV_COLS];
   int64_t line[TILED_PV_COLS];
+  /* the last line of a row where that is apart (td_dot) */
+  const int64_t end = pf && TD_8BIT(vt) && col + nrv * VEC_W == dp ? tl_elem_bytes(vt, dp) - 1 : -1;
 #pragma GCC unroll 8
   for (int n = 0; n < nrv; n++) line[n] = pf ? td_line_in(vt, col + n * VEC_W) : -1;
 #pragma GCC unroll 8
@@ -332,9 +360,10 @@ TILED_INLINE void td_pv_acc(float *acc, int64_t ald, const float *alpha, const f
         continue;
       }
 #endif
-      vv[n] = tl_loadu_as(vr[j], vt, col + n * VEC_W);
+      vv[n] = tl_loadu_kv(vr[j], vt, col + n * VEC_W, sc);
       if (line[n] >= 0) __builtin_prefetch((const char *)pv[j] + line[n], 0, 2);
     }
+    if (end >= 0) __builtin_prefetch((const char *)pv[j] + end, 0, 2);
 #pragma GCC unroll 8
     for (int r = 0; r < mr; r++) {
       vf pb = vf_bcast(p + r * TD_SLD + j);
@@ -352,12 +381,12 @@ TILED_INLINE void td_pv_acc(float *acc, int64_t ald, const float *alpha, const f
    vr, the next chunk's pv). */
 TILED_INLINE void td_pv_rows(const tiled_geom *g, float *acc, const float *alpha, const float *p,
                              const void *const *vr, const void *const *pv, int64_t j0, int64_t j1,
-                             const int mr, td_copier *cp, const int mode) {
+                             const int mr, td_copier *cp, const int mode, vf sc) {
   const int vt = TD_SRC_TYPE(mode), pf = TD_IN_PLACE(mode);
   const int64_t dvp = g->dvp, full = dvp / VEC_W;
   int64_t col = 0;
 #define TD_PV_TILE(nrv)                                                                            \
-  td_pv_acc(acc + col * VEC_W, dvp, alpha, p, vr, pv, col * VEC_W, j0, j1, mr, nrv, vt, pf)
+  td_pv_acc(acc + col * VEC_W, dvp, alpha, p, vr, pv, col * VEC_W, dvp, j0, j1, mr, nrv, vt, pf, sc)
   for (; col + TILED_DNT <= full; col += TILED_DNT) {
     td_copy_step(cp, mode);
     TD_PV_TILE(TILED_DNT);
@@ -396,11 +425,11 @@ TILED_INLINE void td_pv_rows(const tiled_geom *g, float *acc, const float *alpha
    column), then each row's ragged keys. */
 TILED_INLINE void td_pv(const tiled_geom *g, const tiled_scratch *s, const void *const *vr,
                         const void *const *pv, td_copier *cp, const tiled_span *sp, int64_t c0,
-                        int64_t nk, const int nr, const int mode) {
+                        int64_t nk, const int nr, const int mode, vf sc) {
   const int64_t dvp = g->dvp;
   const int common = sp->ca < sp->cb;
   td_pv_rows(g, s->pv, s->alpha, s->s, vr, pv, common ? sp->ca : 0, common ? sp->cb : 0, nr, cp,
-             mode);
+             mode, sc);
   if (common && sp->ga == sp->ca && sp->gb == sp->cb) return; /* no ragged keys */
   for (int64_t r = 0; r < nr; r++) {
     int64_t a, b;
@@ -408,10 +437,10 @@ TILED_INLINE void td_pv(const tiled_geom *g, const tiled_scratch *s, const void 
     const float *p = s->s + r * TD_SLD;
     tl_row_keys(s, r, c0, nk, &a, &b);
     if (common) {
-      if (a < sp->ca) td_pv_rows(g, acc, NULL, p, vr, pv, a, sp->ca, 1, cp, mode);
-      if (sp->cb < b) td_pv_rows(g, acc, NULL, p, vr, pv, sp->cb, b, 1, cp, mode);
+      if (a < sp->ca) td_pv_rows(g, acc, NULL, p, vr, pv, a, sp->ca, 1, cp, mode, sc);
+      if (sp->cb < b) td_pv_rows(g, acc, NULL, p, vr, pv, sp->cb, b, 1, cp, mode, sc);
     } else if (a < b) {
-      td_pv_rows(g, acc, NULL, p, vr, pv, a, b, 1, cp, mode);
+      td_pv_rows(g, acc, NULL, p, vr, pv, a, b, 1, cp, mode, sc);
     }
   }
 }
@@ -423,11 +452,11 @@ TILED_INLINE void td_pv(const tiled_geom *g, const tiled_scratch *s, const void 
    the next chunk (TD_COPY). */
 TILED_INLINE void td_chunk_rows(const tiled_geom *g, const tiled_scratch *s, const void *const *kr,
                                 const void *const *vr, const void *const *pk, const void *const *pv,
-                                td_copier *cp, int64_t c0, int64_t nk, const int nr,
-                                const int mode) {
+                                td_copier *cp, const td_view *kv, int64_t c0, int64_t nk,
+                                const int nr, const int mode) {
   const tiled_span sp = tl_rows_span(s, 0, nr, c0, nk);
   if (sp.ga < sp.gb) { /* else m, l, acc unchanged */
-    td_scores(g, s, kr, pk, sp.ga, sp.gb, cp, nr, mode);
+    td_scores(g, s, kr, pk, sp.ga, sp.gb, cp, nr, mode, vf_set1(kv->ksc));
     for (int r = 0; g->modified && r < nr; r++) { /* softcap, ALiBi, as the tiled path */
       int64_t a, b;
       tl_row_keys(s, r, c0, nk, &a, &b);
@@ -435,7 +464,7 @@ TILED_INLINE void td_chunk_rows(const tiled_geom *g, const tiled_scratch *s, con
     }
     tl_softmax_rows(g, s, 0, nr, TD_SLD, c0, nk);
     for (int r = 0; r < nr; r++) s->pv_alpha[r] *= s->alpha[r];
-    td_pv(g, s, vr, pv, cp, &sp, c0, nk, nr, mode);
+    td_pv(g, s, vr, pv, cp, &sp, c0, nk, nr, mode, vf_set1(kv->vsc));
   }
   if (mode == TD_COPY) td_copy_some(cp, 2 * cp->nk); /* what the micro-kernels left */
 }
@@ -444,20 +473,20 @@ TILED_INLINE void td_chunk_rows(const tiled_geom *g, const tiled_scratch *s, con
 #define TD_CHUNK_MODE(name, mode)                                                                  \
   static void name(const tiled_geom *g, const tiled_scratch *s, const void *const *kr,             \
                    const void *const *vr, const void *const *pk, const void *const *pv,            \
-                   td_copier *cp, int64_t c0, int64_t nk, int64_t nr) {                            \
+                   td_copier *cp, const td_view *kv, int64_t c0, int64_t nk, int64_t nr) {         \
     _Static_assert(TD_RG == 4, "a case for every row count up to TILED_DIRECT_ROWS");              \
     switch (nr) {                                                                                  \
     case 1:                                                                                        \
-      td_chunk_rows(g, s, kr, vr, pk, pv, cp, c0, nk, 1, mode);                                    \
+      td_chunk_rows(g, s, kr, vr, pk, pv, cp, kv, c0, nk, 1, mode);                                \
       break;                                                                                       \
     case 2:                                                                                        \
-      td_chunk_rows(g, s, kr, vr, pk, pv, cp, c0, nk, 2, mode);                                    \
+      td_chunk_rows(g, s, kr, vr, pk, pv, cp, kv, c0, nk, 2, mode);                                \
       break;                                                                                       \
     case 3:                                                                                        \
-      td_chunk_rows(g, s, kr, vr, pk, pv, cp, c0, nk, 3, mode);                                    \
+      td_chunk_rows(g, s, kr, vr, pk, pv, cp, kv, c0, nk, 3, mode);                                \
       break;                                                                                       \
     default:                                                                                       \
-      td_chunk_rows(g, s, kr, vr, pk, pv, cp, c0, nk, 4, mode);                                    \
+      td_chunk_rows(g, s, kr, vr, pk, pv, cp, kv, c0, nk, 4, mode);                                \
       break;                                                                                       \
     }                                                                                              \
   }
@@ -465,6 +494,9 @@ TD_CHUNK_MODE(td_chunk_copy, TD_COPY)
 TD_CHUNK_MODE(td_chunk_f32, TD_F32)
 TD_CHUNK_MODE(td_chunk_f16, TD_F16)
 TD_CHUNK_MODE(td_chunk_bf16, TD_BF16)
+TD_CHUNK_MODE(td_chunk_q8_0, TD_Q8_0)
+TD_CHUNK_MODE(td_chunk_e4m3, TD_E4M3)
+TD_CHUNK_MODE(td_chunk_e5m2, TD_E5M2)
 #ifdef TL_BF16X2
 TD_CHUNK_MODE(td_chunk_bf16x2, TD_BF16X2)
 #endif
@@ -526,17 +558,23 @@ TILED_INLINE void td_chunks(const tiled_geom *g, const td_view *kv, const tiled_
     }
     const void *const *k = kr[cur], *const *v = vr[cur], *const *pk = kr[nx], *const *pv = vr[nx];
     if (mode == TD_COPY)
-      td_chunk_copy(g, s, k, v, pk, pv, &cp[nx], c0, nc, nr);
+      td_chunk_copy(g, s, k, v, pk, pv, &cp[nx], kv, c0, nc, nr);
     else if (mode == TD_F32)
-      td_chunk_f32(g, s, k, v, pk, pv, NULL, c0, nc, nr);
+      td_chunk_f32(g, s, k, v, pk, pv, NULL, kv, c0, nc, nr);
     else if (mode == TD_F16)
-      td_chunk_f16(g, s, k, v, pk, pv, NULL, c0, nc, nr);
+      td_chunk_f16(g, s, k, v, pk, pv, NULL, kv, c0, nc, nr);
+    else if (mode == TD_Q8_0)
+      td_chunk_q8_0(g, s, k, v, pk, pv, NULL, kv, c0, nc, nr);
+    else if (mode == TD_E4M3)
+      td_chunk_e4m3(g, s, k, v, pk, pv, NULL, kv, c0, nc, nr);
+    else if (mode == TD_E5M2)
+      td_chunk_e5m2(g, s, k, v, pk, pv, NULL, kv, c0, nc, nr);
 #ifdef TL_BF16X2
     else if (mode == TD_BF16X2)
-      td_chunk_bf16x2(g, s, k, v, pk, pv, NULL, c0, nc, nr);
+      td_chunk_bf16x2(g, s, k, v, pk, pv, NULL, kv, c0, nc, nr);
 #endif
     else
-      td_chunk_bf16(g, s, k, v, pk, pv, NULL, c0, nc, nr);
+      td_chunk_bf16(g, s, k, v, pk, pv, NULL, kv, c0, nc, nr);
     if (i % (TD_SPAN_KEYS / ck) == TD_SPAN_KEYS / ck - 1) td_flush(g, s, nr);
   }
 }
@@ -556,7 +594,9 @@ static void td_run(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int6
                       P,
                       kt,
                       vt,
-                      P ? t->block_table + b * g->p->max_pages : NULL};
+                      P ? t->block_table + b * g->p->max_pages : NULL,
+                      tl_kv_scale(g, 1, kvh),
+                      tl_kv_scale(g, 0, kvh)};
   int64_t ja = k1, jb = k0;
   int pairs = 0;
 #ifdef TL_BF16X2
@@ -581,6 +621,12 @@ static void td_run(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int6
       td_chunks(g, &kv, s, nr, ja, jb, TD_F16);
     else if (in_place && kt == TXATTN_DTYPE_BF16)
       td_chunks(g, &kv, s, nr, ja, jb, TD_BF16);
+    else if (in_place && kt == TXATTN_DTYPE_Q8_0)
+      td_chunks(g, &kv, s, nr, ja, jb, TD_Q8_0);
+    else if (in_place && kt == TXATTN_DTYPE_E4M3)
+      td_chunks(g, &kv, s, nr, ja, jb, TD_E4M3);
+    else if (in_place && kt == TXATTN_DTYPE_E5M2)
+      td_chunks(g, &kv, s, nr, ja, jb, TD_E5M2);
     else
       td_chunks(g, &kv, s, nr, ja, jb, TD_COPY);
   }
