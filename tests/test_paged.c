@@ -334,8 +334,8 @@ Test(paged, every_paged_kernel_meets_the_bound_on_pages) {
       }
 }
 
-/* Decode rows against long pages: the direct path, which reads 16-bit pages of 64 keys or more
-   in place and copies smaller ones row by row. */
+/* Decode rows against long pages: the direct path, which reads pages of every size in place, its
+   chunks of 64 keys spanning pages smaller than that, and prefetches across pages. */
 Test(paged, decode_rows_on_every_page_size) {
   const txattn_dtype types[] = {TXATTN_DTYPE_F32, TXATTN_DTYPE_F16, TXATTN_DTYPE_BF16};
   for (size_t pi = 0; pi < sizeof page_sizes / sizeof page_sizes[0]; pi++)
@@ -534,4 +534,289 @@ Test(paged, the_plan_cache_tells_problems_apart) {
   free(want);
   txattn_context_free(ctx);
   pcase_free(&c);
+}
+
+/* ---- 8-bit K and V ----
+   Caches of q8_0, e4m3 and e5m2 rows (random values of each format, |x| up to about 4 with the
+   scales, fp8 with a scale per KV head), read contiguously and from a shuffled pool of pages of P
+   keys. Every kernel that takes the types must be within txattn_error_bound and the lse bound of
+   the reference on the f32 problem of the values the 8-bit rows hold (txattn_row_to_f32: the
+   values every kernel computes on), bounds derived for f32 K and V: a kernel is exact on the
+   dequantized values. */
+struct kv8case {
+  /* given */
+  int64_t batch, heads_q, heads_kv, d, P, n_q;
+  int64_t kv_lens[MAXB];
+  txattn_dtype kt, vt;
+  txattn_problem base; /* mask, modifiers, lse */
+  /* made */
+  int64_t n_kv, n_pages, max_pages;
+  float *q, *kf, *vf, *o, *want, *lse, *want_lse, kscale[8], vscale[8], slopes[16];
+  unsigned char *k8, *v8, *kp, *vp; /* contiguous [b][h][n_kv][d] and the pool [page][h][P][d] */
+  void *raw[4];                     /* their allocations */
+  int32_t *table;
+};
+
+/* n zero bytes at an address that is a multiple of 64 and of a q8_0 block's 34 bytes (*raw: what
+   to free). */
+static unsigned char *kv8_alloc(size_t n, void **raw) {
+  enum { ALIGN = 1088 };
+  *raw = calloc(n + ALIGN, 1);
+  cr_assert(*raw != NULL, "out of memory");
+  return (unsigned char *)*raw + (ALIGN - (uintptr_t)*raw % ALIGN) % ALIGN;
+}
+
+/* n rows of d random values of type t into dst (row after row) and their values into deq: q8_0
+   int8 in [-127, 127] times an f16 scale in [2^-7, 2^-6) per block; fp8 bytes of exponent field
+   up to 8 (e4m3, |x| < 4) or 16 (e5m2), times scale; f16 values in [-2, 2]. */
+static void kv8_rows(txattn_dtype t, int64_t n, int64_t d, float scale, uint64_t *st,
+                     unsigned char *dst, float *deq) {
+  const int64_t rb = txattn_dtype_bytes(t, d);
+  for (int64_t j = 0; j < n; j++) {
+    unsigned char *row = dst + j * rb;
+    for (int64_t c = 0; c < d; c++) {
+      const uint64_t r = next_random(st);
+      if (t == TXATTN_DTYPE_Q8_0) {
+        unsigned char *bp = row + c / 32 * (int64_t)sizeof(txattn_block_q8_0);
+        txattn_block_q8_0 blk;
+        memcpy(&blk, bp, sizeof blk);
+        if (c % 32 == 0) blk.d = (uint16_t)(0x2000 | (r >> 20 & 0x3ff));
+        blk.qs[c % 32] = (int8_t)((int)(r % 255) - 127);
+        memcpy(bp, &blk, sizeof blk);
+      } else if (t == TXATTN_DTYPE_E4M3) {
+        row[c] = (unsigned char)((r & 0x80) | (r >> 8) % 9 << 3 | (r >> 16 & 7));
+      } else if (t == TXATTN_DTYPE_E5M2) {
+        row[c] = (unsigned char)((r & 0x80) | (r >> 8) % 17 << 2 | (r >> 16 & 3));
+      } else {
+        const uint16_t h = elem_narrow(2.0 * uniform(st), 10, 5);
+        memcpy(row + 2 * c, &h, 2);
+      }
+    }
+    txattn_row_to_f32(row, t, scale, d, deq + j * d);
+  }
+}
+
+static void kv8_make(struct kv8case *c, uint64_t seed) {
+  uint64_t st = seed;
+  const int64_t hq = c->heads_q, hk = c->heads_kv, d = c->d;
+  c->n_kv = 1;
+  for (int64_t b = 0; b < c->batch; b++)
+    if (c->kv_lens[b] > c->n_kv) c->n_kv = c->kv_lens[b];
+  const int64_t nq = c->batch * hq * c->n_q * d, nkv = c->batch * hk * c->n_kv * d;
+  const int64_t kb = txattn_dtype_bytes(c->kt, d), vb = txattn_dtype_bytes(c->vt, d);
+  c->q = malloc((size_t)nq * sizeof(float));
+  c->o = malloc((size_t)nq * sizeof(float));
+  c->want = malloc((size_t)nq * sizeof(float));
+  c->lse = malloc((size_t)(c->batch * hq * c->n_q) * sizeof(float));
+  c->want_lse = malloc((size_t)(c->batch * hq * c->n_q) * sizeof(float));
+  c->kf = malloc((size_t)nkv * sizeof(float));
+  c->vf = malloc((size_t)nkv * sizeof(float));
+  c->k8 = kv8_alloc((size_t)(c->batch * hk * c->n_kv * kb), &c->raw[0]);
+  c->v8 = kv8_alloc((size_t)(c->batch * hk * c->n_kv * vb), &c->raw[1]);
+  cr_assert(c->q && c->o && c->want && c->lse && c->want_lse && c->kf && c->vf, "out of memory");
+  for (int64_t i = 0; i < nq; i++) c->q[i] = (float)(2.0 * uniform(&st));
+  for (int kvs = 0; kvs < 2; kvs++) {
+    const txattn_dtype t = kvs ? c->vt : c->kt;
+    const int64_t rb = kvs ? vb : kb;
+    for (int64_t b = 0; b < c->batch; b++)
+      for (int64_t h = 0; h < hk; h++) {
+        float *sc = kvs ? &c->vscale[h] : &c->kscale[h];
+        *sc = (float)(0.5 + 0.25 * (double)h);
+        const int64_t at = (b * hk + h) * c->n_kv;
+        kv8_rows(t, c->n_kv, d, *sc, &st, (kvs ? c->v8 : c->k8) + at * rb,
+                 (kvs ? c->vf : c->kf) + at * d);
+      }
+  }
+  for (int64_t h = 0; h < hq; h++) c->slopes[h] = (float)(0.03 * (double)(h + 1));
+  if (c->P == 0) return;
+  /* the pool: each sequence's pages in shuffled order, heads-major */
+  c->max_pages = (c->n_kv + c->P - 1) / c->P;
+  c->n_pages = c->batch * c->max_pages + 1;
+  int64_t *perm = malloc((size_t)c->n_pages * sizeof *perm);
+  for (int64_t i = 0; i < c->n_pages; i++) perm[i] = i;
+  for (int64_t i = c->n_pages - 1; i > 0; i--) {
+    int64_t j = (int64_t)(next_random(&st) % (uint64_t)(i + 1)), t = perm[i];
+    perm[i] = perm[j];
+    perm[j] = t;
+  }
+  c->table = malloc((size_t)(c->batch * c->max_pages) * sizeof *c->table);
+  for (int64_t i = 0; i < c->batch * c->max_pages; i++) c->table[i] = (int32_t)perm[i];
+  free(perm);
+  c->kp = kv8_alloc((size_t)(c->n_pages * hk * c->P * kb), &c->raw[2]);
+  c->vp = kv8_alloc((size_t)(c->n_pages * hk * c->P * vb), &c->raw[3]);
+  cr_assert(c->table != NULL, "out of memory");
+  for (int64_t b = 0; b < c->batch; b++)
+    for (int64_t h = 0; h < hk; h++)
+      for (int64_t j = 0; j < c->kv_lens[b]; j++) {
+        const int64_t page = c->table[b * c->max_pages + j / c->P],
+                      at = (page * hk + h) * c->P + j % c->P, from = (b * hk + h) * c->n_kv + j;
+        memcpy(c->kp + at * kb, c->k8 + from * kb, (size_t)kb);
+        memcpy(c->vp + at * vb, c->v8 + from * vb, (size_t)vb);
+      }
+}
+
+static void kv8_free(struct kv8case *c) {
+  void *all[] = {c->q,  c->o,      c->want,   c->lse,    c->want_lse, c->kf,
+                 c->vf, c->raw[0], c->raw[1], c->raw[2], c->raw[3],   c->table};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
+}
+
+/* The problem with K and V of types kt, vt (f32: the dequantized values), paged if P. */
+static txattn_problem kv8_problem(const struct kv8case *c, txattn_dtype kt, txattn_dtype vt,
+                                  int paged) {
+  txattn_problem p = c->base;
+  p.struct_size = sizeof p;
+  p.batch = c->batch;
+  p.heads_q = c->heads_q;
+  p.heads_kv = c->heads_kv;
+  p.n_q = c->n_q;
+  p.n_kv = c->n_kv;
+  p.d_qk = c->d;
+  p.q_type = TXATTN_DTYPE_F32;
+  p.k_type = kt;
+  p.v_type = vt;
+  p.o_type = TXATTN_DTYPE_F32;
+  p.ragged = 1;
+  if (paged) {
+    p.page_size = c->P;
+    p.max_pages = c->max_pages;
+    p.n_pages = c->n_pages;
+  }
+  return p;
+}
+static txattn_tensors kv8_tensors(struct kv8case *c, int deq, int paged, float *o, float *lse) {
+  txattn_tensors t = TXATTN_TENSORS_INIT;
+  t.q_data = c->q;
+  t.k_data = deq ? (const void *)c->kf : paged ? (const void *)c->kp : (const void *)c->k8;
+  t.v_data = deq ? (const void *)c->vf : paged ? (const void *)c->vp : (const void *)c->v8;
+  t.o_data = o;
+  t.lse = c->base.lse ? lse : NULL;
+  t.kv_lens = c->kv_lens;
+  t.alibi_slopes = c->slopes;
+  if (!deq && (c->kt == TXATTN_DTYPE_E4M3 || c->kt == TXATTN_DTYPE_E5M2)) t.k_scale = c->kscale;
+  if (!deq && (c->vt == TXATTN_DTYPE_E4M3 || c->vt == TXATTN_DTYPE_E5M2)) t.v_scale = c->vscale;
+  if (paged) t.block_table = c->table;
+  /* strides in values, every type alike */
+  const int64_t n = paged ? c->P : c->n_kv, d = c->d;
+  const txattn_layout kvl = {c->heads_kv * n * d, n * d, d};
+  t.k_layout = t.v_layout = kvl;
+  return t;
+}
+
+/* Every kernel taking the 8-bit types on c (contiguous, and paged when c->P): within the f32
+   problem's bounds. Returns how many kernel runs there were. */
+static int kv8_case(struct kv8case *c, uint64_t seed, int threads) {
+  kv8_make(c, seed);
+  const int64_t rows = c->batch * c->heads_q * c->n_q;
+  txattn_problem pf = kv8_problem(c, TXATTN_DTYPE_F32, TXATTN_DTYPE_F32, 0);
+  txattn_tensors tf = kv8_tensors(c, 1, 0, c->want, c->want_lse);
+  cr_assert_eq(txattn_reference(&pf, &tf), TXATTN_OK, "%s", txattn_last_error());
+  double bound = 0.0;
+  cr_assert_eq(txattn_error_bound(&pf, &tf, &bound), TXATTN_OK, "%s", txattn_last_error());
+  lse_tolerance tol = lse_tolerance_of(&pf, &tf);
+  txattn_context *ctx = test_context(threads);
+  struct kernel_list l;
+  test_kernel_list(ctx, &l);
+  int ran = 0;
+  for (int paged = 0; paged < 1 + (c->P > 0); paged++) {
+    txattn_problem p = kv8_problem(c, c->kt, c->vt, paged);
+    txattn_tensors t = kv8_tensors(c, 0, paged, c->o, c->lse);
+    for (size_t k = 0; k < l.n; k++) {
+      if (!l.k[k].usable || !test_kernel_takes_types(&l.k[k], &p)) continue;
+      if (paged && !(l.k[k].flags & TXATTN_KERNEL_PAGED)) continue;
+      txattn_plan *plan = NULL;
+      txattn_status s = txattn_plan_create(ctx, &p, l.k[k].name, &plan);
+      if (s == TXATTN_E_UNSUPPORTED) continue;
+      cr_assert_eq(s, TXATTN_OK, "%s: %s", l.k[k].name, txattn_last_error());
+      memset(c->o, 0xff, (size_t)(rows * c->d) * sizeof(float));
+      for (int64_t i = 0; i < rows; i++) c->lse[i] = NAN;
+      cr_assert_eq(txattn_plan_execute(plan, &t), TXATTN_OK, "%s: %s", l.k[k].name,
+                   txattn_last_error());
+      const char *kn = txattn_plan_kernel(plan), *kt = txattn_dtype_name(c->kt),
+                 *vt = txattn_dtype_name(c->vt);
+      for (int64_t b = 0; b < c->batch; b++)
+        for (int64_t hi = 0; hi < c->heads_q * c->n_q; hi++)
+          for (int64_t x = 0; x < c->d; x++) {
+            const int64_t at = (b * c->heads_q * c->n_q + hi) * c->d + x;
+            const double e = fabs((double)c->o[at] - (double)c->want[at]);
+            cr_assert(e <= bound, "%s, k %s, v %s, P %lld%s: element %lld off by %g > bound %g", kn,
+                      kt, vt, (long long)c->P, paged ? " paged" : "", (long long)at, e, bound);
+          }
+      for (int64_t i = 0; c->base.lse && i < rows; i++) {
+        if (isinf(c->want_lse[i]))
+          cr_assert_eq(c->lse[i], c->want_lse[i], "%s: lse row %lld", kn, (long long)i);
+        else
+          cr_assert(fabs((double)c->lse[i] - c->want_lse[i]) <=
+                        lse_tolerance_at(tol, c->want_lse[i]),
+                    "%s, k %s, v %s: lse row %lld %g, want %g", kn, kt, vt, (long long)i,
+                    (double)c->lse[i], (double)c->want_lse[i]);
+      }
+      txattn_plan_free(plan);
+      ran++;
+    }
+  }
+  txattn_context_free(ctx);
+  kv8_free(c);
+  return ran;
+}
+
+static const txattn_dtype kv8_types[][2] = {
+    {TXATTN_DTYPE_Q8_0, TXATTN_DTYPE_Q8_0}, {TXATTN_DTYPE_E4M3, TXATTN_DTYPE_E4M3},
+    {TXATTN_DTYPE_E5M2, TXATTN_DTYPE_E5M2}, {TXATTN_DTYPE_Q8_0, TXATTN_DTYPE_E4M3},
+    {TXATTN_DTYPE_E5M2, TXATTN_DTYPE_F16},
+};
+enum { N_KV8 = sizeof kv8_types / sizeof kv8_types[0] };
+
+/* Decode (the direct path, its rows read in place or, for two types, copied), GQA 4, on every
+   page size and contiguously, with lse. */
+Test(paged, decode_on_8_bit_caches) {
+  const int64_t sizes[] = {0, 3, 16, 128};
+  for (size_t ti = 0; ti < N_KV8; ti++)
+    for (size_t pi = 0; pi < sizeof sizes / sizeof sizes[0]; pi++) {
+      struct kv8case c = {.batch = 3,
+                          .heads_q = 8,
+                          .heads_kv = 2,
+                          .d = 64,
+                          .P = sizes[pi],
+                          .n_q = 1,
+                          .kv_lens = {700, 129, 1000},
+                          .kt = kv8_types[ti][0],
+                          .vt = kv8_types[ti][1]};
+      c.base.lse = 1;
+      cr_assert(kv8_case(&c, 41 + ti, 1 + (int)(pi % 2)) >= 2, "no kernel took k %s, v %s",
+                txattn_dtype_name(c.kt), txattn_dtype_name(c.vt));
+    }
+}
+
+/* A causal chunk of 37 rows after its prefix (the tiled path, K and V dequantized as they are
+   packed), MHA and GQA 2, and decode with every modifier (softcap, ALiBi, a window). */
+Test(paged, prefill_and_modifiers_on_8_bit_caches) {
+  for (size_t ti = 0; ti < N_KV8; ti++) {
+    struct kv8case c = {.batch = 2,
+                        .heads_q = 4,
+                        .heads_kv = 2,
+                        .d = 32,
+                        .P = 16,
+                        .n_q = 37,
+                        .kv_lens = {300, 333},
+                        .kt = kv8_types[ti][0],
+                        .vt = kv8_types[ti][1]};
+    c.base.mask = TXATTN_MASK_CAUSAL;
+    cr_assert(kv8_case(&c, 7 + ti, 2) >= 2, "no kernel took the chunk");
+    struct kv8case m = {.batch = 2,
+                        .heads_q = 4,
+                        .heads_kv = 1,
+                        .d = 96,
+                        .P = 32,
+                        .n_q = 1,
+                        .kv_lens = {500, 77},
+                        .kt = kv8_types[ti][0],
+                        .vt = kv8_types[ti][1]};
+    m.base.mask = TXATTN_MASK_WINDOW;
+    m.base.window_left = 200;
+    m.base.softcap = 6.0f;
+    m.base.alibi = 1;
+    m.base.lse = 1;
+    cr_assert(kv8_case(&m, 13 + ti, 1) >= 2, "no kernel took the modified decode");
+  }
 }

@@ -7,6 +7,7 @@
 
 #include <arm_neon.h>
 #include <stdint.h>
+#include <string.h>
 
 #define VEC_ISA      neon
 #define VEC_ISA_ENUM TXATTN_ISA_NEON
@@ -96,6 +97,33 @@ static inline void vf_storeu_bf16(uint16_t *p, vf x) {
   uint32x4_t q = vorrq_u32(vshrq_n_u32(u, 16), vdupq_n_u32(0x40));
   uint32x4_t nan = vmvnq_u32(vceqq_f32(x, x));
   vst1_u16(p, vmovn_u32(vbslq_u32(nan, q, r)));
+}
+
+/* ---- 8-bit elements (int8, fp8 e4m3fn and e5m2): semantics in vec_scalar.h, the fp8 values
+ * through their f16 forms as in vec_avx2.h ---- */
+static inline uint8x8_t vf__load4_u8(const void *p) {
+  uint32_t w;
+  memcpy(&w, p, sizeof w);
+  return vreinterpret_u8_u32(vdup_n_u32(w));
+}
+static inline vf vf_set1_f16(uint16_t h) {
+  return vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h)));
+}
+static inline vf vf_loadu_i8(const int8_t *p) {
+  const int16x8_t h = vmovl_s8(vreinterpret_s8_u8(vf__load4_u8(p)));
+  return vcvtq_f32_s32(vmovl_s16(vget_low_s16(h)));
+}
+static inline vf vf_loadu_e4m3(const uint8_t *p) {
+  const uint16x4_t x = vget_low_u16(vmovl_u8(vf__load4_u8(p))), m = vdup_n_u16(0x7f);
+  const uint16x4_t nan = vceq_u16(vand_u16(x, m), m);
+  uint16x4_t h = vreinterpret_u16_s16(
+      vshr_n_s16(vreinterpret_s16_u16(vshl_n_u16(x, 8)), 1)); /* sign in bits 15 and 14 */
+  h = vorr_u16(vand_u16(h, vdup_n_u16(0xbfff)), vand_u16(nan, vdup_n_u16(0x7c00)));
+  return vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(h)), vdupq_n_f32(256.0f));
+}
+static inline vf vf_loadu_e5m2(const uint8_t *p) {
+  const uint16x4_t x = vget_low_u16(vmovl_u8(vf__load4_u8(p)));
+  return vcvt_f32_f16(vreinterpret_f16_u16(vshl_n_u16(x, 8)));
 }
 
 #endif /* VEC_NEON_H */

@@ -23,7 +23,7 @@
  * 3. acc = acc * alpha + P V with the MR x (NRV * W) micro-kernel over the keys every row of a
  *    group sees, then row by row over the ragged rest: a key a row cannot see is never multiplied
  *    into it, so an Inf or NaN there cannot leak in as 0 * Inf. P V is summed from zero over at most
- *    TILED_PV_SPAN keys and added into acc with a Kahan term per element (tl_pv_tile_as).
+ *    TILED_PV_SPAN keys and added into acc with a Kahan term per element (tl_pv_tile).
  *
  * Finally O = acc / l, or exact zeros when l == 0 (no visible key). The max only ever grows, so acc
  * is rescaled in the same pass that adds P V (alpha == 1 when the max does not grow) and divided
@@ -111,6 +111,74 @@ TILED_INLINE vf tl_loadu_as(const void *row, const int t, int64_t c) {
   if (t == TXATTN_DTYPE_F16) return vf_loadu_f16((const uint16_t *)row + c);
   return vf_loadu_bf16((const uint16_t *)row + c);
 }
+/* Bytes before element n of a K or V row of type t (a constant at every call; TL_BF16X2 is bf16):
+   exact where n starts a q8_0 block (strides); within a block, n % 32 bytes past its start. */
+TILED_INLINE int64_t tl_elem_bytes(const int t, int64_t n) {
+  switch (t) {
+  case TXATTN_DTYPE_F32:
+    return 4 * n;
+  case TXATTN_DTYPE_Q8_0:
+    return n / 32 * (int64_t)sizeof(txattn_block_q8_0) + n % 32;
+  case TXATTN_DTYPE_E4M3:
+  case TXATTN_DTYPE_E5M2:
+    return n;
+  default:
+    return 2 * n;
+  }
+}
+/* The f16 at p (any alignment) in every lane. */
+TILED_INLINE vf tl_bcast_f16(const void *p) {
+  uint16_t h;
+  memcpy(&h, p, sizeof h);
+  return vf_set1_f16(h);
+}
+/* VEC_W values of a K or V row of type t (a constant) from element c (for q8_0 within one block),
+   as every kernel computes on them (txattn_row_to_f32): f32, 16-bit and q8_0 (q times its block's
+   f16 scale) exactly, fp8 times its head's scale sc (in every lane), rounded to fp32 once. */
+TILED_INLINE vf tl_loadu_kv(const void *row, const int t, int64_t c, vf sc) {
+  const unsigned char *r = (const unsigned char *)row;
+  if (t == TXATTN_DTYPE_Q8_0) {
+    const unsigned char *blk = r + c / 32 * (int64_t)sizeof(txattn_block_q8_0);
+    return vf_mul(vf_loadu_i8((const int8_t *)blk + 2 + c % 32), tl_bcast_f16(blk));
+  }
+  if (t == TXATTN_DTYPE_E4M3) return vf_mul(vf_loadu_e4m3(r + c), sc);
+  if (t == TXATTN_DTYPE_E5M2) return vf_mul(vf_loadu_e5m2(r + c), sc);
+  return tl_loadu_as(row, t, c);
+}
+/* Element c of such a row, one value (txattn_row_to_f32's). */
+TILED_INLINE float tl_elem_kv(const void *row, const int t, int64_t c, float sc) {
+  const unsigned char *r = (const unsigned char *)row;
+  if (t == TXATTN_DTYPE_Q8_0) {
+    const unsigned char *blk = r + c / 32 * (int64_t)sizeof(txattn_block_q8_0);
+    uint16_t h;
+    memcpy(&h, blk, sizeof h);
+    return (float)(int8_t)blk[2 + c % 32] * txh_f16_to_f32(h);
+  }
+  if (t == TXATTN_DTYPE_E4M3) return txattn_e4m3_value(r[c]) * sc;
+  if (t == TXATTN_DTYPE_E5M2) return txattn_e5m2_value(r[c]) * sc;
+  return tl_elem_as(row, t, c);
+}
+/* n values of a K or V row of type t (any alignment; fp8 times sc) into dst (aligned), zero up to
+   np. */
+static void tl_widen_row(const void *src, txattn_dtype t, float sc, int64_t n, int64_t np,
+                         float *dst) {
+  int64_t c = 0;
+  const vf scv = vf_set1(sc);
+  if (t == TXATTN_DTYPE_F16)
+    vf_row_from_f16(src, n, np, dst);
+  else if (t == TXATTN_DTYPE_BF16)
+    vf_row_from_bf16(src, n, np, dst);
+  else {
+    for (; c + VEC_W <= n; c += VEC_W) vf_store(dst + c, tl_loadu_kv(src, t, c, scv));
+    for (; c < n; c++) dst[c] = tl_elem_kv(src, t, c, sc);
+    for (; c < np; c++) dst[c] = 0.0f;
+  }
+}
+/* The fp32 scale of KV head kvh's K (is_k) or V where that is fp8, else 1 (unused). */
+static inline float tl_kv_scale(const tiled_geom *g, int is_k, int64_t kvh) {
+  const float *sc = is_k ? txattn_k_scale_of(g->p, g->t) : txattn_v_scale_of(g->p, g->t);
+  return sc ? sc[kvh] : 1.0f;
+}
 /* Where the vector layer has vf_loadu_bf16x2 and the direct path's P V tiles are whole pairs of
    vectors: the row "type" of bf16 K and V read 2 VEC_W elements at a time as their even and their odd
    elements (tiled_direct_algo.h, TD_BF16X2), so register 2 c + 1 of a row holds the odd elements of
@@ -118,16 +186,6 @@ TILED_INLINE vf tl_loadu_as(const void *row, const int t, int64_t c) {
 #if defined(VF_HAVE_BF16X2) && TILED_DNT % 2 == 0
 #define TL_BF16X2 0x7F
 #endif
-/* The direct path reading 16-bit K and V rows in place on 16-float vectors (tiled_direct_algo.h)
-   prefetches each cache line it loads this many rows ahead into L2 (prefetcht1): 1.75x faster at
-   decode from memory on Zen 4 than the hardware prefetchers alone, where prefetching into L1 gained
-   1.1x (docs/measurements.md). */
-#define TL_AHEAD_ROWS 64
-/* The line at 16-bit element at + TL_AHEAD_ROWS rows of ld elements, into L2. Integer arithmetic:
-   the address may lie past the tensor, which a prefetch may touch but a pointer may not point to. */
-TILED_INLINE void tl_prefetch_ahead16(const uint16_t *at, int64_t ld) {
-  __builtin_prefetch((const void *)((uintptr_t)at + (uintptr_t)(TL_AHEAD_ROWS * 2 * ld)), 0, 2);
-}
 /* Element c of a row of (run-time) type t: the row loaders' Q, once per row. */
 static inline float tl_elem(const void *row, txattn_dtype t, int64_t c) {
   switch (t) {
@@ -153,12 +211,14 @@ TILED_INLINE void tl_prefetch_row(const tiled_geom *g, const void *base, const i
                                   int64_t len) {
   if (key >= g->p->n_kv) return;
   const char *row = tl_kv_row(g, base, t, l, b, kvh, key);
-  const int64_t bytes = len * (t == TXATTN_DTYPE_F32 ? 4 : 2);
+  const int64_t bytes = tl_elem_bytes(t, len);
   for (int64_t c = 0; c < bytes; c += 64) __builtin_prefetch(row + c, 0, 0);
+  __builtin_prefetch(row + bytes - 1, 0, 0); /* rows not aligned to lines (q8_0's) */
 }
 
-/* Keys [key, key + W) of a K panel of type kt, all present: W x W transposes (a 16-bit block is
-   widened into tmp first), then the columns past the last full vector one by one. */
+/* Keys [key, key + W) of a K panel of type kt, all present: W x W transposes (a block of another
+   type is widened into tmp first, fp8 times the head's scale), then the columns past the last full
+   vector one by one. */
 TILED_INLINE void tl_pack_k_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t key,
                                  float *dst, const int kt) {
   const txattn_tensors *t = g->t;
@@ -174,20 +234,22 @@ TILED_INLINE void tl_pack_k_rows(const tiled_geom *g, int64_t b, int64_t kvh, in
       for (int r = 0; r < VEC_W; r++) dst[c * TILED_KW + r] = rows[r][c];
     return;
   }
-  const uint16_t *rows[VEC_W];
+  const void *rows[VEC_W];
   _Alignas(64) float tmp[VEC_W * VEC_W];
   const float *tr[VEC_W];
+  const float sc = tl_kv_scale(g, 1, kvh);
+  const vf scv = vf_set1(sc);
   for (int r = 0; r < VEC_W; r++) {
     rows[r] = tl_kv_row(g, t->k_data, kt, &t->k_layout, b, kvh, key + r);
     tl_prefetch_row(g, t->k_data, kt, &t->k_layout, b, kvh, key + r + TILED_PREFETCH_ROWS, g->dqk);
     tr[r] = tmp + r * VEC_W;
   }
   for (; c + VEC_W <= g->dqk; c += VEC_W) {
-    for (int r = 0; r < VEC_W; r++) vf_store(tmp + r * VEC_W, tl_loadu_as(rows[r], kt, c));
+    for (int r = 0; r < VEC_W; r++) vf_store(tmp + r * VEC_W, tl_loadu_kv(rows[r], kt, c, scv));
     vf_transpose(tr, 0, dst + c * TILED_KW, TILED_KW);
   }
   for (; c < g->dqk; c++)
-    for (int r = 0; r < VEC_W; r++) dst[c * TILED_KW + r] = tl_elem_as(rows[r], kt, c);
+    for (int r = 0; r < VEC_W; r++) dst[c * TILED_KW + r] = tl_elem_kv(rows[r], kt, c, sc);
 }
 
 /* K of keys [k0, k0 + nk) as panels of KW keys, each [dqk][KW], zero beyond nk so that padded
@@ -196,6 +258,7 @@ TILED_INLINE void tl_pack_k_as(const tiled_geom *g, int64_t b, int64_t kvh, int6
                                float *dst, const int kt) {
   const txattn_tensors *t = g->t;
   const int64_t dqk = g->dqk, npanels = (nk + TILED_KW - 1) / TILED_KW;
+  const float sc = tl_kv_scale(g, 1, kvh);
   for (int64_t pn = 0; pn < npanels; pn++) {
     float *panel = dst + pn * TILED_KW * dqk;
     for (int64_t jj = 0; jj < TILED_KW; jj += VEC_W) {
@@ -208,7 +271,7 @@ TILED_INLINE void tl_pack_k_as(const tiled_geom *g, int64_t b, int64_t kvh, int6
         const void *row =
             j + r < nk ? tl_kv_row(g, t->k_data, kt, &t->k_layout, b, kvh, k0 + j + r) : NULL;
         for (int64_t c = 0; c < dqk; c++)
-          panel[c * TILED_KW + jj + r] = row ? tl_elem_as(row, kt, c) : 0.0f;
+          panel[c * TILED_KW + jj + r] = row ? tl_elem_kv(row, kt, c, sc) : 0.0f;
       }
     }
   }
@@ -219,6 +282,8 @@ TILED_INLINE void tl_pack_k_as(const tiled_geom *g, int64_t b, int64_t kvh, int6
 TILED_INLINE void tl_pack_v_as(const tiled_geom *g, int64_t b, int64_t kvh, int64_t k0, int64_t nk,
                                float *dst, const int vt) {
   const txattn_tensors *t = g->t;
+  const float sc = tl_kv_scale(g, 0, kvh);
+  const vf scv = vf_set1(sc);
   for (int64_t j = 0; j < nk; j++) {
     const void *row = tl_kv_row(g, t->v_data, vt, &t->v_layout, b, kvh, k0 + j);
     tl_prefetch_row(g, t->v_data, vt, &t->v_layout, b, kvh, k0 + j + TILED_PREFETCH_ROWS, g->dv);
@@ -226,8 +291,8 @@ TILED_INLINE void tl_pack_v_as(const tiled_geom *g, int64_t b, int64_t kvh, int6
       const int64_t wt = tl_min(TILED_NRV * VEC_W, g->dvp - col), nv = tl_min(wt, g->dv - col);
       float *dv = dst + col * g->bc + j * wt;
       int64_t c = 0;
-      for (; c + VEC_W <= nv; c += VEC_W) vf_store(dv + c, tl_loadu_as(row, vt, col + c));
-      for (; c < nv; c++) dv[c] = tl_elem_as(row, vt, col + c);
+      for (; c + VEC_W <= nv; c += VEC_W) vf_store(dv + c, tl_loadu_kv(row, vt, col + c, scv));
+      for (; c < nv; c++) dv[c] = tl_elem_kv(row, vt, col + c, sc);
       for (; c < wt; c++) dv[c] = 0.0f;
     }
   }
@@ -246,6 +311,9 @@ TILED_INLINE void tl_pack_v_as(const tiled_geom *g, int64_t b, int64_t kvh, int6
 TILED_PACK_TYPE(f32, TXATTN_DTYPE_F32)
 TILED_PACK_TYPE(f16, TXATTN_DTYPE_F16)
 TILED_PACK_TYPE(bf16, TXATTN_DTYPE_BF16)
+TILED_PACK_TYPE(q8_0, TXATTN_DTYPE_Q8_0)
+TILED_PACK_TYPE(e4m3, TXATTN_DTYPE_E4M3)
+TILED_PACK_TYPE(e5m2, TXATTN_DTYPE_E5M2)
 
 /* One packed key block: both micro-kernels then stream contiguous, aligned fp32 panels. Strides (0
    included), interleaved layouts and element types are only ever read here. */
@@ -263,6 +331,15 @@ static void tl_pack_block(const tiled_geom *g, int64_t b, int64_t kvh, int64_t k
     tl_pack_k_bf16(g, b, kvh, k0, nk, dst);
 #endif
     break;
+  case TXATTN_DTYPE_Q8_0:
+    tl_pack_k_q8_0(g, b, kvh, k0, nk, dst);
+    break;
+  case TXATTN_DTYPE_E4M3:
+    tl_pack_k_e4m3(g, b, kvh, k0, nk, dst);
+    break;
+  case TXATTN_DTYPE_E5M2:
+    tl_pack_k_e5m2(g, b, kvh, k0, nk, dst);
+    break;
   default:
     tl_pack_k_f32(g, b, kvh, k0, nk, dst);
     break;
@@ -273,6 +350,15 @@ static void tl_pack_block(const tiled_geom *g, int64_t b, int64_t kvh, int64_t k
     break;
   case TXATTN_DTYPE_BF16:
     tl_pack_v_bf16(g, b, kvh, k0, nk, vdst);
+    break;
+  case TXATTN_DTYPE_Q8_0:
+    tl_pack_v_q8_0(g, b, kvh, k0, nk, vdst);
+    break;
+  case TXATTN_DTYPE_E4M3:
+    tl_pack_v_e4m3(g, b, kvh, k0, nk, vdst);
+    break;
+  case TXATTN_DTYPE_E5M2:
+    tl_pack_v_e5m2(g, b, kvh, k0, nk, vdst);
     break;
   default:
     tl_pack_v_f32(g, b, kvh, k0, nk, vdst);
@@ -379,33 +465,15 @@ static void tl_scores_panel(const float *qg, const float *panel, int64_t dqk, fl
     for (int n = 0; n < TILED_NRS; n++) vf_store(srow + r * sld + n * VEC_W, acc[r][n]);
 }
 
-/* o[r][n] += sum_{j in [j0, j1)} p[r][j] v[j][n W ..] for mr rows and nrv vectors of columns, V rows
-   of type vt (a constant): fp32 rows aligned to the vector size, or 16-bit rows read in place and
-   widened in registers, each line prefetched TL_AHEAD_ROWS rows ahead if pf (a constant). The key
-   loop of tl_pv_acc_as and tl_pv_tile_as. */
+/* o[r][n] += sum_{j in [j0, j1)} p[r][j] v[j][n W ..] for mr rows and nrv vectors of columns of
+   fp32 V rows vld floats apart, aligned to the vector size: the key loop of tl_pv_tile. */
 TILED_INLINE void tl_pv_keys(vf o[TILED_PV_ROWS][TILED_PV_COLS], const float *p, int64_t pld,
-                             const void *v, int64_t vld, int64_t j0, int64_t j1, const int mr,
-                             const int nrv, const int vt, const int pf) {
+                             const float *v, int64_t vld, int64_t j0, int64_t j1, const int mr,
+                             const int nrv) {
   for (int64_t j = j0; j < j1; j++) {
     vf vv[TILED_PV_COLS];
 #pragma GCC unroll 8
-    for (int n = 0; n < nrv; n++) {
-#ifdef TL_BF16X2
-      if (vt == TL_BF16X2) { /* nrv is even: the odd case only keeps the compiler content */
-        if (n + 1 == nrv && n % 2 == 0)
-          vv[n] = vf_zero();
-        else if (n % 2 == 0) {
-          vf_loadu_bf16x2((const uint16_t *)v + j * vld + n * VEC_W, &vv[n], &vv[n + 1]);
-          if (pf) tl_prefetch_ahead16((const uint16_t *)v + j * vld + n * VEC_W, vld);
-        }
-        continue;
-      }
-#endif
-      vv[n] = vt == TXATTN_DTYPE_F32 ? vf_load((const float *)v + j * vld + n * VEC_W)
-                                     : tl_loadu_as((const uint16_t *)v + j * vld, vt, n * VEC_W);
-      if (pf && vt != TXATTN_DTYPE_F32 && n * VEC_W * 2 % 64 == 0) /* a line of 16-bit values */
-        tl_prefetch_ahead16((const uint16_t *)v + j * vld + n * VEC_W, vld);
-    }
+    for (int n = 0; n < nrv; n++) vv[n] = vf_load(v + j * vld + n * VEC_W);
 #pragma GCC unroll 8
     for (int r = 0; r < mr; r++) {
       vf pb = vf_bcast(p + r * pld + j);
@@ -413,38 +481,6 @@ TILED_INLINE void tl_pv_keys(vf o[TILED_PV_ROWS][TILED_PV_COLS], const float *p,
       for (int n = 0; n < nrv; n++) o[r][n] = vf_fma(pb, vv[n], o[r][n]);
     }
   }
-}
-
-/* acc[r][0 .. nrv W) = acc * alpha[r] (if alpha) + sum_{j in [j0, j1)} p[r][j] v[j][0 .. nrv W) for
-   mr rows, one fp32 FMA per key into acc: the direct path's sum over a span of a few chunks
-   (tiled_direct_algo.h, td_flush), which tl_pv_tile_as's compensation would cost too much on. mr
-   and nrv are constants at every call, so the accumulators live in registers. V rows of type vt (a
-   constant): fp32 rows aligned to the vector size, or 16-bit rows read in place and widened in
-   registers (and prefetched if pf, tl_pv_keys). */
-TILED_INLINE void tl_pv_acc_as(float *acc, int64_t ald, const float *alpha, const float *p,
-                               int64_t pld, const void *v, int64_t vld, int64_t j0, int64_t j1,
-                               const int mr, const int nrv, const int vt, const int pf) {
-  vf o[TILED_PV_ROWS][TILED_PV_COLS];
-#pragma GCC unroll 8
-  for (int r = 0; r < mr; r++) {
-    vf a = alpha ? vf_bcast(alpha + r) : vf_set1(1.0f);
-#pragma GCC unroll 8
-    for (int n = 0; n < nrv; n++) {
-      o[r][n] = vf_load(acc + r * ald + n * VEC_W);
-      if (alpha) o[r][n] = vf_mul(o[r][n], a);
-    }
-  }
-  tl_pv_keys(o, p, pld, v, vld, j0, j1, mr, nrv, vt, pf);
-#pragma GCC unroll 8
-  for (int r = 0; r < mr; r++)
-#pragma GCC unroll 8
-    for (int n = 0; n < nrv; n++) vf_store(acc + r * ald + n * VEC_W, o[r][n]);
-}
-/* The same over fp32 V rows aligned to the vector size (the direct path's chunks). */
-TILED_INLINE void tl_pv_acc(float *acc, int64_t ald, const float *alpha, const float *p,
-                            int64_t pld, const float *v, int64_t vld, int64_t j0, int64_t j1,
-                            const int mr, const int nrv) {
-  tl_pv_acc_as(acc, ald, alpha, p, pld, v, vld, j0, j1, mr, nrv, TXATTN_DTYPE_F32, 0);
 }
 
 /* z with infinities replaced by +-FLT_MAX (NaN stays NaN). */
@@ -469,16 +505,16 @@ TILED_INLINE void tl_kahan_add(float *acc, float *cmp, vf x, vf a, int scale) {
 }
 
 /* The tiled path's P V: acc[r][0 .. nrv W) = acc * alpha[r] (if alpha) + sum_{j in [j0, j1)}
-   p[r][j] v[j][0 .. nrv W) for mr rows, as tl_pv_acc_as (V rows of type vt). The keys go in spans
+   p[r][j] v[j][0 .. nrv W) for mr rows (fp32 V rows vld floats apart, aligned). The keys go in spans
    of at most TILED_PV_SPAN, each summed from zero in registers and added to acc with Kahan's
    compensation, kept per element in cmp (same layout as acc, scaled by alpha with it; the true sum
    is acc - cmp, tl_fold_acc): a running output taking one fp32 rounding per key drifts by about
    n_kv u relative when V has a mean far from 0, this by about TILED_PV_SPAN u (docs/error_bound.md,
    the bound on O). */
 #define TILED_PV_SPAN 256
-TILED_INLINE void tl_pv_tile_as(float *acc, float *cmp, int64_t ald, const float *alpha,
-                                const float *p, int64_t pld, const void *v, int64_t vld, int64_t j0,
-                                int64_t j1, const int mr, const int nrv, const int vt) {
+TILED_INLINE void tl_pv_tile(float *acc, float *cmp, int64_t ald, const float *alpha,
+                             const float *p, int64_t pld, const float *v, int64_t vld, int64_t j0,
+                             int64_t j1, const int mr, const int nrv) {
   vf o[TILED_PV_ROWS][TILED_PV_COLS];
   int64_t j = j0;
   int first = 1;
@@ -488,7 +524,7 @@ TILED_INLINE void tl_pv_tile_as(float *acc, float *cmp, int64_t ald, const float
     for (int r = 0; r < mr; r++)
 #pragma GCC unroll 8
       for (int n = 0; n < nrv; n++) o[r][n] = vf_zero();
-    tl_pv_keys(o, p, pld, v, vld, j, je, mr, nrv, vt, 0);
+    tl_pv_keys(o, p, pld, v, vld, j, je, mr, nrv);
     j = je;
     int scale = 0; /* alpha is exactly 1 for every row unless some max grew: nothing to scale */
     if (first && alpha)
@@ -503,12 +539,6 @@ TILED_INLINE void tl_pv_tile_as(float *acc, float *cmp, int64_t ald, const float
     }
     first = 0;
   } while (j < j1);
-}
-/* The same over fp32 V rows aligned to the vector size (packed panels, the direct path's chunks). */
-TILED_INLINE void tl_pv_tile(float *acc, float *cmp, int64_t ald, const float *alpha,
-                             const float *p, int64_t pld, const float *v, int64_t vld, int64_t j0,
-                             int64_t j1, const int mr, const int nrv) {
-  tl_pv_tile_as(acc, cmp, ald, alpha, p, pld, v, vld, j0, j1, mr, nrv, TXATTN_DTYPE_F32);
 }
 
 /* acc = acc - cmp (the compensated sums) for nr rows of ld floats, before they are written or

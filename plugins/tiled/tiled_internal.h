@@ -11,9 +11,9 @@
  * single query block: short prompts).
  *
  * The direct path (g->direct: at most TILED_DIRECT_ROWS rows per (b, kvh), decode with a GQA group
- * of up to 4) packs nothing: it copies K and V rows chunk by chunk into an L1 buffer and runs
- * 4-row micro-kernels on them (tiled_direct_algo.h says why), or, for 16-bit K and V of one type,
- * runs them on the rows in place.
+ * of up to 4) packs nothing: it runs 4-row micro-kernels on the K and V rows in place, chunk by
+ * chunk, pages of any size included (tiled_direct_algo.h says why), copying them into an L1
+ * buffer only for K and V of two types or head sizes with a column tail.
  *
  * A caller that drives threads itself:
  *  - tiled_geom_init(); per thread, tiled_scratch_carve() over tiled_scratch_bytes();
@@ -36,10 +36,10 @@
    register group; at two groups the tiled path is as fast or faster (docs/measurements.md). */
 #define TILED_DIRECT_ROWS 4
 /* Keys per chunk of the direct path where it copies K and V rows: two chunks' rows (32 KiB at
-   d = 128) stay in L1 and L2; 16 keys measured faster than 32 on Zen 2. Reading 16-bit rows in
-   place it takes 64: each chunk's softmax and accumulator passes then serve 4x the keys, 1.2x
-   (AVX-512) and 1.5x (AVX2) faster than 16 with the rows in L2 on Zen 4 (docs/measurements.md).
-   The score rows hold the larger. */
+   d = 128) stay in L1 and L2; 16 keys measured faster than 32 on Zen 2. Reading rows in place it
+   takes 64: each chunk's softmax and accumulator passes then serve 4x the keys, 1.2x (AVX-512) and
+   1.5x (AVX2) faster than 16 with 16-bit rows in L2 on Zen 4 (docs/measurements.md). The score
+   rows hold the larger. */
 #define TILED_DIRECT_CHUNK          16
 #define TILED_DIRECT_CHUNK_IN_PLACE 64
 #define TILED_DIRECT_CHUNK_MAX      64

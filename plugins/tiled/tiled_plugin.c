@@ -105,10 +105,11 @@ static int tiled_applicable(const txattn_problem *p, const char **why) {
   }
 
 #define TILED_DESC(id, ISA_ENUM, SUMMARY, SPEED)                                                   \
-  TILED_DESC_TYPES(id, ISA_ENUM, SUMMARY, SPEED, TXATTN_DTYPES_ALL)
-/* QK: the element types q and k may have (v and o take every type); tiled.avx512bf16 takes bf16
-   q and k only. */
-#define TILED_DESC_TYPES(id, ISA_ENUM, SUMMARY, SPEED, QK)                                         \
+  TILED_DESC_TYPES(id, ISA_ENUM, SUMMARY, SPEED, TXATTN_DTYPES_ALL,                                \
+                   TXATTN_DTYPES_ALL | TXATTN_DTYPES_KV8)
+/* Q, K: the element types q and k may have (v takes every type, 8-bit included, o every 16- and
+   32-bit one); tiled.avx512bf16 takes bf16 q and k only. */
+#define TILED_DESC_TYPES(id, ISA_ENUM, SUMMARY, SPEED, Q, K)                                       \
   static const txattn_kernel_desc tiled_##id = {                                                   \
       .struct_size = sizeof(txattn_kernel_desc),                                                   \
       .name = "tiled." #id,                                                                        \
@@ -125,7 +126,7 @@ static int tiled_applicable(const txattn_problem *p, const char **why) {
       .default_tunables = tiled_defaults_##id,                                                     \
       .cost_pairs = tiled_pairs_##id,                                                              \
       .fit_tunables = tiled_fit_##id,                                                              \
-      .dtypes = {QK, QK, TXATTN_DTYPES_ALL, TXATTN_DTYPES_ALL},                                    \
+      .dtypes = {Q, K, TXATTN_DTYPES_ALL | TXATTN_DTYPES_KV8, TXATTN_DTYPES_ALL},                  \
   };
 
 /* speed_hint: GFLOP/s of one thread at n 4096, d 64; avx512 and neon were not measured on their
@@ -146,7 +147,7 @@ TILED_KERNEL(avx512bf16, tiled_ops_avx512bf16, TILED_AVX512_MR, TILED_AVX512_NRS
 TILED_DESC_TYPES(
     avx512bf16, KERNEL_ISA_AVX512BF16,
     "online-softmax tiles, 6x64 AVX-512 micro-kernels, Q K^T on AVX512_BF16 (1 thread)", 210.0f,
-    TXATTN_DTYPE_BIT(TXATTN_DTYPE_BF16))
+    TXATTN_DTYPE_BIT(TXATTN_DTYPE_BF16), TXATTN_DTYPE_BIT(TXATTN_DTYPE_BF16))
 #endif
 #if defined(__aarch64__)
 TILED_KERNEL(neon, tiled_ops_neon, TILED_NEON_MR, TILED_NEON_NRS *TILED_NEON_W)

@@ -102,10 +102,11 @@ static int tomp_applicable(const txattn_problem *p, const char **why) {
   }
 
 #define TOMP_DESC(id, ISA_ENUM, SUMMARY, SPEED)                                                    \
-  TOMP_DESC_TYPES(id, ISA_ENUM, SUMMARY, SPEED, TXATTN_DTYPES_ALL)
-/* QK: the element types q and k may have (v and o take every type); tiled_omp.avx512bf16 takes
-   bf16 q and k only. */
-#define TOMP_DESC_TYPES(id, ISA_ENUM, SUMMARY, SPEED, QK)                                          \
+  TOMP_DESC_TYPES(id, ISA_ENUM, SUMMARY, SPEED, TXATTN_DTYPES_ALL,                                 \
+                  TXATTN_DTYPES_ALL | TXATTN_DTYPES_KV8)
+/* Q, K: the element types q and k may have (v takes every type, 8-bit included, o every 16- and
+   32-bit one); tiled_omp.avx512bf16 takes bf16 q and k only. */
+#define TOMP_DESC_TYPES(id, ISA_ENUM, SUMMARY, SPEED, Q, K)                                        \
   static const txattn_kernel_desc tomp_##id = {                                                    \
       .struct_size = sizeof(txattn_kernel_desc),                                                   \
       .name = "tiled_omp." #id,                                                                    \
@@ -123,7 +124,7 @@ static int tomp_applicable(const txattn_problem *p, const char **why) {
       .cost_pairs = tomp_pairs_##id,                                                               \
       .one_thread_same_as = "tiled." #id,                                                          \
       .fit_tunables = tomp_fit_##id,                                                               \
-      .dtypes = {QK, QK, TXATTN_DTYPES_ALL, TXATTN_DTYPES_ALL},                                    \
+      .dtypes = {Q, K, TXATTN_DTYPES_ALL | TXATTN_DTYPES_KV8, TXATTN_DTYPES_ALL},                  \
   };
 
 /* speed_hint: GFLOP/s per thread on 2 threads, no mask, d = 64; AVX-512 is the AVX2 figure scaled
@@ -142,7 +143,7 @@ TOMP_KERNEL(avx512bf16, tiled_ops_avx512bf16, TILED_AVX512_MR, TILED_AVX512_NRS 
 TOMP_DESC_TYPES(avx512bf16, KERNEL_ISA_AVX512BF16,
                 "online-softmax tiles, 6x64 AVX-512 micro-kernels, Q K^T on AVX512_BF16, OpenMP "
                 "threads",
-                210.0f, TXATTN_DTYPE_BIT(TXATTN_DTYPE_BF16))
+                210.0f, TXATTN_DTYPE_BIT(TXATTN_DTYPE_BF16), TXATTN_DTYPE_BIT(TXATTN_DTYPE_BF16))
 #endif
 #if defined(__aarch64__)
 TOMP_KERNEL(neon, tiled_ops_neon, TILED_NEON_MR, TILED_NEON_NRS *TILED_NEON_W)

@@ -302,6 +302,21 @@ static inline __m512i emu512_cvtepu16_epi32(__m256i a) {
   for (int i = 0; i < 16; i++) r[i] = (int32_t)x[i];
   return emu_mi(r);
 }
+/* VPMOVSXBD: 16 signed bytes sign-extended to 32 bits (q8_0's values) */
+static inline __m512i emu512_cvtepi8_epi32(__m128i a) {
+  int8_t x[16];
+  memcpy(x, &a, sizeof x);
+  emu_i32x16 r;
+  for (int i = 0; i < 16; i++) r[i] = x[i];
+  return emu_mi(r);
+}
+/* VCVTDQ2PS: exact for the values it is given here (|x| < 2^24) */
+static inline __m512 emu512_cvtepi32_ps(__m512i a) {
+  emu_i32x16 x = emu_i(a);
+  emu_f32x16 r;
+  for (int i = 0; i < 16; i++) r[i] = (float)x[i];
+  return emu_m(r);
+}
 /* VPMOVDW: each 32-bit lane truncated to its low 16 bits */
 static inline __m256i emu512_cvtepi32_epi16(__m512i a) {
   emu_i32x16 x = emu_i(a);
@@ -470,6 +485,10 @@ static inline __m512 emu512_div_ps(__m512 a, __m512 b) {
 #define _mm512_cvtps_ph emu512_cvtps_ph
 #undef _mm512_cvtepu16_epi32
 #define _mm512_cvtepu16_epi32 emu512_cvtepu16_epi32
+#undef _mm512_cvtepi8_epi32
+#define _mm512_cvtepi8_epi32 emu512_cvtepi8_epi32
+#undef _mm512_cvtepi32_ps
+#define _mm512_cvtepi32_ps emu512_cvtepi32_ps
 #undef _mm512_cvtepi32_epi16
 #define _mm512_cvtepi32_epi16 emu512_cvtepi32_epi16
 #undef _mm512_srli_epi32
