@@ -56,7 +56,8 @@ static const unsigned takes_reference = COMMON;
 static const unsigned takes_bound = COMMON | BIT(A_OUT_DTYPE);
 static const unsigned takes_plan_call = BIT(A_Q) | BIT(A_K) | BIT(A_V) | BIT(A_Q_LENS) |
                                         BIT(A_KV_LENS) | BIT(A_OUT) | BIT(A_ALIBI_SLOPES) |
-                                        BIT(A_SINKS) | BIT(A_ATTN_MASK);
+                                        BIT(A_SINKS) | BIT(A_ATTN_MASK) | BIT(A_BLOCK_TABLE) |
+                                        BIT(A_Q_OFFSETS) | BIT(A_K_SCALE) | BIT(A_V_SCALE);
 
 /* q, k, v positional (or by name), the rest by keyword: values[a] is NULL where not given. */
 static int parse(const char *fn, unsigned takes, PyObject *const *args, Py_ssize_t nargs,
@@ -404,8 +405,30 @@ PyObject *txpy_plan_vectorcall(PyObject *self, PyObject *const *args, size_t nar
   o.attn_mask = given(a[A_ATTN_MASK]) ? a[A_ATTN_MASK] : plan->attn_mask;
   o.q_lens = given(a[A_Q_LENS]) ? a[A_Q_LENS] : plan->q_lens;
   o.kv_lens = given(a[A_KV_LENS]) ? a[A_KV_LENS] : plan->kv_lens;
+  o.block_table = given(a[A_BLOCK_TABLE]) ? a[A_BLOCK_TABLE] : plan->block_table;
+  o.q_offsets = given(a[A_Q_OFFSETS]) ? a[A_Q_OFFSETS] : plan->q_offsets;
+  o.k_scale = given(a[A_K_SCALE]) ? a[A_K_SCALE] : plan->k_scale;
+  o.v_scale = given(a[A_V_SCALE]) ? a[A_V_SCALE] : plan->v_scale;
+  const txattn_problem *pp = &plan->problem;
+  if ((pp->page_size > 0) != (o.block_table != NULL))
+    return txpy_value_error(
+        pp->page_size > 0
+            ? "the plan was made for paged K/V from a table's shape: pass block_table= to each call"
+            : "block_table given, but the plan was made for contiguous K/V: make it with "
+              "block_table= (a table, or its shape (batch, max_pages))");
+  if (pp->packed != (o.q_offsets != NULL))
+    return txpy_value_error(pp->packed
+                                ? "the plan was made with q_offsets=True: pass q_offsets= to "
+                                  "each call"
+                                : "q_offsets given, but the plan was made for q [batch, heads, "
+                                  "rows, dim]: make it with q_offsets= (the offsets, or True to "
+                                  "give them with each call)");
   txpy_call c;
   txpy_call_init(&c, TXPY_OP_EXECUTE);
+  c.packed = pp->packed;
+  if (pp->k_type == TXATTN_DTYPE_Q8_0 || pp->k_type == TXATTN_DTYPE_E4M3 ||
+      pp->k_type == TXATTN_DTYPE_E5M2)
+    c.kv_dtype = (int)pp->k_type; /* k and v are the uint8 caches the plan was made for */
   PyObject *result = NULL;
   if (txpy_call_inputs(&c, a[A_Q], a[A_K], a[A_V]) ||
       txpy_call_outputs(&c, a[A_OUT], plan->problem.lse, (int)plan->problem.o_type,
@@ -422,7 +445,7 @@ done:
 }
 
 /* _run(op, target, q, k, v, out, lse, mask, window_left, window_right, scale, q_lens, kv_lens,
-        kernel, names, attn_mask, modifiers): the calls of the package's Python half, with every
+        kernel, names, attn_mask, modifiers, caches): the calls of the package's Python half, with every
         argument spelt out.
    op TXPY_OP_ATTENTION (target a Context or None; out an array) for scaled_dot_product_attention,
    with names the three names of q, k, v for messages; TXPY_OP_PLAN (target a Context; q, k, v
@@ -431,11 +454,13 @@ done:
    its type, "bool", "f32", "f16" or "bf16", for a mask given with each call) returns a Plan.
    modifiers: None, or (softcap,
    alibi_slopes, sinks, sink_keys) as attention() takes them (for a plan, alibi_slopes or sinks
-   True: given with each call). */
+   True: given with each call). caches: None, or (block_table, q_offsets, kv_dtype, k_scale,
+   v_scale) as attention() takes them (for a plan, block_table may be its shape (batch,
+   max_pages), q_offsets and the scales True: given with each call; k and v uint8 specs "u8"). */
 PyObject *txpy_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   (void)self;
-  if (nargs != 17) {
-    PyErr_SetString(PyExc_TypeError, "_run takes 17 arguments");
+  if (nargs != 18) {
+    PyErr_SetString(PyExc_TypeError, "_run takes 18 arguments");
     return NULL;
   }
   long op = PyLong_AsLong(args[0]);
@@ -465,6 +490,21 @@ PyObject *txpy_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   o.q_lens = args[11];
   o.kv_lens = args[12];
   o.attn_mask = args[15];
+  PyObject *caches = args[17];
+  int kv_dtype = -1;
+  if (caches != Py_None) {
+    if (!PyTuple_Check(caches) || PyTuple_GET_SIZE(caches) != 5) {
+      PyErr_SetString(PyExc_TypeError, "_run: caches must be None or a tuple of 5");
+      return NULL;
+    }
+    PyObject *x[5];
+    for (int i = 0; i < 5; i++) x[i] = PyTuple_GET_ITEM(caches, i);
+    if (parse_kv_dtype(x[2], &kv_dtype)) return NULL;
+    o.block_table = given(x[0]) ? x[0] : NULL;
+    o.q_offsets = given(x[1]) ? x[1] : NULL;
+    o.k_scale = x[3];
+    o.v_scale = x[4];
+  }
   PyObject *target = op == TXPY_OP_PLAN ? Py_NewRef(args[1]) : context_of(args[1]);
   if (target == NULL) return NULL;
   if (!PyObject_TypeCheck(target, &txpy_context_type)) {
@@ -474,6 +514,8 @@ PyObject *txpy_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   }
   txpy_call c;
   txpy_call_init(&c, (int)op);
+  c.kv_dtype = kv_dtype;
+  c.packed = o.q_offsets != NULL;
   PyObject *result = NULL, *names = args[14];
   if (names != Py_None) {
     if (!PyTuple_Check(names) || PyTuple_GET_SIZE(names) != 3) {
@@ -659,12 +701,15 @@ const char txpy_error_bound_doc[] =
 const char txpy_plan_call_doc[] =
     "A plan: one problem, its kernel chosen once (Context.plan makes it). Calling it,\n"
     "plan(q, k, v, *, q_lens=None, kv_lens=None, out=None, alibi_slopes=None, sinks=None,\n"
-    "attn_mask=None), runs\n"
+    "attn_mask=None, block_table=None, q_offsets=None, k_scale=None, v_scale=None), runs\n"
     "that kernel on tensors of the shapes and types it was made for (strides may differ per\n"
     "call) and returns o, or (o, lse) for a plan made with return_lse=True. q_lens, kv_lens: a\n"
     "ragged plan's lengths (default: those given to Context.plan, else every row); out: o, or\n"
     "(o, lse), to write into; alibi_slopes, sinks, attn_mask: for a plan made with them, this\n"
     "call's values (default: those given to Context.plan; a mask of the plan's kind and type).\n"
+    "block_table, q_offsets, k_scale, v_scale: for a plan made paged, packed or for fp8 caches,\n"
+    "this call's (default: those given to Context.plan); k and v are of the plan's kv_dtype, a\n"
+    "packed q may have any rows, at most the plan's n_q a sequence.\n"
     "Safe to call from many threads at once.";
 
 /* _convert(src, dst, src_type, dst_type, scale): txattn_convert over two C-contiguous buffers

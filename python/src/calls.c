@@ -181,12 +181,13 @@ static int check_packed(txpy_call *c) {
                        c->lse.name, txpy_shape_str(&c->lse, so, sizeof so), (long long)rows,
                        (long long)heads, c->q.name, txpy_shape_str(&c->q, sq, sizeof sq)),
            -1;
-  if (c->table == NULL && c->k.ndim == 4 && c->k.shape[0] != c->p.batch)
+  if (!c->paged && c->k.ndim == 4 && c->k.shape[0] != c->p.batch)
     return value_error("%s has batch %lld but q_offsets give %lld sequences (batch + 1 offsets)",
                        c->k.name, (long long)c->k.shape[0], (long long)c->p.batch),
            -1;
-  int64_t n_q = 0;
-  for (int64_t b = 0; b < c->p.batch; b++)
+  /* a plan whose calls give the offsets: any sequence may have every row */
+  int64_t n_q = c->q_offsets == NULL ? rows : 0;
+  for (int64_t b = 0; c->q_offsets != NULL && b < c->p.batch; b++)
     if (c->q_offsets[b + 1] - c->q_offsets[b] > n_q) n_q = c->q_offsets[b + 1] - c->q_offsets[b];
   /* check_shapes on q, o and lse seen as [batch, heads, n_q, dim] views of the packed rows */
   txpy_view q = c->q, o = c->o, lse = c->lse;
@@ -224,9 +225,9 @@ static int check_shapes(txpy_call *c) {
       txpy_need_ndim(&c->v, 4, bhnd))
     return -1;
   const int64_t *q = c->q.shape, *k = c->k.shape, *v = c->v.shape;
-  if (c->table == NULL && k[0] != q[0]) return mismatch(&c->k, "batch", k[0], &c->q, q[0], "");
-  if (c->table == NULL && v[0] != q[0]) return mismatch(&c->v, "batch", v[0], &c->q, q[0], "");
-  if (c->table != NULL && v[0] != k[0])
+  if (!c->paged && k[0] != q[0]) return mismatch(&c->k, "batch", k[0], &c->q, q[0], "");
+  if (!c->paged && v[0] != q[0]) return mismatch(&c->v, "batch", v[0], &c->q, q[0], "");
+  if (c->paged && v[0] != k[0])
     return mismatch(&c->v, "pages", v[0], &c->k, k[0], ": k and v share the block table");
   if (k[3] != q[3]) return mismatch(&c->k, "dim (d_qk)", k[3], &c->q, q[3], ": q . k needs both");
   if (v[1] != k[1]) return mismatch(&c->v, "heads", v[1], &c->k, k[1], "");
@@ -240,8 +241,8 @@ static int check_shapes(txpy_call *c) {
   c->p.heads_q = q[1];
   c->p.heads_kv = k[1];
   c->p.n_q = q[2];
-  c->p.n_kv = c->table != NULL ? c->p.max_pages * k[2] : k[2];
-  if (c->table != NULL) { /* k[2] keys a page; every sequence up to max_pages of them */
+  c->p.n_kv = c->paged ? c->p.max_pages * k[2] : k[2];
+  if (c->paged) { /* k[2] keys a page; every sequence up to max_pages of them */
     c->p.page_size = k[2];
     c->p.n_pages = k[0];
   }
@@ -353,28 +354,57 @@ int txpy_head_floats(PyObject *obj, const char *name, int64_t heads, const txpy_
   return *out != NULL ? 0 : -1;
 }
 
+/* (batch, max_pages) where obj is a tuple of two ints (a plan's table shape), else 0 */
+static int table_shape(PyObject *obj, int64_t *rows, int64_t *width) {
+  if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != 2 ||
+      !PyLong_Check(PyTuple_GET_ITEM(obj, 0)) || !PyLong_Check(PyTuple_GET_ITEM(obj, 1)))
+    return 0;
+  *rows = PyLong_AsLongLong(PyTuple_GET_ITEM(obj, 0));
+  *width = PyLong_AsLongLong(PyTuple_GET_ITEM(obj, 1));
+  return 1;
+}
+
 /* block_table as batch rows of max_pages ints each (int32), copied: the pages of each sequence in
    the pools k and v. Which entries name pages of the pool is the library's check (it reads only
-   those a sequence's kv_len needs). 0, or -1 with an exception. */
+   those a sequence's kv_len needs). A plan takes the table's shape (batch, max_pages) too. The
+   batch is q's, the offsets', or (c->p.batch -1: a packed plan without offsets) the table's.
+   0, or -1 with an exception. */
 static int parse_block_table(txpy_call *c, PyObject *obj) {
+  c->paged = 1;
+  int64_t batch = c->packed ? c->p.batch : c->q.ndim == 4 ? c->q.shape[0] : -1, rows, width;
+  if (obj == Py_True)
+    return value_error("block_table=True: a paged plan needs the table's width; give the table "
+                       "(the calls' default) or its shape (batch, max_pages)"),
+           -1;
+  if (c->op == TXPY_OP_PLAN && table_shape(obj, &rows, &width)) {
+    if (PyErr_Occurred()) return -1;
+    if ((batch >= 0 && rows != batch) || rows < 0 || width < 1)
+      return value_error("block_table shape (%lld, %lld): [batch, max_pages] with %s's batch "
+                         "(%lld) and max_pages >= 1",
+                         (long long)rows, (long long)width, c->q.name, (long long)batch),
+             -1;
+    c->p.batch = c->packed ? rows : c->p.batch;
+    c->p.max_pages = width;
+    return 0;
+  }
   PyObject *list = NULL;
   if (txpy_is_torch(obj) > 0)
     obj = list = PyObject_CallMethod(obj, "tolist", NULL);
   else if (obj != NULL && PyObject_HasAttrString(obj, "tolist"))
     obj = list = PyObject_CallMethod(obj, "tolist", NULL);
-  PyObject *rows = obj != NULL ? PySequence_Fast(obj, "") : NULL;
+  PyObject *seq = obj != NULL ? PySequence_Fast(obj, "") : NULL;
   Py_XDECREF(list);
-  const int64_t batch = c->packed ? c->p.batch : c->q.ndim == 4 ? c->q.shape[0] : -1;
+  if (seq != NULL && batch < 0) batch = c->p.batch = PySequence_Fast_GET_SIZE(seq);
   int rc = -1;
-  if (rows == NULL || PySequence_Fast_GET_SIZE(rows) != batch) {
-    if (rows == NULL) PyErr_Clear();
+  if (seq == NULL || PySequence_Fast_GET_SIZE(seq) != batch) {
+    if (seq == NULL) PyErr_Clear();
     value_error("block_table must hold one row of page indices per sequence of %s (%lld "
                 "rows), as vLLM's block_tables [batch, max_pages]",
                 c->q.name, (long long)batch);
     goto done;
   }
   for (Py_ssize_t b = 0; b < batch; b++) {
-    PyObject *row = PySequence_Fast(PySequence_Fast_GET_ITEM(rows, b), "");
+    PyObject *row = PySequence_Fast(PySequence_Fast_GET_ITEM(seq, b), "");
     if (row == NULL) {
       PyErr_Clear();
       value_error("block_table[%zd] must be a sequence of page indices", b);
@@ -413,7 +443,7 @@ static int parse_block_table(txpy_call *c, PyObject *obj) {
   }
   rc = 0;
 done:
-  Py_XDECREF(rows);
+  Py_XDECREF(seq);
   return rc;
 }
 
@@ -478,6 +508,11 @@ static int parse_q_offsets(txpy_call *c, const txpy_opts *o) {
     return value_error("q_lens must be None with q_offsets: the offsets give each sequence's "
                        "rows"),
            -1;
+  if (o->q_offsets == Py_True && c->op == TXPY_OP_PLAN) { /* offsets with each call */
+    c->ragged = 1;
+    c->p.batch = o->block_table != NULL ? -1 : c->k.ndim == 4 ? c->k.shape[0] : 0;
+    return 0;
+  }
   Py_ssize_t n = PyObject_Length(o->q_offsets);
   if (n < 0) return -1;
   if (n < 2) return value_error("q_offsets has %zd entries: batch + 1 (at least 2), from 0", n), -1;
@@ -661,10 +696,19 @@ static void fill_no_keys(const txpy_call *c) {
 /* A plan runs only tensors of the problem it was made for. */
 static int check_against_plan(const txpy_call *c, const txattn_problem *pp) {
   const txattn_problem *p = &c->p;
+  if (p->page_size != pp->page_size || p->n_pages != pp->n_pages || p->max_pages != pp->max_pages) {
+    char sk[160];
+    return value_error("the plan was made for pools of %lld pages of %lld keys and block tables "
+                       "of %lld pages a sequence; got %s %s and a table of %lld: make a plan for "
+                       "these (Context.plan)",
+                       (long long)pp->n_pages, (long long)pp->page_size, (long long)pp->max_pages,
+                       c->k.name, txpy_shape_str(&c->k, sk, sizeof sk), (long long)p->max_pages),
+           -1;
+  }
   int same = p->batch == pp->batch && p->heads_q == pp->heads_q && p->heads_kv == pp->heads_kv &&
-             p->n_q == pp->n_q && p->n_kv == pp->n_kv && p->d_qk == pp->d_qk && p->d_v == pp->d_v &&
-             p->q_type == pp->q_type && p->k_type == pp->k_type && p->v_type == pp->v_type &&
-             p->o_type == pp->o_type;
+             (p->n_q == pp->n_q || pp->packed) && p->n_kv == pp->n_kv && p->d_qk == pp->d_qk &&
+             p->d_v == pp->d_v && p->q_type == pp->q_type && p->k_type == pp->k_type &&
+             p->v_type == pp->v_type && p->o_type == pp->o_type;
   if (!same) {
     char sq[160], sk[160], sv[160];
     value_error("the plan was made for q (%lld, %lld, %lld, %lld) %s, k and v (%lld, %lld, %lld, "
@@ -680,6 +724,12 @@ static int check_against_plan(const txpy_call *c, const txattn_problem *pp) {
                 txpy_dtype_str(p->v_type), txpy_dtype_str(p->o_type));
     return -1;
   }
+  if (pp->packed && p->n_q > pp->n_q)
+    return value_error("q_offsets give a sequence %lld rows, but the plan was made for at most "
+                       "%lld (its q_offsets' longest sequence, or q's rows): make a plan for "
+                       "longer sequences",
+                       (long long)p->n_q, (long long)pp->n_q),
+           -1;
   if (p->lse != pp->lse) {
     value_error(pp->lse ? "the plan was made with return_lse=True: pass an lse output"
                         : "the plan was made without return_lse: it writes no lse");
@@ -743,12 +793,18 @@ static int kv_scales(txpy_call *c, const txpy_opts *o) {
     const char *name = w == 0 ? "k_scale" : "v_scale";
     const int given = objs[w] != NULL && objs[w] != Py_None;
     if (given != fp8)
-      return value_error(fp8 ? "kv_dtype '%s' needs %s= (heads_kv fp32 scales, or one float)"
-                             : "%s given, but only kv_dtype 'e4m3' or 'e5m2' takes scales (%s)",
+      return value_error(!fp8 ? "%s given, but only kv_dtype 'e4m3' or 'e5m2' takes scales (%s)"
+                         : c->op == TXPY_OP_PLAN
+                             ? "kv_dtype '%s' needs %s= (heads_kv fp32 scales or one float, the "
+                               "calls' default; or True to give them with each call)"
+                         : c->op == TXPY_OP_EXECUTE
+                             ? "the plan was made for kv_dtype '%s' without scales: pass %s= to "
+                               "each call (heads_kv fp32 scales, or one float)"
+                             : "kv_dtype '%s' needs %s= (heads_kv fp32 scales, or one float)",
                          fp8 ? txattn_dtype_name((txattn_dtype)c->kv_dtype) : name,
                          fp8 ? name : "q8_0 blocks carry their own"),
              -1;
-    if (!given) continue;
+    if (!given || (objs[w] == Py_True && c->op == TXPY_OP_PLAN)) continue;
     if (PyFloat_Check(objs[w]) || PyLong_Check(objs[w])) { /* one scale for every head */
       const double x = PyFloat_AsDouble(objs[w]);
       if (x == -1.0 && PyErr_Occurred()) return -1;
@@ -782,6 +838,11 @@ static PyObject *new_plan(txpy_call *c, PyObject *context, const txpy_opts *o) {
   self->sinks = c->sinks;
   c->alibi_slopes = c->sinks = NULL;
   self->attn_mask = c->have_mask ? Py_NewRef(o->attn_mask) : NULL;
+  /* held as given and read by each call that gives none of its own */
+  self->block_table = c->table != NULL ? Py_NewRef(o->block_table) : NULL;
+  self->q_offsets = c->q_offsets != NULL ? Py_NewRef(o->q_offsets) : NULL;
+  self->k_scale = c->k_scale != NULL ? Py_NewRef(o->k_scale) : NULL;
+  self->v_scale = c->v_scale != NULL ? Py_NewRef(o->v_scale) : NULL;
   self->problem = (txattn_problem)TXATTN_PROBLEM_INIT; /* PyObject_New does not zero it */
   if (txattn_problem_resolve(&c->p, &self->problem) != TXATTN_OK) self->problem = c->p;
   return (PyObject *)self;
@@ -1050,13 +1111,16 @@ PyObject *txpy_problem_dict(const txattn_problem *p) {
                                 ? txattn_dtype_name(p->mask_type)
                                 : NULL;
   return Py_BuildValue(
-      "{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:s,s:N,s:d,s:(ssss),s:O,s:O,s:N,s:O,s:O,s:L,s:z}", "batch",
-      (long long)p->batch, "heads_q", (long long)p->heads_q, "heads_kv", (long long)p->heads_kv,
-      "n_q", (long long)p->n_q, "n_kv", (long long)p->n_kv, "d_qk", (long long)p->d_qk, "d_v",
-      (long long)p->d_v, "mask", txattn_mask_name(p->mask), "window", window, "scale",
-      (double)p->scale, "dtypes", txattn_dtype_name(p->q_type), txattn_dtype_name(p->k_type),
-      txattn_dtype_name(p->v_type), txattn_dtype_name(p->o_type), "lse",
-      p->lse ? Py_True : Py_False, "ragged", p->ragged ? Py_True : Py_False, "softcap", softcap,
-      "alibi", p->alibi ? Py_True : Py_False, "sinks", p->sinks ? Py_True : Py_False, "sink_keys",
-      (long long)p->sink_keys, "mask_tensor", mask_tensor);
+      "{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:s,s:N,s:d,s:(ssss),s:O,s:O,s:N,s:O,s:O,s:L,s:z,s:L,s:L,s:L,"
+      "s:O}",
+      "batch", (long long)p->batch, "heads_q", (long long)p->heads_q, "heads_kv",
+      (long long)p->heads_kv, "n_q", (long long)p->n_q, "n_kv", (long long)p->n_kv, "d_qk",
+      (long long)p->d_qk, "d_v", (long long)p->d_v, "mask", txattn_mask_name(p->mask), "window",
+      window, "scale", (double)p->scale, "dtypes", txattn_dtype_name(p->q_type),
+      txattn_dtype_name(p->k_type), txattn_dtype_name(p->v_type), txattn_dtype_name(p->o_type),
+      "lse", p->lse ? Py_True : Py_False, "ragged", p->ragged ? Py_True : Py_False, "softcap",
+      softcap, "alibi", p->alibi ? Py_True : Py_False, "sinks", p->sinks ? Py_True : Py_False,
+      "sink_keys", (long long)p->sink_keys, "mask_tensor", mask_tensor, "page_size",
+      (long long)p->page_size, "max_pages", (long long)p->max_pages, "n_pages",
+      (long long)p->n_pages, "packed", p->packed ? Py_True : Py_False);
 }

@@ -312,6 +312,10 @@ static void plan_dealloc(txpy_plan *self) {
   Py_XDECREF(self->q_lens);
   Py_XDECREF(self->kv_lens);
   Py_XDECREF(self->attn_mask);
+  Py_XDECREF(self->block_table);
+  Py_XDECREF(self->q_offsets);
+  Py_XDECREF(self->k_scale);
+  Py_XDECREF(self->v_scale);
   free(self->alibi_slopes);
   free(self->sinks);
   Py_TYPE(self)->tp_free((PyObject *)self);

@@ -29,6 +29,8 @@ typedef struct txpy_plan {
   PyObject *q_lens, *kv_lens;  /* NULL or the lengths given to Context.plan */
   float *alibi_slopes, *sinks; /* NULL or heads_q floats given to Context.plan (owned) */
   PyObject *attn_mask;         /* NULL or the mask tensor given to Context.plan */
+  /* NULL or what Context.plan was given for its calls: a block table, q_offsets, fp8 scales */
+  PyObject *block_table, *q_offsets, *k_scale, *v_scale;
   txattn_problem problem;
 } txpy_plan;
 
@@ -83,7 +85,10 @@ typedef struct txpy_call {
   int64_t *q_lens, *kv_lens;
   float *alibi_slopes, *sinks;         /* owned: heads_q floats read from the caller's objects */
   const float *use_slopes, *use_sinks; /* what the call passes (these, or a plan's) */
-  int32_t *table; /* block_table given: k and v are page pools, [n_pages, heads_kv, P, dim] */
+  /* paged (block_table given): k and v are page pools, [n_pages, heads_kv, P, dim]; table the
+     block table (owned; NULL for a plan made from the table's shape) */
+  int paged;
+  int32_t *table;
   /* kv_dtype given (>= 0): k and v are uint8 arrays of that 8-bit type (txpy_view_kv8), with
      k_scale / v_scale (owned, heads_kv floats) for fp8 */
   int kv_dtype;
@@ -98,7 +103,8 @@ typedef struct txpy_call {
    plan's lengths come with each call), kernel NULL for the dispatcher's, lse for the bound and
    plans (the others take it from the lse output). The score modifiers: softcap 0 for none,
    sink_keys >= 0, alibi_slopes and sinks NULL/None for none, else objects of heads_q numbers
-   (Py_True for a plan: given with each call). */
+   (Py_True for a plan: given with each call). For a plan, block_table may be a table's shape
+   (batch, max_pages), q_offsets and the fp8 scales Py_True: given with each call. */
 typedef struct txpy_opts {
   int mask;
   int64_t window_left, window_right;

@@ -188,7 +188,7 @@ static int from_dlpack(PyObject *obj, const char *name, txpy_view *v) {
 }
 
 /* A (shape, dtype name) pair for a plan made from shapes: no data. */
-static int from_spec(PyObject *obj, const char *name, txpy_view *v) {
+static int from_spec(PyObject *obj, const char *name, int flags, txpy_view *v) {
   PyObject *shape = PyTuple_GET_ITEM(obj, 0), *dtype = PyTuple_GET_ITEM(obj, 1);
   if (!PyTuple_Check(shape) || !PyUnicode_Check(dtype)) {
     PyErr_Format(PyExc_TypeError, "%s: a shape must be a tuple of ints", name);
@@ -218,6 +218,8 @@ static int from_spec(PyObject *obj, const char *name, txpy_view *v) {
     v->dtype = TXATTN_DTYPE_F16;
   else if (strcmp(d, "bf16") == 0)
     v->dtype = TXATTN_DTYPE_BF16;
+  else if (strcmp(d, "u8") == 0 && (flags & TXPY_KV8)) /* an 8-bit cache's bytes */
+    v->dtype = TXPY_DTYPE_U8;
   else
     return dtype_error(name, d);
   int64_t compact = 1;
@@ -284,7 +286,7 @@ int txpy_view_import(PyObject *obj, const char *name, int flags, txpy_view *v) {
   } else if (PyObject_CheckBuffer(obj)) {
     rc = from_buffer(obj, name, flags, v);
   } else if ((flags & TXPY_SPEC_OK) && PyTuple_Check(obj) && PyTuple_GET_SIZE(obj) == 2) {
-    return from_spec(obj, name, v);
+    return from_spec(obj, name, flags, v);
   } else if (PyObject_HasAttrString(obj, "__dlpack__")) {
     rc = from_dlpack(obj, name, v);
   } else {

@@ -296,11 +296,13 @@ class Context(_c.Context):
 
     def plan(self, q, k, v, *, causal=False, window=None, scale=None, q_lens=None, kv_lens=None,
              ragged=False, return_lse=False, kernel=None, out_dtype=None, dtype=None,
-             softcap=None, alibi_slopes=None, sinks=None, sink_keys=0, attn_mask=None):
+             softcap=None, alibi_slopes=None, sinks=None, sink_keys=0, attn_mask=None,
+             block_table=None, q_offsets=None, kv_dtype=None, k_scale=None, v_scale=None):
         """A Plan for one problem, to run many times: which kernel, why, and its tunables.
 
-        q, k, v: tensors as attention() takes them, or shapes (tuples of 4 ints) of type dtype
-        (float32 by default). causal, window, scale, return_lse, kernel: as for attention().
+        q, k, v: tensors as attention() takes them, or shapes (tuples of ints) of type dtype
+        (float32 by default; with kv_dtype, k and v are uint8 caches or their shapes in bytes).
+        causal, window, scale, return_lse, kernel: as for attention().
         ragged=True makes a plan for ragged batches, whose calls take q_lens and kv_lens; lengths
         given here do that too and are the calls' default. out_dtype: the results' type (default
         q's). softcap, sink_keys: as for attention(), fixed in the plan. alibi_slopes, sinks: the
@@ -309,17 +311,29 @@ class Context(_c.Context):
         attn_mask: a mask as attention() takes it (held: the calls' default, which a call's
         attn_mask= replaces), or its dtype (bool, float32, float16, bfloat16, by name, NumPy or
         torch) for a plan whose calls give one; the plan takes masks of that kind and type.
+        KV caches as servers keep them, as attention() takes them: kv_dtype ('q8_0', 'e4m3',
+        'e5m2') is fixed in the plan; k_scale, v_scale (fp8): the scales (held: the calls'
+        default) or True for calls that give them. block_table: a table (held: the calls'
+        default; its width is the plan's max_pages) or its shape (batch, max_pages) for calls
+        that give one; k and v are then page pools. q_offsets: offsets (held: the calls'
+        default) or True for calls that give them; q is then packed [rows, heads, dim], and a
+        call's sequences may have at most as many rows as the longest here (True: q's rows),
+        in any total.
         """
-        qs, ks, vs = (_spec(x, n, dtype) for x, n in ((q, "q"), (k, "k"), (v, "v")))
+        qs = _spec(q, "q", dtype)
+        ks, vs = (_spec(x, n, dtype, kv_dtype) for x, n in ((k, "k"), (v, "v")))
         o_dtype = _dtype_arg(out_dtype, "out_dtype") or qs[1]
         mask, left, right = _mask(causal, window)
         is_ragged = bool(ragged) or q_lens is not None or kv_lens is not None
-        # the results' shape: q's rows and v's dim (the extension checks q and v before it)
-        spec_o = (qs[0][:3] + vs[0][3:4], o_dtype)
-        q_lens = q_lens if q_lens is not None else (True if is_ragged else None)
+        # the results' shape: q's rows and v's dim in values (the extension checks q and v first)
+        d_v = tuple(n // 34 * 32 if kv_dtype == "q8_0" else n for n in vs[0][-1:])
+        spec_o = (qs[0][:-1] + d_v, o_dtype)
+        if is_ragged and q_lens is None and q_offsets is None:  # packed: the offsets say the rows
+            q_lens = True
         return _c._run(_PLAN, self, qs, ks, vs, spec_o, bool(return_lse), mask, left, right,
                        scale, q_lens, kv_lens, kernel, None, _mask_kind(attn_mask),
-                       (softcap, alibi_slopes, sinks, sink_keys))
+                       (softcap, alibi_slopes, sinks, sink_keys),
+                       (block_table, q_offsets, kv_dtype, k_scale, v_scale))
 
     def __repr__(self):
         return f"txattn.Context(threads={self.threads}, table={self.table_status!r})"
@@ -341,10 +355,18 @@ def _mask_kind(m):
     return _dtype_arg(m, "attn_mask")
 
 
-def _spec(x, name, dtype):
-    """(shape, dtype name) of a tensor or of a shape tuple."""
+def _spec(x, name, dtype, kv_dtype=None):
+    """(shape, dtype name) of a tensor or of a shape tuple; with kv_dtype, of a uint8 cache."""
     if isinstance(x, (tuple, list)) and all(isinstance(n, int) for n in x):
-        return tuple(x), _dtype_arg(dtype) or "f32"
+        return tuple(x), "u8" if kv_dtype is not None else _dtype_arg(dtype) or "f32"
+    if kv_dtype is not None:
+        if kv_dtype not in _KV8:
+            raise ValueError(f"kv_dtype must be None, 'q8_0', 'e4m3' or 'e5m2'; got {kv_dtype!r}")
+        x = _as_tensor(x, name)
+        if str(x.dtype) not in ("uint8", "torch.uint8"):
+            raise ValueError(f"{name} must be a uint8 array holding the {kv_dtype} cache "
+                             f"(txattn.quantize makes one), not {x.dtype}")
+        return tuple(x.shape), "u8"
     if not _is_torch(x) and not (_np is not None and isinstance(x, _np.ndarray)):
         return _c._spec(x, name)  # read by the extension: bfloat16 through DLPack too
     return tuple(x.shape), _dtype_name(x, name)
@@ -662,5 +684,5 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     out = kind.empty(out_shape, dtypes[0])
     o4 = kind.view(out, tuple(q4.shape[:3]) + (Ev,))
     _c._run(_ATTENTION, None, q4, k4, v4, o4, None, mask, left, right, scale, None, None, None,
-            ("query", "key", "value"), m4, None)
+            ("query", "key", "value"), m4, None, None)
     return out

@@ -74,6 +74,11 @@ class Context:
         sinks: Union[HeadFloats, bool] = ...,
         sink_keys: int = ...,
         attn_mask: Optional[Union[Any, DType]] = ...,
+        block_table: Optional[Union[Any, Tuple[int, int]]] = ...,
+        q_offsets: Union[Lengths, bool] = ...,
+        kv_dtype: Optional[str] = ...,
+        k_scale: Union[HeadFloats, float, bool] = ...,
+        v_scale: Union[HeadFloats, float, bool] = ...,
     ) -> "Plan": ...
 
 class Plan:
@@ -91,6 +96,10 @@ class Plan:
         alibi_slopes: HeadFloats = ...,
         sinks: HeadFloats = ...,
         attn_mask: Optional[Any] = ...,
+        block_table: Optional[Any] = ...,
+        q_offsets: Lengths = ...,
+        k_scale: Union[HeadFloats, float] = ...,
+        v_scale: Union[HeadFloats, float] = ...,
     ) -> Union[Tensor, Tuple[Tensor, Tensor]]: ...
     @property
     def kernel(self) -> str: ...
