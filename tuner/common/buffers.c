@@ -43,7 +43,9 @@ static void q8_0_set(txattn_block_q8_0 *blk, size_t c, float x) {
     blk->d = 0x7c00; /* beyond q8_0's range: Inf, as a 16-bit type overflows */
 }
 
-void tx_elem_set(void *base, txattn_dtype t, size_t i, float x) {
+/* x stored at element i rounded to t (to nearest, ties to even; beyond the type's range +-Inf; fp8
+   saturates, and a q8_0 element's block is quantised again with it, NaN making the block NaN). */
+static void tx_elem_set(void *base, txattn_dtype t, size_t i, float x) {
   switch (t) {
   case TXATTN_DTYPE_Q8_0:
     q8_0_set((txattn_block_q8_0 *)base + i / 32, i % 32, x);

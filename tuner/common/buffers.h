@@ -105,11 +105,8 @@ void tx_buffers_fill_padding(tx_buffers *b, float value);
    the library's one-pass txattn__error_bounds is hidden, and txtune uses only the public API. */
 txattn_status tx_buffers_reference(tx_buffers *b);
 
-/* Elements of a tensor of type t: element i widened to float (exact for every type), and x stored
-   at element i rounded to t (to nearest, ties to even; beyond the type's range +-Inf; fp8
-   saturates, and a q8_0 element's block is quantised again with it, NaN making the block NaN). */
+/* Element i of a tensor of type t widened to float (exact for every type). */
 float tx_elem_get(const void *base, txattn_dtype t, size_t i);
-void tx_elem_set(void *base, txattn_dtype t, size_t i, float x);
 /* Element c of row (b, h, i) of a tensor of type t laid out by l. */
 float tx_elem_at(const void *base, txattn_dtype t, const txattn_layout *l, int64_t b, int64_t h,
                  int64_t i, int64_t c);

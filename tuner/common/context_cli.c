@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "txattn/plugin.h"
+
 void tx_context_args_init(tx_context_args *a) {
   a->threads = 0;
   a->plugin_path = NULL;
@@ -21,6 +23,19 @@ void tx_print_lib_error(const char *cmd, const char *what, txattn_status s) {
   const char *msg = txattn_last_error();
   fprintf(stderr, "txtune %s: %s: %s%s%s\n", cmd, what, txattn_status_name(s), *msg ? ": " : "",
           msg);
+}
+
+void tx_json_cpu_fields(tx_json *j, const txattn_machine_info *m) {
+  tx_json_kv_string(j, "vendor", m->vendor);
+  tx_json_kv_string(j, "brand", m->brand);
+  tx_json_kv_int(j, "family", m->family);
+  tx_json_kv_int(j, "model", m->model);
+  tx_json_kv_int(j, "stepping", m->stepping);
+  tx_json_key(j, "isa");
+  tx_json_begin_array(j);
+  for (int i = 0; i < TXATTN_ISA_COUNT_; i++)
+    if (m->isa_mask & (1u << i)) tx_json_string(j, txattn_isa_name((txattn_isa)i));
+  tx_json_end_array(j);
 }
 
 int tx_context_open(const char *cmd, const tx_context_args *a, txattn_context **out) {

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "args.h"
+#include "json.h"
 #include "txattn/txattn.h"
 
 typedef struct tx_context_args {
@@ -23,6 +24,9 @@ int tx_context_open(const char *cmd, const tx_context_args *a, txattn_context **
 /* Where the plugin path came from, in words, and the path itself (NULL for the built-in default).
  */
 const char *tx_plugin_path_source(const tx_context_args *a, const char **path);
+/* The CPU's fields in the open JSON object: vendor, brand, family, model, stepping, and the ISAs
+   the CPU and OS enable. */
+void tx_json_cpu_fields(tx_json *j, const txattn_machine_info *m);
 /* "txtune <cmd>: <what>: TXATTN_E_...: <last error>" on stderr */
 void tx_print_lib_error(const char *cmd, const char *what, txattn_status s);
 

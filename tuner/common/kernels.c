@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "text_table.h"
 #include "txattn/plugin.h"
 
 int tx_kernel_find(const txattn_context *ctx, const char *name, size_t *index,
@@ -51,9 +52,7 @@ void tx_kernel_flags_text(unsigned flags, char *buf, size_t size) {
   if (size) buf[0] = '\0';
   for (unsigned bit = 0; bit < 32; bit++) {
     const char *name = txattn_kernel_flag_name(flags & (1u << bit));
-    if (name == NULL || len >= size) continue;
-    int w = snprintf(buf + len, size - len, "%s%s", len ? "," : "", name);
-    if (w > 0) len += (size_t)w;
+    if (name != NULL) tx_appendf(buf, size, &len, "%s%s", len ? "," : "", name);
   }
   if (size && !*buf) snprintf(buf, size, "-");
 }

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "text_table.h"
+
 void tx_serving_args_init(tx_serving_args *a) {
   a->kv_lens = NULL;
   a->q_lens = NULL;
@@ -141,42 +143,15 @@ void tx_serving_apply(const tx_serving *s, txattn_problem *p) {
 
 int tx_serving_format(const tx_serving *s, char *buf, size_t size) {
   size_t len = 0;
-  int w = 0;
   if (size) buf[0] = '\0';
-  for (size_t i = 0; i < s->n && i < 16; i++) {
-    w = snprintf(buf + len, size - len, "%s%lld", i ? "," : " kv_lens=", (long long)s->kv_lens[i]);
-    if (w < 0 || (size_t)w >= size - len) return w;
-    len += (size_t)w;
-  }
-  if (s->n > 16) {
-    w = snprintf(buf + len, size - len, ",... (%zu)", s->n);
-    if (w < 0 || (size_t)w >= size - len) return w;
-    len += (size_t)w;
-  }
-  for (size_t i = 0; i < s->n_q_lens && i < 16; i++) {
-    w = snprintf(buf + len, size - len, "%s%lld", i ? "," : " q_lens=", (long long)s->q_lens[i]);
-    if (w < 0 || (size_t)w >= size - len) return w;
-    len += (size_t)w;
-  }
-  if (s->lse) {
-    w = snprintf(buf + len, size - len, " lse");
-    if (w < 0 || (size_t)w >= size - len) return w;
-    len += (size_t)w;
-  }
-  if (s->page_size) {
-    w = snprintf(buf + len, size - len, " page_size=%lld", (long long)s->page_size);
-    if (w < 0 || (size_t)w >= size - len) return w;
-    len += (size_t)w;
-  }
-  if (s->packed) {
-    w = snprintf(buf + len, size - len, " packed");
-    if (w < 0 || (size_t)w >= size - len) return w;
-    len += (size_t)w;
-  }
-  if (s->merge) {
-    w = snprintf(buf + len, size - len, " merge=%lld", (long long)s->merge);
-    if (w < 0 || (size_t)w >= size - len) return w;
-    len += (size_t)w;
-  }
+  for (size_t i = 0; i < s->n && i < 16; i++)
+    tx_appendf(buf, size, &len, "%s%lld", i ? "," : " kv_lens=", (long long)s->kv_lens[i]);
+  if (s->n > 16) tx_appendf(buf, size, &len, ",... (%zu)", s->n);
+  for (size_t i = 0; i < s->n_q_lens && i < 16; i++)
+    tx_appendf(buf, size, &len, "%s%lld", i ? "," : " q_lens=", (long long)s->q_lens[i]);
+  if (s->lse) tx_appendf(buf, size, &len, " lse");
+  if (s->page_size) tx_appendf(buf, size, &len, " page_size=%lld", (long long)s->page_size);
+  if (s->packed) tx_appendf(buf, size, &len, " packed");
+  if (s->merge) tx_appendf(buf, size, &len, " merge=%lld", (long long)s->merge);
   return (int)len;
 }

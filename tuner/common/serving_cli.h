@@ -68,7 +68,7 @@ int tx_serving_merge_check(const tx_cmd_spec *spec, const tx_serving *s,
    them). */
 void tx_serving_apply(const tx_serving *s, txattn_problem *p);
 /* " kv_lens=1024,2048,... lse merge=8" (what the problem line adds; "" when none), at most the
-   first 16 lengths then "... (N)". Returns what snprintf does. */
+   first 16 lengths then "... (N)". Returns the length written. */
 int tx_serving_format(const tx_serving *s, char *buf, size_t size);
 
 #endif

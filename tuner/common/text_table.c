@@ -118,3 +118,17 @@ const char *tx_fmt_time(double s, char *buf, size_t size) {
     snprintf(buf, size, "%.3g s", s);
   return buf;
 }
+
+int tx_appendf(char *buf, size_t size, size_t *len, const char *fmt, ...) {
+  if (*len >= size) return -1;
+  va_list ap;
+  va_start(ap, fmt);
+  int w = vsnprintf(buf + *len, size - *len, fmt, ap);
+  va_end(ap);
+  if (w < 0 || (size_t)w >= size - *len) {
+    *len = size - 1;
+    return -1;
+  }
+  *len += (size_t)w;
+  return 0;
+}

@@ -32,6 +32,11 @@ void tx_table_add(tx_table *t, const char *const *cells);
 void tx_table_note(tx_table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tx_table_print(const tx_table *t, FILE *f, const char *indent);
 void tx_table_free(tx_table *t);
+/* Appends printf's text at buf + *len (buf of size bytes, *len < size), as much as fits, and
+   moves *len past it; once the text no longer fits *len stays at size - 1 (the buffer full and
+   terminated) and -1 is returned, else 0. */
+int tx_appendf(char *buf, size_t size, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* A duration for people: "812 us", "3.1 ms", "2.05 s". Returns buf. */
 const char *tx_fmt_time(double seconds, char *buf, size_t size);
 

@@ -50,7 +50,8 @@ static txattn_problem typed_shape(const tx_plan_pass *pp, size_t shape) {
   return p;
 }
 
-void tx_plan_shape_format(const tx_plan_pass *pp, size_t shape, char *buf, size_t size) {
+/* "n=4096 d=64 causal" (and the pass's types, when not f32) */
+static void tx_plan_shape_format(const tx_plan_pass *pp, size_t shape, char *buf, size_t size) {
   txattn_problem p = typed_shape(pp, shape);
   tx_problem_format(&p, buf, size);
 }

@@ -42,8 +42,6 @@ void tx_plan_pass_free(tx_plan_pass *pp);
 int tx_plan_pass_failed(const tx_plan_pass *pp, size_t k);
 /* The planning table and its failures (text). */
 void tx_plan_pass_print(const tx_plan_pass *pp, const tx_kernel_sel *sel, size_t n_sel);
-/* "n=4096 d=64 causal" (and the pass's types, when not f32) */
-void tx_plan_shape_format(const tx_plan_pass *pp, size_t shape, char *buf, size_t size);
 /* The pass's fields of kernel k's JSON object (inside it), and the pass as the top-level
    "planning" object. */
 void tx_plan_pass_json_kernel(tx_json *j, const tx_plan_pass *pp, size_t k);

@@ -20,9 +20,6 @@
 #include "txattn/plugin.h"
 #include "verify.h"
 
-/* Written into every output before a kernel runs: a value no kernel computes (Inf in f16), so rows
-   a kernel leaves unwritten fail the comparison instead of passing on stale results. */
-
 /* --dtype all: fp32, 16-bit K and V (the KV cache of decode), every tensor 16-bit, and a mix with
    a 16-bit output of another type than its inputs. */
 static const char *const all_types[] = {"f32", "kv=f16", "kv=bf16",
@@ -160,8 +157,7 @@ static void label_of(const check_run *r, const combo *c, size_t case_index, char
                      size_t size) {
   tx_case_format(tx_battery_get(case_index), buf, size);
   size_t len = strlen(buf);
-  if (!single(r) && !tx_dtypes_all_f32(&c->types) && len < size)
-    snprintf(buf + len, size - len, " %s", c->name);
+  if (!single(r) && !tx_dtypes_all_f32(&c->types)) tx_appendf(buf, size, &len, " %s", c->name);
 }
 
 static void print_verbose(const check_run *r, const combo *c, const result *res) {
@@ -409,8 +405,7 @@ static void failures(const check_run *r, char *failed, char *unusable, size_t si
     else
       snprintf(why, sizeof why, "failed to plan large shapes");
     size_t used = strlen(list);
-    if (used + 4 < size)
-      snprintf(list + used, size - used, "%s%s %s", used ? "; " : "", r->sel[k].info.name, why);
+    tx_appendf(list, size, &used, "%s%s %s", used ? "; " : "", r->sel[k].info.name, why);
   }
 }
 

@@ -106,37 +106,33 @@ static const char *safe(const char *s, char *buf, size_t size) {
 
 /* "f32/f16/bf16" for one tensor's set of types, "all" for all three */
 static void types_of(unsigned set, char *out, size_t size) {
-  if (set == TXATTN_DTYPES_ALL) {
-    snprintf(out, size, "all");
-    return;
-  }
+  size_t len = 0;
   out[0] = '\0';
-  for (int t = TXATTN_DTYPE_F32; t <= TXATTN_DTYPE_E5M2; t++) /* the 8-bit k/v too */
-    if (set & TXATTN_DTYPE_BIT(t))
-      snprintf(out + strlen(out), size - strlen(out), "%s%s", out[0] ? "/" : "",
-               txattn_dtype_name((txattn_dtype)t));
+  if (set == TXATTN_DTYPES_ALL) tx_appendf(out, size, &len, "all");
+  for (int t = TXATTN_DTYPE_F32; t <= TXATTN_DTYPE_E5M2 && set != TXATTN_DTYPES_ALL; t++)
+    if (set & TXATTN_DTYPE_BIT(t)) /* the 8-bit k/v too */
+      tx_appendf(out, size, &len, "%s%s", len ? "/" : "", txattn_dtype_name((txattn_dtype)t));
 }
 
 /* The element types a kernel takes: one set when q, k, v and o share it ("f32", "all"), else
    "q k bf16, v o all" */
 static void kernel_types_text(const txattn_kernel_info *k, char *out, size_t size) {
   static const char *const tensor[4] = {"q", "k", "v", "o"};
+  const unsigned *d = k->dtypes;
   char set[32];
+  size_t len = 0;
+  if (d[1] == d[0] && d[2] == d[0] && d[3] == d[0]) {
+    types_of(d[0], out, size);
+    return;
+  }
   out[0] = '\0';
   for (int i = 0; i < 4; i++) {
-    int same_as_next = i < 3 && k->dtypes[i + 1] == k->dtypes[i];
-    if (i == 0 && k->dtypes[1] == k->dtypes[0] && k->dtypes[2] == k->dtypes[0] &&
-        k->dtypes[3] == k->dtypes[0]) {
-      types_of(k->dtypes[0], out, size);
-      return;
-    }
-    snprintf(out + strlen(out), size - strlen(out), "%s", tensor[i]);
-    if (same_as_next) {
-      snprintf(out + strlen(out), size - strlen(out), " ");
+    if (i < 3 && d[i + 1] == d[i]) {
+      tx_appendf(out, size, &len, "%s ", tensor[i]);
       continue;
     }
-    types_of(k->dtypes[i], set, sizeof set);
-    snprintf(out + strlen(out), size - strlen(out), " %s%s", set, i < 3 ? ", " : "");
+    types_of(d[i], set, sizeof set);
+    tx_appendf(out, size, &len, "%s %s%s", tensor[i], set, i < 3 ? ", " : "");
   }
 }
 

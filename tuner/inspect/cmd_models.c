@@ -16,17 +16,17 @@
 #include "cmd_models.h"
 #include "context_cli.h"
 #include "problem_cli.h"
+#include "text_table.h"
 #include "timing.h"
 #include "verify.h"
 
 /* Every kind's parameters that differ from a plain layer, in words: "h 32/8 d 128 causal". */
 static void kind_format(const txattn_model_layer_info *k, char *buf, size_t size) {
-  int u = snprintf(buf, size, "%s x%" PRId64 ": h %" PRId64 "/%" PRId64 " d %" PRId64, k->kind,
-                   k->layers, k->heads_q, k->heads_kv, k->d_qk);
-#define PUT(...)                                                                                   \
-  do {                                                                                             \
-    if (u >= 0 && (size_t)u < size) u += snprintf(buf + u, size - (size_t)u, __VA_ARGS__);         \
-  } while (0)
+  size_t u = 0;
+  buf[0] = '\0';
+#define PUT(...) tx_appendf(buf, size, &u, __VA_ARGS__)
+  PUT("%s x%" PRId64 ": h %" PRId64 "/%" PRId64 " d %" PRId64, k->kind, k->layers, k->heads_q,
+      k->heads_kv, k->d_qk);
   if (k->d_v != k->d_qk) PUT("/%" PRId64, k->d_v);
   PUT(" %s", txattn_mask_name(k->mask));
   if (k->mask == TXATTN_MASK_WINDOW) PUT(" %" PRId64 "+1", k->window_left);
@@ -156,11 +156,10 @@ static int call_buffers(const char *cmd, const txattn_problem *p, const int64_t 
 
 /* "n 256/256 b 4 bias": the call's lengths, and whether it adds a relative position bias */
 static void call_format(const txattn_problem *p, char *buf, size_t size) {
-  int u = snprintf(buf, size, "n %" PRId64 "/%" PRId64, p->n_q, p->n_kv);
-  if (p->batch > 1 && u >= 0 && (size_t)u < size)
-    u += snprintf(buf + u, size - (size_t)u, " b %" PRId64, p->batch);
-  if (p->mask_tensor == TXATTN_MASK_TENSOR_ADDITIVE && u >= 0 && (size_t)u < size)
-    snprintf(buf + u, size - (size_t)u, " bias");
+  size_t u = 0;
+  tx_appendf(buf, size, &u, "n %" PRId64 "/%" PRId64, p->n_q, p->n_kv);
+  if (p->batch > 1) tx_appendf(buf, size, &u, " b %" PRId64, p->batch);
+  if (p->mask_tensor == TXATTN_MASK_TENSOR_ADDITIVE) tx_appendf(buf, size, &u, " bias");
 }
 
 /* Every usable kernel that plans the call, against the reference. Returns the kernels that failed;

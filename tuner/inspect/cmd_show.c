@@ -85,11 +85,8 @@ static void fmt_tunables(size_t n, const char *const *names, const int64_t *valu
                          size_t size) {
   size_t used = 0;
   snprintf(buf, size, "-");
-  for (size_t i = 0; i < n && used < size; i++) {
-    int k = snprintf(buf + used, size - used, "%s%s=%lld", i ? " " : "", names[i],
-                     (long long)values[i]);
-    used += k > 0 ? (size_t)k : 0;
-  }
+  for (size_t i = 0; i < n; i++)
+    tx_appendf(buf, size, &used, "%s%s=%lld", i ? " " : "", names[i], (long long)values[i]);
 }
 
 /* ---- the profile's settings as a person reads them ---- */
@@ -123,7 +120,7 @@ static void append_scalar(const json_t *v, char *buf, size_t size) {
 
 static void append_text(char *buf, size_t size, const char *text) {
   size_t used = strlen(buf);
-  snprintf(buf + used, size - used, "%s", text);
+  tx_appendf(buf, size, &used, "%s", text);
 }
 
 /* The array a in a line: its values, else its first and last ones, else its length and the keys of

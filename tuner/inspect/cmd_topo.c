@@ -3,7 +3,6 @@
  * the plausibility check or the override, every note about them -- and the tile sizes each
  * tunable kernel derives from those caches for each head size, with the kernel's own description
  * of each tunable. */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,10 +48,8 @@ static int parse_d_list(topo_run *r) {
     return 0;
   }
   for (size_t i = 0; i < r->d_list.n; i++) {
-    char *end;
-    errno = 0;
-    long long v = strtoll(r->d_list.items[i], &end, 10);
-    if (end == r->d_list.items[i] || *end != '\0' || errno || v < 1 || v > 65536)
+    int64_t v;
+    if (!tx_parse_int(r->d_list.items[i], &v) || v < 1 || v > 65536)
       return tx_args_usage_error(&r->spec, "--d expects head sizes from 1 to 65536, got '%s'",
                                  r->d_list.items[i]);
     if (r->n_d == MAX_D) return tx_args_usage_error(&r->spec, "--d: more than %d sizes", MAX_D);
@@ -191,11 +188,11 @@ static void print_caches(const topo_run *r) {
 static void tunables_text(const txattn_plan *plan, char *buf, size_t size) {
   size_t len = 0;
   buf[0] = '\0';
-  for (size_t i = 0; i < txattn_plan_tunable_count(plan) && len < size; i++) {
+  for (size_t i = 0; i < txattn_plan_tunable_count(plan); i++) {
     const char *name;
     int64_t v;
-    if (txattn_plan_tunable_get(plan, i, &name, &v) != TXATTN_OK) continue;
-    len += (size_t)snprintf(buf + len, size - len, "%s%s=%" PRId64, len ? " " : "", name, v);
+    if (txattn_plan_tunable_get(plan, i, &name, &v) == TXATTN_OK)
+      tx_appendf(buf, size, &len, "%s%s=%" PRId64, len ? " " : "", name, v);
   }
 }
 
@@ -268,16 +265,7 @@ static void print_tiles(topo_run *r) {
 static void json_machine(tx_json *j, const txattn_machine_info *m) {
   tx_json_key(j, "cpu");
   tx_json_begin_object(j);
-  tx_json_kv_string(j, "vendor", m->vendor);
-  tx_json_kv_string(j, "brand", m->brand);
-  tx_json_kv_int(j, "family", m->family);
-  tx_json_kv_int(j, "model", m->model);
-  tx_json_kv_int(j, "stepping", m->stepping);
-  tx_json_key(j, "isa");
-  tx_json_begin_array(j);
-  for (int i = 0; i < TXATTN_ISA_COUNT_; i++)
-    if (m->isa_mask & (1u << i)) tx_json_string(j, txattn_isa_name((txattn_isa)i));
-  tx_json_end_array(j);
+  tx_json_cpu_fields(j, m);
   tx_json_end_object(j);
   tx_json_key(j, "topology");
   tx_json_begin_object(j);

@@ -5,10 +5,11 @@
    a value is inside the kernel's declared range. */
 #include "bench.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "text_table.h"
 
 static int parse_pair(const char *item, tx_bench_tunable *out) {
   const char *eq = strchr(item, '=');
@@ -20,13 +21,9 @@ static int parse_pair(const char *item, tx_bench_tunable *out) {
     if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
       return 0;
   }
-  char *stop;
-  errno = 0;
-  long long x = strtoll(v, &stop, 10);
-  if (*stop != '\0' || errno == ERANGE) return 0;
+  if (!tx_parse_int(v, &out->value)) return 0;
   memcpy(out->name, item, len);
   out->name[len] = '\0';
-  out->value = (int64_t)x;
   return 1;
 }
 
@@ -52,12 +49,8 @@ void tx_bench_tunables_text(const tx_bench_tunable *t, size_t n, const char *sep
                             size_t size) {
   size_t len = 0;
   snprintf(buf, size, "-");
-  for (size_t i = 0; i < n && len < size; i++) {
-    int w = snprintf(buf + len, size - len, "%s%s=%lld", i ? sep : "", t[i].name,
-                     (long long)t[i].value);
-    if (w < 0) return;
-    len += (size_t)w;
-  }
+  for (size_t i = 0; i < n; i++)
+    tx_appendf(buf, size, &len, "%s%s=%lld", i ? sep : "", t[i].name, (long long)t[i].value);
 }
 
 /* The distinct names given, in order, each with the values given for it. */
@@ -184,7 +177,8 @@ const char *tx_bench_label(const tx_bench_setup *s, size_t i) {
 int tx_bench_kernel_failed(const tx_bench_setup *s, const tx_bench_point *pt, size_t i) {
   const tx_bench_result *k = &pt->res[i];
   return k->state == TX_BENCH_FAILED || (k->state == TX_BENCH_OK && !k->exact) ||
-         (k->state == TX_BENCH_OVER_LIMIT && s->sel[i].requested) || tx_bench_merge_failed(k);
+         (k->state == TX_BENCH_OVER_LIMIT && s->sel[i].requested) ||
+         (k->state == TX_BENCH_OK && k->merge.measured && k->merge.checked && !k->merge.exact);
 }
 
 int tx_bench_point_status(const tx_bench_setup *s, const tx_bench_point *pt) {
@@ -241,7 +235,3 @@ txattn_tensors tx_bench_explicit_tensors(const tx_buffers *b) {
 const tx_bench_env_var tx_bench_env[TX_BENCH_N_ENV] = {
     {"OPENBLAS_CORETYPE", 1},   {"OPENBLAS_NUM_THREADS", 1}, {"OMP_NUM_THREADS", 1},
     {"TXATTN_FORCE_KERNEL", 0}, {"TXATTN_MAX_ISA", 0},       {"TXATTN_TABLE", 0}};
-
-int tx_bench_merge_failed(const tx_bench_result *k) {
-  return k->state == TX_BENCH_OK && k->merge.measured && k->merge.checked && !k->merge.exact;
-}

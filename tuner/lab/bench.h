@@ -171,7 +171,4 @@ typedef txattn_status (*tx_bench_planner)(void *arg, const txattn_problem *p, tx
    whole). */
 txattn_tensors tx_bench_explicit_tensors(const tx_buffers *b);
 
-/* Kernel i's merged result at pt was checked and is not exact. */
-int tx_bench_merge_failed(const tx_bench_result *k);
-
 #endif

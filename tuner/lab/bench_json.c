@@ -154,16 +154,7 @@ static void json_machine(tx_json *j, const txattn_context *ctx) {
     return;
   }
   tx_json_begin_object(j);
-  tx_json_kv_string(j, "vendor", m.vendor);
-  tx_json_kv_string(j, "brand", m.brand);
-  tx_json_kv_int(j, "family", m.family);
-  tx_json_kv_int(j, "model", m.model);
-  tx_json_kv_int(j, "stepping", m.stepping);
-  tx_json_key(j, "isa");
-  tx_json_begin_array(j);
-  for (int i = 0; i < TXATTN_ISA_COUNT_; i++)
-    if (m.isa_mask & (1u << i)) tx_json_string(j, txattn_isa_name((txattn_isa)i));
-  tx_json_end_array(j);
+  tx_json_cpu_fields(j, &m);
   tx_json_kv_int(j, "cores", m.n_cores);
   tx_json_kv_int(j, "pus", m.n_pus);
   tx_json_kv_int(j, "numa_nodes", m.n_numa);

@@ -210,13 +210,20 @@ static double ratio(double a, double b) {
   return b > 0 ? a / b : NAN;
 }
 
+/* Whether entry i has what the words say: its serving comparison's call (merge: its merge). */
+static int compared(const tx_bench_point *pt, long i, int merge) {
+  const tx_bench_result *k = &pt->res[i];
+  return merge ? k->merge.measured : k->cmp.measured && !isnan(k->cmp.call_s);
+}
+
 /* The entry whose ratios are said in words: the dispatcher's pick, else the fastest. */
-static long headline(const tx_bench_setup *s, const tx_bench_point *pt) {
+static long headline(const tx_bench_setup *s, const tx_bench_point *pt, int merge) {
   for (size_t i = 0; pt->has_pick && i < s->n_sel; i++)
-    if (strcmp(s->sel[i].info.name, pt->pick) == 0 && pt->res[i].cmp.measured &&
-        !isnan(pt->res[i].cmp.call_s))
-      return (long)i;
-  return pt->fastest >= 0 && pt->res[pt->fastest].cmp.measured ? pt->fastest : -1;
+    if (strcmp(s->sel[i].info.name, pt->pick) == 0 && compared(pt, (long)i, merge)) return (long)i;
+  return pt->fastest >= 0 &&
+                 (merge ? pt->res[pt->fastest].merge.measured : pt->res[pt->fastest].cmp.measured)
+             ? pt->fastest
+             : -1;
 }
 
 /* With a mask tensor: the call against the per-document calls and the call without it. */
@@ -240,7 +247,7 @@ static void mask_print(const tx_bench_setup *s, const tx_bench_point *pt, FILE *
              "and the call without the tensor, same kernel, timed interleaved:\n");
   tx_table_print(&t, f, "");
   tx_table_free(&t);
-  long h = headline(s, pt);
+  long h = headline(s, pt, 0);
   if (h < 0) return;
   const tx_bench_compare *c = &pt->res[h].cmp;
   if (!isnan(c->per_doc_s))
@@ -287,22 +294,21 @@ void tx_bench_serving_print(const tx_bench_setup *s, const tx_bench_point *pt, F
           ragged && lse ? ", and " : "", lse ? "the call without lse" : "");
   tx_table_print(&t, f, "");
   tx_table_free(&t);
-  long h = headline(s, pt);
+  long h = headline(s, pt, 0);
   if (h < 0) return;
   const tx_bench_compare *c = &pt->res[h].cmp;
   size_t calls = 0, len = 0;
   for (size_t i = 0; i < sv->n; i++) calls += sv->kv_lens[i] > 0;
   char line[400] = "";
   if (ragged && !isnan(c->per_sequence_s))
-    len += (size_t)snprintf(line + len, sizeof line - len, " %.2fx of the %zu per-sequence calls;",
-                            c->call_s / c->per_sequence_s, calls);
-  if (ragged && !isnan(c->padded_s) && len < sizeof line)
-    len +=
-        (size_t)snprintf(line + len, sizeof line - len, " %.2fx faster than padding to %lld keys;",
-                         c->padded_s / c->call_s, (long long)sv->max_kv);
-  if (lse && !isnan(c->no_lse_s) && len < sizeof line)
-    snprintf(line + len, sizeof line - len, " lse costs %.2fx the call without it;",
-             c->call_s / c->no_lse_s);
+    tx_appendf(line, sizeof line, &len, " %.2fx of the %zu per-sequence calls;",
+               c->call_s / c->per_sequence_s, calls);
+  if (ragged && !isnan(c->padded_s))
+    tx_appendf(line, sizeof line, &len, " %.2fx faster than padding to %lld keys;",
+               c->padded_s / c->call_s, (long long)sv->max_kv);
+  if (lse && !isnan(c->no_lse_s))
+    tx_appendf(line, sizeof line, &len, " lse costs %.2fx the call without it;",
+               c->call_s / c->no_lse_s);
   if (*line) fprintf(f, "%s:%s\n", tx_bench_label(s, (size_t)h), line);
 }
 
@@ -508,13 +514,6 @@ static double of_bound(const tx_bench_merge *c) {
   return isnan(c->lse_of_bound) ? c->o_of_bound : fmax(c->o_of_bound, c->lse_of_bound);
 }
 
-/* The entry said in words: the dispatcher's pick, else the fastest. */
-static long merge_headline(const tx_bench_setup *s, const tx_bench_point *pt) {
-  for (size_t i = 0; pt->has_pick && i < s->n_sel; i++)
-    if (strcmp(s->sel[i].info.name, pt->pick) == 0 && pt->res[i].merge.measured) return (long)i;
-  return pt->fastest >= 0 && pt->res[pt->fastest].merge.measured ? pt->fastest : -1;
-}
-
 void tx_bench_merge_print(const tx_bench_setup *s, const tx_bench_point *pt, FILE *f) {
   const int64_t parts = s->serving->merge;
   if (!parts) return;
@@ -551,31 +550,28 @@ void tx_bench_merge_print(const tx_bench_setup *s, const tx_bench_point *pt, FIL
       (long long)parts, sizes);
   tx_table_print(&t, f, "");
   tx_table_free(&t);
-  long h = merge_headline(s, pt);
+  long h = headline(s, pt, 1);
   if (h < 0) return;
   const tx_bench_merge *c = &pt->res[h].merge;
   char line[400];
-  size_t len = (size_t)snprintf(line, sizeof line,
-                                "%s: merge of %lld partials:", tx_bench_label(s, (size_t)h),
-                                (long long)parts);
-  if (!isnan(c->merge_s) && !isnan(c->partials_s) && len < sizeof line)
-    len += (size_t)snprintf(line + len, sizeof line - len, " %.3g%% of the time;", 100 * share(c));
-  if (!isnan(c->partials_s) && !isnan(c->call_s) && len < sizeof line)
-    len += (size_t)snprintf(line + len, sizeof line - len,
-                            " the %lld partial calls %.2fx the whole call;", (long long)parts,
-                            c->partials_s / c->call_s);
-  if (len < sizeof line) {
-    if (!c->checked)
-      snprintf(line + len, sizeof line - len, " not merged (%s)", c->why);
-    else if (!c->exact)
-      snprintf(line + len, sizeof line - len, " merged result NOT exact (%s)", c->why);
-    else if (isnan(c->o_of_bound))
-      snprintf(line + len, sizeof line - len,
+  size_t len = 0;
+  tx_appendf(line, sizeof line, &len, "%s: merge of %lld partials:", tx_bench_label(s, (size_t)h),
+             (long long)parts);
+  if (!isnan(c->merge_s) && !isnan(c->partials_s))
+    tx_appendf(line, sizeof line, &len, " %.3g%% of the time;", 100 * share(c));
+  if (!isnan(c->partials_s) && !isnan(c->call_s))
+    tx_appendf(line, sizeof line, &len, " the %lld partial calls %.2fx the whole call;",
+               (long long)parts, c->partials_s / c->call_s);
+  if (!c->checked)
+    tx_appendf(line, sizeof line, &len, " not merged (%s)", c->why);
+  else if (!c->exact)
+    tx_appendf(line, sizeof line, &len, " merged result NOT exact (%s)", c->why);
+  else if (isnan(c->o_of_bound))
+    tx_appendf(line, sizeof line, &len,
                " merged result within the contract (not verified against the reference)");
-    else
-      snprintf(line + len, sizeof line - len, " merged result exact (error %.2g of the bound)",
+  else
+    tx_appendf(line, sizeof line, &len, " merged result exact (error %.2g of the bound)",
                of_bound(c));
-  }
   fprintf(f, "%s\n", line);
 }
 

@@ -136,9 +136,7 @@ void tx_sweep_class_label(const txattn_problem *p, char *buf, size_t size) {
   buf[0] = '\0';
   for (char *tok = strtok(full, " "); tok; tok = strtok(NULL, " ")) {
     if (strncmp(tok, "n=", 2) == 0 || strncmp(tok, "n_q=", 4) == 0) continue;
-    int w = snprintf(buf + len, size - len, "%s%s", len ? " " : "", tok);
-    if (w < 0 || (size_t)w >= size - len) return;
-    len += (size_t)w;
+    if (tx_appendf(buf, size, &len, "%s%s", len ? " " : "", tok)) return;
   }
 }
 
@@ -151,11 +149,10 @@ static void fastest_at(const tx_bench_point *const *g, size_t n_g, size_t k, cha
     if (g[i]->fastest != (long)k) continue;
     size_t j = i;
     while (j + 1 < n_g && g[j + 1]->fastest == (long)k) j++;
-    int w = i == j ? snprintf(buf + len, size - len, "%s%" PRId64, len ? ", " : "", g[i]->p.n_q)
-                   : snprintf(buf + len, size - len, "%s%" PRId64 "..%" PRId64, len ? ", " : "",
-                              g[i]->p.n_q, g[j]->p.n_q);
-    if (w < 0 || (size_t)w >= size - len) return;
-    len += (size_t)w;
+    int full = i == j ? tx_appendf(buf, size, &len, "%s%" PRId64, len ? ", " : "", g[i]->p.n_q)
+                      : tx_appendf(buf, size, &len, "%s%" PRId64 "..%" PRId64, len ? ", " : "",
+                                   g[i]->p.n_q, g[j]->p.n_q);
+    if (full) return;
     i = j;
   }
 }

@@ -276,11 +276,6 @@ static txattn_status plan_problem(bench_run *r, const txattn_problem *p, size_t 
   return txattn_plan_create_tuned(r->ctx, p, r->sel[i].info.name, names, values, tn->n_set, plan);
 }
 
-static txattn_status plan_entry(bench_run *r, const tx_bench_point *pt, size_t i,
-                                txattn_plan **plan) {
-  return plan_problem(r, &pt->p, i, plan);
-}
-
 /* Entry i's planner for tx_bench_serving_compare. */
 typedef struct entry_planner {
   bench_run *r;
@@ -341,7 +336,7 @@ static int over_limit(bench_run *r, const tx_bench_point *pt, size_t i, tx_bench
     const double pairs = txattn_problem_visible_pairs(&small.p);
     if (!(pairs > 0)) continue;
     txattn_plan *plan = NULL;
-    if (plan_entry(r, &small, i, &plan) != TXATTN_OK) return 0; /* the full call says why */
+    if (plan_problem(r, &small.p, i, &plan) != TXATTN_OK) return 0; /* the full call says why */
     txattn_tensors t = r->b.t; /* contiguous, inside the full problem's buffers */
     t.q_layout = t.k_layout = t.v_layout = t.o_layout = (txattn_layout){0, 0, 0};
     const double took = warm_call(plan, &t), estimate = took * pt->pairs / pairs;
@@ -408,7 +403,7 @@ static void bench_settings(bench_run *r, const tx_bench_point *pt, size_t first,
       snprintf(k->why, sizeof k->why, "%s", info->why_unusable ? info->why_unusable : "?");
       continue;
     }
-    txattn_status s = plan_entry(r, pt, i, &plans[m]);
+    txattn_status s = plan_problem(r, &pt->p, i, &plans[m]);
     if (s == TXATTN_OK && over_limit(r, pt, i, k)) {
       record_tunables(plans[m], &r->tuning[i], k);
       txattn_plan_free(plans[m]);

@@ -228,7 +228,8 @@ void tx_roofline_measure_paired(tx_roofline *r, double bytes, tx_run_fn fn, void
   free(scratch);
 }
 
-const tx_roof_peak *tx_roofline_best_simd(const tx_roofline *r, int c) {
+/* The fastest SIMD FMA peak at thread count index c, or NULL if no SIMD ISA is usable. */
+static const tx_roof_peak *tx_roofline_best_simd(const tx_roofline *r, int c) {
   const tx_roof_peak *best = NULL;
   for (size_t i = 0; i < r->n_peaks; i++) {
     const tx_roof_peak *p = &r->peaks[i];

@@ -59,8 +59,6 @@ int tx_roofline_measure(const tx_roofline_args *a, unsigned isa_mask, int thread
 void tx_roofline_free(tx_roofline *r); /* the arrays it keeps */
 void tx_roofline_print(const tx_roofline *r, FILE *f);
 void tx_roofline_json(tx_json *j, const tx_roofline *r); /* the value: one object */
-/* The fastest SIMD FMA peak at thread count index c, or NULL if no SIMD ISA is usable. */
-const tx_roof_peak *tx_roofline_best_simd(const tx_roofline *r, int c);
 
 /* ---- a kernel against the roofs ---- */
 

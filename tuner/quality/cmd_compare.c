@@ -379,10 +379,11 @@ static void count_only_b(compare_run *r) {
 }
 
 static void fmt_cand(const txattn_table_candidate *c, char *buf, size_t size) {
-  size_t used = (size_t)snprintf(buf, size, "%s", c->kernel);
-  for (size_t i = 0; i < c->n_tunables && used < size; i++)
-    used += (size_t)snprintf(buf + used, size - used, "%s%s=%lld", i ? "," : " ",
-                             c->tunable_names[i], (long long)c->tunable_values[i]);
+  size_t used = 0;
+  tx_appendf(buf, size, &used, "%s", c->kernel);
+  for (size_t i = 0; i < c->n_tunables; i++)
+    tx_appendf(buf, size, &used, "%s%s=%lld", i ? "," : " ", c->tunable_names[i],
+               (long long)c->tunable_values[i]);
 }
 
 static void fmt_margin(double m, double noise, char *buf, size_t size) {

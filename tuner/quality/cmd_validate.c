@@ -232,10 +232,10 @@ static size_t add_defaults(txattn_context *ctx, const txattn_problem *p, prof_ca
 }
 
 static void fmt_pick(const prof_cand *c, char *buf, size_t size) {
-  size_t used = (size_t)snprintf(buf, size, "%s", c->name);
-  for (size_t i = 0; i < c->n_tun && used < size; i++)
-    used += (size_t)snprintf(buf + used, size - used, " %s=%lld", c->tun_names[i],
-                             (long long)c->tun_values[i]);
+  size_t used = 0;
+  tx_appendf(buf, size, &used, "%s", c->name);
+  for (size_t i = 0; i < c->n_tun; i++)
+    tx_appendf(buf, size, &used, " %s=%lld", c->tun_names[i], (long long)c->tun_values[i]);
 }
 
 /* Times the pick and the alternatives on p; adds a row. Returns 0, or -1 if it could not. */
