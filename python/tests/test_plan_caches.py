@@ -273,3 +273,24 @@ def test_plan_and_call_equal_attention(pr):
     else:
         want, _ = oracle(q, kv, vv, causal=pr["causal"], kv_lens=kv_lens)
     assert np.max(np.abs(o - want), initial=0) <= bound
+
+
+def test_torch_caches_and_tables(ctx):
+    """torch tensors throughout: uint8 q8_0 pools, an int32 block table and int64 offsets give
+    torch results equal to NumPy's."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(10)
+    B, Hq, Hkv, D, P, kv_lens = 2, 4, 2, 32, 16, [40, 23]
+    k8, v8, kw = caches(rng.standard_normal((B, Hkv, 48, D)).astype(np.float32),
+                        rng.standard_normal((B, Hkv, 48, D)).astype(np.float32), "q8_0", rng)
+    kp, table = pages(k8, kv_lens, P, rng)
+    vp, _ = pages(v8, kv_lens, P, table=table)
+    off = np.array([0, 3, 4], np.int64)
+    q = rng.standard_normal((4, Hq, D)).astype(np.float32)
+    tq, tk, tv = (torch.from_numpy(x) for x in (q, kp, vp))
+    plan = ctx.plan(tq, tk, tv, q_offsets=True, block_table=table.shape, kv_dtype="q8_0")
+    o = plan(tq, tk, tv, q_offsets=torch.from_numpy(off), block_table=torch.from_numpy(table),
+             kv_lens=torch.tensor(kv_lens))
+    assert isinstance(o, torch.Tensor) and o.dtype == torch.float32
+    assert np.array_equal(o.numpy(), plan(q, kp, vp, q_offsets=off, block_table=table,
+                                          kv_lens=kv_lens))
