@@ -904,6 +904,8 @@ PyObject *txpy_call_run(txpy_call *c, PyObject *target, const txpy_opts *o) {
       txpy_parse_lens(c, &c->k, o->kv_lens, "kv_lens", c->p.n_kv, "n_kv", &c->kv_lens))
     return NULL;
   c->p.ragged = c->ragged;
+  /* the call's own sizes: a packed plan's n_q is its longest sequence, not this call's */
+  const int empty = c->p.batch == 0 || c->p.heads_q == 0 || c->p.n_q == 0;
   if (c->op == TXPY_OP_EXECUTE) {
     const txattn_problem *pp = &((txpy_plan *)target)->problem;
     if (check_against_plan(c, pp)) return NULL;
@@ -917,7 +919,6 @@ PyObject *txpy_call_run(txpy_call *c, PyObject *target, const txpy_opts *o) {
     if (call_mask(c, NULL, o->attn_mask)) return NULL;
   }
   if (set_modifiers(c, target, o) || kv_scales(c, o)) return NULL;
-  int empty = c->p.batch == 0 || c->p.heads_q == 0 || c->p.n_q == 0;
   if (c->op == TXPY_OP_PLAN) {
     if (empty || c->p.n_kv == 0) {
       char sq[160], sk[160];

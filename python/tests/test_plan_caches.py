@@ -139,6 +139,8 @@ def test_packed_plan_serves_steps_of_any_rows(ctx):
         ref, _ = per_sequence(q, k, v, off, kv_lens, causal=True)
         bound = txattn.error_bound(q, k, v, q_offsets=off, kv_lens=kv_lens, causal=True)
         assert np.max(np.abs(o - ref), initial=0) <= bound
+    o, lse = plan(np.zeros((0, Hq, D), np.float32), k, v, q_offsets=[0, 0, 0, 0])
+    assert o.shape == (0, Hq, D) and lse.shape == (0, Hq)  # a step without rows computes nothing
     off = [0, 2, 3, 7]
     held = ctx.plan(np.zeros((7, Hq, D), np.float32), k, v, q_offsets=off)
     assert held.problem["n_q"] == 4
