@@ -91,6 +91,12 @@ typedef struct prof_cand {
    packs documents of n / PROF_DOC_PARTS keys (as --doc-lens builds its mask tensor). */
 #define PROF_SOFTCAP   50.0f
 #define PROF_DOC_PARTS 4
+/* The paged class, a server's decode: pages of vLLM's default block size in a shuffled order
+   (tx_buffers_page), Llama 3 8B's heads (32 query heads over 8 K/V heads, d 128, whatever --d
+   says) and 8-bit K/V (llama.cpp's q8_0). */
+#define PROF_PAGE_SIZE   16
+#define PROF_PAGED_HEADS 32
+#define PROF_PAGED_D     128
 void prof_ragged_lens(int64_t n, int64_t batch, int64_t *lens);
 
 /* The index (for txattn_kernel_get) of ctx's kernel of that name, its info in *info; SIZE_MAX if
