@@ -829,24 +829,6 @@ static void why_left_out(const profile_run *r, const prof_grid_class *gc, char *
 #undef SAY
 }
 
-/* The classes with no point are not in the table (the format wants a point per class): those that
-   joined it are dropped from it. */
-static int leave_out_empty_classes(profile_run *r) {
-  r->n_classes_out = 0;
-  for (size_t i = 0; i < r->g.n_cls; i++) r->n_classes_out += r->g.cls[i].fate.recorded == 0;
-  if (prof_table_empty_classes(r->table) > 0) {
-    txattn_table *t;
-    txattn_status s = prof_table_drop_empty(r->g.ctx[0], r->table, &t);
-    if (s != TXATTN_OK) {
-      tx_print_lib_error("profile", "cannot leave the classes without a point out of the table", s);
-      return TX_EXIT_FAIL;
-    }
-    txattn_table_free(r->table);
-    r->table = t;
-  }
-  return 0;
-}
-
 /* Each class left out of the table, with why. */
 static void say_classes_left_out(const profile_run *r, FILE *f) {
   for (size_t i = 0; i < r->g.n_cls; i++) {
@@ -1008,7 +990,9 @@ static int run_profile(profile_run *r) {
   tx_cpu_use end;
   tx_cpu_use_now(&end);
   tx_cpu_use_others(&r->use_start, &end, &r->others_during, &r->steal_during);
-  if (!r->update && (rc = leave_out_empty_classes(r)) != 0) return rc;
+  /* a class with no point joined the table but is not written (txattn_table_write) */
+  for (size_t i = 0; i < r->g.n_cls && !r->update; i++)
+    r->n_classes_out += r->g.cls[i].fate.recorded == 0;
   prof_set_header(r, prof_now_s(r));
   if (r->update && (rc = prof_update_finish(r)) != 0) return rc;
   if ((rc = write_table(r)) != 0) return rc;

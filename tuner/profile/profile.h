@@ -236,14 +236,4 @@ txattn_status prof_table_add_point(txattn_table *t, const txattn_table_class *cl
 txattn_status prof_table_exclude(txattn_table *t, const txattn_table_class *cls, const char *kernel,
                                  size_t n_tun, const char *const *names, const int64_t *values,
                                  int64_t n, int64_t r, double err, const char *reason);
-/* The classes of t that have no point. A class joins the table before its first point is recorded
-   (so that classes keep the grid's order), and the table can refuse that point: the format wants
-   at least one point per class, so such a class must not be written. */
-size_t prof_table_empty_classes(const txattn_table *t);
-/* A copy of t (its header made again from ctx, the machine and plugins t was made for) without
-   the classes that have no point: the profile object, the other classes in their order with their
-   points (winners and ties) and every exclusion as they are. *out is NULL on failure. */
-txattn_status prof_table_drop_empty(const txattn_context *ctx, const txattn_table *t,
-                                    txattn_table **out);
-
 #endif
