@@ -613,18 +613,7 @@ Test(table, paged_q8_0_classes_round_trip_through_a_file) {
   txattn_context *ctx = tc_context(NULL, "", 1);
   txattn_table *t, *u = NULL;
   TC_ASSERT_OK(txattn_table_create(ctx, &t));
-  txattn_table_class keys[2] = {{.mask = TXATTN_MASK_CAUSAL,
-                                 .d_qk = 32,
-                                 .d_v = 32,
-                                 .group = 4,
-                                 .threads = 1,
-                                 .decode = 1,
-                                 .batch = 1,
-                                 .heads_q = 8,
-                                 .k_type = TXATTN_DTYPE_Q8_0,
-                                 .v_type = TXATTN_DTYPE_Q8_0}};
-  keys[1] = keys[0];
-  keys[1].page_size = 16;
+  txattn_table_class keys[2] = {tc_q8_0_decode_class(0), tc_q8_0_decode_class(1)};
   static const char *const names[2] = {"causal d32/32 g4 t1 decode kv=q8_0",
                                        "causal d32/32 g4 t1 decode paged16 kv=q8_0"};
   for (size_t i = 0; i < 2; i++) {

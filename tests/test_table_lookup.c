@@ -410,17 +410,7 @@ Test(table_lookup, a_paged_q8_0_problem_follows_its_class_and_a_contiguous_one_d
   txattn_context *maker = tc_context(NULL, "", 1);
   txattn_table *t;
   TC_ASSERT_OK(txattn_table_create(maker, &t));
-  txattn_table_class key = {.mask = TXATTN_MASK_CAUSAL,
-                            .d_qk = 32,
-                            .d_v = 32,
-                            .group = 4,
-                            .threads = 1,
-                            .decode = 1,
-                            .batch = 1,
-                            .heads_q = 8,
-                            .k_type = TXATTN_DTYPE_Q8_0,
-                            .v_type = TXATTN_DTYPE_Q8_0,
-                            .page_size = 16};
+  txattn_table_class key = tc_q8_0_decode_class(1);
   size_t ci;
   TC_ASSERT_OK(txattn_table_add_class(t, &key, &ci));
   for (int64_t n = 256; n <= 4096; n *= 4) {
