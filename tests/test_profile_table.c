@@ -45,16 +45,6 @@ static prof_cand timed(const txattn_context *ctx, const char *kernel, double tim
   return c;
 }
 
-static char *dump_text(const txattn_table *t) {
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  cr_assert(f != NULL);
-  TC_ASSERT_OK(txattn_table_dump(t, f));
-  fclose(f);
-  return buf;
-}
-
 Test(profile_table, a_stalled_run_leaves_a_spread_the_table_takes) {
   txattn_context *ctx = tc_context(NULL, "", 1);
   txattn_table *t;
@@ -125,8 +115,7 @@ Test(profile_table, a_class_without_a_point_is_left_out_and_the_rest_kept_as_it_
   new_dir();
   txattn_context *ctx = tc_context(NULL, "", 1);
   size_t causal, window;
-  txattn_table *t = table_with_empty_classes(ctx, &causal, &window), *u = NULL, *back = NULL;
-  cr_expect_eq(prof_table_empty_classes(t), 2);
+  txattn_table *t = table_with_empty_classes(ctx, &causal, &window), *back = NULL;
   /* as it is, the table is written without its empty classes, their exclusions kept */
   TC_ASSERT_OK(txattn_table_write(t, file));
   TC_ASSERT_OK(txattn_table_load(file, &back));
@@ -134,83 +123,26 @@ Test(profile_table, a_class_without_a_point_is_left_out_and_the_rest_kept_as_it_
   TC_ASSERT_OK(txattn_table_header_get(back, &hb));
   cr_expect(hb.n_classes == 2 && hb.n_excluded == 3, "%zu classes, %zu exclusions", hb.n_classes,
             hb.n_excluded);
-  txattn_table_free(back);
-  back = NULL;
-
-  TC_ASSERT_OK(prof_table_drop_empty(ctx, t, &u));
-  cr_assert_not_null(u);
-  cr_expect_eq(prof_table_empty_classes(u), 0);
-  txattn_table_header ht = TXATTN_TABLE_HEADER_INIT, hu = TXATTN_TABLE_HEADER_INIT;
-  TC_ASSERT_OK(txattn_table_header_get(t, &ht));
-  TC_ASSERT_OK(txattn_table_header_get(u, &hu));
-  cr_expect_eq(hu.n_classes, 2);
-  cr_expect_eq(hu.n_excluded, 3, "the exclusions stay, those of the classes left out too");
-  cr_expect_str_eq(hu.profile, ht.profile);
-  cr_expect_eq(hu.n_plugins, ht.n_plugins);
-  /* the classes kept are the same, in their order, point for point (winner, tie, candidates) */
-  const size_t kept[] = {causal, window};
-  for (size_t k = 0; k < 2; k++) {
-    txattn_table_class a = TXATTN_TABLE_CLASS_INIT, b = TXATTN_TABLE_CLASS_INIT;
-    size_t pa, pb, ra, rb;
-    TC_ASSERT_OK(txattn_table_class_get(t, kept[k], &a, &pa, &ra));
-    TC_ASSERT_OK(txattn_table_class_get(u, k, &b, &pb, &rb));
-    cr_expect(memcmp(&a, &b, sizeof a) == 0, "class %zu differs", k);
-    cr_expect_eq(pa, pb);
-    cr_expect_eq(ra, rb);
-    for (size_t i = 0; i < pa && i < pb; i++) {
-      txattn_table_point x = TXATTN_TABLE_POINT_INIT, y = TXATTN_TABLE_POINT_INIT;
-      TC_ASSERT_OK(txattn_table_point_get(t, kept[k], i, &x));
-      TC_ASSERT_OK(txattn_table_point_get(u, k, i, &y));
-      cr_expect(x.n == y.n && x.r == y.r && x.tie == y.tie && x.n_candidates == y.n_candidates,
-                "class %zu point %zu", k, i);
-      for (size_t j = 0; j < x.n_candidates && j < y.n_candidates; j++) {
-        txattn_table_candidate cx = TXATTN_TABLE_CANDIDATE_INIT, cy = TXATTN_TABLE_CANDIDATE_INIT;
-        TC_ASSERT_OK(txattn_table_candidate_get(t, kept[k], i, j, &cx));
-        TC_ASSERT_OK(txattn_table_candidate_get(u, k, i, j, &cy));
-        cr_expect_str_eq(cx.kernel, cy.kernel);
-        cr_expect(cx.time_s == cy.time_s && cx.spread == cy.spread &&
-                      cx.n_tunables == cy.n_tunables,
-                  "class %zu point %zu candidate %zu", k, i, j);
-      }
-    }
-  }
+  /* the classes kept are the others, in their order, the tie and every exclusion with them */
+  txattn_table_class a = TXATTN_TABLE_CLASS_INIT, b = TXATTN_TABLE_CLASS_INIT;
+  TC_ASSERT_OK(txattn_table_class_get(t, causal, &a, NULL, NULL));
+  TC_ASSERT_OK(txattn_table_class_get(back, 0, &b, NULL, NULL));
+  cr_expect(a.mask == b.mask && a.d_qk == b.d_qk, "the causal class first");
+  TC_ASSERT_OK(txattn_table_class_get(t, window, &a, NULL, NULL));
+  TC_ASSERT_OK(txattn_table_class_get(back, 1, &b, NULL, NULL));
+  cr_expect(a.mask == b.mask && a.window == b.window, "the window class second");
   txattn_table_point tie = TXATTN_TABLE_POINT_INIT;
-  TC_ASSERT_OK(txattn_table_point_get(u, 0, 2, &tie)); /* 64, 256, 512 */
+  TC_ASSERT_OK(txattn_table_point_get(back, 0, 2, &tie)); /* 64, 256, 512 */
   cr_expect(tie.n == 512 && tie.tie == 1, "n %lld tie %d", (long long)tie.n, tie.tie);
-  txattn_table_exclusion x = TXATTN_TABLE_EXCLUSION_INIT;
-  TC_ASSERT_OK(txattn_table_exclusion_get(u, 1, &x));
-  cr_expect(isnan(x.max_error) && x.n == 193 && strcmp(x.reason, "not exact (a test)") == 0);
-
-  /* written, it reads back as it was made */
-  TC_ASSERT_OK(txattn_table_write(u, file));
-  TC_ASSERT_OK(txattn_table_load(file, &back));
-  char *a = dump_text(u), *b = dump_text(back);
-  cr_expect_str_eq(a, b);
-  free(a);
-  free(b);
+  int nan_seen = 0;
+  for (size_t i = 0; i < hb.n_excluded; i++) {
+    txattn_table_exclusion x = TXATTN_TABLE_EXCLUSION_INIT;
+    TC_ASSERT_OK(txattn_table_exclusion_get(back, i, &x));
+    cr_expect(x.n == 193 && strcmp(x.reason, "not exact (a test)") == 0);
+    nan_seen += isnan(x.max_error);
+  }
+  cr_expect_eq(nan_seen, 1);
   txattn_table_free(back);
-  txattn_table_free(u);
-  txattn_table_free(t);
-  txattn_context_free(ctx);
-}
-
-Test(profile_table, a_table_without_empty_classes_is_copied_whole) {
-  txattn_context *ctx = tc_context(NULL, "", 1);
-  txattn_table *t, *u = NULL;
-  TC_ASSERT_OK(txattn_table_create(ctx, &t));
-  tc_add_causal(ctx, t);
-  tc_add_window(ctx, t);
-  cr_expect_eq(prof_table_empty_classes(t), 0);
-  TC_ASSERT_OK(prof_table_drop_empty(ctx, t, &u));
-  char *a = dump_text(t), *b = dump_text(u);
-  /* the same but for the time it was made */
-  char *ca = strstr(a, "\"created\""), *cb = strstr(b, "\"created\"");
-  cr_assert(ca && cb);
-  memcpy(cb, ca, strlen("\"created\": \"2024-05-01T12:00:00Z\""));
-  cr_expect_str_eq(a, b);
-  free(a);
-  free(b);
-  txattn_table_free(u);
   txattn_table_free(t);
   txattn_context_free(ctx);
 }

@@ -602,6 +602,85 @@ Test(table, softcap_and_mask_tensor_classes_round_trip_through_a_file) {
   txattn_context_free(ctx);
 }
 
+/* ---- paged 8-bit classes ---- */
+
+/* 8-bit K/V types and paging are part of the key (paged or not; the page size is the measured
+   shape's): named, found apart from the contiguous class whatever the page size, written only
+   where set, read back, checked, and set by txattn_table_class_of from the problem. A class
+   without "page_size" (an older file) is contiguous. */
+Test(table, paged_q8_0_classes_round_trip_through_a_file) {
+  new_dir();
+  txattn_context *ctx = tc_context(NULL, "", 1);
+  txattn_table *t, *u = NULL;
+  TC_ASSERT_OK(txattn_table_create(ctx, &t));
+  txattn_table_class keys[2] = {tc_q8_0_decode_class(0), tc_q8_0_decode_class(1)};
+  static const char *const names[2] = {"causal d32/32 g4 t1 decode kv=q8_0",
+                                       "causal d32/32 g4 t1 decode paged16 kv=q8_0"};
+  for (size_t i = 0; i < 2; i++) {
+    size_t ci, found;
+    char d[128];
+    TC_ASSERT_OK(txattn_table_add_class(t, &keys[i], &ci));
+    tc_cand k[] = {{"naive.scalar", 1e-6, 0}};
+    tc_add_point(ctx, t, ci, 256, 0, k, 1);
+    txattn_table_class_describe(&keys[i], d, sizeof d);
+    cr_expect_str_eq(d, names[i]);
+    txattn_table_class other_p = keys[i];
+    other_p.page_size = i ? 128 : 0; /* another page size: the same key */
+    TC_ASSERT_OK(txattn_table_find_class(t, &other_p, &found));
+    cr_expect_eq(found, ci);
+  }
+  txattn_table_class bad = keys[1];
+  bad.page_size = -1;
+  cr_expect_eq(txattn_table_add_class(t, &bad, NULL), TXATTN_E_INVALID);
+  bad = keys[1];
+  bad.q_type = TXATTN_DTYPE_E4M3;
+  cr_expect_eq(txattn_table_add_class(t, &bad, NULL), TXATTN_E_INVALID);
+  cr_expect(text_mentions(txattn_last_error(), "8-bit is for k and v", NULL), "%s",
+            txattn_last_error());
+  TC_ASSERT_OK(txattn_table_write(t, file));
+  TC_ASSERT_OK(txattn_table_load(file, &u));
+  expect_same_tables(t, u);
+  for (size_t i = 0; i < 2; i++) {
+    txattn_table_class c = TXATTN_TABLE_CLASS_INIT;
+    TC_ASSERT_OK(txattn_table_class_get(u, i, &c, NULL, NULL));
+    cr_expect(c.page_size == keys[i].page_size && c.k_type == TXATTN_DTYPE_Q8_0 &&
+                  c.v_type == TXATTN_DTYPE_Q8_0 && c.q_type == TXATTN_DTYPE_F32,
+              "class %zu", i);
+  }
+  json_error_t e;
+  json_t *root = json_load_file(file, 0, &e);
+  cr_assert(root != NULL, "%s", e.text);
+  json_t *classes = json_object_get(root, "classes");
+  cr_expect(json_object_get(json_array_get(classes, 0), "page_size") == NULL,
+            "a contiguous class is written without \"page_size\"");
+  cr_expect_eq(json_integer_value(json_object_get(json_array_get(classes, 1), "page_size")), 16);
+  cr_expect_str_eq(json_string_value(json_object_get(json_array_get(classes, 1), "k_type")),
+                   "q8_0");
+  expect_field_refused(root, 1, "page_size", json_integer(0), "page-size-0",
+                       "classes\\[1\\]\\.page_size");
+  expect_field_refused(root, 1, "q_type", json_string("q8_0"), "q-type-q8_0",
+                       "classes\\[1\\]: q_type and o_type are f32, f16 or bf16");
+  json_decref(root);
+  /* a problem's class: paged with its page size, 8-bit K/V types as given */
+  txattn_problem p = TXATTN_PROBLEM_INIT;
+  p.heads_q = 8;
+  p.heads_kv = 2;
+  p.n_q = 1;
+  p.n_kv = 700;
+  p.d_qk = 32;
+  p.mask = TXATTN_MASK_CAUSAL;
+  p.k_type = p.v_type = TXATTN_DTYPE_Q8_0;
+  p.page_size = 16;
+  p.n_pages = 44; /* ceil(700 / 16) */
+  txattn_table_class c = TXATTN_TABLE_CLASS_INIT;
+  int64_t n, r;
+  TC_ASSERT_OK(txattn_table_class_of(&p, 1, &c, &n, &r));
+  cr_expect(c.page_size == 16 && c.k_type == TXATTN_DTYPE_Q8_0 && c.decode == 1 && n == 700);
+  txattn_table_free(t);
+  txattn_table_free(u);
+  txattn_context_free(ctx);
+}
+
 /* ---- ties: a winner chosen among near-equal times ---- */
 
 /* The causal table with a point at n = 512 where masked.scalar is fastest by 1% and the caller

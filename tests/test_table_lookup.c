@@ -402,6 +402,62 @@ Test(table_lookup, a_softcap_problem_follows_its_class_else_the_plain_one) {
   txattn_context_free(maker);
 }
 
+/* A paged q8_0 decode problem follows the paged q8_0 class (at any page size); a contiguous one,
+   of q8_0 or f16 K/V, does not: the table has no class of it. */
+Test(table_lookup, a_paged_q8_0_problem_follows_its_class_and_a_contiguous_one_does_not) {
+  scratch_dir(dir, sizeof dir, 0755);
+  snprintf(file, sizeof file, "%s/dispatch.json", dir);
+  txattn_context *maker = tc_context(NULL, "", 1);
+  txattn_table *t;
+  TC_ASSERT_OK(txattn_table_create(maker, &t));
+  txattn_table_class key = tc_q8_0_decode_class(1);
+  size_t ci;
+  TC_ASSERT_OK(txattn_table_add_class(t, &key, &ci));
+  for (int64_t n = 256; n <= 4096; n *= 4) {
+    tc_cand k[] = {{"naive.scalar", 1e-9 * (double)n, 0}};
+    tc_add_point(maker, t, ci, n, 0, k, 1);
+  }
+  TC_ASSERT_OK(txattn_table_write(t, file));
+  txattn_context *ctx = tc_context(NULL, file, 1);
+  cr_assert_eq(txattn_context_table_status(ctx), TXATTN_TABLE_LOADED, "%s",
+               txattn_context_table_state(ctx));
+  txattn_problem p = TXATTN_PROBLEM_INIT;
+  p.heads_q = 8;
+  p.heads_kv = 2;
+  p.n_q = 1;
+  p.n_kv = 2000;
+  p.d_qk = 32;
+  p.mask = TXATTN_MASK_CAUSAL;
+  p.k_type = p.v_type = TXATTN_DTYPE_Q8_0;
+  char kernel[64], why[512];
+  for (int64_t P = 16; P <= 128; P *= 8) {
+    p.page_size = P;
+    p.max_pages = p.n_pages = (p.n_kv + P - 1) / P;
+    tc_pick(ctx, &p, kernel, sizeof kernel, why, sizeof why);
+    cr_expect_str_eq(kernel, "naive.scalar", "%s", why);
+    cr_expect(
+        text_mentions(why, "table: ", "(class causal d32/32 g4 t1 decode paged16 kv=q8_0)", NULL),
+        "page size %lld: %s", (long long)P, why);
+  }
+  p.page_size = p.max_pages = p.n_pages = 0;
+  tc_pick(ctx, &p, kernel, sizeof kernel, why, sizeof why);
+  cr_expect(text_mentions(why,
+                          "no table entry: the table has no class causal d32/32 g4 t1 decode "
+                          "kv=q8_0",
+                          NULL),
+            "%s", why);
+  p.k_type = p.v_type = TXATTN_DTYPE_F16;
+  tc_pick(ctx, &p, kernel, sizeof kernel, why, sizeof why);
+  cr_expect(text_mentions(why,
+                          "no table entry: the table has no class causal d32/32 g4 t1 decode "
+                          "kv=f16",
+                          NULL),
+            "%s", why);
+  txattn_table_free(t);
+  txattn_context_free(ctx);
+  txattn_context_free(maker);
+}
+
 Test(table_lookup, a_forced_kernel_beats_the_table) {
   txattn_table *t;
   txattn_context *ctx = following(&t), *plain = tc_context(NULL, "", 1);

@@ -228,8 +228,8 @@ static int read_header(rd *r, const json_t *root) {
 /* ---- classes ---- */
 
 /* The class key and measured shape. The element types are each optional, f32 when absent;
-   "ragged" and "softcap" true or absent (false), "mask_tensor" "bool", "additive" or absent (none):
-   what the writer leaves out. */
+   "ragged" and "softcap" true or absent (false), "mask_tensor" "bool", "additive" or absent (none),
+   "page_size" a page size or absent (contiguous K/V): what the writer leaves out. */
 static int read_key(rd *r, const json_t *o, const char *path, txattn_table_class *c) {
   static const char *const shapes[] = {"sym", "left", NULL}, *const tkeys[4] = {"q_type", "k_type",
                                                                                 "v_type", "o_type"};
@@ -239,7 +239,11 @@ static int read_key(rd *r, const json_t *o, const char *path, txattn_table_class
                                txattn_mask_name(TXATTN_MASK_WINDOW), NULL};
   const char *const types[] = {txattn_dtype_name(TXATTN_DTYPE_F32),
                                txattn_dtype_name(TXATTN_DTYPE_F16),
-                               txattn_dtype_name(TXATTN_DTYPE_BF16), NULL};
+                               txattn_dtype_name(TXATTN_DTYPE_BF16),
+                               txattn_dtype_name(TXATTN_DTYPE_Q8_0),
+                               txattn_dtype_name(TXATTN_DTYPE_E4M3),
+                               txattn_dtype_name(TXATTN_DTYPE_E5M2),
+                               NULL};
   txattn_dtype *dtypes[4] = {&c->q_type, &c->k_type, &c->v_type, &c->o_type};
   int mask = 0, shape = -1, t = 0;
   int64_t v[6];
@@ -282,6 +286,9 @@ static int read_key(rd *r, const json_t *o, const char *path, txattn_table_class
     if (!get_choice(r, o, path, "mask_tensor", tensors, &t)) return 0;
     c->mask_tensor = t + 1; /* TXATTN_MASK_TENSOR_BOOL or _ADDITIVE */
   }
+  if (json_object_get(o, "page_size") != NULL &&
+      !get_int(r, o, path, "page_size", 1, BIG, &c->page_size))
+    return 0;
   char why[256];
   return txattn__tm_class_ok(c, why, sizeof why) || err(r, path, "%s", why);
 }
@@ -403,10 +410,10 @@ static int add_exclusion(rd *r, const char *path, const txattn_table_class *key,
 /* A class and its records: the timed ones become its points, the failed ones exclusions. A class
    with failed records only is not added (its records are exclusions alone). */
 static int read_class(rd *r, const json_t *o, const char *path) {
-  static const char *const keys[] = {"mask",        "window", "d_qk",   "d_v",     "group",
-                                     "threads",     "decode", "batch",  "heads_q", "q_type",
-                                     "k_type",      "v_type", "o_type", "ragged",  "softcap",
-                                     "mask_tensor", "points", NULL};
+  static const char *const keys[] = {"mask",        "window",    "d_qk",   "d_v",     "group",
+                                     "threads",     "decode",    "batch",  "heads_q", "q_type",
+                                     "k_type",      "v_type",    "o_type", "ragged",  "softcap",
+                                     "mask_tensor", "page_size", "points", NULL};
   txattn_table_class key = TXATTN_TABLE_CLASS_INIT;
   size_t cls = SIZE_MAX;
   char p[PATH_LEN], q[PATH_LEN], why[512];

@@ -12,7 +12,8 @@
  * surrounding point missing, there is no entry and the built-in estimate decides. The class of a
  * problem is this file's too, for the dispatcher and txattn_table_class_of alike. A ragged problem
  * follows its ragged class (times of one ragged call, at n = its capacity n_kv) where the table has
- * one, else the dense class of its capacity, as if every sequence were padded to it. */
+ * one, else the dense class of its capacity, as if every sequence were padded to it; a paged problem
+ * its paged class (of any page size), else the contiguous class. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
@@ -65,7 +66,8 @@ static int class_of(const txattn_problem *p, int threads, txattn_table_class *cl
                               .o_type = p->o_type,
                               .ragged = p->ragged != 0,
                               .softcap = p->softcap > 0.0f,
-                              .mask_tensor = (int)p->mask_tensor};
+                              .mask_tensor = (int)p->mask_tensor,
+                              .page_size = p->page_size};
   /* a ragged problem's n is its capacity n_kv: the plan never sees the lengths, and a ragged
      class's points are measured with the longest length equal to n */
   *n = p->n_kv;
@@ -310,8 +312,9 @@ static const txattn__class *find_class(const txattn_table *t, const txattn_table
 }
 
 /* The class of t the lookup follows for the resolved problem r on `threads` threads (a problem
-   with a softcap or mask tensor but no class of them: the class without; a ragged problem without
-   a ragged class: the dense class of its capacity), described in cls, and r's
+   with a softcap or mask tensor but no class of them: the class without; a paged one without a
+   paged class: the contiguous class; a ragged problem without a ragged class: the dense class of
+   its capacity), described in cls, and r's
    coordinates in it; NULL, with why (after "no table entry: "), when there is none. */
 static const txattn__class *lookup_class(const txattn_table *t, const txattn_problem *r,
                                          int threads, int64_t *n, int64_t *rr, char *cls,
@@ -325,6 +328,10 @@ static const txattn__class *lookup_class(const txattn_table *t, const txattn_pro
   const txattn__class *c = find_class(t, &key);
   if (c == NULL && (key.softcap || key.mask_tensor)) { /* no class of them: the plain one's */
     key.softcap = key.mask_tensor = 0;
+    c = find_class(t, &key);
+  }
+  if (c == NULL && key.page_size) { /* no paged class: the contiguous one's */
+    key.page_size = 0;
     c = find_class(t, &key);
   }
   txattn_table_class_describe(&key, cls, cls_size);

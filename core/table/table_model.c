@@ -65,10 +65,12 @@ int txattn_table_class_describe(const txattn_table_class *c, char *buf, size_t s
     snprintf(types, sizeof types, " q,k,v,o=%s,%s,%s,%s", txattn_dtype_name(q),
              txattn_dtype_name(k), txattn_dtype_name(v), txattn_dtype_name(o));
   static const char *const tensors[] = {"", " mask=bool", " mask=additive"};
-  return snprintf(buf, size, "%s d%" PRId64 "/%" PRId64 " g%" PRId64 " t%d%s%s%s%s%s", mask,
+  char paged[32] = "";
+  if (c->page_size > 0) snprintf(paged, sizeof paged, " paged%" PRId64, c->page_size);
+  return snprintf(buf, size, "%s d%" PRId64 "/%" PRId64 " g%" PRId64 " t%d%s%s%s%s%s%s", mask,
                   c->d_qk, c->d_v, c->group, c->threads, c->decode ? " decode" : "",
                   c->ragged ? " ragged" : "", c->softcap ? " softcap" : "",
-                  tensors[(unsigned)c->mask_tensor % 3], types);
+                  tensors[(unsigned)c->mask_tensor % 3], paged, types);
 }
 
 /* [a-z0-9_.-]{1,63}, with a '.' if need_dot */
@@ -105,6 +107,7 @@ static void key_copy(txattn_table_class *dst, const txattn_table_class *c) {
   dst->batch = c->batch, dst->heads_q = c->heads_q, dst->ragged = c->ragged;
   dst->q_type = c->q_type, dst->k_type = c->k_type, dst->v_type = c->v_type;
   dst->o_type = c->o_type, dst->softcap = c->softcap, dst->mask_tensor = c->mask_tensor;
+  dst->page_size = c->page_size;
 }
 
 int txattn__tm_class_ok(const txattn_table_class *c, char *why, size_t size) {
@@ -138,11 +141,17 @@ int txattn__tm_class_ok(const txattn_table_class *c, char *why, size_t size) {
                            c->mask_tensor);
   if (c->ragged && !c->decode)
     return txattn__why_not(why, size, "a ragged class is a decode class (n_q = 1 per sequence)");
+  if (c->page_size < 0 || c->page_size > BIG)
+    return txattn__why_not(why, size, "page_size = %" PRId64 " is outside 0..%" PRId64,
+                           c->page_size, BIG);
   const txattn_dtype types[4] = {c->q_type, c->k_type, c->v_type, c->o_type};
   for (int i = 0; i < 4; i++)
     if (txattn_dtype_size(types[i]) == 0)
       return txattn__why_not(why, size, "%c_type = %d is not a txattn_dtype", "qkvo"[i],
                              (int)types[i]);
+  if (TXATTN_DTYPES_KV8 & (TXATTN_DTYPE_BIT(c->q_type) | TXATTN_DTYPE_BIT(c->o_type)))
+    return txattn__why_not(why, size,
+                           "q_type and o_type are f32, f16 or bf16 (8-bit is for k and v)");
   return 1;
 }
 

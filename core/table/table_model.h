@@ -95,14 +95,14 @@ static inline int txattn__tm_same_candidate(const txattn__cand *a, const txattn_
   return 1;
 }
 
-/* The same class key (batch and heads_q are not part of it; the element types, ragged, softcap
-   and mask_tensor are). */
+/* The same class key (batch and heads_q are not part of it; the element types, ragged, softcap,
+   mask_tensor and whether it is paged are). */
 static inline int txattn__tm_same_key(const txattn_table_class *a, const txattn_table_class *b) {
   return a->mask == b->mask && a->window == b->window && a->d_qk == b->d_qk && a->d_v == b->d_v &&
          a->group == b->group && a->threads == b->threads && a->decode == b->decode &&
          a->q_type == b->q_type && a->k_type == b->k_type && a->v_type == b->v_type &&
          a->o_type == b->o_type && a->ragged == b->ragged && a->softcap == b->softcap &&
-         a->mask_tensor == b->mask_tensor;
+         a->mask_tensor == b->mask_tensor && (a->page_size > 0) == (b->page_size > 0);
 }
 
 /* Candidates per point a table may hold (docs/dispatch_table.md): txtune profile records at most

@@ -47,8 +47,8 @@ static json_t *record_json(const txattn_table_class *key, int64_t n, int64_t r,
 
 /* A class object with key's fields and its records: k's points (k may be NULL), then every
    exclusion of t from the first'th on with key's key. Only the element types that are not f32,
-   and ragged, softcap and mask_tensor only when set: absent means f32, dense, no softcap and no
-   mask tensor. */
+   and ragged, softcap, mask_tensor and page_size only when set: absent means f32, dense, no softcap,
+   no mask tensor and contiguous K/V. */
 static json_t *class_json(const txattn_table *t, const txattn_table_class *key,
                           const txattn__class *k, size_t first) {
   static const char *const tkeys[4] = {"q_type", "k_type", "v_type", "o_type"};
@@ -72,6 +72,8 @@ static json_t *class_json(const txattn_table *t, const txattn_table_class *key,
     ok = json_object_set_new(
              o, "mask_tensor",
              json_string(key->mask_tensor == TXATTN_MASK_TENSOR_BOOL ? "bool" : "additive")) == 0;
+  if (ok && key->page_size > 0)
+    ok = json_object_set_new(o, "page_size", json_integer((json_int_t)key->page_size)) == 0;
   for (size_t i = 0; ok && k && i < k->n_points; i++) {
     const txattn__point *p = &k->points[i];
     for (size_t j = 0; ok && j < p->n_cands; j++)

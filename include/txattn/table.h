@@ -17,8 +17,10 @@
  * A class is what must match exactly for a table entry to apply to a problem: mask kind (and, for
  * windows, the window's shape), d_qk, d_v, the GQA group heads_q / heads_kv, the context's thread
  * count, whether the problem decodes (n_q == 1), the element types of q, k, v and o (so a
- * 16-bit problem never follows an fp32 class's times) and whether the batch is ragged (a ragged
- * problem follows its ragged class where the table has one, else the dense class of its capacity).
+ * 16-bit or 8-bit problem never follows an fp32 class's times), whether the batch is ragged (a ragged
+ * problem follows its ragged class where the table has one, else the dense class of its capacity)
+ * and whether K and V are paged (a paged problem follows a paged class where the table has one,
+ * else the contiguous class).
  * Within a class a problem has the coordinates n (n_kv, a ragged problem's capacity per sequence;
  * non-decode classes need n_q == n_kv) and, for windows, r (the window's reach).
  *
@@ -76,6 +78,10 @@ typedef struct txattn_table_class {
   /* part of the key: 1 for problems with a softcap (txattn_problem.softcap > 0), and the kind of
      their mask tensor (txattn_problem.mask_tensor, a txattn_mask_tensor) */
   int softcap, mask_tensor;
+  /* part of the key as paged or not: 0 for K/V tensors, else the page size P the points were
+     measured with (txattn_problem.page_size, pages in a shuffled order); a paged problem follows
+     the paged class of its key whatever its own P, else the contiguous class */
+  int64_t page_size;
 } txattn_table_class;
 #define TXATTN_TABLE_CLASS_INIT                                                                    \
   { 0 }
@@ -240,10 +246,10 @@ TXATTN_API txattn_status txattn_table_find_class(const txattn_table *t, const tx
    that are neither "sym" nor "left" or have an unbounded side. */
 TXATTN_API txattn_status txattn_table_class_of(const txattn_problem *p, int threads,
                                                txattn_table_class *cls, int64_t *n, int64_t *r);
-/* "causal d64/64 g1 t2", "window-sym d128/128 g4 t1 decode", "causal d64/64 g1 t2 decode ragged";
-   a class with 16-bit tensors ends in its types as txtune's --dtype spells them: " bf16" (all
-   four), " kv=f16" (k and v; q and o f32), else " q,k,v,o=f32,f16,f16,bf16". Returns what snprintf
-   would. */
+/* "causal d64/64 g1 t2", "window-sym d128/128 g4 t1 decode", "causal d64/64 g1 t2 decode ragged",
+   "causal d128/128 g4 t2 decode paged16 kv=q8_0"; a class with 16-bit or 8-bit tensors ends in
+   its types as txtune's --dtype spells them: " bf16" (all four), " kv=f16" (k and v; q and o
+   f32), else " q,k,v,o=f32,f16,f16,bf16". Returns what snprintf would. */
 TXATTN_API int txattn_table_class_describe(const txattn_table_class *c, char *buf, size_t size);
 
 /* The table ctx loaded, NULL unless txattn_context_table_status(ctx) is TXATTN_TABLE_LOADED or

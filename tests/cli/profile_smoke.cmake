@@ -180,10 +180,15 @@ if(DEFINED DTYPE_RUN)
     if(q_none)
       set(q f32)
     endif()
-    list(APPEND typed "${q}/${k}")
+    string(JSON page ERROR_VARIABLE contiguous GET "${table}" classes ${i} page_size)
+    if(contiguous)
+      set(page "")
+    endif()
+    list(APPEND typed "${q}/${k}${page}")
   endforeach()
-  if(NOT typed STREQUAL "bf16/bf16;f32/f16" OR NOT combos MATCHES "^\\[ *\"bf16\", *\"kv=f16\" *\\]$")
-    message(FATAL_ERROR "two typed classes, bf16 and kv=f16, in the grid's order (${typed}; ${combos}):\n${table}")
+  # the --dtype classes, then the paged q8_0 decode class, whatever --dtype says
+  if(NOT typed STREQUAL "bf16/bf16;f32/f16;f32/q8_016" OR NOT combos MATCHES "^\\[ *\"bf16\", *\"kv=f16\" *\\]$")
+    message(FATAL_ERROR "typed classes bf16, kv=f16 and the paged kv=q8_0 one, in the grid's order (${typed}; ${combos}):\n${table}")
   endif()
   run(show "class causal d16/16 g4 t1 decode bf16 .*class causal d16/16 g4 t1 decode kv=f16 .*\n  kv=f16 +element types q f32, k f16, v f16, o f32"
       show "${OUT}")
@@ -314,6 +319,21 @@ elseif(NOT ragged STREQUAL "ON/ON/8/2/256" OR NOT table MATCHES "\"format_versio
 else()
   run(show_ragged "class causal d16/16 g1 t2 decode ragged .*\n  ragged +one call for a batch of decode sequences"
       show "${OUT}")
+endif()
+# and the paged decode class (pages of 16 keys, q8_0 K and V, d 128, 32/8 heads) on the most
+# threads, which `explain` names for a paged q8_0 call at a measured n, and a contiguous one not
+set(paged "causal d128/128 g4 t2 decode paged16 kv=q8_0")
+set(_paged explain --n 1 --n-kv 64 --d 128 --heads 32 --heads-kv 8 --mask causal --threads 2
+           --dtype kv=q8_0)
+if(NOT table MATCHES "\"page_size\": 16" AND left_out MATCHES "\"${paged}\"")
+  message(STATUS "the paged class's points did not fit the budget: ${left_out}")
+elseif(NOT table MATCHES "\"heads_q\": 32,[ \n]*\"k_type\": \"q8_0\",[ \n]*\"v_type\": \"q8_0\",[ \n]*\"page_size\": 16")
+  message(FATAL_ERROR "the quick grid's paged decode class: 32 heads, q8_0 K and V, pages of 16:\n${table}")
+else()
+  run(explain_paged "why: table: [^\n]*\\(class ${paged}\\)" ${_paged} --page-size 16
+      --table "${OUT}")
+  run(explain_not_paged "why: estimate \\(no table entry: the table has no class causal d128/128 g4 t2 decode kv=q8_0\\)"
+      ${_paged} --table "${OUT}")
 endif()
 if(NOT table MATCHES "\"levels\": \\[[^]]*\"n\": 64,[^}]*\"core_round_trip_ns\": [0-9]+")
   message(FATAL_ERROR "the header should record the core round trip measured at n = 64:\n${table}")

@@ -84,6 +84,20 @@ size_t tc_add_causal(const txattn_context *ctx, txattn_table *t) {
   return ci;
 }
 
+txattn_table_class tc_q8_0_decode_class(int paged) {
+  return (txattn_table_class){.mask = TXATTN_MASK_CAUSAL,
+                              .d_qk = 32,
+                              .d_v = 32,
+                              .group = 4,
+                              .threads = 1,
+                              .decode = 1,
+                              .batch = 1,
+                              .heads_q = 8,
+                              .k_type = TXATTN_DTYPE_Q8_0,
+                              .v_type = TXATTN_DTYPE_Q8_0,
+                              .page_size = paged ? 16 : 0};
+}
+
 size_t tc_add_window(const txattn_context *ctx, txattn_table *t) {
   txattn_table_class c = {.mask = TXATTN_MASK_WINDOW,
                           .window = TXATTN_TABLE_WINDOW_SYM,

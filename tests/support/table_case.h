@@ -47,6 +47,9 @@ size_t tc_add_causal(const txattn_context *ctx, txattn_table *t);
    banded.scalar wins for n * r below about 1e4, tiled.scalar above. */
 extern const int64_t tc_window_ns[3], tc_window_rs[3];
 size_t tc_add_window(const txattn_context *ctx, txattn_table *t);
+/* The key of a paged q8_0 decode class: causal, d 32, group 4 (8 query heads), 1 thread, pages of
+   16 keys; paged 0 gives the contiguous class of the same types. */
+txattn_table_class tc_q8_0_decode_class(int paged);
 
 /* The kernel a context picks for p (kernel NULL) and why; asserts that planning succeeds. */
 void tc_pick(txattn_context *ctx, const txattn_problem *p, char *kernel, size_t ksize, char *why,

@@ -435,10 +435,13 @@ static void free_bufs(profile_run *r) {
    (dense, ragged or with the document mask tensor) at its n, allocated and filled once per n
    (standard-normal inputs rounded to the types; the output touched once, so that no timed call
    pays for its first touch). A ragged point's lengths are prof_ragged_lens of n; the document
-   mask's documents have n / PROF_DOC_PARTS keys. -1 when they cannot be allocated. */
-static int tensors_for(profile_run *r, const txattn_problem *p, txattn_tensors *t) {
+   mask's documents have n / PROF_DOC_PARTS keys; a paged point's K and V are copied into pages in
+   a shuffled order (tx_buffers_page), and *dense has them as tensors (for the sampled rows'
+   reference), else it is *t. -1 when they cannot be allocated. */
+static int tensors_for(profile_run *r, const txattn_problem *p, txattn_tensors *t,
+                       txattn_tensors *dense) {
   tx_dtypes types = tx_dtypes_of(p);
-  int kind = p->ragged ? 1 : p->mask_tensor ? 2 : 0;
+  int kind = p->ragged ? 1 : p->mask_tensor ? 2 : p->page_size ? 3 : 0;
   int64_t n = p->n_kv;
   if (r->buf_n != n) free_bufs(r);
   prof_bufs *pb = NULL;
@@ -453,6 +456,7 @@ static int tensors_for(profile_run *r, const txattn_problem *p, txattn_tensors *
       if (memcmp(&types, &(tx_dtypes){{q.q_type, q.k_type, q.v_type, q.o_type}}, sizeof types) ||
           (q.ragged        ? 1
            : q.mask_tensor ? 2
+           : q.page_size   ? 3
                            : 0) != kind)
         continue;
       big.heads_kv = q.heads_kv > big.heads_kv ? q.heads_kv : big.heads_kv;
@@ -474,10 +478,14 @@ static int tensors_for(profile_run *r, const txattn_problem *p, txattn_tensors *
         bad = 1;
       }
     }
+    if (!bad) tx_buffers_fill(&pb->b, SEED, 1.0f);
+    if (!bad && kind == 3 && tx_buffers_page(&pb->b, SEED, err, sizeof err) != 0) {
+      tx_buffers_free(&pb->b);
+      bad = 1;
+    }
     if (!bad) {
       pb->types = types;
       pb->ragged = kind;
-      tx_buffers_fill(&pb->b, SEED, 1.0f);
       tx_fill_value(pb->b.o, big.o_type, pb->b.o_len, 0.0f);
       r->n_bufs++;
       r->buf_n = n;
@@ -499,6 +507,12 @@ static int tensors_for(profile_run *r, const txattn_problem *p, txattn_tensors *
                         .kv_lens = p->ragged ? b->kv_lens : NULL,
                         .mask = b->mask,
                         .mask_layout = b->t.mask_layout};
+  *dense = *t;
+  if (kind == 3) {
+    t->k_data = b->k_pool;
+    t->v_data = b->v_pool;
+    t->block_table = b->table;
+  }
   return 0;
 }
 
@@ -559,8 +573,8 @@ static double point_floor(const profile_run *r, const prof_grid_class *gc, const
   double pairs = prof_grid_pairs(p);
   double flops = 2.0 * (double)(p->d_qk + p->d_v) * pairs;
   double kv_rows = pairs / ((double)(p->heads_q / p->heads_kv) * (double)p->n_q);
-  double row_bytes = (double)p->d_qk * (double)txattn_dtype_size(p->k_type) +
-                     (double)p->d_v * (double)txattn_dtype_size(p->v_type);
+  double row_bytes = (double)txattn_dtype_bytes(p->k_type, p->d_qk) +
+                     (double)txattn_dtype_bytes(p->v_type, p->d_v);
   int half = p->q_type != TXATTN_DTYPE_F32 || p->k_type != TXATTN_DTYPE_F32 ||
              p->v_type != TXATTN_DTYPE_F32;
   return tx_roof_floor_s(&r->ceiling, gc->cls.threads, flops, kv_rows * row_bytes, half,
@@ -593,16 +607,19 @@ static void point_refused(void *arg, prof_cand *c, prof_fault fault, double err,
   }
 }
 
-/* The check of the timed calls of the point p of gc at tensors t: the sampled rows (said on stderr
-   when they cannot be made) and the floor. */
+/* The check of the timed calls of the point p of gc at tensors t (K and V as tensors, also for a
+   paged point): the sampled rows (said on stderr when they cannot be made) and the floor. */
 static void point_check(profile_run *r, point_rows *pr, const txattn_problem *p,
                         const txattn_tensors *t, prof_run_check *chk) {
+  txattn_problem dense = TXATTN_PROBLEM_INIT;
   char why[256];
   *chk = (prof_run_check){.refused = point_refused, .arg = pr};
   if (txattn_problem_resolve(p, &pr->p) != TXATTN_OK) return;
   chk->floor_s = point_floor(r, pr->gc, &pr->p, pr->floor_why, sizeof pr->floor_why);
   chk->floor_why = pr->floor_why;
-  if (!(pr->rows = prof_rows_new(&pr->p, t, rows_to_check(&pr->p), why, sizeof why))) {
+  dense = pr->p; /* the sampled rows' reference reads K and V as tensors */
+  dense.page_size = dense.max_pages = dense.n_pages = 0;
+  if (!(pr->rows = prof_rows_new(&dense, t, rows_to_check(&pr->p), why, sizeof why))) {
     prof_progress_end(&r->prog);
     fprintf(stderr, "txtune profile: n = %lld: the candidates' errors there are not measured: %s\n",
             (long long)pr->p.n_kv, why);
@@ -619,14 +636,14 @@ static void point_check(profile_run *r, point_rows *pr, const txattn_problem *p,
 static int time_point(profile_run *r, prof_grid_class *gc, int64_t rr, size_t ri,
                       const txattn_problem *p, prof_cand *c, size_t *n, size_t *inexact,
                       size_t *faulty) {
-  txattn_tensors t = TXATTN_TENSORS_INIT;
+  txattn_tensors t = TXATTN_TENSORS_INIT, dense = TXATTN_TENSORS_INIT;
   point_rows pr = {
       .r = r, .gc = gc, .rr = rr, .ri = ri, .p = TXATTN_PROBLEM_INIT}; /* ragged kept */
   prof_run_check chk;
   size_t untimed = 0, asked = *n;
   *inexact = *faulty = 0;
-  if (tensors_for(r, p, &t) != 0) return 0;
-  point_check(r, &pr, p, &t, &chk);
+  if (tensors_for(r, p, &t, &dense) != 0) return 0;
+  point_check(r, &pr, p, &dense, &chk);
   const prof_mode_knobs *m = &prof_modes[r->mode];
   txattn_status s = prof_time(c, n, &t, m->min_run_s, m->runs, deadline(r), &chk, &untimed);
   prof_rows_free(pr.rows);
@@ -812,24 +829,6 @@ static void why_left_out(const profile_run *r, const prof_grid_class *gc, char *
 #undef SAY
 }
 
-/* The classes with no point are not in the table (the format wants a point per class): those that
-   joined it are dropped from it. */
-static int leave_out_empty_classes(profile_run *r) {
-  r->n_classes_out = 0;
-  for (size_t i = 0; i < r->g.n_cls; i++) r->n_classes_out += r->g.cls[i].fate.recorded == 0;
-  if (prof_table_empty_classes(r->table) > 0) {
-    txattn_table *t;
-    txattn_status s = prof_table_drop_empty(r->g.ctx[0], r->table, &t);
-    if (s != TXATTN_OK) {
-      tx_print_lib_error("profile", "cannot leave the classes without a point out of the table", s);
-      return TX_EXIT_FAIL;
-    }
-    txattn_table_free(r->table);
-    r->table = t;
-  }
-  return 0;
-}
-
 /* Each class left out of the table, with why. */
 static void say_classes_left_out(const profile_run *r, FILE *f) {
   for (size_t i = 0; i < r->g.n_cls; i++) {
@@ -991,7 +990,9 @@ static int run_profile(profile_run *r) {
   tx_cpu_use end;
   tx_cpu_use_now(&end);
   tx_cpu_use_others(&r->use_start, &end, &r->others_during, &r->steal_during);
-  if (!r->update && (rc = leave_out_empty_classes(r)) != 0) return rc;
+  /* a class with no point joined the table but is not written (txattn_table_write) */
+  for (size_t i = 0; i < r->g.n_cls && !r->update; i++)
+    r->n_classes_out += r->g.cls[i].fate.recorded == 0;
   prof_set_header(r, prof_now_s(r));
   if (r->update && (rc = prof_update_finish(r)) != 0) return rc;
   if ((rc = write_table(r)) != 0) return rc;

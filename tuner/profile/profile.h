@@ -91,6 +91,12 @@ typedef struct prof_cand {
    packs documents of n / PROF_DOC_PARTS keys (as --doc-lens builds its mask tensor). */
 #define PROF_SOFTCAP   50.0f
 #define PROF_DOC_PARTS 4
+/* The paged class, a server's decode: pages of vLLM's default block size in a shuffled order
+   (tx_buffers_page), Llama 3 8B's heads (32 query heads over 8 K/V heads, d 128, whatever --d
+   says) and 8-bit K/V (llama.cpp's q8_0). */
+#define PROF_PAGE_SIZE   16
+#define PROF_PAGED_HEADS 32
+#define PROF_PAGED_D     128
 void prof_ragged_lens(int64_t n, int64_t batch, int64_t *lens);
 
 /* The index (for txattn_kernel_get) of ctx's kernel of that name, its info in *info; SIZE_MAX if
@@ -230,14 +236,4 @@ txattn_status prof_table_add_point(txattn_table *t, const txattn_table_class *cl
 txattn_status prof_table_exclude(txattn_table *t, const txattn_table_class *cls, const char *kernel,
                                  size_t n_tun, const char *const *names, const int64_t *values,
                                  int64_t n, int64_t r, double err, const char *reason);
-/* The classes of t that have no point. A class joins the table before its first point is recorded
-   (so that classes keep the grid's order), and the table can refuse that point: the format wants
-   at least one point per class, so such a class must not be written. */
-size_t prof_table_empty_classes(const txattn_table *t);
-/* A copy of t (its header made again from ctx, the machine and plugins t was made for) without
-   the classes that have no point: the profile object, the other classes in their order with their
-   points (winners and ties) and every exclusion as they are. *out is NULL on failure. */
-txattn_status prof_table_drop_empty(const txattn_context *ctx, const txattn_table *t,
-                                    txattn_table **out);
-
 #endif

@@ -83,14 +83,15 @@ static prof_grid_class *add_class(prof_grid *g, size_t ctx, txattn_mask mask, in
 
 /* The classes of each thread count, in the grid's order: a class is measured wherever a feature
    can change which kernel wins, and adding one is one entry here (docs/profiling.md lists them). */
-enum { EVERY_D, FIRST_D, LAST_D };        /* at each --d, the first, the last */
-enum { QUICK_ALL, QUICK_MOST, NO_QUICK }; /* --quick: at every thread count, the most, none */
-enum { F32, EACH_DTYPE, BF16_DEFAULT };   /* the types: f32, each --dtype, all bf16 (no --dtype) */
+enum { EVERY_D, FIRST_D, LAST_D, FIXED_D }; /* at each --d, the first, the last, PROF_PAGED_D */
+enum { QUICK_ALL, QUICK_MOST, NO_QUICK };   /* --quick: at every thread count, the most, none */
+/* the types: f32, each --dtype, all bf16 (no --dtype), k and v q8_0 */
+enum { F32, EACH_DTYPE, BF16_DEFAULT, KV_Q8_0 };
 static const struct class_kind {
   txattn_mask mask;
   int d_at;
   int64_t group;
-  int decode, ragged, softcap, doc_mask, quick, types, first_threads;
+  int decode, ragged, softcap, doc_mask, paged, quick, types, first_threads;
   int64_t n_max;
 } kinds[] = {
     {TXATTN_MASK_NONE, EVERY_D, 1, .decode = 0},
@@ -102,6 +103,8 @@ static const struct class_kind {
     {TXATTN_MASK_CAUSAL, FIRST_D, 1, .softcap = 1, .quick = QUICK_MOST},  /* PROF_SOFTCAP */
     {TXATTN_MASK_CAUSAL, FIRST_D, 1, .doc_mask = 1, .quick = QUICK_MOST}, /* PROF_DOC_PARTS */
     {TXATTN_MASK_CAUSAL, LAST_D, GQA_GROUP, .decode = 1, .quick = QUICK_MOST, .types = EACH_DTYPE},
+    {TXATTN_MASK_CAUSAL, FIXED_D, GQA_GROUP, .decode = 1, .paged = 1, .quick = QUICK_MOST,
+     .types = KV_Q8_0}, /* PROF_PAGE_SIZE, PROF_PAGED_HEADS, PROF_PAGED_D */
     {TXATTN_MASK_CAUSAL, LAST_D, 1, .quick = NO_QUICK, .types = EACH_DTYPE,
      .n_max = GRID_TYPED_PREFILL_N_MAX},
     {TXATTN_MASK_CAUSAL, LAST_D, 1, .quick = NO_QUICK, .types = BF16_DEFAULT, .first_threads = 1,
@@ -110,8 +113,10 @@ static const struct class_kind {
 
 static int classes(prof_grid *g, prof_mode mode, int defaults) {
   const size_t n_kinds = sizeof kinds / sizeof kinds[0];
-  static const tx_dtypes bf16 = {
-      {TXATTN_DTYPE_BF16, TXATTN_DTYPE_BF16, TXATTN_DTYPE_BF16, TXATTN_DTYPE_BF16}};
+  static const tx_dtypes fixed[] = {
+      [BF16_DEFAULT] = {{TXATTN_DTYPE_BF16, TXATTN_DTYPE_BF16, TXATTN_DTYPE_BF16,
+                         TXATTN_DTYPE_BF16}},
+      [KV_Q8_0] = {{TXATTN_DTYPE_F32, TXATTN_DTYPE_Q8_0, TXATTN_DTYPE_Q8_0, TXATTN_DTYPE_F32}}};
   g->cls = calloc(g->n_ctx * n_kinds * (g->n_d + g->n_types) + 1, sizeof *g->cls);
   if (!g->cls) return TX_EXIT_FAIL;
   for (size_t t = 0; t < g->n_ctx; t++)
@@ -125,12 +130,20 @@ static int classes(prof_grid *g, prof_mode mode, int defaults) {
              n_types = x->types == EACH_DTYPE ? g->n_types : 1;
       for (size_t i = 0; i < n_d; i++)
         for (size_t k = 0; k < n_types; k++) {
-          const tx_dtypes *ty = x->types == EACH_DTYPE ? &g->types[k] : x->types ? &bf16 : NULL;
-          prof_grid_class *c = add_class(g, t, x->mask, g->d[x->d_at == LAST_D ? g->n_d - 1 : i],
-                                         x->group, x->decode);
+          const tx_dtypes *ty = x->types == EACH_DTYPE ? &g->types[k]
+                                : x->types             ? &fixed[x->types]
+                                                       : NULL;
+          int64_t d = x->d_at == FIXED_D  ? PROF_PAGED_D
+                      : x->d_at == LAST_D ? g->d[g->n_d - 1]
+                                          : g->d[i];
+          prof_grid_class *c = add_class(g, t, x->mask, d, x->group, x->decode);
           c->cls.softcap = x->softcap;
           c->cls.mask_tensor = x->doc_mask ? TXATTN_MASK_TENSOR_BOOL : TXATTN_MASK_TENSOR_NONE;
           c->n_max = x->n_max;
+          if (x->paged) {
+            c->cls.page_size = PROF_PAGE_SIZE;
+            c->cls.heads_q = PROF_PAGED_HEADS;
+          }
           if (ty) {
             c->cls.q_type = ty->t[0];
             c->cls.k_type = ty->t[1];
@@ -371,6 +384,11 @@ txattn_problem prof_grid_problem(const prof_grid_class *c, int64_t n, int64_t r)
   p.ragged = c->cls.ragged;
   p.softcap = c->cls.softcap ? PROF_SOFTCAP : 0.0f;
   p.mask_tensor = (txattn_mask_tensor)c->cls.mask_tensor;
+  if (c->cls.page_size > 0) { /* every sequence's pages its own */
+    p.page_size = c->cls.page_size;
+    p.max_pages = (n + p.page_size - 1) / p.page_size;
+    p.n_pages = p.batch * p.max_pages;
+  }
   return p;
 }
 

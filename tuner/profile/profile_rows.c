@@ -9,10 +9,6 @@
 #include "profile.h"
 #include "txattn/plugin.h"
 
-static size_t elem_size(txattn_dtype t) {
-  return txattn_dtype_size(t);
-}
-
 #define MAX_ROWS 32
 
 struct prof_rows {
@@ -100,11 +96,11 @@ static txattn_status reference_row(const prof_rows *r, const txattn_tensors *t, 
   one.window_right = 0;
   txattn_tensors ot = TXATTN_TENSORS_INIT;
   ot.q_data = (const char *)t->q_data +
-              elem_size(p->q_type) * (size_t)(((b * p->heads_q + h) * p->n_q + i) * p->d_qk);
+              txattn_dtype_bytes(p->q_type, ((b * p->heads_q + h) * p->n_q + i) * p->d_qk);
   ot.k_data = (const char *)t->k_data +
-              elem_size(p->k_type) * (size_t)((b * p->heads_kv + hk) * p->n_kv * p->d_qk);
+              txattn_dtype_bytes(p->k_type, (b * p->heads_kv + hk) * p->n_kv * p->d_qk);
   ot.v_data = (const char *)t->v_data +
-              elem_size(p->v_type) * (size_t)((b * p->heads_kv + hk) * p->n_kv * p->d_v);
+              txattn_dtype_bytes(p->v_type, (b * p->heads_kv + hk) * p->n_kv * p->d_v);
   ot.o_data = o;
   if (p->mask_tensor) { /* the row's mask elements, key j at j x key */
     const txattn_mask_layout *l = &t->mask_layout;

@@ -85,7 +85,7 @@ typedef struct profile_run {
   double start;
   /* the tensors of every point of the current n, per type combination: each point uses the
      start of its combination's */
-  prof_bufs bufs[GRID_MAX_TYPES + 3];
+  prof_bufs bufs[GRID_MAX_TYPES + 4];
   size_t n_bufs;
   int64_t buf_n;
   prof_level levels[MAX_LEVELS];

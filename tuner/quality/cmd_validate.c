@@ -178,6 +178,12 @@ static int draw(validate_run *r, txattn_problem *p, int *threads) {
     p->struct_size = sizeof *p;
     p->ragged = 1;
   }
+  if (c.page_size) { /* pages of the class's size, in a shuffled order (one_shape) */
+    p->struct_size = sizeof *p;
+    p->page_size = c.page_size;
+    p->max_pages = (n + c.page_size - 1) / c.page_size;
+    p->n_pages = p->batch * p->max_pages;
+  }
   *threads = c.threads;
   return 1;
 }
@@ -324,6 +330,11 @@ static int one_shape(validate_run *r, txattn_context *ctx, const txattn_problem 
     return -1;
   }
   tx_buffers_fill(&b, SEED, 1.0f);
+  if (p->page_size && tx_buffers_page(&b, SEED, err, sizeof err) != 0) {
+    tx_buffers_free(&b);
+    prof_candidates_free(c, n);
+    return -1;
+  }
   const char *pick_name = c[0].name; /* timing may reorder the candidates */
   int64_t pick_values[PROF_MAX_TUNABLES];
   memcpy(pick_values, c[0].tun_values, sizeof pick_values);
