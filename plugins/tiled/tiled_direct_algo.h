@@ -359,7 +359,7 @@ TILED_INLINE void td_pv_acc(float *acc, int64_t ald, const float *alpha, const f
     }
   }
   for (int64_t j = j0; j < j1; j++) {
-    vf vv[TILED_PV_COLS];
+    vf vv[TILED_PV_COLS], bs = vf_zero();
 #pragma GCC unroll 8
     for (int n = 0; n < nrv; n++) {
 #ifdef TL_BF16X2
@@ -373,7 +373,14 @@ TILED_INLINE void td_pv_acc(float *acc, int64_t ald, const float *alpha, const f
         continue;
       }
 #endif
-      vv[n] = tl_loadu_unscaled(vr[j], vt, col + n * VEC_W);
+      if (vt == TXATTN_DTYPE_Q8_0) { /* the block's scale widened once for its vectors */
+        const int64_t c = col + n * VEC_W;
+        const char *blk = (const char *)vr[j] + tl_elem_bytes(vt, c / 32 * 32);
+        if (n == 0 || c % 32 == 0) bs = tl_bcast_f16(blk);
+        vv[n] = vf_mul(vf_loadu_i8((const int8_t *)blk + 2 + c % 32), bs);
+      } else {
+        vv[n] = tl_loadu_unscaled(vr[j], vt, col + n * VEC_W);
+      }
       if (line[n] >= 0) __builtin_prefetch((const char *)pv[j] + line[n], 0, 2);
     }
     if (end >= 0) __builtin_prefetch((const char *)pv[j] + end, 0, 2);
