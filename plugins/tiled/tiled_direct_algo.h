@@ -373,10 +373,12 @@ TILED_INLINE void td_pv_acc(float *acc, int64_t ald, const float *alpha, const f
         continue;
       }
 #endif
-      if (vt == TXATTN_DTYPE_Q8_0) { /* the block's scale widened once for its vectors */
+      if (vt == TXATTN_DTYPE_Q8_0 && TILED_DNT * VEC_W % 32 == 0) {
+        /* tiles start at whole q8_0 blocks (col is a multiple of TILED_DNT VEC_W): the block's
+           scale widened once for its vectors */
         const int64_t c = col + n * VEC_W;
         const char *blk = (const char *)vr[j] + tl_elem_bytes(vt, c / 32 * 32);
-        if (n == 0 || c % 32 == 0) bs = tl_bcast_f16(blk);
+        if (n * VEC_W % 32 == 0) bs = tl_bcast_f16(blk);
         vv[n] = vf_mul(vf_loadu_i8((const int8_t *)blk + 2 + c % 32), bs);
       } else {
         vv[n] = tl_loadu_unscaled(vr[j], vt, col + n * VEC_W);
