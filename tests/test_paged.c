@@ -549,6 +549,7 @@ struct kv8case {
   int64_t kv_lens[MAXB];
   txattn_dtype kt, vt;
   txattn_problem base; /* mask, modifiers, lse */
+  double qmul, kmul;   /* q's values and K's scales times these [1] */
   /* made */
   int64_t n_kv, n_pages, max_pages;
   float *q, *kf, *vf, *o, *want, *lse, *want_lse, kscale[8], vscale[8], slopes[16];
@@ -614,14 +615,14 @@ static void kv8_make(struct kv8case *c, uint64_t seed) {
   c->k8 = kv8_alloc((size_t)(c->batch * hk * c->n_kv * kb), &c->raw[0]);
   c->v8 = kv8_alloc((size_t)(c->batch * hk * c->n_kv * vb), &c->raw[1]);
   cr_assert(c->q && c->o && c->want && c->lse && c->want_lse && c->kf && c->vf, "out of memory");
-  for (int64_t i = 0; i < nq; i++) c->q[i] = (float)(2.0 * uniform(&st));
+  for (int64_t i = 0; i < nq; i++) c->q[i] = (float)(2.0 * uniform(&st) * (c->qmul ? c->qmul : 1));
   for (int kvs = 0; kvs < 2; kvs++) {
     const txattn_dtype t = kvs ? c->vt : c->kt;
     const int64_t rb = kvs ? vb : kb;
     for (int64_t b = 0; b < c->batch; b++)
       for (int64_t h = 0; h < hk; h++) {
         float *sc = kvs ? &c->vscale[h] : &c->kscale[h];
-        *sc = (float)(0.5 + 0.25 * (double)h);
+        *sc = (float)((0.5 + 0.25 * (double)h) * (!kvs && c->kmul ? c->kmul : 1));
         const int64_t at = (b * hk + h) * c->n_kv;
         kv8_rows(t, c->n_kv, d, *sc, &st, (kvs ? c->v8 : c->k8) + at * rb,
                  (kvs ? c->vf : c->kf) + at * d);
@@ -786,6 +787,27 @@ Test(paged, decode_on_8_bit_caches) {
       cr_assert(kv8_case(&c, 41 + ti, 1 + (int)(pi % 2)) >= 2, "no kernel took k %s, v %s",
                 txattn_dtype_name(c.kt), txattn_dtype_name(c.vt));
     }
+}
+
+/* e4m3 K of scales near the largest (2^117, 1.5 2^117) with queries up to 32: q times K's factor
+   (2^8 k_scale) overflows fp32 where every q . k is finite (about 2^124), so the direct path cannot
+   fold K's factor into the queries and widens each k instead. The softmax scale 2^-124 keeps the
+   scores near 1. */
+Test(paged, decode_where_k_scale_times_q_overflows) {
+  struct kv8case c = {.batch = 2,
+                      .heads_q = 4,
+                      .heads_kv = 2,
+                      .d = 32,
+                      .P = 16,
+                      .n_q = 1,
+                      .kv_lens = {300, 41},
+                      .kt = TXATTN_DTYPE_E4M3,
+                      .vt = TXATTN_DTYPE_E4M3,
+                      .qmul = 16.0,
+                      .kmul = 0x1p118};
+  c.base.scale = 0x1p-124f;
+  c.base.lse = 1;
+  cr_assert(kv8_case(&c, 5, 1) >= 2, "no kernel took the decode");
 }
 
 /* A causal chunk of 37 rows after its prefix (the tiled path, K and V dequantized as they are

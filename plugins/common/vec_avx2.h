@@ -129,9 +129,11 @@ static inline void vf_storeu_bf16(uint16_t *p, vf x) {
 }
 
 /* ---- 8-bit elements (int8, fp8 e4m3fn and e5m2): semantics in vec_scalar.h ----
- * The fp8 values through their f16 forms and F16C: e4m3's exponent and mantissa shifted into
- * place in 16-bit lanes by (x << 8) >> 1 (arithmetic: the sign lands in bits 15 and 14) with
- * bit 14 cleared. */
+ * The fp8 values through their f16 forms and F16C. e4m3 in 16-bit lanes: the byte sign-extended
+ * and shifted left 7 puts its exponent and mantissa in place and its sign in bits 15 and 14; adding
+ * 0x80 carries into bit 14 exactly for 0x7f and 0xff (exponent and mantissa all ones), so bit 14 xor
+ * that sum's bit 14 clears bit 14 for every value and sets it for the NaNs, whose f16 form then has
+ * an all-ones exponent and a nonzero mantissa. */
 static inline vf vf_loadu_i8(const int8_t *p) {
   return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p)));
 }
@@ -139,12 +141,9 @@ static inline vf vf_set1_f16(uint16_t h) {
   return _mm256_cvtph_ps(_mm_set1_epi16((short)h));
 }
 static inline vf vf_loadu_e4m3(const uint8_t *p) {
-  const __m128i x = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)p)),
-                m = _mm_set1_epi16(0x7f);
-  const __m128i nan = _mm_cmpeq_epi16(_mm_and_si128(x, m), m);
-  __m128i h = _mm_and_si128(_mm_srai_epi16(_mm_slli_epi16(x, 8), 1), _mm_set1_epi16(-0x4001));
-  h = _mm_or_si128(h, _mm_and_si128(nan, _mm_set1_epi16(0x7c00)));
-  return _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_set1_ps(256.0f));
+  const __m128i h = _mm_slli_epi16(_mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)p)), 7);
+  const __m128i b14 = _mm_and_si128(_mm_add_epi16(h, _mm_set1_epi16(0x80)), _mm_set1_epi16(0x4000));
+  return _mm256_cvtph_ps(_mm_xor_si128(h, b14));
 }
 static inline vf vf_loadu_e5m2(const uint8_t *p) {
   return _mm256_cvtph_ps(_mm_slli_epi16(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)p)), 8));

@@ -177,7 +177,7 @@ static inline void vf_storeu_bf16(uint16_t *p, vf x) {
 }
 
 /* ---- 8-bit elements (int8, fp8 e4m3fn and e5m2): semantics in vec_scalar.h, the fp8 values
- * through their f16 forms as in vec_avx2.h (16 lanes of 16 bits in a ymm) ---- */
+ * through their f16 forms as in vec_avx2.h (16 lanes of 16 bits in a ymm, the same ops) ---- */
 static inline vf vf_loadu_i8(const int8_t *p) {
   return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
 }
@@ -185,13 +185,10 @@ static inline vf vf_set1_f16(uint16_t h) {
   return _mm512_cvtph_ps(_mm256_set1_epi16((short)h));
 }
 static inline vf vf_loadu_e4m3(const uint8_t *p) {
-  const __m256i x = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)p)),
-                m = _mm256_set1_epi16(0x7f);
-  const __m256i nan = _mm256_cmpeq_epi16(_mm256_and_si256(x, m), m);
-  __m256i h =
-      _mm256_and_si256(_mm256_srai_epi16(_mm256_slli_epi16(x, 8), 1), _mm256_set1_epi16(-0x4001));
-  h = _mm256_or_si256(h, _mm256_and_si256(nan, _mm256_set1_epi16(0x7c00)));
-  return _mm512_mul_ps(_mm512_cvtph_ps(h), _mm512_set1_ps(256.0f));
+  const __m256i h = _mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)p)), 7);
+  const __m256i b14 =
+      _mm256_and_si256(_mm256_add_epi16(h, _mm256_set1_epi16(0x80)), _mm256_set1_epi16(0x4000));
+  return _mm512_cvtph_ps(_mm256_xor_si256(h, b14));
 }
 static inline vf vf_loadu_e5m2(const uint8_t *p) {
   return _mm512_cvtph_ps(

@@ -119,7 +119,7 @@ static inline vf vf_loadu_e4m3(const uint8_t *p) {
   uint16x4_t h = vreinterpret_u16_s16(
       vshr_n_s16(vreinterpret_s16_u16(vshl_n_u16(x, 8)), 1)); /* sign in bits 15 and 14 */
   h = vorr_u16(vand_u16(h, vdup_n_u16(0xbfff)), vand_u16(nan, vdup_n_u16(0x7c00)));
-  return vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(h)), vdupq_n_f32(256.0f));
+  return vcvt_f32_f16(vreinterpret_f16_u16(h));
 }
 static inline vf vf_loadu_e5m2(const uint8_t *p) {
   const uint16x4_t x = vget_low_u16(vmovl_u8(vf__load4_u8(p)));

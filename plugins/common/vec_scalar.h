@@ -119,10 +119,12 @@ static inline void vf_storeu_bf16(uint16_t *p, vf x) {
 /* ---- 8-bit elements (q8_0's int8, fp8 e4m3fn and e5m2) ----
  * vf_loadu_i8(p): VEC_W int8 values (any address) as fp32, exactly; vf_set1_f16(h): the f16 h in
  *   every lane.
- * vf_loadu_e4m3(p), vf_loadu_e5m2(p): VEC_W fp8 values (their bytes, any address) as fp32, exactly:
- *   e5m2 is the top byte of an f16 (infinities and NaNs included); e4m3fn's bits are moved into an
- *   f16 of the same exponent field, whose value is 2^-8 of theirs (subnormals included), with
- *   0x7f and 0xff made the f16 NaN they are, then multiplied by 256 (exact). */
+ * vf_loadu_e4m3(p), vf_loadu_e5m2(p): VEC_W fp8 values (their bytes, any address) as fp32 through
+ *   their f16 forms, exactly: e5m2 is the top byte of an f16 (infinities and NaNs included), its
+ *   value; e4m3fn's bits are moved into an f16 of the same exponent field, whose value is 2^-8 of
+ *   theirs (subnormals included), with 0x7f and 0xff made the f16 NaN they are: vf_loadu_e4m3
+ *   returns that f16's value, 2^-8 times the e4m3 value (its caller folds the 2^8 into the head's
+ *   scale, where it is exact). */
 static inline uint16_t vf_e4m3_as_f16(uint8_t x) {
   const uint16_t h = (uint16_t)(((x & 0x7f) << 7) | ((x & 0x80) << 8));
   return (x & 0x7f) == 0x7f ? (uint16_t)(h | 0x7c00) : h;
@@ -134,7 +136,7 @@ static inline vf vf_set1_f16(uint16_t h) {
   return txh_f16_to_f32(h);
 }
 static inline vf vf_loadu_e4m3(const uint8_t *p) {
-  return txh_f16_to_f32(vf_e4m3_as_f16(*p)) * 256.0f;
+  return txh_f16_to_f32(vf_e4m3_as_f16(*p));
 }
 static inline vf vf_loadu_e5m2(const uint8_t *p) {
   return txh_f16_to_f32((uint16_t)(*p << 8));

@@ -133,17 +133,25 @@ TILED_INLINE vf tl_bcast_f16(const void *p) {
   return vf_set1_f16(h);
 }
 /* VEC_W values of a K or V row of type t (a constant) from element c (for q8_0 within one block),
-   as every kernel computes on them (txattn_row_to_f32): f32, 16-bit and q8_0 (q times its block's
-   f16 scale) exactly, fp8 times its head's scale sc (in every lane), rounded to fp32 once. */
-TILED_INLINE vf tl_loadu_kv(const void *row, const int t, int64_t c, vf sc) {
+   exactly, before the head's factor (tl_kv_scale): f32 and 16-bit as stored, q8_0 q times its
+   block's f16 scale, e5m2 as stored, e4m3 times 2^-8 (vf_loadu_e4m3). */
+TILED_INLINE vf tl_loadu_unscaled(const void *row, const int t, int64_t c) {
   const unsigned char *r = (const unsigned char *)row;
   if (t == TXATTN_DTYPE_Q8_0) {
     const unsigned char *blk = r + c / 32 * (int64_t)sizeof(txattn_block_q8_0);
     return vf_mul(vf_loadu_i8((const int8_t *)blk + 2 + c % 32), tl_bcast_f16(blk));
   }
-  if (t == TXATTN_DTYPE_E4M3) return vf_mul(vf_loadu_e4m3(r + c), sc);
-  if (t == TXATTN_DTYPE_E5M2) return vf_mul(vf_loadu_e5m2(r + c), sc);
+  if (t == TXATTN_DTYPE_E4M3) return vf_loadu_e4m3(r + c);
+  if (t == TXATTN_DTYPE_E5M2) return vf_loadu_e5m2(r + c);
   return tl_loadu_as(row, t, c);
+}
+/* The same values as every kernel computes on them (txattn_row_to_f32): fp8 times its head's factor
+   sc (tl_kv_scale, in every lane), rounded to fp32 once: the product of the stored value and the
+   head's scale, rounded once, as the factor's 2^8 for e4m3 moves no rounding (every such product is
+   a normal fp32). */
+TILED_INLINE vf tl_loadu_kv(const void *row, const int t, int64_t c, vf sc) {
+  const vf x = tl_loadu_unscaled(row, t, c);
+  return t == TXATTN_DTYPE_E4M3 || t == TXATTN_DTYPE_E5M2 ? vf_mul(x, sc) : x;
 }
 /* Element c of such a row, one value (txattn_row_to_f32's). */
 TILED_INLINE float tl_elem_kv(const void *row, const int t, int64_t c, float sc) {
@@ -154,7 +162,7 @@ TILED_INLINE float tl_elem_kv(const void *row, const int t, int64_t c, float sc)
     memcpy(&h, blk, sizeof h);
     return (float)(int8_t)blk[2 + c % 32] * txh_f16_to_f32(h);
   }
-  if (t == TXATTN_DTYPE_E4M3) return txattn_e4m3_value(r[c]) * sc;
+  if (t == TXATTN_DTYPE_E4M3) return txattn_e4m3_value(r[c]) * 0x1p-8f * sc;
   if (t == TXATTN_DTYPE_E5M2) return txattn_e5m2_value(r[c]) * sc;
   return tl_elem_as(row, t, c);
 }
@@ -174,10 +182,13 @@ static void tl_widen_row(const void *src, txattn_dtype t, float sc, int64_t n, i
     for (; c < np; c++) dst[c] = 0.0f;
   }
 }
-/* The fp32 scale of KV head kvh's K (is_k) or V where that is fp8, else 1 (unused). */
+/* The factor of KV head kvh's K (is_k) or V where that is fp8, else 1 (unused): what
+   tl_loadu_unscaled's values are multiplied by, the head's fp32 scale (times 2^8 for e4m3: exact,
+   as the scales an fp8 type takes keep 448 times them finite). */
 static inline float tl_kv_scale(const tiled_geom *g, int is_k, int64_t kvh) {
   const float *sc = is_k ? txattn_k_scale_of(g->p, g->t) : txattn_v_scale_of(g->p, g->t);
-  return sc ? sc[kvh] : 1.0f;
+  const txattn_dtype t = is_k ? g->p->k_type : g->p->v_type;
+  return sc ? sc[kvh] * (t == TXATTN_DTYPE_E4M3 ? 256.0f : 1.0f) : 1.0f;
 }
 /* Where the vector layer has vf_loadu_bf16x2 and the direct path's P V tiles are whole pairs of
    vectors: the row "type" of bf16 K and V read 2 VEC_W elements at a time as their even and their odd

@@ -43,8 +43,8 @@
  *             different types, or a head size with a column tail);
  *  TD_F32, TD_F16, TD_BF16, TD_Q8_0, TD_E4M3, TD_E5M2  K and V both of that type, head sizes
  *             whole vectors: the micro-kernels read the rows in place, widen them in registers (q8_0
- *             times each block's scale, fp8 times the head's: tl_loadu_kv) and prefetch the next
- *             chunk's;
+ *             times each block's scale; fp8 without the head's factors, which td_run folds into the
+ *             queries and the output: tl_loadu_unscaled) and prefetch the next chunk's;
  *  TD_BF16X2  bf16 K and V read in place 2 VEC_W elements at a time as their even and their odd
  *             elements (TL_BF16X2: one op a vector where widening takes two), head sizes whole pairs
  *             of vectors: the queries and the accumulators hold each pair of vectors' columns in
@@ -165,12 +165,15 @@ static void td_unpair_row(float *x, int64_t n) {
   }
 }
 
-/* Queries (times qsign) of rows [t0, t1) into s->qp, zero-padded to dqkp, each 2 VEC_W columns as
-   their even then their odd ones if pairs (TD_BF16X2); ranges clipped to [k0, k1). */
-static void td_load_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int64_t t1,
-                         int64_t k0, int64_t k1, const tiled_scratch *s, int pairs) {
+/* Queries times qf (qsign times K's factor where td_run folds it, rounded once) of rows [t0, t1)
+   into s->qp, zero-padded to dqkp, each 2 VEC_W columns as their even then their odd ones if pairs
+   (TD_BF16X2); ranges clipped to [k0, k1). Returns 0 if a finite query element times qf overflowed
+   (a factor that cannot be folded), else 1. */
+static int td_load_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int64_t t1,
+                        int64_t k0, int64_t k1, const tiled_scratch *s, int pairs, float qf) {
   const txattn_tensors *t = g->t;
   const int64_t nr = t1 - t0, dqkp = g->dqkp;
+  int ok = 1;
   for (int64_t r = 0; r < nr; r++) {
     const int64_t row = t0 + r, i = row / g->group, h = kvh * g->group + row % g->group;
     const txattn_dtype qt = g->p->q_type;
@@ -178,10 +181,13 @@ static void td_load_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0
     float *qr = s->qp + r * dqkp;
     int64_t lo, hi, c = 0;
     if (qt == TXATTN_DTYPE_F32)
-      for (; c < g->dqk; c++) qr[c] = ((const float *)q)[c] * g->qsign;
+      for (; c < g->dqk; c++) qr[c] = ((const float *)q)[c] * qf;
     else
-      for (; c < g->dqk; c++) qr[c] = tl_elem(q, qt, c) * g->qsign;
-    for (; c < dqkp; c++) qr[c] = 0.0f;
+      for (; c < g->dqk; c++) qr[c] = tl_elem(q, qt, c) * qf;
+    for (c = 0; qf != g->qsign && c < g->dqk; c++) /* isinf(qr) while q is finite */
+      ok &= !(isinf(qr[c]) &&
+              isfinite(qt == TXATTN_DTYPE_F32 ? ((const float *)q)[c] : tl_elem(q, qt, c)));
+    for (c = g->dqk; c < dqkp; c++) qr[c] = 0.0f;
     if (pairs) td_pair_row(qr, dqkp);
     int64_t sink_hi;
     txattn_visible_ranges(g->p, i, &sink_hi, &lo, &hi);
@@ -199,6 +205,7 @@ static void td_load_rows(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0
   memset(s->acc_c, 0, (size_t)(nr * g->dvp) * sizeof(float));
   memset(s->pv, 0, (size_t)(nr * g->dvp) * sizeof(float));
   for (int64_t r = 0; r < nr; r++) s->pv_alpha[r] = 1.0f;
+  return ok;
 }
 
 /* acc = acc * pv_alpha + pv with Kahan's compensation (tl_kahan_add) for the nr rows, and pv, the
@@ -241,7 +248,7 @@ TILED_INLINE int64_t td_line_in(const int t, int64_t c) {
    place; if pf, each line of the rows pk[n] (the next chunk's) as the same line of kr[n] is read. */
 TILED_INLINE void td_dot(const float *q, const void *const *kr, const void *const *pk, int64_t dp,
                          float *s, int64_t sld, const int nr, const int nk, const int kt,
-                         const int pf, vf sc) {
+                         const int pf) {
   vf a[TD_RG][TILED_DNK];
 #pragma GCC unroll 8
   for (int r = 0; r < nr; r++)
@@ -272,7 +279,7 @@ TILED_INLINE void td_dot(const float *q, const void *const *kr, const void *cons
 #pragma GCC unroll 8
       for (int n = 0; n < nk; n++)
         bs[n] = kt == TXATTN_DTYPE_Q8_0 ? tl_bcast_f16((const char *)kr[n] + tl_elem_bytes(kt, cb))
-                                        : sc;
+                                        : vf_zero();
 #pragma GCC unroll 4
       for (int64_t c = cb; c < ce; c += VEC_W) {
         vf kv[TILED_DNK];
@@ -282,7 +289,7 @@ TILED_INLINE void td_dot(const float *q, const void *const *kr, const void *cons
         for (int n = 0; n < nk; n++) {
           kv[n] = kt == TXATTN_DTYPE_Q8_0
                       ? vf_mul(vf_loadu_i8((const int8_t *)kr[n] + tl_elem_bytes(kt, c) + 2), bs[n])
-                      : tl_loadu_kv(kr[n], kt, c, bs[n]);
+                      : tl_loadu_unscaled(kr[n], kt, c);
           if (line >= 0) __builtin_prefetch((const char *)pk[n] + line, 0, 2);
           if (end) __builtin_prefetch((const char *)pk[n] + tl_elem_bytes(kt, dp) - 1, 0, 2);
         }
@@ -315,14 +322,14 @@ TILED_INLINE void td_copy_step(td_copier *cp, const int mode) {
 /* Scores of the nr rows against the chunk's keys [ua, ub) (K rows kr, the next chunk's pk). */
 TILED_INLINE void td_scores(const tiled_geom *g, const tiled_scratch *s, const void *const *kr,
                             const void *const *pk, int64_t ua, int64_t ub, td_copier *cp,
-                            const int nr, const int mode, vf sc) {
+                            const int nr, const int mode) {
   const int kt = TD_SRC_TYPE(mode), pf = TD_IN_PLACE(mode);
   int64_t j = ua;
   for (; j + TILED_DNK <= ub; j += TILED_DNK) {
     td_copy_step(cp, mode);
-    td_dot(s->qp, kr + j, pk + j, g->dqkp, s->s + j, TD_SLD, nr, TILED_DNK, kt, pf, sc);
+    td_dot(s->qp, kr + j, pk + j, g->dqkp, s->s + j, TD_SLD, nr, TILED_DNK, kt, pf);
   }
-  for (; j < ub; j++) td_dot(s->qp, kr + j, pk + j, g->dqkp, s->s + j, TD_SLD, nr, 1, kt, pf, sc);
+  for (; j < ub; j++) td_dot(s->qp, kr + j, pk + j, g->dqkp, s->s + j, TD_SLD, nr, 1, kt, pf);
 }
 
 /* ---- 3. acc = acc * alpha + P V ---- */
@@ -335,7 +342,7 @@ TILED_INLINE void td_scores(const tiled_geom *g, const tiled_scratch *s, const v
 TILED_INLINE void td_pv_acc(float *acc, int64_t ald, const float *alpha, const float *p,
                             const void *const *vr, const void *const *pv, int64_t col, int64_t dp,
                             int64_t j0, int64_t j1, const int mr, const int nrv, const int vt,
-                            const int pf, vf sc) {
+                            const int pf) {
   vf o[TILED_PV_ROWS][TILED_PV_COLS];
   int64_t line[TILED_PV_COLS];
   /* the last line of a row where that is apart (td_dot) */
@@ -352,7 +359,7 @@ TILED_INLINE void td_pv_acc(float *acc, int64_t ald, const float *alpha, const f
     }
   }
   for (int64_t j = j0; j < j1; j++) {
-    vf vv[TILED_PV_COLS];
+    vf vv[TILED_PV_COLS], bs = vf_zero();
 #pragma GCC unroll 8
     for (int n = 0; n < nrv; n++) {
 #ifdef TL_BF16X2
@@ -366,7 +373,16 @@ TILED_INLINE void td_pv_acc(float *acc, int64_t ald, const float *alpha, const f
         continue;
       }
 #endif
-      vv[n] = tl_loadu_kv(vr[j], vt, col + n * VEC_W, sc);
+      if (vt == TXATTN_DTYPE_Q8_0 && TILED_DNT * VEC_W % 32 == 0) {
+        /* tiles start at whole q8_0 blocks (col is a multiple of TILED_DNT VEC_W): the block's
+           scale widened once for its vectors */
+        const int64_t c = col + n * VEC_W;
+        const char *blk = (const char *)vr[j] + tl_elem_bytes(vt, c / 32 * 32);
+        if (n * VEC_W % 32 == 0) bs = tl_bcast_f16(blk);
+        vv[n] = vf_mul(vf_loadu_i8((const int8_t *)blk + 2 + c % 32), bs);
+      } else {
+        vv[n] = tl_loadu_unscaled(vr[j], vt, col + n * VEC_W);
+      }
       if (line[n] >= 0) __builtin_prefetch((const char *)pv[j] + line[n], 0, 2);
     }
     if (end >= 0) __builtin_prefetch((const char *)pv[j] + end, 0, 2);
@@ -387,12 +403,12 @@ TILED_INLINE void td_pv_acc(float *acc, int64_t ald, const float *alpha, const f
    vr, the next chunk's pv). */
 TILED_INLINE void td_pv_rows(const tiled_geom *g, float *acc, const float *alpha, const float *p,
                              const void *const *vr, const void *const *pv, int64_t j0, int64_t j1,
-                             const int mr, td_copier *cp, const int mode, vf sc) {
+                             const int mr, td_copier *cp, const int mode) {
   const int vt = TD_SRC_TYPE(mode), pf = TD_IN_PLACE(mode);
   const int64_t dvp = g->dvp, full = dvp / VEC_W;
   int64_t col = 0;
 #define TD_PV_TILE(nrv)                                                                            \
-  td_pv_acc(acc + col * VEC_W, dvp, alpha, p, vr, pv, col * VEC_W, dvp, j0, j1, mr, nrv, vt, pf, sc)
+  td_pv_acc(acc + col * VEC_W, dvp, alpha, p, vr, pv, col * VEC_W, dvp, j0, j1, mr, nrv, vt, pf)
   for (; col + TILED_DNT <= full; col += TILED_DNT) {
     td_copy_step(cp, mode);
     TD_PV_TILE(TILED_DNT);
@@ -431,11 +447,11 @@ TILED_INLINE void td_pv_rows(const tiled_geom *g, float *acc, const float *alpha
    column), then each row's ragged keys. */
 TILED_INLINE void td_pv(const tiled_geom *g, const tiled_scratch *s, const void *const *vr,
                         const void *const *pv, td_copier *cp, const tiled_span *sp, int64_t c0,
-                        int64_t nk, const int nr, const int mode, vf sc) {
+                        int64_t nk, const int nr, const int mode) {
   const int64_t dvp = g->dvp;
   const int common = sp->ca < sp->cb;
   td_pv_rows(g, s->pv, s->alpha, s->s, vr, pv, common ? sp->ca : 0, common ? sp->cb : 0, nr, cp,
-             mode, sc);
+             mode);
   if (common && sp->ga == sp->ca && sp->gb == sp->cb) return; /* no ragged keys */
   for (int64_t r = 0; r < nr; r++) {
     int64_t a, b;
@@ -443,10 +459,10 @@ TILED_INLINE void td_pv(const tiled_geom *g, const tiled_scratch *s, const void 
     const float *p = s->s + r * TD_SLD;
     tl_row_keys(s, r, c0, nk, &a, &b);
     if (common) {
-      if (a < sp->ca) td_pv_rows(g, acc, NULL, p, vr, pv, a, sp->ca, 1, cp, mode, sc);
-      if (sp->cb < b) td_pv_rows(g, acc, NULL, p, vr, pv, sp->cb, b, 1, cp, mode, sc);
+      if (a < sp->ca) td_pv_rows(g, acc, NULL, p, vr, pv, a, sp->ca, 1, cp, mode);
+      if (sp->cb < b) td_pv_rows(g, acc, NULL, p, vr, pv, sp->cb, b, 1, cp, mode);
     } else if (a < b) {
-      td_pv_rows(g, acc, NULL, p, vr, pv, a, b, 1, cp, mode, sc);
+      td_pv_rows(g, acc, NULL, p, vr, pv, a, b, 1, cp, mode);
     }
   }
 }
@@ -455,7 +471,7 @@ TILED_INLINE void td_pv(const tiled_geom *g, const tiled_scratch *s, const void 
    mask shows added, so that a hidden key's V (an Inf, a NaN) never meets its zero weight. */
 TILED_INLINE void td_pv_masked(const tiled_geom *g, const tiled_scratch *s, const void *const *vr,
                                const void *const *pv, td_copier *cp, int64_t c0, int64_t nk,
-                               const int nr, const int mode, vf sc) {
+                               const int nr, const int mode) {
   for (int64_t r = 0; r < nr; r++) {
     float *acc = s->pv + r * g->dvp;
     int64_t a, b;
@@ -464,7 +480,7 @@ TILED_INLINE void td_pv_masked(const tiled_geom *g, const tiled_scratch *s, cons
     for (int64_t j = a; j < b;) {
       int64_t e = j;
       while (e < b && txm_mask_value(g->p, g->t, s->mrow[r], c0 + e) != -INFINITY) e++;
-      if (e > j) td_pv_rows(g, acc, NULL, s->s + r * TD_SLD, vr, pv, j, e, 1, cp, mode, sc);
+      if (e > j) td_pv_rows(g, acc, NULL, s->s + r * TD_SLD, vr, pv, j, e, 1, cp, mode);
       j = e + 1; /* past the hidden key at e (or b) */
     }
   }
@@ -477,11 +493,11 @@ TILED_INLINE void td_pv_masked(const tiled_geom *g, const tiled_scratch *s, cons
    the next chunk (TD_COPY). */
 TILED_INLINE void td_chunk_rows(const tiled_geom *g, const tiled_scratch *s, const void *const *kr,
                                 const void *const *vr, const void *const *pk, const void *const *pv,
-                                td_copier *cp, const td_view *kv, int64_t c0, int64_t nk,
-                                const int nr, const int mode) {
+                                td_copier *cp, int64_t c0, int64_t nk, const int nr,
+                                const int mode) {
   const tiled_span sp = tl_rows_span(s, 0, nr, c0, nk);
   if (sp.ga < sp.gb) { /* else m, l, acc unchanged */
-    td_scores(g, s, kr, pk, sp.ga, sp.gb, cp, nr, mode, vf_set1(kv->ksc));
+    td_scores(g, s, kr, pk, sp.ga, sp.gb, cp, nr, mode);
     int hides = 0; /* whether the mask tensor hides a key of the chunk from some row */
     for (int r = 0; g->modified && r < nr; r++) { /* softcap, ALiBi, the mask: as the tiled path */
       int64_t a, b;
@@ -496,9 +512,9 @@ TILED_INLINE void td_chunk_rows(const tiled_geom *g, const tiled_scratch *s, con
     tl_softmax_rows(g, s, 0, nr, TD_SLD, c0, nk);
     for (int r = 0; r < nr; r++) s->pv_alpha[r] *= s->alpha[r];
     if (hides)
-      td_pv_masked(g, s, vr, pv, cp, c0, nk, nr, mode, vf_set1(kv->vsc));
+      td_pv_masked(g, s, vr, pv, cp, c0, nk, nr, mode);
     else
-      td_pv(g, s, vr, pv, cp, &sp, c0, nk, nr, mode, vf_set1(kv->vsc));
+      td_pv(g, s, vr, pv, cp, &sp, c0, nk, nr, mode);
   }
   if (mode == TD_COPY) td_copy_some(cp, 2 * cp->nk); /* what the micro-kernels left */
 }
@@ -507,20 +523,20 @@ TILED_INLINE void td_chunk_rows(const tiled_geom *g, const tiled_scratch *s, con
 #define TD_CHUNK_MODE(name, mode)                                                                  \
   static void name(const tiled_geom *g, const tiled_scratch *s, const void *const *kr,             \
                    const void *const *vr, const void *const *pk, const void *const *pv,            \
-                   td_copier *cp, const td_view *kv, int64_t c0, int64_t nk, int64_t nr) {         \
+                   td_copier *cp, int64_t c0, int64_t nk, int64_t nr) {                            \
     _Static_assert(TD_RG == 4, "a case for every row count up to TILED_DIRECT_ROWS");              \
     switch (nr) {                                                                                  \
     case 1:                                                                                        \
-      td_chunk_rows(g, s, kr, vr, pk, pv, cp, kv, c0, nk, 1, mode);                                \
+      td_chunk_rows(g, s, kr, vr, pk, pv, cp, c0, nk, 1, mode);                                    \
       break;                                                                                       \
     case 2:                                                                                        \
-      td_chunk_rows(g, s, kr, vr, pk, pv, cp, kv, c0, nk, 2, mode);                                \
+      td_chunk_rows(g, s, kr, vr, pk, pv, cp, c0, nk, 2, mode);                                    \
       break;                                                                                       \
     case 3:                                                                                        \
-      td_chunk_rows(g, s, kr, vr, pk, pv, cp, kv, c0, nk, 3, mode);                                \
+      td_chunk_rows(g, s, kr, vr, pk, pv, cp, c0, nk, 3, mode);                                    \
       break;                                                                                       \
     default:                                                                                       \
-      td_chunk_rows(g, s, kr, vr, pk, pv, cp, kv, c0, nk, 4, mode);                                \
+      td_chunk_rows(g, s, kr, vr, pk, pv, cp, c0, nk, 4, mode);                                    \
       break;                                                                                       \
     }                                                                                              \
   }
@@ -592,30 +608,31 @@ TILED_INLINE void td_chunks(const tiled_geom *g, const td_view *kv, const tiled_
     }
     const void *const *k = kr[cur], *const *v = vr[cur], *const *pk = kr[nx], *const *pv = vr[nx];
     if (mode == TD_COPY)
-      td_chunk_copy(g, s, k, v, pk, pv, &cp[nx], kv, c0, nc, nr);
+      td_chunk_copy(g, s, k, v, pk, pv, &cp[nx], c0, nc, nr);
     else if (mode == TD_F32)
-      td_chunk_f32(g, s, k, v, pk, pv, NULL, kv, c0, nc, nr);
+      td_chunk_f32(g, s, k, v, pk, pv, NULL, c0, nc, nr);
     else if (mode == TD_F16)
-      td_chunk_f16(g, s, k, v, pk, pv, NULL, kv, c0, nc, nr);
+      td_chunk_f16(g, s, k, v, pk, pv, NULL, c0, nc, nr);
     else if (mode == TD_Q8_0)
-      td_chunk_q8_0(g, s, k, v, pk, pv, NULL, kv, c0, nc, nr);
+      td_chunk_q8_0(g, s, k, v, pk, pv, NULL, c0, nc, nr);
     else if (mode == TD_E4M3)
-      td_chunk_e4m3(g, s, k, v, pk, pv, NULL, kv, c0, nc, nr);
+      td_chunk_e4m3(g, s, k, v, pk, pv, NULL, c0, nc, nr);
     else if (mode == TD_E5M2)
-      td_chunk_e5m2(g, s, k, v, pk, pv, NULL, kv, c0, nc, nr);
+      td_chunk_e5m2(g, s, k, v, pk, pv, NULL, c0, nc, nr);
 #ifdef TL_BF16X2
     else if (mode == TD_BF16X2)
-      td_chunk_bf16x2(g, s, k, v, pk, pv, NULL, kv, c0, nc, nr);
+      td_chunk_bf16x2(g, s, k, v, pk, pv, NULL, c0, nc, nr);
 #endif
     else
-      td_chunk_bf16(g, s, k, v, pk, pv, NULL, kv, c0, nc, nr);
+      td_chunk_bf16(g, s, k, v, pk, pv, NULL, c0, nc, nr);
     if (i % (TD_SPAN_KEYS / ck) == TD_SPAN_KEYS / ck - 1) td_flush(g, s, nr);
   }
 }
 
-/* Every row's keys [lo, hi) in the mode the element types and the head sizes allow. */
+/* Every row's keys [lo, hi) in the mode the element types and the head sizes allow (fp8 in place
+   only where td_run folded the factors: fold). */
 static void td_keys(const tiled_geom *g, const td_view *kv, const tiled_scratch *s, int64_t nr,
-                    int pairs) {
+                    int pairs, int fold) {
   const txattn_dtype kt = kv->kt, vt = kv->vt;
   int64_t ja = g->p->n_kv, jb = 0;
   for (int64_t r = 0; r < nr; r++) {
@@ -637,9 +654,9 @@ static void td_keys(const tiled_geom *g, const td_view *kv, const tiled_scratch 
     td_chunks(g, kv, s, nr, ja, jb, TD_BF16);
   else if (in_place && kt == TXATTN_DTYPE_Q8_0)
     td_chunks(g, kv, s, nr, ja, jb, TD_Q8_0);
-  else if (in_place && kt == TXATTN_DTYPE_E4M3)
+  else if (fold && kt == TXATTN_DTYPE_E4M3)
     td_chunks(g, kv, s, nr, ja, jb, TD_E4M3);
-  else if (in_place && kt == TXATTN_DTYPE_E5M2)
+  else if (fold && kt == TXATTN_DTYPE_E5M2)
     td_chunks(g, kv, s, nr, ja, jb, TD_E5M2);
   else
     td_chunks(g, kv, s, nr, ja, jb, TD_COPY);
@@ -679,18 +696,30 @@ static void td_run(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int6
   pairs = kt == TXATTN_DTYPE_BF16 && vt == TXATTN_DTYPE_BF16 && g->dqk % (2 * VEC_W) == 0 &&
           g->dv % (2 * VEC_W) == 0;
 #endif
-  td_load_rows(g, b, kvh, t0, t1, k0, k1, s, pairs);
+  /* fp8 K and V read in place compute on their unscaled values: K's factor multiplies the queries
+     (each rounded once, as each k would be) unless that overflows, V's the output, once
+     (docs/error_bound.md, "8-bit K and V") */
+  int fold = (kt == TXATTN_DTYPE_E4M3 || kt == TXATTN_DTYPE_E5M2) && kt == vt &&
+             g->dqk % VEC_W == 0 && g->dv % VEC_W == 0;
+  if (!td_load_rows(g, b, kvh, t0, t1, k0, k1, s, pairs, fold ? g->qsign * kv.ksc : g->qsign)) {
+    fold = 0; /* rows read as copies, each value times its factor */
+    td_load_rows(g, b, kvh, t0, t1, k0, k1, s, pairs, g->qsign);
+  }
   if (g->sink_keys > 0) { /* the sink keys first: the online softmax takes keys in any order */
     td_swap_ranges(s, nr);
-    td_keys(g, &kv, s, nr, pairs);
+    td_keys(g, &kv, s, nr, pairs, fold);
     td_flush(g, s, nr);
     td_swap_ranges(s, nr);
   }
-  td_keys(g, &kv, s, nr, pairs);
+  td_keys(g, &kv, s, nr, pairs, fold);
   td_flush(g, s, nr);
   for (int64_t r = 0; pairs && r < nr; r++) {
     td_unpair_row(s->acc + r * g->dvp, g->dvp);
     td_unpair_row(s->acc_c + r * g->dvp, g->dvp);
+  }
+  for (int64_t i = 0; fold && i < nr * g->dvp; i++) { /* the compensated sum times V's factor */
+    s->acc[i] = (s->acc[i] - s->acc_c[i]) * kv.vsc;
+    s->acc_c[i] = 0.0f;
   }
   if (out)
     tl_write_partials(g, s, nr, out);
