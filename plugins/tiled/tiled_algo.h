@@ -1073,8 +1073,12 @@ static void tl_run_krange(const tiled_geom *g, const float *kv, int64_t b, int64
   tl_write_partials(g, s, t1 - t0, out);
 }
 
-/* The direct path (few rows per kv head): td_run. */
+/* The direct path (few rows per kv head): this ISA's own td_run, or the one the including file
+   names in TILED_RUN_DIRECT (tiled_avx512bf16.c: tiled.avx512's, which uses no Q K^T tile). */
+#ifndef TILED_RUN_DIRECT
 #include "tiled_direct_algo.h"
+#define TILED_RUN_DIRECT td_run
+#endif
 
 /* y = f(x) over n floats, VEC_W at a time (for tests and measurements). */
 TILED_INLINE void tl_map_array(const float *x, float *y, size_t n, vf (*f)(vf)) {
@@ -1106,6 +1110,9 @@ static void tl_narrow_row(const float *src, int64_t n, void *dst, txattn_dtype t
     vf_row_to_bf16(src, n, dst);
 }
 
+/* A file that includes this one for its static functions alone (tests/bf16dp) defines
+   TILED_NO_OPS_TABLE. */
+#ifndef TILED_NO_OPS_TABLE
 const tiled_ops TILED_OPS = {
     .isa = VEC_ISA_ENUM,
     .w = VEC_W,
@@ -1114,11 +1121,12 @@ const tiled_ops TILED_OPS = {
     .pack_kv = tl_pack_kv,
     .run_qblocks = tl_run_qblocks,
     .run_krange = tl_run_krange,
-    .run_direct = td_run,
+    .run_direct = TILED_RUN_DIRECT,
     .exp2_array = tl_exp2_array,
     .tanh_array = tl_tanh_array,
     .narrow_row = tl_narrow_row,
     .bool_scan = tl_bool_scan,
 };
+#endif
 
 #endif /* TILED_ALGO_H */

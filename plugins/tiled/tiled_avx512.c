@@ -6,3 +6,9 @@
 
 #define TILED_BLOCKS AVX512 /* the TILED_AVX512_* register blocks of tiled_blocks.h */
 #include "tiled_algo.h"
+
+void tiled_run_direct_avx512(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int64_t t1,
+                             int64_t k0, int64_t k1, const tiled_partial *out,
+                             const tiled_scratch *s) {
+  td_run(g, b, kvh, t0, t1, k0, k1, out, s);
+}

@@ -4,7 +4,7 @@
  * Built with the avx512 flags plus -mavx512bf16. K is packed as bf16 pairs (element 2p in the low
  * half of a 32-bit lane, 2p + 1 in the high half, 0 past d_qk), panels [pairs][KW]; Q as pairs
  * [pairs][MR] per row group. The softmax, P V (fp32, V packed as in tiled.avx512) and the direct
- * path of decode are tiled.avx512's.
+ * path of decode are tiled.avx512's (the last one shared, not compiled again).
  *
  * What vdpbf16ps rounds (measured bit for bit on Zen 4, as the SDM's pseudocode says): per lane,
  * acc = fma(a[2j+1], b[2j+1], acc), then acc = fma(a[2j], b[2j], acc), each step one fused
@@ -39,7 +39,8 @@ static void tlp_scores(const tiled_geom *g, const float *qgroup, const float *kb
 
 /* tiled_algo.h's fp32 Q K^T micro-kernel and bf16 K packing are not called here. */
 #pragma GCC diagnostic ignored "-Wunused-function"
-#define TILED_BLOCKS AVX512 /* the TILED_AVX512_* register blocks of tiled_blocks.h */
+#define TILED_BLOCKS     AVX512 /* the TILED_AVX512_* register blocks of tiled_blocks.h */
+#define TILED_RUN_DIRECT tiled_run_direct_avx512
 #include "tiled_algo.h"
 
 typedef uint32_t tlp_u32 __attribute__((may_alias));

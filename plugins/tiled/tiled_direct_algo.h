@@ -373,9 +373,9 @@ TILED_INLINE void td_pv_acc(float *acc, int64_t ald, const float *alpha, const f
         continue;
       }
 #endif
-      if (vt == TXATTN_DTYPE_Q8_0 && TILED_DNT * VEC_W % 32 == 0) {
-        /* tiles start at whole q8_0 blocks (col is a multiple of TILED_DNT VEC_W): the block's
-           scale widened once for its vectors */
+      if (vt == TXATTN_DTYPE_Q8_0 && TILED_DNT * VEC_W % 32 == 0 && 2 * VEC_W % 32 == 0) {
+        /* tiles start at whole q8_0 blocks (every tile but a last single vector is a whole
+           number of blocks wide here): the block's scale widened once for its vectors */
         const int64_t c = col + n * VEC_W;
         const char *blk = (const char *)vr[j] + tl_elem_bytes(vt, c / 32 * 32);
         if (n * VEC_W % 32 == 0) bs = tl_bcast_f16(blk);
@@ -413,34 +413,51 @@ TILED_INLINE void td_pv_rows(const tiled_geom *g, float *acc, const float *alpha
     td_copy_step(cp, mode);
     TD_PV_TILE(TILED_DNT);
   }
-  switch (full - col) { /* the narrower last tile */
-#if TILED_DNT > 5
-  case 5:
-    TD_PV_TILE(5);
-    break;
-#endif
+  /* The narrower rest as tiles of 4, 2 and 1 vectors (each a pass over the keys): head sizes are
+     mostly whole tiles plus 4 or 2 vectors, and a tile of every width made twice the code. */
+  _Static_assert(TILED_DNT < 8, "the rest is at most 7 vectors");
 #if TILED_DNT > 4
-  case 4:
+  if (full - col >= 4) {
     TD_PV_TILE(4);
-    break;
-#endif
-#if TILED_DNT > 3
-  case 3:
-    TD_PV_TILE(3);
-    break;
+    col += 4;
+  }
 #endif
 #if TILED_DNT > 2
-  case 2:
+  if (full - col >= 2) {
     TD_PV_TILE(2);
-    break;
+    col += 2;
+  }
 #endif
-  case 1:
-    TD_PV_TILE(1);
+  if (full - col >= 1) TD_PV_TILE(1);
+#undef TD_PV_TILE
+}
+
+/* One row's P V over keys [j0, j1) of the chunk (its ragged keys, a masked row's runs of shown
+   keys), out of line: inlined at each call site of every row count's chunk loop, these single-row
+   copies were most of the direct path's code and compile time, for calls made at most a few times
+   per row and chunk. */
+static __attribute__((noinline)) void td_pv_one(const tiled_geom *g, float *acc, const float *p,
+                                                const void *const *vr, const void *const *pv,
+                                                int64_t j0, int64_t j1, td_copier *cp, int mode) {
+  switch (mode) {
+#define TD_PV_ONE(m)                                                                               \
+  case m:                                                                                          \
+    td_pv_rows(g, acc, NULL, p, vr, pv, j0, j1, 1, cp, m);                                         \
     break;
+    TD_PV_ONE(TD_COPY)
+    TD_PV_ONE(TD_F32)
+    TD_PV_ONE(TD_F16)
+    TD_PV_ONE(TD_BF16)
+    TD_PV_ONE(TD_Q8_0)
+    TD_PV_ONE(TD_E4M3)
+    TD_PV_ONE(TD_E5M2)
+#ifdef TL_BF16X2
+    TD_PV_ONE(TD_BF16X2)
+#endif
+#undef TD_PV_ONE
   default:
     break;
   }
-#undef TD_PV_TILE
 }
 
 /* The nr rows' common keys [sp->ca, sp->cb) as one tile (which also applies alpha to every
@@ -459,19 +476,19 @@ TILED_INLINE void td_pv(const tiled_geom *g, const tiled_scratch *s, const void 
     const float *p = s->s + r * TD_SLD;
     tl_row_keys(s, r, c0, nk, &a, &b);
     if (common) {
-      if (a < sp->ca) td_pv_rows(g, acc, NULL, p, vr, pv, a, sp->ca, 1, cp, mode);
-      if (sp->cb < b) td_pv_rows(g, acc, NULL, p, vr, pv, sp->cb, b, 1, cp, mode);
+      if (a < sp->ca) td_pv_one(g, acc, p, vr, pv, a, sp->ca, cp, mode);
+      if (sp->cb < b) td_pv_one(g, acc, p, vr, pv, sp->cb, b, cp, mode);
     } else if (a < b) {
-      td_pv_rows(g, acc, NULL, p, vr, pv, a, b, 1, cp, mode);
+      td_pv_one(g, acc, p, vr, pv, a, b, cp, mode);
     }
   }
 }
 
 /* td_pv where the mask tensor hides keys of the chunk: each row rescaled, then its runs of keys the
    mask shows added, so that a hidden key's V (an Inf, a NaN) never meets its zero weight. */
-TILED_INLINE void td_pv_masked(const tiled_geom *g, const tiled_scratch *s, const void *const *vr,
-                               const void *const *pv, td_copier *cp, int64_t c0, int64_t nk,
-                               const int nr, const int mode) {
+static void td_pv_masked(const tiled_geom *g, const tiled_scratch *s, const void *const *vr,
+                         const void *const *pv, td_copier *cp, int64_t c0, int64_t nk, int64_t nr,
+                         int mode) {
   for (int64_t r = 0; r < nr; r++) {
     float *acc = s->pv + r * g->dvp;
     int64_t a, b;
@@ -480,13 +497,35 @@ TILED_INLINE void td_pv_masked(const tiled_geom *g, const tiled_scratch *s, cons
     for (int64_t j = a; j < b;) {
       int64_t e = j;
       while (e < b && txm_mask_value(g->p, g->t, s->mrow[r], c0 + e) != -INFINITY) e++;
-      if (e > j) td_pv_rows(g, acc, NULL, s->s + r * TD_SLD, vr, pv, j, e, 1, cp, mode);
+      if (e > j) td_pv_one(g, acc, s->s + r * TD_SLD, vr, pv, j, e, cp, mode);
       j = e + 1; /* past the hidden key at e (or b) */
     }
   }
 }
 
 /* ---- drivers ---- */
+
+/* Steps 1b and 2 for the chunk's nr rows, their scores in s->s: the modifiers (softcap, ALiBi, the
+   mask: as the tiled path) and the online softmax. Out of line: they depend on neither the mode
+   nor the row count, and a copy in every chunk loop cost compile time and code for nothing.
+   Returns whether the mask tensor hides a key of the chunk from some row. */
+static int td_softmax_chunk(const tiled_geom *g, const tiled_scratch *s, int64_t c0, int64_t nk,
+                            int64_t nr) {
+  int hides = 0;
+  for (int64_t r = 0; g->modified && r < nr; r++) {
+    int64_t a, b;
+    tl_row_keys(s, r, c0, nk, &a, &b);
+    if (a >= b) continue;
+    tl_modify_row(g, s->s + r * TD_SLD, a, b, c0, s->slope[r], s->pos[r]);
+    if (!g->mask) continue;
+    tl_mask_row(g, s->s + r * TD_SLD, s->mrow[r], a, b, c0);
+    hides |=
+        (tiled_mask_scan(g, s->mrow[r], c0 + a, c0 + b, TILED_MASK_HIDES) & TILED_MASK_HIDES) != 0;
+  }
+  tl_softmax_rows(g, s, 0, nr, TD_SLD, c0, nk);
+  for (int64_t r = 0; r < nr; r++) s->pv_alpha[r] *= s->alpha[r];
+  return hides;
+}
 
 /* The chunk [c0, c0 + nk) for nr rows, its K and V rows kr, vr (the next chunk's pk, pv, or the
    chunk buffers where copied): scores, softmax and P V if some row sees part of it, while cp copies
@@ -498,19 +537,7 @@ TILED_INLINE void td_chunk_rows(const tiled_geom *g, const tiled_scratch *s, con
   const tiled_span sp = tl_rows_span(s, 0, nr, c0, nk);
   if (sp.ga < sp.gb) { /* else m, l, acc unchanged */
     td_scores(g, s, kr, pk, sp.ga, sp.gb, cp, nr, mode);
-    int hides = 0; /* whether the mask tensor hides a key of the chunk from some row */
-    for (int r = 0; g->modified && r < nr; r++) { /* softcap, ALiBi, the mask: as the tiled path */
-      int64_t a, b;
-      tl_row_keys(s, r, c0, nk, &a, &b);
-      if (a >= b) continue;
-      tl_modify_row(g, s->s + r * TD_SLD, a, b, c0, s->slope[r], s->pos[r]);
-      if (!g->mask) continue;
-      tl_mask_row(g, s->s + r * TD_SLD, s->mrow[r], a, b, c0);
-      hides |= (tiled_mask_scan(g, s->mrow[r], c0 + a, c0 + b, TILED_MASK_HIDES) &
-                TILED_MASK_HIDES) != 0;
-    }
-    tl_softmax_rows(g, s, 0, nr, TD_SLD, c0, nk);
-    for (int r = 0; r < nr; r++) s->pv_alpha[r] *= s->alpha[r];
+    const int hides = td_softmax_chunk(g, s, c0, nk, nr);
     if (hides)
       td_pv_masked(g, s, vr, pv, cp, c0, nk, nr, mode);
     else

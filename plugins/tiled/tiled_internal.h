@@ -186,6 +186,10 @@ extern const tiled_ops tiled_ops_scalar;
 extern const tiled_ops tiled_ops_avx2;
 extern const tiled_ops tiled_ops_avx512;
 extern const tiled_ops tiled_ops_avx512bf16; /* only where q and k are bf16 */
+/* tiled.avx512's run_direct, which tiled.avx512bf16 shares (tiled_avx512.c). */
+void tiled_run_direct_avx512(const tiled_geom *g, int64_t b, int64_t kvh, int64_t t0, int64_t t1,
+                             int64_t k0, int64_t k1, const tiled_partial *out,
+                             const tiled_scratch *s);
 #endif
 #if defined(__aarch64__)
 extern const tiled_ops tiled_ops_neon;

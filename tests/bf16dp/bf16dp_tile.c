@@ -6,10 +6,10 @@
 
 #include "bf16dp_tile.h"
 
-/* This copy's ops table must not clash with the plugin's or the other copy's. */
-#define tiled_ops_avx512bf16 BF16DP_CAT(bf16dp_ops, BF16DP_SUFFIX)
-#define BF16DP_CAT2(a, b)    a##_##b
-#define BF16DP_CAT(a, b)     BF16DP_CAT2(a, b)
+/* Only the static functions: no ops table (the plugin's), nothing only it reaches. */
+#define TILED_NO_OPS_TABLE
+#define BF16DP_CAT2(a, b) a##_##b
+#define BF16DP_CAT(a, b)  BF16DP_CAT2(a, b)
 
 #include "tiled_avx512bf16.c"
 
