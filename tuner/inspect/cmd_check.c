@@ -26,7 +26,7 @@
 #include "txattn/plugin.h"
 #include "verify.h"
 
-typedef struct tx_case {
+typedef struct check_case {
   txattn_problem p; /* as a caller would write it: zero fields take the defaults */
   tx_layout_kind layout;
   float input_scale; /* q, k and v are this times standard normal; 0 means 1 */
@@ -35,25 +35,25 @@ typedef struct tx_case {
   /* not 0: channel 0 of every q and k row is this value, as in models with an outlier channel;
      every score then carries a large common term that fp32 must round */
   float outlier;
-} tx_case;
+} check_case;
 
 /* The problem's text plus what else the case varies: "n=65 d=64 causal [b,n,h,d] x100". */
-#define TX_CASE_TEXT_MAX 160
+#define CASE_TEXT_MAX 160
 
-typedef struct tx_plan_stat { /* one kernel (or the dispatcher) over the planning shapes */
+typedef struct plan_stat { /* one kernel (or the dispatcher) over the planning shapes */
   int64_t planned, declined, failed;
   size_t first_shape; /* of the first failure */
   char first[400];    /* "TXATTN_E_PLUGIN: <message>" */
-} tx_plan_stat;
+} plan_stat;
 
-typedef struct tx_plan_pass {
+typedef struct plan_pass {
   int quick;
   tx_dtypes types;           /* the element types every shape is planned in */
   const unsigned char *skip; /* kernels left out (they decline the types), NULL: none */
   size_t n_shapes;           /* planned (the --quick subset, or all) */
-  tx_plan_stat *stats;       /* one per selected kernel (unusable ones stay zero) */
-  tx_plan_stat dispatcher;
-} tx_plan_pass;
+  plan_stat *stats;          /* one per selected kernel (unusable ones stay zero) */
+  plan_stat dispatcher;
+} plan_pass;
 
 #define INF    TXATTN_UNBOUNDED
 #define NONE   TXATTN_MASK_NONE
@@ -66,7 +66,7 @@ typedef struct tx_plan_pass {
   { TX_NAN_IN_V, b, g, j, c }
 
 /* Fields: problem, layout, input scale, NaN site, quick, outlier. Window fields are {left, right}. */
-static const tx_case cases[] = {
+static const check_case cases[] = {
     /* sequence lengths, including the odd ones that leave tails in every blocking */
     {{.n_q = 1, .d_qk = 64}, 0, 0, {0}, 1, 0},
     {{.n_q = 2, .d_qk = 64}, 0, 0, {0}, 0, 0},
@@ -185,17 +185,11 @@ static const tx_case cases[] = {
     {{.heads_q = 4, .heads_kv = 1, .n_q = 1, .n_kv = 4096, .d_qk = 128}, 0, 0, {0}, 0, 0},
 };
 
-static size_t tx_battery_size(void) {
-  return sizeof cases / sizeof cases[0];
-}
+#define N_CASES (sizeof cases / sizeof cases[0])
 
-static const tx_case *tx_battery_get(size_t i) {
-  return i < tx_battery_size() ? &cases[i] : NULL;
-}
-
-/* The NaN the case plants in b (prepared by tx_case_prepare): its site, or none when a ragged
+/* The NaN the case plants in b (prepared by case_prepare): its site, or none when a ragged
    batch left it out. */
-static tx_nan_site tx_case_nan(const tx_case *c, const tx_buffers *b) {
+static tx_nan_site case_nan(const check_case *c, const tx_buffers *b) {
   tx_nan_site site = c->nan;
   if (site.batch >= b->p.batch || site.key >= tx_buffers_sequence(b, site.batch).n_kv)
     site.where = TX_NAN_NONE;
@@ -209,9 +203,9 @@ static tx_nan_site tx_case_nan(const tx_case *c, const tx_buffers *b) {
    past each kv_len NaN (so that reading one fails), a NaN site outside the batch dropped. With
    mods (NULL: none) the case gets those score modifiers. Returns 0, or -1 with the reason in
    err. */
-static int tx_case_prepare(const tx_case *c, size_t index, const tx_dtypes *types,
-                           const tx_serving *sv, const tx_modifier_args *mods, tx_buffers *b,
-                           char *err, size_t err_size) {
+static int case_prepare(const check_case *c, size_t index, const tx_dtypes *types,
+                        const tx_serving *sv, const tx_modifier_args *mods, tx_buffers *b,
+                        char *err, size_t err_size) {
   txattn_problem p = TXATTN_PROBLEM_INIT, typed = c->p;
   const int ragged = sv && sv->n > 0, lse = sv && sv->lse;
   tx_dtypes_apply(types, &typed);
@@ -257,7 +251,7 @@ static int tx_case_prepare(const tx_case *c, size_t index, const tx_dtypes *type
     }
   }
   if (ragged) tx_buffers_fill_padding(b, NAN);
-  tx_nan_site site = tx_case_nan(c, b);
+  tx_nan_site site = case_nan(c, b);
   tx_plant_nan(b, &site);
   if (tx_buffers_page(b, UINT64_C(0x7061676573) + index, err, err_size) != 0) {
     tx_buffers_free(b);
@@ -266,7 +260,7 @@ static int tx_case_prepare(const tx_case *c, size_t index, const tx_dtypes *type
   return 0;
 }
 
-static void tx_case_format(const tx_case *c, char *buf, size_t size) {
+static void case_format(const check_case *c, char *buf, size_t size) {
   int len = tx_problem_format(&c->p, buf, size);
   if (len < 0 || (size_t)len >= size) return;
   char extra[96] = "";
@@ -321,34 +315,34 @@ static const plan_shape plan_shapes[] = {
 };
 #define N_SHAPES (sizeof plan_shapes / sizeof plan_shapes[0])
 
-static txattn_problem typed_shape(const tx_plan_pass *pp, size_t shape) {
+static txattn_problem typed_shape(const plan_pass *pp, size_t shape) {
   txattn_problem p = plan_shapes[shape].p;
   tx_dtypes_apply(&pp->types, &p);
   return p;
 }
 
 /* "n=4096 d=64 causal" (and the pass's types, when not f32) */
-static void tx_plan_shape_format(const tx_plan_pass *pp, size_t shape, char *buf, size_t size) {
+static void plan_shape_format(const plan_pass *pp, size_t shape, char *buf, size_t size) {
   txattn_problem p = typed_shape(pp, shape);
   tx_problem_format(&p, buf, size);
 }
 
-static void fail(tx_plan_stat *st, size_t shape, txattn_status s) {
+static void fail(plan_stat *st, size_t shape, txattn_status s) {
   if (st->failed++ == 0) {
     st->first_shape = shape;
     snprintf(st->first, sizeof st->first, "%s: %s", txattn_status_name(s), txattn_last_error());
   }
 }
 
-static void say(const tx_plan_pass *pp, int verbose, const char *who, size_t shape,
-                const tx_plan_stat *st) {
+static void say(const plan_pass *pp, int verbose, const char *who, size_t shape,
+                const plan_stat *st) {
   char label[160];
   if (!verbose) return;
-  tx_plan_shape_format(pp, shape, label, sizeof label);
+  plan_shape_format(pp, shape, label, sizeof label);
   printf("  %-20s  plan %-40s  FAIL: %s\n", who, label, st->first);
 }
 
-static int skipped(const tx_plan_pass *pp, const tx_kernel_sel *sel, size_t k) {
+static int skipped(const plan_pass *pp, const tx_kernel_sel *sel, size_t k) {
   return !sel[k].info.usable || (pp->skip && pp->skip[k]);
 }
 
@@ -357,9 +351,9 @@ static int skipped(const tx_plan_pass *pp, const tx_kernel_sel *sel, size_t k) {
    element types `types`. A kernel passes a shape when it plans or declines it
    (TXATTN_E_UNSUPPORTED); the dispatcher must plan. With verbose, one line per failure on stdout.
    Returns 0, or -1 when out of memory. */
-static int tx_plan_pass_run(txattn_context *ctx, const tx_kernel_sel *sel, size_t n_sel,
-                            const tx_dtypes *types, const unsigned char *skip, int quick,
-                            int verbose, tx_plan_pass *out) {
+static int plan_pass_run(txattn_context *ctx, const tx_kernel_sel *sel, size_t n_sel,
+                         const tx_dtypes *types, const unsigned char *skip, int quick, int verbose,
+                         plan_pass *out) {
   memset(out, 0, sizeof *out);
   out->quick = quick;
   out->types = *types;
@@ -373,7 +367,7 @@ static int tx_plan_pass_run(txattn_context *ctx, const tx_kernel_sel *sel, size_
     txattn_problem p = typed_shape(out, i);
     for (size_t k = 0; k < n_sel; k++) {
       if (skipped(out, sel, k)) continue;
-      tx_plan_stat *st = &out->stats[k];
+      plan_stat *st = &out->stats[k];
       txattn_status s = txattn_plan_create(ctx, &p, sel[k].info.name, &plan);
       txattn_plan_free(plan);
       plan = NULL;
@@ -400,18 +394,18 @@ static int tx_plan_pass_run(txattn_context *ctx, const tx_kernel_sel *sel, size_
   return 0;
 }
 
-static void tx_plan_pass_free(tx_plan_pass *pp) {
+static void plan_pass_free(plan_pass *pp) {
   free(pp->stats);
   pp->stats = NULL;
 }
 
 /* Whether kernel k (or, k == SIZE_MAX, the dispatcher) failed a shape. */
-static int tx_plan_pass_failed(const tx_plan_pass *pp, size_t k) {
+static int plan_pass_failed(const plan_pass *pp, size_t k) {
   if (k == SIZE_MAX) return pp->dispatcher.failed > 0;
   return pp->stats && pp->stats[k].failed > 0;
 }
 
-static void row(const tx_plan_pass *pp, tx_table *t, const char *name, const tx_plan_stat *st,
+static void row(const plan_pass *pp, tx_table *t, const char *name, const plan_stat *st,
                 int dispatcher) {
   char planned[24], declined[24], failed[24], label[160];
   snprintf(planned, sizeof planned, "%lld", (long long)st->planned);
@@ -421,13 +415,13 @@ static void row(const tx_plan_pass *pp, tx_table *t, const char *name, const tx_
                          st->failed ? "FAIL" : "PASS"};
   tx_table_add(t, cells);
   if (st->failed) {
-    tx_plan_shape_format(pp, st->first_shape, label, sizeof label);
+    plan_shape_format(pp, st->first_shape, label, sizeof label);
     tx_table_note(t, "%lld failed; first: %s: %s", (long long)st->failed, label, st->first);
   }
 }
 
 /* The planning table and its failures (text). */
-static void tx_plan_pass_print(const tx_plan_pass *pp, const tx_kernel_sel *sel, size_t n_sel) {
+static void plan_pass_print(const plan_pass *pp, const tx_kernel_sel *sel, size_t n_sel) {
   printf("\nplanning on %zu large shape%s (n 4096..65536, d up to 256, GQA 32/8, decode; plans "
          "only, nothing runs):\n",
          pp->n_shapes, pp->n_shapes == 1 ? "" : "s");
@@ -440,31 +434,28 @@ static void tx_plan_pass_print(const tx_plan_pass *pp, const tx_kernel_sel *sel,
   tx_table_free(&t);
 }
 
-static void json_stat(const tx_plan_pass *pp, tx_json *j, const tx_plan_stat *st) {
+static void json_stat(const plan_pass *pp, tx_json *j, const plan_stat *st) {
   char label[160];
   tx_json_kv_int(j, "planned", st->planned);
   tx_json_kv_int(j, "declined", st->declined);
   tx_json_kv_int(j, "failed", st->failed);
-  if (st->failed) tx_plan_shape_format(pp, st->first_shape, label, sizeof label);
+  if (st->failed) plan_shape_format(pp, st->first_shape, label, sizeof label);
   tx_json_kv_string(j, "first_failure_shape", st->failed ? label : NULL);
   tx_json_kv_string(j, "first_failure", st->failed ? st->first : NULL);
 }
 
 /* The pass's fields of kernel k's JSON object (inside it), and the pass as the top-level
    "planning" object. */
-static void tx_plan_pass_json_kernel(tx_json *j, const tx_plan_pass *pp, size_t k) {
-  tx_json_key(j, "planning");
-  tx_json_begin_object(j);
+static void plan_pass_json_kernel(tx_json *j, const plan_pass *pp, size_t k) {
+  tx_json_kv_object(j, "planning");
   json_stat(pp, j, &pp->stats[k]);
   tx_json_end_object(j);
 }
 
-static void tx_plan_pass_json(tx_json *j, const tx_plan_pass *pp) {
-  tx_json_key(j, "planning");
-  tx_json_begin_object(j);
+static void plan_pass_json(tx_json *j, const plan_pass *pp) {
+  tx_json_kv_object(j, "planning");
   tx_json_kv_int(j, "shapes", (int64_t)pp->n_shapes);
-  tx_json_key(j, "dispatcher");
-  tx_json_begin_object(j);
+  tx_json_kv_object(j, "dispatcher");
   json_stat(pp, j, &pp->dispatcher);
   tx_json_end_object(j);
   tx_json_end_object(j);
@@ -515,7 +506,7 @@ typedef struct combo {
   size_t n_results;
   int64_t ref_failures;
   char ref_failure[512];
-  tx_plan_pass plans; /* the planning pass on large shapes  */
+  plan_pass plans; /* the planning pass on large shapes  */
 } combo;
 
 typedef struct check_run {
@@ -595,7 +586,7 @@ static int parse(check_run *r, int argc, char **argv) {
 }
 
 static int case_selected(const check_run *r, size_t i) {
-  return !r->o.quick || tx_battery_get(i)->quick;
+  return !r->o.quick || cases[i].quick;
 }
 
 static int single(const check_run *r) {
@@ -605,13 +596,13 @@ static int single(const check_run *r) {
 /* The label of a shape: the case, and its types where several combinations are run. */
 static void label_of(const check_run *r, const combo *c, size_t case_index, char *buf,
                      size_t size) {
-  tx_case_format(tx_battery_get(case_index), buf, size);
+  case_format(&cases[case_index], buf, size);
   size_t len = strlen(buf);
   if (!single(r) && !tx_dtypes_all_f32(&c->types)) tx_appendf(buf, size, &len, " %s", c->name);
 }
 
 static void print_verbose(const check_run *r, const combo *c, const result *res) {
-  char label[TX_CASE_TEXT_MAX + 48];
+  char label[CASE_TEXT_MAX + 48];
   label_of(r, c, res->case_index, label, sizeof label);
   const char *name = r->sel[res->kernel].info.name;
   if (res->out == OUT_SKIP)
@@ -641,7 +632,7 @@ static void record(check_run *r, combo *c, result *res) {
 }
 
 /* One kernel on one prepared shape (b->p: the case in the combination's types). */
-static void check_kernel(check_run *r, const tx_case *c, tx_buffers *b, result *res) {
+static void check_kernel(check_run *r, const check_case *c, tx_buffers *b, result *res) {
   const char *name = r->sel[res->kernel].info.name;
   txattn_plan *plan = NULL;
   tx_fill_value(b->o, b->p.o_type, b->o_len, TX_POISON);
@@ -658,7 +649,7 @@ static void check_kernel(check_run *r, const tx_case *c, tx_buffers *b, result *
     snprintf(res->msg, sizeof res->msg, "%s: %s", txattn_status_name(s), txattn_last_error());
   } else {
     tx_verdict v;
-    tx_nan_site site = tx_case_nan(c, b);
+    tx_nan_site site = case_nan(c, b);
     tx_verify(b, b->o, b->o_ref, &site, &v);
     res->rel_error = v.rel_error;
     res->lse_error = v.lse_error;
@@ -669,14 +660,14 @@ static void check_kernel(check_run *r, const tx_case *c, tx_buffers *b, result *
 }
 
 /* The oracle must itself obey the contract, or no comparison with it means anything. */
-static int reference_ok(check_run *r, combo *co, const tx_case *c, size_t index, tx_buffers *b) {
-  char label[TX_CASE_TEXT_MAX + 48], why[256] = "";
+static int reference_ok(check_run *r, combo *co, const check_case *c, size_t index, tx_buffers *b) {
+  char label[CASE_TEXT_MAX + 48], why[256] = "";
   txattn_status s = tx_buffers_reference(b);
   if (s != TXATTN_OK) {
     snprintf(why, sizeof why, "%s: %s", txattn_status_name(s), txattn_last_error());
   } else {
     tx_verdict v;
-    tx_nan_site site = tx_case_nan(c, b);
+    tx_nan_site site = case_nan(c, b);
     tx_verify(b, b->o_ref, NULL, &site, &v);
     if (v.violations == 0) return 1;
     snprintf(why, sizeof why, "%s", v.first);
@@ -698,10 +689,10 @@ static int runs(const check_run *r, const combo *c, size_t k) {
 }
 
 static int run_case(check_run *r, combo *co, size_t index) {
-  const tx_case *c = tx_battery_get(index);
+  const check_case *c = &cases[index];
   tx_buffers b;
   char err[256];
-  if (tx_case_prepare(c, index, &co->types, serving_of(r), &r->o.mods, &b, err, sizeof err) != 0) {
+  if (case_prepare(c, index, &co->types, serving_of(r), &r->o.mods, &b, err, sizeof err) != 0) {
     fprintf(stderr, "txtune check: %s\n", err);
     return -1;
   }
@@ -718,7 +709,7 @@ static int run_case(check_run *r, combo *co, size_t index) {
 }
 
 static void set_widths(check_run *r) {
-  char label[TX_CASE_TEXT_MAX + 48];
+  char label[CASE_TEXT_MAX + 48];
   r->label_width = r->name_width = 0;
   for (size_t ci = 0; ci < r->n_combos; ci++)
     for (size_t i = 0; i < r->n_cases; i++) {
@@ -741,12 +732,12 @@ static size_t count_selected(const check_run *r) {
    left: overall_pass); one that declines the types is not checked in them and does not fail. */
 static int kernel_failed(const check_run *r, const combo *c, size_t k) {
   if (!r->sel[k].info.usable || c->declines[k]) return 0;
-  return c->stats[k].failed > 0 || tx_plan_pass_failed(&c->plans, k);
+  return c->stats[k].failed > 0 || plan_pass_failed(&c->plans, k);
 }
 
 /* A combination no kernel takes is reported and passes: nothing of it could run. */
 static int combo_pass(const check_run *r, const combo *c) {
-  int pass = c->ref_failures == 0 && (c->n_takes == 0 || !tx_plan_pass_failed(&c->plans, SIZE_MAX));
+  int pass = c->ref_failures == 0 && (c->n_takes == 0 || !plan_pass_failed(&c->plans, SIZE_MAX));
   for (size_t k = 0; k < r->n_sel; k++)
     if (kernel_failed(r, c, k)) pass = 0;
   return pass;
@@ -775,7 +766,7 @@ static int overall_pass(const check_run *r, size_t *n_checked) {
 static void summary_row(const check_run *r, const combo *c, tx_table *t, size_t k) {
   const kstat *s = &c->stats[k];
   const txattn_kernel_info *info = &r->sel[k].info;
-  char run[24], skipped[24], err[24], worst[TX_CASE_TEXT_MAX] = "";
+  char run[24], skipped[24], err[24], worst[CASE_TEXT_MAX] = "";
   if (!info->usable) {
     const char *state = "not usable";
     const char *cells[] = {info->name, NULL, NULL, NULL, NULL, state};
@@ -795,17 +786,17 @@ static void summary_row(const check_run *r, const combo *c, tx_table *t, size_t 
   snprintf(skipped, sizeof skipped, "%lld", (long long)s->skipped);
   snprintf(err, sizeof err, "%.2e", s->max_error);
   int compared = s->max_error >= 0;
-  if (compared) tx_case_format(tx_battery_get(s->worst_case), worst, sizeof worst);
-  const char *res = s->failed                           ? "FAIL"
-                    : tx_plan_pass_failed(&c->plans, k) ? "FAIL (planning)"
-                    : s->run                            ? "PASS"
-                                                        : "no shape applies";
+  if (compared) case_format(&cases[s->worst_case], worst, sizeof worst);
+  const char *res = s->failed                        ? "FAIL"
+                    : plan_pass_failed(&c->plans, k) ? "FAIL (planning)"
+                    : s->run                         ? "PASS"
+                                                     : "no shape applies";
   const char *cells[] = {info->name, run, skipped, compared ? err : NULL, compared ? worst : NULL,
                          res};
   tx_table_add(t, cells);
   if (s->failed) {
-    char label[TX_CASE_TEXT_MAX];
-    tx_case_format(tx_battery_get(s->first_failure->case_index), label, sizeof label);
+    char label[CASE_TEXT_MAX];
+    case_format(&cases[s->first_failure->case_index], label, sizeof label);
     tx_table_note(t, "%lld failed; first: %s: %s", (long long)s->failed, label,
                   s->first_failure->msg);
   }
@@ -825,7 +816,7 @@ static void print_combo(const check_run *r, const combo *c) {
     tx_table_print(&t, stdout, "");
   }
   tx_table_free(&t);
-  if (c->n_takes) tx_plan_pass_print(&c->plans, r->sel, r->n_sel);
+  if (c->n_takes) plan_pass_print(&c->plans, r->sel, r->n_sel);
   if (c->ref_failures)
     printf("\ntxattn_reference broke the contract on %lld shapes; first: %s\n",
            (long long)c->ref_failures, c->ref_failure);
@@ -842,7 +833,7 @@ static void failures(const check_run *r, char *failed, char *unusable, size_t si
     for (size_t i = 0; i < r->n_combos; i++)
       if (kernel_failed(r, &r->combos[i], k)) {
         shapes += r->combos[i].stats[k].failed;
-        plans |= tx_plan_pass_failed(&r->combos[i].plans, k);
+        plans |= plan_pass_failed(&r->combos[i].plans, k);
       }
     if (!r->sel[k].info.usable && !r->sel[k].requested) continue;
     if (r->sel[k].info.usable && !shapes && !plans) continue;
@@ -893,7 +884,7 @@ static void verdict(const check_run *r, double seconds, char *line, size_t size,
   else
     snprintf(line, size, "FAIL: %zu of %zu kernels failed%s%s%s%s (%.1f s)", n_failed, r->n_sel, in,
              *failed ? ": " : "", failed,
-             single(r) && tx_plan_pass_failed(&r->combos[0].plans, SIZE_MAX)
+             single(r) && plan_pass_failed(&r->combos[0].plans, SIZE_MAX)
                  ? "; the dispatcher failed to plan"
                  : "",
              seconds);
@@ -910,7 +901,7 @@ static void print_text(const check_run *r, double seconds) {
 static void json_kernel(tx_json *j, const check_run *r, const combo *c, size_t k) {
   const kstat *s = &c->stats[k];
   const txattn_kernel_info *info = &r->sel[k].info;
-  char worst[TX_CASE_TEXT_MAX];
+  char worst[CASE_TEXT_MAX];
   tx_json_begin_object(j);
   tx_json_kv_string(j, "name", info->name);
   tx_json_kv_bool(j, "usable", info->usable);
@@ -924,25 +915,24 @@ static void json_kernel(tx_json *j, const check_run *r, const combo *c, size_t k
   tx_json_kv_double(j, "max_rel_error", compared ? s->max_error : NAN);
   if (r->serving.lse)
     tx_json_kv_double(j, "max_lse_error", s->max_lse_error >= 0 ? s->max_lse_error : NAN);
-  if (compared) tx_case_format(tx_battery_get(s->worst_case), worst, sizeof worst);
+  if (compared) case_format(&cases[s->worst_case], worst, sizeof worst);
   tx_json_kv_string(j, "worst_shape", compared ? worst : NULL);
-  char label[TX_CASE_TEXT_MAX];
-  if (s->failed) tx_case_format(tx_battery_get(s->first_failure->case_index), label, sizeof label);
+  char label[CASE_TEXT_MAX];
+  if (s->failed) case_format(&cases[s->first_failure->case_index], label, sizeof label);
   tx_json_kv_string(j, "first_failure_shape", s->failed ? label : NULL);
   tx_json_kv_string(j, "first_failure", s->failed ? s->first_failure->msg : NULL);
-  if (runs(r, c, k) && c->plans.stats) tx_plan_pass_json_kernel(j, &c->plans, k);
+  if (runs(r, c, k) && c->plans.stats) plan_pass_json_kernel(j, &c->plans, k);
   tx_json_kv_bool(j, "pass", !kernel_failed(r, c, k));
   tx_json_end_object(j);
 }
 
 static void json_results(tx_json *j, const check_run *r, const combo *c) {
   static const char *const names[] = {"pass", "fail", "skipped"};
-  char label[TX_CASE_TEXT_MAX];
-  tx_json_key(j, "results");
-  tx_json_begin_array(j);
+  char label[CASE_TEXT_MAX];
+  tx_json_kv_array(j, "results");
   for (size_t i = 0; i < c->n_results; i++) {
     const result *res = &c->results[i];
-    tx_case_format(tx_battery_get(res->case_index), label, sizeof label);
+    case_format(&cases[res->case_index], label, sizeof label);
     tx_json_begin_object(j);
     tx_json_kv_string(j, "kernel", r->sel[res->kernel].info.name);
     tx_json_kv_string(j, "shape", label);
@@ -959,18 +949,16 @@ static void json_results(tx_json *j, const check_run *r, const combo *c) {
 static void json_combo(tx_json *j, const check_run *r, const combo *c) {
   tx_json_kv_string(j, "dtype", c->name);
   static const char *const tensors[4] = {"q", "k", "v", "o"};
-  tx_json_key(j, "types");
-  tx_json_begin_object(j);
+  tx_json_kv_object(j, "types");
   for (int i = 0; i < 4; i++) tx_json_kv_string(j, tensors[i], txattn_dtype_name(c->types.t[i]));
   tx_json_end_object(j);
   tx_json_kv_int(j, "kernels_taking_types", (int64_t)c->n_takes);
   tx_json_kv_string(j, "reference_failure", c->ref_failures ? c->ref_failure : NULL);
-  tx_json_key(j, "kernels");
-  tx_json_begin_array(j);
+  tx_json_kv_array(j, "kernels");
   for (size_t k = 0; k < r->n_sel; k++) json_kernel(j, r, c, k);
   tx_json_end_array(j);
   if (r->o.verbose) json_results(j, r, c);
-  if (c->plans.stats) tx_plan_pass_json(j, &c->plans);
+  if (c->plans.stats) plan_pass_json(j, &c->plans);
 }
 
 static void print_json(const check_run *r, double seconds) {
@@ -1015,7 +1003,7 @@ static void print_json(const check_run *r, double seconds) {
    such a call. */
 static void find_declines(check_run *r, combo *c) {
   txattn_problem p = TXATTN_PROBLEM_INIT;
-  txattn_problem_resolve(&tx_battery_get(0)->p, &p);
+  txattn_problem_resolve(&cases[0].p, &p);
   tx_dtypes_apply(&c->types, &p);
   for (size_t k = 0; k < r->n_sel; k++) {
     if (!r->sel[k].info.usable) continue;
@@ -1048,15 +1036,15 @@ static void combo_free(combo *c) {
   free(c->results);
   free(c->declines);
   free(c->declines_why);
-  tx_plan_pass_free(&c->plans);
+  plan_pass_free(&c->plans);
 }
 
 static int run_combo(check_run *r, combo *c) {
   find_declines(r, c);
   for (size_t i = 0; i < r->n_cases && c->n_takes; i++)
     if (case_selected(r, i) && run_case(r, c, i) != 0) return TX_EXIT_FAIL;
-  if (c->n_takes && tx_plan_pass_run(r->ctx, r->sel, r->n_sel, &c->types, c->declines, r->o.quick,
-                                     r->o.verbose && !r->o.json, &c->plans) != 0) {
+  if (c->n_takes && plan_pass_run(r->ctx, r->sel, r->n_sel, &c->types, c->declines, r->o.quick,
+                                  r->o.verbose && !r->o.json, &c->plans) != 0) {
     fprintf(stderr, "txtune check: out of memory\n");
     return TX_EXIT_FAIL;
   }
@@ -1064,7 +1052,7 @@ static int run_combo(check_run *r, combo *c) {
 }
 
 static int run_battery(check_run *r) {
-  r->n_cases = tx_battery_size();
+  r->n_cases = N_CASES;
   for (size_t i = 0; i < r->n_combos; i++)
     if (combo_alloc(r, &r->combos[i]) != 0) {
       fprintf(stderr, "txtune check: out of memory\n");

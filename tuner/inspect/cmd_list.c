@@ -223,8 +223,7 @@ static void json_kernel(tx_json *j, const txattn_context *ctx, const txattn_kern
   tx_json_kv_string(j, "one_thread_same_as", k->one_thread_same_as);
   /* "dtypes": {"q": ["f32", ...], "k": ..., "v": ..., "o": ...}, the types each tensor may have */
   static const char *const tensor[4] = {"q", "k", "v", "o"};
-  tx_json_key(j, "dtypes");
-  tx_json_begin_object(j);
+  tx_json_kv_object(j, "dtypes");
   for (int i = 0; i < 4; i++) {
     tx_json_key(j, tensor[i]);
     tx_json_begin_array(j);

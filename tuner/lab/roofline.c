@@ -351,15 +351,13 @@ void tx_roofline_print(const tx_roofline *r, FILE *f) {
 }
 
 static void json_rates(tx_json *j, const char *key, const tx_roofline *r, const double *v) {
-  tx_json_key(j, key);
-  tx_json_begin_array(j);
+  tx_json_kv_array(j, key);
   for (int c = 0; c < r->n_counts; c++) tx_json_double(j, v[c] > 0 ? v[c] : NAN);
   tx_json_end_array(j);
 }
 
 static void json_peaks(tx_json *j, const tx_roofline *r) {
-  tx_json_key(j, "fma_peak");
-  tx_json_begin_array(j);
+  tx_json_kv_array(j, "fma_peak");
   for (size_t i = 0; i < r->n_peaks; i++) {
     const tx_roof_peak *p = &r->peaks[i];
     tx_json_begin_object(j);
@@ -374,8 +372,7 @@ static void json_peaks(tx_json *j, const tx_roofline *r) {
 }
 
 static void json_sgemm(tx_json *j, const tx_roofline *r) {
-  tx_json_key(j, "sgemm");
-  tx_json_begin_object(j);
+  tx_json_kv_object(j, "sgemm");
   tx_json_kv_int(j, "n", r->gemm_n);
   tx_json_kv_string(j, "corename", tx_openblas_corename());
   tx_json_kv_string(j, "config", tx_openblas_config());
@@ -386,8 +383,7 @@ static void json_sgemm(tx_json *j, const tx_roofline *r) {
 }
 
 static void json_bandwidth(tx_json *j, const tx_roofline *r) {
-  tx_json_key(j, "bandwidth");
-  tx_json_begin_object(j);
+  tx_json_kv_object(j, "bandwidth");
   tx_json_kv_int(j, "array_bytes", (int64_t)r->stream_bytes);
   tx_json_kv_int(j, "l3_bytes", (int64_t)r->l3_bytes);
   tx_json_kv_string(j, "triad", "a[i] = b[i] + q * c[i], 12 bytes per element");
@@ -403,8 +399,7 @@ void tx_roofline_json(tx_json *j, const tx_roofline *r) {
   tx_json_kv_int(j, "runs", r->runs);
   tx_json_kv_double(j, "min_run_s", r->min_run_s);
   tx_json_kv_double(j, "load_average_before", r->load_before >= 0 ? r->load_before : NAN);
-  tx_json_key(j, "threads");
-  tx_json_begin_array(j);
+  tx_json_kv_array(j, "threads");
   for (int c = 0; c < r->n_counts; c++) tx_json_int(j, r->threads[c]);
   tx_json_end_array(j);
   char warn[256];

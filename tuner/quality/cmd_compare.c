@@ -448,11 +448,9 @@ static void print_text(const compare_run *r) {
 }
 
 static void json_cand(tx_json *j, const char *key, const txattn_table_candidate *c) {
-  tx_json_key(j, key);
-  tx_json_begin_object(j);
+  tx_json_kv_object(j, key);
   tx_json_kv_string(j, "kernel", c->kernel);
-  tx_json_key(j, "tunables");
-  tx_json_begin_object(j);
+  tx_json_kv_object(j, "tunables");
   for (size_t i = 0; i < c->n_tunables; i++)
     tx_json_kv_int(j, c->tunable_names[i], c->tunable_values[i]);
   tx_json_end_object(j);
