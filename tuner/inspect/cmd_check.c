@@ -983,8 +983,7 @@ static void print_json(const check_run *r, double seconds) {
   if (single(r)) {
     json_combo(&j, r, &r->combos[0]);
   } else {
-    tx_json_key(&j, "combinations");
-    tx_json_begin_array(&j);
+    tx_json_kv_array(&j, "combinations");
     for (size_t i = 0; i < r->n_combos; i++) {
       tx_json_begin_object(&j);
       json_combo(&j, r, &r->combos[i]);

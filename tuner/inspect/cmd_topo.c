@@ -283,8 +283,7 @@ static void json_caches(tx_json *j, const txattn_machine_info *m) {
   tx_json_kv_object(j, "caches");
   tx_json_kv_object(j, "hwloc");
   for (int l = 0; l < 3; l++) {
-    tx_json_key(j, names[l]);
-    tx_json_begin_object(j);
+    tx_json_kv_object(j, names[l]);
     tx_json_kv_int(j, "per_core_bytes", hw[l]);
     tx_json_kv_int(j, "cache_bytes", m->hw_cache_total_bytes[l]);
     tx_json_kv_int(j, "sharing_cores", m->hw_cache_cores[l]);
@@ -368,13 +367,11 @@ static void print_json(topo_run *r) {
   tx_json_begin_object(&j);
   json_machine(&j, &r->m);
   json_caches(&j, &r->m);
-  tx_json_key(&j, "problem");
-  tx_json_begin_object(&j);
+  tx_json_kv_object(&j, "problem");
   tx_json_kv_int(&j, "n", r->n);
   tx_json_kv_int(&j, "threads", txattn_context_threads(r->ctx));
   tx_json_end_object(&j);
-  tx_json_key(&j, "kernels");
-  tx_json_begin_array(&j);
+  tx_json_kv_array(&j, "kernels");
   for (size_t i = 0; i < txattn_kernel_count(r->ctx); i++) {
     txattn_kernel_info k = TXATTN_KERNEL_INFO_INIT;
     if (txattn_kernel_get(r->ctx, i, &k) == TXATTN_OK && tunable_kernel(r, i, &k))
