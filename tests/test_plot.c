@@ -12,9 +12,7 @@
 
 #include <criterion/criterion.h>
 
-#include "loglog_fit.h"
 #include "plot.h"
-#include "plot_style.h"
 #include "plot_svg.h"
 #include "txattn/txattn.h"
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The least time a call can take on this machine (tuner/lab/roof_floor.c), which txtune profile
+/* The least time a call can take on this machine (tuner/lab/roof_measure.c), which txtune profile
    refuses a timed call below: a call's flops at the FMA peak of its threads (16 times that for
    16-bit inputs, which matrix units may multiply), and the bytes it must read beyond the caches at
    the read bandwidth, each with the profile's slack; on made-up roofs. And the roofs measured here
@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "roof_measure.h"
-#include "roof_floor.h"
 
 static char why[512];
 

@@ -31,8 +31,7 @@ void tx_json_cpu_fields(tx_json *j, const txattn_machine_info *m) {
   tx_json_kv_int(j, "family", m->family);
   tx_json_kv_int(j, "model", m->model);
   tx_json_kv_int(j, "stepping", m->stepping);
-  tx_json_key(j, "isa");
-  tx_json_begin_array(j);
+  tx_json_kv_array(j, "isa");
   for (int i = 0; i < TXATTN_ISA_COUNT_; i++)
     if (m->isa_mask & (1u << i)) tx_json_string(j, txattn_isa_name((txattn_isa)i));
   tx_json_end_array(j);

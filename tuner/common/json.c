@@ -133,3 +133,11 @@ void tx_json_kv_bool(tx_json *j, const char *key, int v) {
   tx_json_key(j, key);
   tx_json_bool(j, v);
 }
+void tx_json_kv_object(tx_json *j, const char *key) {
+  tx_json_key(j, key);
+  tx_json_begin_object(j);
+}
+void tx_json_kv_array(tx_json *j, const char *key) {
+  tx_json_key(j, key);
+  tx_json_begin_array(j);
+}

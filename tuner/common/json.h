@@ -35,5 +35,8 @@ void tx_json_kv_string(tx_json *j, const char *key, const char *s);
 void tx_json_kv_int(tx_json *j, const char *key, int64_t v);
 void tx_json_kv_double(tx_json *j, const char *key, double v);
 void tx_json_kv_bool(tx_json *j, const char *key, int v);
+/* key and the opening of its value, an object or an array */
+void tx_json_kv_object(tx_json *j, const char *key);
+void tx_json_kv_array(tx_json *j, const char *key);
 
 #endif

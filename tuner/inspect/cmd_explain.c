@@ -12,7 +12,6 @@
 #include "cmd_explain.h"
 #include "context_cli.h"
 #include "problem_cli.h"
-#include "serving_cli.h"
 #include "text_table.h"
 #include "txattn/table.h"
 

@@ -223,11 +223,9 @@ static void json_kernel(tx_json *j, const txattn_context *ctx, const txattn_kern
   tx_json_kv_string(j, "one_thread_same_as", k->one_thread_same_as);
   /* "dtypes": {"q": ["f32", ...], "k": ..., "v": ..., "o": ...}, the types each tensor may have */
   static const char *const tensor[4] = {"q", "k", "v", "o"};
-  tx_json_key(j, "dtypes");
-  tx_json_begin_object(j);
+  tx_json_kv_object(j, "dtypes");
   for (int i = 0; i < 4; i++) {
-    tx_json_key(j, tensor[i]);
-    tx_json_begin_array(j);
+    tx_json_kv_array(j, tensor[i]);
     for (int t = TXATTN_DTYPE_F32; t <= TXATTN_DTYPE_E5M2; t++) /* the 8-bit k/v too */
       if (k->dtypes[i] & TXATTN_DTYPE_BIT(t)) tx_json_string(j, txattn_dtype_name((txattn_dtype)t));
     tx_json_end_array(j);
@@ -262,15 +260,13 @@ static void print_json(const list_run *r) {
   tx_json_kv_int(&j, "threads", txattn_context_threads(r->ctx));
   tx_json_kv_string(&j, "plugin_path_source", source);
   tx_json_kv_string(&j, "plugin_path", path);
-  tx_json_key(&j, "kernels");
-  tx_json_begin_array(&j);
+  tx_json_kv_array(&j, "kernels");
   for (size_t i = 0; i < txattn_kernel_count(r->ctx); i++) {
     txattn_kernel_info k = TXATTN_KERNEL_INFO_INIT;
     if (txattn_kernel_get(r->ctx, i, &k) == TXATTN_OK) json_kernel(&j, r->ctx, &k);
   }
   tx_json_end_array(&j);
-  tx_json_key(&j, "rejected");
-  tx_json_begin_array(&j);
+  tx_json_kv_array(&j, "rejected");
   for (size_t i = 0; i < txattn_rejected_count(r->ctx); i++) {
     txattn_rejected_info rj = TXATTN_REJECTED_INFO_INIT;
     if (txattn_rejected_get(r->ctx, i, &rj) != TXATTN_OK) continue;

@@ -263,12 +263,10 @@ static void print_tiles(topo_run *r) {
 /* ---- JSON ---- */
 
 static void json_machine(tx_json *j, const txattn_machine_info *m) {
-  tx_json_key(j, "cpu");
-  tx_json_begin_object(j);
+  tx_json_kv_object(j, "cpu");
   tx_json_cpu_fields(j, m);
   tx_json_end_object(j);
-  tx_json_key(j, "topology");
-  tx_json_begin_object(j);
+  tx_json_kv_object(j, "topology");
   tx_json_kv_string(j, "source", m->topology_source);
   tx_json_key(j, "file");
   tx_json_string(j, m->topology_file);
@@ -282,26 +280,21 @@ static void json_caches(tx_json *j, const txattn_machine_info *m) {
   const char *names[3] = {"l1d", "l2", "l3"};
   const int64_t hw[3] = {m->hw_l1d_bytes, m->hw_l2_bytes, m->hw_l3_bytes};
   const int64_t used[3] = {m->l1d_bytes, m->l2_bytes, m->l3_bytes};
-  tx_json_key(j, "caches");
-  tx_json_begin_object(j);
-  tx_json_key(j, "hwloc");
-  tx_json_begin_object(j);
+  tx_json_kv_object(j, "caches");
+  tx_json_kv_object(j, "hwloc");
   for (int l = 0; l < 3; l++) {
-    tx_json_key(j, names[l]);
-    tx_json_begin_object(j);
+    tx_json_kv_object(j, names[l]);
     tx_json_kv_int(j, "per_core_bytes", hw[l]);
     tx_json_kv_int(j, "cache_bytes", m->hw_cache_total_bytes[l]);
     tx_json_kv_int(j, "sharing_cores", m->hw_cache_cores[l]);
     tx_json_end_object(j);
   }
   tx_json_end_object(j);
-  tx_json_key(j, "used");
-  tx_json_begin_object(j);
+  tx_json_kv_object(j, "used");
   for (int l = 0; l < 3; l++) tx_json_kv_int(j, names[l], used[l]);
   tx_json_end_object(j);
   tx_json_kv_string(j, "source", m->cache_source);
-  tx_json_key(j, "notes");
-  tx_json_begin_array(j);
+  tx_json_kv_array(j, "notes");
   for (const char *p = m->cache_notes; *p;) {
     size_t n = strcspn(p, "\n");
     char note[1024];
@@ -314,8 +307,7 @@ static void json_caches(tx_json *j, const txattn_machine_info *m) {
 }
 
 static void json_declared(tx_json *j, const topo_run *r, size_t ki) {
-  tx_json_key(j, "tunables");
-  tx_json_begin_array(j);
+  tx_json_kv_array(j, "tunables");
   for (size_t i = 0; i < txattn_kernel_tunable_count(r->ctx, ki); i++) {
     txattn_tunable_info ti = TXATTN_TUNABLE_INFO_INIT;
     if (txattn_kernel_tunable_get(r->ctx, ki, i, &ti) != TXATTN_OK) continue;
@@ -331,8 +323,7 @@ static void json_declared(tx_json *j, const topo_run *r, size_t ki) {
 }
 
 static void json_by_d(tx_json *j, topo_run *r, const txattn_kernel_info *k) {
-  tx_json_key(j, "by_d");
-  tx_json_begin_array(j);
+  tx_json_kv_array(j, "by_d");
   for (size_t i = 0; i < r->n_d; i++) {
     char why[512];
     txattn_status s;
@@ -347,8 +338,7 @@ static void json_by_d(tx_json *j, topo_run *r, const txattn_kernel_info *k) {
       tx_json_kv_string(j, "error", why);
     }
     if (plan) {
-      tx_json_key(j, "values");
-      tx_json_begin_object(j);
+      tx_json_kv_object(j, "values");
       for (size_t t = 0; t < txattn_plan_tunable_count(plan); t++) {
         const char *name;
         int64_t v;
@@ -377,13 +367,11 @@ static void print_json(topo_run *r) {
   tx_json_begin_object(&j);
   json_machine(&j, &r->m);
   json_caches(&j, &r->m);
-  tx_json_key(&j, "problem");
-  tx_json_begin_object(&j);
+  tx_json_kv_object(&j, "problem");
   tx_json_kv_int(&j, "n", r->n);
   tx_json_kv_int(&j, "threads", txattn_context_threads(r->ctx));
   tx_json_end_object(&j);
-  tx_json_key(&j, "kernels");
-  tx_json_begin_array(&j);
+  tx_json_kv_array(&j, "kernels");
   for (size_t i = 0; i < txattn_kernel_count(r->ctx); i++) {
     txattn_kernel_info k = TXATTN_KERNEL_INFO_INIT;
     if (txattn_kernel_get(r->ctx, i, &k) == TXATTN_OK && tunable_kernel(r, i, &k))

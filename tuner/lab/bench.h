@@ -14,7 +14,6 @@
 #include "kernels.h"
 #include "problem_cli.h"
 #include "roofline.h"
-#include "serving_cli.h"
 #include "timing.h"
 #include "txattn/txattn.h"
 

@@ -16,8 +16,7 @@
 #include "txattn/plugin.h"
 
 static void json_problem(tx_json *j, const txattn_problem *p, const tx_serving *sv) {
-  tx_json_key(j, "problem");
-  tx_json_begin_object(j);
+  tx_json_kv_object(j, "problem");
   tx_json_kv_int(j, "batch", p->batch);
   tx_json_kv_int(j, "heads_q", p->heads_q);
   tx_json_kv_int(j, "heads_kv", p->heads_kv);
@@ -49,8 +48,7 @@ static void json_problem(tx_json *j, const txattn_problem *p, const tx_serving *
 }
 
 static void json_env(tx_json *j) {
-  tx_json_key(j, "env");
-  tx_json_begin_object(j);
+  tx_json_kv_object(j, "env");
   for (size_t i = 0; i < TX_BENCH_N_ENV; i++)
     tx_json_kv_string(j, tx_bench_env[i].name, getenv(tx_bench_env[i].name));
   tx_json_end_object(j);
@@ -62,8 +60,7 @@ static void json_ratio(tx_json *j, const char *key, const tx_bench_point *pt, si
 }
 
 static void json_tunables(tx_json *j, const char *key, const tx_bench_tunable *t, size_t n) {
-  tx_json_key(j, key);
-  tx_json_begin_object(j);
+  tx_json_kv_object(j, key);
   for (size_t i = 0; i < n; i++) tx_json_kv_int(j, t[i].name, t[i].value);
   tx_json_end_object(j);
 }
@@ -118,8 +115,7 @@ static void json_body(tx_json *j, const tx_bench_setup *s, const tx_bench_point 
   tx_json_kv_string(j, "dispatcher_kernel", pt->has_pick ? pt->pick : NULL);
   tx_json_kv_string(j, "dispatcher_why", pt->pick_why);
   tx_json_kv_string(j, "masked_kernel", pt->masked >= 0 ? tx_bench_label(s, pt->masked) : NULL);
-  tx_json_key(j, "kernels");
-  tx_json_begin_array(j);
+  tx_json_kv_array(j, "kernels");
   for (size_t i = 0; i < s->n_sel; i++) json_kernel(j, s, pt, i);
   tx_json_end_array(j);
   tx_json_kv_bool(j, "pass", tx_bench_point_status(s, pt) == TX_EXIT_OK);
@@ -168,8 +164,7 @@ static void json_machine(tx_json *j, const txattn_context *ctx) {
 static void json_settings(tx_json *j, const tx_bench_setup *s) {
   tx_json_kv_int(j, "threads", s->threads);
   tx_json_kv_double(j, "tolerance", TXATTN_EXACT_TOLERANCE);
-  tx_json_key(j, "timing");
-  tx_json_begin_object(j);
+  tx_json_kv_object(j, "timing");
   tx_json_kv_int(j, "reps", s->reps);
   tx_json_kv_double(j, "min_time_s", 1e-3 * (double)s->min_time_ms);
   tx_json_kv_double(j, "time_limit_s", s->limit_s);
@@ -181,8 +176,7 @@ static void json_settings(tx_json *j, const tx_bench_setup *s) {
 }
 
 static void json_kernel_list(tx_json *j, const tx_bench_setup *s) {
-  tx_json_key(j, "kernels");
-  tx_json_begin_array(j);
+  tx_json_kv_array(j, "kernels");
   for (size_t i = 0; i < s->n_sel; i++) {
     const txattn_kernel_info *k = &s->sel[i].info;
     tx_json_begin_object(j);
@@ -219,8 +213,7 @@ void tx_bench_json_sweep(tx_json *j, const tx_bench_setup *s, const txattn_conte
   json_machine(j, ctx);
   json_settings(j, s);
   json_kernel_list(j, s);
-  tx_json_key(j, "points");
-  tx_json_begin_array(j);
+  tx_json_kv_array(j, "points");
   for (size_t i = 0; i < n_pts; i++) {
     tx_json_begin_object(j);
     json_head(j, s, &pts[i]);

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "loglog_fit.h"
+#include "plot.h"
 #include "text_table.h"
 
 static int parse_count(const char *s, const char *end, int64_t *out) {

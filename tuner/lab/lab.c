@@ -755,8 +755,8 @@ static int measure_roofline(bench_run *r) {
   if (r->progress) fprintf(stderr, "\r\033[K  measuring the roofline ...");
   txattn_machine_info m = TXATTN_MACHINE_INFO_INIT;
   txattn_context_machine(r->ctx, &m);
-  int rc = tx_roofline_measure(&r->o.roof, m.isa_mask, r->setup.threads,
-                               1e-3 * (double)r->o.min_time_ms, &r->roofline);
+  int rc = tx_roofline_measure(&r->o.roof, &m, r->setup.threads, 1e-3 * (double)r->o.min_time_ms,
+                               &r->roofline);
   if (r->progress) fprintf(stderr, "\r\033[K");
   if (rc == 0 && !r->o.json) tx_roofline_print(&r->roofline, stdout);
   fflush(stdout);

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* The panels of a txtune plot: each a set of kernels' times over a shared, sorted list of n. */
+/* The panels of a txtune plot: each a set of kernels' times over a shared, sorted list of n; and
+   the log-log slope of time against n. */
 #define _POSIX_C_SOURCE 200809L /* strdup */
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 
 #include "plot.h"
 
@@ -128,4 +130,23 @@ int tx_plot_has_best(const tx_plot *pl) {
   for (size_t k = 0; k < TX_PLOT_KINDS; k++)
     if (pl->best[k].cls[0] || pl->best[k].decode_only) return 1;
   return 0;
+}
+
+double tx_loglog_slope(const double *n, const double *t, size_t count) {
+  double sx = 0, sy = 0, m = 0;
+  for (size_t i = 0; i < count; i++)
+    if (n[i] > 0 && t[i] > 0) {
+      sx += log(n[i]);
+      sy += log(t[i]);
+      m += 1;
+    }
+  if (m < 3) return NAN;
+  double mx = sx / m, my = sy / m, sxx = 0, sxy = 0;
+  for (size_t i = 0; i < count; i++)
+    if (n[i] > 0 && t[i] > 0) {
+      double dx = log(n[i]) - mx;
+      sxx += dx * dx;
+      sxy += dx * (log(t[i]) - my);
+    }
+  return sxx > 0 ? sxy / sxx : NAN;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* txtune plot's model (plot.c): time against n per kernel, in panels, whatever the measurements
-   came from (plot_source.c), drawn as one SVG (plot_svg.c). */
+   came from (plot_source.c), drawn as one SVG (plot_svg.c); and the power law t ~ n^k that measured
+   times follow, for sweeps and plots: dense attention tends to k = 2, a fixed window to k = 1. */
 #ifndef TXTUNE_PLOT_H
 #define TXTUNE_PLOT_H
 
@@ -78,5 +79,9 @@ int tx_plot_series_drawn(const tx_plot_series *s);
 int tx_plot_panel_drawn(const tx_plot_panel *p);
 /* Panels with at least one series drawn. */
 size_t tx_plot_count_drawable(const tx_plot *pl);
+/* The least-squares slope of log t against log n over the pairs with n > 0 and t > 0; NaN when
+   fewer than three remain, or fewer than two distinct n (a line through two points fits anything
+   and says nothing of how t grows). */
+double tx_loglog_slope(const double *n, const double *t, size_t count);
 
 #endif

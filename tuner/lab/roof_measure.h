@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* The three measurements behind `txtune bench --roofline`: the FMA peak of each ISA, OpenBLAS sgemm
-   and memory bandwidth, each for a given number of threads. Rates are the best of several runs (as
-   STREAM reports them): a roof is what the machine can reach, not what it usually does. */
+/* The machine's roofs (roof_measure.c): the FMA peak of each ISA, OpenBLAS sgemm and memory
+   bandwidth, each for a given number of threads, which `txtune bench --roofline` reports; and what
+   no call can beat, the least time a call's work needs under roofs measured once, quickly (txtune
+   profile refuses a time below it). Rates are the best of several runs (as STREAM reports them): a
+   roof is what the machine can reach, not what it usually does. */
 #ifndef TXTUNE_ROOF_MEASURE_H
 #define TXTUNE_ROOF_MEASURE_H
 
 #include <stddef.h>
 #include <stdint.h>
-
 #include "roof_peak_loops.h"
 #include "timing.h"
 #include "txattn/plugin.h"
-
 /* The ISAs of this build's target architecture, in report order, with whether the CPU and OS can run
    each one's loop (isa_mask: txattn_machine_info's, the library's check of the CPU and OS) and,
    if not, why. */
@@ -66,5 +66,26 @@ double tx_sgemm_gflops(tx_sgemm_bufs *g, int threads, const tx_timing_opts *t);
 const char *tx_openblas_corename(void);
 const char *tx_openblas_config(void);
 const char *tx_openblas_threading(void);
-
+/* The machine's roofs as the floor of a call's time: the best FMA peak of one thread over the ISAs
+   it can run (a team of threads has at most that many times as much), the read bandwidth of
+   `threads` threads from arrays beyond the caches, and the caches' bytes together (reads that fit
+   in them need not come from memory). A rate <= 0 is unknown. */
+typedef struct tx_roof_ceiling {
+  double gflops_1t, read_gbs;
+  int threads; /* the read bandwidth's */
+  double cache_bytes;
+} tx_roof_ceiling;
+/* 16-bit inputs may meet matrix units (AMX) that multiply them this many times faster than the
+   FP32 FMA the peak measures. */
+#define TX_ROOF_MATRIX_UNITS 16
+/* Measures c (a fraction of a second; arrays of max(cache_bytes, 64 MiB) up to 512 MiB), with the
+   loops of the ISAs of isa_mask (txattn_machine_info's). */
+void tx_roof_ceiling_measure(unsigned isa_mask, int threads, double cache_bytes,
+                             tx_roof_ceiling *c);
+/* The least seconds a call of `flops` that must read `bytes` can take on `threads` threads with
+   `slack` x the roofs: its flops at the peak (x TX_ROOF_MATRIX_UNITS with half_inputs), and its
+   bytes beyond the caches at the read bandwidth, whichever is longer (0: no roof known); why says
+   which, with the figures. */
+double tx_roof_floor_s(const tx_roof_ceiling *c, int threads, double flops, double bytes,
+                       int half_inputs, double slack, char *why, size_t size);
 #endif

@@ -44,30 +44,6 @@ int tx_roofline_check_args(const tx_cmd_spec *spec, const tx_roofline_args *a) {
   return 0;
 }
 
-/* The L3 as Linux describes it in sysfs (what lscpu shows), else as glibc reports it, which in VMs
-   can be far off (256 MiB for a 16 MiB L3 here); 0 if neither knows. */
-static size_t l3_size(void) {
-  char path[80];
-  for (int i = 0; i < 8; i++) {
-    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
-    FILE *f = fopen(path, "r");
-    if (!f) break;
-    int level = 0;
-    int ok = fscanf(f, "%d", &level) == 1;
-    fclose(f);
-    if (!ok || level != 3) continue;
-    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
-    unsigned long kib = 0;
-    if ((f = fopen(path, "r"))) {
-      ok = fscanf(f, "%luK", &kib) == 1;
-      fclose(f);
-      if (ok && kib) return (size_t)kib * 1024;
-    }
-  }
-  long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  return l3 > 0 ? (size_t)l3 : 0;
-}
-
 /* STREAM's rule: each array at least 4 times the last-level cache. */
 static size_t stream_bytes(const tx_roofline_args *a, size_t l3) {
   if (a->stream_mib) return (size_t)a->stream_mib * MIB;
@@ -118,19 +94,19 @@ static int measure_sgemm(tx_roofline *r, const tx_timing_opts *t) {
   return 0;
 }
 
-int tx_roofline_measure(const tx_roofline_args *a, unsigned isa_mask, int threads, double min_run_s,
-                        tx_roofline *r) {
+int tx_roofline_measure(const tx_roofline_args *a, const txattn_machine_info *m, int threads,
+                        double min_run_s, tx_roofline *r) {
   double start = tx_clock(), load[1];
   *r = (tx_roofline){.n_counts = threads > 1 ? 2 : 1,
                      .threads = {1, threads},
                      .gemm_n = a->gemm_n ? a->gemm_n : GEMM_N,
-                     .l3_bytes = l3_size(),
+                     .l3_bytes = (size_t)m->hw_cache_total_bytes[2],
                      .min_run_s = min_run_s,
                      .runs = ROOF_RUNS,
                      .load_before = getloadavg(load, 1) == 1 ? load[0] : -1};
   r->stream_bytes = stream_bytes(a, r->l3_bytes);
   tx_timing_opts t = {.min_run_s = min_run_s, .runs = ROOF_RUNS, .limit_s = ROOF_LIMIT_S};
-  measure_peaks(r, isa_mask, &t);
+  measure_peaks(r, m->isa_mask, &t);
   int rc = measure_sgemm(r, &t);
   if (rc == 0) rc = measure_memory(r, &t);
   r->seconds = tx_clock() - start;
@@ -351,15 +327,13 @@ void tx_roofline_print(const tx_roofline *r, FILE *f) {
 }
 
 static void json_rates(tx_json *j, const char *key, const tx_roofline *r, const double *v) {
-  tx_json_key(j, key);
-  tx_json_begin_array(j);
+  tx_json_kv_array(j, key);
   for (int c = 0; c < r->n_counts; c++) tx_json_double(j, v[c] > 0 ? v[c] : NAN);
   tx_json_end_array(j);
 }
 
 static void json_peaks(tx_json *j, const tx_roofline *r) {
-  tx_json_key(j, "fma_peak");
-  tx_json_begin_array(j);
+  tx_json_kv_array(j, "fma_peak");
   for (size_t i = 0; i < r->n_peaks; i++) {
     const tx_roof_peak *p = &r->peaks[i];
     tx_json_begin_object(j);
@@ -374,8 +348,7 @@ static void json_peaks(tx_json *j, const tx_roofline *r) {
 }
 
 static void json_sgemm(tx_json *j, const tx_roofline *r) {
-  tx_json_key(j, "sgemm");
-  tx_json_begin_object(j);
+  tx_json_kv_object(j, "sgemm");
   tx_json_kv_int(j, "n", r->gemm_n);
   tx_json_kv_string(j, "corename", tx_openblas_corename());
   tx_json_kv_string(j, "config", tx_openblas_config());
@@ -386,8 +359,7 @@ static void json_sgemm(tx_json *j, const tx_roofline *r) {
 }
 
 static void json_bandwidth(tx_json *j, const tx_roofline *r) {
-  tx_json_key(j, "bandwidth");
-  tx_json_begin_object(j);
+  tx_json_kv_object(j, "bandwidth");
   tx_json_kv_int(j, "array_bytes", (int64_t)r->stream_bytes);
   tx_json_kv_int(j, "l3_bytes", (int64_t)r->l3_bytes);
   tx_json_kv_string(j, "triad", "a[i] = b[i] + q * c[i], 12 bytes per element");
@@ -403,8 +375,7 @@ void tx_roofline_json(tx_json *j, const tx_roofline *r) {
   tx_json_kv_int(j, "runs", r->runs);
   tx_json_kv_double(j, "min_run_s", r->min_run_s);
   tx_json_kv_double(j, "load_average_before", r->load_before >= 0 ? r->load_before : NAN);
-  tx_json_key(j, "threads");
-  tx_json_begin_array(j);
+  tx_json_kv_array(j, "threads");
   for (int c = 0; c < r->n_counts; c++) tx_json_int(j, r->threads[c]);
   tx_json_end_array(j);
   char warn[256];

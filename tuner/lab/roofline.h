@@ -42,7 +42,7 @@ typedef struct tx_roofline {
   int64_t gemm_n;
   double sgemm_gflops[TX_ROOF_MAX_COUNTS];
   size_t stream_bytes; /* per array */
-  size_t l3_bytes;     /* as sysfs (else sysconf) reports it, 0 if unknown */
+  size_t l3_bytes;     /* one L3 as the library's machine info has it (hwloc), 0 if unknown */
   double triad_gbs[TX_ROOF_MAX_COUNTS], read_gbs[TX_ROOF_MAX_COUNTS];
   double min_run_s, load_before, seconds; /* load_before: 1-minute load average, -1 if unknown */
   int runs;
@@ -52,10 +52,10 @@ typedef struct tx_roofline {
 } tx_roofline;
 
 /* Measures everything for 1 and `threads` threads, each rate the best of a few runs of at least
-   min_run_s, with the loops of the ISAs of isa_mask (txattn_machine_info's). Returns 0, or prints
+   min_run_s, with the loops of the ISAs m enables and arrays sized by its L3. Returns 0, or prints
    why on stderr and returns TX_EXIT_FAIL. Takes a few seconds. */
-int tx_roofline_measure(const tx_roofline_args *a, unsigned isa_mask, int threads, double min_run_s,
-                        tx_roofline *r);
+int tx_roofline_measure(const tx_roofline_args *a, const txattn_machine_info *m, int threads,
+                        double min_run_s, tx_roofline *r);
 void tx_roofline_free(tx_roofline *r); /* the arrays it keeps */
 void tx_roofline_print(const tx_roofline *r, FILE *f);
 void tx_roofline_json(tx_json *j, const tx_roofline *r); /* the value: one object */

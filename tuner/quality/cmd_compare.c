@@ -448,11 +448,9 @@ static void print_text(const compare_run *r) {
 }
 
 static void json_cand(tx_json *j, const char *key, const txattn_table_candidate *c) {
-  tx_json_key(j, key);
-  tx_json_begin_object(j);
+  tx_json_kv_object(j, key);
   tx_json_kv_string(j, "kernel", c->kernel);
-  tx_json_key(j, "tunables");
-  tx_json_begin_object(j);
+  tx_json_kv_object(j, "tunables");
   for (size_t i = 0; i < c->n_tunables; i++)
     tx_json_kv_int(j, c->tunable_names[i], c->tunable_values[i]);
   tx_json_end_object(j);
@@ -486,8 +484,7 @@ static void print_json(const compare_run *r) {
   tx_json_kv_int(&j, "points_only_in_a", (int64_t)r->only[0]);
   tx_json_kv_int(&j, "points_only_in_b", (int64_t)r->only[1]);
   tx_json_kv_bool(&j, "stable", r->loud == 0);
-  tx_json_key(&j, "flips");
-  tx_json_begin_array(&j);
+  tx_json_kv_array(&j, "flips");
   for (size_t i = 0; i < r->n_flips; i++) {
     const flip *f = &r->flips[i];
     tx_json_begin_object(&j);
