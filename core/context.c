@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* txattn_context: creation, lifetime, and the kernel and rejected-plugin lists. */
+/* txattn_context: creation, lifetime, the kernel and rejected-plugin lists, and a kernel's trial in
+ * the scanner's process (scan/scan_spawn.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,6 +8,7 @@
 #include "error.h"
 #include "log.h"
 #include "machine/machine.h"
+#include "scan/scan_spawn.h"
 #include "struct_size.h"
 #include "table/table_context.h"
 
@@ -135,4 +137,17 @@ txattn_status txattn_rejected_get(const txattn_context *ctx, size_t i, txattn_re
   info.reason = ctx->reg.rejected[i].reason;
   TXATTN_FORWARD_IF_ERROR(TXATTN__STRUCT_OUT(txattn_rejected_info, out, &info));
   return txattn__ok();
+}
+
+txattn_status txattn_kernel_trial(const txattn_context *ctx, size_t kernel, const txattn_problem *p,
+                                  const char *const *names, const int64_t *values, size_t n,
+                                  int n_threads, txattn_trial *t) {
+  TXATTN_RETURN_IF(!ctx || !p || !t || (n && (!names || !values)), TXATTN_E_INVALID,
+                   "txattn_kernel_trial: an argument is NULL");
+  TXATTN_RETURN_IF(t->struct_size != sizeof *t, TXATTN_E_INVALID,
+                   "txattn_kernel_trial: struct_size %zu is not sizeof(txattn_trial), %zu",
+                   t->struct_size, sizeof *t);
+  txattn_kernel_info k = TXATTN_KERNEL_INFO_INIT;
+  TXATTN_FORWARD_IF_ERROR(txattn_kernel_get(ctx, kernel, &k));
+  return txattn__scan_trial(&k, p, names, values, n, n_threads, t);
 }

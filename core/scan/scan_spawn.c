@@ -312,16 +312,10 @@ static int trial_args(const txattn_kernel_info *k, const txattn_problem *p,
   return 1;
 }
 
-txattn_status txattn_kernel_trial(const txattn_context *ctx, size_t kernel, const txattn_problem *p,
-                                  const char *const *names, const int64_t *values, size_t n,
-                                  int n_threads, txattn_trial *t) {
-  TXATTN_RETURN_IF(!ctx || !p || !t || (n && (!names || !values)), TXATTN_E_INVALID,
-                   "txattn_kernel_trial: an argument is NULL");
-  TXATTN_RETURN_IF(t->struct_size != sizeof *t, TXATTN_E_INVALID,
-                   "txattn_kernel_trial: struct_size %zu is not sizeof(txattn_trial), %zu",
-                   t->struct_size, sizeof *t);
-  txattn_kernel_info k = TXATTN_KERNEL_INFO_INIT;
-  TXATTN_FORWARD_IF_ERROR(txattn_kernel_get(ctx, kernel, &k));
+txattn_status txattn__scan_trial(const txattn_kernel_info *kernel, const txattn_problem *p,
+                                 const char *const *names, const int64_t *values, size_t n,
+                                 int n_threads, txattn_trial *t) {
+  const txattn_kernel_info k = *kernel;
   txattn_problem q = TXATTN_PROBLEM_INIT;
   TXATTN_FORWARD_IF_ERROR(txattn_problem_resolve(p, &q));
   TXATTN_RETURN_IF(q.page_size || q.packed, TXATTN_E_UNSUPPORTED,

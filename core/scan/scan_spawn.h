@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "txattn/txattn.h"
+
 #define TXATTN__SCAN_MAX_ARGS 64 /* of a check request (txattn_kernel_trial) */
 
 typedef enum txattn__scan_result {
@@ -19,5 +21,10 @@ typedef enum txattn__scan_result {
    SIGKILL). why gets the reason for every result but OK. Thread-safe. */
 txattn__scan_result txattn__scan_spawn(const char *path, unsigned isa_mask, double timeout_s,
                                        char *why, size_t size);
+
+/* txattn_kernel_trial on kernel, the arguments checked by the caller (context.c). */
+txattn_status txattn__scan_trial(const txattn_kernel_info *kernel, const txattn_problem *p,
+                                 const char *const *names, const int64_t *values, size_t n,
+                                 int n_threads, txattn_trial *t);
 
 #endif

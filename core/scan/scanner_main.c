@@ -6,7 +6,7 @@
  *   txattn-scan ISA_MASK PLUGIN_FILE
  *   txattn-scan ISA_MASK PLUGIN_FILE check KERNEL THREADS COMPARE FIELD=VALUE... [tunable.NAME=V...]
  *
- * The second form (txattn_kernel_trial, scan_trial.c) runs one kernel once on one problem (the
+ * The second form (txattn_kernel_trial, scan_spawn.c) runs one kernel once on one problem (the
  * fields of scan_protocol.h), on inputs of its own, and says how that went (scan_protocol.h); with
  * COMPARE 1 its output is held to txattn_reference within txattn_error_bound, as the scan does.
  * ISA_MASK (hex) has bit (1u << txattn_isa) for each ISA the caller may run: kernels of other ISAs
