@@ -10,13 +10,14 @@
  * q and o f16 then). Exits 1 if a library call fails, a row is not
  * exact, the cache holds a wrong value or a page is not back on the free list at the end; 2 on a
  * bad option. `serving --help` lists the options. */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#define _DEFAULT_SOURCE /* clock_gettime, madvise's MADV_HUGEPAGE (Linux) */
 #include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include <txattn/txattn.h>
@@ -335,6 +336,20 @@ static void *zalloc(int64_t n, size_t size) {
   return calloc((size_t)(n > 0 ? n : 1), size);
 }
 
+/* A page pool as servers allocate it: 2 MiB aligned and, where the kernel grants them, in 2 MiB
+   pages (madvise is a hint), so that reading pages in a shuffled order costs no page walk per
+   4 KiB. Zeroed. */
+static void *pool_alloc(int64_t n, size_t size) {
+  const size_t huge = (size_t)2 << 20,
+               whole = ((size_t)(n > 0 ? n : 1) * size + huge - 1) / huge * huge;
+  void *m = aligned_alloc(huge, whole);
+  if (!m) return NULL;
+#ifdef MADV_HUGEPAGE
+  (void)madvise(m, whole, MADV_HUGEPAGE);
+#endif
+  return memset(m, 0, whole);
+}
+
 static void server_free(server *s) {
   if (s->req)
     for (int64_t i = 0; i < s->o->requests; i++) free(s->req[i].pages);
@@ -396,8 +411,8 @@ static int serve(txattn_context *ctx, const options *o, txattn_dtype type) {
     if (!(s.req[i].pages = zalloc(s.max_pages, sizeof(int32_t)))) goto oom;
   for (int64_t g = 0; g < o->groups; g++)
     if (!(s.grp[g].pages = zalloc(s.max_pages, sizeof(int32_t)))) goto oom;
-  s.k_pool = zalloc(s.n_pages, pool_bytes);
-  s.v_pool = zalloc(s.n_pages, pool_bytes);
+  s.k_pool = pool_alloc(s.n_pages, pool_bytes);
+  s.v_pool = pool_alloc(s.n_pages, pool_bytes);
   s.q = zalloc(max_rows * row_elems, esize);
   s.out = zalloc(max_rows * row_elems, esize);
   s.out_ref = zalloc(o->chunk * row_elems, esize);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "buffers.h"
+#include "big_alloc.h"
 #include "problem_cli.h"
 
 #include <math.h>
@@ -111,8 +112,7 @@ static void *alloc_tensor(int64_t batch, int64_t heads, int64_t rows, int64_t di
   double n = (double)batch * (double)heads * (double)rows * (double)dim;
   if (n > (double)(SIZE_MAX / 8)) return NULL;
   *len = (size_t)n;
-  size_t bytes = ((size_t)txattn_dtype_bytes(t, (int64_t)*len) + 63) / 64 * 64;
-  return aligned_alloc(64, bytes ? bytes : 64);
+  return tx_alloc_big((size_t)txattn_dtype_bytes(t, (int64_t)*len));
 }
 
 /* T5's relative_position_bucket (transformers' modeling_t5), for relative = key - query. */

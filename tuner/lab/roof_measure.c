@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <math.h>
 
+#include "big_alloc.h"
 #include "roof_measure.h"
 
 size_t tx_peak_isas(unsigned isa_mask, tx_peak_isa *out) {
@@ -82,9 +83,9 @@ double tx_peak_gflops(const tx_peak_loop *l, int threads, const tx_timing_opts *
 int tx_stream_alloc(tx_stream_arrays *s, size_t bytes_each) {
   s->n = bytes_each / sizeof(float) / 64 * 64;
   size_t bytes = s->n * sizeof(float);
-  s->a = aligned_alloc(64, bytes);
-  s->b = aligned_alloc(64, bytes);
-  s->c = aligned_alloc(64, bytes);
+  s->a = tx_alloc_big(bytes); /* in the pages the benchmarked tensors get */
+  s->b = tx_alloc_big(bytes);
+  s->c = tx_alloc_big(bytes);
   if (!s->a || !s->b || !s->c) {
     tx_stream_free(s);
     return -1;
