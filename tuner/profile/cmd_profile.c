@@ -419,7 +419,7 @@ static int tensors_for(profile_run *r, const txattn_problem *p, txattn_tensors *
       pb = &r->bufs[i];
   if (!pb && r->n_bufs < sizeof r->bufs / sizeof r->bufs[0]) {
     txattn_problem big = *p;
-    for (size_t i = 0; i < r->g.n_cls; i++) { /* the most heads and the largest d of them */
+    for (size_t i = 0; i < r->g.n_cls; i++) { /* the most heads, rows and the largest d */
       const prof_grid_class *gc = &r->g.cls[i];
       txattn_problem q = prof_grid_problem(gc, n, 0);
       if (memcmp(&types, &(tx_dtypes){{q.q_type, q.k_type, q.v_type, q.o_type}}, sizeof types) ||
@@ -430,6 +430,7 @@ static int tensors_for(profile_run *r, const txattn_problem *p, txattn_tensors *
         continue;
       big.heads_kv = q.heads_kv > big.heads_kv ? q.heads_kv : big.heads_kv;
       big.heads_q = q.heads_q > big.heads_q ? q.heads_q : big.heads_q;
+      big.n_q = q.n_q > big.n_q ? q.n_q : big.n_q; /* a decode class may come first */
       big.d_qk = big.d_v = q.d_qk > big.d_qk ? q.d_qk : big.d_qk;
       big.batch = q.batch > big.batch ? q.batch : big.batch;
     }
