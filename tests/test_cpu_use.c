@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* What other processes took of the CPUs (tuner/profile/cpu_use.c): /proc/stat's text parsed on
+/* What other processes took of the CPUs (tuner/common/cpu_use.c): /proc/stat's text parsed on
    made-up counters, the arithmetic of the share, and on Linux the counters of this very process. */
 #include <math.h>
 #include <stdio.h>

@@ -99,61 +99,46 @@ static const char *fault_word(prof_fault f) {
                                     : "was inexact";
 }
 
+/* The note of kernel `name` that failed to plan (PROF_FAULT_NONE) or did `fault`, made with its
+   first place and reason when new (*fresh); NULL when the list is full. */
+static prof_kernel_note *note_kernel(profile_run *r, const char *name, prof_fault fault,
+                                     const char *at, const char *why, int *fresh) {
+  *fresh = 0;
+  for (size_t k = 0; k < r->n_notes; k++)
+    if (!strcmp(r->notes[k].name, name) && !r->notes[k].fault == !fault) return &r->notes[k];
+  if (r->n_notes == MAX_NOTED_KERNELS) return NULL;
+  prof_kernel_note *x = &r->notes[r->n_notes++];
+  *x = (prof_kernel_note){.fault = fault};
+  snprintf(x->name, sizeof x->name, "%s", name);
+  snprintf(x->first_at, sizeof x->first_at, "%s", at);
+  snprintf(x->first_why, sizeof x->first_why, "%s", why);
+  *fresh = 1;
+  return x;
+}
+
 /* A candidate excluded for what its kernel did on a check: counted per kernel, and said on stderr
-   the first time (a hang or a print leaves the kernel out of the rest of the profile). */
+   the first time. One that hung or printed would cost every later trial its timeout or print
+   through the profile's output; one that faulted at a timed point, or cheated there, cannot be
+   believed: those are left out of the rest of the profile. */
 static void note_fault(profile_run *r, const prof_grid_class *gc, int64_t n, int64_t rr,
                        const prof_cand *c, prof_fault fault, const char *why) {
-  /* one that hung or printed would cost every later trial its timeout or print through the
-     profile's output; one that faulted at a timed point, or cheated there, cannot be believed */
-  int out = fault == PROF_FAULT_HUNG || fault == PROF_FAULT_PRINTS || n != PROF_CHECK_N;
-  size_t k = 0;
-  while (k < r->n_faulty && strcmp(r->faulty[k].name, c->name) != 0) k++;
-  if (k == r->n_faulty) {
-    if (k == MAX_FAULTY_KERNELS) return;
-    prof_faulty_kernel *f = &r->faulty[r->n_faulty++];
-    snprintf(f->name, sizeof f->name, "%s", c->name);
-    f->fault = fault;
-    describe_point(gc, n, rr, f->first_at, sizeof f->first_at);
-    snprintf(f->first_why, sizeof f->first_why, "%s", why);
+  int out = fault == PROF_FAULT_HUNG || fault == PROF_FAULT_PRINTS || n != PROF_CHECK_N, fresh;
+  char at[160];
+  describe_point(gc, n, rr, at, sizeof at);
+  prof_kernel_note *x = note_kernel(r, c->name, fault, at, why, &fresh);
+  if (!x) return;
+  if (fresh) {
     r->n_faulty_by[fault]++;
     prof_progress_end(&r->prog);
-    fprintf(stderr, "txtune profile: %s in %s: %s; %s\n", c->name, f->first_at, why,
+    fprintf(stderr, "txtune profile: %s in %s: %s; %s\n", c->name, at, why,
             out ? "it is left out of the rest of the profile"
                 : "it is excluded wherever it does so and the profile goes on");
   }
-  r->faulty[k].left_out |= out;
-  r->faulty[k].candidates++;
+  x->left_out |= out;
+  x->count++;
 }
 
 /* ---- kernels that fail to plan ---- */
-
-/* Which of the kernels that failed to plan p the estimate picks there (an index into pf), or
-   SIZE_MAX if none: judged by the dispatcher itself, which the profile's contexts leave to the
-   estimate (no table). Where it plans p, the first kernel it tried and saw fail
-   (txattn_plan_failed_get) that is one of pf; where it cannot, each kernel failed, and the first
-   of pf stands for its pick. `outcome` says which of the two. */
-static size_t estimate_pick(txattn_context *ctx, const txattn_problem *p,
-                            const prof_plan_failures *pf, char *outcome, size_t size) {
-  txattn_plan *plan = NULL;
-  txattn_status s = txattn_plan_create(ctx, p, NULL, &plan);
-  if (s != TXATTN_OK) {
-    snprintf(outcome, size, "without a table libtxattn cannot plan this point: %s: %s",
-             txattn_status_name(s), txattn_last_error());
-    return 0;
-  }
-  size_t pick = SIZE_MAX;
-  for (size_t i = 0; i < txattn_plan_failed_count(plan) && pick == SIZE_MAX; i++) {
-    const char *name;
-    txattn_status st;
-    if (txattn_plan_failed_get(plan, i, &name, &st) != TXATTN_OK) break;
-    for (size_t k = 0; k < pf->n && pick == SIZE_MAX; k++)
-      if (strcmp(pf->f[k].name, name) == 0) pick = k;
-  }
-  snprintf(outcome, size, "without a table libtxattn falls back to %s here",
-           txattn_plan_kernel(plan));
-  txattn_plan_free(plan);
-  return pick;
-}
 
 /* Copies s into buf as one line of printable characters, as the table's reasons are. */
 static void one_line(char *buf, size_t size, const char *s) {
@@ -163,45 +148,29 @@ static void one_line(char *buf, size_t size, const char *s) {
 }
 
 /* The kernels that failed to plan the point p (`what`) are left out of it: each (kernel, point)
-   is an exclusion of the table with the reason, a kernel's first failure is said on stderr, and
-   so is a point where the estimate's pick is among them (libtxattn without a table fails or
-   falls back there). */
+   is an exclusion of the table with the reason, and a kernel's first failure is said on stderr. */
 static void plan_failures(profile_run *r, const prof_grid_class *gc, int64_t n, int64_t rr,
-                          const txattn_problem *p, const prof_plan_failures *pf, const char *what) {
-  char outcome[512], reason[512], text[512];
-  size_t pick = estimate_pick(r->g.ctx[gc->ctx], p, pf, outcome, sizeof outcome);
+                          const prof_plan_failures *pf, const char *what) {
+  char reason[512], text[512];
   prof_progress_end(&r->prog);
   for (size_t i = 0; i < pf->n; i++) {
     const prof_plan_failure *f = &pf->f[i];
-    if (i == pick)
-      snprintf(text, sizeof text, "failed to plan (the estimate's pick here; %.180s): %.280s",
-               outcome, f->why);
-    else
-      snprintf(text, sizeof text, "failed to plan: %.380s", f->why);
+    snprintf(text, sizeof text, "failed to plan: %.380s", f->why);
     one_line(reason, sizeof reason, text);
     txattn_status s =
         prof_table_exclude(r->table, &gc->cls, f->name, 0, NULL, NULL, n, rr, NAN, reason);
     if (s != TXATTN_OK)
       tx_print_lib_error("profile", "cannot record a kernel that failed to plan", s);
     r->n_plan_failures++;
-    size_t k = 0;
-    while (k < r->n_failed_kernels && strcmp(r->failed[k].name, f->name) != 0) k++;
-    if (k == r->n_failed_kernels && k < MAX_FAILED_KERNELS) {
-      prof_failed_kernel *fk = &r->failed[r->n_failed_kernels++];
-      fk->name = f->name;
-      snprintf(fk->first_at, sizeof fk->first_at, "%s", what);
-      snprintf(fk->first_why, sizeof fk->first_why, "%s", f->why);
+    int fresh;
+    prof_kernel_note *x = note_kernel(r, f->name, PROF_FAULT_NONE, what, f->why, &fresh);
+    if (fresh)
       fprintf(stderr,
               "txtune profile: %s failed to plan %s: %s; it is left out of every point it fails "
               "to plan (the table's exclusions list them) and the profile goes on\n",
               f->name, what, f->why);
-    }
-    if (k < r->n_failed_kernels) r->failed[k].points++;
-  }
-  if (pick != SIZE_MAX) {
-    r->n_pick_failed++;
-    fprintf(stderr, "txtune profile: %s: the estimate's pick, %s, failed to plan; %s\n", what,
-            pf->f[pick].name, outcome);
+    r->n_failed_kernels += (size_t)fresh;
+    if (x) x->count++;
   }
 }
 
@@ -350,8 +319,8 @@ static int trial(profile_run *r, const prof_grid_class *gc, const txattn_problem
 
 /* Whether the kernel of that name was left out of the rest of the profile (note_fault). */
 static int left_out(const profile_run *r, const char *name) {
-  for (size_t k = 0; k < r->n_faulty; k++)
-    if (r->faulty[k].left_out && strcmp(r->faulty[k].name, name) == 0) return 1;
+  for (size_t k = 0; k < r->n_notes; k++)
+    if (r->notes[k].left_out && strcmp(r->notes[k].name, name) == 0) return 1;
   return 0;
 }
 
@@ -450,7 +419,7 @@ static int tensors_for(profile_run *r, const txattn_problem *p, txattn_tensors *
       pb = &r->bufs[i];
   if (!pb && r->n_bufs < sizeof r->bufs / sizeof r->bufs[0]) {
     txattn_problem big = *p;
-    for (size_t i = 0; i < r->g.n_cls; i++) { /* the most heads and the largest d of them */
+    for (size_t i = 0; i < r->g.n_cls; i++) { /* the most heads, rows and the largest d */
       const prof_grid_class *gc = &r->g.cls[i];
       txattn_problem q = prof_grid_problem(gc, n, 0);
       if (memcmp(&types, &(tx_dtypes){{q.q_type, q.k_type, q.v_type, q.o_type}}, sizeof types) ||
@@ -461,6 +430,7 @@ static int tensors_for(profile_run *r, const txattn_problem *p, txattn_tensors *
         continue;
       big.heads_kv = q.heads_kv > big.heads_kv ? q.heads_kv : big.heads_kv;
       big.heads_q = q.heads_q > big.heads_q ? q.heads_q : big.heads_q;
+      big.n_q = q.n_q > big.n_q ? q.n_q : big.n_q; /* a decode class may come first */
       big.d_qk = big.d_v = q.d_qk > big.d_qk ? q.d_qk : big.d_qk;
       big.batch = q.batch > big.batch ? q.batch : big.batch;
     }
@@ -747,7 +717,7 @@ static void measure_point(profile_run *r, size_t ni, size_t ci, size_t ri) {
       c[kept++] = c[i];
   nc = kept;
   if (r->update) nc = prof_update_candidates(r, gc, &p, n, rr, c, nc, PROF_MAX_CANDS, &pf);
-  if (pf.n > 0) plan_failures(r, gc, n, rr, &p, &pf, what);
+  if (pf.n > 0) plan_failures(r, gc, n, rr, &pf, what);
   size_t inexact, faulty, inexact_here = 0, faulty_timed = 0;
   nc = keep_trusty(r, gc, n, rr, &p, c, nc, foreseen, &inexact, &faulty);
   int timed = nc > 0 ? time_point(r, gc, rr, ri, &p, c, &nc, &inexact_here, &faulty_timed) : -2;
@@ -843,13 +813,14 @@ static void say_classes_left_out(const profile_run *r, FILE *f) {
 
 /* The kernels excluded for crashing, hanging or printing on a check or at a timed point. */
 static void say_faulty_kernels(const profile_run *r, FILE *f) {
-  if (r->n_faulty == 0) return;
-  fprintf(f, "\nkernels excluded for what they did on a check or at a timed point (the table's "
-             "exclusions list each candidate):\n");
-  for (size_t k = 0; k < r->n_faulty; k++) {
-    const prof_faulty_kernel *x = &r->faulty[k];
-    fprintf(f, "  %s: %zu candidate%s, the first in %s: %s%s\n", x->name, x->candidates,
-            plural(x->candidates), x->first_at, x->first_why,
+  for (size_t k = 0, said = 0; k < r->n_notes; k++) {
+    const prof_kernel_note *x = &r->notes[k];
+    if (x->fault == PROF_FAULT_NONE) continue;
+    if (!said++)
+      fprintf(f, "\nkernels excluded for what they did on a check or at a timed point (the "
+                 "table's exclusions list each candidate):\n");
+    fprintf(f, "  %s: %zu candidate%s, the first in %s: %s%s\n", x->name, x->count,
+            plural(x->count), x->first_at, x->first_why,
             x->left_out ? "; left out of the rest of the profile" : "");
   }
 }
@@ -895,13 +866,10 @@ static int write_table(profile_run *r) {
   if (r->n_failed_kernels == 0) return TX_EXIT_OK;
   printf("\nkernels that failed to plan points (left out of each; the table's exclusions list "
          "every one, `txtune show` with the reason):\n");
-  for (size_t k = 0; k < r->n_failed_kernels; k++)
-    printf("  %s: %zu point%s, the first %s: %s\n", r->failed[k].name, r->failed[k].points,
-           r->failed[k].points == 1 ? "" : "s", r->failed[k].first_at, r->failed[k].first_why);
-  if (r->n_pick_failed)
-    printf("at %zu point%s the estimate's pick was one of them: without a table libtxattn fails "
-           "or falls back to another kernel there\n",
-           r->n_pick_failed, r->n_pick_failed == 1 ? "" : "s");
+  for (size_t k = 0; k < r->n_notes; k++)
+    if (r->notes[k].fault == PROF_FAULT_NONE)
+      printf("  %s: %zu point%s, the first %s: %s\n", r->notes[k].name, r->notes[k].count,
+             plural(r->notes[k].count), r->notes[k].first_at, r->notes[k].first_why);
   return TX_EXIT_OK;
 }
 

@@ -69,9 +69,7 @@ static json_t *dtypes(const profile_run *r) {
   for (size_t i = 0; i < r->g.n_skipped; i++)
     json_array_append_new(
         skipped, json_pack("{s:s, s:s}", "class", r->g.skipped[i].cls, "why", r->g.skipped[i].why));
-  return json_pack("{s:o, s:b, s:i, s:o}", "combinations", combos, "all_bf16_prefill",
-                   r->dtypes.n == 0 && !r->quick, "prefill_n_max", GRID_TYPED_PREFILL_N_MAX,
-                   "not_measured", skipped);
+  return json_pack("{s:o, s:o}", "combinations", combos, "not_measured", skipped);
 }
 
 /* The kernels excluded for a fault, by fault. */
@@ -85,20 +83,12 @@ static json_t *faults(const profile_run *r) {
   for (int f = 0; f < PROF_FAULT_COUNT_; f++) {
     if (!keys[f]) continue;
     json_t *a = json_array();
-    for (size_t i = 0; i < r->n_faulty; i++)
-      if (r->faulty[i].fault == (prof_fault)f)
-        json_array_append_new(a, json_string(r->faulty[i].name));
+    for (size_t i = 0; i < r->n_notes; i++)
+      if (r->notes[i].fault == (prof_fault)f)
+        json_array_append_new(a, json_string(r->notes[i].name));
     json_object_set_new(o, keys[f], a);
   }
   return o;
-}
-
-static double load_1min(void) {
-  FILE *f = fopen("/proc/loadavg", "r");
-  double l1 = -1;
-  if (f && fscanf(f, "%lf", &l1) != 1) l1 = -1;
-  if (f) fclose(f);
-  return l1;
 }
 
 void prof_set_header(profile_run *r, double elapsed) {
@@ -107,33 +97,23 @@ void prof_set_header(profile_run *r, double elapsed) {
   for (size_t i = 0; i < r->g.n_ctx; i++) th[i] = r->g.threads[i];
   qsort(r->spreads, r->n_spreads, sizeof r->spreads[0], tx_cmp_double);
   const prof_mode_knobs *m = &prof_modes[r->mode];
-  json_t *ragged = json_null();
-  for (size_t i = 0; i < r->g.n_cls && json_is_null(ragged); i++)
-    if (r->g.cls[i].cls.ragged)
-      ragged = json_pack("{s:I, s:I, s:s}", "batch", (json_int_t)r->g.cls[i].cls.batch, "n_min",
-                         (json_int_t)r->g.cls[i].n_min, "kv_lengths",
-                         "sequence b: max(1, n / den x num) keys for the (b mod 8)-th of 1/32, "
-                         "1/16, 1/8, 1/4, 1/2, 1, 3/32, 5/8; n the longest");
   json_t *o = json_pack(
-      "{s:s, s:f, s:f, s:o, s:o, s:o, s:o, s:o, s:o, s:{s:f, s:i, s:f, s:i}, "
-      "s:{s:[f, f], s:f, s:I}, s:{s:o}, s:I, s:I, s:o, s:{s:I, s:I, s:I}, "
-      "s:{s:i, s:i, s:f, s:f, s:I, s:o}, s:f, s:o, s:{s:o, s:o, s:o, s:o}, s:o}",
+      "{s:s, s:f, s:f, s:o, s:o, s:o, s:o, s:o, s:{s:f, s:i, s:f, s:i}, "
+      "s:{s:[f, f], s:f, s:I}, s:{s:o}, s:I, s:I, s:o, s:{s:I, s:I}, "
+      "s:{s:I, s:o}, s:f, s:{s:o, s:o, s:o, s:o}, s:o}",
       "mode", modes[r->mode], "budget_s", r->budget_s, "elapsed_s", elapsed, "threads",
       ints(th, r->g.n_ctx), "d", ints(r->g.d, r->g.n_d), "n", ints(r->g.n, r->g.n_n), "window_r",
-      ints(r->g.r, r->g.n_r), "dtypes", dtypes(r), "ragged", ragged, "timing", "min_run_s",
-      m->min_run_s, "runs", m->runs, "drop_ratio", PROF_DROP_RATIO, "variants", m->variants, "ties",
-      "within", PROF_TIE_MIN, PROF_TIE_MAX, "within_threaded", PROF_TIE_MAX_THREADED, "points",
+      ints(r->g.r, r->g.n_r), "dtypes", dtypes(r), "timing", "min_run_s", m->min_run_s, "runs",
+      m->runs, "drop_ratio", PROF_DROP_RATIO, "variants", m->variants, "ties", "within",
+      PROF_TIE_MIN, PROF_TIE_MAX, "within_threaded", PROF_TIE_MAX_THREADED, "points",
       (json_int_t)r->n_ties, "one_thread", "left_to_twin", twins(r), "points",
       (json_int_t)r->n_points, "points_left_out", (json_int_t)r->n_skipped, "classes_left_out",
       left_out(r), "plan_failures", "kernels", (json_int_t)r->n_failed_kernels, "kernel_points",
-      (json_int_t)r->n_plan_failures, "estimate_pick_points", (json_int_t)r->n_pick_failed,
-      "checks", "n", PROF_CHECK_N, "rows_per_point", PROF_CHECK_ROWS, "timeout_s",
-      fmin(PROF_CHECK_TIMEOUT_S, fmax(1.0, 0.1 * r->budget_s)), "floor_slack", PROF_FLOOR_SLACK,
-      "inexact_at_points", (json_int_t)r->n_inexact_at_point, "faults", faults(r),
-      "noise_median_spread", r->n_spreads ? r->spreads[r->n_spreads / 2] : 0.0, "load_1min",
-      known(load_1min()), "cpu_others", "before_cores", known(r->others_before), "during_cores",
-      known(r->others_during), "steal_before_cores", known(r->steal_before), "steal_during_cores",
-      known(r->steal_during), "levels", levels(r));
+      (json_int_t)r->n_plan_failures, "checks", "inexact_at_points",
+      (json_int_t)r->n_inexact_at_point, "faults", faults(r), "noise_median_spread",
+      r->n_spreads ? r->spreads[r->n_spreads / 2] : 0.0, "cpu_others", "before_cores",
+      known(r->others_before), "during_cores", known(r->others_during), "steal_before_cores",
+      known(r->steal_before), "steal_during_cores", known(r->steal_during), "levels", levels(r));
   char *text = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
   txattn_status s = text ? txattn_table_set_profile(r->table, text) : TXATTN_E_NOMEM;
   if (s != TXATTN_OK) tx_print_lib_error("profile", "cannot record the settings", s);

@@ -24,25 +24,17 @@ typedef struct prof_level {
   size_t points;
 } prof_level;
 
-/* A kernel that failed to plan points of the grid (prof_plan_failure): how many, and the first. */
-#define MAX_FAILED_KERNELS 32
-typedef struct prof_failed_kernel {
-  const char *name;
-  size_t points;
-  char first_at[160];  /* "none d64/64 g1 t1 n=4096" */
-  char first_why[384]; /* "TXATTN_E_PLUGIN: ..." */
-} prof_failed_kernel;
-
-/* A kernel excluded for what it did on a check (not for its answer): crashed, hung or printed. */
-#define MAX_FAULTY_KERNELS 32
-typedef struct prof_faulty_kernel {
+/* A kernel the summary names: one that failed to plan points (fault PROF_FAULT_NONE; count: its
+   points) or was excluded for what it did on a check (count: its candidates excluded so). */
+#define MAX_NOTED_KERNELS 64
+typedef struct prof_kernel_note {
   char name[64];
   prof_fault fault;
-  size_t candidates;  /* its candidates excluded so */
-  char first_at[160]; /* "none d16/16 g1 t1 n=64" */
-  char first_why[256];
+  size_t count;
+  char first_at[160];  /* "none d64/64 g1 t1 n=4096" */
+  char first_why[384]; /* "TXATTN_E_PLUGIN: ..." */
   int left_out; /* it hung, printed or faulted at a timed point: out of the rest of the profile */
-} prof_faulty_kernel;
+} prof_kernel_note;
 
 /* The tensors of every point at one n of the classes of one type combination, dense or ragged (a
    ragged one's kv_lens: prof_ragged_lens of n). */
@@ -92,13 +84,11 @@ typedef struct profile_run {
   size_t n_levels;
   size_t n_points, n_skipped, n_excluded, n_ties;
   size_t n_classes_out; /* classes with no point in the table (prof_class_fate says why) */
-  /* kernels that failed to plan a point: left out of that point, each (kernel, point) an
-     exclusion of the table; and the points where the estimate's pick was one of them */
-  prof_failed_kernel failed[MAX_FAILED_KERNELS];
-  size_t n_failed_kernels, n_plan_failures, n_pick_failed;
-  /* kernels excluded for crashing, hanging or printing on a check, and how many of each fault */
-  prof_faulty_kernel faulty[MAX_FAULTY_KERNELS];
-  size_t n_faulty, n_faulty_by[PROF_FAULT_COUNT_];
+  /* the kernels named in the summary; how many failed to plan, their (kernel, point) exclusions,
+     and the kernels excluded for each fault */
+  prof_kernel_note notes[MAX_NOTED_KERNELS];
+  size_t n_failed_kernels, n_plan_failures;
+  size_t n_notes, n_faulty_by[PROF_FAULT_COUNT_];
   size_t n_inexact_at_point; /* candidates exact on their check, found inexact at a timed point */
   double spreads[4096];
   size_t n_spreads;
