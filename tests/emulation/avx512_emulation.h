@@ -403,16 +403,12 @@ static inline __m512i emu512_ternarylogic_epi32(__m512i a, __m512i b, __m512i c,
   memcpy(&out, r, sizeof out);
   return out;
 }
-/* The low and the high 256 bits */
+/* The low and the high 256 bits, as the float forms' */
 static inline __m256i emu512_castsi512_si256(__m512i a) {
-  __m256i r;
-  memcpy(&r, &a, sizeof r);
-  return r;
+  return _mm256_castps_si256(emu512_castps512_ps256(emu512_castsi512_ps(a)));
 }
 static inline __m256i emu512_extracti64x4_epi64(__m512i a, int i) {
-  __m256i r;
-  memcpy(&r, (const char *)&a + (i & 1) * 32, sizeof r);
-  return r;
+  return _mm256_castpd_si256(emu512_extractf64x4_pd(emu512_castps_pd(emu512_castsi512_ps(a)), i));
 }
 /* VPCMPW (BW): bit i of the mask for 16-bit lane i */
 static inline __mmask32 emu512_cmpeq_epi16_mask(__m512i a, __m512i b) {
