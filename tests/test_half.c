@@ -448,7 +448,17 @@ static void check_vector_narrow(const half_ops *ops, int bf16) {
   cr_assert_eq(bad, 0, "%zu mismatches", bad);
 }
 
+/* The fp8 pair loads give the single loads' values, bit for bit (NaNs included). */
+static void check_fp8_pairs(const half_ops *ops) {
+  const int x86 = strcmp(ops->name, "avx2") == 0 || strcmp(ops->name, "avx512") == 0;
+  cr_assert(ops->fp8_pairs_differ || !x86, "%s: no fp8 pair loads", ops->name);
+  if (ops->fp8_pairs_differ)
+    cr_assert_eq(ops->fp8_pairs_differ(), 0, "%s: fp8 pair loads differ from single loads",
+                 ops->name);
+}
+
 static void check_ops(const half_ops *ops) {
+  check_fp8_pairs(ops);
   check_vector_widen(ops, 0);
   check_vector_widen(ops, 1);
   check_vector_narrow(ops, 0);

@@ -148,5 +148,21 @@ static inline vf vf_loadu_e4m3(const uint8_t *p) {
 static inline vf vf_loadu_e5m2(const uint8_t *p) {
   return _mm256_cvtph_ps(_mm_slli_epi16(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)p)), 8));
 }
+/* 2 VEC_W fp8 values as two vectors (*lo elements 0 .. 7, *hi 8 .. 15), the same values as two
+   single loads: the integer ops on all 16 at once in a ymm of 16-bit lanes. */
+#define VF_HAVE_FP8X2 1
+static inline void vf_loadu_e4m3x2(const uint8_t *p, vf *lo, vf *hi) {
+  const __m256i h = _mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)p)), 7);
+  const __m256i b14 =
+      _mm256_and_si256(_mm256_add_epi16(h, _mm256_set1_epi16(0x80)), _mm256_set1_epi16(0x4000));
+  const __m256i f = _mm256_xor_si256(h, b14);
+  *lo = _mm256_cvtph_ps(_mm256_castsi256_si128(f));
+  *hi = _mm256_cvtph_ps(_mm256_extracti128_si256(f, 1));
+}
+static inline void vf_loadu_e5m2x2(const uint8_t *p, vf *lo, vf *hi) {
+  const __m256i f = _mm256_slli_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)p)), 8);
+  *lo = _mm256_cvtph_ps(_mm256_castsi256_si128(f));
+  *hi = _mm256_cvtph_ps(_mm256_extracti128_si256(f, 1));
+}
 
 #endif /* VEC_AVX2_H */

@@ -194,5 +194,24 @@ static inline vf vf_loadu_e5m2(const uint8_t *p) {
   return _mm512_cvtph_ps(
       _mm256_slli_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)p)), 8));
 }
+/* 2 VEC_W fp8 values as two vectors (*lo elements 0 .. 15, *hi 16 .. 31), the same values as two
+   single loads: the integer ops on all 32 at once in a zmm of 16-bit lanes, vpternlog for the
+   NaN fix-up's mask and xor. */
+#define VF_HAVE_FP8X2 1
+static inline void vf_loadu_e4m3x2(const uint8_t *p, vf *lo, vf *hi) {
+  const __m512i h =
+      _mm512_slli_epi16(_mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)p)), 7);
+  /* h ^ ((h + 0x80) & 0x4000) */
+  const __m512i f = _mm512_ternarylogic_epi32(h, _mm512_add_epi16(h, _mm512_set1_epi16(0x80)),
+                                              _mm512_set1_epi16(0x4000), 0x78);
+  *lo = _mm512_cvtph_ps(_mm512_castsi512_si256(f));
+  *hi = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(f, 1));
+}
+static inline void vf_loadu_e5m2x2(const uint8_t *p, vf *lo, vf *hi) {
+  const __m512i f =
+      _mm512_slli_epi16(_mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)p)), 8);
+  *lo = _mm512_cvtph_ps(_mm512_castsi512_si256(f));
+  *hi = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(f, 1));
+}
 
 #endif /* VEC_AVX512_H */

@@ -145,6 +145,25 @@ TILED_INLINE vf tl_loadu_unscaled(const void *row, const int t, int64_t c) {
   if (t == TXATTN_DTYPE_E5M2) return vf_loadu_e5m2(r + c);
   return tl_loadu_as(row, t, c);
 }
+/* Whether tl_loadu2_fp8 widens rows of type t two vectors at a time (fp8 where the vector layer
+   has its pair loads). */
+#ifdef VF_HAVE_FP8X2
+#define TL_FP8X2(t) ((t) == TXATTN_DTYPE_E4M3 || (t) == TXATTN_DTYPE_E5M2)
+#else
+#define TL_FP8X2(t) 0
+#endif
+/* Elements c .. c + 2 VEC_W of an fp8 row (TL_FP8X2) into *lo, *hi: tl_loadu_unscaled's values. */
+TILED_INLINE void tl_loadu2_fp8(const void *row, const int t, int64_t c, vf *lo, vf *hi) {
+#ifdef VF_HAVE_FP8X2
+  if (t == TXATTN_DTYPE_E4M3)
+    vf_loadu_e4m3x2((const uint8_t *)row + c, lo, hi);
+  else
+    vf_loadu_e5m2x2((const uint8_t *)row + c, lo, hi);
+#else
+  *lo = tl_loadu_unscaled(row, t, c);
+  *hi = tl_loadu_unscaled(row, t, c + VEC_W);
+#endif
+}
 /* The same values as every kernel computes on them (txattn_row_to_f32): fp8 times its head's factor
    sc (tl_kv_scale, in every lane), rounded to fp32 once: the product of the stored value and the
    head's scale, rounded once, as the factor's 2^8 for e4m3 moves no rounding (every such product is

@@ -272,8 +272,29 @@ TILED_INLINE void td_dot(const float *q, const void *const *kr, const void *cons
     }
   } else
 #endif
+  {
+    int64_t c0 = 0;
+    /* fp8 two vectors a load (tl_loadu2_fp8), the FMAs in the same order */
+    for (; TL_FP8X2(kt) && c0 + 2 * VEC_W <= dp; c0 += 2 * VEC_W) {
+      vf k0[TILED_DNK], k1[TILED_DNK];
+      const int64_t l0 = pf ? td_line_in(kt, c0) : -1, l1 = pf ? td_line_in(kt, c0 + VEC_W) : -1;
+      const int end = pf && c0 + 2 * VEC_W == dp;
+#pragma GCC unroll 8
+      for (int n = 0; n < nk; n++) {
+        tl_loadu2_fp8(kr[n], kt, c0, &k0[n], &k1[n]);
+        if (l0 >= 0) __builtin_prefetch((const char *)pk[n] + l0, 0, 2);
+        if (l1 >= 0) __builtin_prefetch((const char *)pk[n] + l1, 0, 2);
+        if (end) __builtin_prefetch((const char *)pk[n] + dp - 1, 0, 2);
+      }
+#pragma GCC unroll 8
+      for (int r = 0; r < nr; r++) {
+        vf qe = vf_load(q + r * dp + c0), qo = vf_load(q + r * dp + c0 + VEC_W);
+#pragma GCC unroll 8
+        for (int n = 0; n < nk; n++) a[r][n] = vf_fma(qo, k1[n], vf_fma(qe, k0[n], a[r][n]));
+      }
+    }
     /* q8_0 a block at a time, its scale widened once for the block's vectors */
-    for (int64_t cb = 0; cb < dp; cb += kt == TXATTN_DTYPE_Q8_0 ? 32 : VEC_W) {
+    for (int64_t cb = c0; cb < dp; cb += kt == TXATTN_DTYPE_Q8_0 ? 32 : VEC_W) {
       const int64_t ce = kt == TXATTN_DTYPE_Q8_0 ? cb + 32 : cb + VEC_W;
       vf bs[TILED_DNK];
 #pragma GCC unroll 8
@@ -301,6 +322,7 @@ TILED_INLINE void td_dot(const float *q, const void *const *kr, const void *cons
         }
       }
     }
+  }
 #ifdef VF_HAVE_HSUM16
   _Static_assert(TILED_DNK == 4 && TD_RG == 4, "a[][] is 16 vectors in a row");
   if (nr == 4 && nk == 4) {
@@ -373,7 +395,12 @@ TILED_INLINE void td_pv_acc(float *acc, int64_t ald, const float *alpha, const f
         continue;
       }
 #endif
-      if (vt == TXATTN_DTYPE_Q8_0 && TILED_DNT * VEC_W % 32 == 0 && 2 * VEC_W % 32 == 0) {
+      if (TL_FP8X2(vt)) { /* pairs of vectors a load, a last odd one alone */
+        if (n % 2 == 0 && n + 1 < nrv)
+          tl_loadu2_fp8(vr[j], vt, col + n * VEC_W, &vv[n], &vv[n + 1]);
+        else if (n % 2 == 0)
+          vv[n] = tl_loadu_unscaled(vr[j], vt, col + n * VEC_W);
+      } else if (vt == TXATTN_DTYPE_Q8_0 && TILED_DNT * VEC_W % 32 == 0 && 2 * VEC_W % 32 == 0) {
         /* tiles start at whole q8_0 blocks (every tile but a last single vector is a whole
            number of blocks wide here): the block's scale widened once for its vectors */
         const int64_t c = col + n * VEC_W;

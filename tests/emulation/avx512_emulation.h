@@ -360,6 +360,56 @@ static inline __m512i emu512_set1_epi16(short x) {
   for (int i = 0; i < 32; i++) r[i] = x;
   return emu_mi16(r);
 }
+/* VPMOVSXBW / VPMOVZXBW (BW): 32 bytes to 16-bit lanes */
+static inline __m512i emu512_cvtepi8_epi16(__m256i a) {
+  int8_t x[32];
+  memcpy(x, &a, sizeof x);
+  emu_i16x32 r;
+  for (int i = 0; i < 32; i++) r[i] = x[i];
+  return emu_mi16(r);
+}
+static inline __m512i emu512_cvtepu8_epi16(__m256i a) {
+  uint8_t x[32];
+  memcpy(x, &a, sizeof x);
+  emu_i16x32 r;
+  for (int i = 0; i < 32; i++) r[i] = x[i];
+  return emu_mi16(r);
+}
+/* VPSLLW / VPADDW (BW), modulo 2^16 */
+static inline __m512i emu512_slli_epi16(__m512i a, unsigned int n) {
+  emu_i16x32 x = emu_i16(a), r;
+  for (int i = 0; i < 32; i++) r[i] = n > 15 ? 0 : (int16_t)(uint16_t)((uint16_t)x[i] << n);
+  return emu_mi16(r);
+}
+static inline __m512i emu512_add_epi16(__m512i a, __m512i b) {
+  emu_i16x32 x = emu_i16(a), y = emu_i16(b), r;
+  for (int i = 0; i < 32; i++) r[i] = (int16_t)(uint16_t)((uint16_t)x[i] + (uint16_t)y[i]);
+  return emu_mi16(r);
+}
+/* VPTERNLOGD: bit j of each result is bit (4 a_j + 2 b_j + c_j) of imm */
+static inline __m512i emu512_ternarylogic_epi32(__m512i a, __m512i b, __m512i c, int imm) {
+  uint32_t x[16], y[16], z[16], r[16];
+  memcpy(x, &a, sizeof x);
+  memcpy(y, &b, sizeof y);
+  memcpy(z, &c, sizeof z);
+  for (int i = 0; i < 16; i++) {
+    r[i] = 0;
+    for (int j = 0; j < 32; j++) {
+      const unsigned idx = ((x[i] >> j) & 1u) << 2 | ((y[i] >> j) & 1u) << 1 | ((z[i] >> j) & 1u);
+      r[i] |= (uint32_t)((imm >> idx) & 1) << j;
+    }
+  }
+  __m512i out;
+  memcpy(&out, r, sizeof out);
+  return out;
+}
+/* The low and the high 256 bits, as the float forms' */
+static inline __m256i emu512_castsi512_si256(__m512i a) {
+  return _mm256_castps_si256(emu512_castps512_ps256(emu512_castsi512_ps(a)));
+}
+static inline __m256i emu512_extracti64x4_epi64(__m512i a, int i) {
+  return _mm256_castpd_si256(emu512_extractf64x4_pd(emu512_castps_pd(emu512_castsi512_ps(a)), i));
+}
 /* VPCMPW (BW): bit i of the mask for 16-bit lane i */
 static inline __mmask32 emu512_cmpeq_epi16_mask(__m512i a, __m512i b) {
   emu_i16x32 x = emu_i16(a), y = emu_i16(b);
@@ -509,6 +559,20 @@ static inline __m512 emu512_div_ps(__m512 a, __m512 b) {
 #define _mm512_load_si512 emu512_load_si512
 #undef _mm512_set1_epi16
 #define _mm512_set1_epi16 emu512_set1_epi16
+#undef _mm512_cvtepi8_epi16
+#define _mm512_cvtepi8_epi16 emu512_cvtepi8_epi16
+#undef _mm512_cvtepu8_epi16
+#define _mm512_cvtepu8_epi16 emu512_cvtepu8_epi16
+#undef _mm512_slli_epi16
+#define _mm512_slli_epi16 emu512_slli_epi16
+#undef _mm512_add_epi16
+#define _mm512_add_epi16 emu512_add_epi16
+#undef _mm512_ternarylogic_epi32
+#define _mm512_ternarylogic_epi32 emu512_ternarylogic_epi32
+#undef _mm512_castsi512_si256
+#define _mm512_castsi512_si256 emu512_castsi512_si256
+#undef _mm512_extracti64x4_epi64
+#define _mm512_extracti64x4_epi64 emu512_extracti64x4_epi64
 #undef _mm512_cmpeq_epi16_mask
 #define _mm512_cmpeq_epi16_mask emu512_cmpeq_epi16_mask
 #undef _mm512_cmpneq_epi16_mask
