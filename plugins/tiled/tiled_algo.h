@@ -745,37 +745,59 @@ TILED_INLINE void tl_modify_row(const tiled_geom *g, float *srow, int64_t a, int
 
 /* srow[j - k0] += the mask's value of key j, for j in [k0 + a, k0 + b) (exactly those keys: the
    mask holds no others): a boolean mask sets the hidden scores to -inf, an additive one adds its
-   value (widened exactly). Contiguous rows (key stride 1) go by vectors. */
-TILED_INLINE void tl_mask_row(const tiled_geom *g, float *srow, const void *mrow, int64_t a,
-                              int64_t b, int64_t k0) {
+   value (widened exactly). Contiguous rows (key stride 1) go by vectors. Returns whether the mask
+   may hide one of those keys: a boolean 0, an additive value not finite (-inf hides; +inf and NaN
+   only cost the careful P V path). An additive mask is known to hide nothing once it has been
+   read, so the pass that adds it tells, not the summary. */
+TILED_INLINE int tl_mask_row(const tiled_geom *g, float *srow, const void *mrow, int64_t a,
+                             int64_t b, int64_t k0) {
   if (g->mask_key != 1) {
-    for (int64_t j = a; j < b; j++) srow[j] += txm_mask_value(g->p, g->t, mrow, k0 + j);
-    return;
+    int hides = 0;
+    for (int64_t j = a; j < b; j++) {
+      const float x = txm_mask_value(g->p, g->t, mrow, k0 + j);
+      hides |= !isfinite(x);
+      srow[j] += x;
+    }
+    return hides;
   }
   if (g->mask == TXATTN_MASK_TENSOR_BOOL) {
     const unsigned char *m = (const unsigned char *)mrow + k0;
     const uint64_t ones = UINT64_C(0x0101010101010101), highs = UINT64_C(0x8080808080808080);
+    int hides = 0;
     int64_t j = a;
     for (; j + 8 <= b;
          j += 8) { /* 8 keys at a time: all shown (most often), all hidden, or mixed */
       uint64_t w;
       memcpy(&w, m + j, 8);
       if (((w - ones) & ~w & highs) == 0) continue; /* no zero byte: every key shown */
+      hides = 1;
       for (int u = 0; u < 8; u++) srow[j + u] = m[j + u] ? srow[j + u] : -INFINITY;
     }
-    for (; j < b; j++) srow[j] = m[j] ? srow[j] : -INFINITY;
-    return;
+    for (; j < b; j++) {
+      hides |= !m[j];
+      srow[j] = m[j] ? srow[j] : -INFINITY;
+    }
+    return hides;
   }
   const txattn_dtype mt = g->p->mask_type;
   const unsigned char *m = (const unsigned char *)mrow + k0 * (mt == TXATTN_DTYPE_F32 ? 4 : 2);
+  vf nf = vf_zero(); /* the sum of each value times 0: NaN iff a value is not finite */
   int64_t j = a;
   for (; j + VEC_W <= b; j += VEC_W) {
-    vf x = vf_add(vf_loadu(srow + j), tl_loadu_as(m, mt, j));
+    const vf mv = tl_loadu_as(m, mt, j);
+    vf x = vf_add(vf_loadu(srow + j), mv);
+    nf = vf_fma(mv, vf_zero(), nf);
     _Alignas(64) float buf[VEC_W];
     vf_store(buf, x);
     memcpy(srow + j, buf, sizeof buf);
   }
-  for (; j < b; j++) srow[j] += tl_elem(m, mt, j);
+  int hides = vf_hsum(nf) != 0.0f;
+  for (; j < b; j++) {
+    const float x = tl_elem(m, mt, j);
+    hides |= !isfinite(x);
+    srow[j] += x;
+  }
+  return hides;
 }
 
 /* tiled_ops.bool_scan: with AVX-512 BW or AVX2, the bytes' max (some key shown if it is not 0)
@@ -900,10 +922,10 @@ static int tl_modify_rows(const tiled_geom *g, const tiled_scratch *s, int64_t k
       tl_row_keys(s, r, k0, nk, &a, &b);
       if (a >= b) continue;
       tl_modify_row(g, s->s + r * g->bc, a, b, k0, s->slope[r], s->pos[r]);
-      const int h = g->mask && tl_mask_hides(g, s, r, k0);
-      if (h || (g->mask && g->mask != TXATTN_MASK_TENSOR_BOOL))
-        tl_mask_row(g, s->s + r * g->bc, s->mrow[r], a, b, k0);
-      hides |= h;
+      /* a boolean row the summary shows wholly is not read; an additive row is always added,
+         and hides what its values hide */
+      if (g->mask == TXATTN_MASK_TENSOR_BOOL ? tl_mask_hides(g, s, r, k0) : g->mask != 0)
+        hides |= tl_mask_row(g, s->s + r * g->bc, s->mrow[r], a, b, k0);
     }
   }
   return hides;
@@ -911,15 +933,34 @@ static int tl_modify_rows(const tiled_geom *g, const tiled_scratch *s, int64_t k
 
 /* ---- the query block against one key block ---- */
 
+/* Prefetches into L2 the additive mask's values of keys [j, j + TILED_KW) (those below n_kv) for
+   the rows of group gi. Always inlined: GCC deletes calls of a void function it finds has no side
+   effects, which a prefetch is not to it. */
+TILED_INLINE void tl_prefetch_mask(const tiled_geom *g, const tiled_scratch *s, int64_t gi,
+                                   int64_t j) {
+  const int64_t es = g->p->mask_type == TXATTN_DTYPE_F32 ? 4 : 2,
+                bytes = tl_min(TILED_KW, g->p->n_kv - j) * es;
+  for (int64_t r = gi * TILED_MR; bytes > 0 && r < (gi + 1) * TILED_MR; r++) {
+    const char *m = (const char *)s->mrow[r] + j * es;
+    for (int64_t c = 0; c < bytes; c += 64) __builtin_prefetch(m + c, 0, 2);
+    __builtin_prefetch(m + bytes - 1, 0, 2);
+  }
+}
+
 /* Step 1: each K panel is used by every row group that sees part of it before the next is touched,
-   so the panel stays in L1 and only the queries (one broadcast per row and k step) come from L2. */
+   so the panel stays in L1 and only the queries (one broadcast per row and k step) come from L2.
+   With an additive mask (the block's keys from k0), each call also prefetches its rows' mask values
+   of the panel, which tl_modify_rows adds once the block's scores are done: the read then overlaps
+   the arithmetic instead of stalling that pass (T5's bias, measured: docs/measurements.md). */
 static void tl_block_scores(const tiled_geom *g, const tiled_scratch *s, const float *kblk,
-                            int64_t ngr, int64_t ua, int64_t ub) {
+                            int64_t ngr, int64_t ua, int64_t ub, int64_t k0) {
   const int64_t dqk = g->dqk, bc = g->bc;
+  const int pf = g->mask && g->mask != TXATTN_MASK_TENSOR_BOOL && g->mask_key == 1;
   for (int64_t pn = ua / TILED_KW; pn * TILED_KW < ub; pn++) {
     for (int64_t gi = 0; gi < ngr; gi++) {
       const tiled_span *sp = &s->spans[gi];
       if (sp->ga >= sp->gb || sp->gb <= pn * TILED_KW || sp->ga >= (pn + 1) * TILED_KW) continue;
+      if (pf) tl_prefetch_mask(g, s, gi, k0 + pn * TILED_KW);
 #ifdef TILED_QK_PAIRS
       tlp_scores(g, s->qp + gi * TILED_MR * dqk, kblk, pn,
                  s->s + gi * TILED_MR * bc + pn * TILED_KW, bc);
@@ -996,7 +1037,7 @@ static void tl_block(const tiled_geom *g, const tiled_scratch *s, const float *k
     }
   }
   if (ua >= ub) return; /* no row sees this block */
-  tl_block_scores(g, s, kvblk, ngr, ua, ub);
+  tl_block_scores(g, s, kvblk, ngr, ua, ub, k0);
   const int hides = g->modified && tl_modify_rows(g, s, k0, nk, ngr);
   for (int64_t gi = 0; gi < ngr; gi++)
     if (s->spans[gi].ga < s->spans[gi].gb) tl_softmax_group(g, s, gi, k0, nk);

@@ -545,9 +545,7 @@ static int td_softmax_chunk(const tiled_geom *g, const tiled_scratch *s, int64_t
     if (a >= b) continue;
     tl_modify_row(g, s->s + r * TD_SLD, a, b, c0, s->slope[r], s->pos[r]);
     if (!g->mask) continue;
-    tl_mask_row(g, s->s + r * TD_SLD, s->mrow[r], a, b, c0);
-    hides |=
-        (tiled_mask_scan(g, s->mrow[r], c0 + a, c0 + b, TILED_MASK_HIDES) & TILED_MASK_HIDES) != 0;
+    hides |= tl_mask_row(g, s->s + r * TD_SLD, s->mrow[r], a, b, c0);
   }
   tl_softmax_rows(g, s, 0, nr, TD_SLD, c0, nk);
   for (int64_t r = 0; r < nr; r++) s->pv_alpha[r] *= s->alpha[r];

@@ -69,7 +69,7 @@ def test_every_paged_kernel_decodes_from_pages():
     want, _ = oracle(q, k, v, kv_lens=kv_lens)
     ran = 0
     for info in txattn.kernels():
-        if not info["usable"] or "paged" not in info["flags"]:
+        if not info["usable"] or "paged" not in info["flags"] or "f32" not in info["dtypes"]["q"]:
             continue
         o = txattn.attention(q, kp, vp, block_table=table, kv_lens=kv_lens, kernel=info["name"])
         assert np.max(np.abs(o - want)) <= 1e-5, info["name"]
