@@ -11,10 +11,6 @@
 #include "vec_exp2.h"
 #include "banded.h"
 
-static inline void vf_storeu(float *p, vf x) {
-  _mm512_storeu_ps(p, x);
-}
-
 /* Adds pairs of vectors' halves, then quarters, then pairs and single lanes inside 128-bit lanes
    (a transpose folded into the additions): after the four rounds lane 4k + m holds the sum of
    a[k + 4m], which one permutation puts at lane k + 4m. */

@@ -111,6 +111,15 @@ static inline void vf_store4x4(float *s, int64_t ld, vf x) {
   _mm_storeu_ps(s + 2 * ld, _mm512_extractf32x4_ps(x, 2));
   _mm_storeu_ps(s + 3 * ld, _mm512_extractf32x4_ps(x, 3));
 }
+/* x to s, any alignment. */
+static inline void vf_storeu(float *s, vf x) {
+  _mm512_storeu_ps(s, x);
+}
+/* Lanes 8 g .. 8 g + 7 of x to s + g ld, for g = 0, 1. */
+static inline void vf_store2x8(float *s, int64_t ld, vf x) {
+  _mm256_storeu_ps(s, _mm512_castps512_ps256(x));
+  _mm256_storeu_ps(s + ld, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)));
+}
 /* The 8 x 8 ymm transpose of vec_avx2.h, verbatim (that one is tested on this machine). */
 static inline void vf_transpose8(const float *const *src, int64_t c, float *dst, int64_t ld) {
   __m256 t0 = _mm256_unpacklo_ps(_mm256_loadu_ps(src[0] + c), _mm256_loadu_ps(src[1] + c));

@@ -243,22 +243,33 @@ TILED_INLINE int64_t td_line_in(const int t, int64_t c) {
   return line < tl_elem_bytes(t, c + VEC_W) ? line : -1;
 }
 
-/* s[r * sld + n] = q_r . k_n for nr rows and nk (at most TILED_DNK) K rows kr[n], both padded to
+/* K rows per score tile of nr rows of fp32 K read in place: where the 16-way reduction exists, as
+   many as fill its 16 accumulators (one row: 16 keys, two: 8), so that a decode without GQA ends a
+   tile in one reduction rather than one per key; else TILED_DNK. (16-bit K measured slower so:
+   16 rows read at once instead of 4.) */
+#ifdef VF_HAVE_HSUM16
+#define TD_NK(nr) ((nr) == 1 ? 16 : (nr) == 2 ? 8 : TILED_DNK)
+#define TD_NK_MAX 16
+#else
+#define TD_NK(nr) TILED_DNK
+#define TD_NK_MAX TILED_DNK
+#endif
+
+/* s[r * sld + n] = q_r . k_n for nr rows and nk (at most TD_NK_MAX) K rows kr[n], both padded to
    dp floats, of type kt (a constant): fp32 (the chunk buffers' or in place), or 16-bit read in
-   place; if pf, each line of the rows pk[n] (the next chunk's) as the same line of kr[n] is read. */
+   place; if pf, each line of the rows pk[n] (the next chunk's) as the same line of kr[n] is read.
+   a[r * nk + n] accumulates q_r . k_n. */
 TILED_INLINE void td_dot(const float *q, const void *const *kr, const void *const *pk, int64_t dp,
                          float *s, int64_t sld, const int nr, const int nk, const int kt,
                          const int pf) {
-  vf a[TD_RG][TILED_DNK];
-#pragma GCC unroll 8
-  for (int r = 0; r < nr; r++)
-#pragma GCC unroll 8
-    for (int n = 0; n < nk; n++) a[r][n] = vf_zero();
+  vf a[TD_RG * TILED_DNK > TD_NK_MAX ? TD_RG * TILED_DNK : TD_NK_MAX];
+#pragma GCC unroll 16
+  for (int i = 0; i < nr * nk; i++) a[i] = vf_zero();
 #ifdef TL_BF16X2
   if (kt == TL_BF16X2) { /* even then odd elements, as the queries' columns (td_load_rows) */
     for (int64_t c = 0; c < dp; c += 2 * VEC_W) {
-      vf ke[TILED_DNK], ko[TILED_DNK];
-#pragma GCC unroll 8
+      vf ke[TD_NK_MAX], ko[TD_NK_MAX];
+#pragma GCC unroll 16
       for (int n = 0; n < nk; n++) {
         vf_loadu_bf16x2((const uint16_t *)kr[n] + c, &ke[n], &ko[n]);
         if (pf) __builtin_prefetch((const uint16_t *)pk[n] + c, 0, 2); /* 64 bytes a step */
@@ -266,8 +277,9 @@ TILED_INLINE void td_dot(const float *q, const void *const *kr, const void *cons
 #pragma GCC unroll 8
       for (int r = 0; r < nr; r++) {
         vf qe = vf_load(q + r * dp + c), qo = vf_load(q + r * dp + c + VEC_W);
-#pragma GCC unroll 8
-        for (int n = 0; n < nk; n++) a[r][n] = vf_fma(qo, ko[n], vf_fma(qe, ke[n], a[r][n]));
+#pragma GCC unroll 16
+        for (int n = 0; n < nk; n++)
+          a[r * nk + n] = vf_fma(qo, ko[n], vf_fma(qe, ke[n], a[r * nk + n]));
       }
     }
   } else
@@ -276,10 +288,10 @@ TILED_INLINE void td_dot(const float *q, const void *const *kr, const void *cons
     int64_t c0 = 0;
     /* fp8 two vectors a load (tl_loadu2_fp8), the FMAs in the same order */
     for (; TL_FP8X2(kt) && c0 + 2 * VEC_W <= dp; c0 += 2 * VEC_W) {
-      vf k0[TILED_DNK], k1[TILED_DNK];
+      vf k0[TD_NK_MAX], k1[TD_NK_MAX];
       const int64_t l0 = pf ? td_line_in(kt, c0) : -1, l1 = pf ? td_line_in(kt, c0 + VEC_W) : -1;
       const int end = pf && c0 + 2 * VEC_W == dp;
-#pragma GCC unroll 8
+#pragma GCC unroll 16
       for (int n = 0; n < nk; n++) {
         tl_loadu2_fp8(kr[n], kt, c0, &k0[n], &k1[n]);
         if (l0 >= 0) __builtin_prefetch((const char *)pk[n] + l0, 0, 2);
@@ -289,24 +301,25 @@ TILED_INLINE void td_dot(const float *q, const void *const *kr, const void *cons
 #pragma GCC unroll 8
       for (int r = 0; r < nr; r++) {
         vf qe = vf_load(q + r * dp + c0), qo = vf_load(q + r * dp + c0 + VEC_W);
-#pragma GCC unroll 8
-        for (int n = 0; n < nk; n++) a[r][n] = vf_fma(qo, k1[n], vf_fma(qe, k0[n], a[r][n]));
+#pragma GCC unroll 16
+        for (int n = 0; n < nk; n++)
+          a[r * nk + n] = vf_fma(qo, k1[n], vf_fma(qe, k0[n], a[r * nk + n]));
       }
     }
     /* q8_0 a block at a time, its scale widened once for the block's vectors */
     for (int64_t cb = c0; cb < dp; cb += kt == TXATTN_DTYPE_Q8_0 ? 32 : VEC_W) {
       const int64_t ce = kt == TXATTN_DTYPE_Q8_0 ? cb + 32 : cb + VEC_W;
-      vf bs[TILED_DNK];
-#pragma GCC unroll 8
+      vf bs[TD_NK_MAX];
+#pragma GCC unroll 16
       for (int n = 0; n < nk; n++)
         bs[n] = kt == TXATTN_DTYPE_Q8_0 ? tl_bcast_f16((const char *)kr[n] + tl_elem_bytes(kt, cb))
                                         : vf_zero();
 #pragma GCC unroll 4
       for (int64_t c = cb; c < ce; c += VEC_W) {
-        vf kv[TILED_DNK];
+        vf kv[TD_NK_MAX];
         const int64_t line = pf ? td_line_in(kt, c) : -1;
         const int end = pf && TD_8BIT(kt) && c + VEC_W == dp; /* the last line of the row */
-#pragma GCC unroll 8
+#pragma GCC unroll 16
         for (int n = 0; n < nk; n++) {
           kv[n] = kt == TXATTN_DTYPE_Q8_0
                       ? vf_mul(vf_loadu_i8((const int8_t *)kr[n] + tl_elem_bytes(kt, c) + 2), bs[n])
@@ -317,23 +330,28 @@ TILED_INLINE void td_dot(const float *q, const void *const *kr, const void *cons
 #pragma GCC unroll 8
         for (int r = 0; r < nr; r++) {
           vf qv = vf_load(q + r * dp + c);
-#pragma GCC unroll 8
-          for (int n = 0; n < nk; n++) a[r][n] = vf_fma(qv, kv[n], a[r][n]);
+#pragma GCC unroll 16
+          for (int n = 0; n < nk; n++) a[r * nk + n] = vf_fma(qv, kv[n], a[r * nk + n]);
         }
       }
     }
   }
 #ifdef VF_HAVE_HSUM16
-  _Static_assert(TILED_DNK == 4 && TD_RG == 4, "a[][] is 16 vectors in a row");
-  if (nr == 4 && nk == 4) {
-    vf_store4x4(s, sld, vf_hsum16(&a[0][0]));
+  if (nr * nk == 16) { /* lane r * nk + n of the reduction is q_r . k_n */
+    const vf x = vf_hsum16(a);
+    if (nr == 1)
+      vf_storeu(s, x);
+    else if (nr == 2)
+      vf_store2x8(s, sld, x);
+    else
+      vf_store4x4(s, sld, x);
     return;
   }
 #endif
-#pragma GCC unroll 8
+#pragma GCC unroll 4
   for (int r = 0; r < nr; r++)
-#pragma GCC unroll 8
-    for (int n = 0; n < nk; n++) s[r * sld + n] = vf_hsum(a[r][n]);
+#pragma GCC unroll 16
+    for (int n = 0; n < nk; n++) s[r * sld + n] = vf_hsum(a[r * nk + n]);
 }
 
 /* A share of the copy (TD_COPY) between two micro-kernel calls. */
@@ -346,11 +364,14 @@ TILED_INLINE void td_scores(const tiled_geom *g, const tiled_scratch *s, const v
                             const void *const *pk, int64_t ua, int64_t ub, td_copier *cp,
                             const int nr, const int mode) {
   const int kt = TD_SRC_TYPE(mode), pf = TD_IN_PLACE(mode);
+  const int nk = mode == TD_F32 ? TD_NK(nr) : TILED_DNK;
   int64_t j = ua;
-  for (; j + TILED_DNK <= ub; j += TILED_DNK) {
+  for (; j + nk <= ub; j += nk) {
     td_copy_step(cp, mode);
-    td_dot(s->qp, kr + j, pk + j, g->dqkp, s->s + j, TD_SLD, nr, TILED_DNK, kt, pf);
+    td_dot(s->qp, kr + j, pk + j, g->dqkp, s->s + j, TD_SLD, nr, nk, kt, pf);
   }
+  for (; nk > TILED_DNK && j + TILED_DNK <= ub; j += TILED_DNK)
+    td_dot(s->qp, kr + j, pk + j, g->dqkp, s->s + j, TD_SLD, nr, TILED_DNK, kt, pf);
   for (; j < ub; j++) td_dot(s->qp, kr + j, pk + j, g->dqkp, s->s + j, TD_SLD, nr, 1, kt, pf);
 }
 
