@@ -66,18 +66,20 @@ static txattn_problem dense_of(const txattn_problem *p) {
   return d;
 }
 
-/* Sequence by sequence, each a batch-1 call of its own kv_len, on contiguous K and V; sequences of
-   none make no call. */
+/* Sequence by sequence, each a batch-1 call of its own kv_len (and its own query rows with
+   --q-lens), on contiguous K and V; sequences of no key or no query row make no call. */
 static txattn_status per_sequence(const tx_buffers *b, const tx_serving *s, tx_bench_planner plan,
                                   void *arg, variant *v) {
   const txattn_problem *p = &b->p;
   if (variant_alloc(v, s->n) != 0) return TXATTN_E_NOMEM;
   for (size_t i = 0; i < s->n; i++) {
     const int64_t bb = (int64_t)i;
-    if (s->kv_lens[i] == 0) continue;
+    const int64_t n_q = b->q_lens ? b->q_lens[i] : p->n_q;
+    if (s->kv_lens[i] == 0 || n_q == 0) continue;
     txattn_problem one = dense_of(p);
     one.batch = 1;
     one.ragged = 0;
+    one.n_q = n_q;
     one.n_kv = s->kv_lens[i];
     txattn_tensors t = tx_bench_explicit_tensors(b);
     t.q_data = offset(b->q, p->q_type, bb * b->q_str.batch);
