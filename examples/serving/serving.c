@@ -340,8 +340,9 @@ static void *zalloc(int64_t n, size_t size) {
    pages (madvise is a hint), so that reading pages in a shuffled order costs no page walk per
    4 KiB. Zeroed. */
 static void *pool_alloc(int64_t n, size_t size) {
-  const size_t huge = (size_t)2 << 20,
-               whole = ((size_t)(n > 0 ? n : 1) * size + huge - 1) / huge * huge;
+  const size_t huge = (size_t)2 << 20, count = (size_t)(n > 0 ? n : 1);
+  if (size == 0 || count > (SIZE_MAX - huge) / size) return NULL; /* n * size would wrap */
+  const size_t whole = (count * size + huge - 1) / huge * huge;
   void *m = aligned_alloc(huge, whole);
   if (!m) return NULL;
 #ifdef MADV_HUGEPAGE
