@@ -337,7 +337,7 @@ void tx_serving_opts(tx_serving_args *a, tx_opt *o) {
                      "q, o and lse packed without padding, each sequence's rows from q_offsets");
   o[4] = tx_opt_string("q-lens", &a->q_lens, "L1,L2,...",
                        "with --kv-lens, each sequence's query rows (0 allowed; ragged, or packed "
-                       "with --packed) instead of N for every one");
+                       "with --packed) instead of N for every one; --n defaults to the longest");
 }
 
 /* A list of lengths from 0 to big separated by commas (--kv-lens, --q-lens) into out[*n], with

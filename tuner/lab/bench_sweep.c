@@ -96,14 +96,16 @@ static int has_window(const tx_sweep_axes *axes) {
 
 int tx_sweep_problems(const tx_cmd_spec *spec, const tx_problem_args *a, const tx_sweep_axes *axes,
                       txattn_problem **out, size_t *n_out) {
-  size_t n_n = axes->n_n ? axes->n_n : 1; /* no --n: one problem, for problem_cli's message */
+  /* no --n: one problem, of the n --q-lens implies (tx_serving_apply_args) or problem_cli's
+     message */
+  size_t n_n = axes->n_n ? axes->n_n : 1;
   txattn_problem *p = calloc(n_n * axes->n_mask, sizeof *p);
   if (!p) return tx_args_usage_error(spec, "out of memory");
   size_t k = 0;
   for (size_t m = 0; m < axes->n_mask; m++)
     for (size_t i = 0; i < n_n; i++) {
       tx_problem_args one = *a;
-      one.n = axes->n_n ? axes->n[i] : TX_UNSET;
+      one.n = axes->n_n ? axes->n[i] : a->n;
       one.mask = axes->mask[m];
       /* the window options belong to the window points; without any, problem_cli says why */
       if (one.mask >= 0 && one.mask != TXATTN_MASK_WINDOW && has_window(axes))

@@ -178,6 +178,10 @@ static int parse(bench_run *r, int argc, char **argv) {
   if ((rc = tx_serving_from_args(&r->spec, &o->serving, &r->serving)) != 0) return rc;
   if ((rc = tx_serving_apply_args(&r->spec, &r->serving, &o->prob)) != 0) return rc;
   rc = parse_axes(r);
+  for (size_t i = 0; !rc && i < r->n_pts && r->serving.n_q_lens; i++)
+    if (r->probs[i].n_q < r->serving.max_q)
+      rc = tx_args_usage_error(&r->spec, "--n %lld is less than the longest of --q-lens, %lld",
+                               (long long)r->probs[i].n_q, (long long)r->serving.max_q);
   if (!rc) rc = tx_serving_merge_check(&r->spec, &r->serving, r->probs, r->n_pts);
   for (size_t i = 0; !rc && i < r->n_pts; i++) tx_serving_apply(&r->serving, &r->probs[i]);
   return rc ? rc : -1;
