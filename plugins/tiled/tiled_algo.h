@@ -246,6 +246,14 @@ TILED_INLINE void tl_prefetch_row(const tiled_geom *g, const void *base, const i
   __builtin_prefetch(row + bytes - 1, 0, 0); /* rows not aligned to lines (q8_0's) */
 }
 
+/* Prefetches into L2 the cache lines of the `bytes` bytes at p (any alignment). Always inlined,
+   as every function here that prefetches: GCC judges a separate void function of prefetches free
+   of side effects and deletes its calls. */
+TILED_INLINE void tl_prefetch_l2(const void *p, int64_t bytes) {
+  for (int64_t c = 0; c < bytes; c += 64) __builtin_prefetch((const char *)p + c, 0, 2);
+  __builtin_prefetch((const char *)p + bytes - 1, 0, 2);
+}
+
 /* Keys [key, key + W) of a K panel of type kt, all present: W x W transposes (a block of another
    type is widened into tmp first, fp8 times the head's scale), then the columns past the last full
    vector one by one. */
@@ -934,17 +942,13 @@ static int tl_modify_rows(const tiled_geom *g, const tiled_scratch *s, int64_t k
 /* ---- the query block against one key block ---- */
 
 /* Prefetches into L2 the additive mask's values of keys [j, j + TILED_KW) (those below n_kv) for
-   the rows of group gi. Always inlined: GCC deletes calls of a void function it finds has no side
-   effects, which a prefetch is not to it. */
+   the rows of group gi. */
 TILED_INLINE void tl_prefetch_mask(const tiled_geom *g, const tiled_scratch *s, int64_t gi,
                                    int64_t j) {
   const int64_t es = g->p->mask_type == TXATTN_DTYPE_F32 ? 4 : 2,
                 bytes = tl_min(TILED_KW, g->p->n_kv - j) * es;
-  for (int64_t r = gi * TILED_MR; bytes > 0 && r < (gi + 1) * TILED_MR; r++) {
-    const char *m = (const char *)s->mrow[r] + j * es;
-    for (int64_t c = 0; c < bytes; c += 64) __builtin_prefetch(m + c, 0, 2);
-    __builtin_prefetch(m + bytes - 1, 0, 2);
-  }
+  for (int64_t r = gi * TILED_MR; bytes > 0 && r < (gi + 1) * TILED_MR; r++)
+    tl_prefetch_l2((const char *)s->mrow[r] + j * es, bytes);
 }
 
 /* Step 1: each K panel is used by every row group that sees part of it before the next is touched,

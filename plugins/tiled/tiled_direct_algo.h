@@ -106,13 +106,6 @@ static void td_rows_of(const td_view *kv, int64_t j, int64_t n, const void **kr,
   }
 }
 
-/* Prefetches the cache lines of a row of `bytes` bytes into L2. Always inlined: as a separate void
-   function GCC may judge it free of side effects and delete its calls. */
-TILED_INLINE void td_prefetch_row(const void *row, int64_t bytes) {
-  for (int64_t c = 0; c < bytes; c += 64) __builtin_prefetch((const char *)row + c, 0, 2);
-  __builtin_prefetch((const char *)row + bytes - 1, 0, 2);
-}
-
 /* Step 0 where rows are copied (TD_COPY), done by td_copy_some() a few rows at a time: rows
    r < nk are K rows k[r] into kc, the rest V rows v[r - nk] into vc, each widened from its type and
    zero-padded; the rows pk, pv (npf of them) of a chunk further on are prefetched on the way. */
@@ -133,7 +126,7 @@ static void td_copy_some(td_copier *cp, int64_t n) {
     const int64_t r = cp->next, is_k = r < cp->nk, j = is_k ? r : r - cp->nk;
     const txattn_dtype t = is_k ? kv->kt : kv->vt;
     const int64_t n_el = is_k ? g->dqk : g->dv, np = is_k ? g->dqkp : g->dvp;
-    if (j < cp->npf) td_prefetch_row(is_k ? cp->pk[j] : cp->pv[j], tl_elem_bytes(t, n_el));
+    if (j < cp->npf) tl_prefetch_l2(is_k ? cp->pk[j] : cp->pv[j], tl_elem_bytes(t, n_el));
     tl_widen_row(is_k ? cp->k[j] : cp->v[j], t, is_k ? kv->ksc : kv->vsc, n_el, np,
                  is_k ? cp->kc + j * np : cp->vc + j * np);
   }
@@ -255,6 +248,19 @@ TILED_INLINE int64_t td_line_in(const int t, int64_t c) {
 #define TD_NK_MAX TILED_DNK
 #endif
 
+/* a[r * nk + n] += q_r[0 .. W) k0[n] + q_r[W .. 2W) k1[n] for the nr rows q_r = q + r * dp: a step
+   of two vectors of td_dot's columns, the first's FMA first. */
+TILED_INLINE void td_fma2(vf *a, const float *q, int64_t dp, const vf *k0, const vf *k1,
+                          const int nr, const int nk) {
+#pragma GCC unroll 8
+  for (int r = 0; r < nr; r++) {
+    const vf q0 = vf_load(q + r * dp), q1 = vf_load(q + r * dp + VEC_W);
+#pragma GCC unroll 16
+    for (int n = 0; n < nk; n++)
+      a[r * nk + n] = vf_fma(q1, k1[n], vf_fma(q0, k0[n], a[r * nk + n]));
+  }
+}
+
 /* s[r * sld + n] = q_r . k_n for nr rows and nk (at most TD_NK_MAX) K rows kr[n], both padded to
    dp floats, of type kt (a constant): fp32 (the chunk buffers' or in place), or 16-bit read in
    place; if pf, each line of the rows pk[n] (the next chunk's) as the same line of kr[n] is read.
@@ -274,13 +280,7 @@ TILED_INLINE void td_dot(const float *q, const void *const *kr, const void *cons
         vf_loadu_bf16x2((const uint16_t *)kr[n] + c, &ke[n], &ko[n]);
         if (pf) __builtin_prefetch((const uint16_t *)pk[n] + c, 0, 2); /* 64 bytes a step */
       }
-#pragma GCC unroll 8
-      for (int r = 0; r < nr; r++) {
-        vf qe = vf_load(q + r * dp + c), qo = vf_load(q + r * dp + c + VEC_W);
-#pragma GCC unroll 16
-        for (int n = 0; n < nk; n++)
-          a[r * nk + n] = vf_fma(qo, ko[n], vf_fma(qe, ke[n], a[r * nk + n]));
-      }
+      td_fma2(a, q + c, dp, ke, ko, nr, nk);
     }
   } else
 #endif
@@ -298,13 +298,7 @@ TILED_INLINE void td_dot(const float *q, const void *const *kr, const void *cons
         if (l1 >= 0) __builtin_prefetch((const char *)pk[n] + l1, 0, 2);
         if (end) __builtin_prefetch((const char *)pk[n] + dp - 1, 0, 2);
       }
-#pragma GCC unroll 8
-      for (int r = 0; r < nr; r++) {
-        vf qe = vf_load(q + r * dp + c0), qo = vf_load(q + r * dp + c0 + VEC_W);
-#pragma GCC unroll 16
-        for (int n = 0; n < nk; n++)
-          a[r * nk + n] = vf_fma(qo, k1[n], vf_fma(qe, k0[n], a[r * nk + n]));
-      }
+      td_fma2(a, q + c0, dp, k0, k1, nr, nk);
     }
     /* q8_0 a block at a time, its scale widened once for the block's vectors */
     for (int64_t cb = c0; cb < dp; cb += kt == TXATTN_DTYPE_Q8_0 ? 32 : VEC_W) {
