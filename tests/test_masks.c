@@ -47,7 +47,7 @@ struct kshape {
   enum pattern pattern;
   double hide, bias; /* RANDOM: the share of hidden pairs and the bias' amplitude */
   int64_t doc;       /* DOCS: keys per document */
-  int bcast;         /* bit 0: batch stride 0, bit 1: head stride 0, bit 2: row stride 0 */
+  int bcast; /* bit 0: batch stride 0, bit 1: head stride 0, bit 2: row stride 0, bit 3: key 0 */
   float softcap, slope, sink;
   int64_t sink_keys;
   int ragged;
@@ -74,7 +74,7 @@ static double mask_at(const struct kcase *c, int64_t b, int64_t h, int64_t i, in
 static void fill_mask(struct kcase *c, uint64_t *st) {
   const struct kshape *s = &c->s;
   int64_t b = c->p.batch, hq = c->p.heads_q, nq = c->p.n_q, nkv = c->p.n_kv;
-  c->ml.key = 1;
+  c->ml.key = s->bcast & 8 ? 0 : 1;
   c->ml.row = s->bcast & 4 ? 0 : nkv;
   c->ml.head = s->bcast & 2 ? 0 : nq * nkv;
   c->ml.batch = s->bcast & 1 ? 0 : hq * nq * nkv;
@@ -104,7 +104,7 @@ static void fill_mask(struct kcase *c, uint64_t *st) {
             hidden = (battery_uniform(st) + 1.0) / 2.0 < s->hide;
             break;
           }
-          size_t at = (size_t)(x * c->ml.batch + h * c->ml.head + i * c->ml.row + j);
+          size_t at = (size_t)(x * c->ml.batch + h * c->ml.head + i * c->ml.row + j * c->ml.key);
           if (s->kind == TXATTN_MASK_TENSOR_BOOL)
             ((unsigned char *)c->mask)[at] = hidden ? 0 : (unsigned char)(1 + (at % 7));
           else
@@ -396,6 +396,40 @@ static const struct kshape battery[] = {
      .pattern = DOCS,
      .doc = 100,
      .sink_keys = 3},
+    /* decode with every modifier (banded's one-row path too), and a mask broadcast over the keys:
+       one value a row, so some rows are hidden wholly */
+    {.heads_q = 4,
+     .heads_kv = 2,
+     .n_q = 3,
+     .n_kv = 500,
+     .d = 32,
+     .mask = TXATTN_MASK_WINDOW,
+     .left = 200,
+     .right = 0,
+     .kind = ADD_MASK,
+     .mask_type = TXATTN_DTYPE_F16,
+     .hide = 0.3,
+     .bias = 2.0,
+     .softcap = 5.0f,
+     .slope = 0.5f,
+     .sink = 2.0f,
+     .sink_keys = 4,
+     .amplitude = 2.0f},
+    {.heads_q = 8,
+     .heads_kv = 2,
+     .n_q = 1,
+     .n_kv = 400,
+     .d = 32,
+     .mask = TXATTN_MASK_WINDOW,
+     .left = 150,
+     .right = 0,
+     .kind = ADD_MASK,
+     .mask_type = TXATTN_DTYPE_BF16,
+     .hide = 0.4,
+     .bias = 2.0,
+     .bcast = 8,
+     .sink_keys = 4,
+     .sink = 1.0f},
 };
 #define N_BATTERY (sizeof battery / sizeof battery[0])
 
@@ -602,6 +636,51 @@ Test(masks, hidden_nans_reach_no_decode_row) {
                 (long long)(i / 16), (long long)(i % 16));
   }
   cr_assert(ran >= 1, "no tiled kernel ran the decode call");
+  kcase_free(&c);
+  txattn_context_free(ctx);
+}
+
+/* At decode with sink keys, on every kernel with the flag: a NaN in the V row of a sink key the
+   mask hides from every row reaches no row, a row the mask hides wholly gets zeros and lse -inf,
+   and a NaN bias at a visible key makes its own row NaN only. */
+Test(masks, decode_rows_the_mask_empties_or_poisons) {
+  struct kshape s = {.heads_q = 4,
+                     .heads_kv = 1,
+                     .n_q = 1,
+                     .n_kv = 300,
+                     .d = 16,
+                     .mask = TXATTN_MASK_WINDOW,
+                     .left = 100,
+                     .right = 0,
+                     .kind = ADD_MASK,
+                     .bias = 1.0,
+                     .sink_keys = 2};
+  txattn_context *ctx = test_context(1);
+  struct kernel_list l;
+  test_kernel_list(ctx, &l);
+  struct kcase c;
+  kcase_init(&c, &s, 23);
+  float *m = c.mask, *o = c.d.o;
+  for (int64_t h = 0; h < 4; h++) m[h * c.ml.head + 1] = -INFINITY;
+  for (int64_t x = 0; x < 16; x++) ((float *)c.d.v)[1 * 16 + x] = NAN;
+  for (int64_t j = 0; j < 300; j++) m[1 * c.ml.head + j] = -INFINITY;
+  m[2 * c.ml.head + 250] = NAN;
+  int ran = 0;
+  for (size_t j = 0; j < l.n; j++) {
+    if (!run_masked(ctx, &l.k[j], &c)) continue;
+    ran += strncmp(l.k[j].name, "banded", 6) == 0;
+    for (int64_t x = 0; x < 16; x++) {
+      cr_assert(isfinite(o[x]) && isfinite(o[3 * 16 + x]), "%s: column %lld of head 0 or 3",
+                l.k[j].name, (long long)x);
+      cr_assert(o[16 + x] == 0.0f, "%s: head 1 (hidden) column %lld is %g", l.k[j].name,
+                (long long)x, (double)o[16 + x]);
+      cr_assert(isnan(o[2 * 16 + x]), "%s: head 2 (a NaN bias) column %lld is %g", l.k[j].name,
+                (long long)x, (double)o[2 * 16 + x]);
+    }
+    cr_assert(c.d.lse[1] == -INFINITY, "%s: the hidden row's lse is %g", l.k[j].name,
+              (double)c.d.lse[1]);
+  }
+  cr_assert(ran >= 1, "no banded kernel ran the decode call");
   kcase_free(&c);
   txattn_context_free(ctx);
 }

@@ -64,12 +64,27 @@ typedef struct banded_head {
      exp2_scale is fl(log2 e) and lse_scale 1. slope and sink are the head's ALiBi slope (0: none)
      and sink logit (-inf: none); pos_shift = n_kv - n_q puts row i at key position i + pos_shift;
      sink_keys > 0 adds keys [0, sink_keys) beside a row's range (txattn_visible_ranges), their
-     scores kept in the first sink_stride floats of each score row. */
-  int modified, alibi;
+     scores kept in the first sink_stride floats of each score row. A mask tensor (mask: its kind,
+     0 for none; the vector kernels' one-row path only, banded_mask_applicable) is read from
+     mask0, the head's row 0, mask_row bytes a row; an additive one makes the scores modified. */
+  int modified, alibi, mask;
+  const txattn_tensors *t;
+  const unsigned char *mask0;
+  int64_t mask_row;
   float abs_scale, exp2_scale, softcap, inv_softcap, slope;
   double lse_scale, sink;
   int64_t pos_shift, sink_keys, sink_stride;
 } banded_head;
+
+/* Which problems with a mask tensor the vector kernels take: those of fewer than BANDED_MR query
+   rows (decode), whose rows all go the one-row path, where the mask is applied to a row's scores
+   before its max. Rows in groups would need the mask inside the panel blocks; the tiled kernels
+   (which skip tiles the mask hides) serve those. Every problem without one is taken. */
+static inline int banded_mask_applicable(const txattn_problem *p, const char **why) {
+  if (p->mask_tensor == TXATTN_MASK_TENSOR_NONE || p->n_q < BANDED_MR) return 1;
+  *why = "a mask tensor is taken only with fewer than 4 query rows (decode)";
+  return 0;
+}
 
 /* Computes query rows [row0, row1) of one head. The vector kernels group rows from row0 on, so a
    row's result (within the tolerance either way) depends on where its range starts: ranges from

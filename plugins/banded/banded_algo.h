@@ -50,6 +50,9 @@
  * those keys are computed: the K sink scores of each row in the first floats of its score row (a
  * row block of scores), their exponentials counted in the row's max and sum, their weighted sum
  * added after the range's (sink_wsum); a group takes rows with the same sink keys only.
+ * A mask tensor (calls of fewer than MR rows, so one row at a time) is added to a row's scores
+ * after the modifiers and before its max (mask_keys); where it hides a key whose V row is not
+ * finite, the row is summed without the hidden keys (one_row_careful), else as without a mask.
  *
  * Row strides are arbitrary (0, or less than d, included): every key and value row is addressed on
  * its own and only the element stride (1) is assumed.
@@ -68,9 +71,11 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "banded.h"
 #include "half.h"
+#include "mask_value.h"
 #include "vec_rows_half.h"
 
 #define BW            VEC_W
@@ -202,6 +207,35 @@ BANDED_INLINE vf mod_apply(const banded_mod *md, vf x, int64_t rel) {
   if (md->capped) x = vf_mul(md->cap, vf_tanh(vf_mul(x, md->inv)));
   if (md->alibi) x = vf_fma(md->slope, vf_add(vf_set1((float)rel), vf_lane_index()), x);
   return x;
+}
+
+/* ---- a mask tensor (the one-row path) ---- */
+
+static inline const void *mask_row_of(const banded_head *hd, int64_t i) {
+  return hd->mask0 + i * hd->mask_row;
+}
+
+/* s[x] += the mask's value of key key0 + x for x < n (txm_mask_value: -inf where a boolean mask
+   hides the key, an additive one's value widened exactly), after the score modifiers, as the tiled
+   kernels add it. Returns whether the mask may hide one of them: a boolean 0, an additive value
+   not finite (+inf and NaN make the row NaN through the softmax; only -inf hides). */
+static int mask_keys(const banded_head *hd, const void *mrow, float *s, int64_t n, int64_t key0) {
+  const txattn_problem *p = hd->p;
+  if (hd->t->mask_layout.key != 1) return txm_mask_add_keys(p, hd->t, mrow, s, n, key0);
+  if (hd->mask == TXATTN_MASK_TENSOR_BOOL)
+    return txm_mask_bool_keys(s, (const unsigned char *)mrow + key0, n);
+  const txattn_dtype mt = p->mask_type;
+  vf nf = vf_zero(); /* the sum of each value times 0: NaN iff a value is not finite */
+  int64_t j = 0;
+  for (; j + BW <= n; j += BW) {
+    const vf mv = mt == TXATTN_DTYPE_F32   ? vf_loadu((const float *)mrow + key0 + j)
+                  : mt == TXATTN_DTYPE_F16 ? vf_loadu_f16((const uint16_t *)mrow + key0 + j)
+                                           : vf_loadu_bf16((const uint16_t *)mrow + key0 + j);
+    vf_storeu(s + j, vf_add(vf_loadu(s + j), mv));
+    nf = vf_fma(mv, vf_zero(), nf);
+  }
+  const int hides = txm_mask_add_keys(p, hd->t, mrow, s + j, n - j, key0 + j);
+  return hides || !(vf_hsum(nf) == 0.0f);
 }
 
 /* ---- groups of MR rows ---- */

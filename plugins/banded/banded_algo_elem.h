@@ -193,6 +193,16 @@ static void TN(rows_finish)(const banded_head *hd, float *s, int64_t s_row, cons
   for (int m = 0; m < nm; m++) txattn_row_spread_nan(out[m], d_v);
 }
 
+/* Whether the d elements of value row v are all finite (the sum of each times 0 is then 0). */
+static int TN(row_finite)(const E_T *v, int64_t d) {
+  vf acc = vf_zero();
+  int64_t c = 0;
+  for (; c + BW <= d; c += BW) acc = vf_fma(LD_T(v + c), vf_zero(), acc);
+  float t = vf_hsum(acc);
+  for (; c < d; c++) t += EL_T(v + c) * 0.0f;
+  return t == 0.0f;
+}
+
 /* ---- scores of one row alone ---- */
 
 /* The dot products over columns [c, d) (a tail shorter than a vector) of BW keys. */

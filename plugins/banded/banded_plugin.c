@@ -5,11 +5,10 @@
 #include "kernel_isa.h"
 
 /* Every valid problem: the row loop reads only through txattn_row_of and txattn_visible_range,
-   and the inner loops take any row stride, 0 included. */
+   and the inner loops take any row stride, 0 included; a mask tensor only for decode
+   (banded_mask_applicable), which only the vector kernels are handed. */
 static int banded_applicable(const txattn_problem *p, const char **why) {
-  (void)p;
-  (void)why;
-  return 1;
+  return banded_mask_applicable(p, why);
 }
 
 static size_t banded_scalar_workspace(const txattn_problem *p, int n_threads,
@@ -89,7 +88,8 @@ static const txattn_kernel_desc banded_avx2 = {
     .name = "banded.avx2",
     .summary = "only the visible scores, 4 query rows at a time, AVX2+FMA (1 thread)",
     .isa = TXATTN_ISA_AVX2,
-    .flags = TXATTN_KERNEL_SPARSE | TXATTN_KERNEL_LSE | TXATTN_KERNEL_MODIFIERS,
+    .flags = TXATTN_KERNEL_SPARSE | TXATTN_KERNEL_LSE | TXATTN_KERNEL_MODIFIERS |
+             TXATTN_KERNEL_MASK_TENSOR,
     /* GFLOP/s of one thread over its computed pairs, 2 * (d_qk + d_v) flops each, once the per-row
        work is counted apart (BANDED_ROW_COST_PAIRS): the slope of time against visible pairs
        (docs/measurements.md). */
@@ -106,7 +106,8 @@ static const txattn_kernel_desc banded_avx512 = {
     .name = "banded.avx512",
     .summary = "only the visible scores, 4 query rows at a time, AVX-512 (1 thread)",
     .isa = KERNEL_ISA_AVX512,
-    .flags = TXATTN_KERNEL_SPARSE | TXATTN_KERNEL_LSE | TXATTN_KERNEL_MODIFIERS,
+    .flags = TXATTN_KERNEL_SPARSE | TXATTN_KERNEL_LSE | TXATTN_KERNEL_MODIFIERS |
+             TXATTN_KERNEL_MASK_TENSOR,
     /* Not measured (no AVX-512 on the development VM): banded.avx2's 61 for twice the lanes per
        FMA. */
     .speed_hint = 122.0f,
@@ -124,7 +125,8 @@ static const txattn_kernel_desc banded_neon = {
     .name = "banded.neon",
     .summary = "only the visible scores, 4 query rows at a time, NEON (1 thread)",
     .isa = TXATTN_ISA_NEON,
-    .flags = TXATTN_KERNEL_SPARSE | TXATTN_KERNEL_LSE | TXATTN_KERNEL_MODIFIERS,
+    .flags = TXATTN_KERNEL_SPARSE | TXATTN_KERNEL_LSE | TXATTN_KERNEL_MODIFIERS |
+             TXATTN_KERNEL_MASK_TENSOR,
     /* Not measured (no arm64 hardware here; qemu's timings say nothing about it): banded.avx2's 61
        scaled as the tiled plugin scales its NEON kernel against AVX2 (20 / 70). */
     .speed_hint = 17.0f,

@@ -188,7 +188,9 @@ void banded_head_init(banded_head *hd, const txattn_kernel_call *call, void *wor
   hd->softcap = txattn_softcap_of(p);
   hd->inv_softcap = hd->softcap > 0.0f ? 1.0f / hd->softcap : 0.0f;
   hd->alibi = txattn_alibi_slopes_of(p, t) != NULL;
-  hd->modified = hd->softcap > 0.0f || hd->alibi;
+  hd->mask = (int)txattn_mask_tensor_of(p, t);
+  hd->t = t;
+  hd->modified = hd->softcap > 0.0f || hd->alibi || hd->mask == TXATTN_MASK_TENSOR_ADDITIVE;
   hd->abs_scale = fabsf(p->scale);
   hd->exp2_scale = hd->modified ? (float)1.4426950408889634 : banded_exp2_scale(p);
   hd->lse_scale = hd->modified ? 1.0 : fabs((double)p->scale);
@@ -211,6 +213,10 @@ void banded_head_at(banded_head *hd, const txattn_tensors *t, int64_t b, int64_t
   const float *slopes = txattn_alibi_slopes_of(p, t), *sinks = txattn_sinks_of(p, t);
   hd->slope = slopes ? slopes[h] : 0.0f;
   hd->sink = sinks ? (double)sinks[h] : -INFINITY;
+  if (hd->mask) {
+    hd->mask0 = txattn_mask_row(p, t, b, h, 0);
+    hd->mask_row = t->mask_layout.row * txattn_mask_elem_size(p);
+  }
 }
 
 txattn_status banded_run(const txattn_kernel_call *call, banded_head_fn head, int panels) {

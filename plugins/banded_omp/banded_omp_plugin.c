@@ -5,11 +5,9 @@
 #include "banded_omp_plan.h"
 #include "kernel_isa.h"
 
-/* Every valid problem, as the banded kernels. */
+/* Every valid problem, as the banded kernels (a mask tensor only for decode). */
 static int bomp_applicable(const txattn_problem *p, const char **why) {
-  (void)p;
-  (void)why;
-  return 1;
+  return banded_mask_applicable(p, why);
 }
 
 static size_t bomp_workspace(const bomp_kernel *k, const txattn_problem *p, int n_threads) {
@@ -39,8 +37,8 @@ static double bomp_scalar_cost(const txattn_problem *p, double enough) {
    difference to matter. Chunks start at multiples of BANDED_MR, so rows group as in banded.<isa>
    whenever the head's groups do (windows with n_q <= n_kv). speed_hint: banded.<isa>'s, per
    thread. dtypes: banded.<isa>'s (every type of each tensor), which the head functions read from
-   the problem. */
-#define BOMP_KERNEL(id, ISA_ENUM, HEAD, PANELS, COST, SUMMARY, SPEED)                              \
+   the problem. FLAGS: banded.<isa>'s beyond the common ones (the vector kernels' mask tensor). */
+#define BOMP_KERNEL(id, ISA_ENUM, HEAD, PANELS, COST, SUMMARY, SPEED, FLAGS)                       \
   static const bomp_kernel bomp_kernel_##id = {HEAD, PANELS, COST};                                \
   static size_t bomp_workspace_##id(const txattn_problem *p, int n_threads,                        \
                                     const int64_t *tunables) {                                     \
@@ -60,7 +58,7 @@ static double bomp_scalar_cost(const txattn_problem *p, double enough) {
       .summary = SUMMARY,                                                                          \
       .isa = ISA_ENUM,                                                                             \
       .flags = TXATTN_KERNEL_THREADED | TXATTN_KERNEL_SPARSE | TXATTN_KERNEL_LSE |                 \
-               TXATTN_KERNEL_MODIFIERS,                                                            \
+               TXATTN_KERNEL_MODIFIERS | (FLAGS),                                                  \
       .speed_hint = SPEED,                                                                         \
       .applicable = bomp_applicable,                                                               \
       .workspace_size = bomp_workspace_##id,                                                       \
@@ -71,19 +69,22 @@ static double bomp_scalar_cost(const txattn_problem *p, double enough) {
   };
 
 BOMP_KERNEL(scalar, TXATTN_ISA_SCALAR, banded_head_scalar, 0, bomp_scalar_cost,
-            "only the visible scores of each row, auto-vectorised C, OpenMP threads", 13.0f)
+            "only the visible scores of each row, auto-vectorised C, OpenMP threads", 13.0f, 0)
 #if defined(__x86_64__)
 BOMP_VECTOR_COST(avx2, AVX2)
 BOMP_KERNEL(avx2, TXATTN_ISA_AVX2, banded_head_avx2, 1, bomp_avx2_cost,
-            "only the visible scores, 4 query rows at a time, AVX2+FMA, OpenMP threads", 61.0f)
+            "only the visible scores, 4 query rows at a time, AVX2+FMA, OpenMP threads", 61.0f,
+            TXATTN_KERNEL_MASK_TENSOR)
 BOMP_VECTOR_COST(avx512, AVX512)
 BOMP_KERNEL(avx512, KERNEL_ISA_AVX512, banded_head_avx512, 1, bomp_avx512_cost,
-            "only the visible scores, 4 query rows at a time, AVX-512, OpenMP threads", 122.0f)
+            "only the visible scores, 4 query rows at a time, AVX-512, OpenMP threads", 122.0f,
+            TXATTN_KERNEL_MASK_TENSOR)
 #endif
 #if defined(__aarch64__)
 BOMP_VECTOR_COST(neon, NEON)
 BOMP_KERNEL(neon, TXATTN_ISA_NEON, banded_head_neon, 1, bomp_neon_cost,
-            "only the visible scores, 4 query rows at a time, NEON, OpenMP threads", 17.0f)
+            "only the visible scores, 4 query rows at a time, NEON, OpenMP threads", 17.0f,
+            TXATTN_KERNEL_MASK_TENSOR)
 #endif
 
 static const txattn_kernel_desc *const bomp_kernels[] = {

@@ -759,34 +759,9 @@ TILED_INLINE void tl_modify_row(const tiled_geom *g, float *srow, int64_t a, int
    read, so the pass that adds it tells, not the summary. */
 TILED_INLINE int tl_mask_row(const tiled_geom *g, float *srow, const void *mrow, int64_t a,
                              int64_t b, int64_t k0) {
-  if (g->mask_key != 1) {
-    int hides = 0;
-    for (int64_t j = a; j < b; j++) {
-      const float x = txm_mask_value(g->p, g->t, mrow, k0 + j);
-      hides |= !isfinite(x);
-      srow[j] += x;
-    }
-    return hides;
-  }
-  if (g->mask == TXATTN_MASK_TENSOR_BOOL) {
-    const unsigned char *m = (const unsigned char *)mrow + k0;
-    const uint64_t ones = UINT64_C(0x0101010101010101), highs = UINT64_C(0x8080808080808080);
-    int hides = 0;
-    int64_t j = a;
-    for (; j + 8 <= b;
-         j += 8) { /* 8 keys at a time: all shown (most often), all hidden, or mixed */
-      uint64_t w;
-      memcpy(&w, m + j, 8);
-      if (((w - ones) & ~w & highs) == 0) continue; /* no zero byte: every key shown */
-      hides = 1;
-      for (int u = 0; u < 8; u++) srow[j + u] = m[j + u] ? srow[j + u] : -INFINITY;
-    }
-    for (; j < b; j++) {
-      hides |= !m[j];
-      srow[j] = m[j] ? srow[j] : -INFINITY;
-    }
-    return hides;
-  }
+  if (g->mask_key != 1) return txm_mask_add_keys(g->p, g->t, mrow, srow + a, b - a, k0 + a);
+  if (g->mask == TXATTN_MASK_TENSOR_BOOL)
+    return txm_mask_bool_keys(srow + a, (const unsigned char *)mrow + k0 + a, b - a);
   const txattn_dtype mt = g->p->mask_type;
   const unsigned char *m = (const unsigned char *)mrow + k0 * (mt == TXATTN_DTYPE_F32 ? 4 : 2);
   vf nf = vf_zero(); /* the sum of each value times 0: NaN iff a value is not finite */
