@@ -182,10 +182,17 @@ typedef struct ranked {
   int wins; /* the winner of a surrounding point */
 } ranked;
 
-/* Appends "name reason" to the skipped list. */
+/* Appends "name reason" to the skipped list, whole or not at all: where it would not leave room
+   for "; ..." the list ends with that instead. */
 static void note(char *buf, size_t size, const char *name, const char *reason) {
+  static const char more[] = "; ...";
   size_t used = strlen(buf);
-  if (used < size) snprintf(buf + used, size - used, "%s%s %s", used ? "; " : "", name, reason);
+  if (used >= 3 && strcmp(buf + used - 3, "...") == 0) return; /* cut already */
+  const char *sep = used ? "; " : "";
+  if (used + strlen(sep) + strlen(name) + 1 + strlen(reason) + sizeof more <= size)
+    snprintf(buf + used, size - used, "%s%s %s", sep, name, reason);
+  else if (used + sizeof more <= size)
+    snprintf(buf + used, size - used, "%s", used ? more : more + 2);
 }
 
 /* A kernel that may run r, or NULL with a note when it is the first of its name seen. */
