@@ -19,12 +19,17 @@ static inline double txattn__f16_value(uint16_t bits) {
 }
 
 /* Element c of a row, exactly (inline: the reference reads every element this way): a q8_0
-   value q * d (the row starts at a block), an fp8 value before its scale (txattn__kv_scale). */
+   value q * d, a q4_0 value (q - 8) * d (the row starts at a block), an fp8 value before its
+   scale (txattn__kv_scale). */
 static inline double txattn__load(const void *row, txattn_dtype t, int64_t c) {
   if (t == TXATTN_DTYPE_F32) return (double)((const float *)row)[c];
   if (t == TXATTN_DTYPE_Q8_0) {
     const txattn_block_q8_0 *blk = (const txattn_block_q8_0 *)row + c / 32;
     return (double)blk->qs[c % 32] * txattn__f16_value(blk->d);
+  }
+  if (t == TXATTN_DTYPE_Q4_0) {
+    const txattn_block_q4_0 *blk = (const txattn_block_q4_0 *)row + c / 32;
+    return (double)txattn_q4_0_int(blk, c % 32) * txattn__f16_value(blk->d);
   }
   if (t == TXATTN_DTYPE_E4M3) return (double)txattn_e4m3_value(((const uint8_t *)row)[c]);
   if (t == TXATTN_DTYPE_E5M2) return (double)txattn_e5m2_value(((const uint8_t *)row)[c]);

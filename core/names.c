@@ -26,19 +26,20 @@ const char *txattn_kernel_flag_name(unsigned flag) {
 }
 
 const char *txattn_dtype_name(txattn_dtype dtype) {
-  static const char *const names[] = {"f32", "f16", "bf16", "q8_0", "e4m3", "e5m2"};
+  static const char *const names[] = {"f32", "f16", "bf16", "q8_0", "e4m3", "e5m2", "q4_0"};
   unsigned i = (unsigned)dtype;
   return i < sizeof names / sizeof names[0] ? names[i] : "unknown";
 }
 
 size_t txattn_dtype_size(txattn_dtype dtype) {
-  static const size_t sizes[] = {4, 2, 2, 34, 1, 1};
+  static const size_t sizes[] = {4, 2, 2, 34, 1, 1, 18};
   unsigned i = (unsigned)dtype;
   return i < sizeof sizes / sizeof sizes[0] ? sizes[i] : 0;
 }
 
 int64_t txattn_dtype_block(txattn_dtype dtype) {
-  return txattn_dtype_size(dtype) == 0 ? 0 : dtype == TXATTN_DTYPE_Q8_0 ? 32 : 1;
+  if (txattn_dtype_size(dtype) == 0) return 0;
+  return dtype == TXATTN_DTYPE_Q8_0 || dtype == TXATTN_DTYPE_Q4_0 ? 32 : 1;
 }
 
 int64_t txattn_dtype_bytes(txattn_dtype dtype, int64_t n) {

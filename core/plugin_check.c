@@ -121,8 +121,9 @@ static int kernel_fields_ok(const txattn_kernel_desc *k, char *why, size_t size)
       return txattn__why_not(why, size, "one_thread_same_as names the kernel itself");
   }
   if (TXATTN_KERNEL_DESC_HAS(k, dtypes))
-    for (int i = 0; i < 4; i++) { /* the 8-bit types are K's and V's only (1.8) */
-      const unsigned allowed = TXATTN_DTYPES_ALL | (i == 1 || i == 2 ? TXATTN_DTYPES_KV8 : 0u);
+    for (int i = 0; i < 4; i++) { /* the 8-bit (1.8) and 4-bit (1.9) types are K's and V's only */
+      const unsigned allowed =
+          TXATTN_DTYPES_ALL | (i == 1 || i == 2 ? TXATTN_DTYPES_KV8 | TXATTN_DTYPES_KV4 : 0u);
       if (k->dtypes[i] & ~allowed)
         return txattn__why_not(why, size, "dtypes[%d] = 0x%x has bits of no txattn_dtype %s takes",
                                i, k->dtypes[i],
@@ -209,9 +210,12 @@ int txattn__desc_applicable(const txattn_kernel_desc *d, const txattn_problem *r
     "it does not take " t " q", "it does not take " t " k", "it does not take " t " v",            \
         "it does not make " t " o"                                                                 \
   }
-  static const char *const declined[6][4] = {TAKES_NOT("f32"),  TAKES_NOT("f16"),
-                                             TAKES_NOT("bf16"), TAKES_NOT("q8_0"),
-                                             TAKES_NOT("e4m3"), TAKES_NOT("e5m2")};
+  static const char *const declined[][4] = {TAKES_NOT("f32"),  TAKES_NOT("f16"),
+                                            TAKES_NOT("bf16"), TAKES_NOT("q8_0"),
+                                            TAKES_NOT("e4m3"), TAKES_NOT("e5m2"),
+                                            TAKES_NOT("q4_0")};
+  _Static_assert(sizeof declined / sizeof declined[0] == TXATTN_DTYPE_Q4_0 + 1,
+                 "a message for every txattn_dtype");
 #undef TAKES_NOT
   const txattn_dtype types[4] = {r->q_type, r->k_type, r->v_type, r->o_type};
   for (int i = 0; i < 4; i++) {

@@ -63,30 +63,31 @@ static txattn_status resolve_mask(const txattn_problem *p, txattn_problem *r) {
   return TXATTN_OK;
 }
 
-/* Every tensor's type is a txattn_dtype; the 8-bit ones are k's and v's only, and a q8_0 row is
-   whole blocks of 32. */
+/* Every tensor's type is a txattn_dtype; the 8-bit and 4-bit ones are k's and v's only, and a
+   q8_0 or q4_0 row is whole blocks of 32. */
 static txattn_status resolve_types(const txattn_problem *p, txattn_problem *r) {
   const txattn_dtype given[4] = {p->q_type, p->k_type, p->v_type, p->o_type};
   txattn_dtype *out[4] = {&r->q_type, &r->k_type, &r->v_type, &r->o_type};
   for (int i = 0; i < 4; i++) {
     TXATTN_RETURN_IF(txattn_dtype_size(given[i]) == 0, TXATTN_E_INVALID,
                      "txattn_problem.%c_type = %d is not a txattn_dtype (F32 0, F16 1, BF16 2, "
-                     "Q8_0 3, E4M3 4, E5M2 5)",
+                     "Q8_0 3, E4M3 4, E5M2 5, Q4_0 6)",
                      "qkvo"[i], (int)given[i]);
-    TXATTN_RETURN_IF((i == 0 || i == 3) && (TXATTN_DTYPE_BIT(given[i]) & TXATTN_DTYPES_KV8),
+    TXATTN_RETURN_IF((i == 0 || i == 3) &&
+                         (TXATTN_DTYPE_BIT(given[i]) & (TXATTN_DTYPES_KV8 | TXATTN_DTYPES_KV4)),
                      TXATTN_E_INVALID,
-                     "txattn_problem.%c_type = %s: the 8-bit types are for k and v only (%c "
-                     "takes f32, f16 or bf16)",
+                     "txattn_problem.%c_type = %s: the 8-bit and 4-bit types are for k and v only "
+                     "(%c takes f32, f16 or bf16)",
                      "qkvo"[i], txattn_dtype_name(given[i]), "qkvo"[i]);
     *out[i] = given[i];
   }
   const int64_t d[2] = {r->d_qk, r->d_v};
   for (int i = 0; i < 2; i++)
-    TXATTN_RETURN_IF(given[1 + i] == TXATTN_DTYPE_Q8_0 && d[i] % 32 != 0, TXATTN_E_INVALID,
+    TXATTN_RETURN_IF(txattn_dtype_block(given[1 + i]) == 32 && d[i] % 32 != 0, TXATTN_E_INVALID,
                      "txattn_problem.%s = %" PRId64
-                     " is not a multiple of 32, which %c_type q8_0 needs (its rows are blocks "
+                     " is not a multiple of 32, which %c_type %s needs (its rows are blocks "
                      "of 32 values)",
-                     i == 0 ? "d_qk" : "d_v", d[i], "kv"[i]);
+                     i == 0 ? "d_qk" : "d_v", d[i], "kv"[i], txattn_dtype_name(given[1 + i]));
   return TXATTN_OK;
 }
 

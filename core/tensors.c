@@ -242,11 +242,12 @@ static void packed_tensor(txattn__tensor *x, int64_t rows) {
   x->count[2] = rows > 0 ? rows : 1;
 }
 
-/* A q8_0 tensor (its layout in values, made explicit here when all zero) as the checks see it:
-   strides that are multiples of 32 (so every row starts at a block) and, for the checks of
-   alignment, span and overlap, a tensor of 2-byte units, 17 to a 34-byte block (its f16 scale
-   needs 2-byte alignment). `units` receives the layout in units. */
-static txattn_status q8_0_tensor(txattn__tensor *x, txattn_layout *units) {
+/* A q8_0 or q4_0 tensor (its layout in values, made explicit here when all zero) as the checks see
+   it: strides that are multiples of 32 (so every row starts at a block) and, for the checks of
+   alignment, span and overlap, a tensor of 2-byte units, 17 to a 34-byte q8_0 block and 9 to an
+   18-byte q4_0 one (its f16 scale needs 2-byte alignment). `units` receives the layout in units. */
+static txattn_status block_tensor(txattn__tensor *x, txattn_dtype type, txattn_layout *units) {
+  const int64_t per_block = (int64_t)txattn_dtype_size(type) / 2;
   txattn_layout *l = x->layout;
   if (l->batch == 0 && l->head == 0 && l->row == 0) {
     l->row = x->count[3];
@@ -258,13 +259,13 @@ static txattn_status q8_0_tensor(txattn__tensor *x, txattn_layout *units) {
   for (int i = 0; i < 3; i++) {
     TXATTN_RETURN_IF(*v[i] < 0 || *v[i] % 32 != 0, TXATTN_E_INVALID,
                      "txattn_tensors.%s_layout.%s = %" PRId64
-                     " must be >= 0 and a multiple of 32, which %s_type q8_0 needs (strides "
+                     " must be >= 0 and a multiple of 32, which %s_type %s needs (strides "
                      "count values; every row starts at a block of 32)",
-                     x->name, stride_names[i], *v[i], x->name);
-    *u[i] = *v[i] / 32 * 17;
+                     x->name, stride_names[i], *v[i], x->name, txattn_dtype_name(type));
+    *u[i] = *v[i] / 32 * per_block;
   }
   x->layout = units;
-  x->count[3] = x->count[3] / 32 * 17;
+  x->count[3] = x->count[3] / 32 * per_block;
   x->elem = 2;
   return TXATTN_OK;
 }
@@ -339,9 +340,11 @@ txattn_status txattn__tensors_check(const txattn_problem *r, const txattn_tensor
     packed_tensor(&ts[3], total);
   }
   txattn_layout units[2];
-  for (int i = 1; i < 3; i++)
-    if ((i == 1 ? r->k_type : r->v_type) == TXATTN_DTYPE_Q8_0)
-      TXATTN_FORWARD_IF_ERROR(q8_0_tensor(&ts[i], &units[i - 1]));
+  for (int i = 1; i < 3; i++) {
+    const txattn_dtype type = i == 1 ? r->k_type : r->v_type;
+    if (txattn_dtype_block(type) == 32)
+      TXATTN_FORWARD_IF_ERROR(block_tensor(&ts[i], type, &units[i - 1]));
+  }
   for (int i = 0; i < 4; i++) TXATTN_FORWARD_IF_ERROR(txattn__tensor_check(&ts[i]));
   TXATTN_FORWARD_IF_ERROR(txattn__tensor_no_self_alias(&ts[3]));
   for (int i = 0; i < 3; i++)

@@ -151,10 +151,10 @@ self_test() {
       fails=1
     fi
   done <<'EDITS'
-docs/plugins.md|s/`TXATTN_PLUGIN_ABI_MINOR` (8)/`TXATTN_PLUGIN_ABI_MINOR` (3)/|TXATTN_PLUGIN_ABI_MINOR (3)
-docs/plugins.md|/^- \*\*Version 1\.8\*\*/d|the log has versions
-include/txattn/plugin.h|s/ABI, version 1\.8:/ABI, version 1.4:/|the title
-docs/architecture.md|s/plugin ABI 1\.1/plugin ABI 1.9/|ABI 1.9
+docs/plugins.md|s/`TXATTN_PLUGIN_ABI_MINOR` (9)/`TXATTN_PLUGIN_ABI_MINOR` (3)/|TXATTN_PLUGIN_ABI_MINOR (3)
+docs/plugins.md|/^- \*\*Version 1\.9\*\*/d|the log has versions
+include/txattn/plugin.h|s/ABI, version 1\.9:/ABI, version 1.4:/|the title
+docs/architecture.md|s/plugin ABI 1\.1/plugin ABI 1.12/|ABI 1.12
 docs/plugins.md|s/, `_AVX512BF16` ([^)]*)//|the isa row
 include/txattn/plugin.h|s/, "avx512bf16"//|txattn_isa_name names
 README.md|s/`avx512bf16` or `neon`/or `neon`/|TXATTN_MAX_ISA lists

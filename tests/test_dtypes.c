@@ -233,10 +233,11 @@ Test(dtypes, kernels_are_given_only_the_types_they_declare) {
   for (size_t i = 0; i < kernels.n; i++) {
     const txattn_kernel_info *k = &kernels.k[i];
     if (!k->usable) continue;
-    for (int t = 0; t < 4; t++) /* the 8-bit types are k's and v's only */
+    for (int t = 0; t < 4; t++) /* the 8-bit and 4-bit types are k's and v's only */
       cr_assert(k->dtypes[t] != 0 &&
                     (k->dtypes[t] &
-                     ~(TXATTN_DTYPES_ALL | (t == 1 || t == 2 ? TXATTN_DTYPES_KV8 : 0u))) == 0,
+                     ~(TXATTN_DTYPES_ALL |
+                       (t == 1 || t == 2 ? TXATTN_DTYPES_KV8 | TXATTN_DTYPES_KV4 : 0u))) == 0,
                 "%s: tensor %d takes the set 0x%x", k->name, t, k->dtypes[t]);
     txattn_plan *plan = NULL;
     txattn_status s = txattn_plan_create(ctx, &p, k->name, &plan);

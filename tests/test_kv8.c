@@ -163,6 +163,61 @@ Test(kv8, q8_0_is_ggml) {
   cr_assert_eq(q.d, 0);
 }
 
+/* q4_0 as ggml reads and writes it: value c < 16 the low nibble of qs[c], value c >= 16 the high
+   nibble of qs[c - 16], minus 8, times d. ggml's quantize_row_q4_0 takes d = m / -8 for m the
+   first value of the largest magnitude (so m itself is q 0, -8 d) and q = min(15, (int)(x / d +
+   8.5)), which truncates toward zero. */
+Test(kv8, q4_0_is_ggml) {
+  txattn_block_q4_0 blk;
+  cr_assert_eq(sizeof blk, 18);
+  cr_assert_eq(txattn_dtype_bytes(TXATTN_DTYPE_Q4_0, 64), 36);
+  cr_assert_eq(txattn_dtype_block(TXATTN_DTYPE_Q4_0), 32);
+  cr_assert_str_eq(txattn_dtype_name(TXATTN_DTYPE_Q4_0), "q4_0");
+  blk.d = 0x3800; /* 0.5 */
+  for (int c = 0; c < 16; c++) blk.qs[c] = (uint8_t)(c | (15 - c) << 4);
+  float out[32];
+  cr_assert_eq(txattn_convert(&blk, TXATTN_DTYPE_Q4_0, out, TXATTN_DTYPE_F32, 32, 1.0f), TXATTN_OK,
+               "%s", txattn_last_error());
+  for (int c = 0; c < 16; c++) {
+    cr_assert_eq(out[c], (float)(c - 8) * 0.5f, "value %d: %g", c, (double)out[c]);
+    cr_assert_eq(out[16 + c], (float)(7 - c) * 0.5f, "value %d: %g", 16 + c, (double)out[16 + c]);
+  }
+
+  float x[32];
+  for (int c = 0; c < 32; c++) x[c] = (float)(c % 16) - 7.0f; /* -7 .. 8 */
+  x[3] = -16.0f; /* the largest magnitude: d = -16 / -8 = 2, and it gets q 0 */
+  x[20] = 16.0f; /* as large, later: q = min(15, (int)(8 + 8.5)) = 15 */
+  txattn_block_q4_0 q;
+  cr_assert_eq(txattn_convert(x, TXATTN_DTYPE_F32, &q, TXATTN_DTYPE_Q4_0, 32, 1.0f), TXATTN_OK);
+  cr_assert_eq(q.d, 0x4000, "d = 2: 0x%04x", q.d);
+  for (int c = 0; c < 32; c++) {
+    const int want = c == 3 ? 0 : c == 20 ? 15 : (int)(x[c] / 2.0f + 8.5f);
+    const int got = c < 16 ? q.qs[c] & 0x0f : q.qs[c - 16] >> 4;
+    cr_assert_eq(got, want, "value %d (%g): q %d, not %d", c, (double)x[c], got, want);
+  }
+  /* quantising what q4_0 holds gives the same block back */
+  float deq[32];
+  txattn_block_q4_0 q2;
+  cr_assert_eq(txattn_convert(&q, TXATTN_DTYPE_Q4_0, deq, TXATTN_DTYPE_F32, 32, 1.0f), TXATTN_OK);
+  cr_assert_eq(txattn_convert(deq, TXATTN_DTYPE_F32, &q2, TXATTN_DTYPE_Q4_0, 32, 1.0f), TXATTN_OK);
+  cr_assert_eq(memcmp(&q, &q2, sizeof q), 0);
+  /* an all-zero block: d -0 (0 / -8, as ggml stores it), every q 8 (the value 0) */
+  memset(x, 0, sizeof x);
+  cr_assert_eq(txattn_convert(x, TXATTN_DTYPE_F32, &q, TXATTN_DTYPE_Q4_0, 32, 1.0f), TXATTN_OK);
+  cr_assert_eq(q.d, 0x8000, "d 0x%04x", q.d);
+  for (int c = 0; c < 16; c++) cr_assert_eq(q.qs[c], 0x88);
+  /* refused: n not whole blocks, another narrow type, a value q4_0 cannot hold */
+  expect_invalid(txattn_convert(x, TXATTN_DTYPE_F32, &q, TXATTN_DTYPE_Q4_0, 20, 1.0f),
+                 "not a multiple of 32");
+  expect_invalid(txattn_convert(&q, TXATTN_DTYPE_Q4_0, &q2, TXATTN_DTYPE_Q8_0, 32, 1.0f),
+                 "through f32");
+  x[7] = INFINITY;
+  expect_invalid(txattn_convert(x, TXATTN_DTYPE_F32, &q, TXATTN_DTYPE_Q4_0, 32, 1.0f), "value 7");
+  x[7] = 1e6f;
+  expect_invalid(txattn_convert(x, TXATTN_DTYPE_F32, &q, TXATTN_DTYPE_Q4_0, 32, 1.0f),
+                 "overflows f16");
+}
+
 Test(kv8, conversions_refuse) {
   float x[64] = {0}, y[64];
   uint8_t b[64] = {0};
@@ -380,8 +435,8 @@ static void run_case(txattn_context *ctx, struct kcase *c, const char *desc) {
   tr.o_data = c->oref;
   tr.lse = c->p.lse ? c->lse_ref : NULL;
   cr_assert_eq(txattn_reference(&c->p, &tr), TXATTN_OK, "%s: %s", desc, txattn_last_error());
-  const int exact = (c->kt == TXATTN_DTYPE_Q8_0 || c->pow2_scales) &&
-                    (c->vt == TXATTN_DTYPE_Q8_0 || c->pow2_scales);
+  const int exact = (txattn_dtype_block(c->kt) == 32 || c->pow2_scales) &&
+                    (txattn_dtype_block(c->vt) == 32 || c->pow2_scales);
   if (exact) {
     txattn_tensors tf = c->tf;
     tf.o_data = c->o;
@@ -404,11 +459,11 @@ static void run_case(txattn_context *ctx, struct kcase *c, const char *desc) {
 
 Test(kv8, battery_within_the_bound) {
   txattn_context *ctx = test_context(2);
-  const txattn_dtype kv[][2] = {{TXATTN_DTYPE_Q8_0, TXATTN_DTYPE_Q8_0},
-                                {TXATTN_DTYPE_E4M3, TXATTN_DTYPE_E4M3},
-                                {TXATTN_DTYPE_E5M2, TXATTN_DTYPE_E5M2},
-                                {TXATTN_DTYPE_Q8_0, TXATTN_DTYPE_E4M3},
-                                {TXATTN_DTYPE_F16, TXATTN_DTYPE_E5M2}};
+  const txattn_dtype kv[][2] = {
+      {TXATTN_DTYPE_Q8_0, TXATTN_DTYPE_Q8_0}, {TXATTN_DTYPE_E4M3, TXATTN_DTYPE_E4M3},
+      {TXATTN_DTYPE_E5M2, TXATTN_DTYPE_E5M2}, {TXATTN_DTYPE_Q8_0, TXATTN_DTYPE_E4M3},
+      {TXATTN_DTYPE_F16, TXATTN_DTYPE_E5M2},  {TXATTN_DTYPE_Q4_0, TXATTN_DTYPE_Q4_0},
+      {TXATTN_DTYPE_Q4_0, TXATTN_DTYPE_F32}};
   struct kcase shapes[] = {
       /* GQA, causal decode-like rows */
       {.batch = 2,
@@ -597,9 +652,11 @@ Test(kv8, only_kernels_that_declare_8_bit_get_it) {
   txattn_context *ctx = test_context(1);
   struct kernel_list l;
   test_kernel_list(ctx, &l);
-  const txattn_dtype types[] = {TXATTN_DTYPE_Q8_0, TXATTN_DTYPE_E4M3, TXATTN_DTYPE_E5M2};
+  const txattn_dtype types[] = {TXATTN_DTYPE_Q8_0, TXATTN_DTYPE_E4M3, TXATTN_DTYPE_E5M2,
+                                TXATTN_DTYPE_Q4_0};
+  const unsigned narrow = TXATTN_DTYPES_KV8 | TXATTN_DTYPES_KV4;
   int naive_takes = 0;
-  for (size_t ti = 0; ti < 3; ti++) {
+  for (size_t ti = 0; ti < 4; ti++) {
     txattn_problem p = {.n_q = 1,
                         .n_kv = 64,
                         .d_qk = 64,
@@ -617,8 +674,8 @@ Test(kv8, only_kernels_that_declare_8_bit_get_it) {
                      txattn_dtype_name(types[ti]));
         cr_assert(strstr(txattn_last_error(), "does not take") != NULL, "%s", txattn_last_error());
       }
-      cr_assert_eq(l.k[i].dtypes[0] & TXATTN_DTYPES_KV8, 0, "%s declares 8-bit q", l.k[i].name);
-      cr_assert_eq(l.k[i].dtypes[3] & TXATTN_DTYPES_KV8, 0, "%s declares 8-bit o", l.k[i].name);
+      cr_assert_eq(l.k[i].dtypes[0] & narrow, 0, "%s declares 8-bit or 4-bit q", l.k[i].name);
+      cr_assert_eq(l.k[i].dtypes[3] & narrow, 0, "%s declares 8-bit or 4-bit o", l.k[i].name);
       if (strcmp(l.k[i].name, "naive.scalar") == 0) naive_takes += takes;
       txattn_plan_free(plan);
     }
@@ -630,6 +687,6 @@ Test(kv8, only_kernels_that_declare_8_bit_get_it) {
               txattn_dtype_name(types[ti]));
     txattn_plan_free(plan);
   }
-  cr_assert_eq(naive_takes, 3, "naive.scalar takes every 8-bit type");
+  cr_assert_eq(naive_takes, 4, "naive.scalar takes every 8-bit and 4-bit type");
   txattn_context_free(ctx);
 }

@@ -635,7 +635,7 @@ Test(table, paged_q8_0_classes_round_trip_through_a_file) {
   bad = keys[1];
   bad.q_type = TXATTN_DTYPE_E4M3;
   cr_expect_eq(txattn_table_add_class(t, &bad, NULL), TXATTN_E_INVALID);
-  cr_expect(text_mentions(txattn_last_error(), "8-bit is for k and v", NULL), "%s",
+  cr_expect(text_mentions(txattn_last_error(), "8-bit and 4-bit are for k and v", NULL), "%s",
             txattn_last_error());
   TC_ASSERT_OK(txattn_table_write(t, file));
   TC_ASSERT_OK(txattn_table_load(file, &u));

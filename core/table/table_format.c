@@ -237,13 +237,11 @@ static int read_key(rd *r, const json_t *o, const char *path, txattn_table_class
   const char *const masks[] = {txattn_mask_name(TXATTN_MASK_NONE),
                                txattn_mask_name(TXATTN_MASK_CAUSAL),
                                txattn_mask_name(TXATTN_MASK_WINDOW), NULL};
-  const char *const types[] = {txattn_dtype_name(TXATTN_DTYPE_F32),
-                               txattn_dtype_name(TXATTN_DTYPE_F16),
-                               txattn_dtype_name(TXATTN_DTYPE_BF16),
-                               txattn_dtype_name(TXATTN_DTYPE_Q8_0),
-                               txattn_dtype_name(TXATTN_DTYPE_E4M3),
-                               txattn_dtype_name(TXATTN_DTYPE_E5M2),
-                               NULL};
+  const char *const types[] = {
+      txattn_dtype_name(TXATTN_DTYPE_F32),  txattn_dtype_name(TXATTN_DTYPE_F16),
+      txattn_dtype_name(TXATTN_DTYPE_BF16), txattn_dtype_name(TXATTN_DTYPE_Q8_0),
+      txattn_dtype_name(TXATTN_DTYPE_E4M3), txattn_dtype_name(TXATTN_DTYPE_E5M2),
+      txattn_dtype_name(TXATTN_DTYPE_Q4_0), NULL};
   txattn_dtype *dtypes[4] = {&c->q_type, &c->k_type, &c->v_type, &c->o_type};
   int mask = 0, shape = -1, t = 0;
   int64_t v[6];

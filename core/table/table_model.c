@@ -149,9 +149,10 @@ int txattn__tm_class_ok(const txattn_table_class *c, char *why, size_t size) {
     if (txattn_dtype_size(types[i]) == 0)
       return txattn__why_not(why, size, "%c_type = %d is not a txattn_dtype", "qkvo"[i],
                              (int)types[i]);
-  if (TXATTN_DTYPES_KV8 & (TXATTN_DTYPE_BIT(c->q_type) | TXATTN_DTYPE_BIT(c->o_type)))
-    return txattn__why_not(why, size,
-                           "q_type and o_type are f32, f16 or bf16 (8-bit is for k and v)");
+  if ((TXATTN_DTYPES_KV8 | TXATTN_DTYPES_KV4) &
+      (TXATTN_DTYPE_BIT(c->q_type) | TXATTN_DTYPE_BIT(c->o_type)))
+    return txattn__why_not(
+        why, size, "q_type and o_type are f32, f16 or bf16 (8-bit and 4-bit are for k and v)");
   return 1;
 }
 

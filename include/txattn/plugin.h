@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* txattn plugin ABI, version 1.8: how a shared object adds attention kernels to libtxattn.
+/* txattn plugin ABI, version 1.9: how a shared object adds attention kernels to libtxattn.
  *
  * A plugin is a shared object that exports one symbol, `txattn_plugin_entry` (TXATTN_PLUGIN_ENTRY_SYMBOL):
  *
@@ -46,6 +46,8 @@
  *        txattn_row_of and txattn_kv_row_of address rows of every type (a Q8_0 row starts at a
  *        block); txattn_block_q8_0, txattn_e4m3_value, txattn_e5m2_value and txattn_row_to_f32
  *        decode them.
+ *   1.9  4-bit K and V: the TXATTN_DTYPE_Q4_0 bit (TXATTN_DTYPES_KV4) in dtypes[1] and dtypes[2]
+ *        only, as the 8-bit ones; txattn_block_q4_0 and txattn_row_to_f32 decode it.
  *
  * Writing a plugin (see plugins/naive for a complete one):
  *   - build it with -fvisibility=hidden and export only the entry, e.g. with TXATTN_PLUGIN_DEFINE(desc);
@@ -71,7 +73,7 @@ extern "C" {
 #endif
 
 #define TXATTN_PLUGIN_ABI_VERSION  1u /* major: host and plugin agree on it both ways */
-#define TXATTN_PLUGIN_ABI_MINOR    8u /* the newest minor version this header describes */
+#define TXATTN_PLUGIN_ABI_MINOR    9u /* the newest minor version this header describes */
 #define TXATTN_PLUGIN_ENTRY_SYMBOL "txattn_plugin_entry"
 
 /* The instruction set a kernel needs. The host checks cpuid and XGETBV (x86) or HWCAP (arm64). */
@@ -282,7 +284,7 @@ static inline float *txattn_row_mut(float *base, const txattn_layout *l, int64_t
 }
 
 /* Bytes from a tensor's start to its element number `at` (an offset in elements, b*batch + ...;
-   for Q8_0 a multiple of 32, which the host's checks make every row start). */
+   for Q8_0 and Q4_0 a multiple of 32, which the host's checks make every row start). */
 static inline int64_t txattn_elem_offset(txattn_dtype type, int64_t at) {
   switch (type) {
   case TXATTN_DTYPE_F32:
@@ -292,6 +294,8 @@ static inline int64_t txattn_elem_offset(txattn_dtype type, int64_t at) {
     return at * 2;
   case TXATTN_DTYPE_Q8_0:
     return at / 32 * 34;
+  case TXATTN_DTYPE_Q4_0:
+    return at / 32 * 18;
   default:
     return at; /* E4M3, E5M2 */
   }
@@ -315,6 +319,19 @@ typedef struct txattn_block_q8_0 {
   uint16_t d;
   int8_t qs[32];
 } txattn_block_q8_0;
+
+/* (1.9) ggml's q4_0 block: 32 values (q - 8) * d, d an IEEE binary16 (its bits), q of value c < 16
+   the low nibble of qs[c] and of value c >= 16 the high nibble of qs[c - 16] (18 bytes, 2-byte
+   aligned, no padding). */
+typedef struct txattn_block_q4_0 {
+  uint16_t d;
+  uint8_t qs[16];
+} txattn_block_q4_0;
+/* The integer (-8 .. 7) of value c (< 32) of a q4_0 block. */
+static inline int txattn_q4_0_int(const txattn_block_q4_0 *blk, int64_t c) {
+  const int q = c < 16 ? blk->qs[c] & 0x0f : blk->qs[c - 16] >> 4;
+  return q - 8;
+}
 
 /* (1.8) The value of an IEEE binary16, an fp8 e4m3fn and an fp8 e5m2 (their bits), exactly. */
 static inline float txattn_f16_value(uint16_t h) {
@@ -355,9 +372,9 @@ static inline const float *txattn_v_scale_of(const txattn_problem *p, const txat
 }
 
 /* (1.8) The n values of a row of type `type` (from txattn_row_of / txattn_kv_row_of) as the fp32
-   values every kernel computes on: f32 as it is, f16/bf16 and q8_0 (q * d) exactly, fp8 times
-   `scale` (its head's) rounded to fp32 once; `scale` is ignored for the other types. n is a
-   multiple of 32 for Q8_0. */
+   values every kernel computes on: f32 as it is, f16/bf16, q8_0 (q * d) and q4_0 ((q - 8) * d)
+   exactly, fp8 times `scale` (its head's) rounded to fp32 once; `scale` is ignored for the other
+   types. n is a multiple of 32 for Q8_0 and Q4_0. */
 static inline void txattn_row_to_f32(const void *row, txattn_dtype type, float scale, int64_t n,
                                      float *out) {
   const unsigned char *r = (const unsigned char *)row;
@@ -380,6 +397,11 @@ static inline void txattn_row_to_f32(const void *row, txattn_dtype type, float s
     case TXATTN_DTYPE_Q8_0: {
       const txattn_block_q8_0 *blk = (const txattn_block_q8_0 *)row + c / 32;
       out[c] = (float)blk->qs[c % 32] * txattn_f16_value(blk->d);
+      break;
+    }
+    case TXATTN_DTYPE_Q4_0: {
+      const txattn_block_q4_0 *blk = (const txattn_block_q4_0 *)row + c / 32;
+      out[c] = (float)txattn_q4_0_int(blk, c % 32) * txattn_f16_value(blk->d);
       break;
     }
     case TXATTN_DTYPE_E4M3:

@@ -25,12 +25,14 @@
  *    kernels compute in fp32, so the bound is the same; a 16-bit o is rounded to nearest even (f16
  *    overflow becomes Inf), once by the kernel and once by txattn_reference, so the bound adds one
  *    ulp of o's type at max|V| + the fp32 bound (half an ulp for each rounding).
- *  - 8-bit K and V (q8_0, e4m3, e5m2): the kernels compute in fp32 on the values the cache stores
- *    (q8_0: int8 * its block's f16 scale, exact in fp32; fp8: the fp8 value * its head's fp32
+ *  - 8-bit and 4-bit K and V (q8_0, e4m3, e5m2, q4_0): the kernels compute in fp32 on the values
+ *    the cache stores (q8_0 and q4_0: the integer * its block's f16 scale, exact in fp32; fp8: the
+ *    fp8 value * its head's fp32
  *    scale, which a kernel may round to fp32 once), and txattn_reference on the exact products
  *    (in double). An fp8 K adds 2^-24 * L to the L term (the coefficient is 4 + sqrt(d_qk)), an
- *    fp8 V adds 2^-24 * max|V|; q8_0 adds nothing (docs/error_bound.md, "8-bit K and V"). max|V|
- *    is over the dequantized values. What quantising to 8 bits loses is the caller's choice
+ *    fp8 V adds 2^-24 * max|V|; q8_0 and q4_0 add nothing (docs/error_bound.md, "8-bit K and
+ *    V"). max|V| is over the dequantized values. What quantising to 8 or 4 bits loses is the
+ *    caller's choice
  *    (txattn_convert) and not part of any bound.
  *
  * Errors: every function returns a status; txattn_last_error() gives this thread's last failure in words.
@@ -97,13 +99,19 @@ TXATTN_API const char *txattn_mask_name(txattn_mask mask);
 /* The element type of a tensor. Products of two 16-bit values are exact in fp32, and kernels
    compute in fp32, so "exact" means the same for every type; a 16-bit o adds the rounding of O to
    it (see txattn_error_bound).
-   The 8-bit types are for k and v only (k_type, v_type; refused for q, o and the mask tensor):
+   The 8-bit and 4-bit types are for k and v only (k_type, v_type; refused for q, o and the mask
+   tensor):
    Q8_0 is ggml's block format as llama.cpp's `-ctk q8_0` cache holds it: each run of 32 values of
      a row is one 34-byte block, an IEEE f16 scale d then 32 int8 q (txattn_block_q8_0 of
      txattn/plugin.h), value = q * d (exact in fp32: 8 + 11 significant bits). d_qk (for k) and d_v
      (for v) must be multiples of 32, and so must the layout's strides, which count values as for
      every type (element (b, h, i, c) is value c % 32 of block (b*batch + h*head + i*row + c) / 32,
      at 34 bytes each): a cache's layout is the same numbers whatever its type.
+   Q4_0 is ggml's 4-bit block format (llama.cpp's `-ctk q4_0`): each run of 32 values is one
+     18-byte block, an IEEE f16 scale d then 16 bytes qs, value c = (nibble - 8) * d where value
+     c < 16 is the low nibble of qs[c] and value c >= 16 the high nibble of qs[c - 16]
+     (txattn_block_q4_0; exact in fp32: 4 + 11 significant bits); d_qk, d_v and the strides are
+     multiples of 32 as for Q8_0.
    E4M3 and E5M2 are the OCP 8-bit floats as vLLM's `kv_cache_dtype=fp8` stores them, one byte per
      value, each times an fp32 scale per KV head (txattn_tensors.k_scale / v_scale): value =
      fp8 * scale. E4M3 is "e4m3fn": bias 7, no infinities, 0x7f/0xff NaN, largest 448, smallest
@@ -116,9 +124,10 @@ typedef enum txattn_dtype {
   TXATTN_DTYPE_Q8_0 = 3, /* k and v only: ggml's q8_0 blocks (32 int8, one f16 scale) */
   TXATTN_DTYPE_E4M3 = 4, /* k and v only: fp8 e4m3fn, times k_scale / v_scale */
   TXATTN_DTYPE_E5M2 = 5, /* k and v only: fp8 e5m2, times k_scale / v_scale */
+  TXATTN_DTYPE_Q4_0 = 6, /* k and v only: ggml's q4_0 blocks (32 4-bit ints, one f16 scale) */
 } txattn_dtype;
-/* "f32", "f16", "bf16", "q8_0", "e4m3", "e5m2" (as txtune's --dtype spells them); "unknown"
-   outside the enum, never NULL. */
+/* "f32", "f16", "bf16", "q8_0", "e4m3", "e5m2", "q4_0" (as txtune's --dtype spells them);
+   "unknown" outside the enum, never NULL. */
 /* A set of element types: TXATTN_DTYPE_BIT(t) | ... */
 #define TXATTN_DTYPE_BIT(type) (1u << (unsigned)(type))
 /* The types every tensor may have (q, k, v, o alike) */
@@ -129,6 +138,8 @@ typedef enum txattn_dtype {
 #define TXATTN_DTYPES_KV8                                                                          \
   (TXATTN_DTYPE_BIT(TXATTN_DTYPE_Q8_0) | TXATTN_DTYPE_BIT(TXATTN_DTYPE_E4M3) |                     \
    TXATTN_DTYPE_BIT(TXATTN_DTYPE_E5M2))
+/* The 4-bit type, k's and v's only too */
+#define TXATTN_DTYPES_KV4 TXATTN_DTYPE_BIT(TXATTN_DTYPE_Q4_0)
 TXATTN_API const char *txattn_dtype_name(txattn_dtype dtype);
 
 /* The kind of a mask tensor (txattn_problem.mask_tensor). */
@@ -137,10 +148,10 @@ typedef enum txattn_mask_tensor {
   TXATTN_MASK_TENSOR_BOOL = 1,     /* one byte per element, nonzero: the key is visible */
   TXATTN_MASK_TENSOR_ADDITIVE = 2, /* of txattn_problem.mask_type, added to the score */
 } txattn_mask_tensor;
-/* Bytes of one block of txattn_dtype_block(dtype) values: 4, 2, 2, 34, 1, 1 (for every type
-   but Q8_0 a block is one element); 0 outside the enum. */
+/* Bytes of one block of txattn_dtype_block(dtype) values: 4, 2, 2, 34, 1, 1, 18 (for every type
+   but Q8_0 and Q4_0 a block is one element); 0 outside the enum. */
 TXATTN_API size_t txattn_dtype_size(txattn_dtype dtype);
-/* Values per block: 32 for Q8_0, 1 for the others; 0 outside the enum. */
+/* Values per block: 32 for Q8_0 and Q4_0, 1 for the others; 0 outside the enum. */
 TXATTN_API int64_t txattn_dtype_block(txattn_dtype dtype);
 /* Bytes of n >= 0 consecutive values from a block's start: ceil(n / block) blocks (n itself for
    an element type); 0 for n < 0 or a dtype outside the enum. */
@@ -238,7 +249,7 @@ typedef struct txattn_problem {      /* zero-initialised fields take the default
 #define TXATTN_PROBLEM_SIZE_0_2_MODIFIERS offsetof(txattn_problem, mask_tensor)
 
 /* Element (b, h, i, c) of a tensor is at data[b*batch + h*head + i*row + c] (strides in elements of
-   the tensor's type, >= 0; for Q8_0 in values, each a multiple of 32: see txattn_dtype). All-zero
+   the tensor's type, >= 0; for Q8_0 and Q4_0 in values, each a multiple of 32: see txattn_dtype). All-zero
    strides mean contiguous [batch][heads][rows][dim]. */
 typedef struct txattn_layout {
   int64_t batch, head, row;
@@ -573,19 +584,23 @@ TXATTN_API const char *txattn_context_table_path(const txattn_context *ctx);
 
 /* Conversions between element types, so that a caller never writes the 8-bit formats by hand.
    Converts the n values at src (of src_type) to dst_type at dst: one row of a tensor, or any run
-   of values contiguous in both (a whole cache, its heads and rows back to back). With Q8_0 on
-   either side, n is a multiple of 32 and the run starts at a block. src and dst must not overlap.
+   of values contiguous in both (a whole cache, its heads and rows back to back). With Q8_0 or Q4_0
+   on either side, n is a multiple of 32 and the run starts at a block. src and dst must not overlap.
    `scale` is the fp32 scale of an fp8 side (txattn_tensors.k_scale[h] of the head the values
    belong to, within the range k_scale takes) and must be 1 otherwise. E_INVALID names what is wrong (nothing is
-   written then); 8-bit to 8-bit is refused (convert through F32).
+   written then); 8-bit or 4-bit to 8-bit or 4-bit is refused (convert through F32).
    To Q8_0 (src f32, f16 or bf16): as ggml's quantize_row_q8_0: per block amax = max |x|,
      d = amax / 127, q = roundf(x * (1 / d)) (half away from zero; all q 0 when amax is 0), d
      stored as f16 (nearest even). Refused, naming the value, for a NaN or infinite value or one
      whose block's d overflows f16 (|x| > 65504 * 127).
+   To Q4_0 (src f32, f16 or bf16): as ggml's quantize_row_q4_0: per block m = the value of largest
+     magnitude (the first if several), d = m / -8, q = min(15, (int)(x * (1 / d) + 8.5)) (all q 8
+     when m is 0), stored as nibbles q, d as f16 (nearest even); value (q - 8) * d. Refused as for
+     Q8_0 for a NaN or infinite value or a d that overflows f16 (|x| > 65504 * 8).
    To E4M3 / E5M2: x / scale in fp32, then rounded to nearest even in the fp8 format; values past
      the largest (448, 57344), infinities included, saturate to it with their sign (as vLLM's
      saturating cast); NaN stays NaN.
-   From 8 bits (to f32, f16, bf16): the value the kernels compute on (q * d, exact; fp8 * scale
+   From 8 or 4 bits (to f32, f16, bf16): the value the kernels compute on (q * d, exact; fp8 * scale
      rounded to fp32 once), then rounded to nearest even to dst_type.
    Between f32, f16 and bf16: rounded to nearest even (f16 overflow becomes Inf), as kernels round
    their o. */

@@ -11,7 +11,8 @@
  *
  * 16-bit tensors: every element is widened to float as it is read (exactly) and the output row is
  * rounded to o's type at the end (half.h), so the arithmetic is the fp32 path's. 8-bit K and V
- * the same way: q8_0's q * d exactly, an fp8 value times its head's scale rounded to fp32.
+ * the same way: q8_0's q * d and q4_0's (q - 8) * d exactly, an fp8 value times its head's scale
+ * rounded to fp32.
  */
 #include <math.h>
 
@@ -20,7 +21,8 @@
 #include "naive.h"
 
 /* Element c of a row of type t as the float every kernel computes on: exact for the 16-bit
-   types and q8_0 (q * d), an fp8 value times its head's scale rounded once (txattn_row_to_f32). */
+   types, q8_0 (q * d) and q4_0 ((q - 8) * d), an fp8 value times its head's scale rounded once
+   (txattn_row_to_f32). */
 static float elem(const void *row, txattn_dtype t, float scale, int64_t c) {
   switch (t) {
   case TXATTN_DTYPE_F32:
@@ -32,6 +34,10 @@ static float elem(const void *row, txattn_dtype t, float scale, int64_t c) {
   case TXATTN_DTYPE_Q8_0: {
     const txattn_block_q8_0 *blk = (const txattn_block_q8_0 *)row + c / 32;
     return (float)blk->qs[c % 32] * txattn_f16_value(blk->d);
+  }
+  case TXATTN_DTYPE_Q4_0: {
+    const txattn_block_q4_0 *blk = (const txattn_block_q4_0 *)row + c / 32;
+    return (float)txattn_q4_0_int(blk, c % 32) * txattn_f16_value(blk->d);
   }
   case TXATTN_DTYPE_E4M3:
     return txattn_e4m3_value(((const uint8_t *)row)[c]) * scale;

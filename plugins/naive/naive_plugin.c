@@ -26,8 +26,8 @@ static const txattn_kernel_desc naive_scalar = {
     .workspace_size = naive_workspace_size,
     .run = naive_run,
     /* every type each tensor may have: 8-bit K and V too, so every call has an exact kernel */
-    .dtypes = {TXATTN_DTYPES_ALL, TXATTN_DTYPES_ALL | TXATTN_DTYPES_KV8,
-               TXATTN_DTYPES_ALL | TXATTN_DTYPES_KV8, TXATTN_DTYPES_ALL},
+    .dtypes = {TXATTN_DTYPES_ALL, TXATTN_DTYPES_ALL | TXATTN_DTYPES_KV8 | TXATTN_DTYPES_KV4,
+               TXATTN_DTYPES_ALL | TXATTN_DTYPES_KV8 | TXATTN_DTYPES_KV4, TXATTN_DTYPES_ALL},
 };
 
 static const txattn_kernel_desc *const naive_kernels[] = {&naive_scalar};

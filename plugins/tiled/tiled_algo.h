@@ -112,13 +112,16 @@ TILED_INLINE vf tl_loadu_as(const void *row, const int t, int64_t c) {
   return vf_loadu_bf16((const uint16_t *)row + c);
 }
 /* Bytes before element n of a K or V row of type t (a constant at every call; TL_BF16X2 is bf16):
-   exact where n starts a q8_0 block (strides); within a block, n % 32 bytes past its start. */
+   exact where n starts a q8_0 or q4_0 block (strides); within a block, n % 32 (q4_0: half that)
+   bytes past its start. */
 TILED_INLINE int64_t tl_elem_bytes(const int t, int64_t n) {
   switch (t) {
   case TXATTN_DTYPE_F32:
     return 4 * n;
   case TXATTN_DTYPE_Q8_0:
     return n / 32 * (int64_t)sizeof(txattn_block_q8_0) + n % 32;
+  case TXATTN_DTYPE_Q4_0:
+    return n / 32 * (int64_t)sizeof(txattn_block_q4_0) + n % 32 / 2;
   case TXATTN_DTYPE_E4M3:
   case TXATTN_DTYPE_E5M2:
     return n;
@@ -132,14 +135,25 @@ TILED_INLINE vf tl_bcast_f16(const void *p) {
   memcpy(&h, p, sizeof h);
   return vf_set1_f16(h);
 }
-/* VEC_W values of a K or V row of type t (a constant) from element c (for q8_0 within one block),
-   exactly, before the head's factor (tl_kv_scale): f32 and 16-bit as stored, q8_0 q times its
-   block's f16 scale, e5m2 as stored, e4m3 times 2^-8 (vf_loadu_e4m3). */
+/* VEC_W values of a K or V row of type t (a constant) from element c (for q8_0 and q4_0 within
+   one block), exactly, before the head's factor (tl_kv_scale): f32 and 16-bit as stored, q8_0 q
+   and q4_0 q - 8 times the block's f16 scale, e5m2 as stored, e4m3 times 2^-8 (vf_loadu_e4m3). */
 TILED_INLINE vf tl_loadu_unscaled(const void *row, const int t, int64_t c) {
   const unsigned char *r = (const unsigned char *)row;
   if (t == TXATTN_DTYPE_Q8_0) {
     const unsigned char *blk = r + c / 32 * (int64_t)sizeof(txattn_block_q8_0);
     return vf_mul(vf_loadu_i8((const int8_t *)blk + 2 + c % 32), tl_bcast_f16(blk));
+  }
+  if (t == TXATTN_DTYPE_Q4_0) { /* the low nibbles hold values 0-15, the high ones 16-31 */
+    const unsigned char *blk = r + c / 32 * (int64_t)sizeof(txattn_block_q4_0);
+    uint8_t x[VEC_W];
+    int8_t q[VEC_W];
+    memcpy(x, blk + 2 + c % 16, sizeof x);
+    if (c % 32 >= 16)
+      for (int i = 0; i < VEC_W; i++) q[i] = (int8_t)((x[i] >> 4) - 8);
+    else
+      for (int i = 0; i < VEC_W; i++) q[i] = (int8_t)((x[i] & 0x0f) - 8);
+    return vf_mul(vf_loadu_i8(q), tl_bcast_f16(blk));
   }
   if (t == TXATTN_DTYPE_E4M3) return vf_loadu_e4m3(r + c);
   if (t == TXATTN_DTYPE_E5M2) return vf_loadu_e5m2(r + c);
@@ -180,6 +194,11 @@ TILED_INLINE float tl_elem_kv(const void *row, const int t, int64_t c, float sc)
     uint16_t h;
     memcpy(&h, blk, sizeof h);
     return (float)(int8_t)blk[2 + c % 32] * txh_f16_to_f32(h);
+  }
+  if (t == TXATTN_DTYPE_Q4_0) {
+    const txattn_block_q4_0 *blk =
+        (const txattn_block_q4_0 *)(r + c / 32 * (int64_t)sizeof(txattn_block_q4_0));
+    return (float)txattn_q4_0_int(blk, c % 32) * txh_f16_to_f32(blk->d);
   }
   if (t == TXATTN_DTYPE_E4M3) return txattn_e4m3_value(r[c]) * 0x1p-8f * sc;
   if (t == TXATTN_DTYPE_E5M2) return txattn_e5m2_value(r[c]) * sc;
@@ -352,6 +371,7 @@ TILED_PACK_TYPE(bf16, TXATTN_DTYPE_BF16)
 TILED_PACK_TYPE(q8_0, TXATTN_DTYPE_Q8_0)
 TILED_PACK_TYPE(e4m3, TXATTN_DTYPE_E4M3)
 TILED_PACK_TYPE(e5m2, TXATTN_DTYPE_E5M2)
+TILED_PACK_TYPE(q4_0, TXATTN_DTYPE_Q4_0)
 
 /* One packed key block: both micro-kernels then stream contiguous, aligned fp32 panels. Strides (0
    included), interleaved layouts and element types are only ever read here. */
@@ -378,6 +398,9 @@ static void tl_pack_block(const tiled_geom *g, int64_t b, int64_t kvh, int64_t k
   case TXATTN_DTYPE_E5M2:
     tl_pack_k_e5m2(g, b, kvh, k0, nk, dst);
     break;
+  case TXATTN_DTYPE_Q4_0:
+    tl_pack_k_q4_0(g, b, kvh, k0, nk, dst);
+    break;
   default:
     tl_pack_k_f32(g, b, kvh, k0, nk, dst);
     break;
@@ -397,6 +420,9 @@ static void tl_pack_block(const tiled_geom *g, int64_t b, int64_t kvh, int64_t k
     break;
   case TXATTN_DTYPE_E5M2:
     tl_pack_v_e5m2(g, b, kvh, k0, nk, vdst);
+    break;
+  case TXATTN_DTYPE_Q4_0:
+    tl_pack_v_q4_0(g, b, kvh, k0, nk, vdst);
     break;
   default:
     tl_pack_v_f32(g, b, kvh, k0, nk, vdst);

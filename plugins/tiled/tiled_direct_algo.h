@@ -41,7 +41,7 @@
 /* How the chunk loop reads K and V, a constant in each of its instantiations:
  *  TD_COPY    rows copied into the fp32 chunk buffers, each widened from its own type (K and V of
  *             different types, or a head size with a column tail);
- *  TD_F32, TD_F16, TD_BF16, TD_Q8_0, TD_E4M3, TD_E5M2  K and V both of that type, head sizes
+ *  TD_F32, TD_F16, TD_BF16, TD_Q8_0, TD_E4M3, TD_E5M2, TD_Q4_0  K and V both of that type, head sizes
  *             whole vectors: the micro-kernels read the rows in place, widen them in registers (q8_0
  *             times each block's scale; fp8 without the head's factors, which td_run folds into the
  *             queries and the output: tl_loadu_unscaled) and prefetch the next chunk's;
@@ -49,7 +49,7 @@
  *             elements (TL_BF16X2: one op a vector where widening takes two), head sizes whole pairs
  *             of vectors: the queries and the accumulators hold each pair of vectors' columns in
  *             that order too (td_load_rows, td_unpair_row). */
-enum { TD_COPY, TD_F32, TD_F16, TD_BF16, TD_Q8_0, TD_E4M3, TD_E5M2, TD_BF16X2 };
+enum { TD_COPY, TD_F32, TD_F16, TD_BF16, TD_Q8_0, TD_E4M3, TD_E5M2, TD_Q4_0, TD_BF16X2 };
 #define TD_IN_PLACE(mode) ((mode) != TD_COPY)
 /* The element type the micro-kernels read (the chunk buffers' fp32 when copied). */
 #ifdef TL_BF16X2
@@ -63,12 +63,14 @@ enum { TD_COPY, TD_F32, TD_F16, TD_BF16, TD_Q8_0, TD_E4M3, TD_E5M2, TD_BF16X2 };
    : (mode) == TD_Q8_0   ? TXATTN_DTYPE_Q8_0                                                       \
    : (mode) == TD_E4M3   ? TXATTN_DTYPE_E4M3                                                       \
    : (mode) == TD_E5M2   ? TXATTN_DTYPE_E5M2                                                       \
+   : (mode) == TD_Q4_0   ? TXATTN_DTYPE_Q4_0                                                       \
    : (mode) == TD_BF16X2 ? TD_BF16X2_TYPE                                                          \
                          : TXATTN_DTYPE_F32)
-/* Rows of these types need not be aligned to lines (q8_0's 34-byte blocks, token-major fp8 pages):
-   their last line is prefetched apart. */
+/* Rows of these types need not be aligned to lines (q8_0's 34-byte and q4_0's 18-byte blocks,
+   token-major fp8 pages): their last line is prefetched apart. */
 #define TD_8BIT(t)                                                                                 \
-  ((t) == TXATTN_DTYPE_Q8_0 || (t) == TXATTN_DTYPE_E4M3 || (t) == TXATTN_DTYPE_E5M2)
+  ((t) == TXATTN_DTYPE_Q8_0 || (t) == TXATTN_DTYPE_E4M3 || (t) == TXATTN_DTYPE_E5M2 ||             \
+   (t) == TXATTN_DTYPE_Q4_0)
 /* Keys per chunk in each mode (tiled_internal.h). */
 #define TD_CHUNK_KEYS(mode) (TD_IN_PLACE(mode) ? TILED_DIRECT_CHUNK_IN_PLACE : TD_KC)
 /* Copied rows are prefetched this many chunks ahead of the chunk being copied (fp32 rows one,
@@ -493,6 +495,7 @@ static __attribute__((noinline)) void td_pv_one(const tiled_geom *g, float *acc,
     TD_PV_ONE(TD_Q8_0)
     TD_PV_ONE(TD_E4M3)
     TD_PV_ONE(TD_E5M2)
+    TD_PV_ONE(TD_Q4_0)
 #ifdef TL_BF16X2
     TD_PV_ONE(TD_BF16X2)
 #endif
@@ -614,6 +617,7 @@ TD_CHUNK_MODE(td_chunk_bf16, TD_BF16)
 TD_CHUNK_MODE(td_chunk_q8_0, TD_Q8_0)
 TD_CHUNK_MODE(td_chunk_e4m3, TD_E4M3)
 TD_CHUNK_MODE(td_chunk_e5m2, TD_E5M2)
+TD_CHUNK_MODE(td_chunk_q4_0, TD_Q4_0)
 #ifdef TL_BF16X2
 TD_CHUNK_MODE(td_chunk_bf16x2, TD_BF16X2)
 #endif
@@ -686,6 +690,8 @@ TILED_INLINE void td_chunks(const tiled_geom *g, const td_view *kv, const tiled_
       td_chunk_e4m3(g, s, k, v, pk, pv, NULL, c0, nc, nr);
     else if (mode == TD_E5M2)
       td_chunk_e5m2(g, s, k, v, pk, pv, NULL, c0, nc, nr);
+    else if (mode == TD_Q4_0)
+      td_chunk_q4_0(g, s, k, v, pk, pv, NULL, c0, nc, nr);
 #ifdef TL_BF16X2
     else if (mode == TD_BF16X2)
       td_chunk_bf16x2(g, s, k, v, pk, pv, NULL, c0, nc, nr);
@@ -721,6 +727,8 @@ static void td_keys(const tiled_geom *g, const td_view *kv, const tiled_scratch 
     td_chunks(g, kv, s, nr, ja, jb, TD_BF16);
   else if (in_place && kt == TXATTN_DTYPE_Q8_0)
     td_chunks(g, kv, s, nr, ja, jb, TD_Q8_0);
+  else if (in_place && kt == TXATTN_DTYPE_Q4_0)
+    td_chunks(g, kv, s, nr, ja, jb, TD_Q4_0);
   else if (fold && kt == TXATTN_DTYPE_E4M3)
     td_chunks(g, kv, s, nr, ja, jb, TD_E4M3);
   else if (fold && kt == TXATTN_DTYPE_E5M2)

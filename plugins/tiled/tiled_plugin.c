@@ -106,8 +106,8 @@ static int tiled_applicable(const txattn_problem *p, const char **why) {
 
 #define TILED_DESC(id, ISA_ENUM, SUMMARY, SPEED)                                                   \
   TILED_DESC_TYPES(id, ISA_ENUM, SUMMARY, SPEED, TXATTN_DTYPES_ALL,                                \
-                   TXATTN_DTYPES_ALL | TXATTN_DTYPES_KV8)
-/* Q, K: the element types q and k may have (v takes every type, 8-bit included, o every 16- and
+                   TXATTN_DTYPES_ALL | TXATTN_DTYPES_KV8 | TXATTN_DTYPES_KV4)
+/* Q, K: the element types q and k may have (v takes every type, 8- and 4-bit included, o every 16- and
    32-bit one); tiled.avx512bf16 takes bf16 q and k only. */
 #define TILED_DESC_TYPES(id, ISA_ENUM, SUMMARY, SPEED, Q, K)                                       \
   static const txattn_kernel_desc tiled_##id = {                                                   \
@@ -126,7 +126,8 @@ static int tiled_applicable(const txattn_problem *p, const char **why) {
       .default_tunables = tiled_defaults_##id,                                                     \
       .cost_pairs = tiled_pairs_##id,                                                              \
       .fit_tunables = tiled_fit_##id,                                                              \
-      .dtypes = {Q, K, TXATTN_DTYPES_ALL | TXATTN_DTYPES_KV8, TXATTN_DTYPES_ALL},                  \
+      .dtypes = {Q, K, TXATTN_DTYPES_ALL | TXATTN_DTYPES_KV8 | TXATTN_DTYPES_KV4,                  \
+                 TXATTN_DTYPES_ALL},                                                               \
   };
 
 /* speed_hint: GFLOP/s of one thread at n 4096, d 64; avx512 and neon were not measured on their

@@ -103,8 +103,8 @@ static int tomp_applicable(const txattn_problem *p, const char **why) {
 
 #define TOMP_DESC(id, ISA_ENUM, SUMMARY, SPEED)                                                    \
   TOMP_DESC_TYPES(id, ISA_ENUM, SUMMARY, SPEED, TXATTN_DTYPES_ALL,                                 \
-                  TXATTN_DTYPES_ALL | TXATTN_DTYPES_KV8)
-/* Q, K: the element types q and k may have (v takes every type, 8-bit included, o every 16- and
+                  TXATTN_DTYPES_ALL | TXATTN_DTYPES_KV8 | TXATTN_DTYPES_KV4)
+/* Q, K: the element types q and k may have (v takes every type, 8- and 4-bit included, o every 16- and
    32-bit one); tiled_omp.avx512bf16 takes bf16 q and k only. */
 #define TOMP_DESC_TYPES(id, ISA_ENUM, SUMMARY, SPEED, Q, K)                                        \
   static const txattn_kernel_desc tomp_##id = {                                                    \
@@ -124,7 +124,8 @@ static int tomp_applicable(const txattn_problem *p, const char **why) {
       .cost_pairs = tomp_pairs_##id,                                                               \
       .one_thread_same_as = "tiled." #id,                                                          \
       .fit_tunables = tomp_fit_##id,                                                               \
-      .dtypes = {Q, K, TXATTN_DTYPES_ALL | TXATTN_DTYPES_KV8, TXATTN_DTYPES_ALL},                  \
+      .dtypes = {Q, K, TXATTN_DTYPES_ALL | TXATTN_DTYPES_KV8 | TXATTN_DTYPES_KV4,                  \
+                 TXATTN_DTYPES_ALL},                                                               \
   };
 
 /* speed_hint: GFLOP/s per thread on 2 threads, no mask, d = 64; AVX-512 is the AVX2 figure scaled

@@ -302,16 +302,18 @@ PyObject *txpy_set_default_context(PyObject *self, PyObject *context) {
   Py_RETURN_NONE;
 }
 
-/* kv_dtype: None, or "q8_0", "e4m3" or "e5m2" (the 8-bit caches k and v hold as uint8) */
+/* kv_dtype: None, or "q8_0", "e4m3", "e5m2" or "q4_0" (the 8-bit and 4-bit caches k and v hold as
+   uint8) */
 static int parse_kv_dtype(PyObject *x, int *out) {
   if (!given(x)) return 0;
   const char *s = PyUnicode_Check(x) ? PyUnicode_AsUTF8(x) : NULL;
-  for (int t = TXATTN_DTYPE_Q8_0; s != NULL && t <= TXATTN_DTYPE_E5M2; t++)
+  for (int t = TXATTN_DTYPE_Q8_0; s != NULL && t <= TXATTN_DTYPE_Q4_0; t++)
     if (strcmp(s, txattn_dtype_name((txattn_dtype)t)) == 0) {
       *out = t;
       return 0;
     }
-  PyErr_Format(PyExc_ValueError, "kv_dtype must be None, 'q8_0', 'e4m3' or 'e5m2'; got %R", x);
+  PyErr_Format(PyExc_ValueError, "kv_dtype must be None, 'q8_0', 'e4m3', 'e5m2' or 'q4_0'; got %R",
+               x);
   return -1;
 }
 
@@ -426,8 +428,7 @@ PyObject *txpy_plan_vectorcall(PyObject *self, PyObject *const *args, size_t nar
   txpy_call c;
   txpy_call_init(&c, TXPY_OP_EXECUTE);
   c.packed = pp->packed;
-  if (pp->k_type == TXATTN_DTYPE_Q8_0 || pp->k_type == TXATTN_DTYPE_E4M3 ||
-      pp->k_type == TXATTN_DTYPE_E5M2)
+  if (TXATTN_DTYPE_BIT(pp->k_type) & (TXATTN_DTYPES_KV8 | TXATTN_DTYPES_KV4))
     c.kv_dtype = (int)pp->k_type; /* k and v are the uint8 caches the plan was made for */
   PyObject *result = NULL;
   if (txpy_call_inputs(&c, a[A_Q], a[A_K], a[A_V]) ||
@@ -668,9 +669,10 @@ const char txpy_attention_doc[] =
     "    (merge(..., sinks=) applies sinks to parts computed without them).\n"
     "sink_keys: K >= 0: the first K keys of each sequence are visible to every row beside what\n"
     "    causal or window shows (StreamingLLM's sink tokens; without a mask every key is).\n"
-    "kv_dtype: 'q8_0', 'e4m3' or 'e5m2': k and v are 8-bit caches held as uint8 arrays\n"
-    "    (quantize() makes them): e4m3/e5m2 one byte a value, q8_0 ggml's 34-byte blocks of 32\n"
-    "    values, its last dimension d / 32 * 34 bytes. Exact on the values the cache holds.\n"
+    "kv_dtype: 'q8_0', 'e4m3', 'e5m2' or 'q4_0': k and v are 8-bit (4-bit) caches held as uint8\n"
+    "    arrays (quantize() makes them): e4m3/e5m2 one byte a value, q8_0 ggml's 34-byte blocks\n"
+    "    of 32 values (last dimension d / 32 * 34 bytes), q4_0 its 18-byte ones (d / 32 * 18).\n"
+    "    Exact on the values the cache holds.\n"
     "k_scale, v_scale: for fp8, the fp32 scale of each KV head (heads_kv numbers, or one float\n"
     "    for every head): a value is its fp8 value times its head's scale.\n\n"
     "Returns o (same kind as q: NumPy array or torch tensor, q's dtype), or (o, lse). Raises\n"

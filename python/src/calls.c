@@ -44,7 +44,7 @@ const char *txpy_dtype_str(txattn_dtype d) {
   return d == TXATTN_DTYPE_F32    ? "float32"
          : d == TXATTN_DTYPE_F16  ? "float16"
          : d == TXATTN_DTYPE_BF16 ? "bfloat16"
-                                  : txattn_dtype_name(d); /* the 8-bit caches: "q8_0" ... */
+                                  : txattn_dtype_name(d); /* the narrow caches: "q8_0" ... */
 }
 
 PyObject *txpy_value_error(const char *fmt, ...) {
@@ -802,7 +802,7 @@ static int kv_scales(txpy_call *c, const txpy_opts *o) {
                                "each call (heads_kv fp32 scales, or one float)"
                              : "kv_dtype '%s' needs %s= (heads_kv fp32 scales, or one float)",
                          fp8 ? txattn_dtype_name((txattn_dtype)c->kv_dtype) : name,
-                         fp8 ? name : "q8_0 blocks carry their own"),
+                         fp8 ? name : "q8_0 and q4_0 blocks carry their own"),
              -1;
     if (!given || (objs[w] == Py_True && c->op == TXPY_OP_PLAN)) continue;
     if (PyFloat_Check(objs[w]) || PyLong_Check(objs[w])) { /* one scale for every head */

@@ -157,7 +157,7 @@ static PyObject *str_or_none(const char *s) {
 
 static PyObject *dtype_list(unsigned set) {
   PyObject *l = PyList_New(0);
-  for (int t = TXATTN_DTYPE_F32; l != NULL && t <= TXATTN_DTYPE_BF16; t++) {
+  for (int t = TXATTN_DTYPE_F32; l != NULL && txattn_dtype_size((txattn_dtype)t) != 0; t++) {
     if (!(set & TXATTN_DTYPE_BIT(t))) continue;
     PyObject *name = PyUnicode_FromString(txattn_dtype_name((txattn_dtype)t));
     if (name == NULL || PyList_Append(l, name) < 0) Py_CLEAR(l);

@@ -234,8 +234,9 @@ static int from_spec(PyObject *obj, const char *name, int flags, txpy_view *v) {
 /* What every use needs of a tensor beyond its type: the last dimension contiguous, and the element
    pointer aligned (the buffer protocol allows neither to be otherwise). */
 size_t txpy_elem_size(const txpy_view *v) {
-  return v->dtype == TXPY_DTYPE_BOOL || v->dtype == TXPY_DTYPE_U8 || v->dtype == TXATTN_DTYPE_Q8_0
-             ? 1 /* q8_0's alignment is the library's to check */
+  return v->dtype == TXPY_DTYPE_BOOL || v->dtype == TXPY_DTYPE_U8 ||
+                 v->dtype == TXATTN_DTYPE_Q8_0 || v->dtype == TXATTN_DTYPE_Q4_0
+             ? 1 /* a block's alignment is the library's to check */
              : txattn_dtype_size(v->dtype);
 }
 
@@ -243,8 +244,9 @@ int txpy_view_check(const txpy_view *v, const char *name, int flags) {
   if (v->dtype == TXPY_DTYPE_BOOL && !(flags & TXPY_MASK)) return dtype_error(name, "bool");
   if (v->dtype == TXPY_DTYPE_U8 && !(flags & TXPY_KV8))
     return PyErr_Format(PyExc_ValueError,
-                        "%s has dtype uint8: an 8-bit K/V cache is k or v with kv_dtype "
-                        "'q8_0', 'e4m3' or 'e5m2' (txattn.quantize makes one); else convert it, "
+                        "%s has dtype uint8: an 8-bit or 4-bit K/V cache is k or v with kv_dtype "
+                        "'q8_0', 'e4m3', 'e5m2' or 'q4_0' (txattn.quantize makes one); else "
+                        "convert it, "
                         "e.g. %s.astype(np.float32)",
                         name, name),
            -1;
@@ -335,7 +337,7 @@ static void extent(const txpy_view *v, uintptr_t *lo, uintptr_t *hi) {
   uint64_t last = 0;
   for (int i = 0; i < v->ndim; i++) last += (uint64_t)(v->shape[i] - 1) * (uint64_t)v->strides[i];
   *lo = (uintptr_t)v->data;
-  *hi = *lo + (uintptr_t)(v->dtype == TXATTN_DTYPE_Q8_0
+  *hi = *lo + (uintptr_t)(v->dtype == TXATTN_DTYPE_Q8_0 || v->dtype == TXATTN_DTYPE_Q4_0
                               ? (uint64_t)txattn_dtype_bytes(v->dtype, (int64_t)last + 1)
                               : (last + 1) * txpy_elem_size(v));
 }
@@ -349,23 +351,25 @@ int txpy_view_kv8(txpy_view *v, txattn_dtype t) {
                         v->dtype == TXPY_DTYPE_BOOL ? "bool" : txattn_dtype_name(v->dtype)),
            -1;
   v->dtype = t;
-  if (t != TXATTN_DTYPE_Q8_0 || v->ndim == 0) return 0;
+  if (txattn_dtype_block(t) != 32 || v->ndim == 0) return 0;
   const int last = v->ndim - 1;
-  if (v->shape[last] % 34 != 0)
+  const int64_t bb = (int64_t)txattn_dtype_size(t); /* bytes a block: 34 (q8_0), 18 (q4_0) */
+  if (v->shape[last] % bb != 0)
     return PyErr_Format(PyExc_ValueError,
-                        "%s's last dimension has %lld bytes, not whole 34-byte q8_0 blocks (32 "
+                        "%s's last dimension has %lld bytes, not whole %lld-byte %s blocks (32 "
                         "values each)",
-                        v->name, (long long)v->shape[last]),
+                        v->name, (long long)v->shape[last], (long long)bb, txattn_dtype_name(t)),
            -1;
-  v->shape[last] = v->shape[last] / 34 * 32;
+  v->shape[last] = v->shape[last] / bb * 32;
   for (int i = 0; i < last; i++) {
-    if (v->strides[i] % 34 != 0 && v->shape[i] > 1)
+    if (v->strides[i] % bb != 0 && v->shape[i] > 1)
       return PyErr_Format(PyExc_ValueError,
-                          "%s has a stride of %lld bytes in dimension %d, not whole q8_0 blocks "
-                          "of 34 bytes",
-                          v->name, (long long)v->strides[i], i),
+                          "%s has a stride of %lld bytes in dimension %d, not whole %s blocks "
+                          "of %lld bytes",
+                          v->name, (long long)v->strides[i], i, txattn_dtype_name(t),
+                          (long long)bb),
              -1;
-    v->strides[i] = v->strides[i] / 34 * 32;
+    v->strides[i] = v->strides[i] / bb * 32;
   }
   return 0;
 }

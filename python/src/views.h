@@ -80,10 +80,10 @@ size_t txpy_elem_size(const txpy_view *v);
    held. */
 int txpy_view_import(PyObject *obj, const char *name, int flags, txpy_view *v);
 void txpy_view_release(txpy_view *v);
-/* A uint8 view (TXPY_KV8) as the 8-bit cache of type t: e4m3 and e5m2 one value a byte; q8_0
-   rows of 34-byte blocks, its last dimension's bytes (a multiple of 34) becoming 32 values a
-   block and every other stride (a multiple of 34 bytes) counted in values. 0, or -1 and
-   ValueError. */
+/* A uint8 view (TXPY_KV8) as the 8-bit or 4-bit cache of type t: e4m3 and e5m2 one value a
+   byte; q8_0 (q4_0) rows of 34-byte (18-byte) blocks, its last dimension's bytes (a multiple of
+   the block's) becoming 32 values a block and every other stride (a multiple of the block's
+   bytes) counted in values. 0, or -1 and ValueError. */
 int txpy_view_kv8(txpy_view *v, txattn_dtype t);
 /* The checks txpy_view_import makes of every tensor once it knows its pointer and strides: the
    last dimension contiguous (unless TXPY_ROWS) and the data aligned; 0, or -1 and ValueError. */

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""8-bit K/V caches (kv_dtype 'q8_0', 'e4m3', 'e5m2'): txattn.quantize / dequantize against the
+"""8-bit and 4-bit K/V caches (kv_dtype 'q8_0', 'e4m3', 'e5m2', 'q4_0'): txattn.quantize /
+dequantize against the
 formats, attention on uint8 caches against the float64 oracle on the dequantised values within
 txattn.error_bound (dense, ragged, paged, GQA, masks, modifiers), torch tensors alike, and the
 refusals."""
@@ -12,13 +13,14 @@ from hypothesis import strategies as st
 import txattn
 from oracle import attention as oracle
 
-KV8 = ["q8_0", "e4m3", "e5m2"]
+KV8 = ["q8_0", "e4m3", "e5m2", "q4_0"]
+BLOCKS = ("q8_0", "q4_0")  # ggml's blocks, which carry their own scales
 
 
 def exact_values(data, dtype, scales):
-    """The values the cache holds, exactly, in float64: q8_0's q * d, fp8 values times their
-    head's scale (dimension 1 of [B, H, N, D]) in float64."""
-    if dtype == "q8_0":
+    """The values the cache holds, exactly, in float64: q8_0's q * d, q4_0's (q - 8) * d, fp8
+    values times their head's scale (dimension 1 of [B, H, N, D]) in float64."""
+    if dtype in BLOCKS:
         return txattn.dequantize(data, dtype).astype(np.float64)
     x = txattn.dequantize(data, dtype, 1.0).astype(np.float64)  # the fp8 values themselves
     return x * np.asarray(scales, dtype=np.float64)[None, :, None, None]
@@ -26,7 +28,7 @@ def exact_values(data, dtype, scales):
 
 def make_cache(x, dtype, scales):
     """x [B, H, N, D] quantised head by head (fp8: each head's own scale)."""
-    if dtype == "q8_0":
+    if dtype in BLOCKS:
         return txattn.quantize(x, dtype)
     return np.stack(
         [txattn.quantize(x[:, h], dtype, scales[h]) for h in range(x.shape[1])], axis=1
@@ -60,7 +62,7 @@ def test_attention_within_the_bound(pr):
     q = (amp * rng.standard_normal((B, Hq, Nq, D))).astype(np.float32)
     k = (amp * rng.standard_normal((B, Hkv, Nkv, D))).astype(np.float32)
     v = rng.standard_normal((B, Hkv, Nkv, D)).astype(np.float32)
-    fp8 = dtype != "q8_0"
+    fp8 = dtype not in BLOCKS
     ks = [txattn.fp8_scale(k[:, h], dtype) * 1.37 for h in range(Hkv)] if fp8 else None
     vs = [float(rng.uniform(0.003, 0.02)) for _ in range(Hkv)] if fp8 else None
     k8, v8 = make_cache(k, dtype, ks), make_cache(v, dtype, vs)
@@ -88,7 +90,7 @@ def test_paged_cache(dtype):
     v = rng.standard_normal((B, Hkv, Nkv, D)).astype(np.float32)
     scales = [0.01, 0.02]
     k8, v8 = make_cache(k, dtype, scales), make_cache(v, dtype, scales)
-    kw = dict(kv_dtype=dtype) if dtype == "q8_0" else dict(kv_dtype=dtype, k_scale=scales,
+    kw = dict(kv_dtype=dtype) if dtype in BLOCKS else dict(kv_dtype=dtype, k_scale=scales,
                                                            v_scale=scales)
     max_pages = -(-Nkv // P)
     perm = rng.permutation(B * max_pages)
@@ -126,6 +128,32 @@ def test_quantize_formats():
     assert txattn.fp8_scale(np.array([896.0, -1.0], np.float32), "e4m3") == 2.0
     h = txattn.quantize(back.astype(np.float16), "q8_0")  # from float16 alike
     assert np.array_equal(h, blk)
+
+
+def test_q4_0_is_ggml():
+    """q4_0: d = m / -8 for m the first value of the largest magnitude, q = min(15, (int)(x / d +
+    8.5)), value c < 16 in the low nibble of byte c, c >= 16 in the high nibble of byte c - 16;
+    the cache holds (q - 8) * d, and quantising that again gives the same bytes."""
+    x = np.tile(np.arange(16, dtype=np.float32) - 7.0, 2)  # -7 .. 8
+    x[3], x[20] = -16.0, 16.0
+    blk = txattn.quantize(x, "q4_0")
+    assert blk.shape == (18,) and blk.dtype == np.uint8
+    d = blk[:2].view(np.float16)[0]
+    assert d == 2.0
+    q = np.concatenate([blk[2:] & 0x0F, blk[2:] >> 4]).astype(np.int64)
+    want = np.minimum(15, (x / np.float32(2.0) + np.float32(8.5)).astype(np.int64))
+    assert q[3] == 0 and q[20] == 15 and np.array_equal(q, want)
+    back = txattn.dequantize(blk, "q4_0")
+    assert np.array_equal(back, (q - 8).astype(np.float32) * np.float32(2.0))
+    assert np.array_equal(txattn.quantize(back, "q4_0"), blk)
+    rows = np.random.default_rng(1).standard_normal((3, 64)).astype(np.float32)
+    assert txattn.quantize(rows, "q4_0").shape == (3, 36)
+    with pytest.raises(ValueError, match="18-byte q4_0 blocks"):
+        k4 = txattn.quantize(np.zeros((1, 1, 4, 32), np.float32), "q4_0")
+        txattn.attention(np.zeros((1, 1, 1, 32), np.float32), k4[..., :10], k4[..., :10],
+                         kv_dtype="q4_0")
+    with pytest.raises(ValueError, match="q4_0 needs no scale"):
+        txattn.fp8_scale(x, "q4_0")
 
 
 def test_refusals():

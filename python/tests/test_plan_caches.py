@@ -187,7 +187,7 @@ def test_misuse_is_refused(ctx):
     with pytest.raises(TypeError, match="unexpected keyword argument 'kv_dtype'"):
         dense(q, k, k, kv_dtype="q8_0")
     with pytest.raises(ValueError, match="kv_dtype must be None, 'q8_0'"):
-        ctx.plan(q, k8, k8, kv_dtype="q4_0")
+        ctx.plan(q, k8, k8, kv_dtype="q4_1")
     with pytest.raises(ValueError, match="k must be a uint8 array holding the q8_0 cache"):
         ctx.plan(q, k, k, kv_dtype="q8_0")
     with pytest.raises(ValueError, match="v_scale given, but only kv_dtype 'e4m3' or 'e5m2'"):

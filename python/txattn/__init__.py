@@ -312,7 +312,7 @@ class Context(_c.Context):
         attn_mask= replaces), or its dtype (bool, float32, float16, bfloat16, by name, NumPy or
         torch) for a plan whose calls give one; the plan takes masks of that kind and type.
         KV caches as servers keep them, as attention() takes them: kv_dtype ('q8_0', 'e4m3',
-        'e5m2') is fixed in the plan; k_scale, v_scale (fp8): the scales (held: the calls'
+        'e5m2', 'q4_0') is fixed in the plan; k_scale, v_scale (fp8): the scales (held: the calls'
         default) or True for calls that give them. block_table: a table (held: the calls'
         default; its width is the plan's max_pages) or its shape (batch, max_pages) for calls
         that give one; k and v are then page pools. q_offsets: offsets (held: the calls'
@@ -326,7 +326,8 @@ class Context(_c.Context):
         mask, left, right = _mask(causal, window)
         is_ragged = bool(ragged) or q_lens is not None or kv_lens is not None
         # the results' shape: q's rows and v's dim in values (the extension checks q and v first)
-        d_v = tuple(n // 34 * 32 if kv_dtype == "q8_0" else n for n in vs[0][-1:])
+        d_v = tuple(n // _BLOCK_BYTES[kv_dtype] * 32 if kv_dtype in _BLOCK_BYTES else n
+                    for n in vs[0][-1:])
         spec_o = (qs[0][:-1] + d_v, o_dtype)
         if is_ragged and q_lens is None and q_offsets is None:  # packed: the offsets say the rows
             q_lens = True
@@ -361,7 +362,8 @@ def _spec(x, name, dtype, kv_dtype=None):
         return tuple(x), "u8" if kv_dtype is not None else _dtype_arg(dtype) or "f32"
     if kv_dtype is not None:
         if kv_dtype not in _KV8:
-            raise ValueError(f"kv_dtype must be None, 'q8_0', 'e4m3' or 'e5m2'; got {kv_dtype!r}")
+            raise ValueError("kv_dtype must be None, 'q8_0', 'e4m3', 'e5m2' or 'q4_0'; "
+                             f"got {kv_dtype!r}")
         x = _as_tensor(x, name)
         if str(x.dtype) not in ("uint8", "torch.uint8"):
             raise ValueError(f"{name} must be a uint8 array holding the {kv_dtype} cache "
@@ -416,15 +418,16 @@ def alibi_slopes(heads, max_bias=8.0):
     return slopes if _np is None else _np.array(slopes, dtype=_np.float32)
 
 
-# ---- 8-bit K/V caches ----------------------------------------------------------------------------
+# ---- 8-bit and 4-bit K/V caches ------------------------------------------------------------------
 
-_KV8 = {"q8_0": 3, "e4m3": 4, "e5m2": 5}  # txattn_dtype numbers
+_KV8 = {"q8_0": 3, "e4m3": 4, "e5m2": 5, "q4_0": 6}  # txattn_dtype numbers
+_BLOCK_BYTES = {"q8_0": 34, "q4_0": 18}  # ggml's blocks of 32 values
 _F32, _F16 = 0, 1
 
 
 def _kv8_code(dtype):
     if dtype not in _KV8:
-        raise ValueError("dtype must be 'q8_0', 'e4m3' or 'e5m2'; got %r" % (dtype,))
+        raise ValueError("dtype must be 'q8_0', 'e4m3', 'e5m2' or 'q4_0'; got %r" % (dtype,))
     return _KV8[dtype]
 
 
@@ -444,11 +447,12 @@ def _host_array(x, name):
 
 
 def quantize(x, dtype, scale=1.0):
-    """The 8-bit cache of x (float32, float16 or bfloat16 values; rows along the last
+    """The 8-bit (4-bit) cache of x (float32, float16 or bfloat16 values; rows along the last
     dimension) as txattn.attention(..., kv_dtype=dtype) reads it: a uint8 array (a torch tensor
     for a torch x) of x's shape, but for q8_0 a last dimension of d / 32 * 34 bytes (ggml's
     blocks: an f16 scale and 32 int8, quantised as ggml's quantize_row_q8_0 does; d a multiple
-    of 32). For 'e4m3' and 'e5m2' each value is x / scale rounded to nearest even, saturating
+    of 32) and for q4_0 of d / 32 * 18 bytes (an f16 scale and 32 nibbles, as
+    quantize_row_q4_0). For 'e4m3' and 'e5m2' each value is x / scale rounded to nearest even, saturating
     at the largest finite value (448, 57344) as vLLM's cast does; give the same scale as
     k_scale / v_scale (fp8_scale(x, dtype) computes vLLM's amax / 448). txattn_convert."""
     code = _kv8_code(dtype)
@@ -460,13 +464,13 @@ def quantize(x, dtype, scale=1.0):
     else:
         raise ValueError("x has dtype %s; quantize takes float32, float16 or bfloat16" % a.dtype)
     shape = a.shape
-    if code == _KV8["q8_0"]:
+    if dtype in _BLOCK_BYTES:
         if a.ndim == 0 or shape[-1] % 32:
-            raise ValueError("q8_0 rows are blocks of 32: x's last dimension %s is not a multiple "
-                             "of 32" % (shape[-1:] or "(none)",))
-        shape = shape[:-1] + (shape[-1] // 32 * 34,)
+            raise ValueError("%s rows are blocks of 32: x's last dimension %s is not a multiple "
+                             "of 32" % (dtype, shape[-1:] or "(none)"))
+        shape = shape[:-1] + (shape[-1] // 32 * _BLOCK_BYTES[dtype],)
     out = _np.empty(shape, _np.uint8)
-    _c._convert(a, out, src, code, float(scale) if code != _KV8["q8_0"] else 1.0)
+    _c._convert(a, out, src, code, 1.0 if dtype in _BLOCK_BYTES else float(scale))
     if torch_out:
         import torch
 
@@ -475,25 +479,26 @@ def quantize(x, dtype, scale=1.0):
 
 
 def dequantize(data, dtype, scale=1.0, out_dtype=None):
-    """The values an 8-bit cache (uint8, as quantize makes it) holds, as the kernels compute on
-    them: q8_0's q * d exactly, an fp8 value times scale rounded to float32 once; float32 (or
+    """The values an 8-bit or 4-bit cache (uint8, as quantize makes it) holds, as the kernels
+    compute on them: q8_0's q * d and q4_0's (q - 8) * d exactly, an fp8 value times scale rounded to float32 once; float32 (or
     float16 with out_dtype=numpy.float16). A NumPy array, or a torch tensor for torch data."""
     code = _kv8_code(dtype)
     a, torch_out = _host_array(data, "data")
     if a.dtype != _np.uint8:
-        raise ValueError("data has dtype %s; an 8-bit cache is uint8" % a.dtype)
+        raise ValueError("data has dtype %s; an 8-bit or 4-bit cache is uint8" % a.dtype)
     shape = a.shape
-    if code == _KV8["q8_0"]:
-        if a.ndim == 0 or shape[-1] % 34:
-            raise ValueError("q8_0 rows are 34-byte blocks: data's last dimension %s is not"
-                             % (shape[-1:] or "(none)",))
-        shape = shape[:-1] + (shape[-1] // 34 * 32,)
+    if dtype in _BLOCK_BYTES:
+        bb = _BLOCK_BYTES[dtype]
+        if a.ndim == 0 or shape[-1] % bb:
+            raise ValueError("%s rows are %d-byte blocks: data's last dimension %s is not"
+                             % (dtype, bb, shape[-1:] or "(none)"))
+        shape = shape[:-1] + (shape[-1] // bb * 32,)
     np_out = _np.dtype(out_dtype if out_dtype is not None else _np.float32)
     if np_out not in (_np.dtype(_np.float32), _np.dtype(_np.float16)):
         raise ValueError("out_dtype must be float32 or float16")
     out = _np.empty(shape, np_out)
     dst = _F32 if np_out == _np.float32 else _F16
-    _c._convert(a, out, code, dst, float(scale) if code != _KV8["q8_0"] else 1.0)
+    _c._convert(a, out, code, dst, 1.0 if dtype in _BLOCK_BYTES else float(scale))
     if torch_out:
         import torch
 
@@ -506,8 +511,8 @@ def fp8_scale(x, dtype="e4m3"):
     no smaller than the least scale txattn takes, 1.0 for an all-zero x (txattn_convert_scale).
     """
     code = _kv8_code(dtype)
-    if code == _KV8["q8_0"]:
-        raise ValueError("q8_0 needs no scale: its blocks carry their own")
+    if dtype in _BLOCK_BYTES:
+        raise ValueError("%s needs no scale: its blocks carry their own" % dtype)
     a, _ = _host_array(x, "x")
     src = _F32 if a.dtype == _np.float32 else _F16 if a.dtype == _np.float16 else None
     if src is None:

@@ -21,6 +21,10 @@ float tx_elem_get(const void *base, txattn_dtype t, size_t i) {
     const txattn_block_q8_0 *blk = (const txattn_block_q8_0 *)base + i / 32;
     return (float)blk->qs[i % 32] * txattn_f16_value(blk->d);
   }
+  case TXATTN_DTYPE_Q4_0: {
+    const txattn_block_q4_0 *blk = (const txattn_block_q4_0 *)base + i / 32;
+    return (float)txattn_q4_0_int(blk, (int64_t)(i % 32)) * txattn_f16_value(blk->d);
+  }
   case TXATTN_DTYPE_E4M3:
     return txattn_e4m3_value(((const uint8_t *)base)[i]); /* txtune's fp8 scales are 1 */
   case TXATTN_DTYPE_E5M2:
@@ -30,26 +34,31 @@ float tx_elem_get(const void *base, txattn_dtype t, size_t i) {
   }
 }
 
-/* A q8_0 value cannot be set alone: its block is quantised again with x in it (ggml's rounding),
-   and a NaN makes the block's scale, and so the whole block, NaN. */
-static void q8_0_set(txattn_block_q8_0 *blk, size_t c, float x) {
+/* A q8_0 or q4_0 value cannot be set alone: its block (blk, of type t) is quantised again with x
+   in it (ggml's rounding), and a NaN makes the block's scale, and so the whole block, NaN. */
+static void block_set(void *blk, txattn_dtype t, size_t c, float x) {
   float row[32];
+  uint16_t *d = blk; /* both blocks start with their f16 scale */
   if (x != x) {
-    blk->d = 0x7e00;
+    *d = 0x7e00;
     return;
   }
-  txattn_convert(blk, TXATTN_DTYPE_Q8_0, row, TXATTN_DTYPE_F32, 32, 1.0f);
+  txattn_convert(blk, t, row, TXATTN_DTYPE_F32, 32, 1.0f);
   row[c] = x;
-  if (txattn_convert(row, TXATTN_DTYPE_F32, blk, TXATTN_DTYPE_Q8_0, 32, 1.0f) != TXATTN_OK)
-    blk->d = 0x7c00; /* beyond q8_0's range: Inf, as a 16-bit type overflows */
+  if (txattn_convert(row, TXATTN_DTYPE_F32, blk, t, 32, 1.0f) != TXATTN_OK)
+    *d = 0x7c00; /* beyond the type's range: Inf, as a 16-bit type overflows */
 }
 
 /* x stored at element i rounded to t (to nearest, ties to even; beyond the type's range +-Inf; fp8
-   saturates, and a q8_0 element's block is quantised again with it, NaN making the block NaN). */
+   saturates, and a q8_0 or q4_0 element's block is quantised again with it, NaN making the block
+   NaN). */
 static void tx_elem_set(void *base, txattn_dtype t, size_t i, float x) {
   switch (t) {
   case TXATTN_DTYPE_Q8_0:
-    q8_0_set((txattn_block_q8_0 *)base + i / 32, i % 32, x);
+    block_set((char *)base + i / 32 * sizeof(txattn_block_q8_0), t, i % 32, x);
+    break;
+  case TXATTN_DTYPE_Q4_0:
+    block_set((char *)base + i / 32 * sizeof(txattn_block_q4_0), t, i % 32, x);
     break;
   case TXATTN_DTYPE_E4M3:
   case TXATTN_DTYPE_E5M2: /* nearest even, saturating (scale 1) */
@@ -267,7 +276,7 @@ static double uniform_open0(uint64_t *state) { /* in (0, 1], so log() below is f
    a shape gives the same inputs, as nearly as the type allows, whatever the types. */
 static void fill_normal(void *x, txattn_dtype t, size_t n, uint64_t *state, float scale) {
   const double two_pi = 6.283185307179586;
-  float *f = t == TXATTN_DTYPE_Q8_0 ? malloc(n * sizeof *f) : NULL;
+  float *f = txattn_dtype_block(t) == 32 ? malloc(n * sizeof *f) : NULL;
   if (f) { /* whole blocks, quantised as ggml does */
     fill_normal(f, TXATTN_DTYPE_F32, n, state, scale);
     txattn_convert(f, TXATTN_DTYPE_F32, x, t, (int64_t)n, 1.0f);
@@ -347,7 +356,7 @@ int tx_buffers_page(tx_buffers *b, uint64_t seed, char *err, size_t err_size) {
   const txattn_dtype kt = p->k_type, vt = p->v_type;
   for (int64_t bb = 0; bb < p->batch; bb++)
     for (int64_t h = 0; h < p->heads_kv; h++)
-      for (int64_t j = 0; j < p->n_kv; j++) { /* offsets in bytes: every row starts a q8_0 block */
+      for (int64_t j = 0; j < p->n_kv; j++) { /* offsets in bytes: every row starts a block */
         const int64_t page = b->table[bb * per + j / P], r = j % P;
         memcpy((char *)b->k_pool +
                    txattn_dtype_bytes(kt, ((page * p->heads_kv + h) * P + r) * p->d_qk),

@@ -73,7 +73,8 @@ int tx_dtypes_parse(const char *s, tx_dtypes *out);
    the dispatch table's class names end). Returns what snprintf does. */
 int tx_dtypes_format(const tx_dtypes *d, char *buf, size_t size);
 #define TX_DTYPE_HELP                                                                              \
-  "f32, f16 or bf16: T for all, Q,K,V,O, or kv=T; k and v also q8_0, e4m3 or e5m2 (kv=q8_0) [f32]"
+  "f32, f16 or bf16: T for all, Q,K,V,O, or kv=T; k and v also q8_0, e4m3, e5m2 or q4_0 "          \
+  "(kv=q8_0) [f32]"
 tx_dtypes tx_dtypes_of(const txattn_problem *p);
 void tx_dtypes_apply(const tx_dtypes *d, txattn_problem *p);
 int tx_dtypes_all_f32(const tx_dtypes *d);

@@ -215,8 +215,8 @@ static int case_prepare(const check_case *c, size_t index, const tx_dtypes *type
     typed.n_kv = sv->max_kv > 0 ? sv->max_kv : 1;
     if (sv->n_q_lens) typed.n_q = sv->max_q > 0 ? sv->max_q : 1; /* rows per sequence: --q-lens */
   }
-  if (typed.k_type == TXATTN_DTYPE_Q8_0 || typed.v_type == TXATTN_DTYPE_Q8_0) {
-    /* q8_0 rows are blocks of 32: a head size the blocks cannot hold is taken up to the next */
+  if (txattn_dtype_block(typed.k_type) == 32 || txattn_dtype_block(typed.v_type) == 32) {
+    /* q8_0 and q4_0 rows are blocks of 32: a head size they cannot hold is taken up to the next */
     typed.d_qk = (typed.d_qk + 31) / 32 * 32;
     typed.d_v = (typed.d_v + 31) / 32 * 32;
   }

@@ -109,8 +109,9 @@ static void types_of(unsigned set, char *out, size_t size) {
   size_t len = 0;
   out[0] = '\0';
   if (set == TXATTN_DTYPES_ALL) tx_appendf(out, size, &len, "all");
-  for (int t = TXATTN_DTYPE_F32; t <= TXATTN_DTYPE_E5M2 && set != TXATTN_DTYPES_ALL; t++)
-    if (set & TXATTN_DTYPE_BIT(t)) /* the 8-bit k/v too */
+  for (int t = TXATTN_DTYPE_F32;
+       txattn_dtype_size((txattn_dtype)t) != 0 && set != TXATTN_DTYPES_ALL; t++)
+    if (set & TXATTN_DTYPE_BIT(t)) /* the 8-bit and 4-bit k/v too */
       tx_appendf(out, size, &len, "%s%s", len ? "/" : "", txattn_dtype_name((txattn_dtype)t));
 }
 
@@ -119,7 +120,7 @@ static void types_of(unsigned set, char *out, size_t size) {
 static void kernel_types_text(const txattn_kernel_info *k, char *out, size_t size) {
   static const char *const tensor[4] = {"q", "k", "v", "o"};
   const unsigned *d = k->dtypes;
-  char set[32];
+  char set[48];
   size_t len = 0;
   if (d[1] == d[0] && d[2] == d[0] && d[3] == d[0]) {
     types_of(d[0], out, size);
@@ -226,7 +227,8 @@ static void json_kernel(tx_json *j, const txattn_context *ctx, const txattn_kern
   tx_json_kv_object(j, "dtypes");
   for (int i = 0; i < 4; i++) {
     tx_json_kv_array(j, tensor[i]);
-    for (int t = TXATTN_DTYPE_F32; t <= TXATTN_DTYPE_E5M2; t++) /* the 8-bit k/v too */
+    for (int t = TXATTN_DTYPE_F32; txattn_dtype_size((txattn_dtype)t) != 0;
+         t++) /* 8-, 4-bit k/v too */
       if (k->dtypes[i] & TXATTN_DTYPE_BIT(t)) tx_json_string(j, txattn_dtype_name((txattn_dtype)t));
     tx_json_end_array(j);
   }
