@@ -7,7 +7,7 @@
  * check the sampled sequences' rows against txattn_reference within txattn_error_bound, and the
  * cache pages against the values their tokens were given. Prints tokens per second (prefill and
  * decode) and cache memory for f32, f16 and q8_0 caches (ggml's blocks, filled by txattn_convert;
- * q and o f16 then). Exits 1 if a library call fails, a row is not
+ * q and o f16 then), or a q4_0 cache on request. Exits 1 if a library call fails, a row is not
  * exact, the cache holds a wrong value or a page is not back on the free list at the end; 2 on a
  * bad option. `serving --help` lists the options. */
 #define _DEFAULT_SOURCE /* clock_gettime, madvise's MADV_HUGEPAGE (Linux) */
@@ -139,7 +139,7 @@ static int inject(server *s, const char *what, int64_t step) {
 }
 
 /* The byte offset of a row of a page: heads-major pages (all-zero layout), rows of d values,
-   whole q8_0 blocks when the cache is q8_0 (d is a multiple of 32). */
+   whole blocks when the cache is q8_0 or q4_0 (d is a multiple of 32). */
 static int64_t pool_at(const server *s, int64_t page, int64_t h, int64_t row) {
   return txattn_dtype_bytes(s->type, ((page * s->hk + h) * s->P + row) * s->d);
 }
@@ -169,7 +169,7 @@ static uint64_t kv_state(const server *s, const request *r, int64_t id, int64_t 
 }
 
 /* The K and V rows of token `pos` of r, head h, as the cache stores them (txattn_convert from
-   the fp32 values: rounded to f16, or quantised to q8_0 as ggml does) into k and v, each
+   the fp32 values: rounded to f16, or quantised to q8_0 or q4_0 as ggml does) into k and v, each
    txattn_dtype_bytes(type, d) bytes. */
 static int token_rows(const server *s, const request *r, int64_t id, int64_t pos, void *k,
                       void *v) {
@@ -365,7 +365,7 @@ static void server_free(server *s) {
 static int serve(txattn_context *ctx, const options *o, txattn_dtype type) {
   server s = {.o = o,
               .type = type,
-              .qtype = type == TXATTN_DTYPE_Q8_0 ? TXATTN_DTYPE_F16 : type,
+              .qtype = txattn_dtype_block(type) == 32 ? TXATTN_DTYPE_F16 : type,
               .P = o->page_size,
               .hk = o->heads_kv,
               .d = o->d,
@@ -581,14 +581,15 @@ oom:
 
 static void usage(FILE *f) {
   fprintf(f, "usage: serving [--requests N] [--seed S] [--page-size P] [--chunk C] [--heads HQ]\n"
-             "               [--heads-kv HK] [--d D] [--dtype f32|f16|q8_0|both|all]\n"
+             "               [--heads-kv HK] [--d D] [--dtype f32|f16|q8_0|q4_0|both|all]\n"
              "               [--max-running B]\n"
              "               [--pages N] [--groups G] [--prompt-max L] [--output-max L]\n"
              "               [--check-every K] [--threads T] [--require-sharing]\n"
              "               [--inject leak|wrong-page|row]\n"
              "Serves N requests (prompt up to L tokens, a prefix shared within each of G groups)\n"
              "with a paged K/V cache, B requests at a time, one packed call per step; checks\n"
-             "(both: f32 and f16 caches; all, the default: also q8_0, with f16 q and o)\n"
+             "(both: f32 and f16 caches; all, the default: also q8_0, with f16 q and o, as\n"
+             "q4_0 alone)\n"
              "every K-th step's sampled rows against txattn_reference (0: never).\n"
              "--inject breaks one thing on purpose (a page kept, a block table out of order, an\n"
              "output element off) to show that the checks catch it.\n");
@@ -656,6 +657,8 @@ int main(int argc, char **argv) {
       o.n_types = 1, o.types[0] = TXATTN_DTYPE_F16, i++;
     } else if (strcmp(a, "--dtype") == 0 && v && strcmp(v, "q8_0") == 0) {
       o.n_types = 1, o.types[0] = TXATTN_DTYPE_Q8_0, i++;
+    } else if (strcmp(a, "--dtype") == 0 && v && strcmp(v, "q4_0") == 0) {
+      o.n_types = 1, o.types[0] = TXATTN_DTYPE_Q4_0, i++;
     } else if (strcmp(a, "--dtype") == 0 && v && strcmp(v, "both") == 0) {
       o.n_types = 2, i++;
     } else if (strcmp(a, "--dtype") == 0 && v && strcmp(v, "all") == 0) {
@@ -684,11 +687,11 @@ int main(int argc, char **argv) {
     return 2;
   }
   for (int i = 0; i < o.n_types; i++)
-    if (o.types[i] == TXATTN_DTYPE_Q8_0 && o.d % 32 != 0) {
+    if (txattn_dtype_block(o.types[i]) == 32 && o.d % 32 != 0) {
       fprintf(stderr,
-              "serving: a q8_0 cache needs --d a multiple of 32 (its blocks), not %" PRId64
+              "serving: a %s cache needs --d a multiple of 32 (its blocks), not %" PRId64
               "; --dtype both leaves it out\n",
-              o.d);
+              txattn_dtype_name(o.types[i]), o.d);
       return 2;
     }
   txattn_options opts = TXATTN_OPTIONS_INIT;
