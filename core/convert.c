@@ -85,25 +85,24 @@ static txattn_status block_check(const void *src, txattn_dtype st, int64_t n, tx
   return TXATTN_OK;
 }
 
-static void to_q8_0(const void *src, txattn_dtype st, txattn_block_q8_0 *dst, int64_t n) {
+/* src's n values into q8_0 or q4_0 blocks at dst, as ggml's quantize_row_q8_0 / _q4_0. */
+static void to_blocks(const void *src, txattn_dtype st, void *dst, int64_t n, txattn_dtype dt) {
   float x[32];
   for (int64_t b = 0; b < n / 32; b++) {
     for (int c = 0; c < 32; c++) x[c] = (float)txattn__load(src, st, b * 32 + c);
-    const float d = q8_0_scale(x), id = d != 0.0f ? 1.0f / d : 0.0f;
-    txattn__store(&dst[b].d, TXATTN_DTYPE_F16, 0, (double)d);
-    for (int c = 0; c < 32; c++) dst[b].qs[c] = (int8_t)roundf(x[c] * id);
-  }
-}
-
-static void to_q4_0(const void *src, txattn_dtype st, txattn_block_q4_0 *dst, int64_t n) {
-  float x[32];
-  for (int64_t b = 0; b < n / 32; b++) {
-    for (int c = 0; c < 32; c++) x[c] = (float)txattn__load(src, st, b * 32 + c);
-    const float d = q4_0_scale(x), id = d != 0.0f ? 1.0f / d : 0.0f;
-    txattn__store(&dst[b].d, TXATTN_DTYPE_F16, 0, (double)d);
+    const int q4 = dt == TXATTN_DTYPE_Q4_0;
+    const float d = q4 ? q4_0_scale(x) : q8_0_scale(x), id = d != 0.0f ? 1.0f / d : 0.0f;
+    if (!q4) {
+      txattn_block_q8_0 *y = (txattn_block_q8_0 *)dst + b;
+      txattn__store(&y->d, TXATTN_DTYPE_F16, 0, (double)d);
+      for (int c = 0; c < 32; c++) y->qs[c] = (int8_t)roundf(x[c] * id);
+      continue;
+    }
+    txattn_block_q4_0 *y = (txattn_block_q4_0 *)dst + b;
+    txattn__store(&y->d, TXATTN_DTYPE_F16, 0, (double)d);
     for (int c = 0; c < 16; c++) {
       const int lo = (int)(x[c] * id + 8.5f), hi = (int)(x[c + 16] * id + 8.5f);
-      dst[b].qs[c] = (uint8_t)((lo < 15 ? lo : 15) | (hi < 15 ? hi : 15) << 4);
+      y->qs[c] = (uint8_t)((lo < 15 ? lo : 15) | (hi < 15 ? hi : 15) << 4);
     }
   }
 }
@@ -130,10 +129,7 @@ txattn_status txattn_convert(const void *src, txattn_dtype src_type, void *dst,
                      (double)scale);
   if (dst_type == TXATTN_DTYPE_Q8_0 || dst_type == TXATTN_DTYPE_Q4_0) {
     TXATTN_FORWARD_IF_ERROR(block_check(src, src_type, n, dst_type));
-    if (dst_type == TXATTN_DTYPE_Q8_0)
-      to_q8_0(src, src_type, dst, n);
-    else
-      to_q4_0(src, src_type, dst, n);
+    to_blocks(src, src_type, dst, n, dst_type);
   } else if (is_fp8(dst_type)) {
     for (int64_t c = 0; c < n; c++) /* x / scale in fp32, as vLLM divides before the cast */
       ((uint8_t *)dst)[c] =
