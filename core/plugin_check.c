@@ -210,9 +210,8 @@ int txattn__desc_applicable(const txattn_kernel_desc *d, const txattn_problem *r
     "it does not take " t " q", "it does not take " t " k", "it does not take " t " v",            \
         "it does not make " t " o"                                                                 \
   }
-  static const char *const declined[][4] = {TAKES_NOT("f32"),  TAKES_NOT("f16"),
-                                            TAKES_NOT("bf16"), TAKES_NOT("q8_0"),
-                                            TAKES_NOT("e4m3"), TAKES_NOT("e5m2"),
+  static const char *const declined[][4] = {TAKES_NOT("f32"),  TAKES_NOT("f16"),  TAKES_NOT("bf16"),
+                                            TAKES_NOT("q8_0"), TAKES_NOT("e4m3"), TAKES_NOT("e5m2"),
                                             TAKES_NOT("q4_0")};
   _Static_assert(sizeof declined / sizeof declined[0] == TXATTN_DTYPE_Q4_0 + 1,
                  "a message for every txattn_dtype");
