@@ -70,9 +70,20 @@ static txattn_status run_once(tx_run_fn fn, void *arg, size_t i, const tx_timing
   return TXATTN_OK;
 }
 
-/* Whether a run of e, starting now, would end after o's deadline. */
-static int too_late(const tx_timing_opts *o, const entry *e, double factor) {
-  return o->deadline > 0 && tx_clock() + e->last * factor > o->deadline;
+/* Whether a run of e, starting now, would end after `end` (a tx_clock() time; 0: none). */
+static int too_late(double end, const entry *e, double factor) {
+  return end > 0 && tx_clock() + e->last * factor > end;
+}
+
+/* When the timed runs must stop for the checked call each entry makes after them (one call each)
+   to end by o's deadline; 0 without a deadline. */
+static double runs_end(const tx_timing_opts *o, const entry *e, size_t n,
+                       const txattn_status *status) {
+  if (o->deadline <= 0) return 0;
+  double after = 0;
+  for (size_t i = 0; o->check && i < n; i++)
+    if (status[i] == TXATTN_OK && e[i].runs > 0) after += e[i].last / (double)e[i].reps;
+  return o->deadline - after;
 }
 
 static double fastest(const entry *e) {
@@ -117,16 +128,17 @@ void tx_time(tx_run_fn fn, void *const *args, size_t n, const tx_timing_opts *o,
         e[i].per_call[e[i].runs++] = e[i].last / (double)e[i].reps;
         break;
       }
-      if (too_late(o, &e[i], 2)) break; /* no sample: the deadline came first */
+      if (too_late(o->deadline, &e[i], 2)) break; /* no sample: the deadline came first */
     }
   }
   for (int round = 1, more = 1; more; round++) {
     more = 0;
     if (o->drop_ratio > 0) drop_slow(e, n, status, o->drop_ratio);
+    const double end = runs_end(o, e, n, status);
     for (size_t j = 0; j < n; j++) {
       size_t i = round % 2 ? n - 1 - j : j; /* backward in odd rounds: the first ran first */
       if (status[i] != TXATTN_OK || e[i].done || e[i].runs == 0 || e[i].runs >= want ||
-          (o->limit_s > 0 && e[i].spent + e[i].last > o->limit_s) || too_late(o, &e[i], 1))
+          (o->limit_s > 0 && e[i].spent + e[i].last > o->limit_s) || too_late(end, &e[i], 1))
         continue;
       status[i] = run_once(fn, args[i], i, o, &e[i], o->warm_each_run);
       if (status[i] == TXATTN_OK && !e[i].done)

@@ -51,7 +51,8 @@ typedef struct tx_timing_opts {
   int runs;          /* timed runs per entry (1..1000), interleaved; the median is reported */
   double limit_s;    /* stop adding runs to an entry once it spent this much (0: no limit) */
   double deadline;   /* a tx_clock() time no run may be predicted to end after, nor an entry start
-                        after (0: none) */
+                        after (0: none); with a check, the timed runs stop early enough for each
+                        entry's checked call after them to end by it too */
   double drop_ratio; /* after each round an entry with two runs or more whose fastest run is
                         slower than this x the leader's median stops (0: never) */
   int warm_each_run; /* one untimed call before every run, not only before the first */
