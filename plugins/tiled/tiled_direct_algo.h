@@ -41,10 +41,11 @@
 /* How the chunk loop reads K and V, a constant in each of its instantiations:
  *  TD_COPY    rows copied into the fp32 chunk buffers, each widened from its own type (K and V of
  *             different types, or a head size with a column tail);
- *  TD_F32, TD_F16, TD_BF16, TD_Q8_0, TD_E4M3, TD_E5M2, TD_Q4_0  K and V both of that type, head sizes
- *             whole vectors: the micro-kernels read the rows in place, widen them in registers (q8_0
- *             times each block's scale; fp8 without the head's factors, which td_run folds into the
- *             queries and the output: tl_loadu_unscaled) and prefetch the next chunk's;
+ *  TD_F32, TD_F16, TD_BF16, TD_Q8_0, TD_E4M3, TD_E5M2, TD_Q4_0  K and V both of that type,
+ *             head sizes whole vectors: the micro-kernels read the rows in place, widen them in
+ *             registers (q8_0 and q4_0 times each block's scale; fp8 without the head's factors,
+ *             which td_run folds into the queries and the output: tl_loadu_unscaled) and
+ *             prefetch the next chunk's;
  *  TD_BF16X2  bf16 K and V read in place 2 VEC_W elements at a time as their even and their odd
  *             elements (TL_BF16X2: one op a vector where widening takes two), head sizes whole pairs
  *             of vectors: the queries and the accumulators hold each pair of vectors' columns in
