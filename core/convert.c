@@ -91,7 +91,10 @@ static void to_blocks(const void *src, txattn_dtype st, void *dst, int64_t n, tx
   for (int64_t b = 0; b < n / 32; b++) {
     for (int c = 0; c < 32; c++) x[c] = (float)txattn__load(src, st, b * 32 + c);
     const int q4 = dt == TXATTN_DTYPE_Q4_0;
-    const float d = q4 ? q4_0_scale(x) : q8_0_scale(x), id = d != 0.0f ? 1.0f / d : 0.0f;
+    /* ggml's 1 / d, but 0 where that overflows (|d| < 2^-128, stored as f16 0 anyway): then
+       every q is the zero point, where ggml's conversion of x * inf would be undefined */
+    const float d = q4 ? q4_0_scale(x) : q8_0_scale(x), inv = d != 0.0f ? 1.0f / d : 0.0f;
+    const float id = isfinite(inv) ? inv : 0.0f;
     if (!q4) {
       txattn_block_q8_0 *y = (txattn_block_q8_0 *)dst + b;
       txattn__store(&y->d, TXATTN_DTYPE_F16, 0, (double)d);

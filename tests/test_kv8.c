@@ -206,6 +206,15 @@ Test(kv8, q4_0_is_ggml) {
   cr_assert_eq(txattn_convert(x, TXATTN_DTYPE_F32, &q, TXATTN_DTYPE_Q4_0, 32, 1.0f), TXATTN_OK);
   cr_assert_eq(q.d, 0x8000, "d 0x%04x", q.d);
   for (int c = 0; c < 16; c++) cr_assert_eq(q.qs[c], 0x88);
+  /* values so small that 1 / d overflows: the block holds zeros (d rounds to f16 0), q8_0's too */
+  for (int c = 0; c < 32; c++) x[c] = c % 2 ? 1e-40f : -3e-41f;
+  txattn_block_q8_0 q8;
+  cr_assert_eq(txattn_convert(x, TXATTN_DTYPE_F32, &q, TXATTN_DTYPE_Q4_0, 32, 1.0f), TXATTN_OK);
+  cr_assert_eq(txattn_convert(x, TXATTN_DTYPE_F32, &q8, TXATTN_DTYPE_Q8_0, 32, 1.0f), TXATTN_OK);
+  cr_assert_eq(q.d & 0x7fff, 0, "d 0x%04x", q.d);
+  cr_assert_eq(q8.d & 0x7fff, 0, "d 0x%04x", q8.d);
+  cr_assert_eq(txattn_convert(&q, TXATTN_DTYPE_Q4_0, deq, TXATTN_DTYPE_F32, 32, 1.0f), TXATTN_OK);
+  for (int c = 0; c < 32; c++) cr_assert_eq(deq[c], 0.0f, "value %d: %g", c, (double)deq[c]);
   /* refused: n not whole blocks, another narrow type, a value q4_0 cannot hold */
   expect_invalid(txattn_convert(x, TXATTN_DTYPE_F32, &q, TXATTN_DTYPE_Q4_0, 20, 1.0f),
                  "not a multiple of 32");
