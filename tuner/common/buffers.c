@@ -55,10 +55,8 @@ static void block_set(void *blk, txattn_dtype t, size_t c, float x) {
 static void tx_elem_set(void *base, txattn_dtype t, size_t i, float x) {
   switch (t) {
   case TXATTN_DTYPE_Q8_0:
-    block_set((char *)base + i / 32 * sizeof(txattn_block_q8_0), t, i % 32, x);
-    break;
   case TXATTN_DTYPE_Q4_0:
-    block_set((char *)base + i / 32 * sizeof(txattn_block_q4_0), t, i % 32, x);
+    block_set((char *)base + txattn_elem_offset(t, (int64_t)(i / 32 * 32)), t, i % 32, x);
     break;
   case TXATTN_DTYPE_E4M3:
   case TXATTN_DTYPE_E5M2: /* nearest even, saturating (scale 1) */
